@@ -1,0 +1,103 @@
+# tidemark: a sidecar proxy that enforces fencing tokens.
+#
+# Targets:
+#   all           ./tidemark and libtidemark.a (default)
+#   deps          install the Debian packages for build, tests and bench
+#   test          deps, then unit tests (cmocka) and integration tests (pytest)
+#   test-asan     the same suites against an ASan + UBSan build
+#   unit          unit tests only
+#   integration   integration tests only (TIDEMARK_BIN picks the binary)
+#   bench         wrk: bare upstream vs nginx vs tidemark, with ratios
+#   format-check  clang-format --dry-run over every C file
+#   install       PREFIX=/usr/local: binary, example config
+#   clean
+
+CC      ?= cc
+BUILD   ?= build
+PKGS    := libevent libevent_openssl libevent_pthreads inih lmdb hiredis libpq openssl
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+           -Wno-unused-parameter -fno-strict-aliasing -MMD -MP \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+PYTEST  := /usr/bin/python3 -m pytest
+PREFIX  ?= /usr/local
+
+LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c)
+LIB_SRC := $(filter-out proxy/main.c,$(LIB_SRC))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+ifeq ($(BUILD),build)
+TM_BIN := tidemark
+TM_LIB := libtidemark.a
+else
+TM_BIN := $(BUILD)/tidemark
+TM_LIB := $(BUILD)/libtidemark.a
+endif
+
+.PHONY: all deps test test-asan unit integration bench format-check \
+        install clean
+
+all: $(TM_BIN) $(TM_LIB)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(TM_LIB): $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(TM_BIN): $(BUILD)/proxy/main.o $(TM_LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(TM_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TM_LIB) $(LDLIBS) -lcmocka
+
+deps:
+	@sh tests/deps.sh
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+integration: $(TM_BIN) tests/preload/failsync.so
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \
+	    tests/integration
+
+tests/preload/failsync.so: tests/preload/failsync.c
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) integration
+
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+              -fno-sanitize-recover=undefined
+
+test-asan: deps
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \
+	    LDFLAGS="-fsanitize=address,undefined" all
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \
+	    LDFLAGS="-fsanitize=address,undefined" unit integration
+
+bench: deps all
+	sh tests/bench/run.sh
+
+format-check:
+	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
+
+install: all
+	install -D -m 0755 tidemark $(DESTDIR)$(PREFIX)/bin/tidemark
+	install -D -m 0644 conf/tidemark.ini \
+	    $(DESTDIR)$(PREFIX)/share/tidemark/tidemark.ini
+
+clean:
+	rm -rf build build-asan tidemark libtidemark.a tests/preload/*.so
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

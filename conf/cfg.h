@@ -1,0 +1,99 @@
+/* cfg.h: tidemark's configuration: the INI loader, the one table of
+ * options, validation and TIDEMARK_<SECTION>_<KEY> overrides. */
+#ifndef TM_CFG_H
+#define TM_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../policies/route.h"
+
+struct cfg_proxy {
+    char *listen;            /* "host:port" */
+    bool unmatched_reject;   /* unmatched = reject */
+    char *token_header;
+    char *resource_header;
+    int header_timeout_ms;   /* whole request head must arrive within */
+    int idle_timeout_ms;     /* keep-alive client connection idle */
+    int max_head;            /* bytes: request line + headers */
+    int max_headers;         /* header fields in one head */
+    int max_connections;     /* client connections at once */
+    int order_grace_ms;      /* after a 504, resource closed this long */
+    int discard_limit;       /* body bytes read and dropped after a refusal */
+    int buffer_size;         /* per-direction back-pressure watermark */
+    char *log_level;         /* error | warn | info | debug */
+};
+
+struct cfg_upstream {
+    char *name;
+    char *url;               /* as written */
+    bool tls;                /* https:// */
+    char *host;              /* from url */
+    char *port;              /* from url, or 80 / 443 */
+    char *host_header;       /* "host" or "host:port" as sent in Host */
+    int connect_timeout_ms;
+    int timeout_ms;          /* response head and between body reads */
+    int max_idle;            /* pooled idle connections kept */
+    int line;
+};
+
+struct cfg_route {
+    char *name;
+    unsigned methods;        /* enum tm_method bits; 0 means every method */
+    struct tm_tmpl path;
+    bool resource_from_header;
+    struct tm_rtmpl resource;
+    enum tm_mode mode;
+    enum tm_verify verify;
+    char *upstream;          /* name */
+    size_t upstream_idx;     /* index into tm_config.upstreams */
+    int line;
+};
+
+struct cfg_store {
+    char *type;              /* lmdb | postgres | redis | etcd */
+    char *path;              /* lmdb */
+    int64_t map_size;        /* lmdb: bytes */
+    char *dsn;               /* postgres */
+    char *url;               /* redis */
+    char *endpoints;         /* etcd */
+    int cache_entries;       /* in-memory marks kept */
+    int timeout_ms;          /* one raise, end to end */
+};
+
+struct cfg_admin {
+    char *listen;            /* "host:port", or empty: no control port */
+};
+
+struct tm_config {
+    char *file;
+    struct cfg_proxy proxy;
+    struct cfg_admin admin;
+    struct cfg_store store;
+    struct cfg_upstream *upstreams;
+    size_t nupstreams;
+    struct cfg_route *routes;  /* file order */
+    size_t nroutes;
+};
+
+/* Problems found while loading, each "FILE:LINE: message". */
+struct cfg_errors {
+    char **msgs;
+    size_t n;
+};
+
+/* Load path into c, then apply overrides from envp (NULL-terminated
+ * "NAME=value" strings, environ in the daemon). Every problem found is
+ * appended to errs; returns true only when there are none. c is filled
+ * even on failure and must be released with cfg_free. */
+bool cfg_load(struct tm_config *c, const char *path, char *const *envp,
+              struct cfg_errors *errs) __attribute__((warn_unused_result));
+void cfg_free(struct tm_config *c);
+void cfg_errors_free(struct cfg_errors *errs);
+
+/* Split "host:port" or "[v6]:port" into parts (malloc'd, caller frees).
+ * false on a bad address. */
+bool cfg_split_hostport(const char *s, char **host, char **port);
+
+#endif

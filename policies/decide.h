@@ -1,0 +1,30 @@
+/* decide.h: the decision table. Given a route's mode, what the request
+ * carries and what is known of the mark, say what to do. Pure. */
+#ifndef TM_DECIDE_H
+#define TM_DECIDE_H
+
+#include <stdint.h>
+
+#include "route.h"
+#include "token.h"
+
+enum decision {
+    DECIDE_FORWARD = 0,  /* forward without touching the store (bypass) */
+    DECIDE_RAISE,        /* ask the store to raise the mark, then decide */
+    DECIDE_ACCEPT,       /* token equals the known durable mark: forward */
+    DECIDE_STALE,        /* 409: token below the mark */
+    DECIDE_MISSING,      /* 428 */
+    DECIDE_INVALID,      /* 400 */
+    DECIDE_UNAVAILABLE,  /* 503: store failed on a correctness route */
+};
+
+/* Before the store: mode, the token's parse status and value, and the
+ * cached lower bound of the mark (0 when unknown). */
+enum decision decide_request(enum tm_mode mode, enum token_status ts,
+                             int64_t token, int64_t cached_mark);
+
+/* After the store answered a raise: store_ok is false when the store
+ * failed; stale is true when it answered stale. */
+enum decision decide_store(enum tm_mode mode, bool store_ok, bool stale);
+
+#endif

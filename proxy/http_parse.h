@@ -1,0 +1,120 @@
+/* http_parse.h: a strict HTTP/1.1 message parser (RFC 9112) for request
+ * heads, response heads and chunked bodies. Pure: no I/O, no allocation;
+ * every string is a slice into the caller's buffer. */
+#ifndef TM_HTTP_PARSE_H
+#define TM_HTTP_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../policies/slice.h"
+
+#define HTTP_MAX_HEADERS 128 /* hard ceiling; the configured limit is lower */
+
+enum http_rc {
+    HTTP_OK = 0,
+    HTTP_INCOMPLETE,     /* no end of head yet: read more */
+    HTTP_BAD,            /* 400: malformed or ambiguous */
+    HTTP_HEAD_TOO_LARGE, /* 431: head over max_head, or too many headers */
+    HTTP_URI_TOO_LONG,   /* 414 */
+    HTTP_NOT_IMPL,       /* 501: unknown transfer coding */
+    HTTP_BAD_VERSION,    /* 505 */
+};
+
+enum http_body {
+    HTTP_BODY_NONE = 0,
+    HTTP_BODY_LENGTH,    /* content_length bytes */
+    HTTP_BODY_CHUNKED,
+    HTTP_BODY_CLOSE,     /* responses only: until the connection closes */
+};
+
+struct http_header {
+    struct tm_slice name;
+    struct tm_slice value;   /* OWS trimmed */
+    bool hop;                /* hop-by-hop: a standard one or named in
+                              * Connection; never forwarded */
+};
+
+struct http_limits {
+    size_t max_head;         /* bytes of head, final CRLFCRLF included */
+    size_t max_headers;
+    size_t max_uri;          /* request-target bytes */
+};
+
+struct http_request {
+    size_t head_len;         /* bytes of the head, CRLFCRLF included */
+    struct tm_slice method;
+    struct tm_slice target;  /* as sent */
+    struct tm_slice path;    /* target up to '?' */
+    int minor;               /* HTTP/1.<minor>: 0 or 1 */
+    struct http_header headers[HTTP_MAX_HEADERS];
+    size_t nheaders;
+    enum http_body body;
+    uint64_t content_length;
+    bool keep_alive;         /* the client allows another request after */
+    bool expect_continue;    /* Expect: 100-continue */
+};
+
+struct http_response {
+    size_t head_len;
+    int status;
+    int minor;
+    struct tm_slice reason;
+    struct http_header headers[HTTP_MAX_HEADERS];
+    size_t nheaders;
+    enum http_body body;
+    uint64_t content_length;
+    bool keep_alive;         /* the upstream allows reuse after this */
+};
+
+/* Parse one request head from buf[0..len). Leading empty lines (CRLF)
+ * before the request line are skipped and counted in head_len. Returns
+ * HTTP_INCOMPLETE while no complete head is in buf and len <= max_head;
+ * HTTP_HEAD_TOO_LARGE once len passes max_head without one. Refuses
+ * (HTTP_BAD): bare CR or LF-only line ends, obs-fold, whitespace before
+ * a colon, control characters or NUL, an invalid method or field name,
+ * Content-Length with Transfer-Encoding, differing or listed or
+ * non-numeric or overflowing Content-Lengths, chunked not last, a
+ * missing (HTTP/1.1) or repeated Host, CONNECT-style targets. Unknown
+ * transfer codings: HTTP_NOT_IMPL. Versions other than 1.0/1.1:
+ * HTTP_BAD_VERSION. */
+enum http_rc http_parse_request(const char *buf, size_t len,
+                                const struct http_limits *lim,
+                                struct http_request *req);
+
+/* Parse one response head. head_request: the request was HEAD (no body
+ * follows whatever the headers say). 1xx, 204 and 304 have no body. A
+ * response without Content-Length or chunked is HTTP_BODY_CLOSE. The
+ * same framing rules as requests apply: ambiguous framing is HTTP_BAD. */
+enum http_rc http_parse_response(const char *buf, size_t len,
+                                 const struct http_limits *lim,
+                                 bool head_request,
+                                 struct http_response *resp);
+
+/* Index of the first header named name (case-insensitive), from index
+ * start, or -1. */
+int http_find_header(const struct http_header *h, size_t n, size_t start,
+                     const char *name);
+
+/* The chunked body decoder: a state machine fed the raw bytes of a
+ * chunked body in pieces of any size. */
+struct http_chunked {
+    int state;
+    uint64_t remaining;      /* data bytes left in the current chunk */
+    size_t line_len;         /* bytes of the current size or trailer line */
+    size_t trailer_bytes;    /* total trailer section, bounded */
+    bool done;
+};
+
+void http_chunked_init(struct http_chunked *c);
+
+/* Feed n bytes at p. Returns how many bytes of p belong to the body (all
+ * n unless the body ends inside p; then the rest is the next message).
+ * Sets c->done when the last chunk and trailer section are complete.
+ * Returns (size_t)-1 on a framing error: bad or overflowing chunk size,
+ * missing CRLF after data, bare CR or LF, a trailer section over 8 KiB
+ * or a malformed trailer line. Chunk extensions are allowed and skipped. */
+size_t http_chunked_feed(struct http_chunked *c, const char *p, size_t n);
+
+#endif

@@ -1,0 +1,51 @@
+/* store.h: the durable mark. Every backend implements one atomic
+ * operation, raise(resource, token) -> accepted | stale(mark) | error,
+ * behind a table of function pointers; the core never knows which one it
+ * talks to. */
+#ifndef TM_STORE_H
+#define TM_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct cfg_store;
+
+enum store_result {
+    STORE_ACCEPTED = 0,  /* token >= mark; the mark is token, durably */
+    STORE_STALE,         /* token < mark; mark holds the current mark */
+    STORE_ERROR,         /* unknown: treat as unavailable */
+};
+
+/* Called once per raise or get, always on the event loop's thread and
+ * never from inside the raise/get call itself. mark: the mark after the
+ * operation (for get: the mark, 0 when the resource has none). */
+typedef void (*store_cb)(void *arg, enum store_result res, int64_t mark);
+
+struct store;
+
+struct store_ops {
+    const char *name;
+    /* Open with cfg on base. NULL on failure with a message in err. */
+    struct store *(*open)(struct event_base *base,
+                          const struct cfg_store *cfg, char *err,
+                          size_t errlen);
+    /* Raise res (len bytes, not NUL-terminated necessarily; copied) to
+     * token (>= 1). Accepted means durable: on stable storage. */
+    void (*raise)(struct store *s, const char *res, size_t len,
+                  int64_t token, store_cb cb, void *arg);
+    /* Read the mark of res. */
+    void (*get)(struct store *s, const char *res, size_t len, store_cb cb,
+                void *arg);
+    /* false while the store cannot be used (failed sync, unreachable). */
+    bool (*ready)(struct store *s);
+    /* Finish every queued raise (their callbacks run before this
+     * returns), then release everything. */
+    void (*close)(struct store *s);
+};
+
+/* The backend registered under type ("lmdb", ...), or NULL. */
+const struct store_ops *store_find(const char *type);
+
+#endif
