@@ -1,0 +1,36 @@
+/* log.h: logging through a sink the embedding program sets. The library
+ * never writes to a fixed place; without a sink nothing is logged. */
+#ifndef TM_LOG_H
+#define TM_LOG_H
+
+enum log_level {
+    LOG_ERROR = 0,
+    LOG_WARN,
+    LOG_INFO,
+    LOG_DEBUG,
+};
+
+typedef void (*log_sink)(void *arg, enum log_level level, const char *msg);
+
+/* Set where log lines go and the most verbose level that is formatted. */
+void log_set_sink(log_sink sink, void *arg, enum log_level level);
+enum log_level log_get_level(void);
+/* "error" ... "debug" to a level; -1 when unknown. */
+int log_level_parse(const char *name);
+
+void log_write(enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Check the level before formatting anything. */
+#define log_at(lvl, ...)                                                    \
+    do {                                                                    \
+        if ((lvl) <= log_get_level()) {                                     \
+            log_write((lvl), __VA_ARGS__);                                  \
+        }                                                                   \
+    } while (0)
+#define log_error(...) log_at(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_at(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_at(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_at(LOG_DEBUG, __VA_ARGS__)
+
+#endif
