@@ -17,10 +17,10 @@ log_set_sink(log_sink sink, void *arg, enum log_level level)
     max_level = level;
 }
 
-enum log_level
+int
 log_get_level(void)
 {
-    return sink_fn == NULL ? (enum log_level)-1 : max_level;
+    return sink_fn == NULL ? -1 : (int)max_level;
 }
 
 int

@@ -14,7 +14,7 @@ typedef void (*log_sink)(void *arg, enum log_level level, const char *msg);
 
 /* Set where log lines go and the most verbose level that is formatted. */
 void log_set_sink(log_sink sink, void *arg, enum log_level level);
-enum log_level log_get_level(void);
+int log_get_level(void);
 /* "error" ... "debug" to a level; -1 when unknown. */
 int log_level_parse(const char *name);
 
@@ -24,7 +24,7 @@ void log_write(enum log_level level, const char *fmt, ...)
 /* Check the level before formatting anything. */
 #define log_at(lvl, ...)                                                    \
     do {                                                                    \
-        if ((lvl) <= log_get_level()) {                                     \
+        if ((int)(lvl) <= log_get_level()) {                                     \
             log_write((lvl), __VA_ARGS__);                                  \
         }                                                                   \
     } while (0)
