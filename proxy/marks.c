@@ -1,0 +1,253 @@
+/* marks.c: the in-memory mark cache, a set-associative table (8 ways per
+ * bucket, CLOCK eviction inside a bucket) that never allocates on get. */
+#include "marks.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+/* Entries per bucket. A bucket's 8 hashes fill one cache line, so a miss
+ * reads one line and a hit two or three (hash, key, mark). */
+#define MARKS_WAYS 8
+/* Longer names are never cached: get answers 0, put is ignored. */
+#define MARKS_KEY_MAX UINT16_MAX
+/* Key buffers are allocated in steps of this many bytes so a slot's
+ * buffer can usually be reused when its entry is evicted. */
+#define MARKS_KEY_STEP 32
+
+struct marks_bucket {
+    _Alignas(64) uint64_t hash[MARKS_WAYS]; /* 0: the way is empty */
+    int64_t mark[MARKS_WAYS];
+    char *key[MARKS_WAYS];           /* owned; kept across evictions */
+    uint16_t len[MARKS_WAYS];
+    uint16_t keycap[MARKS_WAYS];     /* bytes allocated at key[i] */
+    uint8_t ref;                     /* CLOCK reference bits, one a way */
+    uint8_t hand;                    /* next way the CLOCK looks at */
+};
+
+struct marks {
+    struct marks_bucket *buckets;
+    size_t nbuckets;
+    size_t count;
+    uint64_t seed;
+};
+
+/* 64x64 -> 128 multiply folded to 64 bits: the mixing step of wyhash. */
+static inline uint64_t
+mix(uint64_t a, uint64_t b)
+{
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+static inline uint64_t
+load64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* A seeded 64-bit hash, 16 bytes a step; never 0 (0 marks an empty way).
+ * Collisions only cost a memcmp: keys are always compared in full. */
+static uint64_t
+hash_key(uint64_t seed, const char *res, size_t len)
+{
+    static const uint64_t p0 = 0xa0761d6478bd642full;
+    static const uint64_t p1 = 0xe7037ed1a0b428dbull;
+    static const uint64_t p2 = 0x8ebc6af09c88c6e3ull;
+    const unsigned char *p = (const unsigned char *)res;
+    uint64_t h = seed ^ mix(len ^ p0, p1);
+    size_t n = len;
+
+    while (n >= 16) {
+        h = mix(load64(p) ^ p1, load64(p + 8) ^ h);
+        p += 16;
+        n -= 16;
+    }
+    if (n > 0) {
+        unsigned char tail[16] = {0};
+        memcpy(tail, p, n);
+        h = mix(load64(tail) ^ p2, load64(tail + 8) ^ h);
+    }
+    h = mix(h ^ p0, (uint64_t)len ^ p2);
+    return h == 0 ? 1 : h;
+}
+
+/* Bucket index without a division: (h * n) >> 64 maps h uniformly onto
+ * [0, n) for any n (Lemire's multiply-shift range reduction). */
+static inline struct marks_bucket *
+bucket_of(const struct marks *m, uint64_t h)
+{
+    size_t i = (size_t)(((__uint128_t)h * m->nbuckets) >> 64);
+    return &m->buckets[i];
+}
+
+/* The way of b holding res, or -1. */
+static inline int
+find_way(const struct marks_bucket *b, uint64_t h, const char *res,
+         size_t len)
+{
+    for (int i = 0; i < MARKS_WAYS; i++) {
+        if (b->hash[i] == h && b->len[i] == len &&
+            (len == 0 || memcmp(b->key[i], res, len) == 0)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+struct marks *
+marks_new(size_t cap)
+{
+    struct marks *m;
+    size_t nbuckets;
+
+    if (cap < 16) {
+        cap = 16;
+    }
+    /* Round down: the table never holds more than cap entries. */
+    nbuckets = cap / MARKS_WAYS;
+    if (nbuckets > SIZE_MAX / sizeof(struct marks_bucket)) {
+        return NULL;
+    }
+    m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return NULL;
+    }
+    m->nbuckets = nbuckets;
+    m->buckets = aligned_alloc(_Alignof(struct marks_bucket),
+                               nbuckets * sizeof(struct marks_bucket));
+    if (m->buckets == NULL) {
+        free(m);
+        return NULL;
+    }
+    memset(m->buckets, 0, nbuckets * sizeof(struct marks_bucket));
+    /* A per-process seed makes it hard to aim many names at one bucket
+     * (which would only evict entries early, never give a wrong mark). */
+    if (getrandom(&m->seed, sizeof(m->seed), GRND_NONBLOCK) !=
+        (ssize_t)sizeof(m->seed)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        m->seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^
+                  (uint64_t)(uintptr_t)m;
+    }
+    return m;
+}
+
+void
+marks_free(struct marks *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    for (size_t b = 0; b < m->nbuckets; b++) {
+        for (int i = 0; i < MARKS_WAYS; i++) {
+            free(m->buckets[b].key[i]);
+        }
+    }
+    free(m->buckets);
+    free(m);
+}
+
+int64_t
+marks_get(struct marks *m, const char *res, size_t len)
+{
+    struct marks_bucket *b;
+    uint64_t h;
+    int i;
+
+    if (len > MARKS_KEY_MAX) {
+        return 0;
+    }
+    h = hash_key(m->seed, res, len);
+    b = bucket_of(m, h);
+    i = find_way(b, h, res, len);
+    if (i < 0) {
+        return 0;
+    }
+    if (!(b->ref & (1u << i))) {
+        b->ref |= (uint8_t)(1u << i);
+    }
+    return b->mark[i];
+}
+
+/* The way to (re)use in b for a new entry: an empty one, else the first
+ * whose reference bit is clear, clearing bits as the hand passes (CLOCK;
+ * ends within two sweeps). */
+static int
+victim_way(struct marks_bucket *b)
+{
+    for (int i = 0; i < MARKS_WAYS; i++) {
+        if (b->hash[i] == 0) {
+            return i;
+        }
+    }
+    for (;;) {
+        int i = b->hand;
+        b->hand = (uint8_t)((b->hand + 1) % MARKS_WAYS);
+        if (!(b->ref & (1u << i))) {
+            return i;
+        }
+        b->ref &= (uint8_t)~(1u << i);
+    }
+}
+
+void
+marks_put(struct marks *m, const char *res, size_t len, int64_t mark)
+{
+    struct marks_bucket *b;
+    uint64_t h;
+    int i;
+
+    if (len > MARKS_KEY_MAX || mark <= 0) {
+        return;
+    }
+    h = hash_key(m->seed, res, len);
+    b = bucket_of(m, h);
+    i = find_way(b, h, res, len);
+    if (i >= 0) {
+        if (mark > b->mark[i]) {
+            b->mark[i] = mark;
+        }
+        b->ref |= (uint8_t)(1u << i);
+        return;
+    }
+    i = victim_way(b);
+    if (b->keycap[i] < len) {
+        size_t cap = (len + MARKS_KEY_STEP - 1) / MARKS_KEY_STEP *
+                     MARKS_KEY_STEP;
+        char *key;
+        if (cap > MARKS_KEY_MAX) {
+            cap = MARKS_KEY_MAX;
+        }
+        key = malloc(cap);
+        if (key == NULL) {
+            /* Not caching is always safe: the store still answers. */
+            return;
+        }
+        free(b->key[i]);
+        b->key[i] = key;
+        b->keycap[i] = (uint16_t)cap;
+    }
+    if (b->hash[i] == 0) {
+        m->count++;
+    }
+    if (len > 0) {
+        memcpy(b->key[i], res, len);
+    }
+    b->hash[i] = h;
+    b->len[i] = (uint16_t)len;
+    b->mark[i] = mark;
+    /* A new entry starts unreferenced: the hand has just passed it, so it
+     * is the last one looked at, and a get before then keeps it. */
+    b->ref &= (uint8_t)~(1u << i);
+}
+
+size_t
+marks_count(const struct marks *m)
+{
+    return m->count;
+}

@@ -1,0 +1,199 @@
+/* test_marks.c: the bounded mark cache: lookups, marks that never go
+ * down, the capacity bound and eviction. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../proxy/marks.h"
+
+static void
+put_s(struct marks *m, const char *res, int64_t mark)
+{
+    marks_put(m, res, strlen(res), mark);
+}
+
+static int64_t
+get_s(struct marks *m, const char *res)
+{
+    return marks_get(m, res, strlen(res));
+}
+
+static void
+test_put_get(void **state)
+{
+    static const struct {
+        const char *res;
+        int64_t mark;
+    } cases[] = {
+        {"documents/1", 1},
+        {"documents/2", 42},
+        {"documents/10", INT64_MAX},
+        {"a", 7},
+        {"", 9},
+        {"a/very/long/resource/name/that/spans/several/hash/blocks/x", 3},
+    };
+    struct marks *m = marks_new(64);
+    size_t n = sizeof(cases) / sizeof(cases[0]);
+
+    (void)state;
+    assert_non_null(m);
+    assert_int_equal(get_s(m, "documents/1"), 0);
+    for (size_t i = 0; i < n; i++) {
+        put_s(m, cases[i].res, cases[i].mark);
+    }
+    for (size_t i = 0; i < n; i++) {
+        assert_true(get_s(m, cases[i].res) == cases[i].mark);
+    }
+    assert_int_equal(marks_count(m), n);
+    /* A prefix, or the same bytes with a different length, is another
+     * resource. */
+    assert_int_equal(get_s(m, "documents/"), 0);
+    assert_int_equal(marks_get(m, "documents/1", 10), 0);
+    assert_int_equal(get_s(m, "documents/3"), 0);
+    marks_free(m);
+}
+
+static void
+test_never_lowers(void **state)
+{
+    static const int64_t seq[] = {5, 3, 5, 9, 1, 8, 9, 0, -4, 12, 11};
+    static const int64_t want[] = {5, 5, 5, 9, 9, 9, 9, 9, 9, 12, 12};
+    struct marks *m = marks_new(16);
+
+    (void)state;
+    assert_non_null(m);
+    for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+        put_s(m, "r", seq[i]);
+        assert_true(get_s(m, "r") == want[i]);
+    }
+    assert_int_equal(marks_count(m), 1);
+    marks_free(m);
+}
+
+/* Names that differ in a few characters, so many share long prefixes. */
+static size_t
+name_of(char *buf, size_t size, size_t i)
+{
+    return (size_t)snprintf(buf, size, "tenant/%zu/documents/%zu", i % 7, i);
+}
+
+static void
+test_capacity_bound(void **state)
+{
+    static const size_t caps[] = {16, 17, 100, 1000, 4096};
+
+    (void)state;
+    for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+        size_t cap = caps[c];
+        struct marks *m = marks_new(cap);
+        size_t present = 0;
+        char buf[64];
+
+        assert_non_null(m);
+        for (size_t i = 0; i < 10 * cap; i++) {
+            size_t len = name_of(buf, sizeof(buf), i);
+            marks_put(m, buf, len, (int64_t)i + 1);
+            assert_true(marks_count(m) <= cap);
+        }
+        /* Every name is either gone (0) or has exactly its own mark. */
+        for (size_t i = 0; i < 10 * cap; i++) {
+            size_t len = name_of(buf, sizeof(buf), i);
+            int64_t got = marks_get(m, buf, len);
+            assert_true(got == 0 || got == (int64_t)i + 1);
+            present += got != 0;
+        }
+        assert_int_equal(present, marks_count(m));
+        /* The table is not wasted: at least half of cap stays used. */
+        assert_true(present >= cap / 2);
+        marks_free(m);
+    }
+}
+
+static void
+test_eviction_reput(void **state)
+{
+    struct marks *m = marks_new(64);
+    char buf[64];
+
+    (void)state;
+    assert_non_null(m);
+    /* An evicted name put again holds the new value, even a lower one:
+     * the cache is a lower bound, never a stale higher value. */
+    put_s(m, "victim", 50);
+    put_s(m, "raised", 10);
+    for (size_t i = 0; i < 10000; i++) {
+        size_t len = name_of(buf, sizeof(buf), i);
+        marks_put(m, buf, len, 1);
+        if (i == 5000) {
+            put_s(m, "raised", 20);
+        }
+    }
+    put_s(m, "victim", 30);
+    assert_true(get_s(m, "victim") == 30 || get_s(m, "victim") == 50);
+    put_s(m, "raised", 25);
+    assert_true(get_s(m, "raised") == 25);
+    put_s(m, "raised", 24);
+    assert_true(get_s(m, "raised") == 25);
+    marks_free(m);
+}
+
+static void
+test_hot_name_survives(void **state)
+{
+    struct marks *m = marks_new(32);
+    char buf[64];
+
+    (void)state;
+    assert_non_null(m);
+    put_s(m, "hot", 77);
+    for (size_t i = 0; i < 5000; i++) {
+        size_t len = name_of(buf, sizeof(buf), i);
+        marks_put(m, buf, len, 1);
+        /* Read between inserts: CLOCK gives it a second chance. */
+        assert_true(get_s(m, "hot") == 77);
+    }
+    marks_free(m);
+}
+
+static void
+test_long_names(void **state)
+{
+    size_t big = 70000;
+    char *name = malloc(big);
+    struct marks *m = marks_new(16);
+
+    (void)state;
+    assert_non_null(name);
+    assert_non_null(m);
+    memset(name, 'x', big);
+    /* 512 bytes (TM_RESOURCE_MAX) is cached like any name. */
+    marks_put(m, name, 512, 4);
+    assert_int_equal(marks_get(m, name, 512), 4);
+    assert_int_equal(marks_get(m, name, 511), 0);
+    /* Beyond 65535 bytes nothing is cached, and nothing breaks. */
+    marks_put(m, name, big, 5);
+    assert_int_equal(marks_get(m, name, big), 0);
+    assert_int_equal(marks_count(m), 1);
+    free(name);
+    marks_free(m);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_put_get),
+        cmocka_unit_test(test_never_lowers),
+        cmocka_unit_test(test_capacity_bound),
+        cmocka_unit_test(test_eviction_reput),
+        cmocka_unit_test(test_hot_name_survives),
+        cmocka_unit_test(test_long_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
