@@ -1,0 +1,91 @@
+#!/bin/sh
+# Install the Debian 12 packages that building, testing and benchmarking
+# tidemark need. When they are all present this only asks dpkg and exits.
+set -eu
+
+# Build: toolchain and libraries. Tests: cmocka, pytest, the servers the
+# integration tests start themselves. Bench: wrk and nginx. Fuzz: clang.
+PKGS="make gcc libc6-dev pkg-config
+libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
+libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
+wrk nginx-light redis-server postgresql etcd-server clang lmdb-utils"
+
+POLICY=/usr/sbin/policy-rc.d
+
+missing=""
+for p in $PKGS; do
+    st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    if [ "$st" != installed ]; then
+        missing="$missing $p"
+    fi
+done
+if [ -z "$missing" ]; then
+    echo "deps: all packages present"
+    exit 0
+fi
+echo "deps: missing:$missing"
+
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "deps: not root and no sudo; install as root:$missing" >&2
+    exit 1
+fi
+
+# The tests start their own nginx, Redis, Postgres and etcd on loopback
+# ports; the packaged services must not start (and hold the default ports)
+# just because they were installed. policy-rc.d exiting 101 tells
+# invoke-rc.d and deb-systemd-invoke not to start anything. Only a file we
+# created is removed afterwards.
+created_policy=""
+cleanup() {
+    if [ -n "$created_policy" ]; then
+        $SUDO rm -f "$POLICY"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+$SUDO apt-get update
+
+# A clear message for a wrong or unavailable name, before apt-get install.
+unknown=""
+for p in $missing; do
+    cand=$(apt-cache policy "$p" | awk '/Candidate:/ { print $2 }')
+    if [ -z "$cand" ] || [ "$cand" = "(none)" ]; then
+        unknown="$unknown $p"
+    fi
+done
+if [ -n "$unknown" ]; then
+    echo "deps: no installable candidate for:$unknown" >&2
+    exit 1
+fi
+
+if [ ! -e "$POLICY" ]; then
+    created_policy=1
+    $SUDO sh -c 'printf "#!/bin/sh\n# tidemark tests/deps.sh: start no service during install\nexit 101\n" > "$1" && chmod 0755 "$1"' sh "$POLICY"
+fi
+
+# $missing is a list of names: split on purpose.
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends $missing
+
+# Under systemd, postinst scripts also enable units at boot; undo that for
+# the services this run installed (never for ones that were already there).
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    for p in $missing; do
+        case "$p" in
+            nginx-light) unit=nginx ;;
+            redis-server) unit=redis-server ;;
+            postgresql) unit=postgresql ;;
+            etcd-server) unit=etcd ;;
+            *) continue ;;
+        esac
+        $SUDO systemctl disable "$unit" >/dev/null 2>&1 || true
+    done
+fi
+
+echo "deps: installed:$missing"
