@@ -3,6 +3,7 @@
 #ifndef TM_DECIDE_H
 #define TM_DECIDE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "route.h"
