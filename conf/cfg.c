@@ -1,0 +1,786 @@
+/* cfg.c: loading tidemark's INI file with inih, then TIDEMARK_<SECTION>_<KEY>
+ * overrides, then applying the table of options (cfg_opts.c). Every
+ * problem is collected as "FILE:LINE: message" or "env:NAME: message". */
+#include "cfg.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "cfg_opts.h"
+
+#define ENV_PREFIX "TIDEMARK_"
+
+/* Variables that share the prefix without being overrides: the test
+ * harness's path to the binary. */
+static const char *const env_not_overrides[] = {"TIDEMARK_BIN", NULL};
+
+/* Where a value came from: a line of the file, or an env variable. */
+struct origin {
+    int line;   /* 0: not from the file */
+    char *env;  /* the variable's name, owned; NULL: not from env */
+};
+
+struct raw_val {
+    bool set;
+    char *value;
+    struct origin at;
+};
+
+/* A section as read, before the table is applied to it. */
+struct raw_sect {
+    enum cfg_sect kind;
+    char *name;           /* NULL for [proxy], [admin], [store] */
+    char *env_name;       /* "ROUTE_DOCUMENTS" */
+    int line;             /* of the header; 0: not in the file */
+    struct raw_val *vals; /* cfg_nopts of them, indexed like cfg_opts */
+};
+
+enum reading {
+    READ_NONE = 0, /* before the first section header */
+    READ_SECT,     /* keys go to sects[cur] */
+    READ_SKIP,     /* in a section already reported as wrong */
+};
+
+struct loader {
+    const char *file;
+    struct cfg_errors *errs;
+    size_t errs_before;    /* errs->n when loading started */
+    int *err_keys;         /* per new error: where it sorts */
+    bool oom;
+    FILE *fp;
+    char *line;
+    size_t linecap;
+    int lineno;
+    enum reading reading;
+    size_t cur;
+    struct raw_sect *sects;
+    size_t nsects;
+};
+
+static void
+add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
+{
+    char msg[512];
+    char *full = NULL;
+    char **msgs;
+    int *keys;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (at != NULL && at->env != NULL) {
+        n = asprintf(&full, "env:%s: %s", at->env, msg);
+    } else if (at != NULL && at->line > 0) {
+        n = asprintf(&full, "%s:%d: %s", l->file, at->line, msg);
+    } else {
+        n = asprintf(&full, "%s: %s", l->file, msg);
+    }
+    if (n < 0) {
+        l->oom = true;
+        return;
+    }
+    msgs = realloc(l->errs->msgs, (l->errs->n + 1) * sizeof(*msgs));
+    if (msgs == NULL) {
+        free(full);
+        l->oom = true;
+        return;
+    }
+    l->errs->msgs = msgs;
+    keys = realloc(l->err_keys,
+                   (l->errs->n - l->errs_before + 1) * sizeof(*keys));
+    if (keys == NULL) {
+        free(full);
+        l->oom = true;
+        return;
+    }
+    l->err_keys = keys;
+    /* File problems in line order, then the environment's. */
+    keys[l->errs->n - l->errs_before] = at == NULL ? 0
+                                        : at->env != NULL ? INT_MAX
+                                                          : at->line;
+    msgs[l->errs->n++] = full;
+}
+
+/* Stable sort of the new errors by their keys. */
+static void
+sort_errs(struct loader *l)
+{
+    char **msgs = l->errs->msgs + l->errs_before;
+    size_t n = l->errs->n - l->errs_before;
+
+    for (size_t i = 1; i < n; i++) {
+        int key = l->err_keys[i];
+        char *msg = msgs[i];
+        size_t j = i;
+
+        for (; j > 0 && l->err_keys[j - 1] > key; j--) {
+            l->err_keys[j] = l->err_keys[j - 1];
+            msgs[j] = msgs[j - 1];
+        }
+        l->err_keys[j] = key;
+        msgs[j] = msg;
+    }
+}
+
+/* An error on the line being read. */
+static void
+line_err(struct loader *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+line_err(struct loader *l, const char *fmt, ...)
+{
+    struct origin at = {l->lineno, NULL};
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    add_err(l, &at, "%s", msg);
+}
+
+/* "[store]" or "[route documents]", for messages. */
+static const char *
+sect_label(const struct raw_sect *s, char *buf, size_t len)
+{
+    if (s->name != NULL) {
+        snprintf(buf, len, "[%s %s]", cfg_sect_name(s->kind), s->name);
+    } else {
+        snprintf(buf, len, "[%s]", cfg_sect_name(s->kind));
+    }
+    return buf;
+}
+
+static struct raw_sect *
+find_sect(struct loader *l, enum cfg_sect kind, const char *name)
+{
+    for (size_t i = 0; i < l->nsects; i++) {
+        struct raw_sect *s = &l->sects[i];
+
+        if (s->kind == kind && (name == NULL ? s->name == NULL
+                                             : s->name != NULL &&
+                                                   strcmp(s->name, name) ==
+                                                       0)) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* Append a section; NULL when out of memory. */
+static struct raw_sect *
+new_sect(struct loader *l, enum cfg_sect kind, const char *name, int line)
+{
+    struct raw_sect *s;
+    const char *kname = cfg_sect_name(kind);
+    size_t klen = strlen(kname);
+    size_t nlen = name != NULL ? strlen(name) : 0;
+
+    s = realloc(l->sects, (l->nsects + 1) * sizeof(*s));
+    if (s == NULL) {
+        l->oom = true;
+        return NULL;
+    }
+    l->sects = s;
+    s = &l->sects[l->nsects];
+    memset(s, 0, sizeof(*s));
+    s->kind = kind;
+    s->line = line;
+    s->name = name != NULL ? strdup(name) : NULL;
+    s->env_name = malloc(klen + nlen + 2);
+    s->vals = calloc(cfg_nopts, sizeof(*s->vals));
+    if ((name != NULL && s->name == NULL) || s->env_name == NULL ||
+        s->vals == NULL) {
+        free(s->name);
+        free(s->env_name);
+        free(s->vals);
+        l->oom = true;
+        return NULL;
+    }
+    /* Uppercased; spaces and '-' (and '.') become '_'. */
+    snprintf(s->env_name, klen + nlen + 2, "%s%s%s", kname,
+             name != NULL ? "_" : "", name != NULL ? name : "");
+    for (char *p = s->env_name; *p != '\0'; p++) {
+        if (*p >= 'a' && *p <= 'z') {
+            *p = (char)(*p - 'a' + 'A');
+        } else if (*p == ' ' || *p == '-' || *p == '.') {
+            *p = '_';
+        }
+    }
+    l->nsects++;
+    return s;
+}
+
+static bool
+is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\f' || c == '\v';
+}
+
+/* A "[kind]" or "[kind NAME]" line: s points at '['. */
+static void
+section_line(struct loader *l, char *s)
+{
+    char *end = strchr(s, ']');
+    char *kind, *name, *after;
+    struct raw_sect *sect;
+    enum cfg_sect k;
+
+    l->reading = READ_SKIP;
+    if (end == NULL) {
+        line_err(l, "%s", "syntax error: a section header needs a ']'");
+        return;
+    }
+    for (after = end + 1; is_space(*after); after++) {
+    }
+    if (*after != '\0' && *after != ';' && *after != '#') {
+        line_err(l, "%s", "syntax error: text after the section header");
+        return;
+    }
+    *end = '\0';
+    for (kind = s + 1; is_space(*kind); kind++) {
+    }
+    while (end > kind && is_space(end[-1])) {
+        *--end = '\0';
+    }
+    for (name = kind; *name != '\0' && !is_space(*name); name++) {
+    }
+    if (*name != '\0') {
+        *name++ = '\0';
+        while (is_space(*name)) {
+            name++;
+        }
+    }
+    for (k = 0; k < CFG_NSECT; k++) {
+        if (strcmp(kind, cfg_sect_name(k)) == 0) {
+            break;
+        }
+    }
+    if (k == CFG_NSECT) {
+        line_err(l, "unknown section [%s%s%s]", kind,
+                 *name != '\0' ? " " : "", name);
+        return;
+    }
+    if (cfg_sect_named(k) && *name == '\0') {
+        line_err(l, "[%s] needs a name: [%s NAME]", kind, kind);
+        return;
+    }
+    if (!cfg_sect_named(k) && *name != '\0') {
+        line_err(l, "[%s] takes no name", kind);
+        return;
+    }
+    if (cfg_sect_named(k) && !cfg_name_ok(name, strlen(name))) {
+        line_err(l,
+                 "section name '%s': use letters, digits, '_', '-' and '.'",
+                 name);
+        return;
+    }
+    sect = find_sect(l, k, cfg_sect_named(k) ? name : NULL);
+    if (sect != NULL && sect->line > 0) {
+        char label[128];
+
+        line_err(l, "duplicate section %s (first at line %d)",
+                 sect_label(sect, label, sizeof(label)), sect->line);
+        return;
+    }
+    if (sect == NULL) {
+        sect = new_sect(l, k, cfg_sect_named(k) ? name : NULL, l->lineno);
+        if (sect == NULL) {
+            return;
+        }
+    }
+    sect->line = l->lineno;
+    l->cur = (size_t)(sect - l->sects);
+    l->reading = READ_SECT;
+}
+
+/* inih's reader: hands inih one line at a time, so lineno is the line of
+ * the handler's key. Section headers are handled here (inih never
+ * reports a section without keys, nor its line); overlong and malformed
+ * lines are reported here, every one of them, and given to inih blank.
+ * Leading blanks are dropped: inih would take an indented line for a
+ * continuation of the previous value. */
+static char *
+read_line(char *str, int num, void *stream)
+{
+    struct loader *l = stream;
+    ssize_t got;
+    char *s;
+    size_t len;
+
+    got = getline(&l->line, &l->linecap, l->fp);
+    if (got < 0) {
+        return NULL;
+    }
+    l->lineno++;
+    s = l->line;
+    len = strlen(s);
+    while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r')) {
+        s[--len] = '\0';
+    }
+    if (l->lineno == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0) {
+        s += 3;
+    }
+    while (is_space(*s)) {
+        s++;
+    }
+    len = strlen(s);
+    strcpy(str, "\n");
+    if (*s == '\0' || *s == ';' || *s == '#') {
+        return str;
+    }
+    if (len + 3 > (size_t)num) {
+        line_err(l, "line longer than %d characters", num - 3);
+        return str;
+    }
+    if (*s == '[') {
+        section_line(l, s);
+        return str;
+    }
+    /* As inih splits: at the first '=' or ':', unless an inline comment
+     * (';' after a blank) comes first. */
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '=' || s[i] == ':') {
+            if (i == 0) {
+                break;
+            }
+            memcpy(str, s, len);
+            memcpy(str + len, "\n", 2);
+            return str;
+        }
+        if (s[i] == ';' && i > 0 && is_space(s[i - 1])) {
+            break;
+        }
+    }
+    line_err(l, "%s", "syntax error: expected key = value");
+    return str;
+}
+
+static int
+find_opt(enum cfg_sect kind, const char *key)
+{
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        if (cfg_opts[i].sect == kind && strcmp(cfg_opts[i].key, key) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* inih's handler: one key = value of the current section. Always goes
+ * on (returns 1): errors are collected, not fatal. */
+static int
+on_key(void *user, const char *section, const char *key, const char *value)
+{
+    struct loader *l = user;
+    struct raw_sect *s;
+    struct raw_val *v;
+    struct origin at = {l->lineno, NULL};
+    char label[128];
+    int i;
+
+    if (l->reading == READ_NONE) {
+        add_err(l, &at, "key '%s' outside any section", key);
+        return 1;
+    }
+    if (l->reading == READ_SKIP) {
+        return 1;
+    }
+    s = &l->sects[l->cur];
+    i = find_opt(s->kind, key);
+    if (i < 0) {
+        add_err(l, &at, "unknown key '%s' in %s", key,
+                sect_label(s, label, sizeof(label)));
+        return 1;
+    }
+    v = &s->vals[i];
+    if (v->set) {
+        add_err(l, &at, "duplicate key '%s' in %s (first at line %d)", key,
+                sect_label(s, label, sizeof(label)), v->at.line);
+        return 1;
+    }
+    v->value = strdup(value != NULL ? value : "");
+    if (v->value == NULL) {
+        l->oom = true;
+        return 1;
+    }
+    v->set = true;
+    v->at.line = l->lineno;
+    return 1;
+}
+
+static void
+read_file(struct loader *l)
+{
+    int rc;
+
+    l->fp = fopen(l->file, "r");
+    if (l->fp == NULL) {
+        add_err(l, NULL, "cannot open: %s", strerror(errno));
+        return;
+    }
+    rc = ini_parse_stream(read_line, l, on_key, l);
+    if (ferror(l->fp)) {
+        add_err(l, NULL, "read error: %s", strerror(errno));
+    } else if (rc > 0) {
+        /* read_line hands inih only lines it accepts: defensive. */
+        struct origin at = {rc, NULL};
+
+        add_err(l, &at, "%s", "syntax error");
+    } else if (rc < 0) {
+        add_err(l, NULL, "%s", "cannot parse (out of memory)");
+    }
+    fclose(l->fp);
+    l->fp = NULL;
+}
+
+/* Whether name (len bytes) spells key uppercased. */
+static bool
+env_key_eq(const char *name, size_t len, const char *key)
+{
+    if (strlen(key) != len) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        char k = key[i];
+
+        if (k >= 'a' && k <= 'z') {
+            k = (char)(k - 'a' + 'A');
+        }
+        if (name[i] != k) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One TIDEMARK_ variable: find the one section and key it names and
+ * replace the file's value. */
+static void
+apply_env(struct loader *l, const char *var)
+{
+    const char *eq = strchr(var, '=');
+    size_t nlen = eq != NULL ? (size_t)(eq - var) : strlen(var);
+    const char *rest = var + strlen(ENV_PREFIX);
+    size_t rlen = nlen - strlen(ENV_PREFIX);
+    struct raw_sect *hit = NULL;
+    int hit_opt = -1;
+    size_t hits = 0;
+    struct origin at = {0, NULL};
+    struct raw_val *v;
+    char *value;
+
+    if (eq == NULL) {
+        return;
+    }
+    for (size_t i = 0; env_not_overrides[i] != NULL; i++) {
+        if (strlen(env_not_overrides[i]) == nlen &&
+            memcmp(var, env_not_overrides[i], nlen) == 0) {
+            return;
+        }
+    }
+    at.env = strndup(var, nlen);
+    if (at.env == NULL) {
+        l->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < l->nsects; i++) {
+        struct raw_sect *s = &l->sects[i];
+        size_t slen = strlen(s->env_name);
+
+        if (rlen <= slen + 1 || memcmp(rest, s->env_name, slen) != 0 ||
+            rest[slen] != '_') {
+            continue;
+        }
+        for (size_t j = 0; j < cfg_nopts; j++) {
+            if (cfg_opts[j].sect == s->kind &&
+                env_key_eq(rest + slen + 1, rlen - slen - 1,
+                           cfg_opts[j].key)) {
+                hits++;
+                hit = s;
+                hit_opt = (int)j;
+            }
+        }
+    }
+    if (hits != 1) {
+        add_err(l, &at, "%s",
+                hits == 0 ? "names no section and key of the configuration"
+                          : "names more than one section and key; rename "
+                            "a section");
+        free(at.env);
+        return;
+    }
+    value = strdup(eq + 1);
+    if (value == NULL) {
+        l->oom = true;
+        free(at.env);
+        return;
+    }
+    v = &hit->vals[hit_opt];
+    free(v->value);
+    free(v->at.env);
+    v->value = value;
+    v->at = at;
+    v->set = true;
+}
+
+/* Where to report a problem of a whole section: its header; for a
+ * singleton not in the file, the override that caused it. */
+static const struct origin *
+sect_origin(const struct raw_sect *s, struct origin *at)
+{
+    at->line = s->line;
+    at->env = NULL;
+    for (size_t i = 0; s->line == 0 && i < cfg_nopts; i++) {
+        if (s->vals[i].set) {
+            return &s->vals[i].at;
+        }
+    }
+    return at;
+}
+
+static void *
+sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
+         size_t *nroute)
+{
+    switch (s->kind) {
+    case CFG_PROXY:
+        return &c->proxy;
+    case CFG_ADMIN:
+        return &c->admin;
+    case CFG_STORE:
+        return &c->store;
+    case CFG_UPSTREAM:
+        return &c->upstreams[(*nup)++];
+    case CFG_ROUTE:
+        return &c->routes[(*nroute)++];
+    case CFG_NSECT:
+        break;
+    }
+    return NULL;
+}
+
+/* Run every option of s's kind through its setter: the value from the
+ * file or env, else the default. */
+static void
+apply_sect(struct loader *l, const struct raw_sect *s, void *obj)
+{
+    char label[128];
+    char buf[256];
+
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        const struct raw_val *v = &s->vals[i];
+        const char *msg;
+
+        if (o->sect != s->kind) {
+            continue;
+        }
+        if (!v->set && o->def == NULL) {
+            if (o->flags & CFG_REQUIRED) {
+                struct origin at = {s->line, NULL};
+
+                add_err(l, &at, "%s: missing required key '%s'",
+                        sect_label(s, label, sizeof(label)), o->key);
+            }
+            continue;
+        }
+        buf[0] = '\0';
+        msg = o->set(o, obj, v->set ? v->value : o->def, buf, sizeof(buf));
+        if (msg != NULL) {
+            add_err(l, v->set ? &v->at : NULL, "%s: %s", o->key, msg);
+        }
+    }
+}
+
+static void
+build(struct loader *l, struct tm_config *c)
+{
+    size_t nup = 0, nroute = 0, before;
+    char buf[256];
+
+    for (size_t i = 0; i < l->nsects; i++) {
+        nup += l->sects[i].kind == CFG_UPSTREAM;
+        nroute += l->sects[i].kind == CFG_ROUTE;
+    }
+    c->upstreams = calloc(nup + 1, sizeof(*c->upstreams));
+    c->routes = calloc(nroute + 1, sizeof(*c->routes));
+    if (c->upstreams == NULL || c->routes == NULL) {
+        l->oom = true;
+        return;
+    }
+    c->nupstreams = nup;
+    c->nroutes = nroute;
+    nup = 0;
+    nroute = 0;
+    for (size_t i = 0; i < l->nsects; i++) {
+        const struct raw_sect *s = &l->sects[i];
+        void *obj = sect_obj(c, s, &nup, &nroute);
+
+        if (s->kind == CFG_UPSTREAM) {
+            struct cfg_upstream *u = obj;
+
+            u->name = strdup(s->name);
+            u->line = s->line;
+            l->oom |= u->name == NULL;
+        } else if (s->kind == CFG_ROUTE) {
+            struct cfg_route *r = obj;
+
+            r->name = strdup(s->name);
+            r->line = s->line;
+            l->oom |= r->name == NULL;
+        }
+        before = l->errs->n;
+        apply_sect(l, s, obj);
+        /* A bad value was reported; "needs" would only repeat it. */
+        if (s->kind == CFG_STORE && l->errs->n == before &&
+            cfg_check_store(&c->store, buf, sizeof(buf)) != NULL) {
+            struct origin at;
+
+            add_err(l, sect_origin(s, &at), "%s", buf);
+        }
+    }
+    nroute = 0;
+    for (size_t i = 0; i < l->nsects; i++) {
+        const struct raw_sect *s = &l->sects[i];
+        struct cfg_route *r;
+        size_t j;
+
+        if (s->kind != CFG_ROUTE) {
+            continue;
+        }
+        r = &c->routes[nroute++];
+        if (r->upstream == NULL) {
+            continue;
+        }
+        for (j = 0; j < c->nupstreams; j++) {
+            if (strcmp(c->upstreams[j].name, r->upstream) == 0) {
+                break;
+            }
+        }
+        if (j < c->nupstreams) {
+            r->upstream_idx = j;
+        } else {
+            struct origin at = {s->line, NULL};
+
+            add_err(l, &at, "[route %s]: no [upstream %s] section", r->name,
+                    r->upstream);
+        }
+    }
+}
+
+static void
+free_loader(struct loader *l)
+{
+    for (size_t i = 0; i < l->nsects; i++) {
+        struct raw_sect *s = &l->sects[i];
+
+        for (size_t j = 0; j < cfg_nopts; j++) {
+            free(s->vals[j].value);
+            free(s->vals[j].at.env);
+        }
+        free(s->vals);
+        free(s->name);
+        free(s->env_name);
+    }
+    free(l->sects);
+    free(l->line);
+    free(l->err_keys);
+}
+
+bool
+cfg_load(struct tm_config *c, const char *path, char *const *envp,
+         struct cfg_errors *errs)
+{
+    struct loader l;
+    size_t before = errs->n;
+
+    memset(c, 0, sizeof(*c));
+    memset(&l, 0, sizeof(l));
+    l.file = path;
+    l.errs = errs;
+    l.errs_before = errs->n;
+    c->file = strdup(path);
+    l.oom = c->file == NULL;
+    /* The singletons exist even when the file leaves them out, so
+     * defaults and env overrides reach them. */
+    if (new_sect(&l, CFG_PROXY, NULL, 0) == NULL ||
+        new_sect(&l, CFG_ADMIN, NULL, 0) == NULL ||
+        new_sect(&l, CFG_STORE, NULL, 0) == NULL) {
+        free_loader(&l);
+        return false;
+    }
+    read_file(&l);
+    for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+        if (strncmp(envp[i], ENV_PREFIX, strlen(ENV_PREFIX)) == 0) {
+            apply_env(&l, envp[i]);
+        }
+    }
+    build(&l, c);
+    if (l.oom) {
+        add_err(&l, NULL, "%s", "out of memory");
+    }
+    sort_errs(&l);
+    free_loader(&l);
+    return !l.oom && errs->n == before;
+}
+
+void
+cfg_free(struct tm_config *c)
+{
+    free(c->file);
+    free(c->proxy.listen);
+    free(c->proxy.token_header);
+    free(c->proxy.resource_header);
+    free(c->proxy.log_level);
+    free(c->admin.listen);
+    free(c->store.type);
+    free(c->store.path);
+    free(c->store.dsn);
+    free(c->store.url);
+    free(c->store.endpoints);
+    for (size_t i = 0; i < c->nupstreams; i++) {
+        struct cfg_upstream *u = &c->upstreams[i];
+
+        free(u->name);
+        free(u->url);
+        free(u->host);
+        free(u->port);
+        free(u->host_header);
+    }
+    free(c->upstreams);
+    for (size_t i = 0; i < c->nroutes; i++) {
+        struct cfg_route *r = &c->routes[i];
+
+        free(r->name);
+        tmpl_free(&r->path);
+        rtmpl_free(&r->resource);
+        free(r->upstream);
+    }
+    free(c->routes);
+    memset(c, 0, sizeof(*c));
+}
+
+void
+cfg_errors_free(struct cfg_errors *errs)
+{
+    for (size_t i = 0; i < errs->n; i++) {
+        free(errs->msgs[i]);
+    }
+    free(errs->msgs);
+    errs->msgs = NULL;
+    errs->n = 0;
+}

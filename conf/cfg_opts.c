@@ -1,0 +1,741 @@
+/* cfg_opts.c: the one table of options and its setters. A setter parses
+ * one value into its field and returns NULL or a message; it never echoes
+ * the value, which may hold a password. */
+#include "cfg_opts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../policies/route.h"
+
+#define FIELD(obj, o, type) ((type *)(void *)((char *)(obj) + (o)->off))
+
+static const char oom[] = "out of memory";
+
+static bool
+is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static bool
+is_alnum(char c)
+{
+    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+bool
+cfg_name_ok(const char *s, size_t n)
+{
+    if (n == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!is_alnum(s[i]) && strchr("_-.", s[i]) == NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A port: 1 to 65535 in decimal. */
+static int
+parse_port(const char *p, size_t n)
+{
+    int v = 0;
+
+    if (n == 0 || n > 5) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!is_digit(p[i])) {
+            return 0;
+        }
+        v = v * 10 + (p[i] - '0');
+    }
+    return v <= 65535 ? v : 0;
+}
+
+/* Split s[0..n) into a host and an optional port: "host", "host:port",
+ * "[v6]" or "[v6]:port". The host slice excludes the brackets. */
+static bool
+split_authority(const char *s, size_t n, struct tm_slice *host,
+                struct tm_slice *port, bool *bracketed)
+{
+    const char *colon;
+
+    port->p = NULL;
+    port->len = 0;
+    *bracketed = n > 0 && s[0] == '[';
+    if (*bracketed) {
+        const char *end = memchr(s, ']', n);
+
+        if (end == NULL) {
+            return false;
+        }
+        host->p = s + 1;
+        host->len = (size_t)(end - s) - 1;
+        colon = end + 1 < s + n ? end + 1 : NULL;
+        if (colon != NULL && *colon != ':') {
+            return false;
+        }
+        for (size_t i = 0; i < host->len; i++) {
+            if (!is_alnum(host->p[i]) && strchr(":.%", host->p[i]) == NULL) {
+                return false;
+            }
+        }
+        if (memchr(host->p, ':', host->len) == NULL) {
+            return false;
+        }
+    } else {
+        colon = memchr(s, ':', n);
+        host->p = s;
+        host->len = colon != NULL ? (size_t)(colon - s) : n;
+        for (size_t i = 0; i < host->len; i++) {
+            if (!is_alnum(s[i]) && strchr("-._", s[i]) == NULL) {
+                return false;
+            }
+        }
+    }
+    if (host->len == 0) {
+        return false;
+    }
+    if (colon != NULL) {
+        port->p = colon + 1;
+        port->len = (size_t)(s + n - port->p);
+        if (parse_port(port->p, port->len) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
+cfg_split_hostport(const char *s, char **host, char **port)
+{
+    struct tm_slice h, p;
+    bool br;
+
+    *host = NULL;
+    *port = NULL;
+    if (!split_authority(s, strlen(s), &h, &p, &br) || p.len == 0) {
+        return false;
+    }
+    *host = strndup(h.p, h.len);
+    *port = strndup(p.p, p.len);
+    if (*host == NULL || *port == NULL) {
+        free(*host);
+        free(*port);
+        *host = NULL;
+        *port = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* Replace the string at *field by a copy of v. */
+static const char *
+store_str(char **field, const char *v)
+{
+    char *copy = strdup(v);
+
+    if (copy == NULL) {
+        return oom;
+    }
+    free(*field);
+    *field = copy;
+    return NULL;
+}
+
+static const char *
+set_str(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+        size_t len)
+{
+    if (v[0] == '\0' && !(o->flags & CFG_EMPTY_OK)) {
+        return "must not be empty";
+    }
+    return store_str(FIELD(obj, o, char *), v);
+}
+
+/* Index of v in o->choices, or an error in buf. */
+static int
+choice(const struct cfg_opt *o, const char *v, char *buf, size_t len)
+{
+    size_t n = 0;
+    int w;
+
+    for (n = 0; o->choices[n] != NULL; n++) {
+        if (strcmp(o->choices[n], v) == 0) {
+            return (int)n;
+        }
+    }
+    w = snprintf(buf, len, "must be %s", n > 2 ? "one of " : "");
+    for (size_t i = 0; i < n && w >= 0 && (size_t)w < len; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
+
+        w += snprintf(buf + w, len - (size_t)w, "%s%s", sep, o->choices[i]);
+    }
+    return -1;
+}
+
+static const char *
+set_choice_str(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+               size_t len)
+{
+    if (choice(o, v, buf, len) < 0) {
+        return buf;
+    }
+    return store_str(FIELD(obj, o, char *), v);
+}
+
+static const char *
+set_unmatched(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+              size_t len)
+{
+    int i = choice(o, v, buf, len);
+
+    if (i < 0) {
+        return buf;
+    }
+    ((struct cfg_proxy *)obj)->unmatched_reject = i == 1;
+    return NULL;
+}
+
+static const char *
+set_mode(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+         size_t len)
+{
+    static const enum tm_mode modes[] = {TM_MODE_CORRECTNESS,
+                                         TM_MODE_EFFICIENCY, TM_MODE_OFF};
+    int i = choice(o, v, buf, len);
+
+    if (i < 0) {
+        return buf;
+    }
+    ((struct cfg_route *)obj)->mode = modes[i];
+    return NULL;
+}
+
+static const char *
+set_verify(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+           size_t len)
+{
+    static const enum tm_verify verifies[] = {TM_VERIFY_NONE,
+                                              TM_VERIFY_HMAC};
+    int i = choice(o, v, buf, len);
+
+    if (i < 0) {
+        return buf;
+    }
+    ((struct cfg_route *)obj)->verify = verifies[i];
+    return NULL;
+}
+
+/* Decimal integer, optionally scaled by a binary suffix K, M, G or T. */
+static bool
+parse_int(const char *v, bool suffix, int64_t *out)
+{
+    char *end;
+    long long n;
+    int shift = 0;
+
+    if (!is_digit(v[0]) && !(v[0] == '-' && is_digit(v[1]))) {
+        return false;
+    }
+    errno = 0;
+    n = strtoll(v, &end, 10);
+    if (errno != 0) {
+        return false;
+    }
+    if (suffix && *end != '\0' && end[1] == '\0') {
+        static const char units[] = "kmgt";
+        const char *u = memchr(units, end[0] | 0x20, 4);
+
+        if (u == NULL) {
+            return false;
+        }
+        shift = 10 * (int)(u - units + 1);
+        end++;
+    }
+    if (*end != '\0') {
+        return false;
+    }
+    if (shift > 0 && (n > (INT64_MAX >> shift) || n < -(INT64_MAX >> shift))) {
+        return false;
+    }
+    *out = (int64_t)n * ((int64_t)1 << shift);
+    return true;
+}
+
+static const char *
+bounds(const struct cfg_opt *o, int64_t n, char *buf, size_t len)
+{
+    if (n < o->min || n > o->max) {
+        snprintf(buf, len, "must be between %lld and %lld",
+                 (long long)o->min, (long long)o->max);
+        return buf;
+    }
+    return NULL;
+}
+
+static const char *
+set_int(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+        size_t len)
+{
+    int64_t n;
+
+    if (!parse_int(v, false, &n)) {
+        return "must be an integer";
+    }
+    if (bounds(o, n, buf, len) != NULL) {
+        return buf;
+    }
+    *FIELD(obj, o, int) = (int)n;
+    return NULL;
+}
+
+static const char *
+set_size(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+         size_t len)
+{
+    int64_t n;
+
+    if (!parse_int(v, true, &n)) {
+        return "must be a size in bytes, like 1073741824 or 1G";
+    }
+    if (bounds(o, n, buf, len) != NULL) {
+        return buf;
+    }
+    *FIELD(obj, o, int64_t) = n;
+    return NULL;
+}
+
+static const char *
+set_listen(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+           size_t len)
+{
+    char *host, *port;
+
+    if (v[0] == '\0') {
+        return set_str(o, obj, v, buf, len);
+    }
+    if (!cfg_split_hostport(v, &host, &port)) {
+        return "must be host:port or [v6]:port";
+    }
+    free(host);
+    free(port);
+    return store_str(FIELD(obj, o, char *), v);
+}
+
+/* A header name is an RFC 9110 token. */
+static const char *
+set_header_name(const struct cfg_opt *o, void *obj, const char *v,
+                char *buf, size_t len)
+{
+    if (v[0] == '\0') {
+        return "must not be empty";
+    }
+    for (const char *p = v; *p != '\0'; p++) {
+        if (!is_alnum(*p) && strchr("!#$%&'*+-.^_`|~", *p) == NULL) {
+            return "must be a header name (letters, digits, '-')";
+        }
+    }
+    return store_str(FIELD(obj, o, char *), v);
+}
+
+static const char *
+set_upstream_url(const struct cfg_opt *o, void *obj, const char *v,
+                 char *buf, size_t len)
+{
+    struct cfg_upstream *u = obj;
+    struct tm_slice host, port;
+    const char *a, *rest;
+    size_t alen;
+    bool tls, br;
+    int pnum, pdef;
+
+    if (strncasecmp(v, "http://", 7) == 0) {
+        tls = false;
+        a = v + 7;
+    } else if (strncasecmp(v, "https://", 8) == 0) {
+        tls = true;
+        a = v + 8;
+    } else {
+        return "must start with http:// or https://";
+    }
+    alen = strcspn(a, "/?#");
+    rest = a + alen;
+    if (memchr(a, '@', alen) != NULL) {
+        return "must not hold user info: put credentials elsewhere";
+    }
+    if (strpbrk(rest, "?#") != NULL) {
+        return "must not have a query or a fragment";
+    }
+    if (rest[0] != '\0' && strcmp(rest, "/") != 0) {
+        return "may have no path but \"/\": tidemark forwards the request "
+               "path unchanged";
+    }
+    if (!split_authority(a, alen, &host, &port, &br)) {
+        return "must be http://host[:port] or https://host[:port]";
+    }
+    pdef = tls ? 443 : 80;
+    pnum = port.len > 0 ? parse_port(port.p, port.len) : pdef;
+
+    free(u->url);
+    free(u->host);
+    free(u->port);
+    free(u->host_header);
+    u->tls = tls;
+    u->url = strdup(v);
+    u->host = strndup(host.p, host.len);
+    u->port = malloc(6);
+    u->host_header = malloc(host.len + 9);
+    if (u->url == NULL || u->host == NULL || u->port == NULL ||
+        u->host_header == NULL) {
+        return oom;
+    }
+    snprintf(u->port, 6, "%d", pnum);
+    /* Host as a client would send it: the port only when not default. */
+    snprintf(u->host_header, host.len + 9, "%s%.*s%s", br ? "[" : "",
+             (int)host.len, host.p, br ? "]" : "");
+    if (pnum != pdef) {
+        size_t n = strlen(u->host_header);
+
+        snprintf(u->host_header + n, host.len + 9 - n, ":%d", pnum);
+    }
+    return NULL;
+}
+
+/* redis://[[user]:password@]host:port[/db] */
+static bool
+redis_url_ok(const char *v)
+{
+    const char *a, *at, *slash;
+    struct tm_slice host, port;
+    bool br;
+
+    if (strncmp(v, "redis://", 8) != 0) {
+        return false;
+    }
+    a = v + 8;
+    slash = a + strcspn(a, "/?#");
+    at = NULL;
+    for (const char *p = a; p < slash; p++) {
+        if (*p == '@') {
+            at = p;
+        }
+    }
+    if (at != NULL) {
+        a = at + 1;
+    }
+    if (!split_authority(a, (size_t)(slash - a), &host, &port, &br) ||
+        port.len == 0) {
+        return false;
+    }
+    if (*slash == '\0') {
+        return true;
+    }
+    if (*slash != '/' || slash[1] == '\0') {
+        return false;
+    }
+    for (const char *p = slash + 1; *p != '\0'; p++) {
+        if (!is_digit(*p)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static const char *
+set_redis_url(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+              size_t len)
+{
+    if (v[0] != '\0' && !redis_url_ok(v)) {
+        return "must be redis://host:port[/db]";
+    }
+    return store_str(FIELD(obj, o, char *), v);
+}
+
+/* http://host:port[,http://host:port...]; spaces around commas. */
+static const char *
+set_endpoints(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+              size_t len)
+{
+    const char *p = v;
+
+    while (v[0] != '\0') {
+        size_t n = strcspn(p, ",");
+        const char *next = p + n;
+        struct tm_slice host, port;
+        bool br;
+
+        while (n > 0 && (*p == ' ' || *p == '\t')) {
+            p++;
+            n--;
+        }
+        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) {
+            n--;
+        }
+        if (n > 0 && p[n - 1] == '/') {
+            n--;
+        }
+        if (n < 7 || strncmp(p, "http://", 7) != 0 ||
+            !split_authority(p + 7, n - 7, &host, &port, &br) ||
+            port.len == 0) {
+            return "must be http://host:port, comma-separated";
+        }
+        if (*next == '\0') {
+            break;
+        }
+        p = next + 1;
+    }
+    return store_str(FIELD(obj, o, char *), v);
+}
+
+static const char *
+set_methods(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+            size_t len)
+{
+    struct cfg_route *r = obj;
+    unsigned bits = 0;
+    const char *p = v;
+    size_t count = 0;
+    bool star = false;
+
+    for (;;) {
+        size_t n;
+
+        p += strspn(p, " \t");
+        if (*p == '\0') {
+            break;
+        }
+        n = strcspn(p, " \t");
+        count++;
+        if (n == 1 && p[0] == '*') {
+            star = true;
+        } else {
+            unsigned bit = method_bit(p, n);
+
+            if (bit == 0) {
+                snprintf(buf, len,
+                         "unknown method '%.*s' (GET HEAD POST PUT PATCH "
+                         "DELETE OPTIONS, or *)",
+                         (int)(n > 32 ? 32 : n), p);
+                return buf;
+            }
+            bits |= bit;
+        }
+        p += n;
+    }
+    if (count == 0) {
+        return "must name methods, or * for every method";
+    }
+    if (star && count > 1) {
+        return "* stands alone: it means every method";
+    }
+    r->methods = bits;
+    return NULL;
+}
+
+static const char *
+set_path(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+         size_t len)
+{
+    struct cfg_route *r = obj;
+
+    tmpl_free(&r->path);
+    if (!tmpl_compile(&r->path, v, buf, len)) {
+        return buf;
+    }
+    return NULL;
+}
+
+/* A resource template naming the path's captures, or the word "header".
+ * Needs the path compiled first; a missing or bad path is reported on
+ * its own, so nothing is said here then. */
+static const char *
+set_resource(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+             size_t len)
+{
+    struct cfg_route *r = obj;
+
+    rtmpl_free(&r->resource);
+    r->resource_from_header = strcmp(v, "header") == 0;
+    if (r->resource_from_header || r->path.nsegs == 0) {
+        return NULL;
+    }
+    if (!rtmpl_compile(&r->resource, v, &r->path, buf, len)) {
+        return buf;
+    }
+    return NULL;
+}
+
+static const char *
+set_section_ref(const struct cfg_opt *o, void *obj, const char *v,
+                char *buf, size_t len)
+{
+    if (!cfg_name_ok(v, strlen(v))) {
+        return "must be the NAME of an [upstream NAME] section";
+    }
+    return store_str(FIELD(obj, o, char *), v);
+}
+
+static const char *const unmatched_choices[] = {"pass", "reject", NULL};
+static const char *const level_choices[] = {"error", "warn", "info",
+                                            "debug", NULL};
+static const char *const type_choices[] = {"lmdb", "postgres", "redis",
+                                           "etcd", NULL};
+static const char *const mode_choices[] = {"correctness", "efficiency",
+                                           "off", NULL};
+static const char *const verify_choices[] = {"none", "hmac", NULL};
+
+#define NONE 0, 0, NULL
+#define INT(lo, hi) (lo), (hi), NULL
+#define CHOICE(c) 0, 0, (c)
+
+/* Each entry: section, key, default, setter, field offset, bounds or
+ * choices, flags, help. */
+const struct cfg_opt cfg_opts[] = {
+    {CFG_PROXY, "listen", "127.0.0.1:7070", set_listen,
+     offsetof(struct cfg_proxy, listen), NONE, 0,
+     "host:port for application traffic"},
+    {CFG_PROXY, "unmatched", "pass", set_unmatched, 0,
+     CHOICE(unmatched_choices), 0, "requests no route matches: pass | reject"},
+    {CFG_PROXY, "token_header", "Fencing-Token", set_header_name,
+     offsetof(struct cfg_proxy, token_header), NONE, 0,
+     "request header carrying the fencing token"},
+    {CFG_PROXY, "resource_header", "Fencing-Resource", set_header_name,
+     offsetof(struct cfg_proxy, resource_header), NONE, 0,
+     "request header naming the resource (routes with resource = header)"},
+    {CFG_PROXY, "header_timeout_ms", "10000", set_int,
+     offsetof(struct cfg_proxy, header_timeout_ms), INT(1, 3600000), 0,
+     "a request head must arrive within this"},
+    {CFG_PROXY, "idle_timeout_ms", "60000", set_int,
+     offsetof(struct cfg_proxy, idle_timeout_ms), INT(1, 86400000), 0,
+     "idle keep-alive client connections are closed after this"},
+    {CFG_PROXY, "max_head", "16384", set_int,
+     offsetof(struct cfg_proxy, max_head), INT(1024, 1048576), 0,
+     "bytes of request line and headers (431 beyond)"},
+    {CFG_PROXY, "max_headers", "100", set_int,
+     offsetof(struct cfg_proxy, max_headers), INT(1, 128), 0,
+     "header fields in one request head"},
+    {CFG_PROXY, "max_connections", "10000", set_int,
+     offsetof(struct cfg_proxy, max_connections), INT(1, 1000000), 0,
+     "client connections at once"},
+    {CFG_PROXY, "order_grace_ms", "1000", set_int,
+     offsetof(struct cfg_proxy, order_grace_ms), INT(0, 3600000), 0,
+     "after a 504, the resource stays closed to higher tokens this long"},
+    {CFG_PROXY, "discard_limit", "65536", set_int,
+     offsetof(struct cfg_proxy, discard_limit), INT(0, 1073741824), 0,
+     "body bytes read and dropped after a refusal, to keep the connection"},
+    {CFG_PROXY, "buffer_size", "65536", set_int,
+     offsetof(struct cfg_proxy, buffer_size), INT(1024, 67108864), 0,
+     "bytes buffered per direction before reading pauses"},
+    {CFG_PROXY, "log_level", "info", set_choice_str,
+     offsetof(struct cfg_proxy, log_level), CHOICE(level_choices), 0,
+     "error | warn | info | debug"},
+
+    {CFG_ADMIN, "listen", "127.0.0.1:7071", set_listen,
+     offsetof(struct cfg_admin, listen), NONE, CFG_EMPTY_OK,
+     "host:port of the control port; empty: none"},
+
+    {CFG_STORE, "type", "lmdb", set_choice_str,
+     offsetof(struct cfg_store, type), CHOICE(type_choices), 0,
+     "lmdb | postgres | redis | etcd"},
+    {CFG_STORE, "path", "./data/marks.lmdb", set_str,
+     offsetof(struct cfg_store, path), NONE, CFG_EMPTY_OK,
+     "lmdb: the database file"},
+    {CFG_STORE, "map_size", "1073741824", set_size,
+     offsetof(struct cfg_store, map_size), INT(1048576, INT64_C(1) << 44), 0,
+     "lmdb: largest database size in bytes (K, M, G, T suffixes)"},
+    {CFG_STORE, "dsn", NULL, set_str, offsetof(struct cfg_store, dsn), NONE,
+     CFG_EMPTY_OK, "postgres: a libpq connection string or URI"},
+    {CFG_STORE, "url", NULL, set_redis_url, offsetof(struct cfg_store, url),
+     NONE, CFG_EMPTY_OK, "redis: redis://host:port[/db]"},
+    {CFG_STORE, "endpoints", NULL, set_endpoints,
+     offsetof(struct cfg_store, endpoints), NONE, CFG_EMPTY_OK,
+     "etcd: http://host:port, comma-separated"},
+    {CFG_STORE, "cache_entries", "100000", set_int,
+     offsetof(struct cfg_store, cache_entries), INT(16, 100000000), 0,
+     "marks kept in memory"},
+    {CFG_STORE, "timeout_ms", "2000", set_int,
+     offsetof(struct cfg_store, timeout_ms), INT(1, 600000), 0,
+     "one raise, end to end"},
+
+    {CFG_UPSTREAM, "url", NULL, set_upstream_url, 0, NONE, CFG_REQUIRED,
+     "http://host[:port] or https://host[:port]"},
+    {CFG_UPSTREAM, "connect_timeout_ms", "2000", set_int,
+     offsetof(struct cfg_upstream, connect_timeout_ms), INT(1, 600000), 0,
+     "connecting, TLS handshake included"},
+    {CFG_UPSTREAM, "timeout_ms", "30000", set_int,
+     offsetof(struct cfg_upstream, timeout_ms), INT(1, 86400000), 0,
+     "waiting for the response head, and between body reads"},
+    {CFG_UPSTREAM, "max_idle", "64", set_int,
+     offsetof(struct cfg_upstream, max_idle), INT(0, 100000), 0,
+     "idle keep-alive connections kept in the pool"},
+
+    {CFG_ROUTE, "methods", "PUT POST PATCH DELETE", set_methods, 0, NONE, 0,
+     "methods the route applies to, space-separated; * for every method"},
+    {CFG_ROUTE, "path", NULL, set_path, 0, NONE, CFG_REQUIRED,
+     "path template: {name} one segment, {name*} the rest"},
+    {CFG_ROUTE, "resource", NULL, set_resource, 0, NONE, CFG_REQUIRED,
+     "resource template naming the path's captures, or header"},
+    {CFG_ROUTE, "mode", "correctness", set_mode, 0, CHOICE(mode_choices), 0,
+     "correctness | efficiency | off"},
+    {CFG_ROUTE, "verify", "none", set_verify, 0, CHOICE(verify_choices), 0,
+     "none | hmac"},
+    {CFG_ROUTE, "upstream", "default", set_section_ref,
+     offsetof(struct cfg_route, upstream), NONE, 0,
+     "NAME of the [upstream NAME] requests are forwarded to"},
+};
+
+const size_t cfg_nopts = sizeof(cfg_opts) / sizeof(cfg_opts[0]);
+
+const char *
+cfg_sect_name(enum cfg_sect s)
+{
+    static const char *const names[CFG_NSECT] = {
+        "proxy", "admin", "store", "upstream", "route",
+    };
+
+    return names[s];
+}
+
+bool
+cfg_sect_named(enum cfg_sect s)
+{
+    return s == CFG_UPSTREAM || s == CFG_ROUTE;
+}
+
+const char *
+cfg_check_store(const struct cfg_store *s, char *buf, size_t len)
+{
+    static const struct {
+        const char *type;
+        const char *key;
+        size_t off;
+    } needs[] = {
+        {"lmdb", "path", offsetof(struct cfg_store, path)},
+        {"postgres", "dsn", offsetof(struct cfg_store, dsn)},
+        {"redis", "url", offsetof(struct cfg_store, url)},
+        {"etcd", "endpoints", offsetof(struct cfg_store, endpoints)},
+    };
+
+    if (s->type == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++) {
+        const char *v =
+            *(char *const *)(const void *)((const char *)s + needs[i].off);
+
+        if (strcmp(s->type, needs[i].type) == 0 && (v == NULL || !*v)) {
+            snprintf(buf, len, "[store] type %s needs %s", needs[i].type,
+                     needs[i].key);
+            return buf;
+        }
+    }
+    return NULL;
+}

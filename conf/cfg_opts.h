@@ -1,0 +1,64 @@
+/* cfg_opts.h: the one table of options behind cfg_load (internal to
+ * conf/): every key, its section, default, bounds and setter. */
+#ifndef TM_CFG_OPTS_H
+#define TM_CFG_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg.h"
+
+enum cfg_sect {
+    CFG_PROXY = 0,
+    CFG_ADMIN,
+    CFG_STORE,
+    CFG_UPSTREAM,
+    CFG_ROUTE,
+    CFG_NSECT,
+};
+
+enum cfg_flag {
+    CFG_REQUIRED = 1u << 0, /* no default: a section without it is wrong */
+    CFG_EMPTY_OK = 1u << 1, /* "key =" is a value, not a mistake */
+};
+
+struct cfg_opt;
+
+/* Parse value into the section's struct obj. Returns NULL, or a message
+ * (static, or written into buf) that never repeats the value: it may be
+ * a password. */
+typedef const char *(*cfg_set_fn)(const struct cfg_opt *o, void *obj,
+                                  const char *value, char *buf, size_t len);
+
+struct cfg_opt {
+    enum cfg_sect sect;
+    const char *key;
+    const char *def;             /* default, as written in a file */
+    cfg_set_fn set;
+    size_t off;                  /* of the field in the section's struct */
+    int64_t min, max;            /* bounds of integers and sizes */
+    const char *const *choices;  /* NULL-terminated, for enumerations */
+    unsigned flags;              /* enum cfg_flag bits */
+    const char *help;
+};
+
+/* The table, in the order keys are applied within a section (a route's
+ * path before its resource). */
+extern const struct cfg_opt cfg_opts[];
+extern const size_t cfg_nopts;
+
+/* Section and upstream names: letters, digits, '_', '-' and '.'. */
+bool cfg_name_ok(const char *s, size_t n);
+
+/* "proxy", ..., "route". */
+const char *cfg_sect_name(enum cfg_sect s);
+/* Whether sections of kind s carry a name: [route NAME]. */
+bool cfg_sect_named(enum cfg_sect s);
+
+/* Section-level check of [store] once every key is set: the chosen type's
+ * own key is present. NULL when fine. */
+const char *cfg_check_store(const struct cfg_store *s, char *buf,
+                            size_t len);
+
+#endif
