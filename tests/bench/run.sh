@@ -1,0 +1,364 @@
+#!/bin/sh
+# make bench: in one run, wrk against the bare upstream, nginx proxy_pass
+# in front of it, and tidemark in front of it, for three fencing workloads;
+# then a table of requests/s, p99 latency and the ratio to nginx.
+#
+# Env: BENCH_DURATION (10s per run), BENCH_THREADS (2), BENCH_CONNECTIONS
+# (32), BENCH_RESOURCES (1000), BENCH_WARMUP (2s, 0 for none),
+# BENCH_WORKLOADS ("equal rising stale"), BENCH_TARGETS ("bare nginx
+# tidemark"; drop one only to debug), STORE (lmdb), TIDEMARK_BIN.
+#
+# Fairness on a small machine: the upstream nginx and the proxy nginx get
+# one worker each, as tidemark has one network thread; all three targets
+# run one after the other on the same upstream, so each proxy competes with
+# the same wrk and the same upstream for the CPU.
+set -eu
+
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+BENCH=$ROOT/tests/bench
+
+DURATION=${BENCH_DURATION:-10s}
+THREADS=${BENCH_THREADS:-2}
+CONNS=${BENCH_CONNECTIONS:-32}
+RES=${BENCH_RESOURCES:-1000}
+WARMUP=${BENCH_WARMUP:-2s}
+WORKLOADS=${BENCH_WORKLOADS:-equal rising stale}
+TARGETS=${BENCH_TARGETS:-bare nginx tidemark}
+STORE=${STORE:-lmdb}
+TIDEMARK_BIN=${TIDEMARK_BIN:-$ROOT/tidemark}
+
+EQUAL_TOKEN=1000
+STALE_MARK=1000000000000000   # 10^15: below 2^53, exact in wrk's Lua
+
+die() {
+    echo "bench: $*" >&2
+    exit 1
+}
+
+has_target() {
+    case " $TARGETS " in *" $1 "*) return 0 ;; *) return 1 ;; esac
+}
+
+for t in $TARGETS; do
+    case "$t" in
+        bare | nginx | tidemark) ;;
+        *) die "unknown target '$t' in BENCH_TARGETS (bare nginx tidemark)" ;;
+    esac
+done
+for w in $WORKLOADS; do
+    case "$w" in
+        equal | rising | stale) ;;
+        *) die "unknown workload '$w' in BENCH_WORKLOADS (equal rising stale)" ;;
+    esac
+done
+# Every known store must be listed here and in store_start below.
+case "$STORE" in
+    lmdb) ;;
+    postgres | redis | etcd) die "STORE=$STORE is not supported by the bench yet (supported: lmdb)" ;;
+    *) die "unknown STORE=$STORE (supported: lmdb)" ;;
+esac
+for cmd in wrk nginx curl python3; do
+    command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found: run make deps"
+done
+if has_target tidemark && [ ! -x "$TIDEMARK_BIN" ]; then
+    die "$TIDEMARK_BIN not built: run make"
+fi
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/tidemark-bench.XXXXXX")
+# nginx workers may run as nobody when started by root: let them in.
+chmod 0755 "$dir"
+pids=""
+wrk_pid=""
+cleanup() {
+    for p in $wrk_pid $pids; do
+        kill "$p" 2>/dev/null || true
+    done
+    for p in $wrk_pid $pids; do
+        wait "$p" 2>/dev/null || true
+    done
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then
+        echo "bench: kept $dir" >&2
+    else
+        rm -rf "$dir"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# Free loopback ports, all bound at once so they differ; the servers bind
+# them right after.
+free_ports() {
+    python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+# shellcheck disable=SC2046
+set -- $(free_ports 4)
+UP_PORT=$1 NGX_PORT=$2 TM_PORT=$3 ADM_PORT=$4
+
+# wait_http NAME PID URL LOG: until URL answers, or fail if PID died.
+wait_http() {
+    i=0
+    until curl -s -o /dev/null "$3"; do
+        if ! kill -0 "$2" 2>/dev/null; then
+            echo "bench: $1 exited at start; its log:" >&2
+            cat "$4" >&2 || true
+            exit 1
+        fi
+        i=$((i + 1))
+        if [ "$i" -gt 100 ]; then
+            die "$1 does not answer at $3"
+        fi
+        sleep 0.1
+    done
+}
+
+# nginx_conf PREFIX PORT BODY: a one-worker, foreground nginx whose every
+# path stays inside PREFIX (no /run, /var/lib/nginx or /var/log).
+nginx_conf() {
+    mkdir -p "$1"
+    cat > "$1/nginx.conf" <<NGX
+worker_processes 1;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $1/body;
+    proxy_temp_path $1/proxy;
+    fastcgi_temp_path $1/fastcgi;
+    uwsgi_temp_path $1/uwsgi;
+    scgi_temp_path $1/scgi;
+    keepalive_timeout 75s;
+    keepalive_requests 1000000;
+$3
+}
+NGX
+}
+
+start_nginx() { # NAME PREFIX
+    nginx -p "$2/" -c "$2/nginx.conf" -e "$2/error.log" \
+        >"$2/stdout.log" 2>&1 &
+    pids="$pids $!"
+    wait_http "$1" "$!" "http://127.0.0.1:$3/" "$2/error.log"
+}
+
+# The upstream: as fast as a keep-alive HTTP server gets, so the
+# comparison measures the proxies.
+nginx_conf "$dir/up" "$UP_PORT" "    server {
+        listen 127.0.0.1:$UP_PORT backlog=4096;
+        location / { return 200 \"ok\\n\"; }
+    }"
+start_nginx upstream "$dir/up" "$UP_PORT"
+
+if has_target nginx; then
+    nginx_conf "$dir/ngx" "$NGX_PORT" "    upstream backend {
+        server 127.0.0.1:$UP_PORT;
+        keepalive 64;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:$NGX_PORT backlog=4096;
+        location / {
+            proxy_pass http://backend;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+        }
+    }"
+    start_nginx nginx "$dir/ngx" "$NGX_PORT"
+fi
+
+# Store sections: each sets STORE_INI (the [store] keys) and STORE_DESC,
+# and starts its server (adding the pid to $pids) if it needs one.
+store_start() {
+    case "$STORE" in
+        lmdb)
+            mkdir -p "$dir/store"
+            STORE_INI="type = lmdb
+path = $dir/store/marks.lmdb"
+            fs=$(df -T "$dir/store" | awk 'NR == 2 { print $2 }')
+            STORE_DESC="lmdb $(dpkg-query -W -f='${Version}' liblmdb0 \
+                2>/dev/null || echo '?'), on $fs"
+            ;;
+        *)
+            die "no store section for STORE=$STORE"
+            ;;
+    esac
+}
+
+if has_target tidemark; then
+    store_start
+    cat > "$dir/tidemark.ini" <<INI
+[proxy]
+listen = 127.0.0.1:$TM_PORT
+log_level = warn
+
+[upstream default]
+url = http://127.0.0.1:$UP_PORT
+max_idle = 64                 ; as nginx's keepalive 64
+
+[store]
+$STORE_INI
+
+[admin]
+listen = 127.0.0.1:$ADM_PORT
+
+[route documents]
+methods = PUT
+path = /v1/documents/{doc}
+resource = documents/{doc}
+mode = correctness
+upstream = default
+INI
+    "$TIDEMARK_BIN" -c "$dir/tidemark.ini" >"$dir/tidemark.log" 2>&1 &
+    TM_PID=$!
+    pids="$pids $TM_PID"
+    wait_http tidemark "$TM_PID" "http://127.0.0.1:$TM_PORT/" \
+        "$dir/tidemark.log"
+fi
+
+target_port() {
+    case "$1" in
+        bare) echo "$UP_PORT" ;;
+        nginx) echo "$NGX_PORT" ;;
+        tidemark) echo "$TM_PORT" ;;
+    esac
+}
+
+# put_status PREFIX_AND_INDEX TOKEN: tidemark's status for one PUT.
+put_status() {
+    curl -s -o /dev/null -w '%{http_code}' -X PUT \
+        -H "Fencing-Token: $2" -d '{"state":"check"}' \
+        "http://127.0.0.1:$TM_PORT/v1/documents/$1"
+}
+
+# Marks each workload starts from, set through tidemark; then one request
+# of each kind checks that tidemark answers as the workload expects.
+if has_target tidemark; then
+    for w in $WORKLOADS; do
+        case "$w" in
+            equal)
+                python3 "$BENCH/prime.py" 127.0.0.1 "$TM_PORT" eq- "$RES" \
+                    "$EQUAL_TOKEN" || die "priming equal marks failed"
+                s=$(put_status eq-0 "$EQUAL_TOKEN")
+                [ "$s" = 200 ] || die "equal token answered $s, not 200"
+                ;;
+            stale)
+                python3 "$BENCH/prime.py" 127.0.0.1 "$TM_PORT" st- "$RES" \
+                    "$STALE_MARK" || die "priming stale marks failed"
+                s=$(put_status st-0 1)
+                [ "$s" = 409 ] || die "stale token answered $s, not 409"
+                ;;
+        esac
+    done
+fi
+
+# run_wrk WORKLOAD TARGET DURATION: one wrk run; appends a line
+# "workload target rps p99_us non2xx socket_errors requests" to results.
+run_wrk() {
+    case "$1" in
+        equal) args="equal eq- $RES $THREADS $EQUAL_TOKEN" ;;
+        stale) args="stale st- $RES $THREADS 1" ;;
+        # A base above every earlier token on these resources: the clock
+        # in microseconds' worth of seconds, far below 2^53.
+        rising) args="rising up- $RES $THREADS $(date +%s)000000" ;;
+    esac
+    port=$(target_port "$2")
+    out="$dir/wrk-$1-$2.txt"
+    if [ "$2" = tidemark ] && ! kill -0 "$TM_PID" 2>/dev/null; then
+        tail -n 20 "$dir/tidemark.log" >&2 || true
+        die "tidemark is not running any more"
+    fi
+    # In the background and waited for, so that a signal to this script
+    # stops the bench at once (the shell runs traps only between commands).
+    # shellcheck disable=SC2086
+    wrk -t"$THREADS" -c"$CONNS" -d"$3" --latency \
+        -s "$BENCH/fence.lua" "http://127.0.0.1:$port/" -- $args \
+        >"$out" 2>&1 &
+    wrk_pid=$!
+    rc=0
+    wait "$wrk_pid" || rc=$?
+    wrk_pid=""
+    if [ "$rc" -ne 0 ]; then
+        cat "$out" >&2
+        die "wrk failed against $2 ($1)"
+    fi
+    line=$(grep '^WRK_RESULT' "$out") || {
+        cat "$out" >&2
+        die "no WRK_RESULT line from wrk against $2 ($1)"
+    }
+    echo "$line" | awk -v w="$1" -v t="$2" '{
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        rps = v["duration_us"] > 0 ? v["requests"] / (v["duration_us"] / 1e6) : 0
+        printf "%s %s %.0f %d %d %d %d\n", w, t, rps, v["p99_us"],
+            v["status_errors"], v["socket_errors"], v["requests"]
+    }'
+}
+
+tm_version="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+echo "tidemark bench, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' \
+    /proc/cpuinfo)), Linux $(uname -r)"
+echo "versions: $(wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }');" \
+    "$(nginx -v 2>&1 | sed 's/^nginx version: //');" \
+    "tidemark $tm_version"
+if has_target tidemark; then
+    echo "store: $STORE_DESC"
+fi
+echo "load: wrk -t$THREADS -c$CONNS -d$DURATION per run, PUT with a" \
+    "Fencing-Token, $RES resources per workload"
+echo "upstream: nginx, 1 worker, return 200; proxy nginx: 1 worker," \
+    "keepalive 64, HTTP/1.1; tidemark: 1 network thread"
+echo
+
+if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
+    for t in $TARGETS; do
+        run_wrk equal "$t" "$WARMUP" >/dev/null
+    done
+fi
+
+: >"$dir/results"
+for w in $WORKLOADS; do
+    for t in $TARGETS; do
+        printf 'running %-6s against %-8s ...\n' "$w" "$t" >&2
+        run_wrk "$w" "$t" "$DURATION" >>"$dir/results"
+    done
+done
+echo
+
+# The table; goals are the issue's targets for tidemark against nginx.
+awk '
+    BEGIN { goal["equal"] = 1.0; goal["rising"] = 0.7; goal["stale"] = 1.5 }
+    { w[NR] = $1; t[NR] = $2; rps[NR] = $3; p99[NR] = $4; bad[NR] = $5
+      sock[NR] = $6; if ($2 == "nginx") ngx[$1] = $3 }
+    END {
+        fmt = "%-8s %-9s %12s %12s %9s %8s %9s %8s\n"
+        printf fmt, "workload", "target", "requests/s", "p99", "vs nginx",
+            "goal", "non-2xx", "sock err"
+        for (i = 1; i <= NR; i++) {
+            ratio = "-"; g = "-"
+            if (ngx[w[i]] > 0 && t[i] != "nginx") {
+                r = rps[i] / ngx[w[i]]
+                ratio = sprintf("%.2fx", r)
+                if (t[i] == "tidemark") {
+                    g = sprintf(">=%.1fx", goal[w[i]])
+                    if (r < goal[w[i]]) { g = g "!"; miss++ }
+                }
+            }
+            printf fmt, w[i], t[i], sprintf("%.0f", rps[i]),
+                sprintf("%.2f ms", p99[i] / 1000), ratio, g, bad[i], sock[i]
+        }
+        print ""
+        print "non-2xx: answers >= 400 as wrk counts them; tidemark answers"
+        print "every stale request 409 by design (nginx does not fence and"
+        print "forwards them). goal: the issue'"'"'s target for tidemark vs nginx."
+        if (miss) { print "goals missed (marked !): " miss }
+    }' "$dir/results"
