@@ -1,0 +1,294 @@
+/* adm.c: the control port on libevent's evhttp: /healthz, /readyz,
+ * /metrics and /v1/marks/{resource}. */
+#include "adm.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
+#include "../conf/cfg.h"
+#include "log.h"
+#include "problem.h"
+#include "proxy_int.h"
+#include "store/store.h"
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+struct adm {
+    struct tm_proxy *px;
+    struct evhttp *http;
+};
+
+/* A marks lookup in flight; req is NULL once the connection closed. */
+struct mark_get {
+    struct evhttp_request *req;
+    struct evhttp_connection *conn;
+    char *resource;
+};
+
+static void
+reply_text(struct evhttp_request *req, int code, const char *reason,
+           const char *ctype, struct evbuffer *body)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req),
+                      "Content-Type", ctype);
+    evhttp_send_reply(req, code, reason, body);
+}
+
+static void
+reply_problem(struct evhttp_request *req, int status, const char *detail,
+              const char *resource)
+{
+    struct evbuffer *b = evbuffer_new();
+    struct problem p = {.status = status, .detail = detail,
+                        .resource = resource};
+    struct evbuffer *full = evbuffer_new();
+    size_t len;
+    char *s, *body;
+
+    if (b == NULL || full == NULL) {
+        evhttp_send_error(req, 500, NULL);
+        goto out;
+    }
+    /* Reuse the proxy's problem writer and keep only its body. */
+    problem_write(full, &p, false);
+    len = evbuffer_get_length(full);
+    s = (char *)evbuffer_pullup(full, (ev_ssize_t)len);
+    body = memmem(s, len, "\r\n\r\n", 4);
+    if (body != NULL) {
+        body += 4;
+        evbuffer_add(b, body, len - (size_t)(body - s));
+    }
+    reply_text(req, status, problem_reason(status),
+               "application/problem+json", b);
+out:
+    if (b != NULL) {
+        evbuffer_free(b);
+    }
+    if (full != NULL) {
+        evbuffer_free(full);
+    }
+}
+
+static void
+simple(struct evhttp_request *req, int code, const char *text)
+{
+    struct evbuffer *b = evbuffer_new();
+
+    if (b == NULL) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    evbuffer_add_printf(b, "%s\n", text);
+    reply_text(req, code, code == 200 ? "OK" : "Service Unavailable",
+               "text/plain; charset=utf-8", b);
+    evbuffer_free(b);
+}
+
+static void
+metrics(struct adm *a, struct evhttp_request *req)
+{
+    const struct tm_stats *st = &a->px->stats;
+    struct evbuffer *b = evbuffer_new();
+
+    if (b == NULL) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+#define COUNTER(name, help, v)                                              \
+    evbuffer_add_printf(b, "# HELP " name " " help "\n# TYPE " name         \
+                           " counter\n" name " %" PRIu64 "\n",              \
+                        (uint64_t)(v))
+    COUNTER("tidemark_requests_total", "Requests read.", st->requests);
+    COUNTER("tidemark_accepted_total", "Fenced writes accepted.",
+            st->accepted);
+    COUNTER("tidemark_stale_total", "Writes refused: token below the mark.",
+            st->stale);
+    COUNTER("tidemark_missing_total", "Writes refused: no token.",
+            st->missing);
+    COUNTER("tidemark_invalid_total", "Writes refused: malformed token.",
+            st->invalid);
+    COUNTER("tidemark_unavailable_total",
+            "Writes refused: mark store unusable.", st->unavailable);
+    COUNTER("tidemark_bypassed_total", "Requests forwarded unfenced.",
+            st->bypassed);
+    COUNTER("tidemark_store_errors_total", "Store calls that failed.",
+            st->store_errors);
+    COUNTER("tidemark_bad_requests_total", "Malformed requests.",
+            st->bad_requests);
+    COUNTER("tidemark_upstream_errors_total", "Upstream failures.",
+            st->upstream_errors);
+    COUNTER("tidemark_upstream_timeouts_total", "Upstream timeouts.",
+            st->upstream_timeouts);
+    COUNTER("tidemark_connections_total", "Client connections accepted.",
+            st->conns_total);
+#undef COUNTER
+    evbuffer_add_printf(b, "# HELP tidemark_connections Open client "
+                           "connections.\n# TYPE tidemark_connections "
+                           "gauge\ntidemark_connections %zu\n",
+                        a->px->nclients);
+    reply_text(req, 200, "OK", "text/plain; version=0.0.4", b);
+    evbuffer_free(b);
+}
+
+static void
+conn_closed(struct evhttp_connection *conn, void *arg)
+{
+    struct mark_get *mg = arg;
+
+    (void)conn;
+    mg->req = NULL;
+}
+
+static void
+mark_done(void *arg, enum store_result res, int64_t mark)
+{
+    struct mark_get *mg = arg;
+    struct evbuffer *b;
+
+    if (mg->req == NULL) {
+        goto out;
+    }
+    evhttp_connection_set_closecb(mg->conn, NULL, NULL);
+    if (res == STORE_ERROR) {
+        reply_problem(mg->req, 503, "the mark store cannot be used",
+                      mg->resource);
+        goto out;
+    }
+    if (mark <= 0) {
+        reply_problem(mg->req, 404, "no mark for this resource",
+                      mg->resource);
+        goto out;
+    }
+    b = evbuffer_new();
+    if (b == NULL) {
+        evhttp_send_error(mg->req, 500, NULL);
+        goto out;
+    }
+    evbuffer_add(b, "{\"resource\":\"", 13);
+    json_escape(b, mg->resource, strlen(mg->resource));
+    evbuffer_add_printf(b, "\",\"high_water\":%" PRId64 "}\n", mark);
+    reply_text(mg->req, 200, "OK", "application/json", b);
+    evbuffer_free(b);
+out:
+    free(mg->resource);
+    free(mg);
+}
+
+static void
+marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
+{
+    struct tm_proxy *px = a->px;
+    struct mark_get *mg;
+    char *res;
+    size_t len;
+
+    res = evhttp_uridecode(path, 0, &len);
+    if (res == NULL || len == 0 || len > TM_RESOURCE_MAX ||
+        memchr(res, '\0', len) != NULL) {
+        free(res);
+        reply_problem(req, 400, "bad resource name", NULL);
+        return;
+    }
+    mg = calloc(1, sizeof(*mg));
+    if (mg == NULL) {
+        free(res);
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    mg->req = req;
+    mg->conn = evhttp_request_get_connection(req);
+    mg->resource = res;
+    evhttp_connection_set_closecb(mg->conn, conn_closed, mg);
+    px->sops->get(px->store, res, len, mark_done, mg);
+}
+
+static void
+dispatch(struct evhttp_request *req, void *arg)
+{
+    struct adm *a = arg;
+    const char *uri = evhttp_request_get_uri(req);
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    char path[2048];
+    size_t n = strcspn(uri, "?");
+
+    if (n >= sizeof(path)) {
+        reply_problem(req, 414, NULL, NULL);
+        return;
+    }
+    memcpy(path, uri, n);
+    path[n] = '\0';
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        reply_problem(req, 400, "only GET is served here", NULL);
+        return;
+    }
+    if (strcmp(path, "/healthz") == 0) {
+        simple(req, 200, "ok");
+    } else if (strcmp(path, "/readyz") == 0) {
+        bool ready = a->px->sops->ready(a->px->store) && !a->px->draining;
+        simple(req, ready ? 200 : 503, ready ? "ready" : "not ready");
+    } else if (strcmp(path, "/metrics") == 0) {
+        metrics(a, req);
+    } else if (strncmp(path, "/v1/marks/", 10) == 0) {
+        marks_get_req(a, req, path + 10);
+    } else {
+        reply_problem(req, 404, "no such endpoint", NULL);
+    }
+}
+
+struct adm *
+adm_new(struct tm_proxy *px, char *err, size_t errlen)
+{
+    struct adm *a = calloc(1, sizeof(*a));
+    char *host = NULL, *port = NULL;
+
+    if (a == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->px = px;
+    a->http = evhttp_new(px->base);
+    if (a->http == NULL ||
+        !cfg_split_hostport(px->cfg->admin.listen, &host, &port)) {
+        snprintf(err, errlen, "admin: bad listen address %s",
+                 px->cfg->admin.listen);
+        goto fail;
+    }
+    evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_PATCH |
+                                            EVHTTP_REQ_DELETE);
+    evhttp_set_max_headers_size(a->http, 16384);
+    evhttp_set_max_body_size(a->http, 65536);
+    evhttp_set_timeout(a->http, 30);
+    evhttp_set_gencb(a->http, dispatch, a);
+    if (evhttp_bind_socket(a->http, host, (ev_uint16_t)atoi(port)) != 0) {
+        snprintf(err, errlen, "admin: cannot listen on %s",
+                 px->cfg->admin.listen);
+        goto fail;
+    }
+    free(host);
+    free(port);
+    return a;
+fail:
+    free(host);
+    free(port);
+    adm_free(a);
+    return NULL;
+}
+
+void
+adm_free(struct adm *a)
+{
+    if (a == NULL) {
+        return;
+    }
+    if (a->http != NULL) {
+        evhttp_free(a->http);
+    }
+    free(a);
+}

@@ -1,0 +1,1411 @@
+/* conn.c: one client connection: read a request head, decide, wait for
+ * the store and the resource's turn, forward over a pooled upstream
+ * connection, stream both bodies with back-pressure, answer in order. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "../policies/decide.h"
+#include "../policies/route.h"
+#include "../policies/token.h"
+#include "log.h"
+#include "marks.h"
+#include "order.h"
+#include "problem.h"
+#include "proxy_int.h"
+#include "store/store.h"
+#include "up.h"
+
+#define LINGER_MS 2000          /* read and drop after a closing answer */
+#define LINGER_BYTES (1 << 20)
+#define MAX_RESPONSE_HEAD 65536
+
+enum cstate {
+    CS_HEAD = 0,   /* waiting for a request head */
+    CS_STORE,      /* waiting for the store's answer */
+    CS_ORDER,      /* waiting for the resource's turn */
+    CS_CONNECT,    /* waiting for an upstream connection */
+    CS_FORWARD,    /* exchanging with the upstream */
+    CS_DISCARD,    /* answered locally; dropping the request body */
+    CS_CLOSING,    /* flushing the last answer, then lingering */
+};
+
+/* The current request: its parsed head and a copy of its bytes. */
+struct request {
+    struct http_request h;
+    char bytes[];
+};
+
+/* A store call in flight. c is NULL once nobody waits for it. */
+struct raise_req {
+    struct client *c;
+    struct tm_proxy *px;
+    size_t len;
+    char res[];
+};
+
+struct client {
+    struct tm_proxy *px;
+    struct client *next;
+    struct client *prev;
+    uint64_t id;
+    struct bufferevent *bev;
+    struct event *timer;      /* idle, head, store and linger timeouts */
+    struct event *kick;       /* deferred: the resource's turn came */
+    enum cstate state;
+    bool timer_is_head;       /* the head timeout runs (not idle) */
+
+    struct request *rq;
+    const struct cfg_route *route;
+    const char *route_name;
+    enum tm_mode mode;
+    char resource[TM_RESOURCE_MAX + 1];
+    size_t rlen;
+    int64_t token;
+    int64_t mark;             /* sent in Fencing-High-Water when > 0 */
+    struct order_slot *slot;
+    struct raise_req *raise;
+    struct up_pool *pool;
+    struct up_conn *up;
+
+    enum http_body req_kind;
+    uint64_t req_left;
+    struct http_chunked req_chunk;
+    bool req_done;
+    bool req_sent_whole;      /* every request byte went to the upstream */
+
+    bool resp_started;
+    enum http_body resp_kind;
+    uint64_t resp_left;
+    struct http_chunked resp_chunk;
+    bool resp_keep_alive;
+
+    uint64_t discard_left;
+    size_t linger_left;
+    bool close_after;
+    bool client_eof;          /* the client sent FIN */
+    bool up_eof;              /* the upstream sent FIN */
+    bool dead;                /* closed; freed at the end of the turn */
+};
+
+static void client_pump(struct client *c);
+static void client_close(struct client *c, int grace_ms);
+static void pump_request_body(struct client *c);
+static bool pump_response(struct client *c);
+
+static void
+ms_to_tv(int ms, struct timeval *tv)
+{
+    tv->tv_sec = ms / 1000;
+    tv->tv_usec = (ms % 1000) * 1000;
+}
+
+static void
+timer_arm(struct client *c, int ms)
+{
+    struct timeval tv;
+
+    ms_to_tv(ms, &tv);
+    evtimer_add(c->timer, &tv);
+}
+
+static struct evbuffer *
+c_in(struct client *c)
+{
+    return bufferevent_get_input(c->bev);
+}
+
+static struct evbuffer *
+c_out(struct client *c)
+{
+    return bufferevent_get_output(c->bev);
+}
+
+static void
+request_free(struct client *c)
+{
+    free(c->rq);
+    c->rq = NULL;
+}
+
+/* ---- answers tidemark makes itself ---------------------------------- */
+
+/* After a local answer the request's body may still be on its way; read
+ * and drop it within discard_limit, or close. */
+static void
+after_local_answer(struct client *c)
+{
+    const struct http_request *h = &c->rq->h;
+    uint64_t limit = (uint64_t)c->px->cfg->proxy.discard_limit;
+
+    c->state = CS_HEAD;
+    if (!c->close_after && h->expect_continue &&
+        h->body != HTTP_BODY_NONE) {
+        /* The client may or may not send the body it announced. */
+        c->close_after = true;
+    }
+    if (!c->close_after && h->body == HTTP_BODY_LENGTH &&
+        h->content_length > 0) {
+        if (h->content_length > limit) {
+            c->close_after = true;
+        } else {
+            c->state = CS_DISCARD;
+            c->req_kind = HTTP_BODY_LENGTH;
+            c->discard_left = h->content_length;
+        }
+    } else if (!c->close_after && h->body == HTTP_BODY_CHUNKED) {
+        c->state = CS_DISCARD;
+        c->req_kind = HTTP_BODY_CHUNKED;
+        http_chunked_init(&c->req_chunk);
+        c->discard_left = limit;
+    }
+    request_free(c);
+    if (c->close_after) {
+        c->state = CS_CLOSING;
+    }
+}
+
+/* Answer the current request locally (p describes the problem) and move
+ * on: discard its body, or close. */
+static void
+answer(struct client *c, const struct problem *p)
+{
+    if (p->status == 400 || p->status == 431 || p->status == 414 ||
+        p->status == 501 || p->status == 505 || p->status == 408) {
+        c->close_after = true;
+    }
+    if (c->rq != NULL && !c->rq->h.keep_alive) {
+        c->close_after = true;
+    }
+    problem_write(c_out(c), p, c->close_after);
+    if (c->rq != NULL) {
+        after_local_answer(c);
+    } else {
+        c->state = CS_CLOSING;
+    }
+}
+
+static void
+refuse(struct client *c, struct problem *p, const char *reason)
+{
+    p->resource = c->rlen > 0 ? c->resource : NULL;
+    log_warn("conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
+             "token=%" PRId64 " mark=%" PRId64 "%s%s",
+             c->id, p->status, reason, c->route_name ? c->route_name : "-",
+             c->rlen > 0 ? c->resource : "-", c->token, c->mark,
+             p->detail ? ": " : "", p->detail ? p->detail : "");
+    answer(c, p);
+}
+
+static void
+refuse_status(struct client *c, int status, const char *reason,
+              const char *detail)
+{
+    struct problem p = {.status = status, .detail = detail};
+
+    refuse(c, &p, reason);
+}
+
+/* ---- forwarding ------------------------------------------------------ */
+
+static bool
+is_header(struct tm_slice name, const char *cfgname)
+{
+    return slice_ieq(name, cfgname);
+}
+
+/* Write the request head as the upstream gets it: origin-form target,
+ * the upstream's Host, fencing and hop-by-hop headers removed, Via
+ * added. */
+static void
+write_request_head(struct client *c, struct evbuffer *out)
+{
+    const struct http_request *h = &c->rq->h;
+    const struct cfg_proxy *pc = &c->px->cfg->proxy;
+    const struct cfg_upstream *u = up_cfg(c->pool);
+    const char *target = h->target.p;
+    size_t tlen = h->target.len;
+
+    if (tlen > 0 && target[0] != '/' && h->path.p != NULL) {
+        /* absolute-form: send the path and query only */
+        tlen -= (size_t)(h->path.p - target);
+        target = h->path.p;
+    }
+    evbuffer_add(out, h->method.p, h->method.len);
+    evbuffer_add(out, " ", 1);
+    evbuffer_add(out, target, tlen);
+    evbuffer_add_printf(out, " HTTP/1.%d\r\nHost: %s\r\n", h->minor,
+                        u->host_header);
+    for (size_t i = 0; i < h->nheaders; i++) {
+        const struct http_header *f = &h->headers[i];
+        if (f->hop || is_header(f->name, "Host") ||
+            is_header(f->name, pc->token_header) ||
+            is_header(f->name, pc->resource_header)) {
+            continue;
+        }
+        evbuffer_add(out, f->name.p, f->name.len);
+        evbuffer_add(out, ": ", 2);
+        evbuffer_add(out, f->value.p, f->value.len);
+        evbuffer_add(out, "\r\n", 2);
+    }
+    if (h->body == HTTP_BODY_CHUNKED) {
+        evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+    }
+    if (h->minor == 0) {
+        evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+    }
+    evbuffer_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
+}
+
+static void up_read_cb(struct bufferevent *bev, void *arg);
+static void up_write_cb(struct bufferevent *bev, void *arg);
+static void up_event_cb(struct bufferevent *bev, short what, void *arg);
+
+static void
+attach(struct client *c, struct up_conn *uc)
+{
+    struct bufferevent *ub = up_bev(uc);
+    const struct cfg_upstream *u = up_cfg(c->pool);
+    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    struct timeval tv;
+
+    c->up = uc;
+    c->state = CS_FORWARD;
+    c->resp_started = false;
+    c->up_eof = false;
+    c->req_kind = c->rq->h.body;
+    c->req_left = c->rq->h.content_length;
+    c->req_done = c->req_kind == HTTP_BODY_NONE ||
+                  (c->req_kind == HTTP_BODY_LENGTH && c->req_left == 0);
+    c->req_sent_whole = c->req_done;
+    http_chunked_init(&c->req_chunk);
+    ms_to_tv(u->timeout_ms, &tv);
+    bufferevent_set_timeouts(ub, &tv, &tv);
+    bufferevent_setwatermark(ub, EV_READ, 0, buf);
+    bufferevent_setwatermark(ub, EV_WRITE, 0, 0);
+    bufferevent_setcb(ub, up_read_cb, NULL, up_event_cb, c);
+    bufferevent_enable(ub, EV_READ | EV_WRITE);
+    write_request_head(c, bufferevent_get_output(ub));
+    /* A client that stops sending its body or reading its answer must
+     * not hold the upstream connection forever. */
+    ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
+    bufferevent_set_timeouts(c->bev, c->req_done ? NULL : &tv, &tv);
+    pump_request_body(c);
+}
+
+static void
+up_ready(void *arg, struct up_conn *uc, bool ok)
+{
+    struct client *c = arg;
+
+    if (!ok) {
+        int err = errno;
+        c->up = NULL;
+        c->px->stats.upstream_errors++;
+        log_error("conn=%" PRIu64 " upstream %s: connect failed: %s",
+                  c->id, up_cfg(c->pool)->name, strerror(err));
+        refuse_status(c, 502, "upstream unreachable",
+                      "the upstream could not be reached");
+        client_pump(c);
+        return;
+    }
+    attach(c, uc);
+}
+
+static void
+start_forward(struct client *c)
+{
+    struct up_conn *uc = up_take_idle(c->pool);
+
+    if (uc != NULL) {
+        attach(c, uc);
+        return;
+    }
+    c->state = CS_CONNECT;
+    c->up = up_connect(c->pool, up_ready, c);
+    if (c->up == NULL) {
+        c->px->stats.upstream_errors++;
+        refuse_status(c, 502, "upstream unreachable",
+                      "cannot open a connection to the upstream");
+        client_pump(c);
+    }
+}
+
+static void
+order_go(void *arg)
+{
+    struct client *c = arg;
+
+    event_active(c->kick, EV_TIMEOUT, 1);
+}
+
+static void
+kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct client *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->state == CS_ORDER) {
+        start_forward(c);
+    }
+}
+
+/* The write is accepted: wait for its turn, then forward. */
+static void
+forward_fenced(struct client *c)
+{
+    bool now = false;
+
+    c->px->stats.accepted++;
+    c->slot = order_enter(c->px->order, c->resource, c->rlen, c->token,
+                          order_go, c, &now);
+    if (c->slot == NULL) {
+        refuse_status(c, 503, "out of memory", "try again");
+        client_pump(c);
+        return;
+    }
+    if (now) {
+        start_forward(c);
+    } else {
+        c->state = CS_ORDER;
+    }
+}
+
+/* ---- the store ------------------------------------------------------- */
+
+static void
+unavailable(struct client *c, const char *why)
+{
+    struct problem p = {.status = 503, .detail = why, .retry_after = 1};
+
+    c->px->stats.unavailable++;
+    refuse(c, &p, "unavailable");
+}
+
+static void
+stale(struct client *c)
+{
+    struct problem p = {.status = 409, .token = c->token, .mark = c->mark};
+
+    c->px->stats.stale++;
+    refuse(c, &p, "stale");
+}
+
+static void
+raise_done(void *arg, enum store_result res, int64_t mark)
+{
+    struct raise_req *rr = arg;
+    struct client *c = rr->c;
+    enum decision d;
+
+    if (res != STORE_ERROR && mark > 0) {
+        marks_put(rr->px->marks, rr->res, rr->len, mark);
+    }
+    free(rr);
+    if (c == NULL) {
+        return;
+    }
+    c->raise = NULL;
+    evtimer_del(c->timer);
+    if (res == STORE_ERROR) {
+        c->px->stats.store_errors++;
+    }
+    d = decide_store(c->mode, res != STORE_ERROR, res == STORE_STALE);
+    switch (d) {
+    case DECIDE_ACCEPT:
+        c->mark = mark;
+        forward_fenced(c);
+        break;
+    case DECIDE_STALE:
+        c->mark = mark;
+        stale(c);
+        break;
+    case DECIDE_FORWARD:
+        log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
+                 "token=%" PRId64 " forwarded unfenced (efficiency)",
+                 c->id, c->route_name, c->resource, c->token);
+        c->px->stats.bypassed++;
+        start_forward(c);
+        break;
+    default:
+        unavailable(c, "the mark store cannot be used; try again");
+        break;
+    }
+    client_pump(c);
+}
+
+static void
+start_raise(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+    struct raise_req *rr = malloc(sizeof(*rr) + c->rlen + 1);
+
+    if (rr == NULL) {
+        unavailable(c, "out of memory");
+        return;
+    }
+    rr->c = c;
+    rr->px = px;
+    rr->len = c->rlen;
+    memcpy(rr->res, c->resource, c->rlen + 1);
+    c->raise = rr;
+    c->state = CS_STORE;
+    timer_arm(c, px->cfg->store.timeout_ms);
+    px->sops->raise(px->store, rr->res, rr->len, c->token, raise_done, rr);
+}
+
+/* ---- a new request --------------------------------------------------- */
+
+static const struct cfg_route *
+match_route(const struct tm_config *cfg, const struct http_request *h,
+            struct tm_slice caps[TM_MAX_CAPTURES])
+{
+    unsigned bit = method_bit(h->method.p, h->method.len);
+
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        const struct cfg_route *r = &cfg->routes[i];
+        if (r->methods != 0 && (r->methods & bit) == 0) {
+            continue;
+        }
+        if (tmpl_match(&r->path, h->path.p, h->path.len, caps)) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static struct up_pool *
+default_pool(struct tm_proxy *px)
+{
+    const struct tm_config *cfg = px->cfg;
+
+    for (size_t i = 0; i < cfg->nupstreams; i++) {
+        if (strcmp(cfg->upstreams[i].name, "default") == 0) {
+            return px->pools[i];
+        }
+    }
+    return cfg->nupstreams > 0 ? px->pools[0] : NULL;
+}
+
+/* Route, resource, token, decision. */
+static void
+handle_request(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+    const struct cfg_proxy *pc = &px->cfg->proxy;
+    const struct http_request *h = &c->rq->h;
+    struct tm_slice caps[TM_MAX_CAPTURES];
+    const struct cfg_route *r;
+    enum token_status ts = TOKEN_MISSING;
+    int ti = -1, ri;
+    enum decision d;
+
+    px->stats.requests++;
+    c->route = NULL;
+    c->route_name = NULL;
+    c->rlen = 0;
+    c->resource[0] = '\0';
+    c->token = 0;
+    c->mark = 0;
+    c->close_after = !h->keep_alive;
+
+    ti = http_find_header(h->headers, h->nheaders, 0, pc->token_header);
+    if (ti >= 0 &&
+        http_find_header(h->headers, h->nheaders, (size_t)ti + 1,
+                         pc->token_header) >= 0) {
+        px->stats.invalid++;
+        refuse_status(c, 400, "invalid", "more than one token header");
+        return;
+    }
+
+    r = match_route(px->cfg, h, caps);
+    if (r == NULL) {
+        if (pc->unmatched_reject) {
+            struct problem p = {.status = 404,
+                                .detail = "no route matches this request"};
+            refuse(c, &p, "unmatched");
+            return;
+        }
+        c->pool = default_pool(px);
+        c->mode = TM_MODE_OFF;
+        px->stats.bypassed++;
+        start_forward(c);
+        return;
+    }
+    c->route = r;
+    c->route_name = r->name;
+    c->mode = r->mode;
+    c->pool = px->pools[r->upstream_idx];
+
+    if (r->resource_from_header) {
+        ri = http_find_header(h->headers, h->nheaders, 0,
+                              pc->resource_header);
+        if (ri >= 0 && http_find_header(h->headers, h->nheaders,
+                                        (size_t)ri + 1,
+                                        pc->resource_header) >= 0) {
+            refuse_status(c, 400, "invalid",
+                          "more than one resource header");
+            return;
+        }
+        if (ri >= 0 && h->headers[ri].value.len > 0 &&
+            h->headers[ri].value.len <= TM_RESOURCE_MAX) {
+            c->rlen = h->headers[ri].value.len;
+            memcpy(c->resource, h->headers[ri].value.p, c->rlen);
+            c->resource[c->rlen] = '\0';
+        } else if (r->mode != TM_MODE_OFF) {
+            px->stats.invalid++;
+            refuse_status(c, 400, "invalid",
+                          ri < 0 ? "the resource header is missing"
+                                 : "the resource header is empty or too "
+                                   "long");
+            return;
+        }
+    } else {
+        c->rlen = rtmpl_expand(&r->resource, caps, c->resource,
+                               sizeof(c->resource));
+        if (c->rlen == 0) {
+            px->stats.invalid++;
+            refuse_status(c, 400, "invalid", "the resource name is too long");
+            return;
+        }
+    }
+
+    if (ti >= 0) {
+        ts = token_parse(h->headers[ti].value.p, h->headers[ti].value.len,
+                         &c->token);
+    }
+    d = decide_request(r->mode, ts, c->token,
+                       c->rlen > 0 ? marks_get(px->marks, c->resource,
+                                               c->rlen)
+                                   : 0);
+    switch (d) {
+    case DECIDE_FORWARD:
+        px->stats.bypassed++;
+        start_forward(c);
+        break;
+    case DECIDE_ACCEPT:
+        c->mark = c->token;
+        forward_fenced(c);
+        break;
+    case DECIDE_RAISE:
+        start_raise(c);
+        break;
+    case DECIDE_STALE:
+        c->mark = marks_get(px->marks, c->resource, c->rlen);
+        stale(c);
+        break;
+    case DECIDE_MISSING: {
+        struct problem p = {.status = 428};
+        px->stats.missing++;
+        refuse(c, &p, "missing");
+        break;
+    }
+    case DECIDE_INVALID:
+        px->stats.invalid++;
+        refuse_status(c, 400, "invalid",
+                      "the token must be decimal digits, 1 to "
+                      "9223372036854775807");
+        break;
+    default:
+        unavailable(c, "the mark store cannot be used; try again");
+        break;
+    }
+}
+
+/* Rebase the parsed head's slices from the input buffer into copy. */
+static void
+rebase(struct http_request *h, const char *from, char *to)
+{
+#define REBASE(s)                                                           \
+    do {                                                                    \
+        if ((s).p != NULL) {                                                \
+            (s).p = to + ((s).p - from);                                    \
+        }                                                                   \
+    } while (0)
+    REBASE(h->method);
+    REBASE(h->target);
+    REBASE(h->path);
+    for (size_t i = 0; i < h->nheaders; i++) {
+        REBASE(h->headers[i].name);
+        REBASE(h->headers[i].value);
+    }
+#undef REBASE
+}
+
+static void
+parse_error(struct client *c, enum http_rc rc)
+{
+    struct problem p = {.status = 400};
+
+    switch (rc) {
+    case HTTP_HEAD_TOO_LARGE:
+        p.status = 431;
+        p.detail = "the request head is too large";
+        break;
+    case HTTP_URI_TOO_LONG:
+        p.status = 414;
+        p.detail = "the request target is too long";
+        break;
+    case HTTP_NOT_IMPL:
+        p.status = 501;
+        p.detail = "unsupported transfer coding";
+        break;
+    case HTTP_BAD_VERSION:
+        p.status = 505;
+        p.detail = "only HTTP/1.0 and HTTP/1.1 are served";
+        break;
+    default:
+        p.detail = "malformed or ambiguous request";
+        break;
+    }
+    c->px->stats.bad_requests++;
+    log_warn("conn=%" PRIu64 " refused %d: %s", c->id, p.status, p.detail);
+    c->close_after = true;
+    answer(c, &p);
+}
+
+/* In CS_HEAD: parse the next head if it is complete. */
+static void
+read_head(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+    struct evbuffer *in = c_in(c);
+    size_t len = evbuffer_get_length(in);
+    size_t n = len < px->limits.max_head + 1 ? len : px->limits.max_head + 1;
+    struct http_request *h = px->scratch;
+    enum http_rc rc;
+    char *p;
+
+    if (len == 0 && c->client_eof) {
+        client_close(c, 0);
+        return;
+    }
+    if (len == 0) {
+        if (c->timer_is_head || !evtimer_pending(c->timer, NULL)) {
+            c->timer_is_head = false;
+            timer_arm(c, px->cfg->proxy.idle_timeout_ms);
+        }
+        return;
+    }
+    if (!c->timer_is_head) {
+        c->timer_is_head = true;
+        timer_arm(c, px->cfg->proxy.header_timeout_ms);
+    }
+    p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
+    rc = http_parse_request(p, n, &px->limits, h);
+    if (rc == HTTP_INCOMPLETE) {
+        if (c->client_eof) {
+            client_close(c, 0);
+        }
+        return;
+    }
+    if (rc != HTTP_OK) {
+        parse_error(c, rc);
+        return;
+    }
+    c->rq = malloc(sizeof(*c->rq) + h->head_len);
+    if (c->rq == NULL) {
+        c->close_after = true;
+        refuse_status(c, 503, "out of memory", NULL);
+        return;
+    }
+    memcpy(&c->rq->h, h, sizeof(*h));
+    memcpy(c->rq->bytes, p, h->head_len);
+    rebase(&c->rq->h, p, c->rq->bytes);
+    evbuffer_drain(in, h->head_len);
+    evtimer_del(c->timer);
+    c->timer_is_head = false;
+    handle_request(c);
+}
+
+/* In CS_DISCARD: drop the body of a request answered locally. */
+static void
+discard_body(struct client *c)
+{
+    struct evbuffer *in = c_in(c);
+    size_t len = evbuffer_get_length(in);
+
+    if (c->req_kind == HTTP_BODY_LENGTH) {
+        size_t n = len < c->discard_left ? len : (size_t)c->discard_left;
+        evbuffer_drain(in, n);
+        c->discard_left -= n;
+        if (c->discard_left == 0) {
+            c->state = CS_HEAD;
+        }
+        return;
+    }
+    while (len > 0 && c->state == CS_DISCARD) {
+        struct evbuffer_iovec v;
+        size_t used;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
+            break;
+        }
+        used = http_chunked_feed(&c->req_chunk, v.iov_base, v.iov_len);
+        if (used == (size_t)-1 || used > c->discard_left) {
+            c->state = CS_CLOSING;
+            return;
+        }
+        c->discard_left -= used;
+        evbuffer_drain(in, used);
+        len -= used;
+        if (c->req_chunk.done) {
+            c->state = CS_HEAD;
+        }
+    }
+}
+
+/* ---- closing --------------------------------------------------------- */
+
+static void
+linger_read(struct client *c)
+{
+    struct evbuffer *in = c_in(c);
+    size_t len = evbuffer_get_length(in);
+
+    evbuffer_drain(in, len);
+    if (len >= c->linger_left) {
+        client_close(c, 0);
+        return;
+    }
+    c->linger_left -= len;
+}
+
+/* In CS_CLOSING: once the answer is out, stop sending and read what the
+ * client still sends for a short while, so that the answer is not lost
+ * to a reset. */
+static void
+closing(struct client *c)
+{
+    if (evbuffer_get_length(c_out(c)) > 0) {
+        bufferevent_enable(c->bev, EV_WRITE);
+        return;
+    }
+    if (c->client_eof) {
+        client_close(c, 0);
+        return;
+    }
+    if (c->linger_left == 0) {
+        c->linger_left = LINGER_BYTES;
+        shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+        bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+        bufferevent_set_timeouts(c->bev, NULL, NULL);
+        bufferevent_enable(c->bev, EV_READ);
+        timer_arm(c, LINGER_MS);
+    }
+    linger_read(c);
+}
+
+/* Run the connection forward as far as it goes without waiting. */
+static void
+client_pump(struct client *c)
+{
+    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+
+    for (;;) {
+        if (c->dead) {
+            return;
+        }
+        switch (c->state) {
+        case CS_HEAD:
+            if (c->px->draining && evbuffer_get_length(c_in(c)) == 0) {
+                c->close_after = true;
+                c->state = CS_CLOSING;
+                continue;
+            }
+            if (evbuffer_get_length(c_out(c)) >= buf) {
+                /* The client is not reading its answers: wait. */
+                bufferevent_disable(c->bev, EV_READ);
+                return;
+            }
+            if (!c->client_eof) {
+                bufferevent_enable(c->bev, EV_READ);
+            }
+            read_head(c);
+            if (c->dead || c->state == CS_HEAD) {
+                return;
+            }
+            continue;
+        case CS_DISCARD:
+            discard_body(c);
+            if (c->state == CS_DISCARD) {
+                if (c->client_eof) {
+                    client_close(c, 0);
+                }
+                return;
+            }
+            continue;
+        case CS_CLOSING:
+            closing(c);
+            return;
+        default:
+            return;
+        }
+    }
+}
+
+/* ---- the exchange with the upstream ---------------------------------- */
+
+/* The upstream's answer is complete (or the exchange failed after the
+ * answer began): release what the request held and go on. */
+static void
+finish_exchange(struct client *c, bool up_ok)
+{
+    bool reuse = up_ok && c->resp_keep_alive && c->req_done &&
+                 c->resp_kind != HTTP_BODY_CLOSE;
+
+    up_put(c->up, reuse);
+    c->up = NULL;
+    if (c->slot != NULL) {
+        order_leave(c->px->order, c->slot, 0);
+        c->slot = NULL;
+    }
+    if (!c->req_done) {
+        c->close_after = true;
+    }
+    request_free(c);
+    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    c->state = c->close_after ? CS_CLOSING : CS_HEAD;
+    client_pump(c);
+}
+
+/* The exchange failed before an answer reached the client. */
+static void
+upstream_failed(struct client *c, int status, const char *why)
+{
+    struct problem p = {.status = status, .detail = why};
+    bool timed_out = status == 504;
+    int grace = timed_out ? c->px->cfg->proxy.order_grace_ms : 0;
+
+    log_error("conn=%" PRIu64 " upstream %s: %s: route=%s resource=%s "
+              "token=%" PRId64,
+              c->id, up_cfg(c->pool)->name, why,
+              c->route_name ? c->route_name : "-",
+              c->rlen > 0 ? c->resource : "-", c->token);
+    if (timed_out) {
+        c->px->stats.upstream_timeouts++;
+    } else {
+        c->px->stats.upstream_errors++;
+    }
+    up_put(c->up, false);
+    c->up = NULL;
+    if (c->slot != NULL) {
+        order_leave(c->px->order, c->slot, grace);
+        c->slot = NULL;
+    }
+    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    if (c->resp_started) {
+        /* Part of the answer is out: only closing can tell the client. */
+        client_close(c, 0);
+        return;
+    }
+    if (!c->req_done) {
+        c->close_after = true;
+    }
+    c->mark = 0;
+    answer(c, &p);
+    client_pump(c);
+}
+
+static void
+set_backpressure(struct bufferevent *from, struct bufferevent *to,
+                 size_t buf, bool on)
+{
+    if (on) {
+        bufferevent_disable(from, EV_READ);
+        bufferevent_setwatermark(to, EV_WRITE, buf / 2, 0);
+    } else {
+        bufferevent_setwatermark(to, EV_WRITE, 0, 0);
+        bufferevent_enable(from, EV_READ);
+    }
+}
+
+/* Move request body bytes from the client to the upstream. */
+static void
+pump_request_body(struct client *c)
+{
+    struct bufferevent *ub = up_bev(c->up);
+    struct evbuffer *in = c_in(c), *out = bufferevent_get_output(ub);
+    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t len = evbuffer_get_length(in);
+
+    if (c->req_done) {
+        return;
+    }
+    if (c->req_kind == HTTP_BODY_LENGTH) {
+        size_t n = len < c->req_left ? len : (size_t)c->req_left;
+        evbuffer_remove_buffer(in, out, n);
+        c->req_left -= n;
+        c->req_done = c->req_left == 0;
+    } else {
+        size_t take = 0;
+        struct evbuffer_ptr pos;
+        evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+        while (take < len && !c->req_chunk.done) {
+            struct evbuffer_iovec v;
+            size_t used;
+            if (evbuffer_peek(in, -1, &pos, &v, 1) < 1) {
+                break;
+            }
+            used = http_chunked_feed(&c->req_chunk, v.iov_base, v.iov_len);
+            if (used == (size_t)-1) {
+                c->close_after = true;
+                upstream_failed(c, 400, "malformed chunked request body");
+                return;
+            }
+            take += used;
+            evbuffer_ptr_set(in, &pos, used, EVBUFFER_PTR_ADD);
+        }
+        evbuffer_remove_buffer(in, out, take);
+        c->req_done = c->req_chunk.done;
+    }
+    if (c->req_done) {
+        struct timeval tv;
+        c->req_sent_whole = true;
+        ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
+        bufferevent_set_timeouts(c->bev, NULL, &tv);
+        set_backpressure(c->bev, ub, buf, false);
+        if (c->client_eof) {
+            bufferevent_disable(c->bev, EV_READ);
+        }
+        return;
+    }
+    if (evbuffer_get_length(out) >= buf) {
+        bufferevent_setcb(ub, up_read_cb, up_write_cb, up_event_cb, c);
+        set_backpressure(c->bev, ub, buf, true);
+    }
+}
+
+static void
+up_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct client *c = arg;
+    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+
+    bufferevent_setcb(bev, up_read_cb, NULL, up_event_cb, c);
+    set_backpressure(c->bev, bev, buf, false);
+    pump_request_body(c);
+}
+
+/* Write the response head as the client gets it. */
+static void
+write_response_head(struct client *c, const struct http_response *r)
+{
+    struct evbuffer *out = c_out(c);
+    bool final = r->status >= 200;
+
+    evbuffer_add_printf(out, "HTTP/1.1 %d ", r->status);
+    evbuffer_add(out, r->reason.p, r->reason.len);
+    evbuffer_add(out, "\r\n", 2);
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const struct http_header *f = &r->headers[i];
+        if (f->hop) {
+            continue;
+        }
+        evbuffer_add(out, f->name.p, f->name.len);
+        evbuffer_add(out, ": ", 2);
+        evbuffer_add(out, f->value.p, f->value.len);
+        evbuffer_add(out, "\r\n", 2);
+    }
+    if (final) {
+        if (r->body == HTTP_BODY_CHUNKED) {
+            evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+        }
+        if (c->mark > 0) {
+            evbuffer_add_printf(out, "Fencing-High-Water: %" PRId64 "\r\n",
+                                c->mark);
+        }
+        if (c->close_after) {
+            evbuffer_add(out, "Connection: close\r\n", 19);
+        } else if (c->rq->h.minor == 0) {
+            evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+        }
+    }
+    evbuffer_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
+}
+
+/* Parse response heads (1xx first) until the final one is out. false
+ * when the exchange ended or the head is incomplete. */
+static bool
+read_response_head(struct client *c)
+{
+    struct bufferevent *ub = up_bev(c->up);
+    struct evbuffer *in = bufferevent_get_input(ub);
+    struct http_response *r = c->px->scratch_resp;
+    struct http_limits lim = c->px->limits;
+
+    lim.max_head = MAX_RESPONSE_HEAD;
+    lim.max_headers = HTTP_MAX_HEADERS;
+    while (!c->resp_started) {
+        size_t len = evbuffer_get_length(in);
+        size_t n = len < lim.max_head + 1 ? len : lim.max_head + 1;
+        enum http_rc rc;
+        char *p;
+
+        if (len == 0) {
+            return false;
+        }
+        p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
+        rc = http_parse_response(p, n, &lim,
+                                 slice_eq(c->rq->h.method, "HEAD"), r);
+        if (rc == HTTP_INCOMPLETE) {
+            return false;
+        }
+        if (rc != HTTP_OK || r->status == 101 ||
+            (r->body == HTTP_BODY_CHUNKED && c->rq->h.minor == 0)) {
+            upstream_failed(c, 502, "malformed or ambiguous answer");
+            return false;
+        }
+        if (r->status < 200) {
+            write_response_head(c, r);
+            evbuffer_drain(in, r->head_len);
+            continue;
+        }
+        c->resp_started = true;
+        c->resp_kind = r->body;
+        c->resp_left = r->content_length;
+        c->resp_keep_alive = r->keep_alive;
+        http_chunked_init(&c->resp_chunk);
+        if (r->body == HTTP_BODY_CLOSE) {
+            c->close_after = true;
+        }
+        write_response_head(c, r);
+        evbuffer_drain(in, r->head_len);
+    }
+    return true;
+}
+
+/* Move response bytes from the upstream to the client. Returns false
+ * when the exchange with this upstream connection is over. */
+static bool
+pump_response(struct client *c)
+{
+    struct bufferevent *ub = up_bev(c->up);
+    struct evbuffer *in = bufferevent_get_input(ub), *out = c_out(c);
+    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t len;
+    bool done = false;
+
+    if (!read_response_head(c)) {
+        if (c->dead || c->up == NULL) {
+            return false;
+        }
+        if (c->up_eof) {
+            upstream_failed(c, 502, "closed the connection before "
+                                    "answering");
+            return false;
+        }
+        return true;
+    }
+    len = evbuffer_get_length(in);
+    switch (c->resp_kind) {
+    case HTTP_BODY_NONE:
+        done = true;
+        break;
+    case HTTP_BODY_LENGTH: {
+        size_t n = len < c->resp_left ? len : (size_t)c->resp_left;
+        evbuffer_remove_buffer(in, out, n);
+        c->resp_left -= n;
+        done = c->resp_left == 0;
+        break;
+    }
+    case HTTP_BODY_CHUNKED: {
+        size_t take = 0;
+        struct evbuffer_ptr pos;
+        evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+        while (take < len && !c->resp_chunk.done) {
+            struct evbuffer_iovec v;
+            size_t used;
+            if (evbuffer_peek(in, -1, &pos, &v, 1) < 1) {
+                break;
+            }
+            used = http_chunked_feed(&c->resp_chunk, v.iov_base, v.iov_len);
+            if (used == (size_t)-1) {
+                evbuffer_remove_buffer(in, out, take);
+                upstream_failed(c, 502, "malformed chunked answer");
+                return false;
+            }
+            take += used;
+            evbuffer_ptr_set(in, &pos, used, EVBUFFER_PTR_ADD);
+        }
+        evbuffer_remove_buffer(in, out, take);
+        done = c->resp_chunk.done;
+        break;
+    }
+    case HTTP_BODY_CLOSE:
+        evbuffer_add_buffer(out, in);
+        done = c->up_eof;
+        break;
+    }
+    if (done) {
+        finish_exchange(c, !c->up_eof && evbuffer_get_length(in) == 0);
+        return false;
+    }
+    if (c->up_eof && evbuffer_get_length(in) == 0) {
+        upstream_failed(c, 502, "closed the connection mid-answer");
+        return false;
+    }
+    if (evbuffer_get_length(out) >= buf) {
+        set_backpressure(ub, c->bev, buf, true);
+    }
+    return true;
+}
+
+static void
+up_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    pump_response(arg);
+}
+
+static void
+up_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct client *c = arg;
+
+    (void)bev;
+    if (what & BEV_EVENT_TIMEOUT) {
+        upstream_failed(c, 504, "no answer in time (timeout_ms)");
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        /* What is still buffered may complete the answer. */
+        c->up_eof = true;
+        pump_response(c);
+        return;
+    }
+    upstream_failed(c, 502, "connection error");
+}
+
+/* ---- client callbacks ------------------------------------------------ */
+
+static void
+client_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct client *c = arg;
+
+    (void)bev;
+    if (c->state == CS_FORWARD) {
+        pump_request_body(c);
+        return;
+    }
+    client_pump(c);
+}
+
+static void
+client_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct client *c = arg;
+    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+
+    (void)bev;
+    if (c->state == CS_FORWARD && c->up != NULL) {
+        set_backpressure(up_bev(c->up), c->bev, buf, false);
+        pump_response(c);
+        return;
+    }
+    client_pump(c);
+}
+
+static void
+client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct client *c = arg;
+    int grace = 0;
+
+    (void)bev;
+    if (c->state == CS_CLOSING) {
+        client_close(c, 0);
+        return;
+    }
+    if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
+        !(c->state == CS_FORWARD && !c->req_done)) {
+        /* A half-close: answer what was asked, then close. */
+        c->client_eof = true;
+        c->close_after = true;
+        if (c->state == CS_HEAD || c->state == CS_DISCARD) {
+            client_pump(c);
+        }
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        log_info("conn=%" PRIu64 " client %s timed out", c->id,
+                 (what & BEV_EVENT_READING) ? "request body" : "answer");
+    }
+    if (c->state == CS_FORWARD && c->req_sent_whole && c->slot != NULL) {
+        /* The upstream may still apply this write. */
+        grace = c->px->cfg->proxy.order_grace_ms;
+    }
+    client_close(c, grace);
+}
+
+static void
+timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct client *c = arg;
+
+    (void)fd;
+    (void)what;
+    switch (c->state) {
+    case CS_HEAD:
+        if (c->timer_is_head) {
+            struct problem p = {.status = 408,
+                                .detail = "the request head did not "
+                                          "arrive in time"};
+            log_info("conn=%" PRIu64 " header timeout", c->id);
+            c->close_after = true;
+            answer(c, &p);
+            client_pump(c);
+            return;
+        }
+        client_close(c, 0);
+        return;
+    case CS_STORE:
+        c->raise->c = NULL;
+        c->raise = NULL;
+        c->px->stats.store_errors++;
+        log_error("conn=%" PRIu64 " store did not answer in %d ms",
+                  c->id, c->px->cfg->store.timeout_ms);
+        if (c->mode == TM_MODE_EFFICIENCY) {
+            c->px->stats.bypassed++;
+            start_forward(c);
+        } else {
+            unavailable(c, "the mark store did not answer in time");
+        }
+        client_pump(c);
+        return;
+    case CS_CLOSING:
+        client_close(c, 0);
+        return;
+    default:
+        return;
+    }
+}
+
+/* ---- life cycle ------------------------------------------------------ */
+
+void
+client_accept(struct tm_proxy *px, int fd)
+{
+    const struct cfg_proxy *pc = &px->cfg->proxy;
+    struct client *c;
+    size_t hi;
+
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        evutil_closesocket(fd);
+        return;
+    }
+    c->px = px;
+    c->id = ++px->next_id;
+    c->bev = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->timer = evtimer_new(px->base, timer_cb, c);
+    c->kick = event_new(px->base, -1, 0, kick_cb, c);
+    if (c->bev == NULL || c->timer == NULL || c->kick == NULL) {
+        if (c->bev != NULL) {
+            bufferevent_free(c->bev);
+        } else {
+            evutil_closesocket(fd);
+        }
+        if (c->timer != NULL) {
+            event_free(c->timer);
+        }
+        if (c->kick != NULL) {
+            event_free(c->kick);
+        }
+        free(c);
+        return;
+    }
+    hi = (size_t)pc->buffer_size;
+    if (hi < px->limits.max_head + 1) {
+        hi = px->limits.max_head + 1;
+    }
+    bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+    bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
+                      client_event_cb, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->next = px->clients;
+    if (px->clients != NULL) {
+        px->clients->prev = c;
+    }
+    px->clients = c;
+    px->nclients++;
+    px->stats.conns_total++;
+    client_pump(c);
+}
+
+static void
+client_close(struct client *c, int grace_ms)
+{
+    struct tm_proxy *px = c->px;
+
+    if (c->raise != NULL) {
+        c->raise->c = NULL;
+    }
+    if (c->up != NULL) {
+        up_put(c->up, false);
+    }
+    if (c->slot != NULL) {
+        order_leave(px->order, c->slot, grace_ms);
+    }
+    c->raise = NULL;
+    c->up = NULL;
+    c->slot = NULL;
+    bufferevent_free(c->bev);
+    event_free(c->timer);
+    event_free(c->kick);
+    c->bev = NULL;
+    c->timer = c->kick = NULL;
+    request_free(c);
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        px->clients = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    px->nclients--;
+    /* Callers up the stack may still look at c->dead: free it later. */
+    c->dead = true;
+    c->prev = NULL;
+    c->next = px->graveyard;
+    px->graveyard = c;
+    event_active(px->reaper, EV_TIMEOUT, 1);
+}
+
+void
+client_reap(struct tm_proxy *px)
+{
+    while (px->graveyard != NULL) {
+        struct client *c = px->graveyard;
+        px->graveyard = c->next;
+        free(c);
+    }
+}
+
+void
+client_close_idle(struct tm_proxy *px, bool force)
+{
+    struct client *c = px->clients, *next;
+
+    for (; c != NULL; c = next) {
+        next = c->next;
+        if (force) {
+            client_close(c, 0);
+        } else if (c->state == CS_HEAD &&
+                   evbuffer_get_length(c_in(c)) == 0) {
+            c->close_after = true;
+            c->state = CS_CLOSING;
+            client_pump(c);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+/* order.h: ordering after the check. Per resource, a write with a higher
+ * token is forwarded only after every in-flight write with a lower token
+ * has finished; a write that ended without an answer keeps the resource
+ * closed to higher tokens for a grace period. */
+#ifndef TM_ORDER_H
+#define TM_ORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct order;
+struct order_slot;
+
+/* Called on the loop when a queued write may go. */
+typedef void (*order_go_cb)(void *arg);
+
+struct order *order_new(struct event_base *base);
+/* Every slot must have been left or cancelled. */
+void order_free(struct order *o);
+
+/* Ask to forward a write of token on res. Returns a slot; *now is true
+ * when the write may go at once, else go(arg) runs when it may. NULL when
+ * out of memory. */
+struct order_slot *order_enter(struct order *o, const char *res,
+                               size_t len, int64_t token, order_go_cb go,
+                               void *arg, bool *now);
+
+/* The write finished. grace_ms > 0 when it ended without a complete
+ * answer (timed out, aborted): its slot stays in flight that long more.
+ * Also cancels a slot still queued. The slot is gone after this. */
+void order_leave(struct order *o, struct order_slot *s, int grace_ms);
+
+/* Resources with writes in flight or queued. */
+size_t order_active(const struct order *o);
+
+#endif

@@ -1,0 +1,32 @@
+/* problem.h: the answers tidemark makes itself, as RFC 9457 problem
+ * details (application/problem+json). */
+#ifndef TM_PROBLEM_H
+#define TM_PROBLEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct evbuffer;
+
+struct problem {
+    int status;
+    const char *detail;     /* NULL: the status's default */
+    const char *resource;   /* NULL: no resource field */
+    int64_t token;          /* 409: the refused token */
+    int64_t mark;           /* 409: the mark; also Fencing-High-Water */
+    int retry_after;        /* seconds, 0: no Retry-After */
+};
+
+/* Append a whole response (head and JSON body) for p to out. close adds
+ * "Connection: close". */
+void problem_write(struct evbuffer *out, const struct problem *p,
+                   bool close);
+
+/* The reason phrase for a status tidemark answers with. */
+const char *problem_reason(int status);
+
+/* Append s as the inside of a JSON string. */
+void json_escape(struct evbuffer *out, const char *s, size_t len);
+
+#endif

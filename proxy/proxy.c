@@ -1,0 +1,230 @@
+/* proxy.c: the proxy's life cycle: open the store, resolve upstreams,
+ * listen, accept within the connection cap, drain and stop. */
+#include "tidemark.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "adm.h"
+#include "log.h"
+#include "marks.h"
+#include "order.h"
+#include "proxy_int.h"
+#include "store/store.h"
+#include "up.h"
+
+static void
+reaper_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tm_proxy *px = arg;
+
+    (void)fd;
+    (void)what;
+    client_reap(px);
+    if (px->draining && px->nclients == 0 && px->drain_done != NULL) {
+        void (*done)(void *) = px->drain_done;
+        px->drain_done = NULL;
+        done(px->drain_arg);
+    }
+}
+
+static void
+accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+          struct sockaddr *sa, int socklen, void *arg)
+{
+    struct tm_proxy *px = arg;
+
+    (void)l;
+    (void)sa;
+    (void)socklen;
+    if (px->nclients >= (size_t)px->cfg->proxy.max_connections) {
+        /* Refuse at once: a connection we cannot serve should not wait. */
+        static uint64_t refused;
+        if (refused++ % 1000 == 0) {
+            log_warn("max_connections (%d) reached: refusing connections",
+                     px->cfg->proxy.max_connections);
+        }
+        evutil_closesocket(fd);
+        return;
+    }
+    client_accept(px, fd);
+}
+
+static void
+accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    int err = EVUTIL_SOCKET_ERROR();
+
+    (void)l;
+    (void)arg;
+    log_error("accept: %s", evutil_socket_error_to_string(err));
+}
+
+/* Bind "host:port" and listen. NULL with err on failure. */
+static struct evconnlistener *
+proxy_listen(struct event_base *base, const char *addr,
+             evconnlistener_cb cb, void *arg, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    int sslen = sizeof(ss);
+    struct evconnlistener *l;
+
+    if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &sslen) !=
+        0) {
+        snprintf(err, errlen, "cannot parse listen address %s", addr);
+        return NULL;
+    }
+    l = evconnlistener_new_bind(base, cb, arg,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                    LEV_OPT_CLOSE_ON_EXEC,
+                                1024, (struct sockaddr *)&ss, sslen);
+    if (l == NULL) {
+        snprintf(err, errlen, "cannot listen on %s: %s", addr,
+                 strerror(errno));
+    }
+    return l;
+}
+
+struct tm_proxy *
+tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
+             char *err, size_t errlen)
+{
+    struct tm_proxy *px = calloc(1, sizeof(*px));
+
+    if (px == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    px->base = base;
+    px->cfg = cfg;
+    px->limits.max_head = (size_t)cfg->proxy.max_head;
+    px->limits.max_headers = (size_t)cfg->proxy.max_headers;
+    px->limits.max_uri = (size_t)cfg->proxy.max_head;
+    px->scratch = malloc(sizeof(*px->scratch));
+    px->scratch_resp = malloc(sizeof(*px->scratch_resp));
+    px->reaper = event_new(base, -1, 0, reaper_cb, px);
+    px->marks = marks_new((size_t)cfg->store.cache_entries);
+    px->order = order_new(base);
+    px->pools = calloc(cfg->nupstreams + 1, sizeof(*px->pools));
+    if (px->scratch == NULL || px->scratch_resp == NULL ||
+        px->reaper == NULL || px->marks == NULL || px->order == NULL ||
+        px->pools == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < cfg->nupstreams; i++) {
+        if (cfg->upstreams[i].tls) {
+            snprintf(err, errlen,
+                     "upstream %s: https upstreams are not supported yet",
+                     cfg->upstreams[i].name);
+            goto fail;
+        }
+        px->pools[i] = up_pool_new(base, &cfg->upstreams[i], err, errlen);
+        if (px->pools[i] == NULL) {
+            goto fail;
+        }
+    }
+    px->sops = store_find(cfg->store.type);
+    if (px->sops == NULL) {
+        snprintf(err, errlen, "store type %s is not available",
+                 cfg->store.type);
+        goto fail;
+    }
+    px->store = px->sops->open(base, &cfg->store, err, errlen);
+    if (px->store == NULL) {
+        goto fail;
+    }
+    px->listener = proxy_listen(base, cfg->proxy.listen, accept_cb, px, err,
+                                errlen);
+    if (px->listener == NULL) {
+        goto fail;
+    }
+    evconnlistener_set_error_cb(px->listener, accept_error_cb);
+    if (cfg->admin.listen != NULL && cfg->admin.listen[0] != '\0') {
+        px->adm = adm_new(px, err, errlen);
+        if (px->adm == NULL) {
+            goto fail;
+        }
+    }
+    log_info("listening on %s (store %s, %zu routes)", cfg->proxy.listen,
+             cfg->store.type, cfg->nroutes);
+    return px;
+fail:
+    tm_proxy_free(px);
+    return NULL;
+}
+
+static void
+drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tm_proxy *px = arg;
+
+    (void)fd;
+    (void)what;
+    log_warn("drain timeout: closing %zu connections still open",
+             px->nclients);
+    client_close_idle(px, true);
+}
+
+void
+tm_proxy_shutdown(struct tm_proxy *px, int drain_ms,
+                  void (*done)(void *arg), void *arg)
+{
+    struct timeval tv = {drain_ms / 1000, (drain_ms % 1000) * 1000};
+
+    px->draining = true;
+    px->drain_done = done;
+    px->drain_arg = arg;
+    if (px->listener != NULL) {
+        evconnlistener_free(px->listener);
+        px->listener = NULL;
+    }
+    log_info("stopping: %zu connections open", px->nclients);
+    client_close_idle(px, false);
+    px->drain_timer = evtimer_new(px->base, drain_timeout_cb, px);
+    if (px->drain_timer != NULL) {
+        evtimer_add(px->drain_timer, &tv);
+    }
+    event_active(px->reaper, EV_TIMEOUT, 1);
+}
+
+void
+tm_proxy_free(struct tm_proxy *px)
+{
+    if (px == NULL) {
+        return;
+    }
+    if (px->listener != NULL) {
+        evconnlistener_free(px->listener);
+    }
+    adm_free(px->adm);
+    if (px->reaper != NULL) {
+        client_close_idle(px, true);
+        client_reap(px);
+    }
+    if (px->store != NULL) {
+        /* Runs the callbacks of pending raises; nobody waits for them. */
+        px->sops->close(px->store);
+    }
+    for (size_t i = 0; px->pools != NULL && i < px->cfg->nupstreams; i++) {
+        up_pool_free(px->pools[i]);
+    }
+    free(px->pools);
+    order_free(px->order);
+    marks_free(px->marks);
+    if (px->reaper != NULL) {
+        event_free(px->reaper);
+    }
+    if (px->drain_timer != NULL) {
+        event_free(px->drain_timer);
+    }
+    free(px->scratch);
+    free(px->scratch_resp);
+    free(px);
+}

@@ -1,0 +1,74 @@
+/* proxy_int.h: the proxy's shared state, for the modules of proxy/ only
+ * (listener, client connections, control port). */
+#ifndef TM_PROXY_INT_H
+#define TM_PROXY_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../conf/cfg.h"
+#include "http_parse.h"
+
+struct event_base;
+struct event;
+struct evconnlistener;
+struct store;
+struct store_ops;
+struct marks;
+struct order;
+struct up_pool;
+struct adm;
+struct client;
+
+/* Counters shown on the control port. */
+struct tm_stats {
+    uint64_t conns_total;
+    uint64_t requests;
+    uint64_t accepted;
+    uint64_t stale;
+    uint64_t missing;
+    uint64_t invalid;
+    uint64_t unavailable;
+    uint64_t bypassed;
+    uint64_t store_errors;
+    uint64_t bad_requests;
+    uint64_t upstream_errors;
+    uint64_t upstream_timeouts;
+};
+
+struct tm_proxy {
+    struct event_base *base;
+    const struct tm_config *cfg;
+    struct http_limits limits;
+    struct evconnlistener *listener;
+    const struct store_ops *sops;
+    struct store *store;
+    struct marks *marks;
+    struct order *order;
+    struct up_pool **pools;      /* one per cfg->upstreams */
+    struct adm *adm;
+    struct client *clients;      /* every open client connection */
+    struct client *graveyard;    /* closed, freed at the end of the turn */
+    struct event *reaper;        /* frees the graveyard */
+    struct http_request *scratch;       /* parse space, one loop thread */
+    struct http_response *scratch_resp;
+    size_t nclients;
+    uint64_t next_id;
+    struct tm_stats stats;
+    bool draining;
+    struct event *drain_timer;
+    void (*drain_done)(void *arg);
+    void *drain_arg;
+};
+
+/* conn.c: a new client connection on fd. */
+void client_accept(struct tm_proxy *px, int fd);
+/* conn.c: close every client connection that is between requests; when
+ * force, close every connection. */
+void client_close_idle(struct tm_proxy *px, bool force);
+
+/* conn.c: free the connections closed during this turn. */
+void client_reap(struct tm_proxy *px);
+
+#endif

@@ -1,0 +1,31 @@
+/* tidemark.h: the public interface of libtidemark. A program with its
+ * own libevent loop embeds the fencing proxy through these calls. The
+ * library never exits, never installs signal handlers and logs only
+ * through the sink set with log_set_sink (log.h). */
+#ifndef TIDEMARK_H
+#define TIDEMARK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct event_base;
+struct tm_config;
+struct tm_proxy;
+
+/* Build a proxy for cfg on base: open the store, resolve upstreams, bind
+ * the listeners. cfg must outlive the proxy. NULL on failure, with the
+ * reason in err. */
+struct tm_proxy *tm_proxy_new(struct event_base *base,
+                              const struct tm_config *cfg, char *err,
+                              size_t errlen);
+
+/* Begin a graceful stop: stop accepting, let in-flight requests finish
+ * (closing what is left after drain_ms), commit pending raises. done is
+ * called once, on the loop, when nothing is left; then tm_proxy_free. */
+void tm_proxy_shutdown(struct tm_proxy *px, int drain_ms,
+                       void (*done)(void *arg), void *arg);
+
+/* Release everything. Pending store callbacks run first. */
+void tm_proxy_free(struct tm_proxy *px);
+
+#endif

@@ -1,0 +1,258 @@
+/* up.c: upstream connection pools. One pool per [upstream]: the address
+ * is resolved once at startup; idle keep-alive connections are kept most
+ * recently used first and dropped when the upstream closes them. */
+#include "up.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "../conf/cfg.h"
+#include "log.h"
+
+/* Idle connections are closed after this, well before the keep-alive
+ * timeout of common servers (nginx 75 s, Node.js 5 s), so that a write is
+ * rarely sent on a connection the upstream is closing at that moment. */
+#define UP_IDLE_MS 4000
+
+struct up_conn {
+    struct up_pool *pool;
+    struct bufferevent *bev;
+    struct up_conn *next;   /* idle list */
+    struct up_conn *prev;
+    up_ready_cb cb;
+    void *arg;
+    unsigned uses;
+    bool idle;
+};
+
+struct up_pool {
+    struct event_base *base;
+    const struct cfg_upstream *cfg;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    struct up_conn *idle;
+    size_t nidle;
+};
+
+static void
+ms_to_tv(int ms, struct timeval *tv)
+{
+    tv->tv_sec = ms / 1000;
+    tv->tv_usec = (ms % 1000) * 1000;
+}
+
+struct up_pool *
+up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
+            char *err, size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    struct up_pool *p;
+    int rc;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(cfg->host, cfg->port, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        snprintf(err, errlen, "upstream %s: cannot resolve %s: %s",
+                 cfg->name, cfg->host, gai_strerror(rc));
+        return NULL;
+    }
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        freeaddrinfo(res);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    p->base = base;
+    p->cfg = cfg;
+    memcpy(&p->addr, res->ai_addr, res->ai_addrlen);
+    p->addrlen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return p;
+}
+
+static void
+idle_unlink(struct up_conn *uc)
+{
+    struct up_pool *p = uc->pool;
+
+    if (uc->prev != NULL) {
+        uc->prev->next = uc->next;
+    } else {
+        p->idle = uc->next;
+    }
+    if (uc->next != NULL) {
+        uc->next->prev = uc->prev;
+    }
+    uc->next = uc->prev = NULL;
+    uc->idle = false;
+    p->nidle--;
+}
+
+static void
+conn_free(struct up_conn *uc)
+{
+    if (uc->idle) {
+        idle_unlink(uc);
+    }
+    bufferevent_free(uc->bev);
+    free(uc);
+}
+
+void
+up_pool_free(struct up_pool *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    while (p->idle != NULL) {
+        conn_free(p->idle);
+    }
+    free(p);
+}
+
+/* An idle connection must stay silent: data or a close means it cannot
+ * carry another request. */
+static void
+idle_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    conn_free(arg);
+}
+
+static void
+idle_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    (void)what;
+    conn_free(arg);
+}
+
+struct up_conn *
+up_take_idle(struct up_pool *p)
+{
+    struct up_conn *uc = p->idle;
+
+    if (uc == NULL) {
+        return NULL;
+    }
+    idle_unlink(uc);
+    bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
+    bufferevent_set_timeouts(uc->bev, NULL, NULL);
+    uc->uses++;
+    return uc;
+}
+
+static void
+connect_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct up_conn *uc = arg;
+    up_ready_cb cb = uc->cb;
+    int one = 1;
+
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    bufferevent_set_timeouts(bev, NULL, NULL);
+    if (what & BEV_EVENT_CONNECTED) {
+        setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
+                   sizeof(one));
+        cb(uc->arg, uc, true);
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        errno = ETIMEDOUT;
+    }
+    cb(uc->arg, uc, false);
+    conn_free(uc);
+}
+
+struct up_conn *
+up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
+{
+    struct up_conn *uc;
+    struct timeval tv;
+
+    uc = calloc(1, sizeof(*uc));
+    if (uc == NULL) {
+        return NULL;
+    }
+    uc->pool = p;
+    uc->cb = cb;
+    uc->arg = arg;
+    uc->bev = bufferevent_socket_new(p->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (uc->bev == NULL) {
+        free(uc);
+        return NULL;
+    }
+    ms_to_tv(p->cfg->connect_timeout_ms, &tv);
+    bufferevent_set_timeouts(uc->bev, &tv, &tv);
+    bufferevent_setcb(uc->bev, NULL, NULL, connect_event_cb, uc);
+    if (bufferevent_socket_connect(uc->bev, (struct sockaddr *)&p->addr,
+                                   (int)p->addrlen) != 0) {
+        bufferevent_free(uc->bev);
+        free(uc);
+        return NULL;
+    }
+    return uc;
+}
+
+void
+up_put(struct up_conn *uc, bool reusable)
+{
+    struct up_pool *p = uc->pool;
+    struct timeval tv;
+
+    bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
+    if (!reusable || p->nidle >= (size_t)p->cfg->max_idle ||
+        evbuffer_get_length(bufferevent_get_input(uc->bev)) != 0) {
+        conn_free(uc);
+        return;
+    }
+    uc->idle = true;
+    uc->prev = NULL;
+    uc->next = p->idle;
+    if (p->idle != NULL) {
+        p->idle->prev = uc;
+    }
+    p->idle = uc;
+    p->nidle++;
+    ms_to_tv(UP_IDLE_MS, &tv);
+    bufferevent_set_timeouts(uc->bev, &tv, NULL);
+    bufferevent_setwatermark(uc->bev, EV_READ | EV_WRITE, 0, 0);
+    bufferevent_setcb(uc->bev, idle_read_cb, NULL, idle_event_cb, uc);
+    bufferevent_enable(uc->bev, EV_READ);
+}
+
+struct bufferevent *
+up_bev(struct up_conn *uc)
+{
+    return uc->bev;
+}
+
+const struct cfg_upstream *
+up_cfg(const struct up_pool *p)
+{
+    return p->cfg;
+}
+
+bool
+up_reused(const struct up_conn *uc)
+{
+    return uc->uses > 0;
+}
+
+size_t
+up_idle_count(const struct up_pool *p)
+{
+    return p->nidle;
+}

@@ -1,0 +1,44 @@
+/* up.h: upstream connection pools: connect with a timeout, keep idle
+ * keep-alive connections, notice when an idle one is closed. */
+#ifndef TM_UP_H
+#define TM_UP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct event_base;
+struct bufferevent;
+struct cfg_upstream;
+struct up_pool;
+struct up_conn;
+
+/* Called once when a connection is ready (ok) or could not be made. */
+typedef void (*up_ready_cb)(void *arg, struct up_conn *uc, bool ok);
+
+/* Resolve cfg's host now (at startup). NULL with err on failure. */
+struct up_pool *up_pool_new(struct event_base *base,
+                            const struct cfg_upstream *cfg, char *err,
+                            size_t errlen);
+void up_pool_free(struct up_pool *p);
+
+/* An idle pooled connection, most recently used first, or NULL. It is
+ * the caller's until up_put. */
+struct up_conn *up_take_idle(struct up_pool *p);
+
+/* Start a new connection; cb runs later on the loop, exactly once, unless
+ * the caller gives the connection back with up_put first. When ok is
+ * false the pool frees the connection after cb returns. */
+struct up_conn *up_connect(struct up_pool *p, up_ready_cb cb, void *arg);
+
+/* Give the connection back: to the pool when reusable (and there is
+ * room), else closed. The caller's callbacks on it are dropped. */
+void up_put(struct up_conn *uc, bool reusable);
+
+struct bufferevent *up_bev(struct up_conn *uc);
+const struct cfg_upstream *up_cfg(const struct up_pool *p);
+/* True when this connection had served a request before. */
+bool up_reused(const struct up_conn *uc);
+
+size_t up_idle_count(const struct up_pool *p);
+
+#endif
