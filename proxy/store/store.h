@@ -35,13 +35,16 @@ struct store_ops {
      * token (>= 1). Accepted means durable: on stable storage. */
     void (*raise)(struct store *s, const char *res, size_t len,
                   int64_t token, store_cb cb, void *arg);
-    /* Read the mark of res. */
+    /* Read the mark of res: STORE_ACCEPTED with the mark (0 when res
+     * has none), or STORE_ERROR. */
     void (*get)(struct store *s, const char *res, size_t len, store_cb cb,
                 void *arg);
     /* false while the store cannot be used (failed sync, unreachable). */
     bool (*ready)(struct store *s);
     /* Finish every queued raise (their callbacks run before this
-     * returns), then release everything. */
+     * returns), then release everything. Call it on the loop thread,
+     * not from inside a store callback; raises and gets made by the
+     * callbacks it runs are answered STORE_ERROR. */
     void (*close)(struct store *s);
 };
 

@@ -1,0 +1,28 @@
+/* store_lmdb.h: the embedded LMDB store: its ops table and counters that
+ * tests and the control port may read. */
+#ifndef TM_STORE_LMDB_H
+#define TM_STORE_LMDB_H
+
+#include <stdint.h>
+
+#include "store.h"
+
+/* Registered as "lmdb". One file at [store] path (not a directory; the
+ * lock file is PATH-lock), values are 8-byte big-endian int64 marks. */
+extern const struct store_ops store_lmdb_ops;
+
+/* Raises queued beyond this many are answered STORE_ERROR at once. */
+#define STORE_LMDB_QUEUE_MAX 65536
+
+struct store_lmdb_stats {
+    uint64_t raises;        /* raises answered by the writer thread */
+    uint64_t batches;       /* write transactions run */
+    uint64_t commits;       /* ... that wrote, committed and synced */
+    uint64_t largest_batch; /* most raises answered by one transaction */
+};
+
+/* Copy the counters of s, which must have been opened by
+ * store_lmdb_ops. Loop thread. */
+void store_lmdb_stats(struct store *s, struct store_lmdb_stats *out);
+
+#endif
