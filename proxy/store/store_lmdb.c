@@ -1,0 +1,920 @@
+/* store_lmdb.c: the embedded store. Marks live in one LMDB file; a writer
+ * thread groups the raises of a loop turn into one synced commit and hands
+ * the answers back to the event loop through an eventfd. */
+#include "store_lmdb.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <openssl/sha.h>
+
+#include "../../conf/cfg.h"
+#include "../log.h"
+
+/*
+ * Layout of the file. One unnamed database maps a key to an 8-byte
+ * big-endian two's complement int64 (portable across architectures and
+ * readable in mdb_dump). The key is the resource name's bytes, except for
+ * names LMDB cannot store as a key or that could be mistaken for a digest
+ * key: empty, longer than mdb_env_get_maxkeysize() (511 by default), or
+ * starting with a NUL byte. Those are stored under "\0sha256:" followed by
+ * the 32-byte SHA-256 of the name. Verbatim keys never start with NUL, so
+ * the two forms cannot collide.
+ *
+ * Threads. The loop thread calls raise, get, ready and close, and runs
+ * every callback. The writer thread owns every write transaction. They
+ * share the pending queue (loop -> writer), the done queue (writer ->
+ * loop) and the log queue under mu; the writer wakes the loop through an
+ * eventfd watched by done_ev, so libevent needs no thread support.
+ *
+ * Durability. The env is opened without MDB_NOSYNC, MDB_NOMETASYNC and
+ * MDB_WRITEMAP: mdb_txn_commit() fdatasync()s the data pages, then writes
+ * the meta page through an O_DSYNC descriptor. A raise is answered
+ * accepted only after that commit returned 0. A failed commit leaves the
+ * state on disk unknown (a failed fsync may have dropped dirty pages, and
+ * retrying it can report success for data that was lost): the store then
+ * refuses everything until the process restarts and reopens the file.
+ */
+
+#define LMDB_MAP_SIZE_DEFAULT ((int64_t)64 << 20)
+#define LMDB_DIGEST_PREFIX "\0sha256:"
+#define LMDB_DIGEST_PREFIX_LEN 8
+#define LMDB_DIGEST_KEY_LEN (LMDB_DIGEST_PREFIX_LEN + SHA256_DIGEST_LENGTH)
+/* Bytes of a resource name quoted in a log line. */
+#define LMDB_LOG_NAME_MAX 200
+
+struct lmdb_req {
+    struct lmdb_req *next;
+    store_cb cb;
+    void *arg;
+    int64_t token;          /* raise: the token; get: unused */
+    enum store_result res;  /* the answer, set before the callback runs */
+    int64_t mark;
+    size_t len;
+    char name[];            /* len bytes, not NUL-terminated */
+};
+
+struct req_list {
+    struct lmdb_req *head;
+    struct lmdb_req *tail;
+    size_t n;
+};
+
+/* A line the writer thread wants logged: the embedding program's sink
+ * is only ever called on the loop thread. */
+struct lmdb_log {
+    struct lmdb_log *next;
+    enum log_level level;
+    char text[];
+};
+
+struct lmdb_store {
+    struct event_base *base;
+    MDB_env *env;
+    MDB_dbi dbi;
+    size_t maxkey;
+    size_t map_size;        /* as LMDB reports it after open */
+    char *path;
+
+    /* Loop thread only. */
+    MDB_txn *rtxn;          /* reset between gets, renewed for the next */
+    struct event *done_ev;  /* efd readable, or activated for local */
+    struct event *kick_ev;  /* end of turn: wake the writer */
+    struct req_list local;  /* answered without the writer */
+    bool kick_armed;
+    bool closing;
+    bool full_logged;
+    int efd;
+
+    /* Shared: under mu. */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* go or stopping was set */
+    struct req_list pending;
+    bool go;                /* a loop turn ended: take pending */
+    struct req_list done;
+    struct lmdb_log *logs;
+    struct lmdb_log **logs_tail;
+    bool stopping;
+    struct store_lmdb_stats stats;
+
+    /* Set once by the writer, never cleared. */
+    atomic_bool failed;
+};
+
+static struct lmdb_store *
+to_lmdb(struct store *s)
+{
+    return (struct lmdb_store *)s;
+}
+
+static void
+list_push(struct req_list *l, struct lmdb_req *r)
+{
+    r->next = NULL;
+    if (l->tail == NULL) {
+        l->head = r;
+    } else {
+        l->tail->next = r;
+    }
+    l->tail = r;
+    l->n++;
+}
+
+/* Move every request of from to the end of to. */
+static void
+list_splice(struct req_list *to, struct req_list *from)
+{
+    if (from->head == NULL) {
+        return;
+    }
+    if (to->tail == NULL) {
+        to->head = from->head;
+    } else {
+        to->tail->next = from->head;
+    }
+    to->tail = from->tail;
+    to->n += from->n;
+    from->head = NULL;
+    from->tail = NULL;
+    from->n = 0;
+}
+
+static void
+list_answer_all(struct req_list *l, enum store_result res)
+{
+    for (struct lmdb_req *r = l->head; r != NULL; r = r->next) {
+        r->res = res;
+        r->mark = 0;
+    }
+}
+
+/* Writer thread: queue a log line for the loop thread. Formats even when
+ * the level is off; it only happens on errors. */
+static void
+wlog(struct lmdb_store *s, enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+wlog(struct lmdb_store *s, enum log_level level, const char *fmt, ...)
+{
+    char buf[512];
+    struct lmdb_log *l;
+    size_t n;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    n = strlen(buf) + 1;
+    l = malloc(sizeof(*l) + n);
+    if (l == NULL) {
+        return;
+    }
+    l->next = NULL;
+    l->level = level;
+    memcpy(l->text, buf, n);
+    pthread_mutex_lock(&s->mu);
+    *s->logs_tail = l;
+    s->logs_tail = &l->next;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The key res is stored under. buf holds LMDB_DIGEST_KEY_LEN bytes and
+ * must outlive key when the name is digested. */
+static void
+make_key(const struct lmdb_store *s, const char *res, size_t len,
+         unsigned char *buf, MDB_val *key)
+{
+    if (len == 0 || len > s->maxkey || res[0] == '\0') {
+        memcpy(buf, LMDB_DIGEST_PREFIX, LMDB_DIGEST_PREFIX_LEN);
+        SHA256((const unsigned char *)res, len, buf + LMDB_DIGEST_PREFIX_LEN);
+        key->mv_data = buf;
+        key->mv_size = LMDB_DIGEST_KEY_LEN;
+    } else {
+        key->mv_data = (void *)res;
+        key->mv_size = len;
+    }
+}
+
+static void
+put_be64(unsigned char *p, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (unsigned char)(u & 0xff);
+        u >>= 8;
+    }
+}
+
+static int64_t
+get_be64(const unsigned char *p)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) {
+        u = (u << 8) | p[i];
+    }
+    return (int64_t)u;
+}
+
+/* The mark stored under key in txn: 0 with *mark set (0 when absent),
+ * EINVAL for a value that is not 8 bytes, or an LMDB error. */
+static int
+read_mark(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, int64_t *mark)
+{
+    MDB_val val;
+    int rc = mdb_get(txn, dbi, key, &val);
+
+    if (rc == MDB_NOTFOUND) {
+        *mark = 0;
+        return 0;
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (val.mv_size != 8) {
+        return EINVAL;
+    }
+    *mark = get_be64(val.mv_data);
+    return 0;
+}
+
+static int
+log_name_len(size_t len)
+{
+    return len > LMDB_LOG_NAME_MAX ? LMDB_LOG_NAME_MAX : (int)len;
+}
+
+static void
+log_map_full(struct lmdb_store *s, const struct lmdb_req *r, size_t n)
+{
+    wlog(s, LOG_ERROR,
+         "lmdb: map full (map_size=%zu): raise of %.*s refused; raise "
+         "[store] map_size (%zu raises in this commit refused)",
+         s->map_size, log_name_len(r->len), r->name, n);
+}
+
+/* Writer thread: answer every raise of b in one write transaction. Raises
+ * of one resource see each other in queue order, since a transaction
+ * reads its own writes. The answers become final only if the commit (and
+ * its sync) succeeds. */
+static void
+run_batch(struct lmdb_store *s, struct req_list *b)
+{
+    MDB_txn *txn;
+    struct lmdb_req *r;
+    struct lmdb_req *last_put = NULL;
+    int rc;
+
+    if (atomic_load(&s->failed)) {
+        list_answer_all(b, STORE_ERROR);
+        return;
+    }
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc != 0) {
+        wlog(s, LOG_ERROR,
+             "lmdb: %s: cannot begin a write transaction: %s: %zu raises "
+             "refused",
+             s->path, mdb_strerror(rc), b->n);
+        if (rc == MDB_PANIC) {
+            atomic_store(&s->failed, true);
+        }
+        list_answer_all(b, STORE_ERROR);
+        return;
+    }
+    for (r = b->head; r != NULL; r = r->next) {
+        unsigned char kbuf[LMDB_DIGEST_KEY_LEN];
+        unsigned char vbuf[8];
+        MDB_val key, val;
+        int64_t cur;
+
+        make_key(s, r->name, r->len, kbuf, &key);
+        rc = read_mark(txn, s->dbi, &key, &cur);
+        if (rc == EINVAL) {
+            wlog(s, LOG_ERROR,
+                 "lmdb: %s: the mark of %.*s is not an 8-byte value: "
+                 "raise refused",
+                 s->path, log_name_len(r->len), r->name);
+            r->res = STORE_ERROR;
+            r->mark = 0;
+            continue;
+        }
+        if (rc != 0) {
+            wlog(s, LOG_ERROR,
+                 "lmdb: %s: reading the mark of %.*s failed: %s: %zu raises "
+                 "refused",
+                 s->path, log_name_len(r->len), r->name, mdb_strerror(rc),
+                 b->n);
+            goto abort;
+        }
+        if (r->token < cur) {
+            r->res = STORE_STALE;
+            r->mark = cur;
+            continue;
+        }
+        if (r->token > cur) {
+            put_be64(vbuf, r->token);
+            val.mv_data = vbuf;
+            val.mv_size = sizeof(vbuf);
+            rc = mdb_put(txn, s->dbi, &key, &val, 0);
+            if (rc == MDB_MAP_FULL) {
+                log_map_full(s, r, b->n);
+                goto abort;
+            }
+            if (rc != 0) {
+                wlog(s, LOG_ERROR,
+                     "lmdb: %s: writing the mark of %.*s failed: %s: %zu "
+                     "raises refused",
+                     s->path, log_name_len(r->len), r->name,
+                     mdb_strerror(rc), b->n);
+                goto abort;
+            }
+            last_put = r;
+        }
+        /* Equal: the mark is already durable, nothing to write. */
+        r->res = STORE_ACCEPTED;
+        r->mark = r->token;
+    }
+    if (last_put == NULL) {
+        mdb_txn_abort(txn);
+        return;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc == MDB_MAP_FULL) {
+        /* Saving the free list needed a page: nothing was written yet
+         * (the txn is already aborted), the store stays usable. */
+        log_map_full(s, last_put, b->n);
+        list_answer_all(b, STORE_ERROR);
+        return;
+    }
+    if (rc != 0) {
+        /* Never retry: after a failed fsync the kernel may have dropped
+         * the dirty pages and a second fsync can succeed anyway. */
+        atomic_store(&s->failed, true);
+        wlog(s, LOG_ERROR,
+             "lmdb: %s: commit failed: %s: %zu raises refused; the store "
+             "is failed and refuses every raise until tidemark is "
+             "restarted",
+             s->path, mdb_strerror(rc), b->n);
+        list_answer_all(b, STORE_ERROR);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->stats.commits++;
+    pthread_mutex_unlock(&s->mu);
+    return;
+
+abort:
+    mdb_txn_abort(txn);
+    list_answer_all(b, STORE_ERROR);
+}
+
+/* Wake the loop thread: done_ev becomes readable. */
+static void
+notify_loop(struct lmdb_store *s)
+{
+    uint64_t one = 1;
+
+    /* EAGAIN means the counter is saturated: the loop will wake anyway. */
+    if (write(s->efd, &one, sizeof(one)) < 0) {
+        return;
+    }
+}
+
+static void *
+writer_main(void *arg)
+{
+    struct lmdb_store *s = arg;
+
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        struct req_list batch;
+        bool was_empty;
+
+        /* Raises queued in a loop turn wait for its end (go), so that
+         * they share one commit; stopping takes whatever is left. */
+        while (!(s->go && s->pending.head != NULL) && !s->stopping) {
+            pthread_cond_wait(&s->cv, &s->mu);
+        }
+        if (s->pending.head == NULL) {
+            break;  /* stopping, and every queued raise is answered */
+        }
+        batch = s->pending;
+        s->pending = (struct req_list){0};
+        s->go = false;
+        pthread_mutex_unlock(&s->mu);
+
+        run_batch(s, &batch);
+
+        pthread_mutex_lock(&s->mu);
+        s->stats.batches++;
+        s->stats.raises += batch.n;
+        if (batch.n > s->stats.largest_batch) {
+            s->stats.largest_batch = batch.n;
+        }
+        was_empty = s->done.head == NULL;
+        list_splice(&s->done, &batch);
+        pthread_mutex_unlock(&s->mu);
+        if (was_empty) {
+            notify_loop(s);
+        }
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Loop thread: log what the writer queued, then run the callbacks of
+ * every answered request, freeing each. Callbacks may raise or get
+ * again; those are answered on a later call. */
+static void
+drain(struct lmdb_store *s)
+{
+    struct req_list todo = s->local;
+    struct lmdb_log *logs;
+    struct lmdb_req *r;
+
+    s->local = (struct req_list){0};
+    pthread_mutex_lock(&s->mu);
+    list_splice(&todo, &s->done);
+    logs = s->logs;
+    s->logs = NULL;
+    s->logs_tail = &s->logs;
+    pthread_mutex_unlock(&s->mu);
+
+    while (logs != NULL) {
+        struct lmdb_log *next = logs->next;
+        log_at(logs->level, "%s", logs->text);
+        free(logs);
+        logs = next;
+    }
+    r = todo.head;
+    while (r != NULL) {
+        struct lmdb_req *next = r->next;
+        r->cb(r->arg, r->res, r->mark);
+        free(r);
+        r = next;
+    }
+}
+
+static void
+on_done(evutil_socket_t fd, short what, void *arg)
+{
+    uint64_t n;
+
+    ssize_t got;
+
+    (void)what;
+    /* Reset the counter before taking the queue, so that a wake-up sent
+     * after the take is not lost. EAGAIN: activated for local answers. */
+    got = read(fd, &n, sizeof(n));
+    (void)got;
+    drain(arg);
+}
+
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    struct lmdb_store *s = arg;
+
+    (void)fd;
+    (void)what;
+    s->kick_armed = false;
+    pthread_mutex_lock(&s->mu);
+    if (s->pending.head != NULL) {
+        s->go = true;
+        pthread_cond_signal(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* A request for res; NULL when out of memory. */
+static struct lmdb_req *
+req_new(const char *res, size_t len, int64_t token, store_cb cb, void *arg)
+{
+    struct lmdb_req *r;
+
+    if (len > SIZE_MAX - sizeof(*r)) {
+        return NULL;
+    }
+    r = malloc(sizeof(*r) + len);
+    if (r == NULL) {
+        return NULL;
+    }
+    r->next = NULL;
+    r->cb = cb;
+    r->arg = arg;
+    r->token = token;
+    r->res = STORE_ERROR;
+    r->mark = 0;
+    r->len = len;
+    if (len > 0) {
+        memcpy(r->name, res, len);
+    }
+    return r;
+}
+
+/* Loop thread: answer r from here, on the next pass of the loop. */
+static void
+answer_local(struct lmdb_store *s, struct lmdb_req *r, enum store_result res,
+             int64_t mark)
+{
+    r->res = res;
+    r->mark = mark;
+    list_push(&s->local, r);
+    event_active(s->done_ev, EV_READ, 1);
+}
+
+/* Loop thread: a request that could not be allocated. Try without the
+ * name; failing that, the callback is lost and the caller's own timeout
+ * ([store] timeout_ms) has to answer. */
+static void
+answer_oom(struct lmdb_store *s, store_cb cb, void *arg)
+{
+    struct lmdb_req *r = req_new(NULL, 0, 0, cb, arg);
+
+    if (r == NULL) {
+        log_error("lmdb: out of memory: a store callback is lost");
+        return;
+    }
+    answer_local(s, r, STORE_ERROR, 0);
+}
+
+static void
+lmdb_raise(struct store *st, const char *res, size_t len, int64_t token,
+           store_cb cb, void *arg)
+{
+    struct lmdb_store *s = to_lmdb(st);
+    struct lmdb_req *r = req_new(res, len, token, cb, arg);
+    bool full = false;
+
+    if (r == NULL) {
+        answer_oom(s, cb, arg);
+        return;
+    }
+    if (s->closing || atomic_load(&s->failed)) {
+        answer_local(s, r, STORE_ERROR, 0);
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->pending.n >= STORE_LMDB_QUEUE_MAX) {
+        full = true;
+    } else {
+        list_push(&s->pending, r);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (full) {
+        if (!s->full_logged) {
+            log_error("lmdb: %s: %d raises are waiting for the disk: "
+                      "raise of %.*s refused, and more until the queue "
+                      "drains",
+                      s->path, STORE_LMDB_QUEUE_MAX, log_name_len(len), res);
+            s->full_logged = true;
+        }
+        answer_local(s, r, STORE_ERROR, 0);
+        return;
+    }
+    s->full_logged = false;
+    /* Wake the writer once the current loop turn has run its callbacks,
+     * so the raises of one turn share one commit. */
+    if (!s->kick_armed) {
+        s->kick_armed = true;
+        event_active(s->kick_ev, 0, 1);
+    }
+}
+
+static void
+lmdb_get(struct store *st, const char *res, size_t len, store_cb cb,
+         void *arg)
+{
+    struct lmdb_store *s = to_lmdb(st);
+    struct lmdb_req *r = req_new(res, len, 0, cb, arg);
+    unsigned char kbuf[LMDB_DIGEST_KEY_LEN];
+    MDB_val key;
+    int64_t mark;
+    int rc;
+
+    if (r == NULL) {
+        answer_oom(s, cb, arg);
+        return;
+    }
+    /* After a failed commit the file may not hold what LMDB shows. */
+    if (s->closing || atomic_load(&s->failed)) {
+        answer_local(s, r, STORE_ERROR, 0);
+        return;
+    }
+    if (s->rtxn == NULL) {
+        rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->rtxn);
+        if (rc != 0) {
+            s->rtxn = NULL;
+        }
+    } else {
+        rc = mdb_txn_renew(s->rtxn);
+    }
+    if (rc != 0) {
+        log_error("lmdb: %s: cannot begin a read transaction: %s",
+                  s->path, mdb_strerror(rc));
+        answer_local(s, r, STORE_ERROR, 0);
+        return;
+    }
+    make_key(s, r->name, r->len, kbuf, &key);
+    rc = read_mark(s->rtxn, s->dbi, &key, &mark);
+    mdb_txn_reset(s->rtxn);
+    if (rc != 0) {
+        log_error("lmdb: %s: reading the mark of %.*s failed: %s", s->path,
+                  log_name_len(len), res,
+                  rc == EINVAL ? "not an 8-byte value" : mdb_strerror(rc));
+        answer_local(s, r, STORE_ERROR, 0);
+        return;
+    }
+    answer_local(s, r, STORE_ACCEPTED, mark);
+}
+
+static bool
+lmdb_ready(struct store *st)
+{
+    struct lmdb_store *s = to_lmdb(st);
+
+    return !s->closing && !atomic_load(&s->failed);
+}
+
+/* Create the directories above path that are missing (mkdir -p of its
+ * dirname). false with errno set on failure. */
+static bool
+make_parents(const char *path)
+{
+    char *dir = strdup(path);
+    bool ok = true;
+
+    if (dir == NULL) {
+        return false;
+    }
+    for (char *p = dir + 1; *p != '\0'; p++) {
+        if (*p != '/') {
+            continue;
+        }
+        *p = '\0';
+        if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
+            ok = false;
+            break;
+        }
+        *p = '/';
+    }
+    free(dir);
+    return ok;
+}
+
+/* fsync the directory holding path, so a newly created file survives a
+ * crash. Filesystems that cannot sync a directory count as success. */
+static bool
+sync_parent(const char *path)
+{
+    char *dir = strdup(path);
+    char *slash;
+    int fd;
+    bool ok = true;
+
+    if (dir == NULL) {
+        return false;
+    }
+    slash = strrchr(dir, '/');
+    if (slash == NULL) {
+        strcpy(dir, ".");
+    } else if (slash == dir) {
+        dir[1] = '\0';
+    } else {
+        *slash = '\0';
+    }
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        ok = false;
+    } else {
+        if (fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP) {
+            ok = false;
+        }
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    free(dir);
+    return ok;
+}
+
+/* Release what open set up; the writer must not be running. */
+static void
+lmdb_free(struct lmdb_store *s)
+{
+    if (s->done_ev != NULL) {
+        event_free(s->done_ev);
+    }
+    if (s->kick_ev != NULL) {
+        event_free(s->kick_ev);
+    }
+    if (s->efd >= 0) {
+        close(s->efd);
+    }
+    if (s->rtxn != NULL) {
+        mdb_txn_abort(s->rtxn);
+    }
+    if (s->env != NULL) {
+        mdb_env_close(s->env);
+    }
+    free(s->path);
+    free(s);
+}
+
+static struct store *
+lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
+          size_t errlen)
+{
+    struct lmdb_store *s;
+    int64_t map_size = cfg->map_size > 0 ? cfg->map_size
+                                         : LMDB_MAP_SIZE_DEFAULT;
+    MDB_envinfo info;
+    MDB_txn *txn;
+    sigset_t all, old;
+    int dead;
+    int rc;
+
+    if (cfg->path == NULL || cfg->path[0] == '\0') {
+        snprintf(err, errlen, "lmdb: [store] path is not set");
+        return NULL;
+    }
+    if ((uint64_t)map_size > SIZE_MAX) {
+        snprintf(err, errlen, "lmdb: [store] map_size %lld is too large",
+                 (long long)map_size);
+        return NULL;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        snprintf(err, errlen, "lmdb: out of memory");
+        return NULL;
+    }
+    s->base = base;
+    s->efd = -1;
+    s->logs_tail = &s->logs;
+    atomic_init(&s->failed, false);
+    s->path = strdup(cfg->path);
+    if (s->path == NULL) {
+        snprintf(err, errlen, "lmdb: out of memory");
+        goto fail;
+    }
+    if (!make_parents(s->path)) {
+        snprintf(err, errlen, "lmdb: cannot create the directory of %s: %s",
+                 s->path, strerror(errno));
+        goto fail;
+    }
+    rc = mdb_env_create(&s->env);
+    if (rc != 0) {
+        s->env = NULL;
+        snprintf(err, errlen, "lmdb: %s", mdb_strerror(rc));
+        goto fail;
+    }
+    rc = mdb_env_set_mapsize(s->env, (size_t)map_size);
+    if (rc == 0) {
+        /* MDB_NOTLS: the loop thread's read transaction is tied to the
+         * handle, not the thread. No NOSYNC, NOMETASYNC or WRITEMAP:
+         * commits must reach the disk. */
+        rc = mdb_env_open(s->env, s->path, MDB_NOSUBDIR | MDB_NOTLS, 0640);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "lmdb: cannot open %s: %s", s->path,
+                 mdb_strerror(rc));
+        goto fail;
+    }
+    /* Reader slots left by a crashed process would pin old pages. */
+    if (mdb_reader_check(s->env, &dead) != 0) {
+        dead = 0;
+    }
+    if (!sync_parent(s->path)) {
+        snprintf(err, errlen, "lmdb: cannot sync the directory of %s: %s",
+                 s->path, strerror(errno));
+        goto fail;
+    }
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc == 0) {
+        rc = mdb_dbi_open(txn, NULL, 0, &s->dbi);
+        if (rc == 0) {
+            rc = mdb_txn_commit(txn);
+        } else {
+            mdb_txn_abort(txn);
+        }
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "lmdb: cannot open the database in %s: %s",
+                 s->path, mdb_strerror(rc));
+        goto fail;
+    }
+    s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
+    s->map_size = mdb_env_info(s->env, &info) == 0 ? info.me_mapsize
+                                                   : (size_t)map_size;
+
+    s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->efd < 0) {
+        snprintf(err, errlen, "lmdb: eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    s->done_ev = event_new(base, s->efd, EV_READ | EV_PERSIST, on_done, s);
+    s->kick_ev = event_new(base, -1, 0, on_kick, s);
+    if (s->done_ev == NULL || s->kick_ev == NULL ||
+        event_add(s->done_ev, NULL) != 0) {
+        snprintf(err, errlen, "lmdb: cannot set up events");
+        goto fail;
+    }
+
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        snprintf(err, errlen, "lmdb: pthread_mutex_init failed");
+        goto fail;
+    }
+    if (pthread_cond_init(&s->cv, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        snprintf(err, errlen, "lmdb: pthread_cond_init failed");
+        goto fail;
+    }
+    /* Signals stay with the embedding program's threads. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&s->thread, NULL, writer_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+        snprintf(err, errlen, "lmdb: cannot start the writer thread: %s",
+                 strerror(rc));
+        goto fail;
+    }
+    if (dead > 0) {
+        log_info("lmdb: %s: cleared %d stale reader slots", s->path, dead);
+    }
+    log_info("lmdb: %s open, map_size=%zu, max key %zu bytes", s->path,
+             s->map_size, s->maxkey);
+    return (struct store *)s;
+
+fail:
+    lmdb_free(s);
+    return NULL;
+}
+
+static void
+lmdb_close(struct store *st)
+{
+    struct lmdb_store *s = to_lmdb(st);
+
+    if (s == NULL) {
+        return;
+    }
+    /* Raises and gets made from now on, by callbacks too, are refused. */
+    s->closing = true;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    /* The writer leaves only once every queued raise is answered. */
+    pthread_join(s->thread, NULL);
+    for (;;) {
+        bool empty;
+
+        pthread_mutex_lock(&s->mu);
+        empty = s->done.head == NULL && s->logs == NULL;
+        pthread_mutex_unlock(&s->mu);
+        if (empty && s->local.head == NULL) {
+            break;
+        }
+        drain(s);
+    }
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    lmdb_free(s);
+}
+
+void
+store_lmdb_stats(struct store *st, struct store_lmdb_stats *out)
+{
+    struct lmdb_store *s = to_lmdb(st);
+
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->mu);
+}
+
+const struct store_ops store_lmdb_ops = {
+    .name = "lmdb",
+    .open = lmdb_open,
+    .raise = lmdb_raise,
+    .get = lmdb_get,
+    .ready = lmdb_ready,
+    .close = lmdb_close,
+};
