@@ -1,0 +1,683 @@
+/* test_store_lmdb.c: the LMDB store through its ops table: raise
+ * semantics, group commit, durability across reopen, a full map, long
+ * names, and a failed sync (fdatasync made to fail in this process). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "../../conf/cfg.h"
+#include "../../proxy/log.h"
+#include "../../proxy/store/store.h"
+#include "../../proxy/store/store_lmdb.h"
+
+/* The shim itself, linked into this binary: the executable's fsync and
+ * fdatasync come first in symbol lookup, so liblmdb's commits call them.
+ * Failures start when the trigger file exists. */
+#include "../preload/failsync.c"
+
+#define MAX_ANSWERS 4096
+
+struct answer {
+    int done;
+    enum store_result res;
+    int64_t mark;
+};
+
+struct fixture {
+    char dir[64];
+    char path[128];
+    char trigger[128];
+    struct event_base *base;
+    struct cfg_store cfg;
+    const struct store_ops *ops;
+    struct store *st;
+    int pending;            /* callbacks still expected */
+    int in_call;            /* set while inside raise/get */
+    char lastlog[1024];
+    int errors_logged;
+};
+
+static void
+on_log(void *arg, enum log_level level, const char *msg)
+{
+    struct fixture *f = arg;
+
+    if (level == LOG_ERROR) {
+        f->errors_logged++;
+        snprintf(f->lastlog, sizeof(f->lastlog), "%s", msg);
+    }
+    if (getenv("TEST_VERBOSE") != NULL) {
+        fprintf(stderr, "log %d: %s\n", (int)level, msg);
+    }
+}
+
+/* Each callback's arg is an answer slot; answers carry the fixture
+ * through this global so the slot stays a plain struct. */
+static struct fixture *cur;
+
+static void
+on_answer(void *arg, enum store_result res, int64_t mark)
+{
+    struct answer *a = arg;
+
+    assert_int_equal(cur->in_call, 0);
+    assert_int_equal(a->done, 0);
+    a->done = 1;
+    a->res = res;
+    a->mark = mark;
+    cur->pending--;
+}
+
+static void
+do_raise(struct fixture *f, const char *res, size_t len, int64_t token,
+         struct answer *a)
+{
+    memset(a, 0, sizeof(*a));
+    f->pending++;
+    f->in_call = 1;
+    f->ops->raise(f->st, res, len, token, on_answer, a);
+    f->in_call = 0;
+    /* Never answered from inside the call. */
+    assert_int_equal(a->done, 0);
+}
+
+static void
+do_get(struct fixture *f, const char *res, size_t len, struct answer *a)
+{
+    memset(a, 0, sizeof(*a));
+    f->pending++;
+    f->in_call = 1;
+    f->ops->get(f->st, res, len, on_answer, a);
+    f->in_call = 0;
+    assert_int_equal(a->done, 0);
+}
+
+/* Run the loop until every expected callback ran (10 s at most). */
+static void
+run_until_done(struct fixture *f)
+{
+    struct timeval limit = {10, 0};
+    struct timeval now, end;
+
+    gettimeofday(&now, NULL);
+    timeradd(&now, &limit, &end);
+    while (f->pending > 0) {
+        assert_int_equal(event_base_loop(f->base, EVLOOP_ONCE), 0);
+        gettimeofday(&now, NULL);
+        assert_true(timercmp(&now, &end, <));
+    }
+}
+
+static struct answer
+raise_wait(struct fixture *f, const char *res, int64_t token)
+{
+    struct answer a;
+
+    do_raise(f, res, strlen(res), token, &a);
+    run_until_done(f);
+    assert_int_equal(a.done, 1);
+    return a;
+}
+
+static struct answer
+get_wait(struct fixture *f, const char *res, size_t len)
+{
+    struct answer a;
+
+    do_get(f, res, len, &a);
+    run_until_done(f);
+    assert_int_equal(a.done, 1);
+    return a;
+}
+
+static void
+store_open(struct fixture *f)
+{
+    char err[256] = "";
+
+    f->st = f->ops->open(f->base, &f->cfg, err, sizeof(err));
+    if (f->st == NULL) {
+        fail_msg("open: %s", err);
+    }
+    assert_true(f->ops->ready(f->st));
+}
+
+static void
+store_close(struct fixture *f)
+{
+    f->ops->close(f->st);
+    f->st = NULL;
+    assert_int_equal(f->pending, 0);
+}
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    if (f == NULL) {
+        return -1;
+    }
+    snprintf(f->dir, sizeof(f->dir), "/tmp/tm-lmdb-XXXXXX");
+    if (mkdtemp(f->dir) == NULL) {
+        free(f);
+        return -1;
+    }
+    /* A parent that does not exist yet: open creates it. */
+    snprintf(f->path, sizeof(f->path), "%s/var/marks.mdb", f->dir);
+    snprintf(f->trigger, sizeof(f->trigger), "%s/failsync", f->dir);
+    setenv("TIDEMARK_FAILSYNC_TRIGGER", f->trigger, 1);
+    f->base = event_base_new();
+    if (f->base == NULL) {
+        free(f);
+        return -1;
+    }
+    f->cfg.type = "lmdb";
+    f->cfg.path = f->path;
+    f->cfg.map_size = 16 << 20;
+    f->cfg.cache_entries = 1024;
+    f->cfg.timeout_ms = 1000;
+    f->ops = store_find("lmdb");
+    if (f->ops == NULL) {
+        return -1;
+    }
+    log_set_sink(on_log, f, LOG_INFO);
+    cur = f;
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+    char cmd[160];
+
+    if (f->st != NULL) {
+        f->ops->close(f->st);
+    }
+    log_set_sink(NULL, NULL, LOG_INFO);
+    event_base_free(f->base);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "could not remove %s\n", f->dir);
+    }
+    free(f);
+    cur = NULL;
+    return 0;
+}
+
+static void
+test_registry(void **state)
+{
+    (void)state;
+    assert_non_null(store_find("lmdb"));
+    assert_ptr_equal(store_find("lmdb"), &store_lmdb_ops);
+    assert_string_equal(store_find("lmdb")->name, "lmdb");
+    assert_null(store_find("nope"));
+    assert_null(store_find(""));
+    assert_null(store_find(NULL));
+}
+
+static void
+test_raise_semantics(void **state)
+{
+    static const struct {
+        const char *res;
+        int64_t token;
+        enum store_result want;
+        int64_t mark;
+    } steps[] = {
+        {"documents/1", 5, STORE_ACCEPTED, 5},
+        {"documents/1", 3, STORE_STALE, 5},
+        {"documents/1", 5, STORE_ACCEPTED, 5},  /* equal: accepted */
+        {"documents/1", 7, STORE_ACCEPTED, 7},
+        {"documents/1", 6, STORE_STALE, 7},
+        {"documents/2", 1, STORE_ACCEPTED, 1},
+        {"documents/1", INT64_MAX, STORE_ACCEPTED, INT64_MAX},
+        {"documents/1", INT64_MAX - 1, STORE_STALE, INT64_MAX},
+        {"documents/2", 2, STORE_ACCEPTED, 2},
+    };
+    struct fixture *f = *state;
+    struct answer a;
+
+    store_open(f);
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        a = raise_wait(f, steps[i].res, steps[i].token);
+        assert_int_equal(a.res, steps[i].want);
+        assert_true(a.mark == steps[i].mark);
+    }
+    a = get_wait(f, "documents/1", strlen("documents/1"));
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_true(a.mark == INT64_MAX);
+    a = get_wait(f, "documents/2", strlen("documents/2"));
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 2);
+    a = get_wait(f, "documents/3", strlen("documents/3"));
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 0);
+    /* The name is copied: a raise may pass a buffer it reuses. */
+    {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "documents/9");
+        do_raise(f, buf, strlen(buf), 4, &a);
+        memset(buf, 'z', sizeof(buf));
+        run_until_done(f);
+        assert_int_equal(a.res, STORE_ACCEPTED);
+        a = get_wait(f, "documents/9", strlen("documents/9"));
+        assert_int_equal(a.mark, 4);
+    }
+    store_close(f);
+}
+
+/* Many raises in one turn, several per resource, answered as if one
+ * after the other, in one write transaction. */
+static void
+test_group_commit(void **state)
+{
+    enum { N = 2000, NRES = 13 };
+    struct fixture *f = *state;
+    static struct answer ans[N];
+    int64_t model[NRES] = {0};
+    struct store_lmdb_stats st;
+    char name[32];
+    uint64_t x = 88172645463325252ull;
+
+    store_open(f);
+    for (int i = 0; i < N; i++) {
+        int r;
+        int64_t token;
+
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        r = (int)(x % NRES);
+        token = (int64_t)(x >> 40) % 500 + 1;
+        snprintf(name, sizeof(name), "group/%d", r);
+        do_raise(f, name, strlen(name), token, &ans[i]);
+    }
+    run_until_done(f);
+    store_lmdb_stats(f->st, &st);
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.commits, 1);
+    assert_int_equal(st.largest_batch, N);
+    assert_int_equal(st.raises, N);
+
+    /* Replay the same sequence against a model. */
+    x = 88172645463325252ull;
+    for (int i = 0; i < N; i++) {
+        int r;
+        int64_t token;
+
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        r = (int)(x % NRES);
+        token = (int64_t)(x >> 40) % 500 + 1;
+        assert_int_equal(ans[i].done, 1);
+        if (token >= model[r]) {
+            model[r] = token;
+            assert_int_equal(ans[i].res, STORE_ACCEPTED);
+            assert_true(ans[i].mark == token);
+        } else {
+            assert_int_equal(ans[i].res, STORE_STALE);
+            assert_true(ans[i].mark == model[r]);
+        }
+    }
+    for (int r = 0; r < NRES; r++) {
+        struct answer a;
+        snprintf(name, sizeof(name), "group/%d", r);
+        a = get_wait(f, name, strlen(name));
+        assert_true(a.mark == model[r]);
+    }
+    /* A turn whose raises write nothing does not commit. */
+    snprintf(name, sizeof(name), "group/%d", 0);
+    (void)raise_wait(f, name, 1);
+    store_lmdb_stats(f->st, &st);
+    assert_int_equal(st.batches, 2);
+    assert_int_equal(st.commits, 1);
+    store_close(f);
+}
+
+/* Past STORE_LMDB_QUEUE_MAX queued raises, the excess is refused at once
+ * and the queued ones still commit. */
+static void
+test_queue_bound(void **state)
+{
+    enum { EXTRA = 10, N = STORE_LMDB_QUEUE_MAX + EXTRA };
+    struct fixture *f = *state;
+    static struct answer ans[N];
+    char name[32];
+
+    store_open(f);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "queue/%d", i % 100);
+        do_raise(f, name, strlen(name), i + 1, &ans[i]);
+    }
+    run_until_done(f);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(ans[i].res, i < STORE_LMDB_QUEUE_MAX
+                                         ? STORE_ACCEPTED
+                                         : STORE_ERROR);
+    }
+    assert_non_null(strstr(f->lastlog, "waiting for the disk"));
+    assert_true(f->ops->ready(f->st));
+    assert_int_equal(raise_wait(f, "queue/0", N).res, STORE_ACCEPTED);
+    store_close(f);
+}
+
+struct chain {
+    struct fixture *f;
+    int left;
+    int64_t token;
+    int stale;
+    int accepted;
+};
+
+/* A callback that raises again: the next raise goes in a later batch. */
+static void
+on_chain(void *arg, enum store_result res, int64_t mark)
+{
+    struct chain *c = arg;
+
+    (void)mark;
+    c->f->pending--;
+    if (res == STORE_ACCEPTED) {
+        c->accepted++;
+    } else if (res == STORE_STALE) {
+        c->stale++;
+    }
+    if (c->left-- > 0) {
+        c->f->pending++;
+        c->f->ops->raise(c->f->st, "chain", 5, ++c->token, on_chain, c);
+    }
+}
+
+static void
+test_raise_from_callback(void **state)
+{
+    struct fixture *f = *state;
+    struct chain c = {f, 50, 0, 0, 0};
+
+    store_open(f);
+    f->pending++;
+    f->ops->raise(f->st, "chain", 5, ++c.token, on_chain, &c);
+    run_until_done(f);
+    assert_int_equal(c.accepted, 51);
+    assert_int_equal(c.stale, 0);
+    store_close(f);
+}
+
+static void
+test_reopen_keeps_marks(void **state)
+{
+    enum { N = 300 };
+    struct fixture *f = *state;
+    static struct answer ans[N];
+    struct answer a;
+    char name[32];
+
+    store_open(f);
+    a = raise_wait(f, "kept", 41);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    /* Queued but never run through the loop: close commits them and runs
+     * their callbacks before returning. */
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "closing/%d", i);
+        do_raise(f, name, strlen(name), i + 1, &ans[i]);
+    }
+    store_close(f);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(ans[i].done, 1);
+        assert_int_equal(ans[i].res, STORE_ACCEPTED);
+    }
+
+    store_open(f);
+    a = get_wait(f, "kept", 4);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 41);
+    a = raise_wait(f, "kept", 40);
+    assert_int_equal(a.res, STORE_STALE);
+    assert_int_equal(a.mark, 41);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "closing/%d", i);
+        a = get_wait(f, name, strlen(name));
+        assert_int_equal(a.mark, i + 1);
+    }
+    store_close(f);
+}
+
+static void
+test_long_names(void **state)
+{
+    struct fixture *f = *state;
+    char n512[512], n600[600], n600b[600];
+    char nul[8] = {'\0', 'a', 'b'};
+    struct answer a;
+
+    memset(n512, 'a', sizeof(n512));
+    memset(n600, 'b', sizeof(n600));
+    memcpy(n600b, n600, sizeof(n600b));
+    n600b[599] = 'c';  /* same first 511 bytes, different name */
+
+    store_open(f);
+    do_raise(f, n512, sizeof(n512), 10, &a);
+    run_until_done(f);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    do_raise(f, n600, sizeof(n600), 20, &a);
+    run_until_done(f);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    do_raise(f, n600b, sizeof(n600b), 30, &a);
+    run_until_done(f);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    do_raise(f, nul, 3, 40, &a);
+    run_until_done(f);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    do_raise(f, "", 0, 50, &a);
+    run_until_done(f);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    store_close(f);
+
+    store_open(f);
+    assert_int_equal(get_wait(f, n512, sizeof(n512)).mark, 10);
+    assert_int_equal(get_wait(f, n512, 511).mark, 0);
+    assert_int_equal(get_wait(f, n600, sizeof(n600)).mark, 20);
+    assert_int_equal(get_wait(f, n600b, sizeof(n600b)).mark, 30);
+    assert_int_equal(get_wait(f, nul, 3).mark, 40);
+    assert_int_equal(get_wait(f, nul, 2).mark, 0);
+    assert_int_equal(get_wait(f, "", 0).mark, 50);
+    do_raise(f, n600, sizeof(n600), 19, &a);
+    run_until_done(f);
+    assert_int_equal(a.res, STORE_STALE);
+    assert_int_equal(a.mark, 20);
+    store_close(f);
+}
+
+/* A long name that differs from the others near its start. */
+static void
+full_name(char *name, size_t size, int i)
+{
+    char num[32];
+    int n = snprintf(num, sizeof(num), "full/%08d/", i);
+
+    memset(name, 'm', size);
+    memcpy(name, num, (size_t)n);
+}
+
+/* A tiny map fills up: the raise that does not fit is an error, the
+ * store keeps working and earlier marks stay. */
+static void
+test_map_full(void **state)
+{
+    struct fixture *f = *state;
+    char name[480];
+    struct answer a;
+    int accepted = 0;
+    int i;
+
+    f->cfg.map_size = 64 * 1024;
+    store_open(f);
+    for (i = 0; i < 100000; i++) {
+        full_name(name, sizeof(name), i);
+        do_raise(f, name, sizeof(name), i + 1, &a);
+        run_until_done(f);
+        if (a.res != STORE_ACCEPTED) {
+            break;
+        }
+        accepted++;
+    }
+    assert_int_equal(a.res, STORE_ERROR);
+    assert_true(accepted > 0);
+    assert_non_null(strstr(f->lastlog, "map full"));
+    assert_non_null(strstr(f->lastlog, "map_size"));
+    /* Still usable: reads, and raises that need no new page. */
+    assert_true(f->ops->ready(f->st));
+    for (i = 0; i < accepted; i++) {
+        full_name(name, sizeof(name), i);
+        a = get_wait(f, name, sizeof(name));
+        assert_int_equal(a.res, STORE_ACCEPTED);
+        assert_int_equal(a.mark, i + 1);
+    }
+    full_name(name, sizeof(name), 0);
+    do_raise(f, name, sizeof(name), 1, &a);
+    run_until_done(f);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    do_raise(f, name, sizeof(name), 0, &a);
+    run_until_done(f);
+    assert_int_equal(a.res, STORE_STALE);
+    store_close(f);
+
+    store_open(f);
+    for (i = 0; i < accepted; i++) {
+        full_name(name, sizeof(name), i);
+        assert_int_equal(get_wait(f, name, sizeof(name)).mark, i + 1);
+    }
+    store_close(f);
+}
+
+static void
+touch(const char *path)
+{
+    FILE *fp = fopen(path, "w");
+
+    assert_non_null(fp);
+    fclose(fp);
+}
+
+/* fdatasync fails (EIO) during a commit: the batch is an error, the store
+ * is failed for good, and after a restart the mark is the last durable
+ * one. */
+static void
+test_failed_sync(void **state)
+{
+    enum { N = 10 };
+    struct fixture *f = *state;
+    struct answer ans[N];
+    struct answer a;
+    char err[256];
+
+    store_open(f);
+    a = raise_wait(f, "synced", 5);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+
+    touch(f->trigger);
+    for (int i = 0; i < N; i++) {
+        do_raise(f, "synced", 6, 6 + i, &ans[i]);
+    }
+    run_until_done(f);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(ans[i].res, STORE_ERROR);
+    }
+    assert_false(f->ops->ready(f->st));
+    assert_non_null(strstr(f->lastlog, "commit failed"));
+    assert_non_null(strstr(f->lastlog, "restart"));
+
+    /* The disk is fine again; the store stays failed: never retry. */
+    assert_int_equal(unlink(f->trigger), 0);
+    a = raise_wait(f, "synced", 100);
+    assert_int_equal(a.res, STORE_ERROR);
+    a = raise_wait(f, "other", 1);
+    assert_int_equal(a.res, STORE_ERROR);
+    a = get_wait(f, "synced", 6);
+    assert_int_equal(a.res, STORE_ERROR);
+    assert_false(f->ops->ready(f->st));
+    store_close(f);
+
+    /* A restart: the last durable mark, not the one that failed. */
+    store_open(f);
+    a = get_wait(f, "synced", 6);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 5);
+    a = raise_wait(f, "synced", 6);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    store_close(f);
+
+    /* Opening syncs the directory: with failing syncs, open fails. */
+    touch(f->trigger);
+    assert_null(f->ops->open(f->base, &f->cfg, err, sizeof(err)));
+    assert_non_null(strstr(err, "sync"));
+    assert_int_equal(unlink(f->trigger), 0);
+}
+
+static void
+test_open_errors(void **state)
+{
+    struct fixture *f = *state;
+    char err[256];
+    char path[160];
+
+    f->cfg.path = "";
+    assert_null(f->ops->open(f->base, &f->cfg, err, sizeof(err)));
+    assert_non_null(strstr(err, "path"));
+    /* A parent that is a file. */
+    snprintf(path, sizeof(path), "%s/file", f->dir);
+    touch(path);
+    snprintf(path, sizeof(path), "%s/file/marks.mdb", f->dir);
+    f->cfg.path = path;
+    assert_null(f->ops->open(f->base, &f->cfg, err, sizeof(err)));
+    assert_non_null(strstr(err, "lmdb"));
+    /* Not an LMDB file. */
+    snprintf(path, sizeof(path), "%s/garbage", f->dir);
+    {
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        for (int i = 0; i < 10000; i++) {
+            fputs("not lmdb ", fp);
+        }
+        fclose(fp);
+    }
+    assert_null(f->ops->open(f->base, &f->cfg, err, sizeof(err)));
+    assert_non_null(strstr(err, "cannot open"));
+    f->cfg.path = f->path;
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_registry),
+        cmocka_unit_test_setup_teardown(test_raise_semantics, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raise_from_callback, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_keeps_marks, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_long_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_sync, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
