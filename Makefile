@@ -2,6 +2,7 @@
 #
 # Targets:
 #   all           ./tidemark and libtidemark.a (default)
+#   demo          deps, build, run tidemark in front of a demo backend
 #   deps          install the Debian packages for build, tests and bench
 #   test          deps, then unit tests (cmocka) and integration tests (pytest)
 #   test-asan     the same suites against an ASan + UBSan build
@@ -37,10 +38,13 @@ TM_BIN := $(BUILD)/tidemark
 TM_LIB := $(BUILD)/libtidemark.a
 endif
 
-.PHONY: all deps test test-asan unit integration bench format-check \
+.PHONY: demo all deps test test-asan unit integration bench format-check \
         install clean
 
 all: $(TM_BIN) $(TM_LIB)
+
+demo:
+	sh tests/demo.sh
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
