@@ -799,9 +799,17 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     if (mdb_reader_check(s->env, &dead) != 0) {
         dead = 0;
     }
+    /* Start from a state that is on disk: the file's name (it may have
+     * just been created) and whatever of it the page cache holds. */
     if (!sync_parent(s->path)) {
         snprintf(err, errlen, "lmdb: cannot sync the directory of %s: %s",
                  s->path, strerror(errno));
+        goto fail;
+    }
+    rc = mdb_env_sync(s->env, 1);
+    if (rc != 0) {
+        snprintf(err, errlen, "lmdb: cannot sync %s: %s", s->path,
+                 mdb_strerror(rc));
         goto fail;
     }
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
