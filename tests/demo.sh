@@ -18,11 +18,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
+# Something else answering on 8080 would take the demo's requests.
+if curl -s -o /dev/null http://127.0.0.1:8080/; then
+    echo "demo: port 8080 is busy: stop what listens there first" >&2
+    exit 1
+fi
+
 python3 tests/demo_upstream.py --host 127.0.0.1 --port 8080 &
 up_pid=$!
 
-# Wait for the backend, so the first request through tidemark is not a 502
-# (and a busy port 8080 is reported here, not as a mystery later).
+# Wait for the backend, so the first request through tidemark is not a 502.
 i=0
 until curl -s -o /dev/null http://127.0.0.1:8080/; do
     if ! kill -0 "$up_pid" 2>/dev/null; then
