@@ -23,8 +23,8 @@ enum http_rc {
 };
 
 enum http_body {
-    HTTP_BODY_NONE = 0,
-    HTTP_BODY_LENGTH,    /* content_length bytes */
+    HTTP_BODY_NONE = 0,  /* also for Content-Length: 0 */
+    HTTP_BODY_LENGTH,    /* content_length bytes, always > 0 */
     HTTP_BODY_CHUNKED,
     HTTP_BODY_CLOSE,     /* responses only: until the connection closes */
 };
@@ -46,14 +46,19 @@ struct http_request {
     size_t head_len;         /* bytes of the head, CRLFCRLF included */
     struct tm_slice method;
     struct tm_slice target;  /* as sent */
-    struct tm_slice path;    /* target up to '?' */
+    struct tm_slice path;    /* target up to '?'; for absolute-form
+                              * (http://host/p?q) the "/p" part; for
+                              * OPTIONS "*", "*". Raw: not decoded or
+                              * normalized */
     int minor;               /* HTTP/1.<minor>: 0 or 1 */
     struct http_header headers[HTTP_MAX_HEADERS];
     size_t nheaders;
     enum http_body body;
-    uint64_t content_length;
+    uint64_t content_length; /* body == HTTP_BODY_LENGTH only, else 0 */
     bool keep_alive;         /* the client allows another request after */
     bool expect_continue;    /* Expect: 100-continue */
+    const char *error;       /* added: why the head was refused (static
+                              * text), NULL on HTTP_OK/HTTP_INCOMPLETE */
 };
 
 struct http_response {
@@ -64,21 +69,32 @@ struct http_response {
     struct http_header headers[HTTP_MAX_HEADERS];
     size_t nheaders;
     enum http_body body;
-    uint64_t content_length;
+    uint64_t content_length; /* body == HTTP_BODY_LENGTH only, else 0 */
     bool keep_alive;         /* the upstream allows reuse after this */
+    const char *error;       /* added: as in struct http_request */
 };
 
-/* Parse one request head from buf[0..len). Leading empty lines (CRLF)
- * before the request line are skipped and counted in head_len. Returns
- * HTTP_INCOMPLETE while no complete head is in buf and len <= max_head;
- * HTTP_HEAD_TOO_LARGE once len passes max_head without one. Refuses
+/* Parse one request head from buf[0..len). Leading empty lines (CRLF,
+ * at most 4) before the request line are skipped and counted in
+ * head_len. Returns HTTP_INCOMPLETE while no complete head is in buf and
+ * len < max_head; HTTP_HEAD_TOO_LARGE once len reaches max_head without
+ * one (a head, CRLFCRLF included, may be exactly max_head bytes). Errors
+ * are reported as soon as the bytes that prove them are in buf, even
+ * before the head is complete; every prefix of a valid head is
+ * HTTP_INCOMPLETE. Each call parses from buf[0]. On any result but
+ * HTTP_OK the fields of *req are only partly set. Refuses
  * (HTTP_BAD): bare CR or LF-only line ends, obs-fold, whitespace before
  * a colon, control characters or NUL, an invalid method or field name,
- * Content-Length with Transfer-Encoding, differing or listed or
- * non-numeric or overflowing Content-Lengths, chunked not last, a
- * missing (HTTP/1.1) or repeated Host, CONNECT-style targets. Unknown
- * transfer codings: HTTP_NOT_IMPL. Versions other than 1.0/1.1:
- * HTTP_BAD_VERSION. */
+ * Content-Length with Transfer-Encoding, repeated (even equal) or
+ * listed or non-numeric or overflowing Content-Lengths, chunked not last
+ * or twice, Transfer-Encoding in HTTP/1.0, a missing (HTTP/1.1) or
+ * repeated or invalid Host, CONNECT and authority-form targets, '*'
+ * except with OPTIONS, absolute-form without a path, a '#' or a byte
+ * outside 0x21-0x7e in the target, Connection naming Content-Length or
+ * Host, more than 32 Connection options. Unknown transfer codings before
+ * a final chunked: HTTP_NOT_IMPL. Versions other than 1.0/1.1 (but well
+ * formed): HTTP_BAD_VERSION. Hop-by-hop fields get hop set: the standard
+ * ones, Transfer-Encoding included, and those named in Connection. */
 enum http_rc http_parse_request(const char *buf, size_t len,
                                 const struct http_limits *lim,
                                 struct http_request *req);
@@ -86,7 +102,10 @@ enum http_rc http_parse_request(const char *buf, size_t len,
 /* Parse one response head. head_request: the request was HEAD (no body
  * follows whatever the headers say). 1xx, 204 and 304 have no body. A
  * response without Content-Length or chunked is HTTP_BODY_CLOSE. The
- * same framing rules as requests apply: ambiguous framing is HTTP_BAD. */
+ * same framing rules as requests apply: ambiguous framing is HTTP_BAD,
+ * and so is any transfer coding but chunked. Status codes outside
+ * 100-599 are HTTP_BAD; the reason phrase may be empty, with or without
+ * its SP. keep_alive is false for HTTP_BODY_CLOSE. */
 enum http_rc http_parse_response(const char *buf, size_t len,
                                  const struct http_limits *lim,
                                  bool head_request,
@@ -105,6 +124,7 @@ struct http_chunked {
     size_t line_len;         /* bytes of the current size or trailer line */
     size_t trailer_bytes;    /* total trailer section, bounded */
     bool done;
+    const char *error;       /* added: why the body was refused */
 };
 
 void http_chunked_init(struct http_chunked *c);

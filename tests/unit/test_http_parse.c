@@ -1,0 +1,1081 @@
+/* test_http_parse.c: the strict HTTP/1.1 parser: valid request and
+ * response heads, every framing refusal, limits, prefixes and pipelining,
+ * and the chunked decoder fed in pieces of every size. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../proxy/http_parse.h"
+
+#define S(lit) lit, sizeof(lit) - 1
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct http_limits lim_std = {8192, 100, 4096};
+
+/* Every parse in these tests reads an exact-size heap copy, so that ASan
+ * sees any read past len. */
+static char *
+dup_exact(const char *p, size_t n)
+{
+    char *b = malloc(n > 0 ? n : 1);
+
+    assert_non_null(b);
+    memcpy(b, p, n);
+    return b;
+}
+
+static void
+assert_in(struct tm_slice s, const char *b, size_t len)
+{
+    assert_true(s.p >= b && s.p + s.len <= b + len);
+}
+
+static enum http_rc
+req_rc(const char *p, size_t n, const struct http_limits *lim)
+{
+    static struct http_request req;
+    char *b = dup_exact(p, n);
+    enum http_rc rc = http_parse_request(b, n, lim, &req);
+
+    if (rc == HTTP_INCOMPLETE || rc == HTTP_OK) {
+        assert_null(req.error);
+    } else {
+        assert_non_null(req.error);
+    }
+    free(b);
+    return rc;
+}
+
+static enum http_rc
+resp_rc(const char *p, size_t n, bool head)
+{
+    static struct http_response resp;
+    char *b = dup_exact(p, n);
+    enum http_rc rc = http_parse_response(b, n, &lim_std, head, &resp);
+
+    free(b);
+    return rc;
+}
+
+/* Requests: the result, and for HTTP_OK the framing. */
+struct req_case {
+    const char *name;
+    const char *raw;
+    size_t len;
+    enum http_rc rc;
+    enum http_body body;
+    uint64_t cl;
+    bool keep_alive;
+    bool expect;
+};
+
+#define H11 "GET / HTTP/1.1\r\nHost: a\r\n"
+#define P11 "POST /p HTTP/1.1\r\nHost: a\r\n"
+#define P10 "POST /p HTTP/1.0\r\n"
+#define OK_(name, raw, body, cl, ka, ex)                                     \
+    {name, S(raw), HTTP_OK, body, cl, ka, ex}
+#define ERR(name, raw, rc) {name, S(raw), rc, HTTP_BODY_NONE, 0, false, false}
+
+static const struct req_case req_cases[] = {
+    /* Valid forms. */
+    OK_("minimal", H11 "\r\n", HTTP_BODY_NONE, 0, true, false),
+    OK_("1.0 no host", "GET / HTTP/1.0\r\n\r\n", HTTP_BODY_NONE, 0, false,
+        false),
+    OK_("1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("1.0 keep-alive and close",
+        "GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n",
+        HTTP_BODY_NONE, 0, false, false),
+    OK_("1.1 close", H11 "Connection: close\r\n\r\n", HTTP_BODY_NONE, 0,
+        false, false),
+    OK_("1.1 close in list", H11 "Connection: foo,\t CLOSE ,\r\n\r\n",
+        HTTP_BODY_NONE, 0, false, false),
+    OK_("1.1 close in second field",
+        H11 "Connection: upgrade\r\nConnection: close\r\n\r\n",
+        HTTP_BODY_NONE, 0, false, false),
+    OK_("content-length", P11 "Content-Length: 5\r\n\r\n", HTTP_BODY_LENGTH,
+        5, true, false),
+    OK_("content-length 0 is no body", P11 "Content-Length: 0\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("content-length leading zeros", P11 "content-length: 007\r\n\r\n",
+        HTTP_BODY_LENGTH, 7, true, false),
+    OK_("content-length OWS", P11 "Content-Length: \t 12 \t\r\n\r\n",
+        HTTP_BODY_LENGTH, 12, true, false),
+    OK_("content-length max",
+        P11 "Content-Length: 9223372036854775807\r\n\r\n", HTTP_BODY_LENGTH,
+        INT64_MAX, true, false),
+    OK_("content-length 1.0", P10 "Content-Length: 3\r\n\r\n",
+        HTTP_BODY_LENGTH, 3, false, false),
+    OK_("chunked", P11 "Transfer-Encoding: chunked\r\n\r\n", HTTP_BODY_CHUNKED,
+        0, true, false),
+    OK_("chunked any case", P11 "transfer-encoding: ChUnKeD\r\n\r\n",
+        HTTP_BODY_CHUNKED, 0, true, false),
+    OK_("chunked after empty elements",
+        P11 "Transfer-Encoding: ,\r\nTransfer-Encoding: , chunked ,\r\n\r\n",
+        HTTP_BODY_CHUNKED, 0, true, false),
+    OK_("expect 100-continue", P11 "Expect: 100-Continue\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, true),
+    OK_("expect other", P11 "Expect: something\r\n\r\n", HTTP_BODY_NONE, 0,
+        true, false),
+    OK_("expect on 1.0 ignored", P10 "Expect: 100-continue\r\n\r\n",
+        HTTP_BODY_NONE, 0, false, false),
+    OK_("leading CRLFs", "\r\n\r\n\r\n\r\n" H11 "\r\n", HTTP_BODY_NONE, 0,
+        true, false),
+    OK_("options *", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BODY_NONE,
+        0, true, false),
+    OK_("absolute-form", "GET http://a.example/x?y HTTP/1.1\r\nHost: b\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("absolute-form https port",
+        "GET HTTPS://A.example:8443/ HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("host with port", "GET / HTTP/1.1\r\nHost: a.example:80\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("host ipv6", "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("host escaped", "GET / HTTP/1.1\r\nHost: a%2Db\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("host empty", "GET / HTTP/1.1\r\nHost:\r\n\r\n", HTTP_BODY_NONE, 0,
+        true, false),
+    OK_("host empty port", "GET / HTTP/1.1\r\nHost: a:\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("value text",
+        H11 "X-A: \x80\xff tab\there ~!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}\r\n"
+            "\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("empty value", H11 "X-Empty:\r\nX-Blank:   \r\n\r\n", HTTP_BODY_NONE,
+        0, true, false),
+    OK_("long value with tab",
+        H11 "Cookie: aaaaaaaaaaaaaaaaaaaaaaa\tbbbbbbbbbbbbbbbbbbbbbbbb\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("token method", "M-SEARCH /x HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("target charset",
+        "GET /!$%&'()*+,-./0:;<=>?@[\\]^_`{|}~\"x HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("connection transfer-encoding",
+        P11 "Connection: transfer-encoding\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n",
+        HTTP_BODY_CHUNKED, 0, true, false),
+
+    /* Line ends and field syntax. */
+    ERR("bare LF request line", "GET / HTTP/1.1\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("bare LF field", H11 "X: a\n\r\n", HTTP_BAD),
+    ERR("bare LF end", H11 "\n", HTTP_BAD),
+    ERR("bare LF leading", "\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("bare CR request line", "GET / HTTP/1.1\rHost: a\r\n\r\n", HTTP_BAD),
+    ERR("bare CR value", H11 "X: a\rb\r\n\r\n", HTTP_BAD),
+    ERR("bare CR end", H11 "\rX\r\n", HTTP_BAD),
+    ERR("bare CR leading", "\rGET / HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("bare CR in target", "GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("CR CR LF", H11 "X: a\r\r\n\r\n", HTTP_BAD),
+    ERR("obs-fold", H11 "X: a\r\n b\r\n\r\n", HTTP_BAD),
+    ERR("obs-fold tab", H11 "X: a\r\n\tb\r\n\r\n", HTTP_BAD),
+    ERR("first field folded", "GET / HTTP/1.1\r\n Host: a\r\n\r\n", HTTP_BAD),
+    ERR("space before colon", "GET / HTTP/1.1\r\nHost : a\r\n\r\n", HTTP_BAD),
+    ERR("tab before colon", H11 "X\t: a\r\n\r\n", HTTP_BAD),
+    ERR("no colon", H11 "Xa\r\n\r\n", HTTP_BAD),
+    ERR("empty name", H11 ": a\r\n\r\n", HTTP_BAD),
+    ERR("bad name char", H11 "X(y): a\r\n\r\n", HTTP_BAD),
+    ERR("name obs-text", H11 "X\xe9: a\r\n\r\n", HTTP_BAD),
+    ERR("NUL in value", H11 "X: a\0b\r\n\r\n", HTTP_BAD),
+    ERR("NUL in name", H11 "X\0: a\r\n\r\n", HTTP_BAD),
+    ERR("CTL in value", H11 "X: a\x01\r\n\r\n", HTTP_BAD),
+    ERR("DEL in value", H11 "X: a\x7f\r\n\r\n", HTTP_BAD),
+    ERR("ESC in long value", H11 "X: aaaaaaaaaaaaa\x1b bbbbbbbbbbbb\r\n\r\n",
+        HTTP_BAD),
+
+    /* Request line. */
+    ERR("empty method", " / HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("bad method", "G(T / HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("method only", "GET\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("double space", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("tab separator", "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("space in target", "GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("trailing space", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("HTTP/0.9", "GET /\r\n\r\n", HTTP_BAD),
+    ERR("target DEL", "GET /a\x7f HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("target obs-text", "GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("target CTL", "GET /a\x01 HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("target NUL", "GET /aaaaaaaaaaaa\0 HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("target fragment", "GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("CONNECT", "CONNECT a.example:443 HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("CONNECT origin-form", "CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("authority-form", "GET a.example:80 HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("star without OPTIONS", "GET * HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("star with more", "OPTIONS *x HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("absolute no path", "GET http://a HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("absolute query no path", "GET http://a?x HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("absolute userinfo", "GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("absolute empty host", "GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("absolute other scheme", "GET ftp://a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+        HTTP_BAD),
+    ERR("too many empty lines",
+        "\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("version 1.2", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", HTTP_BAD_VERSION),
+    ERR("version 2.0", "GET / HTTP/2.0\r\nHost: a\r\n\r\n", HTTP_BAD_VERSION),
+    ERR("version 0.9", "GET / HTTP/0.9\r\n\r\n", HTTP_BAD_VERSION),
+    ERR("version garbage", "GET / HTTP/x\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("version short", "GET / HTTP/1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("version lower case", "GET / http/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("version 1.10", "GET / HTTP/1.10\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("version 11.1", "GET / HTTP/11.1\r\nHost: a\r\n\r\n", HTTP_BAD),
+    ERR("version 2.0 space", "GET / HTTP/2.0 \r\nHost: a\r\n\r\n", HTTP_BAD),
+
+    /* Transfer-Encoding. */
+    ERR("gzip alone", P11 "Transfer-Encoding: gzip\r\n\r\n", HTTP_BAD),
+    ERR("gzip then chunked", P11 "Transfer-Encoding: gzip, chunked\r\n\r\n",
+        HTTP_NOT_IMPL),
+    ERR("gzip then chunked fields",
+        P11 "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
+        HTTP_NOT_IMPL),
+    ERR("coding with quoted parameter",
+        P11 "Transfer-Encoding: x;q=\"a, chunked\", chunked\r\n\r\n",
+        HTTP_NOT_IMPL),
+    ERR("chunked not last", P11 "Transfer-Encoding: chunked, gzip\r\n\r\n",
+        HTTP_BAD),
+    ERR("chunked not last fields",
+        P11 "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n",
+        HTTP_BAD),
+    ERR("chunked twice", P11 "Transfer-Encoding: chunked, chunked\r\n\r\n",
+        HTTP_BAD),
+    ERR("chunked twice fields",
+        P11 "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        HTTP_BAD),
+    ERR("chunked with parameter", P11 "Transfer-Encoding: chunked;a=b\r\n\r\n",
+        HTTP_BAD),
+    ERR("chunked and junk", P11 "Transfer-Encoding: chunked x\r\n\r\n",
+        HTTP_BAD),
+    ERR("te empty", P11 "Transfer-Encoding:\r\n\r\n", HTTP_BAD),
+    ERR("te identity", P11 "Transfer-Encoding: identity\r\n\r\n", HTTP_BAD),
+    ERR("te bad token", P11 "Transfer-Encoding: \"chunked\"\r\n\r\n",
+        HTTP_BAD),
+    ERR("te on 1.0", P10 "Transfer-Encoding: chunked\r\n\r\n", HTTP_BAD),
+    ERR("te and cl",
+        P11 "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+        HTTP_BAD),
+    ERR("cl and te",
+        P11 "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        HTTP_BAD),
+    ERR("cl 0 and te",
+        P11 "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n",
+        HTTP_BAD),
+
+    /* Content-Length. */
+    ERR("cl plus", P11 "Content-Length: +5\r\n\r\n", HTTP_BAD),
+    ERR("cl minus", P11 "Content-Length: -5\r\n\r\n", HTTP_BAD),
+    ERR("cl hex", P11 "Content-Length: 0x5\r\n\r\n", HTTP_BAD),
+    ERR("cl empty", P11 "Content-Length:\r\n\r\n", HTTP_BAD),
+    ERR("cl inner space", P11 "Content-Length: 1 2\r\n\r\n", HTTP_BAD),
+    ERR("cl list", P11 "Content-Length: 5, 5\r\n\r\n", HTTP_BAD),
+    ERR("cl list no space", P11 "Content-Length: 5,5\r\n\r\n", HTTP_BAD),
+    ERR("cl trailing junk", P11 "Content-Length: 5a\r\n\r\n", HTTP_BAD),
+    ERR("cl duplicate equal",
+        P11 "Content-Length: 5\r\ncontent-length: 5\r\n\r\n", HTTP_BAD),
+    ERR("cl duplicate different",
+        P11 "Content-Length: 5\r\nContent-Length: 6\r\n\r\n", HTTP_BAD),
+    ERR("cl 2^63", P11 "Content-Length: 9223372036854775808\r\n\r\n",
+        HTTP_BAD),
+    ERR("cl 19 nines", P11 "Content-Length: 9999999999999999999\r\n\r\n",
+        HTTP_BAD),
+    ERR("cl 20 digits", P11 "Content-Length: 00000000000000000001\r\n\r\n",
+        HTTP_BAD),
+    ERR("cl huge", P11 "Content-Length: 123456789012345678901234567890\r\n\r\n",
+        HTTP_BAD),
+
+    /* Host. */
+    ERR("no host on 1.1", "GET / HTTP/1.1\r\n\r\n", HTTP_BAD),
+    ERR("two hosts", H11 "Host: a\r\n\r\n", HTTP_BAD),
+    ERR("two hosts 1.0", "GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n",
+        HTTP_BAD),
+    ERR("host space", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", HTTP_BAD),
+    ERR("host slash", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", HTTP_BAD),
+    ERR("host userinfo", "GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", HTTP_BAD),
+    ERR("host bad port", "GET / HTTP/1.1\r\nHost: a:b\r\n\r\n", HTTP_BAD),
+    ERR("host port only", "GET / HTTP/1.1\r\nHost: :80\r\n\r\n", HTTP_BAD),
+    ERR("host open bracket", "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", HTTP_BAD),
+    ERR("host empty brackets", "GET / HTTP/1.1\r\nHost: []\r\n\r\n", HTTP_BAD),
+    ERR("host bad escape", "GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", HTTP_BAD),
+    ERR("host short escape", "GET / HTTP/1.1\r\nHost: a%2\r\n\r\n", HTTP_BAD),
+    ERR("host obs-text", "GET / HTTP/1.1\r\nHost: \xe9\r\n\r\n", HTTP_BAD),
+
+    /* Connection. */
+    ERR("connection content-length", P11 "Connection: content-length\r\n"
+                                         "Content-Length: 5\r\n\r\n",
+        HTTP_BAD),
+    ERR("connection host", H11 "Connection: close, Host\r\n\r\n", HTTP_BAD),
+    ERR("connection not a token", H11 "Connection: close close\r\n\r\n",
+        HTTP_BAD),
+    ERR("connection 33 options",
+        H11 "Connection: a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,w,x,y,"
+            "z,aa,bb,cc,dd,ee,ff,gg\r\n\r\n",
+        HTTP_BAD),
+};
+
+static void
+check_req_case(const struct req_case *c)
+{
+    static struct http_request req;
+    char *b = dup_exact(c->raw, c->len);
+    enum http_rc rc = http_parse_request(b, c->len, &lim_std, &req);
+
+    if (rc != c->rc) {
+        fail_msg("%s: rc %d, want %d (%s)", c->name, rc, c->rc,
+                 req.error != NULL ? req.error : "-");
+    }
+    if (rc == HTTP_OK) {
+        if (req.head_len != c->len || req.body != c->body ||
+            req.content_length != c->cl || req.keep_alive != c->keep_alive ||
+            req.expect_continue != c->expect) {
+            fail_msg("%s: head_len %zu body %d cl %llu ka %d expect %d",
+                     c->name, req.head_len, req.body,
+                     (unsigned long long)req.content_length, req.keep_alive,
+                     req.expect_continue);
+        }
+        assert_in(req.method, b, c->len);
+        assert_in(req.target, b, c->len);
+        assert_in(req.path, b, c->len);
+        for (size_t h = 0; h < req.nheaders; h++) {
+            assert_in(req.headers[h].name, b, c->len);
+            assert_in(req.headers[h].value, b, c->len);
+        }
+    }
+    free(b);
+}
+
+static void
+test_request_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NELEM(req_cases); i++) {
+        check_req_case(&req_cases[i]);
+    }
+}
+
+/* Every prefix of a head is HTTP_INCOMPLETE or already the final answer:
+ * for a valid head, always HTTP_INCOMPLETE. */
+static void
+test_request_prefixes(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NELEM(req_cases); i++) {
+        const struct req_case *c = &req_cases[i];
+
+        for (size_t k = 0; k < c->len; k++) {
+            enum http_rc rc = req_rc(c->raw, k, &lim_std);
+
+            if (rc != HTTP_INCOMPLETE && (c->rc == HTTP_OK || rc != c->rc)) {
+                fail_msg("%s: prefix %zu gives %d", c->name, k, rc);
+            }
+        }
+    }
+}
+
+/* A valid head followed by more bytes: the same head, and the rest is
+ * the next request. */
+static void
+test_request_pipelined(void **state)
+{
+    static const char next[] = "DELETE /z HTTP/1.1\r\nHost: z\r\n\r\n";
+    static struct http_request req;
+
+    (void)state;
+    for (size_t i = 0; i < NELEM(req_cases); i++) {
+        const struct req_case *c = &req_cases[i];
+        size_t n = c->len + sizeof(next) - 1;
+        char *b;
+
+        if (c->rc != HTTP_OK) {
+            continue;
+        }
+        b = malloc(n);
+        assert_non_null(b);
+        memcpy(b, c->raw, c->len);
+        memcpy(b + c->len, next, sizeof(next) - 1);
+        assert_int_equal(http_parse_request(b, n, &lim_std, &req), HTTP_OK);
+        assert_int_equal(req.head_len, c->len);
+        assert_int_equal(http_parse_request(b + req.head_len, n - c->len,
+                                            &lim_std, &req),
+                         HTTP_OK);
+        assert_int_equal(req.head_len, sizeof(next) - 1);
+        assert_true(slice_eq(req.method, "DELETE"));
+        assert_true(slice_eq(req.path, "/z"));
+        free(b);
+    }
+}
+
+static void
+test_request_fields(void **state)
+{
+    static const char raw[] =
+        "\r\nPUT /a/b?c=d&e HTTP/1.1\r\nHost: h.example\r\n"
+        "X-Pad: \t  v a l  \t\r\nX-Empty:\r\nContent-Length: 3\r\n\r\nabc";
+    static struct http_request req;
+
+    (void)state;
+    assert_int_equal(http_parse_request(raw, sizeof(raw) - 1, &lim_std, &req),
+                     HTTP_OK);
+    assert_int_equal(req.head_len, sizeof(raw) - 1 - 3);
+    assert_true(slice_eq(req.method, "PUT"));
+    assert_true(slice_eq(req.target, "/a/b?c=d&e"));
+    assert_true(slice_eq(req.path, "/a/b"));
+    assert_int_equal(req.minor, 1);
+    assert_int_equal(req.nheaders, 4);
+    assert_true(slice_eq(req.headers[0].name, "Host"));
+    assert_true(slice_eq(req.headers[0].value, "h.example"));
+    assert_true(slice_eq(req.headers[1].value, "v a l"));
+    assert_int_equal(req.headers[2].value.len, 0);
+    assert_int_equal(http_find_header(req.headers, req.nheaders, 0,
+                                      "content-LENGTH"),
+                     3);
+    assert_int_equal(http_find_header(req.headers, req.nheaders, 0, "x-pad"),
+                     1);
+    assert_int_equal(http_find_header(req.headers, req.nheaders, 2, "x-pad"),
+                     -1);
+    assert_int_equal(http_find_header(req.headers, req.nheaders, 0, "X-Pa"),
+                     -1);
+    assert_int_equal(http_find_header(req.headers, req.nheaders, 9, "Host"),
+                     -1);
+
+    static const char absf[] =
+        "GET http://h.example:8080/p/q?r HTTP/1.0\r\n\r\n";
+    assert_int_equal(http_parse_request(absf, sizeof(absf) - 1, &lim_std, &req),
+                     HTTP_OK);
+    assert_true(slice_eq(req.target, "http://h.example:8080/p/q?r"));
+    assert_true(slice_eq(req.path, "/p/q"));
+    assert_int_equal(req.minor, 0);
+
+    static const char star[] = "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n";
+    assert_int_equal(http_parse_request(star, sizeof(star) - 1, &lim_std,
+                                        &req),
+                     HTTP_OK);
+    assert_true(slice_eq(req.path, "*"));
+}
+
+static void
+test_request_hop(void **state)
+{
+    static const char raw[] =
+        "GET / HTTP/1.1\r\nHost: a\r\n"
+        "Connection: X-Foo, keep-alive\r\n" /* 1 */
+        "Keep-Alive: 5\r\n"
+        "Proxy-Connection: x\r\n"
+        "TE: trailers\r\n"
+        "Trailer: X-Sum\r\n" /* 5 */
+        "Upgrade: h2c\r\n"
+        "Proxy-Authorization: x\r\n"
+        "Proxy-Authenticate: x\r\n"
+        "x-foo: named\r\n"
+        "X-Bar: not named\r\n" /* 10 */
+        "Via: 1.1 a\r\n"
+        "Authorization: x\r\n"
+        "connection: x-bar\r\n"
+        "Transfer-Encoding: chunked\r\n"
+        "Content-Type: text/plain\r\n" /* 15 */
+        "\r\n";
+    static const bool hop[] = {false, true, true, true, true, true,
+                               true,  true, true, true, true, false,
+                               false, true, true, false};
+    static struct http_request req;
+
+    (void)state;
+    assert_int_equal(http_parse_request(raw, sizeof(raw) - 1, &lim_std, &req),
+                     HTTP_OK);
+    assert_int_equal(req.nheaders, NELEM(hop));
+    for (size_t i = 0; i < NELEM(hop); i++) {
+        if (req.headers[i].hop != hop[i]) {
+            fail_msg("header %zu (%.*s): hop %d", i,
+                     (int)req.headers[i].name.len, req.headers[i].name.p,
+                     req.headers[i].hop);
+        }
+    }
+    assert_int_equal(req.body, HTTP_BODY_CHUNKED);
+    assert_true(req.keep_alive);
+}
+
+static void
+test_request_limits(void **state)
+{
+    struct http_limits lim = {8192, 4, 16};
+    static struct http_request req;
+    char big[20000];
+    size_t n;
+
+    (void)state;
+    /* Header count: 4 fit, the 5th is refused before the head ends. */
+    assert_int_equal(req_rc(S("GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 1\r\n"
+                              "D: 1\r\n\r\n"),
+                            &lim),
+                     HTTP_OK);
+    assert_int_equal(req_rc(S("GET / HTTP/1.1\r\nHost: a\r\nB: 1\r\nC: 1\r\n"
+                              "D: 1\r\nE"),
+                            &lim),
+                     HTTP_HEAD_TOO_LARGE);
+
+    /* The configured count is capped at HTTP_MAX_HEADERS. */
+    lim.max_headers = 1000;
+    n = (size_t)sprintf(big, "GET / HTTP/1.1\r\nHost: a\r\n");
+    for (int i = 1; i < HTTP_MAX_HEADERS; i++) {
+        n += (size_t)sprintf(big + n, "X%d: v\r\n", i);
+    }
+    memcpy(big + n, "\r\n", 2);
+    assert_int_equal(req_rc(big, n + 2, &lim), HTTP_OK);
+    n += (size_t)sprintf(big + n, "Y: v\r\n\r\n");
+    assert_int_equal(req_rc(big, n, &lim), HTTP_HEAD_TOO_LARGE);
+
+    /* URI length: max_uri bytes fit, one more is 414 as soon as seen. */
+    lim.max_headers = 4;
+    assert_int_equal(req_rc(S("GET /234567890123456 HTTP/1.1\r\nHost: a\r\n"
+                              "\r\n"),
+                            &lim),
+                     HTTP_OK);
+    assert_int_equal(req_rc(S("GET /2345678901234567 HTTP/1.1\r\nHost: a\r\n"
+                              "\r\n"),
+                            &lim),
+                     HTTP_URI_TOO_LONG);
+    assert_int_equal(req_rc(S("GET /2345678901234567"), &lim),
+                     HTTP_URI_TOO_LONG);
+    assert_int_equal(req_rc(S("GET /234567890123456"), &lim),
+                     HTTP_INCOMPLETE);
+
+    /* Head size: exactly max_head bytes fit; without an end by max_head
+     * bytes, 431, whatever follows. */
+    static const char h[] = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    size_t hl = sizeof(h) - 1;
+    lim.max_head = hl;
+    assert_int_equal(req_rc(h, hl, &lim), HTTP_OK);
+    assert_int_equal(req_rc(h, hl - 1, &lim), HTTP_INCOMPLETE);
+    lim.max_head = hl - 1;
+    assert_int_equal(req_rc(h, hl - 2, &lim), HTTP_INCOMPLETE);
+    assert_int_equal(req_rc(h, hl - 1, &lim), HTTP_HEAD_TOO_LARGE);
+    assert_int_equal(req_rc(h, hl, &lim), HTTP_HEAD_TOO_LARGE);
+    lim.max_head = 0;
+    assert_int_equal(req_rc(h, 0, &lim), HTTP_HEAD_TOO_LARGE);
+
+    /* A long stream of valid field lines reaches 431, not 400. */
+    lim = lim_std;
+    n = (size_t)sprintf(big, "GET / HTTP/1.1\r\nHost: a\r\nX: ");
+    memset(big + n, 'v', sizeof(big) - n);
+    assert_int_equal(req_rc(big, lim.max_head - 1, &lim), HTTP_INCOMPLETE);
+    assert_int_equal(req_rc(big, lim.max_head, &lim), HTTP_HEAD_TOO_LARGE);
+    assert_int_equal(req_rc(big, sizeof(big), &lim), HTTP_HEAD_TOO_LARGE);
+    assert_int_equal(http_parse_request(big, sizeof(big), &lim, &req),
+                     HTTP_HEAD_TOO_LARGE);
+    assert_non_null(req.error);
+    assert_int_equal(req_rc("", 0, &lim), HTTP_INCOMPLETE);
+}
+
+/* Responses. */
+struct resp_case {
+    const char *name;
+    const char *raw;
+    size_t len;
+    bool head;
+    enum http_rc rc;
+    int status;
+    enum http_body body;
+    uint64_t cl;
+    bool keep_alive;
+};
+
+#define R(name, raw, head, rc, st, body, cl, ka)                             \
+    {name, S(raw), head, rc, st, body, cl, ka}
+#define RERR(name, raw) R(name, raw, false, HTTP_BAD, 0, HTTP_BODY_NONE, 0, 0)
+
+static const struct resp_case resp_cases[] = {
+    R("length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", false,
+      HTTP_OK, 200, HTTP_BODY_LENGTH, 5, true),
+    R("length 0", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false,
+      HTTP_OK, 200, HTTP_BODY_NONE, 0, true),
+    R("close framing", "HTTP/1.1 200 OK\r\n\r\n", false, HTTP_OK, 200,
+      HTTP_BODY_CLOSE, 0, false),
+    R("chunked", "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n",
+      false, HTTP_OK, 201, HTTP_BODY_CHUNKED, 0, true),
+    R("chunked close", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                       "Connection: close\r\n\r\n",
+      false, HTTP_OK, 200, HTTP_BODY_CHUNKED, 0, false),
+    R("204", "HTTP/1.1 204 No Content\r\n\r\n", false, HTTP_OK, 204,
+      HTTP_BODY_NONE, 0, true),
+    R("304 with length",
+      "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+      false, HTTP_OK, 304, HTTP_BODY_NONE, 0, true),
+    R("100", "HTTP/1.1 100 Continue\r\n\r\n", false, HTTP_OK, 100,
+      HTTP_BODY_NONE, 0, true),
+    R("101", "HTTP/1.1 101 Switching\r\nUpgrade: x\r\n\r\n", false, HTTP_OK,
+      101, HTTP_BODY_NONE, 0, true),
+    R("head with length", "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n",
+      true, HTTP_OK, 200, HTTP_BODY_NONE, 0, true),
+    R("head with chunked",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+      true, HTTP_OK, 200, HTTP_BODY_NONE, 0, true),
+    R("head without framing", "HTTP/1.1 200 OK\r\n\r\n", true, HTTP_OK, 200,
+      HTTP_BODY_NONE, 0, true),
+    R("1.0", "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n", false, HTTP_OK,
+      200, HTTP_BODY_LENGTH, 1, false),
+    R("1.0 keep-alive",
+      "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\n",
+      false, HTTP_OK, 200, HTTP_BODY_LENGTH, 1, true),
+    R("1.1 close",
+      "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\n",
+      false, HTTP_OK, 200, HTTP_BODY_LENGTH, 1, false),
+    R("no reason", "HTTP/1.1 404\r\nContent-Length: 0\r\n\r\n", false,
+      HTTP_OK, 404, HTTP_BODY_NONE, 0, true),
+    R("empty reason", "HTTP/1.1 404 \r\nContent-Length: 0\r\n\r\n", false,
+      HTTP_OK, 404, HTTP_BODY_NONE, 0, true),
+    R("reason text", "HTTP/1.1 599 a\tb \x80\xff!\r\nContent-Length: 0\r\n\r\n",
+      false, HTTP_OK, 599, HTTP_BODY_NONE, 0, true),
+    RERR("te and cl", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                      "Content-Length: 5\r\n\r\n"),
+    RERR("te and cl on head", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                              "Transfer-Encoding: chunked\r\n\r\n"),
+    RERR("gzip", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n"),
+    RERR("gzip chunked",
+         "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
+    RERR("chunked twice",
+         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"),
+    RERR("te on 1.0", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"),
+    RERR("cl twice", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+                     "Content-Length: 1\r\n\r\n"),
+    RERR("cl list", "HTTP/1.1 200 OK\r\nContent-Length: 1,1\r\n\r\n"),
+    RERR("cl sign", "HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n"),
+    RERR("connection content-length",
+         "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\n"
+         "Content-Length: 1\r\n\r\n"),
+    RERR("two digits", "HTTP/1.1 20 OK\r\n\r\n"),
+    RERR("four digits", "HTTP/1.1 2000 OK\r\n\r\n"),
+    RERR("letters", "HTTP/1.1 abc OK\r\n\r\n"),
+    RERR("status 099", "HTTP/1.1 099 X\r\n\r\n"),
+    RERR("status 600", "HTTP/1.1 600 X\r\n\r\n"),
+    RERR("no space after version", "HTTP/1.1\r\n\r\n"),
+    RERR("two spaces", "HTTP/1.1  200 OK\r\n\r\n"),
+    RERR("reason glued", "HTTP/1.1 200OK\r\n\r\n"),
+    RERR("bare LF status", "HTTP/1.1 200 OK\n\r\n"),
+    RERR("bare LF field", "HTTP/1.1 200 OK\r\nA: b\n\r\n"),
+    RERR("bare CR reason", "HTTP/1.1 200 O\rK\r\n\r\n"),
+    RERR("CTL in reason", "HTTP/1.1 200 O\x01K\r\n\r\n"),
+    RERR("obs-fold", "HTTP/1.1 200 OK\r\nA: b\r\n c\r\n\r\n"),
+    RERR("space before colon", "HTTP/1.1 200 OK\r\nA : b\r\n\r\n"),
+    RERR("leading CRLF", "\r\nHTTP/1.1 200 OK\r\n\r\n"),
+    RERR("version garbage", "HTTP/x 200 OK\r\n\r\n"),
+    R("version 2", "HTTP/2.0 200 OK\r\n\r\n", false, HTTP_BAD_VERSION, 0,
+      HTTP_BODY_NONE, 0, false),
+    R("version 1.2", "HTTP/1.2 200 OK\r\n\r\n", false, HTTP_BAD_VERSION, 0,
+      HTTP_BODY_NONE, 0, false),
+};
+
+static void
+test_response_table(void **state)
+{
+    static struct http_response resp;
+
+    (void)state;
+    for (size_t i = 0; i < NELEM(resp_cases); i++) {
+        const struct resp_case *c = &resp_cases[i];
+        char *b = dup_exact(c->raw, c->len);
+        enum http_rc rc =
+            http_parse_response(b, c->len, &lim_std, c->head, &resp);
+
+        if (rc != c->rc) {
+            fail_msg("%s: rc %d, want %d (%s)", c->name, rc, c->rc,
+                     resp.error != NULL ? resp.error : "-");
+        }
+        if (rc == HTTP_OK &&
+            (resp.head_len != c->len || resp.status != c->status ||
+             resp.body != c->body || resp.content_length != c->cl ||
+             resp.keep_alive != c->keep_alive)) {
+            fail_msg("%s: head_len %zu status %d body %d cl %llu ka %d",
+                     c->name, resp.head_len, resp.status, resp.body,
+                     (unsigned long long)resp.content_length,
+                     resp.keep_alive);
+        }
+        if (rc == HTTP_OK) {
+            assert_in(resp.reason, b, c->len);
+        }
+        for (size_t k = 0; k < c->len; k++) {
+            enum http_rc prc = resp_rc(c->raw, k, c->head);
+
+            if (prc != HTTP_INCOMPLETE && (c->rc == HTTP_OK || prc != c->rc)) {
+                fail_msg("%s: prefix %zu gives %d", c->name, k, prc);
+            }
+        }
+        free(b);
+    }
+}
+
+static void
+test_response_fields(void **state)
+{
+    static const char raw[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                              "Retry-After: 5\r\nConnection: retry-after\r\n"
+                              "Content-Length: 2\r\n\r\nokHTTP/1.1 200 \r\n";
+    static struct http_response resp;
+
+    (void)state;
+    assert_int_equal(
+        http_parse_response(raw, sizeof(raw) - 1, &lim_std, false, &resp),
+        HTTP_OK);
+    assert_int_equal(resp.head_len, sizeof(raw) - 1 - 17);
+    assert_int_equal(resp.status, 503);
+    assert_int_equal(resp.minor, 1);
+    assert_true(slice_eq(resp.reason, "Service Unavailable"));
+    assert_int_equal(resp.nheaders, 3);
+    assert_true(resp.headers[0].hop);
+    assert_true(resp.headers[1].hop);
+    assert_false(resp.headers[2].hop);
+    assert_int_equal(
+        http_parse_response(raw + resp.head_len + 2, 15, &lim_std, false,
+                            &resp),
+        HTTP_INCOMPLETE);
+    assert_int_equal(resp_rc(raw, 0, false), HTTP_INCOMPLETE);
+}
+
+/* The chunked decoder. A case is a body, possibly followed by the next
+ * message: body_len is how much belongs to the body, or -1 if refused,
+ * or -2 if the input is a valid but unfinished body. */
+struct chunk_case {
+    const char *name;
+    const char *raw;
+    size_t len;
+    long body_len;
+};
+
+#define C(name, raw, blen) {name, S(raw), blen}
+#define CBAD(name, raw) {name, S(raw), -1}
+#define CMORE(name, raw) {name, S(raw), -2}
+
+static const struct chunk_case chunk_cases[] = {
+    C("last only", "0\r\n\r\n", 5),
+    C("one chunk", "5\r\nhello\r\n0\r\n\r\n", 15),
+    C("two chunks", "5\r\nhello\r\n1\r\n!\r\n0\r\n\r\n", 21),
+    C("hex", "A\r\n0123456789\r\na\r\n0123456789\r\n0\r\n\r\n", 35),
+    C("16 digits", "0000000000000005\r\nhello\r\n0\r\n\r\n", 30),
+    C("extensions", "5;a=b;c=\"x y\"\r\nhello\r\n0;last\r\n\r\n", 32),
+    C("trailers", "0\r\nX-Sum: abc\r\nY:\r\n\r\n", 21),
+    C("trailer text", "0\r\nX: a\tb \x80\r\n\r\n", 15),
+    C("then next message", "3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.1\r\n", 13),
+    C("then garbage", "0\r\n\r\n\0\0\0", 5),
+    CMORE("unfinished data", "10\r\nabc"),
+    CMORE("unfinished trailer", "0\r\nX: y\r\n"),
+    CMORE("huge chunk", "7fffffffffffffff\r\nabc"),
+    CMORE("empty", ""),
+    CBAD("empty size", "\r\nabc\r\n0\r\n\r\n"),
+    CBAD("not hex", "x\r\n"),
+    CBAD("leading space", " 5\r\nhello\r\n0\r\n\r\n"),
+    CBAD("trailing space", "5 \r\nhello\r\n0\r\n\r\n"),
+    CBAD("space before ext", "5 ;a\r\nhello\r\n0\r\n\r\n"),
+    CBAD("sign", "-5\r\n"),
+    CBAD("0x", "0x5\r\n"),
+    CBAD("17 digits", "00000000000000005\r\nhello\r\n0\r\n\r\n"),
+    CBAD("overflow", "8000000000000000\r\n"),
+    CBAD("overflow 2^64", "ffffffffffffffff\r\n"),
+    CBAD("bare LF size", "5\nhello\r\n0\r\n\r\n"),
+    CBAD("bare CR size", "5\rhello\r\n0\r\n\r\n"),
+    CBAD("no CRLF after data", "5\r\nhelloX\r\n0\r\n\r\n"),
+    CBAD("LF after data", "5\r\nhello\n0\r\n\r\n"),
+    CBAD("CR after data", "5\r\nhello\r0\r\n\r\n"),
+    CBAD("ext CTL", "5;a\x01\r\nhello\r\n0\r\n\r\n"),
+    CBAD("ext bare LF", "5;a\nhello\r\n0\r\n\r\n"),
+    CBAD("trailer obs-fold", "0\r\nX: a\r\n b\r\n\r\n"),
+    CBAD("trailer space colon", "0\r\nX : a\r\n\r\n"),
+    CBAD("trailer no colon", "0\r\nX\r\n\r\n"),
+    CBAD("trailer empty name", "0\r\n: a\r\n\r\n"),
+    CBAD("trailer CTL", "0\r\nX: a\x7f\r\n\r\n"),
+    CBAD("trailer bare LF", "0\r\nX: a\n\r\n"),
+    CBAD("end bare CR", "0\r\n\rX"),
+    CBAD("end bare LF", "0\r\n\n"),
+};
+
+struct chunk_result {
+    bool err;
+    bool done;
+    size_t consumed;
+};
+
+/* Feed raw in the pieces that cuts[] delimits (ascending offsets). */
+static struct chunk_result
+feed_split(const char *raw, size_t len, const size_t *cuts, size_t ncuts)
+{
+    struct http_chunked c;
+    struct chunk_result r = {false, false, 0};
+    size_t from = 0;
+
+    http_chunked_init(&c);
+    for (size_t i = 0; i <= ncuts; i++) {
+        size_t to = i < ncuts ? cuts[i] : len;
+        char *piece = dup_exact(raw + from, to - from);
+        size_t got = http_chunked_feed(&c, piece, to - from);
+
+        free(piece);
+        if (got == (size_t)-1) {
+            assert_non_null(c.error);
+            assert_int_equal(http_chunked_feed(&c, "0", 1), (size_t)-1);
+            r.err = true;
+            return r;
+        }
+        assert_true(got <= to - from);
+        r.consumed += got;
+        if (c.done) {
+            r.done = true;
+            assert_int_equal(http_chunked_feed(&c, "0\r\n", 3), 0);
+            return r;
+        }
+        assert_int_equal(got, to - from);
+        from = to;
+    }
+    return r;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t
+rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Whole, byte by byte, and in random pieces: always the same answer. */
+static void
+check_chunk_splits(const char *name, const char *raw, size_t len,
+                   struct chunk_result want)
+{
+    size_t cuts[64];
+    struct chunk_result r;
+    size_t *bytes = malloc((len + 1) * sizeof(*bytes));
+
+    assert_non_null(bytes);
+    for (size_t i = 0; i < len; i++) {
+        bytes[i] = i + 1;
+    }
+    r = feed_split(raw, len, bytes, len > 0 ? len - 1 : 0);
+    free(bytes);
+    if (r.err != want.err || r.done != want.done ||
+        (!r.err && r.consumed != want.consumed)) {
+        fail_msg("%s: byte by byte: err %d done %d consumed %zu", name,
+                 r.err, r.done, r.consumed);
+    }
+    for (int round = 0; round < 200 && len > 1; round++) {
+        size_t n = (size_t)(rng() % (len < 64 ? len : 64));
+        size_t at = 0;
+
+        for (size_t i = 0; i < n; i++) {
+            at += 1 + (size_t)(rng() % ((len - 1) / (n + 1) + 1));
+            if (at >= len) {
+                n = i;
+                break;
+            }
+            cuts[i] = at;
+        }
+        r = feed_split(raw, len, cuts, n);
+        if (r.err != want.err || r.done != want.done ||
+            (!r.err && r.consumed != want.consumed)) {
+            fail_msg("%s: %zu pieces: err %d done %d consumed %zu", name,
+                     n + 1, r.err, r.done, r.consumed);
+        }
+    }
+}
+
+static void
+test_chunked_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NELEM(chunk_cases); i++) {
+        const struct chunk_case *c = &chunk_cases[i];
+        struct chunk_result want = {c->body_len == -1, c->body_len >= 0,
+                                    c->body_len >= 0 ? (size_t)c->body_len
+                                                     : c->len};
+        struct chunk_result r = feed_split(c->raw, c->len, NULL, 0);
+
+        if (r.err != want.err || r.done != want.done ||
+            (!r.err && r.consumed != want.consumed)) {
+            fail_msg("%s: err %d done %d consumed %zu", c->name, r.err,
+                     r.done, r.consumed);
+        }
+        check_chunk_splits(c->name, c->raw, c->len, want);
+    }
+}
+
+static void
+test_chunked_bounds(void **state)
+{
+    static char buf[16384];
+    struct chunk_result want = {false, true, 0};
+    struct chunk_result bad = {true, false, 0};
+    struct http_chunked c;
+    size_t n;
+
+    (void)state;
+    /* Extensions: a size line of 4096 bytes is fine, 4097 is not. */
+    n = (size_t)sprintf(buf, "1;");
+    memset(buf + n, 'e', 4096 - n);
+    n = 4096;
+    n += (size_t)sprintf(buf + n, "\r\nx\r\n0\r\n\r\n");
+    want.consumed = n;
+    check_chunk_splits("4096-byte size line", buf, n, want);
+    n = (size_t)sprintf(buf, "1;");
+    memset(buf + n, 'e', 4097 - n);
+    n = 4097;
+    n += (size_t)sprintf(buf + n, "\r\nx\r\n0\r\n\r\n");
+    check_chunk_splits("4097-byte size line", buf, n, bad);
+
+    /* Trailers: 8192 bytes in all, final CRLF included, and no more. */
+    n = (size_t)sprintf(buf, "0\r\nX: ");
+    memset(buf + n, 'v', 3 + 8192 - 4 - n);
+    n = 3 + 8192 - 4;
+    n += (size_t)sprintf(buf + n, "\r\n\r\n");
+    want.consumed = n;
+    check_chunk_splits("8 KiB trailers", buf, n, want);
+    n = (size_t)sprintf(buf, "0\r\nX: ");
+    memset(buf + n, 'v', 3 + 8192 - 3 - n);
+    n = 3 + 8192 - 3;
+    n += (size_t)sprintf(buf + n, "\r\n\r\n");
+    check_chunk_splits("8 KiB + 1 trailers", buf, n, bad);
+
+    /* A large chunk is counted, not buffered. */
+    http_chunked_init(&c);
+    assert_int_equal(http_chunked_feed(&c, S("7FFFFFFFFFFFFFFF\r\n")), 18);
+    assert_true(c.remaining == (uint64_t)INT64_MAX);
+    memset(buf, 'd', sizeof(buf));
+    assert_int_equal(http_chunked_feed(&c, buf, sizeof(buf)), sizeof(buf));
+    assert_true(c.remaining == (uint64_t)INT64_MAX - sizeof(buf));
+    assert_false(c.done);
+    assert_int_equal(http_chunked_feed(&c, buf, 0), 0);
+}
+
+/* Random damage to valid messages: no crash, no read past len (ASan),
+ * slices inside the buffer, prefixes consistent with the whole, and the
+ * chunked decoder indifferent to splits. */
+static void
+test_mutations(void **state)
+{
+    static const char *seeds[] = {
+        "GET /a?b HTTP/1.1\r\nHost: a\r\nConnection: x, close\r\n\r\n",
+        "POST http://h/x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: "
+        "chunked\r\nContent-Length: 1\r\n\r\n",
+        "\r\nPUT /x HTTP/1.0\r\nContent-Length: 10\r\nExpect: 100-continue"
+        "\r\n\r\n",
+    };
+    static const char *rseeds[] = {
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\n",
+        "HTTP/1.0 204 \r\nTransfer-Encoding: chunked\r\n\r\n",
+    };
+    static const char *cseeds[] = {
+        "5;x=y\r\nhello\r\n0\r\nA: b\r\n\r\n",
+        "1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n",
+    };
+    static const char alphabet[] = "\r\n :;,\t\0\x7f\x80#/?aZ0fF9-\"";
+    static struct http_request req;
+    static struct http_response resp;
+    char buf[256];
+
+    (void)state;
+    for (int round = 0; round < 3000; round++) {
+        int kind = round % 3;
+        const char *seed = kind == 0   ? seeds[rng() % NELEM(seeds)]
+                           : kind == 1 ? rseeds[rng() % NELEM(rseeds)]
+                                       : cseeds[rng() % NELEM(cseeds)];
+        size_t len = strlen(seed);
+        int edits = 1 + (int)(rng() % 3);
+        char *b;
+        enum http_rc rc;
+
+        memcpy(buf, seed, len);
+        for (int e = 0; e < edits; e++) {
+            size_t at = (size_t)(rng() % len);
+            char ch = alphabet[rng() % (sizeof(alphabet) - 1)];
+
+            switch (rng() % 3) {
+            case 0:
+                buf[at] = ch;
+                break;
+            case 1:
+                if (len < sizeof(buf)) {
+                    memmove(buf + at + 1, buf + at, len - at);
+                    buf[at] = ch;
+                    len++;
+                }
+                break;
+            default:
+                if (len > 1) {
+                    memmove(buf + at, buf + at + 1, len - at - 1);
+                    len--;
+                }
+                break;
+            }
+        }
+        if (kind == 2) {
+            struct chunk_result want = feed_split(buf, len, NULL, 0);
+            check_chunk_splits("mutation", buf, len, want);
+            continue;
+        }
+        b = dup_exact(buf, len);
+        if (kind == 0) {
+            rc = http_parse_request(b, len, &lim_std, &req);
+            if (rc == HTTP_OK) {
+                assert_true(req.head_len <= len);
+                assert_in(req.method, b, len);
+                assert_in(req.target, b, len);
+                assert_in(req.path, b, len);
+                for (size_t h = 0; h < req.nheaders; h++) {
+                    assert_in(req.headers[h].name, b, len);
+                    assert_in(req.headers[h].value, b, len);
+                }
+            }
+            for (size_t k = 0; k < len; k++) {
+                enum http_rc prc = req_rc(b, k, &lim_std);
+                bool whole = rc == HTTP_OK && k >= req.head_len;
+
+                if (whole ? prc != HTTP_OK
+                          : prc != HTTP_INCOMPLETE &&
+                                (prc != rc || rc == HTTP_OK)) {
+                    fail_msg("mutation %d: prefix %zu gives %d, whole %d",
+                             round, k, prc, rc);
+                }
+            }
+        } else {
+            rc = http_parse_response(b, len, &lim_std, false, &resp);
+            if (rc == HTTP_OK) {
+                assert_true(resp.head_len <= len);
+                assert_in(resp.reason, b, len);
+            }
+        }
+        free(b);
+    }
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_request_table),
+        cmocka_unit_test(test_request_prefixes),
+        cmocka_unit_test(test_request_pipelined),
+        cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_request_hop),
+        cmocka_unit_test(test_request_limits),
+        cmocka_unit_test(test_response_table),
+        cmocka_unit_test(test_response_fields),
+        cmocka_unit_test(test_chunked_table),
+        cmocka_unit_test(test_chunked_bounds),
+        cmocka_unit_test(test_mutations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
