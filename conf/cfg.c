@@ -71,26 +71,31 @@ static void
 add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
 {
     char msg[512];
-    char *full = NULL;
+    char where[32] = "";
+    const char *prefix = l->file;
+    bool from_env = at != NULL && at->env != NULL;
+    char *full;
     char **msgs;
     int *keys;
+    size_t n;
     va_list ap;
-    int n;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (at != NULL && at->env != NULL) {
-        n = asprintf(&full, "env:%s: %s", at->env, msg);
+    if (from_env) {
+        prefix = at->env;
     } else if (at != NULL && at->line > 0) {
-        n = asprintf(&full, "%s:%d: %s", l->file, at->line, msg);
-    } else {
-        n = asprintf(&full, "%s: %s", l->file, msg);
+        snprintf(where, sizeof(where), ":%d", at->line);
     }
-    if (n < 0) {
+    n = strlen(prefix) + strlen(where) + strlen(msg) + 7;
+    full = malloc(n);
+    if (full == NULL) {
         l->oom = true;
         return;
     }
+    snprintf(full, n, "%s%s%s: %s", from_env ? "env:" : "",
+             prefix, where, msg);
     msgs = realloc(l->errs->msgs, (l->errs->n + 1) * sizeof(*msgs));
     if (msgs == NULL) {
         free(full);
