@@ -1,0 +1,783 @@
+/* test_cfg.c: the configuration loader: defaults, every key, env
+ * overrides, and the exact "FILE:LINE: message" of each kind of error,
+ * from INI files written to temporary files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../conf/cfg.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_ENV 8
+#define MAX_WANT 8
+
+/* Write text to a new temporary file; returns its malloc'd path. */
+static char *
+write_ini(const char *text)
+{
+    char *path = strdup("/tmp/tidemark-cfg-XXXXXX");
+    int fd;
+    size_t len = strlen(text);
+
+    assert_non_null(path);
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    assert_int_equal(close(fd), 0);
+    return path;
+}
+
+struct loaded {
+    char *path;
+    struct tm_config c;
+    struct cfg_errors errs;
+    bool ok;
+};
+
+/* Load text with the given environment (NULL-terminated, may be NULL). */
+static void
+load(struct loaded *l, const char *text, const char *const *env)
+{
+    char *envp[MAX_ENV + 1] = {NULL};
+
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+        assert_true(i < MAX_ENV);
+        envp[i] = (char *)env[i];
+    }
+    memset(l, 0, sizeof(*l));
+    l->path = write_ini(text);
+    l->ok = cfg_load(&l->c, l->path, envp, &l->errs);
+    /* Read once: gone even when an assertion fails later. */
+    unlink(l->path);
+}
+
+static void
+unload(struct loaded *l)
+{
+    free(l->path);
+    cfg_free(&l->c);
+    cfg_errors_free(&l->errs);
+}
+
+static void
+print_errs(const struct loaded *l)
+{
+    for (size_t i = 0; i < l->errs.n; i++) {
+        print_message("  got: %s\n", l->errs.msgs[i]);
+    }
+}
+
+static void
+load_ok(struct loaded *l, const char *text, const char *const *env)
+{
+    load(l, text, env);
+    if (!l->ok || l->errs.n != 0) {
+        print_errs(l);
+        fail_msg("expected the config to load");
+    }
+}
+
+/* Check that the errors are exactly want, in order; "@" at the start of
+ * a wanted message stands for the file's path. */
+static void
+expect_errs(const struct loaded *l, const char *name,
+            const char *const want[])
+{
+    size_t n = 0;
+    bool same;
+
+    while (n < MAX_WANT && want[n] != NULL) {
+        n++;
+    }
+    same = !l->ok && l->errs.n == n;
+    for (size_t i = 0; same && i < n; i++) {
+        char buf[512];
+
+        if (want[i][0] == '@') {
+            snprintf(buf, sizeof(buf), "%s%s", l->path, want[i] + 1);
+        } else {
+            snprintf(buf, sizeof(buf), "%s", want[i]);
+        }
+        same = strcmp(buf, l->errs.msgs[i]) == 0;
+    }
+    if (!same) {
+        for (size_t i = 0; i < n; i++) {
+            print_message("  want: %s\n", want[i]);
+        }
+        print_errs(l);
+        fail_msg("case \"%s\": errors differ (ok=%d)", name, l->ok);
+    }
+}
+
+static void
+test_defaults(void **state)
+{
+    struct loaded l;
+
+    load_ok(&l, "; nothing but a comment\n", NULL);
+    assert_string_equal(l.c.file, l.path);
+    assert_string_equal(l.c.proxy.listen, "127.0.0.1:7070");
+    assert_false(l.c.proxy.unmatched_reject);
+    assert_string_equal(l.c.proxy.token_header, "Fencing-Token");
+    assert_string_equal(l.c.proxy.resource_header, "Fencing-Resource");
+    assert_int_equal(l.c.proxy.header_timeout_ms, 10000);
+    assert_int_equal(l.c.proxy.idle_timeout_ms, 60000);
+    assert_int_equal(l.c.proxy.max_head, 16384);
+    assert_int_equal(l.c.proxy.max_headers, 100);
+    assert_int_equal(l.c.proxy.max_connections, 10000);
+    assert_int_equal(l.c.proxy.order_grace_ms, 1000);
+    assert_int_equal(l.c.proxy.discard_limit, 65536);
+    assert_int_equal(l.c.proxy.buffer_size, 65536);
+    assert_string_equal(l.c.proxy.log_level, "info");
+    assert_string_equal(l.c.admin.listen, "127.0.0.1:7071");
+    assert_string_equal(l.c.store.type, "lmdb");
+    assert_string_equal(l.c.store.path, "./data/marks.lmdb");
+    assert_int_equal(l.c.store.map_size, 1073741824);
+    assert_null(l.c.store.dsn);
+    assert_null(l.c.store.url);
+    assert_null(l.c.store.endpoints);
+    assert_int_equal(l.c.store.cache_entries, 100000);
+    assert_int_equal(l.c.store.timeout_ms, 2000);
+    assert_int_equal(l.c.nupstreams, 0);
+    assert_int_equal(l.c.nroutes, 0);
+    unload(&l);
+}
+
+/* Defaults of upstream and route keys, and a route's compiled templates. */
+static void
+test_section_defaults(void **state)
+{
+    static const char ini[] = "[upstream default]\n"
+                              "url = http://127.0.0.1:8080\n"
+                              "[route documents]\n"
+                              "path = /v1/documents/{doc}\n"
+                              "resource = documents/{doc}\n";
+    struct tm_slice caps[TM_MAX_CAPTURES];
+    char res[TM_RESOURCE_MAX];
+    const struct cfg_upstream *u;
+    const struct cfg_route *r;
+    struct loaded l;
+
+    load_ok(&l, ini, NULL);
+    assert_int_equal(l.c.nupstreams, 1);
+    u = &l.c.upstreams[0];
+    assert_string_equal(u->name, "default");
+    assert_string_equal(u->url, "http://127.0.0.1:8080");
+    assert_int_equal(u->line, 1);
+    assert_int_equal(u->connect_timeout_ms, 2000);
+    assert_int_equal(u->timeout_ms, 30000);
+    assert_int_equal(u->max_idle, 64);
+    assert_int_equal(l.c.nroutes, 1);
+    r = &l.c.routes[0];
+    assert_string_equal(r->name, "documents");
+    assert_int_equal(r->line, 3);
+    assert_int_equal(r->methods,
+                     TM_M_PUT | TM_M_POST | TM_M_PATCH | TM_M_DELETE);
+    assert_int_equal(r->mode, TM_MODE_CORRECTNESS);
+    assert_int_equal(r->verify, TM_VERIFY_NONE);
+    assert_false(r->resource_from_header);
+    assert_string_equal(r->upstream, "default");
+    assert_int_equal(r->upstream_idx, 0);
+    assert_true(tmpl_match(&r->path, "/v1/documents/7", 15, caps));
+    assert_int_equal(rtmpl_expand(&r->resource, caps, res, sizeof(res)),
+                     11);
+    assert_string_equal(res, "documents/7");
+    unload(&l);
+}
+
+/* Every key set away from its default; indentation, inline comments and
+ * CRLF line ends are fine. */
+static void
+test_every_key(void **state)
+{
+    static const char ini[] =
+        "[proxy]\r\n"
+        "  listen = 0.0.0.0:8000   ; indented, commented\r\n"
+        "unmatched = reject\n"
+        "token_header = X-Token\n"
+        "resource_header = X-Resource\n"
+        "header_timeout_ms = 5\n"
+        "idle_timeout_ms = 6\n"
+        "max_head = 1024\n"
+        "max_headers = 128\n"
+        "max_connections = 7\n"
+        "order_grace_ms = 0\n"
+        "discard_limit = 0\n"
+        "buffer_size = 4096\n"
+        "log_level = debug\n"
+        "[admin]\n"
+        "listen =\n"
+        "[store]\n"
+        "type = etcd\n"
+        "path = /var/lib/x.lmdb\n"
+        "map_size = 64M\n"
+        "dsn = host=db user=u password=p\n"
+        "url = redis://:pw@10.0.0.1:6379/2\n"
+        "endpoints = http://a:2379, http://[::1]:2379/\n"
+        "cache_entries = 16\n"
+        "timeout_ms = 9\n"
+        "[upstream api]\n"
+        "url = https://api.example.com/\n"
+        "connect_timeout_ms = 11\n"
+        "timeout_ms = 12\n"
+        "max_idle = 0\n"
+        "[upstream default]\n"
+        "url = http://[::1]:8081\n"
+        "[route files]\n"
+        "methods = *\n"
+        "path = /files/{key*}\n"
+        "resource = header\n"
+        "mode = efficiency\n"
+        "verify = hmac\n"
+        "upstream = api\n"
+        "[route off]\n"
+        "methods = GET\tOPTIONS\n"
+        "path = /o/{a}/{b}\n"
+        "resource = o:{b}:{a}\n"
+        "mode = off\n";
+    struct loaded l;
+
+    load_ok(&l, ini, NULL);
+    assert_string_equal(l.c.proxy.listen, "0.0.0.0:8000");
+    assert_true(l.c.proxy.unmatched_reject);
+    assert_string_equal(l.c.proxy.token_header, "X-Token");
+    assert_string_equal(l.c.proxy.resource_header, "X-Resource");
+    assert_int_equal(l.c.proxy.header_timeout_ms, 5);
+    assert_int_equal(l.c.proxy.idle_timeout_ms, 6);
+    assert_int_equal(l.c.proxy.max_head, 1024);
+    assert_int_equal(l.c.proxy.max_headers, 128);
+    assert_int_equal(l.c.proxy.max_connections, 7);
+    assert_int_equal(l.c.proxy.order_grace_ms, 0);
+    assert_int_equal(l.c.proxy.discard_limit, 0);
+    assert_int_equal(l.c.proxy.buffer_size, 4096);
+    assert_string_equal(l.c.proxy.log_level, "debug");
+    assert_string_equal(l.c.admin.listen, "");
+    assert_string_equal(l.c.store.type, "etcd");
+    assert_string_equal(l.c.store.path, "/var/lib/x.lmdb");
+    assert_int_equal(l.c.store.map_size, 64 * 1024 * 1024);
+    assert_string_equal(l.c.store.dsn, "host=db user=u password=p");
+    assert_string_equal(l.c.store.url, "redis://:pw@10.0.0.1:6379/2");
+    assert_string_equal(l.c.store.endpoints,
+                        "http://a:2379, http://[::1]:2379/");
+    assert_int_equal(l.c.store.cache_entries, 16);
+    assert_int_equal(l.c.store.timeout_ms, 9);
+
+    assert_int_equal(l.c.nupstreams, 2);
+    assert_string_equal(l.c.upstreams[0].name, "api");
+    assert_true(l.c.upstreams[0].tls);
+    assert_string_equal(l.c.upstreams[0].host, "api.example.com");
+    assert_string_equal(l.c.upstreams[0].port, "443");
+    assert_string_equal(l.c.upstreams[0].host_header, "api.example.com");
+    assert_int_equal(l.c.upstreams[0].connect_timeout_ms, 11);
+    assert_int_equal(l.c.upstreams[0].timeout_ms, 12);
+    assert_int_equal(l.c.upstreams[0].max_idle, 0);
+    assert_string_equal(l.c.upstreams[1].host, "::1");
+    assert_string_equal(l.c.upstreams[1].port, "8081");
+    assert_string_equal(l.c.upstreams[1].host_header, "[::1]:8081");
+
+    assert_int_equal(l.c.nroutes, 2);
+    assert_string_equal(l.c.routes[0].name, "files");
+    assert_int_equal(l.c.routes[0].methods, 0);
+    assert_true(l.c.routes[0].resource_from_header);
+    assert_int_equal(l.c.routes[0].mode, TM_MODE_EFFICIENCY);
+    assert_int_equal(l.c.routes[0].verify, TM_VERIFY_HMAC);
+    assert_int_equal(l.c.routes[0].upstream_idx, 0);
+    assert_int_equal(l.c.routes[1].methods, TM_M_GET | TM_M_OPTIONS);
+    assert_int_equal(l.c.routes[1].mode, TM_MODE_OFF);
+    assert_int_equal(l.c.routes[1].upstream_idx, 1);
+    unload(&l);
+}
+
+/* The example shipped in conf/ loads as it is (run from the top). */
+static void
+test_example(void **state)
+{
+    struct tm_config c;
+    struct cfg_errors errs = {0};
+    bool ok;
+
+    ok = cfg_load(&c, "conf/tidemark.ini", NULL, &errs);
+    for (size_t i = 0; i < errs.n; i++) {
+        print_message("  got: %s\n", errs.msgs[i]);
+    }
+    assert_true(ok);
+    assert_string_equal(c.proxy.listen, "127.0.0.1:7070");
+    assert_string_equal(c.admin.listen, "127.0.0.1:7071");
+    assert_string_equal(c.store.type, "lmdb");
+    assert_string_equal(c.store.path, "./data/marks.lmdb");
+    assert_int_equal(c.nupstreams, 1);
+    assert_string_equal(c.upstreams[0].name, "default");
+    assert_string_equal(c.upstreams[0].url, "http://127.0.0.1:8080");
+    assert_int_equal(c.nroutes, 1);
+    assert_string_equal(c.routes[0].name, "documents");
+    assert_int_equal(c.routes[0].methods,
+                     TM_M_PUT | TM_M_POST | TM_M_PATCH | TM_M_DELETE);
+    assert_int_equal(c.routes[0].mode, TM_MODE_CORRECTNESS);
+    cfg_free(&c);
+    cfg_errors_free(&errs);
+}
+
+struct err_case {
+    const char *name;
+    const char *ini;
+    const char *env[MAX_ENV];
+    const char *want[MAX_WANT];
+};
+
+#define UP_DEFAULT "[upstream default]\nurl = http://127.0.0.1:8080\n"
+
+static const struct err_case err_cases[] = {
+    {"unknown section",
+     "[proxy]\n[nosuch]\nx = 1\n[proxy2 a]\n",
+     {NULL},
+     {"@:2: unknown section [nosuch]", "@:4: unknown section [proxy2 a]"}},
+    {"unknown key",
+     "[proxy]\nbogus = 1\n[route r]\npath = /a\nresource = a\nurl = x\n"
+     UP_DEFAULT,
+     {NULL},
+     {"@:2: unknown key 'bogus' in [proxy]",
+      "@:6: unknown key 'url' in [route r]"}},
+    {"key outside any section",
+     "listen = 127.0.0.1:1\n[proxy]\n",
+     {NULL},
+     {"@:1: key 'listen' outside any section"}},
+    {"duplicate key",
+     "[proxy]\nlisten = 127.0.0.1:1\n\nlisten = 127.0.0.1:2\n",
+     {NULL},
+     {"@:4: duplicate key 'listen' in [proxy] (first at line 2)"}},
+    {"bad values",
+     "[proxy]\nunmatched = maybe\nlog_level = loud\nmax_head = 16k\n"
+     "listen = localhost\ntoken_header = Fencing Token\n"
+     "[store]\ntype = mongodb\nmap_size = 1Q\n",
+     {NULL},
+     {"@:2: unmatched: must be pass or reject",
+      "@:3: log_level: must be one of error, warn, info or debug",
+      "@:4: max_head: must be an integer",
+      "@:5: listen: must be host:port or [v6]:port",
+      "@:6: token_header: must be a header name (letters, digits, '-')",
+      "@:8: type: must be one of lmdb, postgres, redis or etcd",
+      "@:9: map_size: must be a size in bytes, like 1073741824 or 1G"}},
+    {"out of bounds",
+     "[proxy]\nmax_head = 1023\nmax_headers = 129\nmax_connections = 0\n"
+     "[store]\nmap_size = 1K\ncache_entries = -1\n",
+     {NULL},
+     {"@:2: max_head: must be between 1024 and 1048576",
+      "@:3: max_headers: must be between 1 and 128",
+      "@:4: max_connections: must be between 1 and 1000000",
+      "@:6: map_size: must be between 1048576 and 17592186044416",
+      "@:7: cache_entries: must be between 16 and 100000000"}},
+    {"route without upstream section",
+     "[route r]\npath = /a/{x}\nresource = r/{x}\n",
+     {NULL},
+     {"@:1: [route r]: no [upstream default] section"}},
+    {"route naming an unknown upstream",
+     UP_DEFAULT "[route r]\npath = /a\nresource = a\nupstream = other\n",
+     {NULL},
+     {"@:3: [route r]: no [upstream other] section"}},
+    {"bad templates",
+     UP_DEFAULT "[route a]\npath = /a/{x*}/b\nresource = a/{x}\n"
+     "[route b]\npath = /b/{x}\nresource = b/{y}\n"
+     "[route c]\npath = b/{x}\nresource = c\n",
+     {NULL},
+     {"@:4: path: {x*} must be the last segment",
+      "@:8: resource: {y} is not a capture of the path",
+      "@:10: path: a path template must start with '/'"}},
+    {"bad methods",
+     UP_DEFAULT "[route a]\nmethods = PUT FETCH\npath = /a\nresource = a\n"
+     "[route b]\nmethods = * GET\npath = /b\nresource = b\n"
+     "[route c]\nmethods =\npath = /c\nresource = c\n"
+     "[route d]\nmethods = put\npath = /d\nresource = d\n",
+     {NULL},
+     {"@:4: methods: unknown method 'FETCH' (GET HEAD POST PUT PATCH "
+      "DELETE OPTIONS, or *)",
+      "@:8: methods: * stands alone: it means every method",
+      "@:12: methods: must name methods, or * for every method",
+      "@:16: methods: unknown method 'put' (GET HEAD POST PUT PATCH "
+      "DELETE OPTIONS, or *)"}},
+    {"missing required keys",
+     "[upstream default]\ntimeout_ms = 5\n[route r]\nmode = off\n",
+     {NULL},
+     {"@:1: [upstream default]: missing required key 'url'",
+      "@:3: [route r]: missing required key 'path'",
+      "@:3: [route r]: missing required key 'resource'"}},
+    {"duplicate route and upstream",
+     UP_DEFAULT "[route r]\npath = /a\nresource = a\n"
+     "[upstream default]\nurl = http://127.0.0.1:9\n"
+     "[route r]\npath = /b\nresource = b\n"
+     "[proxy]\n[proxy]\n",
+     {NULL},
+     {"@:6: duplicate section [upstream default] (first at line 1)",
+      "@:8: duplicate section [route r] (first at line 3)",
+      "@:12: duplicate section [proxy] (first at line 11)"}},
+    {"section names",
+     "[upstream]\n[route a b]\n[store x]\n[upstream a/b]\n",
+     {NULL},
+     {"@:1: [upstream] needs a name: [upstream NAME]",
+      "@:2: section name 'a b': use letters, digits, '_', '-' and '.'",
+      "@:3: [store] takes no name",
+      "@:4: section name 'a/b': use letters, digits, '_', '-' and '.'"}},
+    {"syntax errors",
+     "[proxy\nlisten\n= 1\n[admin] listen = 1\n[store]\ntype = lmdb\n",
+     {NULL},
+     {"@:1: syntax error: a section header needs a ']'",
+      "@:2: syntax error: expected key = value",
+      "@:3: syntax error: expected key = value",
+      "@:4: syntax error: text after the section header"}},
+    {"store type needs its key",
+     "[store]\ntype = postgres\n",
+     {NULL},
+     {"@:1: [store] type postgres needs dsn"}},
+    {"store lmdb needs a path",
+     "\n[store]\npath =\n",
+     {NULL},
+     {"@:2: [store] type lmdb needs path"}},
+    {"store urls",
+     "[store]\ntype = redis\nurl = redis://host\n"
+     "endpoints = http://a:1,https://b:2\n",
+     {NULL},
+     {"@:3: url: must be redis://host:port[/db]",
+      "@:4: endpoints: must be http://host:port, comma-separated"}},
+    {"upstream urls",
+     "[upstream a]\nurl = ftp://h\n[upstream b]\nurl = http://h/v1\n"
+     "[upstream c]\nurl = http://u:p@h\n[upstream d]\nurl = http://h:0\n"
+     "[upstream e]\nurl = http://h/?x\n[upstream f]\nurl = http://\n",
+     {NULL},
+     {"@:2: url: must start with http:// or https://",
+      "@:4: url: may have no path but \"/\": tidemark forwards the request "
+      "path unchanged",
+      "@:6: url: must not hold user info: put credentials elsewhere",
+      "@:8: url: must be http://host[:port] or https://host[:port]",
+      "@:10: url: must not have a query or a fragment",
+      "@:12: url: must be http://host[:port] or https://host[:port]"}},
+    {"every error is collected, in line order",
+     "[route r]\nmode = sometimes\npath = /x/{a}\nresource = {b}\n"
+     "[proxy]\nmax_headers = 0\nnope = 1\n[zzz]\n",
+     {NULL},
+     {"@:1: [route r]: no [upstream default] section",
+      "@:2: mode: must be one of correctness, efficiency or off",
+      "@:4: resource: {b} is not a capture of the path",
+      "@:6: max_headers: must be between 1 and 128",
+      "@:7: unknown key 'nope' in [proxy]",
+      "@:8: unknown section [zzz]"}},
+    {"env names nothing",
+     UP_DEFAULT,
+     {"TIDEMARK_NOPE=1", "TIDEMARK_PROXY_NOPE=1",
+      "TIDEMARK_UPSTREAM_GHOST_URL=http://h", "TIDEMARK_ROUTE_X_MODE=off",
+      "TIDEMARK_PROXY_=1", "TIDEMARK_BIN=/usr/bin/tidemark",
+      "OTHER_PROXY_LISTEN=x", NULL},
+     {"env:TIDEMARK_NOPE: names no section and key of the configuration",
+      "env:TIDEMARK_PROXY_NOPE: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_UPSTREAM_GHOST_URL: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_ROUTE_X_MODE: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_PROXY_: names no section and key of the "
+      "configuration"}},
+    {"env bad values",
+     UP_DEFAULT "[route r]\npath = /a/{x}\nresource = a/{x}\n",
+     {"TIDEMARK_PROXY_MAX_HEAD=12", "TIDEMARK_UPSTREAM_DEFAULT_URL=ftp://x",
+      "TIDEMARK_ROUTE_R_RESOURCE=a/{y}", NULL},
+     {"env:TIDEMARK_PROXY_MAX_HEAD: max_head: must be between 1024 and "
+      "1048576",
+      "env:TIDEMARK_UPSTREAM_DEFAULT_URL: url: must start with http:// or "
+      "https://",
+      "env:TIDEMARK_ROUTE_R_RESOURCE: resource: {y} is not a capture of "
+      "the path"}},
+    {"env store type without its key, no [store] in the file",
+     "",
+     {"TIDEMARK_STORE_TYPE=redis", NULL},
+     {"env:TIDEMARK_STORE_TYPE: [store] type redis needs url"}},
+    {"env names two sections",
+     "[upstream my-api]\nurl = http://a\n[upstream my_api]\nurl = http://b\n",
+     {"TIDEMARK_UPSTREAM_MY_API_URL=http://c", NULL},
+     {"env:TIDEMARK_UPSTREAM_MY_API_URL: names more than one section and "
+      "key; rename a section"}},
+};
+
+static void
+test_errors(void **state)
+{
+    for (size_t i = 0; i < ARRAY_LEN(err_cases); i++) {
+        const struct err_case *c = &err_cases[i];
+        struct loaded l;
+
+        load(&l, c->ini, c->env);
+        expect_errs(&l, c->name, c->want);
+        unload(&l);
+    }
+}
+
+static void
+test_missing_file(void **state)
+{
+    struct tm_config c;
+    struct cfg_errors errs = {0};
+
+    assert_false(cfg_load(&c, "/nonexistent/tidemark.ini", NULL, &errs));
+    assert_int_equal(errs.n, 1);
+    assert_string_equal(errs.msgs[0], "/nonexistent/tidemark.ini: cannot "
+                                      "open: No such file or directory");
+    /* Filled anyway, and freeable. */
+    assert_string_equal(c.proxy.listen, "127.0.0.1:7070");
+    cfg_free(&c);
+    cfg_errors_free(&errs);
+}
+
+/* inih stops at 200 bytes a line: a longer line is an error of its own,
+ * and the lines after it keep their numbers. */
+static void
+test_long_line(void **state)
+{
+    char ini[1024];
+    char want[512];
+    struct loaded l;
+
+    snprintf(ini, sizeof(ini),
+             "[store]\ndsn = %0250d\n; a comment is never too long: "
+             "%0300d\nbogus = 1\n",
+             0, 0);
+    load(&l, ini, NULL);
+    assert_false(l.ok);
+    assert_int_equal(l.errs.n, 2);
+    snprintf(want, sizeof(want), "%s:2: line longer than 197 characters",
+             l.path);
+    assert_string_equal(l.errs.msgs[0], want);
+    snprintf(want, sizeof(want), "%s:4: unknown key 'bogus' in [store]",
+             l.path);
+    assert_string_equal(l.errs.msgs[1], want);
+    unload(&l);
+}
+
+static void
+test_env_overrides(void **state)
+{
+    static const char ini[] = "[proxy]\n"
+                              "listen = 127.0.0.1:1\n"
+                              "[upstream default]\n"
+                              "url = http://127.0.0.1:8080\n"
+                              "[upstream my-api]\n"
+                              "url = http://127.0.0.1:8081\n"
+                              "[route documents]\n"
+                              "path = /v1/documents/{doc}\n"
+                              "resource = documents/{doc}\n"
+                              "[route files.v2]\n"
+                              "path = /f/{k*}\n"
+                              "resource = header\n";
+    static const char *const env[] = {
+        "TIDEMARK_PROXY_LISTEN=0.0.0.0:9000",
+        "TIDEMARK_ADMIN_LISTEN=",
+        "TIDEMARK_STORE_PATH=/tmp/marks",
+        "TIDEMARK_STORE_MAP_SIZE=2G",
+        "TIDEMARK_UPSTREAM_DEFAULT_URL=https://example.com:8443",
+        "TIDEMARK_UPSTREAM_MY_API_MAX_IDLE=3",
+        "TIDEMARK_ROUTE_DOCUMENTS_MODE=efficiency",
+        "TIDEMARK_ROUTE_FILES_V2_UPSTREAM=my-api",
+    };
+    const char *envp[ARRAY_LEN(env) + 1] = {NULL};
+    struct loaded l;
+
+    memcpy(envp, env, sizeof(env));
+    load_ok(&l, ini, envp);
+    assert_string_equal(l.c.proxy.listen, "0.0.0.0:9000");
+    assert_string_equal(l.c.admin.listen, "");
+    assert_string_equal(l.c.store.path, "/tmp/marks");
+    assert_int_equal(l.c.store.map_size, INT64_C(2) << 30);
+    assert_string_equal(l.c.upstreams[0].url, "https://example.com:8443");
+    assert_true(l.c.upstreams[0].tls);
+    assert_string_equal(l.c.upstreams[0].host_header, "example.com:8443");
+    assert_int_equal(l.c.upstreams[1].max_idle, 3);
+    assert_int_equal(l.c.routes[0].mode, TM_MODE_EFFICIENCY);
+    assert_string_equal(l.c.routes[1].upstream, "my-api");
+    assert_int_equal(l.c.routes[1].upstream_idx, 1);
+    unload(&l);
+}
+
+/* Overrides reach [proxy], [admin] and [store] with no file section;
+ * an override of a required key satisfies it. */
+static void
+test_env_singletons(void **state)
+{
+    static const char *const env[] = {
+        "TIDEMARK_PROXY_UNMATCHED=reject",
+        "TIDEMARK_ADMIN_LISTEN=[::1]:7171",
+        "TIDEMARK_STORE_TYPE=postgres",
+        "TIDEMARK_STORE_DSN=postgresql://u:secret@db/x",
+        "TIDEMARK_UPSTREAM_DEFAULT_URL=http://h",
+        NULL,
+    };
+    struct loaded l;
+
+    load_ok(&l, "[upstream default]\n", env);
+    assert_true(l.c.proxy.unmatched_reject);
+    assert_string_equal(l.c.admin.listen, "[::1]:7171");
+    assert_string_equal(l.c.store.type, "postgres");
+    assert_string_equal(l.c.store.dsn, "postgresql://u:secret@db/x");
+    assert_string_equal(l.c.upstreams[0].host, "h");
+    assert_string_equal(l.c.upstreams[0].port, "80");
+    unload(&l);
+}
+
+struct url_case {
+    const char *url;
+    bool tls;
+    const char *host, *port, *host_header;
+};
+
+static const struct url_case url_cases[] = {
+    {"http://h", false, "h", "80", "h"},
+    {"http://h/", false, "h", "80", "h"},
+    {"HTTP://h:80", false, "h", "80", "h"},
+    {"http://h:443", false, "h", "443", "h:443"},
+    {"https://h:443/", true, "h", "443", "h"},
+    {"https://h:80", true, "h", "80", "h:80"},
+    {"http://h:0080", false, "h", "80", "h"},
+    {"http://10.1.2.3:8080", false, "10.1.2.3", "8080", "10.1.2.3:8080"},
+    {"https://[2001:db8::1]", true, "2001:db8::1", "443", "[2001:db8::1]"},
+    {"http://[::1]:81/", false, "::1", "81", "[::1]:81"},
+};
+
+static void
+test_upstream_urls(void **state)
+{
+    for (size_t i = 0; i < ARRAY_LEN(url_cases); i++) {
+        const struct url_case *c = &url_cases[i];
+        char ini[256];
+        struct loaded l;
+
+        snprintf(ini, sizeof(ini), "[upstream u]\nurl = %s\n", c->url);
+        load_ok(&l, ini, NULL);
+        assert_string_equal(l.c.upstreams[0].url, c->url);
+        assert_int_equal(l.c.upstreams[0].tls, c->tls);
+        assert_string_equal(l.c.upstreams[0].host, c->host);
+        assert_string_equal(l.c.upstreams[0].port, c->port);
+        assert_string_equal(l.c.upstreams[0].host_header, c->host_header);
+        unload(&l);
+    }
+}
+
+/* dsn and url hold passwords: no message repeats a value. */
+static void
+test_no_secrets_in_errors(void **state)
+{
+    static const char ini[] =
+        "[store]\n"
+        "type = redis\n"
+        "url = redis://:hunter2@host\n"
+        "endpoints = http://root:hunter2@etcd\n"
+        "[upstream default]\n"
+        "url = https://bob:hunter2@api/x\n"
+        "[upstream b]\n"
+        "url = hunter2\n";
+    static const char *const env[] = {
+        "TIDEMARK_STORE_MAP_SIZE=hunter2",
+        "TIDEMARK_PROXY_LOG_LEVEL=hunter2",
+        NULL,
+    };
+    struct loaded l;
+
+    load(&l, ini, env);
+    assert_false(l.ok);
+    assert_int_equal(l.errs.n, 6);
+    for (size_t i = 0; i < l.errs.n; i++) {
+        if (strstr(l.errs.msgs[i], "hunter2") != NULL) {
+            fail_msg("a value leaked: %s", l.errs.msgs[i]);
+        }
+    }
+    unload(&l);
+}
+
+struct hostport_case {
+    const char *in;
+    const char *host, *port; /* NULL: refused */
+};
+
+static const struct hostport_case hostport_cases[] = {
+    {"127.0.0.1:7070", "127.0.0.1", "7070"},
+    {"localhost:1", "localhost", "1"},
+    {"[::1]:7071", "::1", "7071"},
+    {"[fe80::1%eth0]:80", "fe80::1%eth0", "80"},
+    {"h:65535", "h", "65535"},
+    {"h:65536", NULL, NULL},
+    {"h:0", NULL, NULL},
+    {"h:", NULL, NULL},
+    {"h", NULL, NULL},
+    {":80", NULL, NULL},
+    {"::1:80", NULL, NULL},
+    {"[::1]", NULL, NULL},
+    {"[::1]80", NULL, NULL},
+    {"[]:80", NULL, NULL},
+    {"h:8x", NULL, NULL},
+    {"h h:80", NULL, NULL},
+    {"", NULL, NULL},
+};
+
+static void
+test_split_hostport(void **state)
+{
+    for (size_t i = 0; i < ARRAY_LEN(hostport_cases); i++) {
+        const struct hostport_case *c = &hostport_cases[i];
+        char *host = (char *)"x", *port = (char *)"x";
+        bool ok = cfg_split_hostport(c->in, &host, &port);
+
+        if (ok != (c->host != NULL)) {
+            fail_msg("cfg_split_hostport(\"%s\"): %s", c->in,
+                     ok ? "accepted" : "refused");
+        }
+        if (ok) {
+            assert_string_equal(host, c->host);
+            assert_string_equal(port, c->port);
+        } else {
+            assert_null(host);
+            assert_null(port);
+        }
+        free(host);
+        free(port);
+    }
+}
+
+/* errs collects across calls: a second load appends. */
+static void
+test_errors_append(void **state)
+{
+    struct tm_config c;
+    struct cfg_errors errs = {0};
+
+    assert_false(cfg_load(&c, "/nonexistent/a.ini", NULL, &errs));
+    cfg_free(&c);
+    assert_false(cfg_load(&c, "/nonexistent/b.ini", NULL, &errs));
+    cfg_free(&c);
+    assert_int_equal(errs.n, 2);
+    assert_non_null(strstr(errs.msgs[1], "b.ini"));
+    cfg_errors_free(&errs);
+    assert_int_equal(errs.n, 0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_section_defaults),
+        cmocka_unit_test(test_every_key),
+        cmocka_unit_test(test_example),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_long_line),
+        cmocka_unit_test(test_env_overrides),
+        cmocka_unit_test(test_env_singletons),
+        cmocka_unit_test(test_upstream_urls),
+        cmocka_unit_test(test_no_secrets_in_errors),
+        cmocka_unit_test(test_split_hostport),
+        cmocka_unit_test(test_errors_append),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
