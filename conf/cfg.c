@@ -175,10 +175,10 @@ find_sect(struct loader *l, enum cfg_sect kind, const char *name)
     for (size_t i = 0; i < l->nsects; i++) {
         struct raw_sect *s = &l->sects[i];
 
-        if (s->kind == kind && (name == NULL ? s->name == NULL
-                                             : s->name != NULL &&
-                                                   strcmp(s->name, name) ==
-                                                       0)) {
+        if (s->kind != kind) {
+            continue;
+        }
+        if (name == NULL || (s->name != NULL && strcmp(s->name, name) == 0)) {
             return s;
         }
     }
