@@ -1,0 +1,1104 @@
+"""Fixtures for tidemark's black-box integration tests.
+
+Everything here drives the real binary (TIDEMARK_BIN, default ./tidemark)
+against a recording upstream written with raw sockets, so the tests can
+assert on the exact bytes each side saw. Standard library and pytest only.
+"""
+
+import http.client
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("TIDEMARK_BIN", REPO / "tidemark")).resolve()
+FAILSYNC = REPO / "tests" / "preload" / "failsync.so"
+
+SANITIZER_MARKS = (
+    "AddressSanitizer",
+    "LeakSanitizer",
+    "UndefinedBehaviorSanitizer",
+    "runtime error:",
+)
+
+_asan = None
+
+
+def is_asan():
+    """True when the binary under test is a sanitizer build."""
+    global _asan
+    if _asan is None:
+        try:
+            data = BIN.read_bytes()
+        except OSError:
+            return False
+        _asan = b"__asan_init" in data or b"__ubsan_handle" in data
+    return _asan
+
+
+def slow():
+    """Deadline multiplier: sanitizer builds run several times slower."""
+    return 3.0 if is_asan() else 1.0
+
+
+# --------------------------------------------------------------- ports
+
+
+def free_port():
+    """A loopback port nothing listens on right now (bind port 0)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.fixture
+def port():
+    return free_port()
+
+
+def wait_until(pred, timeout, what="condition", interval=0.01):
+    """Poll pred() until it returns a true value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s"
+                                 % (timeout, what))
+        time.sleep(interval)
+
+
+# ------------------------------------------------------- HTTP messages
+
+
+class HTTPError(Exception):
+    """The peer sent something that is not a valid HTTP message."""
+
+
+class Closed(Exception):
+    """The peer closed the connection before a complete message."""
+
+
+class Reader:
+    """Buffered reads from a socket; keeps bytes past one message."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = bytearray()
+        self.eof = False
+
+    def _fill(self, n=65536):
+        if self.eof:
+            return False
+        try:
+            data = self.sock.recv(n)
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            self.eof = True
+            return False
+        self.buf += data
+        return True
+
+    def read_until(self, sep, limit=1 << 20):
+        start = 0
+        while True:
+            i = self.buf.find(sep, start)
+            if i >= 0:
+                out = bytes(self.buf[:i + len(sep)])
+                del self.buf[:i + len(sep)]
+                return out
+            start = max(0, len(self.buf) - len(sep) + 1)
+            if len(self.buf) > limit:
+                raise HTTPError("no %r within %d bytes" % (sep, limit))
+            if not self._fill():
+                raise Closed(bytes(self.buf))
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            if not self._fill(max(65536, n - len(self.buf))):
+                raise Closed(bytes(self.buf))
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def stream(self, n, sink, bufsize=1 << 20):
+        """Pass n bytes to sink(memoryview) without keeping them."""
+        if self.buf:
+            take = min(n, len(self.buf))
+            sink(memoryview(bytes(self.buf[:take])))
+            del self.buf[:take]
+            n -= take
+        if n == 0:
+            return
+        block = bytearray(bufsize)
+        view = memoryview(block)
+        while n > 0:
+            try:
+                got = self.sock.recv_into(view, min(n, bufsize))
+            except ConnectionResetError:
+                got = 0
+            if got == 0:
+                self.eof = True
+                raise Closed(b"")
+            sink(view[:got])
+            n -= got
+
+    def read_to_eof(self, sink=None):
+        while self._fill():
+            if sink is not None:
+                sink(memoryview(bytes(self.buf)))
+                del self.buf[:]
+        if sink is None:
+            out = bytes(self.buf)
+            del self.buf[:]
+            return out
+        return b""
+
+
+def parse_head(head):
+    """Split a head into its first line and a list of (name, value)."""
+    text = head.decode("latin-1")
+    lines = text[:-4].split("\r\n")
+    headers = []
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep:
+            raise HTTPError("bad header line %r" % line)
+        headers.append((name, value.strip(" \t")))
+    return lines[0], headers
+
+
+def header_get(headers, name):
+    name = name.lower()
+    for k, v in headers:
+        if k.lower() == name:
+            return v
+    return None
+
+
+def header_all(headers, name):
+    name = name.lower()
+    return [v for k, v in headers if k.lower() == name]
+
+
+def read_chunked(reader, sink=None):
+    """Decode a chunked body; returns it (or b"" with a sink)."""
+    out = bytearray()
+    while True:
+        line = reader.read_until(b"\r\n", limit=65536)
+        size_s = line[:-2].split(b";", 1)[0].strip()
+        try:
+            size = int(size_s, 16)
+        except ValueError:
+            raise HTTPError("bad chunk size %r" % line)
+        if size == 0:
+            break
+        if sink is not None:
+            reader.stream(size, sink)
+        else:
+            out += reader.read_exact(size)
+        if reader.read_exact(2) != b"\r\n":
+            raise HTTPError("no CRLF after chunk data")
+    # trailer section
+    while True:
+        line = reader.read_until(b"\r\n", limit=65536)
+        if line == b"\r\n":
+            break
+    return bytes(out)
+
+
+class Response:
+    def __init__(self, version, status, reason, headers, body, raw_head):
+        self.version = version
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+        self.raw_head = raw_head
+
+    def header(self, name):
+        return header_get(self.headers, name)
+
+    def header_all(self, name):
+        return header_all(self.headers, name)
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return "<Response %d %r %r>" % (self.status, self.headers,
+                                         self.body[:200])
+
+
+def read_response(reader, head_request=False, sink=None,
+                  skip_interim=True):
+    """Read one response from reader. With sink the body is streamed to
+    it (and Response.body is b"")."""
+    while True:
+        head = reader.read_until(b"\r\n\r\n", limit=1 << 20)
+        first, headers = parse_head(head)
+        m = re.match(r"^HTTP/(\d\.\d) (\d{3})(?: (.*))?$", first)
+        if not m:
+            raise HTTPError("bad status line %r" % first)
+        status = int(m.group(2))
+        if 100 <= status < 200 and skip_interim and status != 101:
+            continue
+        break
+    te = header_get(headers, "transfer-encoding")
+    cl = header_get(headers, "content-length")
+    if head_request or status in (204, 304) or 100 <= status < 200:
+        body = b""
+    elif te is not None and te.lower().endswith("chunked"):
+        body = read_chunked(reader, sink)
+    elif cl is not None:
+        n = int(cl)
+        if sink is not None:
+            reader.stream(n, sink)
+            body = b""
+        else:
+            body = reader.read_exact(n)
+    else:
+        body = reader.read_to_eof(sink)
+    return Response(m.group(1), status, m.group(3) or "", headers, body,
+                    head)
+
+
+def build_request(method, target, headers=(), body=b"", host="client.test",
+                  version="HTTP/1.1", content_length=True):
+    """Bytes of one request. headers: list of (name, value) or a dict."""
+    if isinstance(headers, dict):
+        headers = list(headers.items())
+    lines = ["%s %s %s" % (method, target, version)]
+    if host is not None:
+        lines.append("Host: %s" % host)
+    names = {k.lower() for k, _ in headers}
+    for k, v in headers:
+        lines.append("%s: %s" % (k, v))
+    if content_length and "content-length" not in names and \
+            "transfer-encoding" not in names and \
+            (body or method in ("PUT", "POST", "PATCH")):
+        lines.append("Content-Length: %d" % len(body))
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def chunked(body, size=7, ext=False, trailers=()):
+    """Encode body as chunks of at most size bytes."""
+    out = bytearray()
+    for i in range(0, len(body), size):
+        piece = body[i:i + size]
+        out += b"%x%s\r\n" % (len(piece), b";x=y" if ext else b"")
+        out += piece + b"\r\n"
+    out += b"0\r\n"
+    for k, v in trailers:
+        out += ("%s: %s\r\n" % (k, v)).encode()
+    out += b"\r\n"
+    return bytes(out)
+
+
+class Conn:
+    """A raw client connection."""
+
+    def __init__(self, port, timeout=10.0, host="127.0.0.1"):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.timeout = timeout
+        self.reader = Reader(self.sock)
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def request(self, method, target, headers=(), body=b"", **kw):
+        self.send(build_request(method, target, headers, body, **kw))
+        return self.read_response(head_request=(method == "HEAD"))
+
+    def read_response(self, head_request=False, sink=None, timeout=None):
+        self.sock.settimeout(timeout if timeout is not None
+                             else self.timeout)
+        return read_response(self.reader, head_request, sink)
+
+    def closed(self, timeout=2.0):
+        """True when the peer closes (or resets) within timeout with no
+        more bytes; False when it stays open or sends data."""
+        if self.reader.buf:
+            return False
+        if self.reader.eof:
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            r, _, _ = select.select([self.sock], [], [], left)
+            if not r:
+                return False
+            try:
+                data = self.sock.recv(65536)
+            except ConnectionResetError:
+                return True
+            except OSError:
+                return True
+            if not data:
+                self.reader.eof = True
+                return True
+            self.reader.buf += data
+            return False
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+
+def token_headers(token=None, resource=None, extra=()):
+    h = []
+    if token is not None:
+        h.append(("Fencing-Token", str(token)))
+    if resource is not None:
+        h.append(("Fencing-Resource", resource))
+    h.extend(extra)
+    return h
+
+
+def assert_problem(resp, status):
+    """A problem+json answer tidemark made itself."""
+    assert resp.status == status, resp
+    ctype = resp.header("Content-Type") or ""
+    assert ctype.split(";")[0].strip().lower() == \
+        "application/problem+json", resp
+    doc = resp.json()
+    for field in ("type", "title", "status", "detail"):
+        assert field in doc, (field, doc)
+    assert doc["status"] == status, doc
+    return doc
+
+
+# ------------------------------------------------------------ upstream
+
+
+PATTERN = bytes(range(256)) * 4096  # 1 MiB
+
+
+class UpstreamRequest:
+    def __init__(self):
+        self.method = None
+        self.target = None
+        self.version = None
+        self.headers = []
+        self.body = b""
+        self.body_len = 0
+        self.body_crc = 0
+        self.conn_id = None
+        self.seq = None
+        self.head_time = None   # head parsed
+        self.arrival = None     # head and body read
+        self.answered = None    # just before the response was written
+        self.outcome = None     # answered | dropped | closed | ...
+
+    def header(self, name):
+        return header_get(self.headers, name)
+
+    def header_all(self, name):
+        return header_all(self.headers, name)
+
+    def __repr__(self):
+        return "<UpstreamRequest #%s conn=%s %s %s %r len=%d>" % (
+            self.seq, self.conn_id, self.method, self.target, self.headers,
+            self.body_len)
+
+
+class UpstreamConn:
+    def __init__(self, cid, sock):
+        self.id = cid
+        self.sock = sock
+        self.opened = time.monotonic()
+        self.closed = None       # when EOF from the peer was seen
+        self.requests = 0
+        self.partial = 0         # requests started, never complete
+
+
+class Upstream:
+    """A threaded HTTP/1.1 server on loopback that records every request
+    and behaves as the X-Test-* request headers say:
+
+    X-Test-Status: N          answer with status N (default 200)
+    X-Test-Delay-Ms: N        wait N ms before answering
+    X-Test-Hold: NAME         wait until the test calls release(NAME)
+    X-Test-Close: 1           answer with Connection: close, then close
+    X-Test-Close-After: 1     answer (keep-alive), then close silently
+    X-Test-Drop: 1            read the request, close without answering
+    X-Test-Garbage: 1         answer with bytes that are not HTTP
+    X-Test-Discard: 1         count and CRC the body, do not keep it
+    X-Test-Body-Hold: NAME    read the body only after release(NAME)
+    X-Test-Body-Size: N       answer with N bytes of PATTERN
+    X-Test-Chunked: 1         answer with a chunked body
+    X-Test-Close-Delimited: 1 answer without length; close to end it
+    X-Test-Echo: 1            answer with the request body
+    X-Test-Resp-Header: H: V  add a header to the answer (repeatable)
+    X-Test-Raw-Response: hex  write these bytes as the answer
+    """
+
+    def __init__(self):
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(128)
+        self.port = self.lsock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.cond = threading.Condition()
+        self.requests = []
+        self.conns = {}
+        self.holds = {}
+        self.stopping = threading.Event()
+        self.threads = []
+        self.errors = []
+        self.sent_bytes = 0
+        self.release_everything = False
+        self._seq = 0
+        self._cid = 0
+        t = threading.Thread(target=self._accept_loop, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    # -- test API
+
+    def release(self, name):
+        with self.cond:
+            self.holds.setdefault(name, threading.Event()).set()
+
+    def release_all(self):
+        """Release every hold, present and future."""
+        with self.cond:
+            self.release_everything = True
+            for ev in self.holds.values():
+                ev.set()
+
+    def wait_for(self, pred, timeout=10.0, what="upstream condition"):
+        deadline = time.monotonic() + timeout * slow()
+        with self.cond:
+            while True:
+                v = pred()
+                if v:
+                    return v
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(
+                        "timed out waiting for %s; upstream saw %r"
+                        % (what, self.requests))
+                self.cond.wait(min(left, 0.05))
+
+    def find(self, name, value):
+        """Requests (complete) whose header name has value."""
+        with self.cond:
+            return [r for r in self.requests if r.header(name) == value]
+
+    def wait_request(self, name, value, timeout=10.0):
+        return self.wait_for(lambda: self.find(name, value), timeout,
+                             "a request with %s: %s" % (name, value))[0]
+
+    def count(self):
+        with self.cond:
+            return len(self.requests)
+
+    def stop(self):
+        self.stopping.set()
+        with self.cond:
+            for ev in self.holds.values():
+                ev.set()
+            conns = list(self.conns.values())
+        try:
+            self.lsock.close()
+        except OSError:
+            pass
+        for c in conns:
+            try:
+                c.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for t in self.threads:
+            t.join(timeout=5)
+
+    # -- server
+
+    def _accept_loop(self):
+        while not self.stopping.is_set():
+            try:
+                sock, _ = self.lsock.accept()
+            except OSError:
+                return
+            with self.cond:
+                self._cid += 1
+                c = UpstreamConn(self._cid, sock)
+                self.conns[c.id] = c
+                self.cond.notify_all()
+            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _mark_closed(self, c):
+        with self.cond:
+            if c.closed is None:
+                c.closed = time.monotonic()
+            self.cond.notify_all()
+
+    def _wait(self, c, deadline=None, event=None):
+        """Wait for the deadline or the event, watching for the peer
+        closing meanwhile. Returns "timeout", "released", "closed" or
+        "stopped"."""
+        while True:
+            if self.stopping.is_set():
+                return "stopped"
+            if event is not None and event.is_set():
+                return "released"
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return "timeout"
+            step = 0.01
+            if deadline is not None:
+                step = min(step, deadline - now)
+            r, _, _ = select.select([c.sock], [], [], max(step, 0))
+            if r:
+                try:
+                    data = c.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    self._mark_closed(c)
+                    return "closed"
+                time.sleep(0.01)  # pipelined bytes; cannot see EOF behind
+
+    def _serve(self, c):
+        sock = c.sock
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        reader = Reader(sock)
+        try:
+            while not self.stopping.is_set():
+                if not self._serve_one(c, reader):
+                    break
+        except (Closed, OSError):
+            pass
+        except HTTPError as e:
+            with self.cond:
+                self.errors.append("conn %d: %s" % (c.id, e))
+        finally:
+            self._mark_closed(c)
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def _serve_one(self, c, reader):
+        try:
+            head = reader.read_until(b"\r\n\r\n", limit=1 << 20)
+        except Closed:
+            return False
+        req = UpstreamRequest()
+        req.head_time = time.monotonic()
+        req.conn_id = c.id
+        first, req.headers = parse_head(head)
+        parts = first.split(" ")
+        if len(parts) != 3:
+            raise HTTPError("bad request line %r" % first)
+        req.method, req.target, req.version = parts
+        with self.cond:
+            c.partial += 1
+        body_hold = req.header("X-Test-Body-Hold")
+        if body_hold is not None:
+            with self.cond:
+                ev = self.holds.setdefault(body_hold, threading.Event())
+                if self.release_everything:
+                    ev.set()
+            if self._wait(c, event=ev) != "released":
+                return False
+        discard = req.header("X-Test-Discard") is not None
+        te = req.header("Transfer-Encoding")
+        cl = req.header("Content-Length")
+        crc = [0, 0]
+
+        def sink(view):
+            crc[0] = zlib.crc32(view, crc[0])
+            crc[1] += len(view)
+
+        if te is not None:
+            if te.lower() != "chunked":
+                raise HTTPError("transfer-encoding %r" % te)
+            if discard:
+                read_chunked(reader, sink)
+            else:
+                req.body = read_chunked(reader)
+        elif cl is not None:
+            n = int(cl)
+            if discard:
+                reader.stream(n, sink)
+            else:
+                req.body = reader.read_exact(n)
+        if discard:
+            req.body_crc, req.body_len = crc
+        else:
+            req.body_len = len(req.body)
+            req.body_crc = zlib.crc32(req.body)
+        req.arrival = time.monotonic()
+        with self.cond:
+            c.partial -= 1
+            c.requests += 1
+            self._seq += 1
+            req.seq = self._seq
+            self.requests.append(req)
+            self.cond.notify_all()
+        return self._answer(c, reader, req)
+
+    def _answer(self, c, reader, req):
+        sock = c.sock
+        delay = req.header("X-Test-Delay-Ms")
+        if delay is not None:
+            how = self._wait(c, deadline=time.monotonic() + int(delay) / 1e3)
+            if how != "timeout":
+                req.outcome = how
+                return False
+        hold = req.header("X-Test-Hold")
+        if hold is not None:
+            with self.cond:
+                ev = self.holds.setdefault(hold, threading.Event())
+                if self.release_everything:
+                    ev.set()
+            how = self._wait(c, event=ev)
+            if how != "released":
+                req.outcome = how
+                return False
+        if req.header("X-Test-Drop") is not None:
+            req.outcome = "dropped"
+            return False
+        if req.header("X-Test-Garbage") is not None:
+            req.answered = time.monotonic()
+            sock.sendall(b"HELLO THERE\r\nthis is not http\r\n\r\n")
+            req.outcome = "garbage"
+            return False
+        raw = req.header("X-Test-Raw-Response")
+        if raw is not None:
+            req.answered = time.monotonic()
+            sock.sendall(bytes.fromhex(raw))
+            req.outcome = "raw"
+            return req.header("X-Test-Close") is None
+        status = int(req.header("X-Test-Status") or 200)
+        size = req.header("X-Test-Body-Size")
+        close = req.header("X-Test-Close") is not None
+        close_after = req.header("X-Test-Close-After") is not None
+        delimited = req.header("X-Test-Close-Delimited") is not None
+        chunk = req.header("X-Test-Chunked") is not None
+        if req.header("X-Test-Echo") is not None:
+            body = req.body
+        elif size is not None:
+            body = None
+        else:
+            body = b"ok %s %s\n" % (req.method.encode(), req.target.encode())
+        length = int(size) if size is not None else len(body)
+        lines = ["HTTP/1.1 %d Test" % status,
+                 "X-Upstream-Conn: %d" % c.id,
+                 "X-Upstream-Seq: %d" % req.seq,
+                 "X-Echo-Target: %s" % req.target,
+                 "X-Body-Len: %d" % req.body_len,
+                 "X-Body-Crc: %d" % req.body_crc]
+        for h in req.header_all("X-Test-Resp-Header"):
+            lines.append(h)
+        nobody = req.method == "HEAD" or status in (204, 304) or \
+            100 <= status < 200
+        if delimited:
+            close = True
+        elif chunk and not nobody:
+            lines.append("Transfer-Encoding: chunked")
+        elif status not in (204, 304) and not 100 <= status < 200:
+            lines.append("Content-Length: %d" % length)
+        if close:
+            lines.append("Connection: close")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        req.answered = time.monotonic()
+        sock.sendall(head)
+        if not nobody:
+            self._send_body(sock, body, length, chunk and not delimited)
+        req.outcome = "answered"
+        if close or close_after:
+            return False
+        return True
+
+    def _send_body(self, sock, body, length, chunk):
+        if body is None:
+            view = memoryview(PATTERN)
+            left = length
+            while left > 0:
+                n = min(left, len(PATTERN))
+                if chunk:
+                    sock.sendall(b"%x\r\n" % n)
+                sock.sendall(view[:n])
+                if chunk:
+                    sock.sendall(b"\r\n")
+                left -= n
+                with self.cond:
+                    self.sent_bytes += n
+        elif chunk:
+            for i in range(0, len(body), 5):
+                piece = body[i:i + 5]
+                sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        else:
+            sock.sendall(body)
+        if chunk:
+            sock.sendall(b"0\r\n\r\n")
+
+
+@pytest.fixture
+def upstream():
+    u = Upstream()
+    yield u
+    u.stop()
+    assert not u.errors, "upstream saw malformed traffic: %r" % u.errors
+
+
+@pytest.fixture
+def upstream_factory():
+    made = []
+
+    def make():
+        u = Upstream()
+        made.append(u)
+        return u
+
+    yield make
+    for u in made:
+        u.stop()
+
+
+# ------------------------------------------------------------ tidemark
+
+
+def render_ini(sections):
+    out = []
+    for name, keys in sections.items():
+        if keys is None:
+            continue
+        out.append("[%s]" % name)
+        for k, v in keys.items():
+            if v is None:
+                continue
+            out.append("%s = %s" % (k, v))
+        out.append("")
+    return "\n".join(out)
+
+
+DEFAULT_ROUTE = {
+    "methods": "PUT POST PATCH DELETE",
+    "path": "/v1/documents/{doc}",
+    "resource": "documents/{doc}",
+    "mode": "correctness",
+    "upstream": "default",
+}
+
+
+def child_env(extra=None):
+    """The environment tidemark runs with: ours without TIDEMARK_*
+    variables (make sets TIDEMARK_BIN; tidemark refuses unknown ones),
+    plus extra."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TIDEMARK_")}
+    env.update(extra or {})
+    return env
+
+
+class Tidemark:
+    """One tidemark process with its config, log and store."""
+
+    def __init__(self, workdir, upstream=None, config=None, env=None,
+                 ini=None):
+        self.dir = Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.admin_port = free_port()
+        self.store_path = str(self.dir / "marks.lmdb")
+        self.log_path = self.dir / "tidemark.log"
+        self.ini_path = self.dir / "tidemark.ini"
+        self.env = dict(env or {})
+        self.proc = None
+        self.runs = []      # (proc, expected): every process started
+        self.upstream = upstream
+        if ini is not None:
+            text = ini
+        else:
+            sections = {
+                "proxy": {"listen": "127.0.0.1:%d" % self.port,
+                          "log_level": "info"},
+                "admin": {"listen": "127.0.0.1:%d" % self.admin_port},
+                "store": {"type": "lmdb", "path": self.store_path},
+            }
+            if upstream is not None:
+                sections["upstream default"] = {"url": upstream.url}
+            config = dict(config or {})
+            if not any(k.startswith("route ") for k in config):
+                sections["route docs"] = dict(DEFAULT_ROUTE)
+            for name, keys in config.items():
+                if keys is None:
+                    sections.pop(name, None)
+                elif name in sections:
+                    merged = dict(sections[name])
+                    merged.update(keys)
+                    sections[name] = merged
+                else:
+                    sections[name] = dict(keys)
+            text = render_ini(sections)
+        self.ini_path.write_text(text)
+
+    # -- life cycle
+
+    def start(self, wait=True, extra_env=None):
+        assert self.proc is None or self.proc.poll() is not None
+        env = child_env(self.env)
+        env.update(extra_env or {})
+        if is_asan():
+            # Keep freed memory from dominating RSS; let LD_PRELOAD shims
+            # load before the sanitizer runtime.
+            opts = env.get("ASAN_OPTIONS", "")
+            extra = "quarantine_size_mb=16:verify_asan_link_order=0"
+            env["ASAN_OPTIONS"] = (opts + ":" + extra) if opts else extra
+        log = open(self.log_path, "ab")
+        log.write(b"==== start %f\n" % time.time())
+        log.flush()
+        self.proc = subprocess.Popen(
+            [str(BIN), "-c", str(self.ini_path)], stdin=subprocess.DEVNULL,
+            stdout=log, stderr=log, env=env, cwd=str(self.dir))
+        log.close()
+        self.runs.append([self.proc, "running"])
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=10.0):
+        deadline = time.monotonic() + timeout * slow()
+        while True:
+            rc = self.proc.poll()
+            if rc is not None:
+                raise AssertionError("tidemark exited with %s at start:\n%s"
+                                     % (rc, self.log()[-4000:]))
+            if self._healthy() and self._listening():
+                return
+            if time.monotonic() >= deadline:
+                raise AssertionError("tidemark not ready after %.0fs:\n%s"
+                                     % (timeout, self.log()[-4000:]))
+            time.sleep(0.02)
+
+    def _healthy(self):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.admin_port,
+                                           timeout=1)
+            c.request("GET", "/healthz")
+            ok = c.getresponse().status == 200
+            c.close()
+            return ok
+        except OSError:
+            return False
+
+    def _listening(self):
+        try:
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=1)
+            s.close()
+            return True
+        except OSError:
+            return False
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=15.0):
+        """SIGTERM; the process must exit 0 on its own."""
+        p = self.proc
+        if p is None or p.poll() is not None:
+            return p.returncode if p else None
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(timeout=timeout * slow())
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            self.runs[-1][1] = "hung"
+            raise AssertionError("tidemark did not stop on SIGTERM:\n%s"
+                                 % self.log()[-4000:])
+        self.runs[-1][1] = "stopped"
+        return rc
+
+    def kill9(self):
+        p = self.proc
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        self.runs[-1][1] = "killed"
+
+    def restart(self, **kw):
+        rc = self.stop()
+        assert rc == 0, "tidemark exited %s on SIGTERM:\n%s" % (
+            rc, self.log()[-4000:])
+        return self.start(**kw)
+
+    def check_teardown(self):
+        problems = []
+        for entry in self.runs:
+            p, state = entry
+            if state == "running":
+                rc = p.poll()
+                if rc is not None:
+                    problems.append("tidemark died during the test (exit %s)"
+                                    % rc)
+                    continue
+                p.send_signal(signal.SIGTERM)
+                try:
+                    rc = p.wait(timeout=15 * slow())
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                    problems.append("tidemark did not stop on SIGTERM")
+                    continue
+                if rc != 0:
+                    problems.append("tidemark exited %s on SIGTERM" % rc)
+            elif state == "stopped" and p.returncode != 0:
+                problems.append("tidemark exited %s on SIGTERM"
+                                % p.returncode)
+        log = self.log()
+        for mark in SANITIZER_MARKS:
+            if mark in log:
+                problems.append("sanitizer report in the log (%s)" % mark)
+        if problems:
+            raise AssertionError("; ".join(problems) + "\n--- log tail:\n"
+                                 + log[-6000:])
+
+    # -- observation
+
+    def log(self):
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def log_lines(self, *needles):
+        """Log lines containing every needle."""
+        return [ln for ln in self.log().splitlines()
+                if all(n in ln for n in needles)]
+
+    def wait_log(self, *needles, timeout=5.0, count=1):
+        return wait_until(lambda: len(self.log_lines(*needles)) >= count
+                          and self.log_lines(*needles),
+                          timeout * slow(), "log line with %r" % (needles,))
+
+    def status(self, field):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+        raise KeyError(field)
+
+    # -- traffic
+
+    def conn(self, timeout=10.0):
+        return Conn(self.port, timeout=timeout * slow())
+
+    def request(self, method, target, token=None, resource=None, headers=(),
+                body=b"", timeout=10.0, **kw):
+        if isinstance(headers, dict):
+            headers = list(headers.items())
+        with self.conn(timeout) as c:
+            return c.request(method, target,
+                             token_headers(token, resource, headers), body,
+                             **kw)
+
+    def put(self, doc, token=None, body=b"data", headers=(), **kw):
+        return self.request("PUT", "/v1/documents/%s" % doc, token=token,
+                            body=body, headers=headers, **kw)
+
+    def admin(self, method, path, timeout=5.0):
+        c = http.client.HTTPConnection("127.0.0.1", self.admin_port,
+                                       timeout=timeout * slow())
+        try:
+            c.request(method, path)
+            r = c.getresponse()
+            body = r.read()
+            return r.status, dict((k.lower(), v) for k, v in
+                                  r.getheaders()), body
+        finally:
+            c.close()
+
+    def mark(self, resource):
+        """The mark on the control port, None when it has none."""
+        st, _, body = self.admin("GET", "/v1/marks/%s" % resource)
+        if st == 404:
+            return None
+        assert st == 200, (st, body)
+        doc = json.loads(body)
+        assert doc["resource"] == resource, doc
+        return doc["high_water"]
+
+
+@pytest.fixture
+def tidemark(tmp_path, upstream):
+    """Factory: tidemark(config=dict, env=dict, ini=str, start=True).
+
+    config maps section names to key dicts merged over a default config
+    (proxy/admin on free ports, an lmdb store in tmp_path, upstream
+    default = the recording upstream, route docs for
+    /v1/documents/{doc}); a None value drops a key or section; giving any
+    "route ..." section replaces the default route."""
+    made = []
+
+    def make(config=None, env=None, ini=None, start=True, up=upstream,
+             name=None):
+        d = tmp_path / (name or "tm%d" % len(made))
+        tm = Tidemark(d, upstream=up, config=config, env=env, ini=ini)
+        made.append(tm)
+        if start:
+            tm.start()
+        return tm
+
+    yield make
+    upstream.release_all()
+    errors = []
+    for tm in made:
+        try:
+            tm.check_teardown()
+        except AssertionError as e:
+            errors.append(str(e))
+    if errors:
+        pytest.fail("\n\n".join(errors), pytrace=False)
+
+
+def run_check(path, env=None, timeout=20):
+    """tidemark -c path --check: (exit code, stderr lines)."""
+    p = subprocess.run([str(BIN), "-c", str(path), "--check"],
+                       stdin=subprocess.DEVNULL, capture_output=True,
+                       cwd=str(Path(path).parent),
+                       env=child_env(env), timeout=timeout * slow())
+    err = p.stderr.decode(errors="replace")
+    for mark in SANITIZER_MARKS:
+        assert mark not in err, err
+    return p.returncode, [ln for ln in err.splitlines() if ln.strip()]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _binary():
+    if not BIN.exists():
+        pytest.exit("TIDEMARK_BIN %s does not exist: run make" % BIN,
+                    returncode=1)

@@ -1,0 +1,219 @@
+"""Ordering after the check: per resource, a write with a higher token
+reaches the upstream only after every in-flight write with a lower token
+has finished; after a 504 the resource stays closed to higher tokens for
+the grace period after the timed-out connection closed."""
+
+import random
+import threading
+import time
+
+import pytest
+
+from conftest import assert_problem, slow
+
+
+class Async:
+    """A request on its own thread."""
+
+    def __init__(self, fn, *a, **kw):
+        self.result = None
+        self.error = None
+        self.done_at = None
+        self.t = threading.Thread(target=self._run, args=(fn, a, kw))
+        self.t.start()
+
+    def _run(self, fn, a, kw):
+        try:
+            self.result = fn(*a, **kw)
+        except Exception as e:  # reported by get()
+            self.error = e
+        self.done_at = time.monotonic()
+
+    def get(self, timeout=20):
+        self.t.join(timeout * slow())
+        assert not self.t.is_alive(), "request still running"
+        if self.error:
+            raise self.error
+        return self.result
+
+
+def put(tm, doc, token, tid, extra=()):
+    return tm.put(doc, token=token, timeout=30,
+                  headers=[("X-Test-Id", tid), ("X-Test-Token", str(token))]
+                  + list(extra))
+
+
+def not_arrived(upstream, tid, window=0.6):
+    """The request tid does not reach the upstream within window."""
+    with pytest.raises(AssertionError):
+        upstream.wait_for(lambda: upstream.find("X-Test-Id", tid),
+                          timeout=window / slow())
+
+
+def test_higher_token_waits_for_lower_in_flight(tidemark, upstream):
+    tm = tidemark()
+    a = Async(put, tm, "o", 7, "t7", [("X-Test-Hold", "h7")])
+    upstream.wait_request("X-Test-Id", "t7")
+    b = Async(put, tm, "o", 8, "t8")
+    not_arrived(upstream, "t8")
+    assert b.result is None and b.error is None
+    upstream.release("h7")
+    assert a.get().status == 200
+    r8 = b.get()
+    assert r8.status == 200, r8
+    assert r8.header("Fencing-High-Water") == "8"
+    s7 = upstream.find("X-Test-Id", "t7")[0]
+    s8 = upstream.find("X-Test-Id", "t8")[0]
+    assert s8.arrival > s7.answered
+    assert tm.mark("documents/o") == 8
+
+
+def test_other_resources_are_not_held_up(tidemark, upstream):
+    tm = tidemark()
+    a = Async(put, tm, "x", 7, "x7", [("X-Test-Hold", "hx")])
+    upstream.wait_request("X-Test-Id", "x7")
+    r = put(tm, "y", 8, "y8")
+    assert r.status == 200, r
+    assert a.result is None
+    # reads of the same path are not writes: not held either
+    r = tm.request("GET", "/v1/documents/x", headers=[("X-Test-Id", "rd")])
+    assert r.status == 200
+    upstream.release("hx")
+    assert a.get().status == 200
+
+
+def test_equal_tokens_are_not_serialized(tidemark, upstream):
+    tm = tidemark()
+    a = Async(put, tm, "eq", 7, "a7", [("X-Test-Hold", "ha")])
+    upstream.wait_request("X-Test-Id", "a7")
+    b = Async(put, tm, "eq", 7, "b7", [("X-Test-Hold", "hb")])
+    # the second write with the same token reaches the upstream while the
+    # first is still held
+    upstream.wait_request("X-Test-Id", "b7", timeout=5)
+    upstream.release("hb")
+    assert b.get().status == 200
+    assert a.result is None
+    upstream.release("ha")
+    assert a.get().status == 200
+
+
+def test_lower_token_after_higher_accepted_is_stale(tidemark, upstream):
+    tm = tidemark()
+    a = Async(put, tm, "lo", 8, "l8", [("X-Test-Hold", "hl")])
+    upstream.wait_request("X-Test-Id", "l8")
+    r = put(tm, "lo", 7, "l7")
+    doc = assert_problem(r, 409)
+    assert doc["high_water"] == 8
+    upstream.release("hl")
+    assert a.get().status == 200
+    assert upstream.find("X-Test-Id", "l7") == []
+
+
+def test_chain_of_waiting_writes_in_token_order(tidemark, upstream):
+    tm = tidemark()
+    first = Async(put, tm, "ch", 10, "c10", [("X-Test-Hold", "c")])
+    upstream.wait_request("X-Test-Id", "c10")
+    later = [Async(put, tm, "ch", t, "c%d" % t, [("X-Test-Delay-Ms", "50")])
+             for t in (13, 11, 12)]
+    not_arrived(upstream, "c11", 0.4)
+    upstream.release("c")
+    assert first.get().status == 200
+    res = {t: a.get() for t, a in zip((13, 11, 12), later)}
+    forwarded = [r for r in upstream.requests
+                 if r.target == "/v1/documents/ch"]
+    tokens = [int(r.header("X-Test-Token")) for r in forwarded]
+    assert tokens == sorted(tokens), tokens
+    assert tokens[0] == 10
+    # 13 was accepted (it is the highest), whatever happened to 11/12
+    assert res[13].status == 200
+    for t in (11, 12):
+        assert res[t].status in (200, 409), res[t]
+    for lo in forwarded:
+        for hi in forwarded:
+            if int(lo.header("X-Test-Token")) < int(hi.header("X-Test-Token")):
+                assert hi.arrival > lo.answered, (lo, hi)
+
+
+def test_concurrent_writers_reach_upstream_in_token_order(tidemark,
+                                                          upstream):
+    tm = tidemark()
+    lock = threading.Lock()
+    counter = [0]
+    rnd = random.Random(7)
+    delays = [rnd.randint(0, 30) for _ in range(400)]
+    statuses = []
+
+    def writer():
+        for _ in range(12):
+            with lock:
+                counter[0] += 1
+                tok = counter[0]
+            r = put(tm, "conc", tok, "w%d" % tok,
+                    [("X-Test-Delay-Ms", str(delays[tok]))])
+            statuses.append(r.status)
+
+    ts = [threading.Thread(target=writer) for _ in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60 * slow())
+    assert set(statuses) <= {200, 409}, statuses
+    assert statuses.count(200) >= 1
+    fwd = sorted((r for r in upstream.requests
+                  if r.target == "/v1/documents/conc"),
+                 key=lambda r: r.arrival)
+    toks = [int(r.header("X-Test-Token")) for r in fwd]
+    assert toks == sorted(toks), toks
+    assert len(fwd) == statuses.count(200)
+    for i, lo in enumerate(fwd):
+        for hi in fwd[i + 1:]:
+            if int(hi.header("X-Test-Token")) > int(lo.header("X-Test-Token")):
+                assert hi.arrival > lo.answered, (lo, hi)
+    assert tm.mark("documents/conc") == max(toks)
+
+
+def test_after_504_higher_token_waits_for_close_and_grace(tidemark,
+                                                          upstream):
+    grace = 1.0
+    tm = tidemark(config={"proxy": {"order_grace_ms": str(int(grace * 1e3))},
+                          "upstream default": {"timeout_ms": "400"}})
+    r7 = put(tm, "g", 7, "g7", [("X-Test-Hold", "g7")])
+    assert_problem(r7, 504)
+    got504 = time.monotonic()
+    s7 = upstream.find("X-Test-Id", "g7")[0]
+    b = Async(put, tm, "g", 8, "g8")
+    upstream.wait_for(lambda: upstream.conns[s7.conn_id].closed,
+                      what="the timed-out connection to be closed")
+    closed_at = upstream.conns[s7.conn_id].closed
+    r8 = b.get(timeout=20)
+    assert r8.status == 200, r8
+    s8 = upstream.find("X-Test-Id", "g8")[0]
+    assert s8.arrival >= closed_at + grace - 0.1, \
+        "token 8 arrived %.3fs after the close, grace %.1fs" % (
+            s8.arrival - closed_at, grace)
+    assert s8.arrival >= got504 + grace - 0.15
+    # and it is not held much longer than that
+    assert s8.arrival - closed_at < grace + 3 * slow()
+
+
+def test_after_504_other_resource_not_closed(tidemark, upstream):
+    tm = tidemark(config={"proxy": {"order_grace_ms": "3000"},
+                          "upstream default": {"timeout_ms": "400"}})
+    assert_problem(put(tm, "g1", 7, "g1", [("X-Test-Hold", "g1")]), 504)
+    t0 = time.monotonic()
+    r = put(tm, "g2", 8, "g2")
+    assert r.status == 200
+    assert time.monotonic() - t0 < 2
+
+
+def test_after_504_grace_applies_to_that_resource_only_once(tidemark,
+                                                            upstream):
+    # After the grace the resource is open again: a second write with an
+    # even higher token is not delayed.
+    tm = tidemark(config={"proxy": {"order_grace_ms": "500"},
+                          "upstream default": {"timeout_ms": "400"}})
+    assert_problem(put(tm, "g3", 7, "g37", [("X-Test-Hold", "g37")]), 504)
+    assert put(tm, "g3", 8, "g38").status == 200
+    t0 = time.monotonic()
+    assert put(tm, "g3", 9, "g39").status == 200
+    assert time.monotonic() - t0 < 0.4 * slow()

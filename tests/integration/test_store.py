@@ -1,0 +1,235 @@
+"""The embedded LMDB store: durable marks across restarts and kill -9, a
+failed sync, a full map."""
+
+import random
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import (FAILSYNC, REPO, Closed, HTTPError, assert_problem,
+                      slow, wait_until)
+
+ROUTES = {
+    "route docs": {"path": "/v1/documents/{doc}",
+                   "resource": "documents/{doc}", "mode": "correctness"},
+    "route eff": {"path": "/v1/eff/{doc}", "resource": "eff/{doc}",
+                  "mode": "efficiency"},
+}
+
+
+def test_marks_survive_restart(tidemark, upstream):
+    tm = tidemark()
+    assert tm.put("a", token=5).status == 200
+    assert tm.put("b", token=9000000000).status == 200
+    tm.restart()
+    assert tm.mark("documents/a") == 5
+    assert tm.mark("documents/b") == 9000000000
+    r = tm.put("a", token=4, headers=[("X-Test-Id", "after")])
+    doc = assert_problem(r, 409)
+    assert doc["high_water"] == 5
+    assert upstream.find("X-Test-Id", "after") == []
+    assert tm.put("a", token=5).status == 200
+
+
+def test_marks_survive_kill9_right_after_answer(tidemark, upstream):
+    tm = tidemark()
+    for i in range(1, 30):
+        assert tm.put("k", token=i).status == 200
+    tm.kill9()
+    tm.start()
+    assert tm.mark("documents/k") == 29
+
+
+def test_stale_answered_from_cache_and_store_agree(tidemark, upstream):
+    tm = tidemark(config={"store": {"cache_entries": "16"}})
+    # more resources than the cache holds: evicted marks still come back
+    for i in range(200):
+        assert tm.put("c%d" % i, token=100 + i).status == 200
+    for i in range(0, 200, 7):
+        r = tm.put("c%d" % i, token=50)
+        assert assert_problem(r, 409)["high_water"] == 100 + i
+        assert tm.mark("documents/c%d" % i) == 100 + i
+    assert upstream.count() == 200
+
+
+class Writers:
+    """Threads writing increasing tokens to a few resources over
+    keep-alive connections, recording which tokens got a 2xx."""
+
+    def __init__(self, tm, resources, counters, acked, sent, lock):
+        self.tm = tm
+        self.resources = resources
+        self.counters = counters
+        self.acked = acked
+        self.sent = sent
+        self.lock = lock
+        self.stop = threading.Event()
+        self.oks = 0
+        self.threads = [threading.Thread(target=self._run, args=(i,))
+                        for i in range(6)]
+        for t in self.threads:
+            t.start()
+
+    def _run(self, i):
+        rnd = random.Random(i)
+        conn = None
+        while not self.stop.is_set():
+            res = rnd.choice(self.resources)
+            with self.lock:
+                self.counters[res] += 1
+                tok = self.counters[res]
+                self.sent[res] = max(self.sent[res], tok)
+            try:
+                if conn is None:
+                    conn = self.tm.conn(timeout=5)
+                r = conn.request("PUT", "/v1/documents/%s" % res,
+                                 [("Fencing-Token", str(tok))], b"v")
+            except (OSError, Closed, HTTPError):
+                if conn is not None:
+                    conn.close()
+                conn = None
+                time.sleep(0.005)
+                continue
+            if 200 <= r.status < 300:
+                with self.lock:
+                    self.acked[res] = max(self.acked[res], tok)
+                    self.oks += 1
+        if conn is not None:
+            conn.close()
+
+    def join(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(20)
+            assert not t.is_alive()
+
+
+def test_kill9_under_write_load_never_lowers_a_mark(tidemark, upstream):
+    tm = tidemark()
+    resources = ["r%d" % i for i in range(4)]
+    counters = {r: 0 for r in resources}
+    acked = {r: 0 for r in resources}
+    sent = {r: 0 for r in resources}
+    seen = {r: 0 for r in resources}
+    lock = threading.Lock()
+    rnd = random.Random(42)
+    t_start = time.monotonic()
+    rounds = 6
+    for rnd_no in range(rounds):
+        w = Writers(tm, resources, counters, acked, sent, lock)
+        base = w.oks
+        wait_until(lambda: w.oks >= base + 40, 20 * slow(),
+                   "writes to be answered")
+        time.sleep(rnd.uniform(0, 0.15))  # a random moment, not a sync
+        tm.kill9()
+        w.join()
+        tm.start()
+        for r in resources:
+            m = tm.mark("documents/%s" % r) or 0
+            assert m >= acked[r], (
+                "round %d: %s answered 2xx with token %d but the mark is %d"
+                % (rnd_no, r, acked[r], m))
+            assert m >= seen[r], "round %d: %s went down %d -> %d" % (
+                rnd_no, r, seen[r], m)
+            assert m <= sent[r], (r, m, sent[r])
+            seen[r] = m
+    assert time.monotonic() - t_start < 90 * slow()
+    # the store still works after all that
+    r0 = resources[0]
+    assert tm.put(r0, token=counters[r0] + 1).status == 200
+
+
+# ---------------------------------------------------------- failed sync
+
+
+@pytest.fixture(scope="module")
+def failsync():
+    if not FAILSYNC.exists():
+        p = subprocess.run(["make", "-C", str(REPO),
+                            "tests/preload/failsync.so"],
+                           capture_output=True, timeout=120)
+        assert p.returncode == 0 and FAILSYNC.exists(), (
+            "cannot build %s:\n%s" % (FAILSYNC, p.stderr.decode()[-2000:]))
+    return FAILSYNC
+
+
+def test_failed_sync_stops_writes_on_correctness_routes(tidemark, upstream,
+                                                        failsync, tmp_path):
+    trigger = tmp_path / "fail-now"
+    tm = tidemark(config=ROUTES, env={
+        "LD_PRELOAD": str(failsync),
+        "TIDEMARK_FAILSYNC_TRIGGER": str(trigger)})
+    assert tm.put("s", token=1).status == 200
+    assert tm.admin("GET", "/readyz")[0] == 200
+    trigger.write_text("")
+    r = tm.put("s", token=2, headers=[("X-Test-Id", "s2")])
+    assert_problem(r, 503)
+    assert r.header("Retry-After") is not None, r
+    assert upstream.find("X-Test-Id", "s2") == []
+    assert tm.admin("GET", "/readyz")[0] == 503
+    assert tm.admin("GET", "/healthz")[0] == 200
+    tm.wait_log("route=docs", "resource=documents/s ", "token=2",
+                "unavailable")
+    # It stays failed, even once syncs would work again.
+    trigger.unlink()
+    for tok, doc in ((3, "s"), (1, "fresh")):
+        r = tm.put(doc, token=tok, headers=[("X-Test-Id", "late%d" % tok)])
+        assert_problem(r, 503)
+        assert upstream.find("X-Test-Id", "late%d" % tok) == []
+    assert tm.admin("GET", "/readyz")[0] == 503
+    # efficiency routes keep working when the store is down
+    r = tm.request("PUT", "/v1/eff/e", token=5, body=b"x",
+                   headers=[("X-Test-Id", "eff")])
+    assert r.status == 200, r
+    assert len(upstream.find("X-Test-Id", "eff")) == 1
+    assert tm.alive()
+    # A restart (without the shim) brings it back; no acknowledged mark
+    # was lost.
+    tm.env.pop("LD_PRELOAD")
+    tm.env.pop("TIDEMARK_FAILSYNC_TRIGGER")
+    tm.restart()
+    assert tm.admin("GET", "/readyz")[0] == 200
+    assert tm.mark("documents/s") in (1, 2)
+    assert tm.put("s", token=4).status == 200
+
+
+# ------------------------------------------------------------- map full
+
+
+def test_full_map_is_503_and_keeps_marks(tidemark, upstream):
+    tm = tidemark(config={"store": {"map_size": "65536"}})
+    accepted = []
+    full = None
+    deadline = time.monotonic() + 60 * slow()
+    with tm.conn() as c:
+        for i in range(20000):
+            assert time.monotonic() < deadline
+            doc = "%05d-%s" % (i, "x" * 300)
+            r = c.request("PUT", "/v1/documents/%s" % doc,
+                          [("Fencing-Token", str(i + 1))], b"v")
+            if r.status == 200:
+                accepted.append((doc, i + 1))
+                continue
+            full = r
+            break
+    assert full is not None, "64 KiB map never filled"
+    assert_problem(full, 503)
+    assert full.header("Retry-After") is not None
+    assert accepted, "not a single write fit"
+    lines = [ln for ln in tm.log().splitlines()
+             if re.search(r"map[ _-]?full", ln, re.I)]
+    assert lines, "no log line says the map is full"
+    assert tm.alive()
+    assert tm.admin("GET", "/healthz")[0] == 200
+    sample = accepted[:3] + accepted[len(accepted) // 2:][:3] + accepted[-3:]
+    for doc, tok in sample:
+        assert tm.mark("documents/" + doc) == tok
+        # a stale write on an old resource is still refused
+        r = tm.put(doc, token=tok - 1 if tok > 1 else None)
+        assert r.status in (409, 428)
+    tm.restart()
+    for doc, tok in sample:
+        assert tm.mark("documents/" + doc) == tok
