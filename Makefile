@@ -17,7 +17,9 @@ CC      ?= cc
 BUILD   ?= build
 PKGS    := libevent libevent_openssl libevent_pthreads inih lmdb hiredis libpq openssl
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+# The flags the code needs, kept apart from CFLAGS so that a CFLAGS given on
+# the command line (test-asan) changes optimisation, not the language.
+TM_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
            -Wno-unused-parameter -fno-strict-aliasing -MMD -MP \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
@@ -48,18 +50,18 @@ demo:
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(TM_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(TM_LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
 $(TM_BIN): $(BUILD)/proxy/main.o $(TM_LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(TM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TM_LIB) $(LDLIBS) -lcmocka
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TM_LIB) $(LDLIBS) -lcmocka
 
 deps:
 	@sh tests/deps.sh

@@ -535,6 +535,12 @@ handle_request(struct client *c)
             return;
         }
         c->pool = default_pool(px);
+        if (c->pool == NULL) {
+            struct problem p = {.status = 404,
+                                .detail = "no route matches this request"};
+            refuse(c, &p, "unmatched");
+            return;
+        }
         c->mode = TM_MODE_OFF;
         px->stats.bypassed++;
         start_forward(c);
