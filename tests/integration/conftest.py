@@ -528,6 +528,10 @@ class Upstream:
                 ev.set()
             conns = list(self.conns.values())
         try:
+            self.lsock.shutdown(socket.SHUT_RDWR)  # wakes accept()
+        except OSError:
+            pass
+        try:
             self.lsock.close()
         except OSError:
             pass

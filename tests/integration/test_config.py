@@ -117,9 +117,17 @@ mode = off
 
 
 def with_key(section, line):
-    """BASE with line inserted right after [section]; and its number."""
+    """BASE with line set in [section] (replacing the key's line if the
+    section has it, else right after the header); and its number."""
     lines = BASE.splitlines()
     i = lines.index("[%s]" % section) + 1
+    key = line.split("=")[0].strip()
+    j = i
+    while j < len(lines) and lines[j] and not lines[j].startswith("["):
+        if lines[j].split("=")[0].strip() == key:
+            lines[j] = line
+            return "\n".join(lines) + "\n", {j + 1}
+        j += 1
     lines.insert(i, line)
     return "\n".join(lines) + "\n", {i + 1}
 
@@ -248,22 +256,24 @@ def test_missing_file(tmp_path):
 
 
 def test_relative_path_is_named_as_given(tmp_path):
-    (tmp_path / "rel.ini").write_text(BASE + "[proxy]\nwhat = 1\n")
+    text, line = with_key("proxy", "what = 1")
+    (tmp_path / "rel.ini").write_text(text)
     r = subprocess.run([str(BIN), "-c", "rel.ini", "--check"],
                        capture_output=True, cwd=str(tmp_path),
                        env=child_env(), timeout=20)
     assert r.returncode == 1
     err = r.stderr.decode()
-    assert re.search(r"^rel\.ini:%d: " % (BASE_LINES + 2), err, re.M), err
+    assert re.search(r"^rel\.ini:%d: " % min(line), err, re.M), err
 
 
 def test_running_with_a_bad_file_fails(tmp_path):
     p = tmp_path / "bad.ini"
-    p.write_text(BASE + "[proxy]\nunmatched = maybe\n")
+    text, line = with_key("proxy", "unmatched = maybe")
+    p.write_text(text)
     r = subprocess.run([str(BIN), "-c", str(p)], capture_output=True,
                        env=child_env(), timeout=20)
     assert r.returncode != 0
-    assert "%s:%d:" % (p, BASE_LINES + 2) in r.stderr.decode()
+    assert "%s:%d:" % (p, min(line)) in r.stderr.decode()
 
 
 # -------------------------------------------------------- env overrides
