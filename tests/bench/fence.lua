@@ -1,43 +1,51 @@
 -- wrk script for tidemark's bench: PUT /v1/documents/<prefix><i> with a
 -- small body and a Fencing-Token header. Usage:
---   wrk ... -s fence.lua URL -- MODE PREFIX RESOURCES THREADS TOKEN
+--   wrk ... -s fence.lua URL -- MODE PREFIX RESOURCES THREADS TOKEN CONNS
 -- MODE equal or stale: every request carries TOKEN; resources cycle.
 -- MODE rising: TOKEN is a base above every earlier mark. Thread t of T
 -- only uses resources i with i % T == t, and sends token base + n*T + t
 -- for its n-th request: so each request raises its resource's mark and
 -- one resource is never in flight twice (a thread has far fewer
 -- connections than resources).
--- done() prints one WRK_RESULT line that run.sh parses.
+-- done() prints one WRK_RESULT line that run.sh parses, with "lost": the
+-- requests whose connection was closed without an answer (wrk reconnects
+-- silently and counts no error for that), at least issued - answered -
+-- CONNS, as each connection has at most one request in flight at the end.
 
--- Globals, not locals: setup() fills bench_tid through thread:set().
+-- Globals, not locals: setup() and done() reach them through thread:set()
+-- and thread:get().
 bench_tid = 0
+bench_issued = 0
+bench_conns = 0
 local created = 0
-local counter = 0
+local threads = {}
 local mode, prefix, nres, nthreads, token, per
 local body = '{"state":"bench"}\n'
 
 function setup(thread)
     thread:set("bench_tid", created)
     created = created + 1
+    table.insert(threads, thread)
 end
 
 function init(args)
     mode, prefix = args[1], args[2]
     nres, nthreads = tonumber(args[3]), tonumber(args[4])
     token = tonumber(args[5])
+    bench_conns = math.floor((tonumber(args[6]) or 0) / nthreads)
     if mode ~= "equal" and mode ~= "stale" and mode ~= "rising" then
         error("fence.lua: unknown mode " .. tostring(mode))
     end
     if not (nres and nthreads and token) or nres < nthreads then
-        error("fence.lua: usage MODE PREFIX RESOURCES THREADS TOKEN")
+        error("fence.lua: usage MODE PREFIX RESOURCES THREADS TOKEN CONNS")
     end
     -- Resources owned by this thread in rising mode.
     per = math.floor((nres - 1 - bench_tid) / nthreads) + 1
 end
 
 function request()
-    local n = counter
-    counter = counter + 1
+    local n = bench_issued
+    bench_issued = bench_issued + 1
     local i, tok
     if mode == "rising" then
         i = bench_tid + (n % per) * nthreads
@@ -55,10 +63,16 @@ end
 
 function done(summary, latency, requests)
     local e = summary.errors
+    local issued, conns = 0, 0
+    for _, t in ipairs(threads) do
+        issued = issued + t:get("bench_issued")
+        conns = conns + t:get("bench_conns")
+    end
+    local lost = math.max(0, issued - summary.requests - conns)
     io.write(string.format(
         "WRK_RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d " ..
-        "status_errors=%d socket_errors=%d\n",
+        "status_errors=%d socket_errors=%d lost=%d\n",
         summary.requests, summary.duration,
         latency:percentile(50), latency:percentile(99),
-        e.status, e.connect + e.read + e.write + e.timeout))
+        e.status, e.connect + e.read + e.write + e.timeout, lost))
 end

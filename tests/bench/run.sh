@@ -262,14 +262,14 @@ if has_target tidemark; then
 fi
 
 # run_wrk WORKLOAD TARGET DURATION: one wrk run; appends a line
-# "workload target rps p99_us non2xx socket_errors requests" to results.
+# "workload target rps p99_us non2xx socket_errors lost" to results.
 run_wrk() {
     case "$1" in
-        equal) args="equal eq- $RES $THREADS $EQUAL_TOKEN" ;;
-        stale) args="stale st- $RES $THREADS 1" ;;
+        equal) args="equal eq- $RES $THREADS $EQUAL_TOKEN $CONNS" ;;
+        stale) args="stale st- $RES $THREADS 1 $CONNS" ;;
         # A base above every earlier token on these resources: the clock
         # in microseconds' worth of seconds, far below 2^53.
-        rising) args="rising up- $RES $THREADS $(date +%s)000000" ;;
+        rising) args="rising up- $RES $THREADS $(date +%s)000000 $CONNS" ;;
     esac
     port=$(target_port "$2")
     out="$dir/wrk-$1-$2.txt"
@@ -299,7 +299,7 @@ run_wrk() {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         rps = v["duration_us"] > 0 ? v["requests"] / (v["duration_us"] / 1e6) : 0
         printf "%s %s %.0f %d %d %d %d\n", w, t, rps, v["p99_us"],
-            v["status_errors"], v["socket_errors"], v["requests"]
+            v["status_errors"], v["socket_errors"], v["lost"]
     }'
 }
 
@@ -338,11 +338,11 @@ echo
 awk '
     BEGIN { goal["equal"] = 1.0; goal["rising"] = 0.7; goal["stale"] = 1.5 }
     { w[NR] = $1; t[NR] = $2; rps[NR] = $3; p99[NR] = $4; bad[NR] = $5
-      sock[NR] = $6; if ($2 == "nginx") ngx[$1] = $3 }
+      sock[NR] = $6; lost[NR] = $7; if ($2 == "nginx") ngx[$1] = $3 }
     END {
-        fmt = "%-8s %-9s %12s %12s %9s %8s %9s %8s\n"
+        fmt = "%-8s %-9s %11s %10s %9s %8s %8s %8s %6s\n"
         printf fmt, "workload", "target", "requests/s", "p99", "vs nginx",
-            "goal", "non-2xx", "sock err"
+            "goal", "non-2xx", "sock err", "lost"
         for (i = 1; i <= NR; i++) {
             ratio = "-"; g = "-"
             if (ngx[w[i]] > 0 && t[i] != "nginx") {
@@ -354,11 +354,14 @@ awk '
                 }
             }
             printf fmt, w[i], t[i], sprintf("%.0f", rps[i]),
-                sprintf("%.2f ms", p99[i] / 1000), ratio, g, bad[i], sock[i]
+                sprintf("%.2f ms", p99[i] / 1000), ratio, g, bad[i], sock[i],
+                lost[i]
         }
         print ""
         print "non-2xx: answers >= 400 as wrk counts them; tidemark answers"
         print "every stale request 409 by design (nginx does not fence and"
-        print "forwards them). goal: the issue'"'"'s target for tidemark vs nginx."
+        print "forwards them). lost: requests whose connection closed"
+        print "without an answer. goal: the issue'"'"'s target for tidemark vs"
+        print "nginx."
         if (miss) { print "goals missed (marked !): " miss }
     }' "$dir/results"
