@@ -132,9 +132,12 @@ void http_chunked_init(struct http_chunked *c);
 /* Feed n bytes at p. Returns how many bytes of p belong to the body (all
  * n unless the body ends inside p; then the rest is the next message).
  * Sets c->done when the last chunk and trailer section are complete.
- * Returns (size_t)-1 on a framing error: bad or overflowing chunk size,
- * missing CRLF after data, bare CR or LF, a trailer section over 8 KiB
- * or a malformed trailer line. Chunk extensions are allowed and skipped. */
+ * Returns (size_t)-1 on a framing error: bad or overflowing chunk size
+ * (empty, whitespace, over 16 hex digits or 2^63 - 1), missing CRLF
+ * after data, bare CR or LF, a size line over 4 KiB, a trailer section
+ * over 8 KiB or a malformed trailer line. Chunk extensions are allowed
+ * and skipped. The result is the same however the body is split. Once
+ * done, feeding returns 0; once refused, (size_t)-1 again. */
 size_t http_chunked_feed(struct http_chunked *c, const char *p, size_t n);
 
 #endif
