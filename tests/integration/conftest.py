@@ -900,6 +900,7 @@ class Tidemark:
         while True:
             rc = self.proc.poll()
             if rc is not None:
+                self.runs[-1][1] = "failed-start"
                 raise AssertionError("tidemark exited with %s at start:\n%s"
                                      % (rc, self.log()[-4000:]))
             if self._healthy() and self._listening():
