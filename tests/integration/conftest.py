@@ -457,6 +457,8 @@ class Upstream:
     X-Test-Echo: 1            answer with the request body
     X-Test-Resp-Header: H: V  add a header to the answer (repeatable)
     X-Test-Raw-Response: hex  write these bytes as the answer
+    X-Test-Stall: N           answer 1 MiB long, send N bytes, go quiet
+    X-Test-Split-Ms: N        pause N ms between the head and the body
     """
 
     def __init__(self):
@@ -700,6 +702,14 @@ class Upstream:
             sock.sendall(b"HELLO THERE\r\nthis is not http\r\n\r\n")
             req.outcome = "garbage"
             return False
+        stall = req.header("X-Test-Stall")
+        if stall is not None:
+            # promise 1 MiB, send stall bytes of it, then go quiet
+            req.answered = time.monotonic()
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n"
+                         b"\r\n" + PATTERN[:int(stall)])
+            req.outcome = self._wait(c)
+            return False
         raw = req.header("X-Test-Raw-Response")
         if raw is not None:
             req.answered = time.monotonic()
@@ -740,6 +750,9 @@ class Upstream:
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         req.answered = time.monotonic()
         sock.sendall(head)
+        split = req.header("X-Test-Split-Ms")
+        if split is not None:
+            time.sleep(int(split) / 1e3)
         if not nobody:
             self._send_body(sock, body, length, chunk and not delimited)
         req.outcome = "answered"

@@ -217,3 +217,14 @@ def test_after_504_grace_applies_to_that_resource_only_once(tidemark,
     t0 = time.monotonic()
     assert put(tm, "g3", 9, "g39").status == 200
     assert time.monotonic() - t0 < 0.4 * slow()
+
+
+def test_after_502_with_closed_connection_no_grace(tidemark, upstream):
+    # A write that failed and whose connection is closed has finished:
+    # only a 504 holds the resource for the grace period.
+    tm = tidemark(config={"proxy": {"order_grace_ms": "5000"}})
+    r = put(tm, "d", 7, "d7", [("X-Test-Drop", "1")])
+    assert_problem(r, 502)
+    t0 = time.monotonic()
+    assert put(tm, "d", 8, "d8").status == 200
+    assert time.monotonic() - t0 < 2 * slow()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import (Conn, Closed, assert_problem, build_request,
+from conftest import (Closed, assert_problem, build_request,
                       free_port, read_response, slow)
 
 
@@ -196,6 +196,23 @@ def test_upstream_closing_mid_body_closes_client(tidemark, upstream):
                                              ("X-Test-Close", "1")]))
         with pytest.raises(Closed):
             c.read_response()
+
+
+def test_upstream_stalling_mid_body_is_cut(tidemark, upstream):
+    # timeout_ms also bounds the wait between body reads: the client's
+    # connection is closed (the head is out, so no 504 can be sent) and
+    # the upstream connection given up.
+    tm = tidemark(config={"upstream default": {"timeout_ms": "600"}})
+    with tm.conn() as c:
+        c.send(build_request("GET", "/stall", [("X-Test-Stall", "1000"),
+                                               ("X-Test-Id", "stall")]))
+        t0 = time.monotonic()
+        with pytest.raises(Closed):
+            c.read_response(timeout=10 * slow())
+        assert time.monotonic() - t0 < 4 * slow()
+    seen = upstream.wait_request("X-Test-Id", "stall")
+    upstream.wait_for(lambda: upstream.conns[seen.conn_id].closed,
+                      what="the stalled upstream connection to close")
 
 
 # ------------------------------------------------------- never retried

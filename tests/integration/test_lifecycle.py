@@ -1,0 +1,54 @@
+"""Process life: SIGTERM and SIGINT stop tidemark gracefully with exit 0,
+finishing what is in flight."""
+
+import signal
+import threading
+import time
+
+from conftest import slow, wait_until
+
+
+def test_sigint_exits_0(tidemark):
+    tm = tidemark()
+    tm.proc.send_signal(signal.SIGINT)
+    assert tm.proc.wait(10 * slow()) == 0
+    tm.runs[-1][1] = "stopped"
+
+
+def test_sigterm_with_idle_keepalive_clients_is_prompt(tidemark, upstream):
+    tm = tidemark()
+    conns = [tm.conn() for _ in range(5)]
+    try:
+        for c in conns:
+            assert c.request("GET", "/idle").status == 200
+        t0 = time.monotonic()
+        assert tm.stop() == 0
+        assert time.monotonic() - t0 < 5 * slow()
+    finally:
+        for c in conns:
+            c.close()
+
+
+def test_sigterm_finishes_in_flight_request(tidemark, upstream):
+    tm = tidemark()
+    out = {}
+
+    def write():
+        out["r"] = tm.put("inflight", token=3,
+                          headers=[("X-Test-Hold", "t"), ("X-Test-Id", "if")])
+
+    t = threading.Thread(target=write)
+    t.start()
+    upstream.wait_request("X-Test-Id", "if")
+    tm.proc.send_signal(signal.SIGTERM)
+    # it stops listening, but lives on while the request is in flight
+    wait_until(lambda: not tm._listening(), 5 * slow(),
+               "the listener to close after SIGTERM")
+    assert tm.proc.poll() is None, "exited with a request in flight"
+    upstream.release("t")
+    t.join(10 * slow())
+    assert out["r"].status == 200, out["r"]
+    assert tm.proc.wait(10 * slow()) == 0
+    tm.runs[-1][1] = "stopped"
+    tm.start()
+    assert tm.mark("documents/inflight") == 3
