@@ -37,9 +37,11 @@ enum cstate {
     CS_CLOSING,    /* flushing the last answer, then lingering */
 };
 
-/* The current request: its parsed head and a copy of its bytes. */
+/* The current request: its parsed head and a copy of its bytes. Kept
+ * per connection and reused while the connection stays busy. */
 struct request {
     struct http_request h;
+    size_t cap;               /* bytes[] capacity */
     char bytes[];
 };
 
@@ -63,6 +65,7 @@ struct client {
     bool timer_is_head;       /* the head timeout runs (not idle) */
 
     struct request *rq;
+    bool have_rq;             /* rq holds the current request */
     const struct cfg_route *route;
     const char *route_name;
     enum tm_mode mode;
@@ -128,11 +131,12 @@ c_out(struct client *c)
     return bufferevent_get_output(c->bev);
 }
 
+/* The request is over. Its buffer stays for the next one, unless the
+ * connection goes idle (see read_head). */
 static void
 request_free(struct client *c)
 {
-    free(c->rq);
-    c->rq = NULL;
+    c->have_rq = false;
 }
 
 /* ---- answers tidemark makes itself ---------------------------------- */
@@ -181,11 +185,11 @@ answer(struct client *c, const struct problem *p)
         p->status == 501 || p->status == 505 || p->status == 408) {
         c->close_after = true;
     }
-    if (c->rq != NULL && !c->rq->h.keep_alive) {
+    if (c->have_rq && !c->rq->h.keep_alive) {
         c->close_after = true;
     }
     problem_write(c_out(c), p, c->close_after);
-    if (c->rq != NULL) {
+    if (c->have_rq) {
         after_local_answer(c);
     } else {
         c->state = CS_CLOSING;
@@ -673,7 +677,10 @@ parse_error(struct client *c, enum http_rc rc)
         break;
     }
     c->px->stats.bad_requests++;
-    log_warn("conn=%" PRIu64 " refused %d: %s", c->id, p.status, p.detail);
+    c->have_rq = false;
+    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->id, p.status,
+             p.detail, c->rq != NULL && c->rq->h.error != NULL ? ": " : "",
+             c->rq != NULL && c->rq->h.error != NULL ? c->rq->h.error : "");
     c->close_after = true;
     answer(c, &p);
 }
@@ -686,7 +693,7 @@ read_head(struct client *c)
     struct evbuffer *in = c_in(c);
     size_t len = evbuffer_get_length(in);
     size_t n = len < px->limits.max_head + 1 ? len : px->limits.max_head + 1;
-    struct http_request *h = px->scratch;
+    struct http_request *h;
     enum http_rc rc;
     char *p;
 
@@ -705,6 +712,15 @@ read_head(struct client *c)
         c->timer_is_head = true;
         timer_arm(c, px->cfg->proxy.header_timeout_ms);
     }
+    if (c->rq == NULL) {
+        c->rq = malloc(sizeof(*c->rq) + 1024);
+        if (c->rq == NULL) {
+            client_close(c, 0);
+            return;
+        }
+        c->rq->cap = 1024;
+    }
+    h = &c->rq->h;
     p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
     rc = http_parse_request(p, n, &px->limits, h);
     if (rc == HTTP_INCOMPLETE) {
@@ -717,15 +733,19 @@ read_head(struct client *c)
         parse_error(c, rc);
         return;
     }
-    c->rq = malloc(sizeof(*c->rq) + h->head_len);
-    if (c->rq == NULL) {
-        c->close_after = true;
-        refuse_status(c, 503, "out of memory", NULL);
-        return;
+    if (h->head_len > c->rq->cap) {
+        struct request *bigger = realloc(c->rq, sizeof(*c->rq) + h->head_len);
+        if (bigger == NULL) {
+            client_close(c, 0);
+            return;
+        }
+        c->rq = bigger;
+        c->rq->cap = h->head_len;
+        h = &c->rq->h;
     }
-    memcpy(&c->rq->h, h, sizeof(*h));
     memcpy(c->rq->bytes, p, h->head_len);
-    rebase(&c->rq->h, p, c->rq->bytes);
+    rebase(h, p, c->rq->bytes);
+    c->have_rq = true;
     evbuffer_drain(in, h->head_len);
     evtimer_del(c->timer);
     c->timer_is_head = false;
@@ -873,13 +893,19 @@ finish_exchange(struct client *c, bool up_ok)
         order_leave(c->px->order, c->slot, 0);
         c->slot = NULL;
     }
-    if (!c->req_done) {
-        c->close_after = true;
-    }
     request_free(c);
     bufferevent_set_timeouts(c->bev, NULL, NULL);
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    bufferevent_enable(c->bev, EV_READ);
     c->state = c->close_after ? CS_CLOSING : CS_HEAD;
+    if (!c->req_done && !c->close_after) {
+        /* The upstream answered before the whole body arrived: read the
+         * rest and drop it (write_response_head made sure it is small). */
+        c->state = CS_DISCARD;
+        c->discard_left = c->req_kind == HTTP_BODY_LENGTH
+                              ? c->req_left
+                              : (uint64_t)c->px->cfg->proxy.discard_limit;
+    }
     client_pump(c);
 }
 
@@ -1020,6 +1046,12 @@ write_response_head(struct client *c, const struct http_response *r)
         evbuffer_add(out, ": ", 2);
         evbuffer_add(out, f->value.p, f->value.len);
         evbuffer_add(out, "\r\n", 2);
+    }
+    if (final && !c->req_done &&
+        (c->req_kind != HTTP_BODY_LENGTH ||
+         c->req_left > (uint64_t)c->px->cfg->proxy.discard_limit)) {
+        /* An early answer: the rest of the body is too much to drop. */
+        c->close_after = true;
     }
     if (final) {
         if (r->body == HTTP_BODY_CHUNKED) {
@@ -1370,7 +1402,8 @@ client_close(struct client *c, int grace_ms)
     event_free(c->kick);
     c->bev = NULL;
     c->timer = c->kick = NULL;
-    request_free(c);
+    free(c->rq);
+    c->rq = NULL;
     if (c->prev != NULL) {
         c->prev->next = c->next;
     } else {
