@@ -703,3 +703,77 @@ def _serves(tm):
         return tm.request("GET", "/again", timeout=1).status == 200
     except Exception:
         return False
+
+
+def test_mutated_requests_get_an_answer_and_move_nothing(tidemark, upstream):
+    """Seeded random damage to a stale write: every connection gets a
+    well-formed answer or is closed, tidemark lives, the mark holds."""
+    import random
+    import socket
+    from conftest import HTTPError, Closed
+    tm = tidemark(config={"proxy": {"header_timeout_ms": "1000",
+                                    "idle_timeout_ms": "1000"}})
+    top = 10 ** 18
+    assert tm.put("fz", token=top).status == 200
+    base = build_request("PUT", "/v1/documents/fz",
+                         [("Fencing-Token", "5"), ("X-A", "b")], b"body")
+    rnd = random.Random(1234)
+    alphabet = b"\r\n\x00 \t:;,/0123456789-+aZ\x7f\xff"
+    cases = []
+    for _ in range(240):
+        b = bytearray(base)
+        for _ in range(rnd.randint(1, 3)):
+            i = rnd.randrange(len(b))
+            op = rnd.random()
+            ch = alphabet[rnd.randrange(len(alphabet))]
+            if op < 0.4:
+                b[i] = ch
+            elif op < 0.7:
+                b.insert(i, ch)
+            else:
+                del b[i]
+        cases.append(bytes(b) + b"\r\n\r\n")
+    bad = []
+    seen = []
+    lock = threading.Lock()
+
+    def run(chunk):
+        for raw in chunk:
+            try:
+                c = tm.conn(timeout=5)
+            except OSError as e:
+                with lock:
+                    bad.append(("connect", raw, e))
+                continue
+            try:
+                c.send(raw)
+                try:
+                    r = c.read_response(timeout=5 * slow())
+                    assert 100 <= r.status < 600, r
+                    with lock:
+                        seen.append(r.status)
+                except Closed:
+                    pass
+                except socket.timeout:
+                    with lock:
+                        bad.append(("no answer, no close", raw, None))
+            except (HTTPError, AssertionError) as e:
+                with lock:
+                    bad.append(("malformed answer", raw, e))
+            except OSError:
+                pass  # reset: a close
+            finally:
+                c.close()
+
+    ts = [threading.Thread(target=run, args=(cases[i::12],))
+          for i in range(12)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120 * slow())
+    assert not bad, bad[:5]
+    # the damage was seen both as bad framing and as a stale write
+    assert 400 in seen and 409 in seen, sorted(set(seen))
+    assert tm.alive()
+    assert tm.mark("documents/fz") == top
+    assert tm.request("GET", "/still").status == 200

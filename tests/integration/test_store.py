@@ -202,6 +202,7 @@ def test_failed_sync_stops_writes_on_correctness_routes(tidemark, upstream,
     tm = tidemark(config=ROUTES, env={"LD_PRELOAD": str(shim),
                                       var: str(trigger)})
     assert tm.put("s", token=1).status == 200
+    assert tm.put("c", token=5).status == 200
     assert tm.admin("GET", "/readyz")[0] == 200
     trigger.write_text("")
     r = tm.put("s", token=2, headers=[("X-Test-Id", "s2")])
@@ -219,6 +220,10 @@ def test_failed_sync_stops_writes_on_correctness_routes(tidemark, upstream,
         assert_problem(r, 503)
         assert upstream.find("X-Test-Id", "late%d" % tok) == []
     assert tm.admin("GET", "/readyz")[0] == 503
+    # a token below the cached mark is stale without asking the store
+    r = tm.put("c", token=3, headers=[("X-Test-Id", "c3")])
+    assert assert_problem(r, 409)["high_water"] == 5
+    assert upstream.find("X-Test-Id", "c3") == []
     # efficiency routes keep working when the store is down
     r = tm.request("PUT", "/v1/eff/e", token=5, body=b"x",
                    headers=[("X-Test-Id", "eff")])

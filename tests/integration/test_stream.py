@@ -13,7 +13,7 @@ MiB = 1024 * 1024
 # sanitizer build has shadow memory and allocator overhead of its own
 # (its quarantine is capped at 16 MiB by the fixture), so it gets a looser
 # bound that still proves the body is not buffered.
-RSS_LIMIT = (192 if is_asan() else 64) * MiB
+RSS_LIMIT = (128 if is_asan() else 64) * MiB
 
 
 def upload(c, target, size, headers):
