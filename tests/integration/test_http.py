@@ -611,15 +611,21 @@ def test_client_gone_while_waiting_for_answer(tidemark, upstream):
 
 
 def test_client_half_close_still_gets_answer(tidemark, upstream):
-    # A client may shut down its sending side after the request (as
-    # "nc -N" does); the answer still comes back.
+    # A client may shut down its sending side after a complete request
+    # (as "nc -N" does). The write is forwarded and applied, so its answer
+    # must come back: dropping it leaves the client not knowing its write
+    # took effect.
     import socket
     tm = tidemark()
     with tm.conn() as c:
-        c.send(build_request("GET", "/half", [("Connection", "close")]))
+        c.send(build_request("PUT", "/v1/documents/half",
+                             [("Fencing-Token", "3"), ("Connection", "close"),
+                              ("X-Test-Id", "half")], b"abc"))
         c.sock.shutdown(socket.SHUT_WR)
         r = c.read_response()
         assert r.status == 200, r
+        assert r.header("Fencing-High-Water") == "3"
+    assert len(upstream.find("X-Test-Id", "half")) == 1
 
 
 def test_expect_continue_accepted(tidemark, upstream):
