@@ -96,6 +96,8 @@ struct client {
     bool client_eof;          /* the client sent FIN */
     bool up_eof;              /* the upstream sent FIN */
     bool dead;                /* closed; freed at the end of the turn */
+    bool dirty;               /* has output to write this turn */
+    struct client *dirty_next;
 };
 
 static void client_pump(struct client *c);
@@ -133,6 +135,69 @@ c_out(struct client *c)
 
 /* The request is over. Its buffer stays for the next one, unless the
  * connection goes idle (see read_head). */
+/* ---- writing ----------------------------------------------------------
+ * Output is written directly at the end of the loop turn, and EV_WRITE is
+ * enabled on a bufferevent only while the kernel cannot take everything:
+ * no epoll_ctl per answer in the common case. */
+
+static void
+flush_bev(struct bufferevent *bev)
+{
+    struct evbuffer *out = bufferevent_get_output(bev);
+
+    if (evbuffer_get_length(out) == 0 ||
+        (bufferevent_get_enabled(bev) & EV_WRITE)) {
+        return;
+    }
+    if (evbuffer_write(out, bufferevent_getfd(bev)) < 0 &&
+        errno != EAGAIN && errno != EINTR) {
+        /* Let the bufferevent meet the error and report it. */
+        bufferevent_enable(bev, EV_WRITE);
+        return;
+    }
+    if (evbuffer_get_length(out) > 0) {
+        bufferevent_enable(bev, EV_WRITE);
+    }
+}
+
+static void
+mark_dirty(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+
+    if (c->dirty) {
+        return;
+    }
+    c->dirty = true;
+    c->dirty_next = px->dirty;
+    px->dirty = c;
+    event_active(px->flusher, EV_TIMEOUT, 1);
+}
+
+void
+client_flush_all(struct tm_proxy *px)
+{
+    while (px->dirty != NULL) {
+        struct client *c = px->dirty;
+        px->dirty = c->dirty_next;
+        c->dirty = false;
+        c->dirty_next = NULL;
+        if (c->up != NULL && c->state == CS_FORWARD) {
+            flush_bev(up_bev(c->up));
+        }
+        flush_bev(c->bev);
+    }
+}
+
+/* Called when a write event drained a buffer: back to direct writes. */
+static void
+written(struct bufferevent *bev)
+{
+    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        bufferevent_disable(bev, EV_WRITE);
+    }
+}
+
 static void
 request_free(struct client *c)
 {
@@ -189,6 +254,7 @@ answer(struct client *c, const struct problem *p)
         c->close_after = true;
     }
     problem_write(c_out(c), p, c->close_after);
+    mark_dirty(c);
     if (c->have_rq) {
         after_local_answer(c);
     } else {
@@ -200,7 +266,13 @@ static void
 refuse(struct client *c, struct problem *p, const char *reason)
 {
     p->resource = c->rlen > 0 ? c->resource : NULL;
-    log_warn("conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
+    /* Refusals of stale, missing and malformed tokens are the proxy doing
+     * its job (info); the rest say something is wrong (warn). */
+    log_at(p->status == 409 || p->status == 428 || p->status == 400 ||
+                   p->status == 403
+               ? LOG_INFO
+               : LOG_WARN,
+           "conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
              "token=%" PRId64 " mark=%" PRId64 "%s%s",
              c->id, p->status, reason, c->route_name ? c->route_name : "-",
              c->rlen > 0 ? c->resource : "-", c->token, c->mark,
@@ -295,8 +367,10 @@ attach(struct client *c, struct up_conn *uc)
     bufferevent_setwatermark(ub, EV_READ, 0, buf);
     bufferevent_setwatermark(ub, EV_WRITE, 0, 0);
     bufferevent_setcb(ub, up_read_cb, NULL, up_event_cb, c);
-    bufferevent_enable(ub, EV_READ | EV_WRITE);
+    bufferevent_disable(ub, EV_WRITE);
+    bufferevent_enable(ub, EV_READ);
     write_request_head(c, bufferevent_get_output(ub));
+    mark_dirty(c);
     /* A client that stops sending its body or reading its answer must
      * not hold the upstream connection forever. */
     ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
@@ -977,6 +1051,7 @@ pump_request_body(struct client *c)
         evbuffer_remove_buffer(in, out, n);
         c->req_left -= n;
         c->req_done = c->req_left == 0;
+        mark_dirty(c);
     } else {
         size_t take = 0;
         struct evbuffer_ptr pos;
@@ -998,6 +1073,7 @@ pump_request_body(struct client *c)
         }
         evbuffer_remove_buffer(in, out, take);
         c->req_done = c->req_chunk.done;
+        mark_dirty(c);
     }
     if (c->req_done) {
         struct timeval tv;
@@ -1022,6 +1098,7 @@ up_write_cb(struct bufferevent *bev, void *arg)
     struct client *c = arg;
     size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
+    written(bev);
     bufferevent_setcb(bev, up_read_cb, NULL, up_event_cb, c);
     set_backpressure(c->bev, bev, buf, false);
     pump_request_body(c);
@@ -1103,6 +1180,7 @@ read_response_head(struct client *c)
             return false;
         }
         if (r->status < 200) {
+            mark_dirty(c);
             write_response_head(c, r);
             evbuffer_drain(in, r->head_len);
             continue;
@@ -1143,6 +1221,7 @@ pump_response(struct client *c)
         }
         return true;
     }
+    mark_dirty(c);
     len = evbuffer_get_length(in);
     switch (c->resp_kind) {
     case HTTP_BODY_NONE:
@@ -1244,7 +1323,7 @@ client_write_cb(struct bufferevent *bev, void *arg)
     struct client *c = arg;
     size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
-    (void)bev;
+    written(bev);
     if (c->state == CS_FORWARD && c->up != NULL) {
         set_backpressure(up_bev(c->up), c->bev, buf, false);
         pump_response(c);
@@ -1369,7 +1448,9 @@ client_accept(struct tm_proxy *px, int fd)
     bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
     bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
                       client_event_cb, c);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    /* A new bufferevent has EV_WRITE enabled; writes go direct. */
+    bufferevent_disable(c->bev, EV_WRITE);
+    bufferevent_enable(c->bev, EV_READ);
     c->next = px->clients;
     if (px->clients != NULL) {
         px->clients->prev = c;
@@ -1397,6 +1478,14 @@ client_close(struct client *c, int grace_ms)
     c->raise = NULL;
     c->up = NULL;
     c->slot = NULL;
+    if (c->dirty) {
+        struct client **pp = &px->dirty;
+        while (*pp != c) {
+            pp = &(*pp)->dirty_next;
+        }
+        *pp = c->dirty_next;
+        c->dirty = false;
+    }
     bufferevent_free(c->bev);
     event_free(c->timer);
     event_free(c->kick);

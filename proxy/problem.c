@@ -88,48 +88,66 @@ json_escape(struct evbuffer *out, const char *s, size_t len)
     evbuffer_add(out, s + run, len - run);
 }
 
+/* Append s to buf at *n as JSON string content, within cap. */
+static void
+escape_into(char *buf, size_t cap, size_t *n, const char *s)
+{
+    for (; *s != '\0' && *n + 7 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            buf[(*n)++] = '\\';
+            buf[(*n)++] = (char)ch;
+        } else if (ch < 0x20) {
+            *n += (size_t)snprintf(buf + *n, cap - *n, "\\u%04x", ch);
+        } else {
+            buf[(*n)++] = (char)ch;
+        }
+    }
+}
+
 void
 problem_write(struct evbuffer *out, const struct problem *p, bool close)
 {
+    /* Room for the longest detail and an escaped TM_RESOURCE_MAX name. */
+    char body[4096], head[512];
     const struct kind *k = kind_of(p->status);
-    struct evbuffer *body = evbuffer_new();
     const char *detail = p->detail != NULL ? p->detail : k->detail;
+    size_t n, h;
 
-    if (body == NULL) {
-        return;
-    }
-    evbuffer_add_printf(body, "{\"type\":\"%s\",\"title\":\"%s\","
-                              "\"status\":%d,\"detail\":\"",
-                        k->type, k->title, p->status);
-    json_escape(body, detail, strlen(detail));
-    evbuffer_add(body, "\"", 1);
+    n = (size_t)snprintf(body, sizeof(body),
+                         "{\"type\":\"%s\",\"title\":\"%s\","
+                         "\"status\":%d,\"detail\":\"",
+                         k->type, k->title, p->status);
+    escape_into(body, sizeof(body) - 64, &n, detail);
+    body[n++] = '"';
     if (p->resource != NULL) {
-        evbuffer_add(body, ",\"resource\":\"", 13);
-        json_escape(body, p->resource, strlen(p->resource));
-        evbuffer_add(body, "\"", 1);
+        n += (size_t)snprintf(body + n, sizeof(body) - n, ",\"resource\":\"");
+        escape_into(body, sizeof(body) - 64, &n, p->resource);
+        body[n++] = '"';
     }
     if (p->status == 409) {
-        evbuffer_add_printf(body, ",\"token\":%" PRId64
-                                  ",\"high_water\":%" PRId64,
-                            p->token, p->mark);
+        n += (size_t)snprintf(body + n, sizeof(body) - n,
+                              ",\"token\":%" PRId64 ",\"high_water\":%" PRId64,
+                              p->token, p->mark);
     }
-    evbuffer_add(body, "}\n", 2);
+    body[n++] = '}';
+    body[n++] = '\n';
 
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
-                             "Content-Type: application/problem+json\r\n"
-                             "Content-Length: %zu\r\n",
-                        p->status, k->reason, evbuffer_get_length(body));
+    h = (size_t)snprintf(head, sizeof(head),
+                         "HTTP/1.1 %d %s\r\n"
+                         "Content-Type: application/problem+json\r\n"
+                         "Content-Length: %zu\r\n",
+                         p->status, k->reason, n);
     if (p->status == 409) {
-        evbuffer_add_printf(out, "Fencing-High-Water: %" PRId64 "\r\n",
-                            p->mark);
+        h += (size_t)snprintf(head + h, sizeof(head) - h,
+                              "Fencing-High-Water: %" PRId64 "\r\n", p->mark);
     }
     if (p->retry_after > 0) {
-        evbuffer_add_printf(out, "Retry-After: %d\r\n", p->retry_after);
+        h += (size_t)snprintf(head + h, sizeof(head) - h,
+                              "Retry-After: %d\r\n", p->retry_after);
     }
-    if (close) {
-        evbuffer_add(out, "Connection: close\r\n", 19);
-    }
-    evbuffer_add(out, "\r\n", 2);
-    evbuffer_add_buffer(out, body);
-    evbuffer_free(body);
+    h += (size_t)snprintf(head + h, sizeof(head) - h, "%s\r\n",
+                          close ? "Connection: close\r\n" : "");
+    evbuffer_add(out, head, h);
+    evbuffer_add(out, body, n);
 }

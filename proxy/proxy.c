@@ -35,6 +35,14 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
+flusher_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    client_flush_all(arg);
+}
+
+static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd,
           struct sockaddr *sa, int socklen, void *arg)
 {
@@ -109,11 +117,12 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
     px->scratch = malloc(sizeof(*px->scratch));
     px->scratch_resp = malloc(sizeof(*px->scratch_resp));
     px->reaper = event_new(base, -1, 0, reaper_cb, px);
+    px->flusher = event_new(base, -1, 0, flusher_cb, px);
     px->marks = marks_new((size_t)cfg->store.cache_entries);
     px->order = order_new(base);
     px->pools = calloc(cfg->nupstreams + 1, sizeof(*px->pools));
     if (px->scratch == NULL || px->scratch_resp == NULL ||
-        px->reaper == NULL || px->marks == NULL || px->order == NULL ||
+        px->reaper == NULL || px->flusher == NULL || px->marks == NULL || px->order == NULL ||
         px->pools == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -220,6 +229,9 @@ tm_proxy_free(struct tm_proxy *px)
     marks_free(px->marks);
     if (px->reaper != NULL) {
         event_free(px->reaper);
+    }
+    if (px->flusher != NULL) {
+        event_free(px->flusher);
     }
     if (px->drain_timer != NULL) {
         event_free(px->drain_timer);

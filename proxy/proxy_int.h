@@ -51,6 +51,8 @@ struct tm_proxy {
     struct client *clients;      /* every open client connection */
     struct client *graveyard;    /* closed, freed at the end of the turn */
     struct event *reaper;        /* frees the graveyard */
+    struct client *dirty;        /* connections with output to write */
+    struct event *flusher;       /* writes it at the end of the turn */
     struct http_request *scratch;       /* parse space, one loop thread */
     struct http_response *scratch_resp;
     size_t nclients;
@@ -67,6 +69,9 @@ void client_accept(struct tm_proxy *px, int fd);
 /* conn.c: close every client connection that is between requests; when
  * force, close every connection. */
 void client_close_idle(struct tm_proxy *px, bool force);
+
+/* conn.c: write what this turn produced. */
+void client_flush_all(struct tm_proxy *px);
 
 /* conn.c: free the connections closed during this turn. */
 void client_reap(struct tm_proxy *px);
