@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
@@ -97,6 +99,9 @@ struct client {
     bool up_eof;              /* the upstream sent FIN */
     bool dead;                /* closed; freed at the end of the turn */
     bool dirty;               /* has output to write this turn */
+    bool bp_up;               /* client reads paused: upstream output full */
+    bool bp_down;             /* upstream reads paused: client output full */
+    bool bp_answers;          /* client reads paused: answers not read */
     struct client *dirty_next;
 };
 
@@ -104,6 +109,7 @@ static void client_pump(struct client *c);
 static void client_close(struct client *c, int grace_ms);
 static void pump_request_body(struct client *c);
 static bool pump_response(struct client *c);
+static void drained(struct client *c);
 
 static void
 ms_to_tv(int ms, struct timeval *tv)
@@ -186,6 +192,9 @@ client_flush_all(struct tm_proxy *px)
             flush_bev(up_bev(c->up));
         }
         flush_bev(c->bev);
+        if (c->bp_up || c->bp_down || c->bp_answers) {
+            drained(c);
+        }
     }
 }
 
@@ -365,8 +374,9 @@ attach(struct client *c, struct up_conn *uc)
     ms_to_tv(u->timeout_ms, &tv);
     bufferevent_set_timeouts(ub, &tv, &tv);
     bufferevent_setwatermark(ub, EV_READ, 0, buf);
-    bufferevent_setwatermark(ub, EV_WRITE, 0, 0);
-    bufferevent_setcb(ub, up_read_cb, NULL, up_event_cb, c);
+    bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
+    bufferevent_setcb(ub, up_read_cb, up_write_cb, up_event_cb, c);
+    c->bp_up = c->bp_down = false;
     bufferevent_disable(ub, EV_WRITE);
     bufferevent_enable(ub, EV_READ);
     write_request_head(c, bufferevent_get_output(ub));
@@ -922,6 +932,7 @@ client_pump(struct client *c)
             }
             if (evbuffer_get_length(c_out(c)) >= buf) {
                 /* The client is not reading its answers: wait. */
+                c->bp_answers = true;
                 bufferevent_disable(c->bev, EV_READ);
                 return;
             }
@@ -968,8 +979,8 @@ finish_exchange(struct client *c, bool up_ok)
         c->slot = NULL;
     }
     request_free(c);
+    c->bp_up = c->bp_down = false;
     bufferevent_set_timeouts(c->bev, NULL, NULL);
-    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
     bufferevent_enable(c->bev, EV_READ);
     c->state = c->close_after ? CS_CLOSING : CS_HEAD;
     if (!c->req_done && !c->close_after) {
@@ -1021,16 +1032,48 @@ upstream_failed(struct client *c, int status, const char *why)
     client_pump(c);
 }
 
+/* Back-pressure: a side stops reading while the other side's output holds
+ * buffer_size bytes, and starts again once it is down to half. */
 static void
-set_backpressure(struct bufferevent *from, struct bufferevent *to,
-                 size_t buf, bool on)
+pause_up(struct client *c)
 {
-    if (on) {
-        bufferevent_disable(from, EV_READ);
-        bufferevent_setwatermark(to, EV_WRITE, buf / 2, 0);
-    } else {
-        bufferevent_setwatermark(to, EV_WRITE, 0, 0);
-        bufferevent_enable(from, EV_READ);
+    c->bp_up = true;
+    bufferevent_disable(c->bev, EV_READ);
+}
+
+static void
+pause_down(struct client *c)
+{
+    c->bp_down = true;
+    bufferevent_disable(up_bev(c->up), EV_READ);
+}
+
+/* After output was written: resume what waited for room. */
+static void
+drained(struct client *c)
+{
+    size_t half = (size_t)c->px->cfg->proxy.buffer_size / 2;
+
+    if (c->bp_up && c->up != NULL &&
+        evbuffer_get_length(bufferevent_get_output(up_bev(c->up))) <= half) {
+        c->bp_up = false;
+        bufferevent_enable(c->bev, EV_READ);
+        pump_request_body(c);
+        if (c->dead) {
+            return;
+        }
+    }
+    if (c->bp_down && c->up != NULL && evbuffer_get_length(c_out(c)) <= half) {
+        c->bp_down = false;
+        bufferevent_enable(up_bev(c->up), EV_READ);
+        pump_response(c);
+        if (c->dead) {
+            return;
+        }
+    }
+    if (c->bp_answers && evbuffer_get_length(c_out(c)) <= half) {
+        c->bp_answers = false;
+        client_pump(c);
     }
 }
 
@@ -1080,15 +1123,13 @@ pump_request_body(struct client *c)
         c->req_sent_whole = true;
         ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
         bufferevent_set_timeouts(c->bev, NULL, &tv);
-        set_backpressure(c->bev, ub, buf, false);
         if (c->client_eof) {
             bufferevent_disable(c->bev, EV_READ);
         }
         return;
     }
     if (evbuffer_get_length(out) >= buf) {
-        bufferevent_setcb(ub, up_read_cb, up_write_cb, up_event_cb, c);
-        set_backpressure(c->bev, ub, buf, true);
+        pause_up(c);
     }
 }
 
@@ -1098,10 +1139,9 @@ up_write_cb(struct bufferevent *bev, void *arg)
     struct client *c = arg;
     size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
+    (void)buf;
     written(bev);
-    bufferevent_setcb(bev, up_read_cb, NULL, up_event_cb, c);
-    set_backpressure(c->bev, bev, buf, false);
-    pump_request_body(c);
+    drained(c);
 }
 
 /* Write the response head as the client gets it. */
@@ -1271,7 +1311,7 @@ pump_response(struct client *c)
         return false;
     }
     if (evbuffer_get_length(out) >= buf) {
-        set_backpressure(ub, c->bev, buf, true);
+        pause_down(c);
     }
     return true;
 }
@@ -1323,10 +1363,10 @@ client_write_cb(struct bufferevent *bev, void *arg)
     struct client *c = arg;
     size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
+    (void)buf;
     written(bev);
-    if (c->state == CS_FORWARD && c->up != NULL) {
-        set_backpressure(up_bev(c->up), c->bev, buf, false);
-        pump_response(c);
+    if (c->bp_up || c->bp_down || c->bp_answers) {
+        drained(c);
         return;
     }
     client_pump(c);
@@ -1415,12 +1455,16 @@ client_accept(struct tm_proxy *px, int fd)
     const struct cfg_proxy *pc = &px->cfg->proxy;
     struct client *c;
     size_t hi;
+    int one = 1;
 
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
         evutil_closesocket(fd);
         return;
     }
+    /* An answer may leave in pieces (head, then body): Nagle's algorithm
+     * against the client's delayed ACK would hold the last piece ~40 ms. */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->px = px;
     c->id = ++px->next_id;
     c->bev = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
@@ -1446,6 +1490,8 @@ client_accept(struct tm_proxy *px, int fd)
         hi = px->limits.max_head + 1;
     }
     bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+    bufferevent_setwatermark(c->bev, EV_WRITE, (size_t)pc->buffer_size / 2,
+                             0);
     bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
                       client_event_cb, c);
     /* A new bufferevent has EV_WRITE enabled; writes go direct. */

@@ -189,7 +189,7 @@ def failsync():
         assert p.returncode == 0 and FAILSYNC.exists(), (
             "cannot build %s:\n%s" % (FAILSYNC, p.stderr.decode()[-2000:]))
     # The variable naming the trigger file, as the shim reads it
-    # (TIDEMARK_FAILSYNC_TRIGGER when this was written).
+    # (FAILSYNC_TRIGGER when this was written).
     m = re.search(rb"[A-Z0-9_]*FAILSYNC_TRIGGER", FAILSYNC.read_bytes())
     assert m, "the shim names no *FAILSYNC_TRIGGER variable"
     return FAILSYNC, m.group(0).decode()

@@ -1,5 +1,5 @@
 /* failsync.c: an LD_PRELOAD shim for tests. While the file named by
- * $TIDEMARK_FAILSYNC_TRIGGER exists, fsync and fdatasync fail with EIO
+ * $FAILSYNC_TRIGGER exists, fsync and fdatasync fail with EIO
  * (as after a disk error); otherwise they do what libc does. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -25,7 +25,7 @@ failsync_init(void)
 static int
 failsync_on(void)
 {
-    const char *trigger = getenv("TIDEMARK_FAILSYNC_TRIGGER");
+    const char *trigger = getenv("FAILSYNC_TRIGGER");
     int saved = errno;
     int on = trigger != NULL && trigger[0] != '\0' &&
              access(trigger, F_OK) == 0;

@@ -176,7 +176,7 @@ setup(void **state)
     /* A parent that does not exist yet: open creates it. */
     snprintf(f->path, sizeof(f->path), "%s/var/marks.mdb", f->dir);
     snprintf(f->trigger, sizeof(f->trigger), "%s/failsync", f->dir);
-    setenv("TIDEMARK_FAILSYNC_TRIGGER", f->trigger, 1);
+    setenv("FAILSYNC_TRIGGER", f->trigger, 1);
     f->base = event_base_new();
     if (f->base == NULL) {
         free(f);
