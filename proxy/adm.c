@@ -42,35 +42,19 @@ static void
 reply_problem(struct evhttp_request *req, int status, const char *detail,
               const char *resource)
 {
-    struct evbuffer *b = evbuffer_new();
     struct problem p = {.status = status, .detail = detail,
                         .resource = resource};
-    struct evbuffer *full = evbuffer_new();
-    size_t len;
-    char *s, *body;
+    struct evbuffer *b = evbuffer_new();
+    char body[PROBLEM_BODY_MAX];
 
-    if (b == NULL || full == NULL) {
+    if (b == NULL) {
         evhttp_send_error(req, 500, NULL);
-        goto out;
+        return;
     }
-    /* Reuse the proxy's problem writer and keep only its body. */
-    problem_write(full, &p, false);
-    len = evbuffer_get_length(full);
-    s = (char *)evbuffer_pullup(full, (ev_ssize_t)len);
-    body = memmem(s, len, "\r\n\r\n", 4);
-    if (body != NULL) {
-        body += 4;
-        evbuffer_add(b, body, len - (size_t)(body - s));
-    }
+    evbuffer_add(b, body, problem_body(body, sizeof(body), &p));
     reply_text(req, status, problem_reason(status),
                "application/problem+json", b);
-out:
-    if (b != NULL) {
-        evbuffer_free(b);
-    }
-    if (full != NULL) {
-        evbuffer_free(full);
-    }
+    evbuffer_free(b);
 }
 
 static void

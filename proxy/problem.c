@@ -105,33 +105,40 @@ escape_into(char *buf, size_t cap, size_t *n, const char *s)
     }
 }
 
-void
-problem_write(struct evbuffer *out, const struct problem *p, bool close)
+size_t
+problem_body(char *body, size_t cap, const struct problem *p)
 {
-    /* Room for the longest detail and an escaped TM_RESOURCE_MAX name. */
-    char body[4096], head[512];
     const struct kind *k = kind_of(p->status);
     const char *detail = p->detail != NULL ? p->detail : k->detail;
-    size_t n, h;
+    size_t n;
 
-    n = (size_t)snprintf(body, sizeof(body),
+    n = (size_t)snprintf(body, cap,
                          "{\"type\":\"%s\",\"title\":\"%s\","
                          "\"status\":%d,\"detail\":\"",
                          k->type, k->title, p->status);
-    escape_into(body, sizeof(body) - 64, &n, detail);
+    escape_into(body, cap - 64, &n, detail);
     body[n++] = '"';
     if (p->resource != NULL) {
-        n += (size_t)snprintf(body + n, sizeof(body) - n, ",\"resource\":\"");
-        escape_into(body, sizeof(body) - 64, &n, p->resource);
+        n += (size_t)snprintf(body + n, cap - n, ",\"resource\":\"");
+        escape_into(body, cap - 64, &n, p->resource);
         body[n++] = '"';
     }
     if (p->status == 409) {
-        n += (size_t)snprintf(body + n, sizeof(body) - n,
+        n += (size_t)snprintf(body + n, cap - n,
                               ",\"token\":%" PRId64 ",\"high_water\":%" PRId64,
                               p->token, p->mark);
     }
     body[n++] = '}';
     body[n++] = '\n';
+    return n;
+}
+
+void
+problem_write(struct evbuffer *out, const struct problem *p, bool close)
+{
+    char body[PROBLEM_BODY_MAX], head[512];
+    const struct kind *k = kind_of(p->status);
+    size_t n = problem_body(body, sizeof(body), p), h;
 
     h = (size_t)snprintf(head, sizeof(head),
                          "HTTP/1.1 %d %s\r\n"

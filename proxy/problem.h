@@ -18,6 +18,12 @@ struct problem {
     int retry_after;        /* seconds, 0: no Retry-After */
 };
 
+/* Room for the longest detail and an escaped TM_RESOURCE_MAX name. */
+#define PROBLEM_BODY_MAX 4096
+
+/* Write p's JSON body into body (cap >= PROBLEM_BODY_MAX); its length. */
+size_t problem_body(char *body, size_t cap, const struct problem *p);
+
 /* Append a whole response (head and JSON body) for p to out. close adds
  * "Connection: close". */
 void problem_write(struct evbuffer *out, const struct problem *p,
