@@ -586,7 +586,8 @@ class Upstream:
             r, _, _ = select.select([c.sock], [], [], max(step, 0))
             if r:
                 try:
-                    data = c.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+                    data = c.sock.recv(1, socket.MSG_PEEK |
+                                       socket.MSG_DONTWAIT)
                 except BlockingIOError:
                     continue
                 except OSError:

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from conftest import (PATTERN, Conn, assert_problem, build_request, chunked,
+from conftest import (PATTERN, assert_problem, build_request, chunked,
                       header_all, slow)
 
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: a\r\nX-Test-Id: smuggled\r\n\r\n"
