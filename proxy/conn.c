@@ -836,15 +836,40 @@ read_head(struct client *c)
     handle_request(c);
 }
 
+/* Feed ch the bytes at the front of in that belong to its chunked body;
+ * return how many they are, or (size_t)-1 on a framing error. */
+static size_t
+chunked_span(struct evbuffer *in, struct http_chunked *ch)
+{
+    size_t len = evbuffer_get_length(in), take = 0;
+    struct evbuffer_ptr pos;
+
+    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+    while (take < len && !ch->done) {
+        struct evbuffer_iovec v;
+        size_t used;
+        if (evbuffer_peek(in, -1, &pos, &v, 1) < 1) {
+            break;
+        }
+        used = http_chunked_feed(ch, v.iov_base, v.iov_len);
+        if (used == (size_t)-1) {
+            return used;
+        }
+        take += used;
+        evbuffer_ptr_set(in, &pos, used, EVBUFFER_PTR_ADD);
+    }
+    return take;
+}
+
 /* In CS_DISCARD: drop the body of a request answered locally. */
 static void
 discard_body(struct client *c)
 {
     struct evbuffer *in = c_in(c);
-    size_t len = evbuffer_get_length(in);
+    size_t len = evbuffer_get_length(in), n;
 
     if (c->req_kind == HTTP_BODY_LENGTH) {
-        size_t n = len < c->discard_left ? len : (size_t)c->discard_left;
+        n = len < c->discard_left ? len : (size_t)c->discard_left;
         evbuffer_drain(in, n);
         c->discard_left -= n;
         if (c->discard_left == 0) {
@@ -852,23 +877,15 @@ discard_body(struct client *c)
         }
         return;
     }
-    while (len > 0 && c->state == CS_DISCARD) {
-        struct evbuffer_iovec v;
-        size_t used;
-        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
-            break;
-        }
-        used = http_chunked_feed(&c->req_chunk, v.iov_base, v.iov_len);
-        if (used == (size_t)-1 || used > c->discard_left) {
-            c->state = CS_CLOSING;
-            return;
-        }
-        c->discard_left -= used;
-        evbuffer_drain(in, used);
-        len -= used;
-        if (c->req_chunk.done) {
-            c->state = CS_HEAD;
-        }
+    n = chunked_span(in, &c->req_chunk);
+    if (n == (size_t)-1 || n > c->discard_left) {
+        c->state = CS_CLOSING;
+        return;
+    }
+    c->discard_left -= n;
+    evbuffer_drain(in, n);
+    if (c->req_chunk.done) {
+        c->state = CS_HEAD;
     }
 }
 
@@ -1096,23 +1113,11 @@ pump_request_body(struct client *c)
         c->req_done = c->req_left == 0;
         mark_dirty(c);
     } else {
-        size_t take = 0;
-        struct evbuffer_ptr pos;
-        evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
-        while (take < len && !c->req_chunk.done) {
-            struct evbuffer_iovec v;
-            size_t used;
-            if (evbuffer_peek(in, -1, &pos, &v, 1) < 1) {
-                break;
-            }
-            used = http_chunked_feed(&c->req_chunk, v.iov_base, v.iov_len);
-            if (used == (size_t)-1) {
-                c->close_after = true;
-                upstream_failed(c, 400, "malformed chunked request body");
-                return;
-            }
-            take += used;
-            evbuffer_ptr_set(in, &pos, used, EVBUFFER_PTR_ADD);
+        size_t take = chunked_span(in, &c->req_chunk);
+        if (take == (size_t)-1) {
+            c->close_after = true;
+            upstream_failed(c, 400, "malformed chunked request body");
+            return;
         }
         evbuffer_remove_buffer(in, out, take);
         c->req_done = c->req_chunk.done;
@@ -1275,23 +1280,10 @@ pump_response(struct client *c)
         break;
     }
     case HTTP_BODY_CHUNKED: {
-        size_t take = 0;
-        struct evbuffer_ptr pos;
-        evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
-        while (take < len && !c->resp_chunk.done) {
-            struct evbuffer_iovec v;
-            size_t used;
-            if (evbuffer_peek(in, -1, &pos, &v, 1) < 1) {
-                break;
-            }
-            used = http_chunked_feed(&c->resp_chunk, v.iov_base, v.iov_len);
-            if (used == (size_t)-1) {
-                evbuffer_remove_buffer(in, out, take);
-                upstream_failed(c, 502, "malformed chunked answer");
-                return false;
-            }
-            take += used;
-            evbuffer_ptr_set(in, &pos, used, EVBUFFER_PTR_ADD);
+        size_t take = chunked_span(in, &c->resp_chunk);
+        if (take == (size_t)-1) {
+            upstream_failed(c, 502, "malformed chunked answer");
+            return false;
         }
         evbuffer_remove_buffer(in, out, take);
         done = c->resp_chunk.done;
