@@ -35,6 +35,8 @@ struct cfg_upstream {
     int connect_timeout_ms;
     int timeout_ms;          /* response head and between body reads */
     int max_idle;            /* pooled idle connections kept */
+    char *ca_file;           /* https: PEM CAs; empty: the system's */
+    bool host_preserve;      /* host = preserve: send the client's Host */
     int line;
 };
 

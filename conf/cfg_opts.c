@@ -204,6 +204,20 @@ set_unmatched(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return NULL;
 }
 
+/* A two-way choice into a bool field: true for the second choice. */
+static const char *
+set_choice_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+                size_t len)
+{
+    int i = choice(o, v, buf, len);
+
+    if (i < 0) {
+        return buf;
+    }
+    *FIELD(obj, o, bool) = i == 1;
+    return NULL;
+}
+
 static const char *
 set_mode(const struct cfg_opt *o, void *obj, const char *v, char *buf,
          size_t len)
@@ -591,6 +605,7 @@ static const char *const type_choices[] = {"lmdb", "postgres", "redis",
 static const char *const mode_choices[] = {"correctness", "efficiency",
                                            "off", NULL};
 static const char *const verify_choices[] = {"none", "hmac", NULL};
+static const char *const host_choices[] = {"upstream", "preserve", NULL};
 
 #define NONE 0, 0, NULL
 #define INT(lo, hi) (lo), (hi), NULL
@@ -676,6 +691,12 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_UPSTREAM, "max_idle", "64", set_int,
      offsetof(struct cfg_upstream, max_idle), INT(0, 100000), 0,
      "idle keep-alive connections kept in the pool"},
+    {CFG_UPSTREAM, "ca_file", "", set_str,
+     offsetof(struct cfg_upstream, ca_file), NONE, CFG_EMPTY_OK,
+     "https: PEM file of CAs to verify the upstream; empty: system CAs"},
+    {CFG_UPSTREAM, "host", "upstream", set_choice_bool,
+     offsetof(struct cfg_upstream, host_preserve), CHOICE(host_choices), 0,
+     "upstream | preserve: the Host header sent upstream"},
 
     {CFG_ROUTE, "methods", "PUT POST PATCH DELETE", set_methods, 0, NONE, 0,
      "methods the route applies to, space-separated; * for every method"},

@@ -147,12 +147,16 @@ c_out(struct client *c)
  * no epoll_ctl per answer in the common case. */
 
 static void
-flush_bev(struct bufferevent *bev)
+flush_bev(struct bufferevent *bev, bool direct)
 {
     struct evbuffer *out = bufferevent_get_output(bev);
 
     if (evbuffer_get_length(out) == 0 ||
         (bufferevent_get_enabled(bev) & EV_WRITE)) {
+        return;
+    }
+    if (!direct) {
+        bufferevent_enable(bev, EV_WRITE);
         return;
     }
     if (evbuffer_write(out, bufferevent_getfd(bev)) < 0 &&
@@ -189,9 +193,9 @@ client_flush_all(struct tm_proxy *px)
         c->dirty = false;
         c->dirty_next = NULL;
         if (c->up != NULL && c->state == CS_FORWARD) {
-            flush_bev(up_bev(c->up));
+            flush_bev(up_bev(c->up), !up_tls(c->up));
         }
-        flush_bev(c->bev);
+        flush_bev(c->bev, true);
         if (c->bp_up || c->bp_down || c->bp_answers) {
             drained(c);
         }
@@ -317,6 +321,7 @@ write_request_head(struct client *c, struct evbuffer *out)
     const struct cfg_upstream *u = up_cfg(c->pool);
     const char *target = h->target.p;
     size_t tlen = h->target.len;
+    int host;
 
     if (tlen > 0 && target[0] != '/' && h->path.p != NULL) {
         /* absolute-form: send the path and query only */
@@ -326,8 +331,16 @@ write_request_head(struct client *c, struct evbuffer *out)
     evbuffer_add(out, h->method.p, h->method.len);
     evbuffer_add(out, " ", 1);
     evbuffer_add(out, target, tlen);
-    evbuffer_add_printf(out, " HTTP/1.%d\r\nHost: %s\r\n", h->minor,
-                        u->host_header);
+    evbuffer_add_printf(out, " HTTP/1.%d\r\n", h->minor);
+    if (u->host_preserve &&
+        (host = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
+        evbuffer_add(out, "Host: ", 6);
+        evbuffer_add(out, h->headers[host].value.p,
+                     h->headers[host].value.len);
+        evbuffer_add(out, "\r\n", 2);
+    } else {
+        evbuffer_add_printf(out, "Host: %s\r\n", u->host_header);
+    }
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
         if (f->hop || is_header(f->name, "Host") ||
