@@ -122,9 +122,15 @@ add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
 static void
 sort_errs(struct loader *l)
 {
-    char **msgs = l->errs->msgs + l->errs_before;
     size_t n = l->errs->n - l->errs_before;
+    char **msgs;
 
+    /* Not even NULL + 0 when there is nothing to sort: that is undefined
+     * behaviour (UBSan's pointer-overflow check, found by fuzzing). */
+    if (n < 2) {
+        return;
+    }
+    msgs = l->errs->msgs + l->errs_before;
     for (size_t i = 1; i < n; i++) {
         int key = l->err_keys[i];
         char *msg = msgs[i];
@@ -765,6 +771,7 @@ cfg_free(struct tm_config *c)
         free(u->host);
         free(u->port);
         free(u->host_header);
+        free(u->ca_file);
     }
     free(c->upstreams);
     for (size_t i = 0; i < c->nroutes; i++) {
