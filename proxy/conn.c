@@ -310,6 +310,24 @@ is_header(struct tm_slice name, const char *cfgname)
     return slice_ieq(name, cfgname);
 }
 
+/* A client header the upstream must not get from the client: named by
+ * strip_header, or one the sidecar sets itself with add_header. */
+static bool
+upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
+{
+    for (size_t i = 0; i < u->nstrip; i++) {
+        if (slice_ieq(name, u->strip[i])) {
+            return true;
+        }
+    }
+    for (size_t i = 0; i < u->nadd; i++) {
+        if (slice_ieq(name, u->add[i].name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Write the request head as the upstream gets it: origin-form target,
  * the upstream's Host, fencing and hop-by-hop headers removed, Via
  * added. */
@@ -345,13 +363,18 @@ write_request_head(struct client *c, struct evbuffer *out)
         const struct http_header *f = &h->headers[i];
         if (f->hop || is_header(f->name, "Host") ||
             is_header(f->name, pc->token_header) ||
-            is_header(f->name, pc->resource_header)) {
+            is_header(f->name, pc->resource_header) ||
+            ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name))) {
             continue;
         }
         evbuffer_add(out, f->name.p, f->name.len);
         evbuffer_add(out, ": ", 2);
         evbuffer_add(out, f->value.p, f->value.len);
         evbuffer_add(out, "\r\n", 2);
+    }
+    for (size_t i = 0; i < u->nadd; i++) {
+        evbuffer_add_printf(out, "%s: %s\r\n", u->add[i].name,
+                            u->add[i].value);
     }
     if (h->body == HTTP_BODY_CHUNKED) {
         evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);

@@ -833,7 +833,9 @@ def render_ini(sections):
         for k, v in keys.items():
             if v is None:
                 continue
-            out.append("%s = %s" % (k, v))
+            # A list is a repeatable key given once per value.
+            for one in (v if isinstance(v, list) else [v]):
+                out.append("%s = %s" % (k, one))
         out.append("")
     return "\n".join(out)
 
