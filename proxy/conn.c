@@ -619,6 +619,50 @@ default_pool(struct tm_proxy *px)
     return cfg->nupstreams > 0 ? px->pools[0] : NULL;
 }
 
+/* Whether name is cfgname written with '_' for '-' (Fencing_Token): some
+ * servers read the two alike, so such a header could smuggle a token. */
+static bool
+underscore_variant(struct tm_slice name, const char *cfgname)
+{
+    size_t n = strlen(cfgname);
+    bool differs = false;
+
+    if (name.len != n) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char a = name.p[i], b = cfgname[i];
+        if (a == '_' && b == '-') {
+            differs = true;
+            continue;
+        }
+        if ((a | 0x20) != (b | 0x20)) {
+            return false;
+        }
+    }
+    return differs;
+}
+
+/* A request that tries to hide or smuggle a fencing header: the token or
+ * resource header named in Connection (a proxy would drop it, another
+ * might not), or written with underscores. NULL when clean. */
+static const char *
+smuggled_header(const struct cfg_proxy *pc, const struct http_request *h)
+{
+    for (size_t i = 0; i < h->nheaders; i++) {
+        const struct http_header *f = &h->headers[i];
+        if (underscore_variant(f->name, pc->token_header) ||
+            underscore_variant(f->name, pc->resource_header)) {
+            return "a fencing header written with underscores";
+        }
+        if (f->hop && (is_header(f->name, pc->token_header) ||
+                       is_header(f->name, pc->resource_header))) {
+            return "a fencing header named in Connection";
+        }
+    }
+    return NULL;
+}
+
 /* Route, resource, token, decision. */
 static void
 handle_request(struct client *c)
@@ -631,6 +675,7 @@ handle_request(struct client *c)
     enum token_status ts = TOKEN_MISSING;
     int ti = -1, ri;
     enum decision d;
+    const char *why;
 
     px->stats.requests++;
     c->route = NULL;
@@ -641,6 +686,11 @@ handle_request(struct client *c)
     c->mark = 0;
     c->close_after = !h->keep_alive;
 
+    if ((why = smuggled_header(pc, h)) != NULL) {
+        px->stats.invalid++;
+        refuse_status(c, 400, "invalid", why);
+        return;
+    }
     ti = http_find_header(h->headers, h->nheaders, 0, pc->token_header);
     if (ti >= 0 &&
         http_find_header(h->headers, h->nheaders, (size_t)ti + 1,
