@@ -35,7 +35,8 @@ mkdir -p "$src"
 
 # The sources, without build outputs, data or an old debian/.
 cd "$top"
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+if command -v git >/dev/null 2>&1 &&
+    git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files -z --cached --others --exclude-standard |
         tar --null -T - -cf - --exclude='./debian' | tar -C "$src" -xf -
 else

@@ -128,7 +128,9 @@ echo "== tidemark --check as the tidemark user"
 runuser -u tidemark -- /usr/bin/tidemark -c "$CONF" --check ||
     fail "--check of $CONF"
 
-# Three free loopback ports: proxy, control port, upstream.
+# Three free loopback ports: proxy, control port, upstream (split on
+# purpose).
+# shellcheck disable=SC2046
 set -- $(python3 -c '
 import socket
 socks = [socket.socket() for _ in range(3)]
