@@ -362,6 +362,7 @@ write_request_head(struct client *c, struct evbuffer *out)
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
         if (f->hop || is_header(f->name, "Host") ||
+            (h->expect_continue && is_header(f->name, "Expect")) ||
             is_header(f->name, pc->token_header) ||
             is_header(f->name, pc->resource_header) ||
             ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name))) {
@@ -416,6 +417,12 @@ attach(struct client *c, struct up_conn *uc)
     bufferevent_disable(ub, EV_WRITE);
     bufferevent_enable(ub, EV_READ);
     write_request_head(c, bufferevent_get_output(ub));
+    if (c->rq->h.expect_continue && !c->req_done &&
+        evbuffer_get_length(c_in(c)) == 0) {
+        /* The decision is made and the upstream is ready: ask for the
+         * body. The upstream gets no Expect, so sends no 100 of its own. */
+        evbuffer_add(c_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    }
     mark_dirty(c);
     /* A client that stops sending its body or reading its answer must
      * not hold the upstream connection forever. */
