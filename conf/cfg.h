@@ -60,6 +60,7 @@ struct cfg_route {
     enum tm_verify verify;
     char *upstream;          /* name */
     size_t upstream_idx;     /* index into tm_config.upstreams */
+    int64_t max_body;        /* request body bytes; 0: no limit */
     int line;
 };
 

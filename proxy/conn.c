@@ -84,7 +84,9 @@ struct client {
     uint64_t req_left;
     struct http_chunked req_chunk;
     bool req_done;
-    bool req_sent_whole;      /* every request byte went to the upstream */
+    bool req_sent_whole;
+    uint64_t max_body;        /* the route's limit; UINT64_MAX: none */
+    uint64_t body_seen;       /* chunked bytes forwarded so far */      /* every request byte went to the upstream */
 
     bool resp_started;
     enum http_body resp_kind;
@@ -407,6 +409,7 @@ attach(struct client *c, struct up_conn *uc)
     c->req_done = c->req_kind == HTTP_BODY_NONE ||
                   (c->req_kind == HTTP_BODY_LENGTH && c->req_left == 0);
     c->req_sent_whole = c->req_done;
+    c->body_seen = 0;
     http_chunked_init(&c->req_chunk);
     ms_to_tv(u->timeout_ms, &tv);
     bufferevent_set_timeouts(ub, &tv, &tv);
@@ -687,12 +690,19 @@ handle_request(struct client *c)
     px->stats.requests++;
     c->route = NULL;
     c->route_name = NULL;
+    c->max_body = UINT64_MAX;
     c->rlen = 0;
     c->resource[0] = '\0';
     c->token = 0;
     c->mark = 0;
     c->close_after = !h->keep_alive;
 
+    if (slice_eq(h->method, "TRACE")) {
+        /* TRACE would echo what tidemark adds, credentials included. */
+        struct problem p = {.status = 405};
+        refuse(c, &p, "method");
+        return;
+    }
     if ((why = smuggled_header(pc, h)) != NULL) {
         px->stats.invalid++;
         refuse_status(c, 400, "invalid", why);
@@ -731,6 +741,13 @@ handle_request(struct client *c)
     c->route_name = r->name;
     c->mode = r->mode;
     c->pool = px->pools[r->upstream_idx];
+    c->max_body = r->max_body > 0 ? (uint64_t)r->max_body : UINT64_MAX;
+    if (h->body == HTTP_BODY_LENGTH && h->content_length > c->max_body) {
+        struct problem p = {.status = 413};
+        c->close_after = true;
+        refuse(c, &p, "too large");
+        return;
+    }
 
     if (r->resource_from_header) {
         ri = http_find_header(h->headers, h->nheaders, 0,
@@ -1210,6 +1227,13 @@ pump_request_body(struct client *c)
         if (take == (size_t)-1) {
             c->close_after = true;
             upstream_failed(c, 400, "malformed chunked request body");
+            return;
+        }
+        c->body_seen += take;
+        if (c->body_seen > c->max_body) {
+            /* The upstream never gets the end of this body. */
+            c->close_after = true;
+            upstream_failed(c, 413, "chunked request body over max_body");
             return;
         }
         evbuffer_remove_buffer(in, out, take);
