@@ -23,6 +23,8 @@ struct cfg_proxy {
     int discard_limit;       /* body bytes read and dropped after a refusal */
     int buffer_size;         /* per-direction back-pressure watermark */
     char *log_level;         /* error | warn | info | debug */
+    bool log_json;           /* log_format = json */
+    int drain_timeout_ms;    /* SIGTERM: in-flight requests get this long */
 };
 
 /* A header added to every forwarded request. */

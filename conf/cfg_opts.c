@@ -702,6 +702,7 @@ static const char *const mode_choices[] = {"correctness", "efficiency",
                                            "off", NULL};
 static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
+static const char *const log_format_choices[] = {"text", "json", NULL};
 
 #define NONE 0, 0, NULL
 #define INT(lo, hi) (lo), (hi), NULL
@@ -745,6 +746,12 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "buffer_size", "65536", set_int,
      offsetof(struct cfg_proxy, buffer_size), INT(1024, 67108864), 0,
      "bytes buffered per direction before reading pauses"},
+    {CFG_PROXY, "log_format", "text", set_choice_bool,
+     offsetof(struct cfg_proxy, log_json), CHOICE(log_format_choices), 0,
+     "text | json: one object a line, key=value pairs as fields"},
+    {CFG_PROXY, "drain_timeout_ms", "10000", set_int,
+     offsetof(struct cfg_proxy, drain_timeout_ms), INT(0, 3600000), 0,
+     "on SIGTERM, how long in-flight requests may take"},
     {CFG_PROXY, "log_level", "info", set_choice_str,
      offsetof(struct cfg_proxy, log_level), CHOICE(level_choices), 0,
      "error | warn | info | debug"},

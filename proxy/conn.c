@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -86,6 +87,8 @@ struct client {
     bool req_done;
     bool req_sent_whole;
     uint64_t max_body;        /* the route's limit; UINT64_MAX: none */
+    struct timespec t0;       /* the head was read */
+    int resp_status;
     uint64_t body_seen;       /* chunked bytes forwarded so far */      /* every request byte went to the upstream */
 
     bool resp_started;
@@ -940,6 +943,9 @@ read_head(struct client *c)
     memcpy(c->rq->bytes, p, h->head_len);
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
+    if (log_get_level() >= LOG_INFO) {
+        clock_gettime(CLOCK_MONOTONIC, &c->t0);
+    }
     evbuffer_drain(in, h->head_len);
     evtimer_del(c->timer);
     c->timer_is_head = false;
@@ -1093,6 +1099,25 @@ client_pump(struct client *c)
 
 /* The upstream's answer is complete (or the exchange failed after the
  * answer began): release what the request held and go on. */
+/* The access log: one line per forwarded request (refusals have theirs). */
+static void
+log_request(const struct client *c)
+{
+    const struct http_request *h = &c->rq->h;
+    struct timespec t1;
+    double ms;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 +
+         (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
+    log_info("conn=%" PRIu64 " request method=%.*s path=%.*s status=%d "
+             "route=%s resource=%s token=%" PRId64 " mark=%" PRId64
+             " ms=%.3f",
+             c->id, (int)h->method.len, h->method.p, (int)h->path.len,
+             h->path.p, c->resp_status, c->route_name ? c->route_name : "-",
+             c->rlen > 0 ? c->resource : "-", c->token, c->mark, ms);
+}
+
 static void
 finish_exchange(struct client *c, bool up_ok)
 {
@@ -1104,6 +1129,9 @@ finish_exchange(struct client *c, bool up_ok)
     if (c->slot != NULL) {
         order_leave(c->px->order, c->slot, 0);
         c->slot = NULL;
+    }
+    if (log_get_level() >= LOG_INFO) {
+        log_request(c);
     }
     request_free(c);
     c->bp_up = c->bp_down = false;
@@ -1348,6 +1376,7 @@ read_response_head(struct client *c)
             continue;
         }
         c->resp_started = true;
+        c->resp_status = r->status;
         c->resp_kind = r->body;
         c->resp_left = r->content_length;
         c->resp_keep_alive = r->keep_alive;
