@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,6 +92,28 @@ log_json(void *arg, enum log_level level, const char *msg)
     }
     fputs("}\n", stderr);
     funlockfile(stderr);
+}
+
+/* Each client connection can hold an upstream connection too: ask for
+ * room for both, up to the hard limit. Says so when it cannot. */
+static void
+raise_nofile(int max_connections)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)max_connections * 2 + 64;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) {
+        return;
+    }
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want
+                      ? want
+                      : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want) {
+        fprintf(stderr, "tidemark: warning: open files limited to %llu; "
+                        "max_connections = %d may need %llu\n",
+                (unsigned long long)rl.rlim_cur, max_connections,
+                (unsigned long long)want);
+    }
 }
 
 static void
@@ -193,6 +216,7 @@ main(int argc, char **argv)
         cfg_free(&cfg);
         return 0;
     }
+    raise_nofile(cfg.proxy.max_connections);
     level = log_level_parse(cfg.proxy.log_level);
     log_set_sink(cfg.proxy.log_json ? log_json : log_text, NULL,
                  level < 0 ? LOG_INFO : level);
