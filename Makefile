@@ -11,6 +11,9 @@
 #   bench         wrk: bare upstream vs nginx vs tidemark, with ratios
 #   format-check  clang-format --dry-run over every C file
 #   install       PREFIX=/usr/local: binary, example config
+#   deb           the Debian package, into out/
+#   test-deb      build the package, install it, smoke-test it, purge it
+#   fuzz          libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   clean
 
 CC      ?= cc
@@ -41,7 +44,7 @@ TM_LIB := $(BUILD)/libtidemark.a
 endif
 
 .PHONY: demo all deps test test-asan unit integration bench format-check \
-        install clean
+        install clean deb test-deb fuzz
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -103,7 +106,17 @@ install: all
 	install -D -m 0644 conf/tidemark.ini \
 	    $(DESTDIR)$(PREFIX)/share/tidemark/tidemark.ini
 
+deb:
+	sh packaging/build-deb.sh out
+
+test-deb: deb
+	sh packaging/smoke-deb.sh out/tidemark_*.deb
+
+fuzz:
+	sh tests/fuzz/run.sh
+
 clean:
-	rm -rf build build-asan tidemark libtidemark.a tests/preload/*.so
+	rm -rf build build-asan build-fuzz out tidemark libtidemark.a \
+	    tests/preload/*.so
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
