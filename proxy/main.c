@@ -109,10 +109,9 @@ raise_nofile(int max_connections)
                       ? want
                       : rl.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want) {
-        fprintf(stderr, "tidemark: warning: open files limited to %llu; "
-                        "max_connections = %d may need %llu\n",
-                (unsigned long long)rl.rlim_cur, max_connections,
-                (unsigned long long)want);
+        log_warn("open files limited to %llu; max_connections = %d may "
+                 "need %llu", (unsigned long long)rl.rlim_cur,
+                 max_connections, (unsigned long long)want);
     }
 }
 
@@ -216,11 +215,11 @@ main(int argc, char **argv)
         cfg_free(&cfg);
         return 0;
     }
-    raise_nofile(cfg.proxy.max_connections);
     level = log_level_parse(cfg.proxy.log_level);
     log_set_sink(cfg.proxy.log_json ? log_json : log_text, NULL,
                  level < 0 ? LOG_INFO : level);
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile(cfg.proxy.max_connections);
 
     d.drain_ms = cfg.proxy.drain_timeout_ms;
     d.base = event_base_new();
