@@ -83,6 +83,7 @@ test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
+	$(MAKE) test-deb
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
