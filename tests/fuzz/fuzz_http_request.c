@@ -14,7 +14,10 @@
 #define MAX_HEADERS 100
 #define MAX_URI 16384
 
-static const struct http_limits lim = {MAX_HEAD, MAX_HEADERS, MAX_URI};
+/* The limits of the brief, and tight ones that the refusals for size are
+ * reachable with small inputs too. */
+static const struct http_limits lim_std = {MAX_HEAD, MAX_HEADERS, MAX_URI};
+static const struct http_limits lim_tight = {1024, 8, 256};
 
 static void
 fail(const char *what)
@@ -157,18 +160,19 @@ chunk_check(const char *p, size_t n, uint64_t seed)
 }
 
 static void
-check_request(const struct http_request *req, const char *buf, size_t len)
+check_request(const struct http_request *req, const char *buf, size_t len,
+              const struct http_limits *lim)
 {
     check(req->error == NULL, "request: OK with an error");
     check(req->head_len >= 4 && req->head_len <= len,
           "request: head_len out of range");
-    check(req->head_len <= MAX_HEAD, "request: head over max_head");
-    check(req->nheaders <= MAX_HEADERS, "request: too many headers");
+    check(req->head_len <= lim->max_head, "request: head over max_head");
+    check(req->nheaders <= lim->max_headers, "request: too many headers");
     check(req->minor == 0 || req->minor == 1, "request: bad minor");
     check(memcmp(buf + req->head_len - 4, "\r\n\r\n", 4) == 0,
           "request: head does not end in CRLFCRLF");
     check(req->method.len > 0, "request: empty method");
-    check(req->target.len > 0 && req->target.len <= MAX_URI,
+    check(req->target.len > 0 && req->target.len <= lim->max_uri,
           "request: target length");
     check(req->path.len > 0, "request: empty path");
     check_in(req->method, buf, req->head_len, "request: method slice");
@@ -188,24 +192,25 @@ check_request(const struct http_request *req, const char *buf, size_t len)
     check(req->body != HTTP_BODY_CLOSE, "request: close-delimited body");
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Parse buf[0..size) under lim and check what came out; the body after
+ * a chunked head goes through chunk_check too. */
+static void
+request_check(const char *buf, size_t size, const struct http_limits *lim,
+              uint64_t seed)
 {
     static struct http_request req;
     static struct http_request again;
-    const char *buf = (const char *)data;
-    uint64_t seed = seed_of(data, size);
     enum http_rc rc;
 
     memset(&req, 0xa5, sizeof(req));
-    rc = http_parse_request(buf, size, &lim, &req);
+    rc = http_parse_request(buf, size, lim, &req);
     switch (rc) {
     case HTTP_OK:
-        check_request(&req, buf, size);
+        check_request(&req, buf, size, lim);
         break;
     case HTTP_INCOMPLETE:
         check(req.error == NULL, "request: incomplete with an error");
-        check(size < MAX_HEAD, "request: incomplete at max_head");
+        check(size < lim->max_head, "request: incomplete at max_head");
         break;
     case HTTP_BAD:
     case HTTP_HEAD_TOO_LARGE:
@@ -224,7 +229,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         /* The head alone parses the same; any strict prefix of it is
          * incomplete. */
-        rc = http_parse_request(buf, hl, &lim, &again);
+        rc = http_parse_request(buf, hl, lim, &again);
         check(rc == HTTP_OK && again.head_len == hl &&
                   again.body == req.body &&
                   again.content_length == req.content_length &&
@@ -232,13 +237,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   again.keep_alive == req.keep_alive,
               "request: head alone parses differently");
         cut = (size_t)(next_rand(&seed) % hl);
-        rc = http_parse_request(buf, cut, &lim, &again);
+        rc = http_parse_request(buf, cut, lim, &again);
         if (rc != HTTP_INCOMPLETE) {
             fprintf(stderr, "prefix %zu of %zu: rc %d (%s)\n", cut, hl,
                     (int)rc, again.error ? again.error : "-");
             fail("request: prefix of a valid head is not incomplete");
         }
-        rc = http_parse_request(buf, hl - 1, &lim, &again);
+        rc = http_parse_request(buf, hl - 1, lim, &again);
         check(rc == HTTP_INCOMPLETE,
               "request: head minus one byte is not incomplete");
         if (req.body == HTTP_BODY_CHUNKED) {
@@ -246,6 +251,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
 
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *buf = (const char *)data;
+    uint64_t seed = seed_of(data, size);
+
+    request_check(buf, size, &lim_std, seed);
+    request_check(buf, size, &lim_tight, seed);
     chunk_check(buf, size, seed);
     return 0;
 }
