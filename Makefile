@@ -13,7 +13,7 @@
 #   install       PREFIX=/usr/local: binary, example config
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
-#   fuzz          libFuzzer targets, FUZZ_SECONDS each (default 60)
+#   fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (60)
 #   clean
 
 CC      ?= cc
@@ -83,6 +83,7 @@ test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
+	FUZZ_SECONDS=5 $(MAKE) fuzz
 	$(MAKE) test-deb
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
