@@ -882,6 +882,8 @@ cfg_free(struct tm_config *c)
         free(r->name);
         tmpl_free(&r->path);
         rtmpl_free(&r->resource);
+        free(r->path_src);
+        free(r->resource_src);
         free(r->upstream);
     }
     free(c->routes);

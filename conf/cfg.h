@@ -56,8 +56,10 @@ struct cfg_route {
     char *name;
     unsigned methods;        /* enum tm_method bits; 0 means every method */
     struct tm_tmpl path;
+    char *path_src;          /* the path template as written */
     bool resource_from_header;
     struct tm_rtmpl resource;
+    char *resource_src;      /* the resource template as written */
     enum tm_mode mode;
     enum tm_verify verify;
     char *upstream;          /* name */

@@ -660,7 +660,7 @@ set_path(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     if (!tmpl_compile(&r->path, v, buf, len)) {
         return buf;
     }
-    return NULL;
+    return store_str(&r->path_src, v);
 }
 
 /* A resource template naming the path's captures, or the word "header".
@@ -673,6 +673,9 @@ set_resource(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     struct cfg_route *r = obj;
 
     rtmpl_free(&r->resource);
+    if (store_str(&r->resource_src, v) != NULL) {
+        return oom;
+    }
     r->resource_from_header = strcmp(v, "header") == 0;
     if (r->resource_from_header || r->path.nsegs == 0) {
         return NULL;

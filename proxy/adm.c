@@ -10,6 +10,7 @@
 /* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
 #include "../conf/cfg.h"
 #include "log.h"
+#include "adm_page.h"
 #include "problem.h"
 #include "proxy_int.h"
 #include "store/store.h"
@@ -209,7 +210,25 @@ dispatch(struct evhttp_request *req, void *arg)
         reply_problem(req, 400, "only GET is served here", NULL);
         return;
     }
-    if (strcmp(path, "/healthz") == 0) {
+    if (strcmp(path, "/") == 0) {
+        struct evbuffer *b = evbuffer_new();
+        if (b == NULL) {
+            evhttp_send_error(req, 500, NULL);
+            return;
+        }
+        adm_page_html(b);
+        reply_text(req, 200, "OK", "text/html; charset=utf-8", b);
+        evbuffer_free(b);
+    } else if (strcmp(path, "/v1/recent") == 0) {
+        struct evbuffer *b = evbuffer_new();
+        if (b == NULL) {
+            evhttp_send_error(req, 500, NULL);
+            return;
+        }
+        adm_recent_json(a->px, b);
+        reply_text(req, 200, "OK", "application/json", b);
+        evbuffer_free(b);
+    } else if (strcmp(path, "/healthz") == 0) {
         simple(req, 200, "ok");
     } else if (strcmp(path, "/readyz") == 0) {
         bool ready = a->px->sops->ready(a->px->store) && !a->px->draining;

@@ -284,6 +284,8 @@ static void
 refuse(struct client *c, struct problem *p, const char *reason)
 {
     p->resource = c->rlen > 0 ? c->resource : NULL;
+    recent_refusal(&c->px->recent, p->status, reason, c->route_name,
+                   p->resource, c->token, c->mark);
     /* Refusals of stale, missing and malformed tokens are the proxy doing
      * its job (info); the rest say something is wrong (warn). */
     log_at(p->status == 409 || p->status == 428 || p->status == 400 ||
@@ -502,6 +504,7 @@ forward_fenced(struct client *c)
     bool now = false;
 
     c->px->stats.accepted++;
+    recent_mark(&c->px->recent, c->resource, c->mark);
     c->slot = order_enter(c->px->order, c->resource, c->rlen, c->token,
                           order_go, c, &now);
     if (c->slot == NULL) {
@@ -875,6 +878,7 @@ parse_error(struct client *c, enum http_rc rc)
     }
     c->px->stats.bad_requests++;
     c->have_rq = false;
+    recent_refusal(&c->px->recent, p.status, "malformed", NULL, NULL, 0, 0);
     log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->id, p.status,
              p.detail, c->rq != NULL && c->rq->h.error != NULL ? ": " : "",
              c->rq != NULL && c->rq->h.error != NULL ? c->rq->h.error : "");

@@ -9,6 +9,7 @@
 
 #include "../conf/cfg.h"
 #include "http_parse.h"
+#include "recent.h"
 
 struct event_base;
 struct event;
@@ -58,6 +59,7 @@ struct tm_proxy {
     size_t nclients;
     uint64_t next_id;
     struct tm_stats stats;
+    struct recent recent;        /* for the control port's page */
     bool draining;
     struct event *drain_timer;
     void (*drain_done)(void *arg);
