@@ -95,6 +95,9 @@ metrics(struct adm *a, struct evhttp_request *req)
             st->missing);
     COUNTER("tidemark_invalid_total", "Writes refused: malformed token.",
             st->invalid);
+    COUNTER("tidemark_forbidden_total",
+            "Writes refused: unsigned, forged or borrowed token.",
+            st->forbidden);
     COUNTER("tidemark_unavailable_total",
             "Writes refused: mark store unusable.", st->unavailable);
     COUNTER("tidemark_bypassed_total", "Requests forwarded unfenced.",
