@@ -26,7 +26,8 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 PYTEST  := /usr/bin/python3 -m pytest
 PREFIX  ?= /usr/local
 
-LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c)
+LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
+                    proxy/locks/*.c)
 LIB_SRC := $(filter-out proxy/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
