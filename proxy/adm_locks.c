@@ -1,9 +1,11 @@
 /* adm_locks.c: the lock service on the control port: acquire (with an
  * optional wait, waiters served in arrival order), extend, release and
  * look up leases; eager fencing and signed tokens on the way out. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@
 #include "store/store.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -39,6 +42,7 @@ struct lock_call {
     struct evhttp_request *req;     /* NULL: answered, or client gone */
     struct evhttp_connection *conn;
     struct event *deadline;         /* a waiting acquire gives up */
+    struct event *peer;             /* waiting: the client hangs up */
     int64_t ttl_ms;
     int64_t wait_ms;
     int64_t fence;
@@ -184,6 +188,9 @@ call_finish(struct lock_call *c)
     if (c->deadline != NULL) {
         event_free(c->deadline);
     }
+    if (c->peer != NULL) {
+        event_free(c->peer);
+    }
     if (c->al != NULL) {
         if (c->prev != NULL) {
             c->prev->next = c->next;
@@ -255,9 +262,48 @@ queue_get(struct adm_locks *al, const char *name, size_t len)
     return q;
 }
 
+/* The waiting client's socket became readable. evhttp does not watch a
+ * connection while its request waits for an answer, so a waiter that
+ * hangs up would otherwise get the lock and hold it for its whole TTL:
+ * on EOF, close the connection (conn_closed drops the call). */
+static void
+peer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct lock_call *c = arg;
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+    (void)what;
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
+        return;   /* bytes of a next request: evhttp reads them later */
+    }
+    if (c->req != NULL) {
+        evhttp_connection_free(c->conn);
+    }
+}
+
+/* Watch a waiting call's client for a hang-up; best effort. */
+static void
+watch_peer(struct lock_call *c)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(c->conn);
+    evutil_socket_t fd = bev != NULL ? bufferevent_getfd(bev) : -1;
+
+    if (c->peer != NULL || fd < 0) {
+        return;
+    }
+    c->peer = event_new(c->al->px->base, fd, EV_READ, peer_cb, c);
+    if (c->peer != NULL) {
+        event_add(c->peer, NULL);
+    }
+}
+
 static void
 queue_push(struct lock_queue *q, struct lock_call *c)
 {
+    log_debug("locks: waiting: name=%s wait_ms=%" PRId64, c->name,
+              c->wait_ms);
+    watch_peer(c);
     c->q = q;
     c->qnext = NULL;
     if (q->tail == NULL) {
