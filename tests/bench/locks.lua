@@ -64,10 +64,10 @@ function done(summary, latency, requests)
     end
     local secs = summary.duration / 1e6
     io.write(string.format(
-        "LOCKS_RESULT mode=%s secs=%.2f requests=%d 201=%d 204=%d 423=%d " ..
+        "LOCKS_RESULT secs=%.2f requests=%d 201=%d 204=%d 423=%d " ..
         "other=%d acquires_per_s=%.0f releases_per_s=%.0f tries_per_s=%.0f " ..
         "p99_ms=%.2f\n",
-        mode, secs, summary.requests, t.c201, t.c204, t.c423, t.cother,
+        secs, summary.requests, t.c201, t.c204, t.c423, t.cother,
         t.c201 / secs, t.c204 / secs, (t.c201 + t.c423) / secs,
         latency:percentile(99) / 1000))
 end

@@ -43,5 +43,5 @@ done
 for mode in pairs hot; do
     wrk -t "$THREADS" -c "$CONNS" -d "$DURATION" \
         -s tests/bench/locks.lua "http://127.0.0.1:$ADMIN" -- "$mode" 10000 |
-        grep LOCKS_RESULT
+        sed -n "s/^LOCKS_RESULT/mode=$mode eager=$EAGER/p"
 done
