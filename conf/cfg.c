@@ -61,6 +61,7 @@ struct loader {
     size_t cur;
     struct raw_sect *sects;
     size_t nsects;
+    char *const *envp;
 };
 
 static void
@@ -122,9 +123,15 @@ add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
 static void
 sort_errs(struct loader *l)
 {
-    char **msgs = l->errs->msgs + l->errs_before;
     size_t n = l->errs->n - l->errs_before;
+    char **msgs;
 
+    /* Not even NULL + 0 when there is nothing to sort: that is undefined
+     * behaviour (UBSan's pointer-overflow check, found by fuzzing). */
+    if (n < 2) {
+        return;
+    }
+    msgs = l->errs->msgs + l->errs_before;
     for (size_t i = 1; i < n; i++) {
         int key = l->err_keys[i];
         char *msg = msgs[i];
@@ -412,6 +419,19 @@ on_key(void *user, const char *section, const char *key, const char *value)
         return 1;
     }
     v = &s->vals[i];
+    if (v->set && (cfg_opts[i].flags & CFG_REPEAT)) {
+        size_t a = strlen(v->value), b = strlen(value != NULL ? value : "");
+        char *joined = realloc(v->value, a + b + 2);
+
+        if (joined == NULL) {
+            l->oom = true;
+            return 1;
+        }
+        joined[a] = '\n';
+        memcpy(joined + a + 1, value != NULL ? value : "", b + 1);
+        v->value = joined;
+        return 1;
+    }
     if (v->set) {
         add_err(l, &at, "duplicate key '%s' in %s (first at line %d)", key,
                 sect_label(s, label, sizeof(label)), v->at.line);
@@ -615,6 +635,81 @@ apply_sect(struct loader *l, const struct raw_sect *s, void *obj)
     }
 }
 
+/* The value of NAME (len bytes) in envp, or NULL. */
+static const char *
+env_lookup(char *const *envp, const char *name, size_t len)
+{
+    for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+        if (strncmp(envp[i], name, len) == 0 && envp[i][len] == '=') {
+            return envp[i] + len + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Replace ${VAR} in add_header values by the environment's value. An
+ * unset variable is an error; the message names it, never a value. */
+static void
+expand_headers(struct loader *l, const struct raw_sect *s,
+               struct cfg_upstream *u)
+{
+    for (size_t i = 0; i < u->nadd; i++) {
+        const char *v = u->add[i].value, *p;
+        size_t cap = strlen(v) + 1, n = 0;
+        char *out = malloc(cap);
+
+        if (out == NULL) {
+            l->oom = true;
+            return;
+        }
+        for (p = v; *p != '\0';) {
+            const char *end, *val;
+            size_t vlen, need;
+
+            if (p[0] != '$' || p[1] != '{' ||
+                (end = strchr(p + 2, '}')) == NULL) {
+                out[n++] = *p++;
+                continue;
+            }
+            val = env_lookup(l->envp, p + 2, (size_t)(end - p - 2));
+            if (val == NULL) {
+                struct origin at;
+
+                add_err(l, sect_origin(s, &at),
+                        "add_header %s: ${%.*s} is not set in the "
+                        "environment", u->add[i].name, (int)(end - p - 2),
+                        p + 2);
+                val = "";
+            }
+            vlen = strlen(val);
+            need = n + vlen + strlen(end + 1) + 1;
+            if (need > cap) {
+                char *bigger = realloc(out, need);
+                if (bigger == NULL) {
+                    free(out);
+                    l->oom = true;
+                    return;
+                }
+                out = bigger;
+                cap = need;
+            }
+            memcpy(out + n, val, vlen);
+            n += vlen;
+            p = end + 1;
+        }
+        out[n] = '\0';
+        if (strpbrk(out, "\r\n") != NULL) {
+            struct origin at;
+
+            add_err(l, sect_origin(s, &at),
+                    "add_header %s: the environment's value has a line "
+                    "break", u->add[i].name);
+        }
+        free(u->add[i].value);
+        u->add[i].value = out;
+    }
+}
+
 static void
 build(struct loader *l, struct tm_config *c)
 {
@@ -654,6 +749,9 @@ build(struct loader *l, struct tm_config *c)
         }
         before = l->errs->n;
         apply_sect(l, s, obj);
+        if (s->kind == CFG_UPSTREAM) {
+            expand_headers(l, s, obj);
+        }
         /* A bad value was reported; "needs" would only repeat it. */
         if (s->kind == CFG_STORE && l->errs->n == before &&
             cfg_check_store(&c->store, buf, sizeof(buf)) != NULL) {
@@ -727,6 +825,7 @@ cfg_load(struct tm_config *c, const char *path, char *const *envp,
     memset(c, 0, sizeof(*c));
     memset(&l, 0, sizeof(l));
     l.file = path;
+    l.envp = envp;
     l.errs = errs;
     l.errs_before = errs->n;
     c->file = strdup(path);
@@ -785,6 +884,16 @@ cfg_free(struct tm_config *c)
         free(u->host);
         free(u->port);
         free(u->host_header);
+        free(u->ca_file);
+        for (size_t j = 0; j < u->nadd; j++) {
+            free(u->add[j].name);
+            free(u->add[j].value);
+        }
+        free(u->add);
+        for (size_t j = 0; j < u->nstrip; j++) {
+            free(u->strip[j]);
+        }
+        free(u->strip);
     }
     free(c->upstreams);
     for (size_t i = 0; i < c->nroutes; i++) {

@@ -25,6 +25,12 @@ struct cfg_proxy {
     char *log_level;         /* error | warn | info | debug */
 };
 
+/* A header added to every forwarded request. */
+struct cfg_header {
+    char *name;
+    char *value;
+};
+
 struct cfg_upstream {
     char *name;
     char *url;               /* as written */
@@ -35,6 +41,12 @@ struct cfg_upstream {
     int connect_timeout_ms;
     int timeout_ms;          /* response head and between body reads */
     int max_idle;            /* pooled idle connections kept */
+    char *ca_file;           /* https: PEM CAs; empty: the system's */
+    struct cfg_header *add;  /* add_header, ${VAR} expanded: secrets */
+    size_t nadd;
+    char **strip;            /* strip_header names */
+    size_t nstrip;
+    bool host_preserve;      /* host = preserve: send the client's Host */
     int line;
 };
 

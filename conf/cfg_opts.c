@@ -3,6 +3,7 @@
  * the value, which may hold a password. */
 #include "cfg_opts.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,115 @@ set_unmatched(const struct cfg_opt *o, void *obj, const char *v, char *buf,
         return buf;
     }
     ((struct cfg_proxy *)obj)->unmatched_reject = i == 1;
+    return NULL;
+}
+
+/* Whether s[0..n) is an HTTP field name (RFC 9110 token). */
+static bool
+field_name_ok(const char *s, size_t n)
+{
+    if (n == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!(isalnum(c) || strchr("!#$%&'*+-.^_`|~", c) != NULL)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* add_header lines "Name: value"; the values may hold secrets, so no
+ * message repeats one. ${VAR} is expanded later, with the environment. */
+static const char *
+set_add_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+               size_t len)
+{
+    struct cfg_upstream *u = obj;
+    const char *line = v;
+
+    (void)o;
+    (void)buf;
+    (void)len;
+    while (*line != '\0') {
+        const char *eol = strchr(line, '\n'), *colon, *val;
+        size_t n = eol != NULL ? (size_t)(eol - line) : strlen(line);
+        struct cfg_header *h;
+
+        colon = memchr(line, ':', n);
+        if (colon == NULL || !field_name_ok(line, (size_t)(colon - line))) {
+            return "must be NAME: VALUE with NAME a header name";
+        }
+        for (val = colon + 1;
+             val < line + n && (*val == ' ' || *val == '\t'); val++) {
+        }
+        h = realloc(u->add, (u->nadd + 1) * sizeof(*u->add));
+        if (h == NULL) {
+            return oom;
+        }
+        u->add = h;
+        h = &u->add[u->nadd++];
+        h->name = strndup(line, (size_t)(colon - line));
+        h->value = strndup(val, (size_t)(line + n - val));
+        if (h->name == NULL || h->value == NULL) {
+            return oom;
+        }
+        line += n + (eol != NULL);
+    }
+    return NULL;
+}
+
+static const char *
+set_strip_header(const struct cfg_opt *o, void *obj, const char *v,
+                 char *buf, size_t len)
+{
+    struct cfg_upstream *u = obj;
+    const char *line = v;
+
+    (void)o;
+    (void)buf;
+    (void)len;
+    while (*line != '\0') {
+        const char *eol = strchr(line, '\n');
+        size_t n = eol != NULL ? (size_t)(eol - line) : strlen(line);
+        char **names;
+
+        while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) {
+            n--;
+        }
+        if (!field_name_ok(line, n)) {
+            return "must be a header name";
+        }
+        names = realloc(u->strip, (u->nstrip + 1) * sizeof(*u->strip));
+        if (names == NULL) {
+            return oom;
+        }
+        u->strip = names;
+        u->strip[u->nstrip] = strndup(line, n);
+        if (u->strip[u->nstrip++] == NULL) {
+            return oom;
+        }
+        line += n;
+        while (*line == ' ' || *line == '\t') {
+            line++;
+        }
+        line += *line == '\n';
+    }
+    return NULL;
+}
+
+/* A two-way choice into a bool field: true for the second choice. */
+static const char *
+set_choice_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+                size_t len)
+{
+    int i = choice(o, v, buf, len);
+
+    if (i < 0) {
+        return buf;
+    }
+    *FIELD(obj, o, bool) = i == 1;
     return NULL;
 }
 
@@ -670,6 +780,7 @@ static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const bool_choices[] = {"yes", "no", NULL};
 /* redis and postgres lock backends come later; DESIGN lists them. */
 static const char *const lock_backend_choices[] = {"lmdb", NULL};
+static const char *const host_choices[] = {"upstream", "preserve", NULL};
 
 #define NONE 0, 0, NULL
 #define INT(lo, hi) (lo), (hi), NULL
@@ -777,6 +888,17 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_UPSTREAM, "max_idle", "64", set_int,
      offsetof(struct cfg_upstream, max_idle), INT(0, 100000), 0,
      "idle keep-alive connections kept in the pool"},
+    {CFG_UPSTREAM, "ca_file", "", set_str,
+     offsetof(struct cfg_upstream, ca_file), NONE, CFG_EMPTY_OK,
+     "https: PEM file of CAs to verify the upstream; empty: system CAs"},
+    {CFG_UPSTREAM, "add_header", NULL, set_add_header, 0, NONE, CFG_REPEAT,
+     "NAME: VALUE added to every forwarded request (repeatable; ${VAR} "
+     "from the environment); replaces a client header of that name"},
+    {CFG_UPSTREAM, "strip_header", NULL, set_strip_header, 0, NONE,
+     CFG_REPEAT, "a client header removed before forwarding (repeatable)"},
+    {CFG_UPSTREAM, "host", "upstream", set_choice_bool,
+     offsetof(struct cfg_upstream, host_preserve), CHOICE(host_choices), 0,
+     "upstream | preserve: the Host header sent upstream"},
 
     {CFG_ROUTE, "methods", "PUT POST PATCH DELETE", set_methods, 0, NONE, 0,
      "methods the route applies to, space-separated; * for every method"},

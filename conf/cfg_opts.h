@@ -23,6 +23,8 @@ enum cfg_sect {
 enum cfg_flag {
     CFG_REQUIRED = 1u << 0, /* no default: a section without it is wrong */
     CFG_EMPTY_OK = 1u << 1, /* "key =" is a value, not a mistake */
+    CFG_REPEAT = 1u << 2,   /* may be given many times: the setter gets
+                             * the values joined by '\n' */
 };
 
 struct cfg_opt;

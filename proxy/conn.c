@@ -147,12 +147,16 @@ c_out(struct client *c)
  * no epoll_ctl per answer in the common case. */
 
 static void
-flush_bev(struct bufferevent *bev)
+flush_bev(struct bufferevent *bev, bool direct)
 {
     struct evbuffer *out = bufferevent_get_output(bev);
 
     if (evbuffer_get_length(out) == 0 ||
         (bufferevent_get_enabled(bev) & EV_WRITE)) {
+        return;
+    }
+    if (!direct) {
+        bufferevent_enable(bev, EV_WRITE);
         return;
     }
     if (evbuffer_write(out, bufferevent_getfd(bev)) < 0 &&
@@ -189,9 +193,9 @@ client_flush_all(struct tm_proxy *px)
         c->dirty = false;
         c->dirty_next = NULL;
         if (c->up != NULL && c->state == CS_FORWARD) {
-            flush_bev(up_bev(c->up));
+            flush_bev(up_bev(c->up), !up_tls(c->up));
         }
-        flush_bev(c->bev);
+        flush_bev(c->bev, true);
         if (c->bp_up || c->bp_down || c->bp_answers) {
             drained(c);
         }
@@ -306,6 +310,24 @@ is_header(struct tm_slice name, const char *cfgname)
     return slice_ieq(name, cfgname);
 }
 
+/* A client header the upstream must not get from the client: named by
+ * strip_header, or one the sidecar sets itself with add_header. */
+static bool
+upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
+{
+    for (size_t i = 0; i < u->nstrip; i++) {
+        if (slice_ieq(name, u->strip[i])) {
+            return true;
+        }
+    }
+    for (size_t i = 0; i < u->nadd; i++) {
+        if (slice_ieq(name, u->add[i].name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Write the request head as the upstream gets it: origin-form target,
  * the upstream's Host, fencing and hop-by-hop headers removed, Via
  * added. */
@@ -317,6 +339,7 @@ write_request_head(struct client *c, struct evbuffer *out)
     const struct cfg_upstream *u = up_cfg(c->pool);
     const char *target = h->target.p;
     size_t tlen = h->target.len;
+    int host;
 
     if (tlen > 0 && target[0] != '/' && h->path.p != NULL) {
         /* absolute-form: send the path and query only */
@@ -326,19 +349,33 @@ write_request_head(struct client *c, struct evbuffer *out)
     evbuffer_add(out, h->method.p, h->method.len);
     evbuffer_add(out, " ", 1);
     evbuffer_add(out, target, tlen);
-    evbuffer_add_printf(out, " HTTP/1.%d\r\nHost: %s\r\n", h->minor,
-                        u->host_header);
+    evbuffer_add_printf(out, " HTTP/1.%d\r\n", h->minor);
+    if (u->host_preserve &&
+        (host = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
+        evbuffer_add(out, "Host: ", 6);
+        evbuffer_add(out, h->headers[host].value.p,
+                     h->headers[host].value.len);
+        evbuffer_add(out, "\r\n", 2);
+    } else {
+        evbuffer_add_printf(out, "Host: %s\r\n", u->host_header);
+    }
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
         if (f->hop || is_header(f->name, "Host") ||
+            (h->expect_continue && is_header(f->name, "Expect")) ||
             is_header(f->name, pc->token_header) ||
-            is_header(f->name, pc->resource_header)) {
+            is_header(f->name, pc->resource_header) ||
+            ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name))) {
             continue;
         }
         evbuffer_add(out, f->name.p, f->name.len);
         evbuffer_add(out, ": ", 2);
         evbuffer_add(out, f->value.p, f->value.len);
         evbuffer_add(out, "\r\n", 2);
+    }
+    for (size_t i = 0; i < u->nadd; i++) {
+        evbuffer_add_printf(out, "%s: %s\r\n", u->add[i].name,
+                            u->add[i].value);
     }
     if (h->body == HTTP_BODY_CHUNKED) {
         evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
@@ -380,6 +417,12 @@ attach(struct client *c, struct up_conn *uc)
     bufferevent_disable(ub, EV_WRITE);
     bufferevent_enable(ub, EV_READ);
     write_request_head(c, bufferevent_get_output(ub));
+    if (c->rq->h.expect_continue && !c->req_done &&
+        evbuffer_get_length(c_in(c)) == 0) {
+        /* The decision is made and the upstream is ready: ask for the
+         * body. The upstream gets no Expect, so sends no 100 of its own. */
+        evbuffer_add(c_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    }
     mark_dirty(c);
     /* A client that stops sending its body or reading its answer must
      * not hold the upstream connection forever. */
@@ -583,6 +626,50 @@ default_pool(struct tm_proxy *px)
     return cfg->nupstreams > 0 ? px->pools[0] : NULL;
 }
 
+/* Whether name is cfgname written with '_' for '-' (Fencing_Token): some
+ * servers read the two alike, so such a header could smuggle a token. */
+static bool
+underscore_variant(struct tm_slice name, const char *cfgname)
+{
+    size_t n = strlen(cfgname);
+    bool differs = false;
+
+    if (name.len != n) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char a = name.p[i], b = cfgname[i];
+        if (a == '_' && b == '-') {
+            differs = true;
+            continue;
+        }
+        if ((a | 0x20) != (b | 0x20)) {
+            return false;
+        }
+    }
+    return differs;
+}
+
+/* A request that tries to hide or smuggle a fencing header: the token or
+ * resource header named in Connection (a proxy would drop it, another
+ * might not), or written with underscores. NULL when clean. */
+static const char *
+smuggled_header(const struct cfg_proxy *pc, const struct http_request *h)
+{
+    for (size_t i = 0; i < h->nheaders; i++) {
+        const struct http_header *f = &h->headers[i];
+        if (underscore_variant(f->name, pc->token_header) ||
+            underscore_variant(f->name, pc->resource_header)) {
+            return "a fencing header written with underscores";
+        }
+        if (f->hop && (is_header(f->name, pc->token_header) ||
+                       is_header(f->name, pc->resource_header))) {
+            return "a fencing header named in Connection";
+        }
+    }
+    return NULL;
+}
+
 /* Route, resource, token, decision. */
 static void
 handle_request(struct client *c)
@@ -595,6 +682,7 @@ handle_request(struct client *c)
     enum token_status ts = TOKEN_MISSING;
     int ti = -1, ri;
     enum decision d;
+    const char *why;
 
     px->stats.requests++;
     c->route = NULL;
@@ -605,6 +693,11 @@ handle_request(struct client *c)
     c->mark = 0;
     c->close_after = !h->keep_alive;
 
+    if ((why = smuggled_header(pc, h)) != NULL) {
+        px->stats.invalid++;
+        refuse_status(c, 400, "invalid", why);
+        return;
+    }
     ti = http_find_header(h->headers, h->nheaders, 0, pc->token_header);
     if (ti >= 0 &&
         http_find_header(h->headers, h->nheaders, (size_t)ti + 1,

@@ -128,12 +128,6 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
         goto fail;
     }
     for (size_t i = 0; i < cfg->nupstreams; i++) {
-        if (cfg->upstreams[i].tls) {
-            snprintf(err, errlen,
-                     "upstream %s: https upstreams are not supported yet",
-                     cfg->upstreams[i].name);
-            goto fail;
-        }
         px->pools[i] = up_pool_new(base, &cfg->upstreams[i], err, errlen);
         if (px->pools[i] == NULL) {
             goto fail;

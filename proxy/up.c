@@ -12,9 +12,15 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "../conf/cfg.h"
 #include "log.h"
@@ -38,6 +44,9 @@ struct up_conn {
 struct up_pool {
     struct event_base *base;
     const struct cfg_upstream *cfg;
+    SSL_CTX *tls;              /* https upstreams */
+    SSL_SESSION *session;      /* the last one, resumed by new connections */
+    bool host_is_ip;
     struct sockaddr_storage addr;
     socklen_t addrlen;
     struct up_conn *idle;
@@ -49,6 +58,86 @@ ms_to_tv(int ms, struct timeval *tv)
 {
     tv->tv_sec = ms / 1000;
     tv->tv_usec = (ms % 1000) * 1000;
+}
+
+/* The pool's TLS context: TLS 1.2 or later, the peer verified against
+ * ca_file or the system CAs. */
+static bool
+tls_setup(struct up_pool *p, char *err, size_t errlen)
+{
+    const struct cfg_upstream *cfg = p->cfg;
+    unsigned char ip[16];
+    int ok;
+
+    p->host_is_ip = inet_pton(AF_INET, cfg->host, ip) == 1 ||
+                    inet_pton(AF_INET6, cfg->host, ip) == 1;
+    p->tls = SSL_CTX_new(TLS_client_method());
+    if (p->tls == NULL) {
+        snprintf(err, errlen, "upstream %s: cannot create a TLS context",
+                 cfg->name);
+        return false;
+    }
+    SSL_CTX_set_min_proto_version(p->tls, TLS1_2_VERSION);
+    SSL_CTX_set_verify(p->tls, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_session_cache_mode(p->tls, SSL_SESS_CACHE_CLIENT);
+    if (cfg->ca_file != NULL && cfg->ca_file[0] != '\0') {
+        ok = SSL_CTX_load_verify_locations(p->tls, cfg->ca_file, NULL);
+    } else {
+        ok = SSL_CTX_set_default_verify_paths(p->tls);
+    }
+    if (ok != 1) {
+        snprintf(err, errlen, "upstream %s: cannot load CA certificates "
+                              "from %s", cfg->name,
+                 cfg->ca_file != NULL && cfg->ca_file[0] != '\0'
+                     ? cfg->ca_file
+                     : "the system store");
+        return false;
+    }
+    return true;
+}
+
+/* A new TLS session for a connection: SNI and the name checked against
+ * the certificate are the upstream's host. */
+static SSL *
+tls_session(struct up_pool *p)
+{
+    SSL *ssl = SSL_new(p->tls);
+
+    if (ssl == NULL) {
+        return NULL;
+    }
+    if (p->host_is_ip) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), p->cfg->host);
+    } else {
+        SSL_set_tlsext_host_name(ssl, p->cfg->host);
+        SSL_set1_host(ssl, p->cfg->host);
+    }
+    if (p->session != NULL) {
+        SSL_set_session(ssl, p->session);
+    }
+    return ssl;
+}
+
+/* Log why a TLS connection failed, without a secret in sight. */
+static void
+tls_log_failure(struct up_conn *uc)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(uc->bev);
+    long vr = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+    unsigned long e = bufferevent_get_openssl_error(uc->bev);
+    char buf[256] = "";
+
+    if (e != 0) {
+        ERR_error_string_n(e, buf, sizeof(buf));
+    }
+    if (vr != X509_V_OK) {
+        log_error("upstream %s: TLS: certificate of %s refused: %s",
+                  uc->pool->cfg->name, uc->pool->cfg->host,
+                  X509_verify_cert_error_string(vr));
+    } else if (buf[0] != '\0') {
+        log_error("upstream %s: TLS handshake failed: %s",
+                  uc->pool->cfg->name, buf);
+    }
 }
 
 struct up_pool *
@@ -79,6 +168,10 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
     memcpy(&p->addr, res->ai_addr, res->ai_addrlen);
     p->addrlen = res->ai_addrlen;
     freeaddrinfo(res);
+    if (cfg->tls && !tls_setup(p, err, errlen)) {
+        up_pool_free(p);
+        return NULL;
+    }
     return p;
 }
 
@@ -118,6 +211,12 @@ up_pool_free(struct up_pool *p)
     }
     while (p->idle != NULL) {
         conn_free(p->idle);
+    }
+    if (p->session != NULL) {
+        SSL_SESSION_free(p->session);
+    }
+    if (p->tls != NULL) {
+        SSL_CTX_free(p->tls);
     }
     free(p);
 }
@@ -166,11 +265,24 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
     if (what & BEV_EVENT_CONNECTED) {
         setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
                    sizeof(one));
+        if (uc->pool->tls != NULL) {
+            SSL *ssl = bufferevent_openssl_get_ssl(bev);
+            SSL_SESSION *sess = SSL_get1_session(ssl);
+            if (sess != NULL) {
+                if (uc->pool->session != NULL) {
+                    SSL_SESSION_free(uc->pool->session);
+                }
+                uc->pool->session = sess;
+            }
+        }
         cb(uc->arg, uc, true);
         return;
     }
     if (what & BEV_EVENT_TIMEOUT) {
         errno = ETIMEDOUT;
+    } else if (uc->pool->tls != NULL) {
+        tls_log_failure(uc);
+        errno = EPROTO;
     }
     cb(uc->arg, uc, false);
     conn_free(uc);
@@ -189,7 +301,24 @@ up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
     uc->pool = p;
     uc->cb = cb;
     uc->arg = arg;
-    uc->bev = bufferevent_socket_new(p->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (p->tls != NULL) {
+        SSL *ssl = tls_session(p);
+        if (ssl == NULL) {
+            free(uc);
+            return NULL;
+        }
+        /* On failure the bufferevent frees ssl (BEV_OPT_CLOSE_ON_FREE). */
+        uc->bev = bufferevent_openssl_socket_new(
+            p->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+            BEV_OPT_CLOSE_ON_FREE);
+        if (uc->bev != NULL) {
+            /* Many servers close without close_notify; framing, not the
+             * TLS shutdown, tells where an answer ends. */
+            bufferevent_openssl_set_allow_dirty_shutdown(uc->bev, 1);
+        }
+    } else {
+        uc->bev = bufferevent_socket_new(p->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
     if (uc->bev == NULL) {
         free(uc);
         return NULL;
@@ -243,6 +372,12 @@ const struct cfg_upstream *
 up_cfg(const struct up_pool *p)
 {
     return p->cfg;
+}
+
+bool
+up_tls(const struct up_conn *uc)
+{
+    return uc->pool->tls != NULL;
 }
 
 bool

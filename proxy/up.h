@@ -36,6 +36,9 @@ void up_put(struct up_conn *uc, bool reusable);
 
 struct bufferevent *up_bev(struct up_conn *uc);
 const struct cfg_upstream *up_cfg(const struct up_pool *p);
+/* True for TLS connections: their bytes go through OpenSSL, never
+ * straight to the socket. */
+bool up_tls(const struct up_conn *uc);
 /* True when this connection had served a request before. */
 bool up_reused(const struct up_conn *uc);
 

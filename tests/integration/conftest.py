@@ -461,7 +461,10 @@ class Upstream:
     X-Test-Split-Ms: N        pause N ms between the head and the body
     """
 
-    def __init__(self):
+    def __init__(self, tls=None):
+        # tls: an ssl.SSLContext (server side) to serve HTTPS instead.
+        self.tls = tls
+        self.tls_failures = 0
         self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.lsock.bind(("127.0.0.1", 0))
@@ -600,6 +603,17 @@ class Upstream:
     def _serve(self, c):
         sock = c.sock
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls is not None:
+            try:
+                sock = self.tls.wrap_socket(sock, server_side=True)
+            except (OSError, ValueError):
+                # A refused handshake is what some tests want to see.
+                with self.cond:
+                    self.tls_failures += 1
+                    self.cond.notify_all()
+                c.sock.close()
+                return
+            c.sock = sock
         reader = Reader(sock)
         try:
             while not self.stopping.is_set():
@@ -819,7 +833,9 @@ def render_ini(sections):
         for k, v in keys.items():
             if v is None:
                 continue
-            out.append("%s = %s" % (k, v))
+            # A list is a repeatable key given once per value.
+            for one in (v if isinstance(v, list) else [v]):
+                out.append("%s = %s" % (k, one))
         out.append("")
     return "\n".join(out)
 

@@ -863,6 +863,27 @@ test_errors_append(void **state)
     assert_int_equal(errs.n, 0);
 }
 
+/* Found by fuzzing (tests/fuzz/corpus/config): an empty file loads, which
+ * once computed NULL + 0 while sorting no errors (UBSan), and cfg_free
+ * releases an upstream's ca_file (LeakSanitizer, make test-asan). */
+static void
+test_fuzz_regressions(void **state)
+{
+    struct loaded l;
+
+    load_ok(&l, "", NULL);
+    assert_int_equal(l.c.nupstreams, 0);
+    unload(&l);
+    load_ok(&l, "[upstream u]\nurl = http://a\n", NULL);
+    assert_int_equal(l.c.nupstreams, 1);
+    assert_string_equal(l.c.upstreams[0].ca_file, "");
+    unload(&l);
+    load_ok(&l, "[upstream u]\nurl = https://a\nca_file = /x/ca.pem\n",
+            NULL);
+    assert_string_equal(l.c.upstreams[0].ca_file, "/x/ca.pem");
+    unload(&l);
+}
+
 int
 main(void)
 {
@@ -881,6 +902,7 @@ main(void)
         cmocka_unit_test(test_split_hostport),
         cmocka_unit_test(test_errors_append),
         cmocka_unit_test(test_key_file),
+        cmocka_unit_test(test_fuzz_regressions),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,150 @@
+"""HTTPS upstreams: the certificate is verified against ca_file or the
+system CAs, the host name is checked, and a failure is a 502 with a log
+line, never a fallback to plain HTTP. The test makes its own CAs with the
+openssl command line tool."""
+import ssl
+import subprocess
+
+import pytest
+
+from conftest import Upstream
+
+
+def openssl(*args, cwd):
+    subprocess.run(("openssl",) + args, cwd=str(cwd), check=True,
+                   stdin=subprocess.DEVNULL, capture_output=True)
+
+
+def make_ca(d, name):
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-subj", "/CN=%s" % name, "-keyout", "%s.key" % name,
+            "-out", "%s.pem" % name, cwd=d)
+    return d / ("%s.pem" % name)
+
+
+def make_cert(d, ca, name, sans):
+    """A server certificate for sans (e.g. DNS:localhost,IP:127.0.0.1)
+    signed by ca; returns (cert, key) paths."""
+    (d / "ext.cnf").write_text("subjectAltName=%s\n" % sans)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=%s" % name,
+            "-keyout", "%s.key" % name, "-out", "%s.csr" % name, cwd=d)
+    openssl("x509", "-req", "-in", "%s.csr" % name, "-CA", "%s.pem" % ca,
+            "-CAkey", "%s.key" % ca, "-CAcreateserial", "-days", "2",
+            "-extfile", "ext.cnf", "-out", "%s.crt" % name, cwd=d)
+    return d / ("%s.crt" % name), d / ("%s.key" % name)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    ca = make_ca(d, "testca")
+    other_ca = make_ca(d, "otherca")
+    good = make_cert(d, "testca", "good", "DNS:localhost,IP:127.0.0.1")
+    wrong = make_cert(d, "testca", "wrong", "DNS:other.example")
+    return {"ca": ca, "other_ca": other_ca, "good": good, "wrong": wrong}
+
+
+@pytest.fixture
+def tls_upstream(pki):
+    made = []
+
+    def make(cert):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(cert[0]), str(cert[1]))
+        u = Upstream(tls=ctx)
+        made.append(u)
+        return u
+
+    yield make
+    for u in made:
+        u.stop()
+
+
+def https(up, host="localhost"):
+    return "https://%s:%d" % (host, up.port)
+
+
+def test_verified_upstream_gets_the_request(tidemark, tls_upstream, pki):
+    up = tls_upstream(pki["good"])
+    tm = tidemark({"upstream default": {"url": https(up),
+                                        "ca_file": str(pki["ca"])}}, up=up)
+    r = tm.put("tls1", token=3, body=b"secret body")
+    assert r.status == 200, r
+    assert r.header("Fencing-High-Water") == "3"
+    seen = up.wait_for(lambda: up.requests, what="a request")[0]
+    assert seen.method == "PUT"
+    assert seen.body == b"secret body"
+    assert seen.header("Host") == "localhost:%d" % up.port
+    assert seen.header("Fencing-Token") is None
+
+
+def test_ip_address_upstream_is_checked_against_ip_san(tidemark,
+                                                       tls_upstream, pki):
+    up = tls_upstream(pki["good"])
+    tm = tidemark({"upstream default": {"url": https(up, "127.0.0.1"),
+                                        "ca_file": str(pki["ca"])}}, up=up)
+    assert tm.request("GET", "/ip").status == 200
+
+
+def test_pooled_tls_connection_is_reused(tidemark, tls_upstream, pki):
+    up = tls_upstream(pki["good"])
+    tm = tidemark({"upstream default": {"url": https(up),
+                                        "ca_file": str(pki["ca"])}}, up=up)
+    for i in range(3):
+        assert tm.request("GET", "/reuse%d" % i).status == 200
+    ids = {r.conn_id for r in up.requests}
+    assert len(ids) == 1, up.requests
+
+
+def test_wrong_host_name_is_502_and_logged(tidemark, tls_upstream, pki):
+    up = tls_upstream(pki["wrong"])
+    tm = tidemark({"upstream default": {"url": https(up),
+                                        "ca_file": str(pki["ca"])}}, up=up)
+    r = tm.put("tls2", token=3)
+    assert r.status == 502, r
+    tm.wait_log("TLS", "refused", "hostname mismatch")
+    assert up.requests == []
+
+
+def test_unknown_ca_is_502_and_logged(tidemark, tls_upstream, pki):
+    up = tls_upstream(pki["good"])
+    tm = tidemark({"upstream default": {"url": https(up),
+                                        "ca_file": str(pki["other_ca"])}},
+                  up=up)
+    r = tm.put("tls3", token=3)
+    assert r.status == 502, r
+    tm.wait_log("TLS", "refused")
+    assert up.requests == []
+    # Never a fallback to plain HTTP: nothing but handshakes reached it.
+    assert up.tls_failures >= 1
+
+
+def test_system_cas_do_not_trust_a_private_ca(tidemark, tls_upstream, pki):
+    up = tls_upstream(pki["good"])
+    tm = tidemark({"upstream default": {"url": https(up)}}, up=up)
+    assert tm.put("tls4", token=3).status == 502
+    assert up.requests == []
+
+
+def test_host_preserve_sends_the_clients_host(tidemark, tls_upstream, pki):
+    up = tls_upstream(pki["good"])
+    tm = tidemark({"upstream default": {"url": https(up),
+                                        "ca_file": str(pki["ca"]),
+                                        "host": "preserve"}}, up=up)
+    r = tm.request("GET", "/h", host="api.example")
+    assert r.status == 200, r
+    assert up.requests[0].header("Host") == "api.example"
+
+
+def test_missing_ca_file_is_a_startup_error(tidemark, tls_upstream, pki,
+                                            tmp_path):
+    up = tls_upstream(pki["good"])
+    tm = tidemark({"upstream default": {
+        "url": https(up), "ca_file": str(tmp_path / "nope.pem")}},
+        up=up, start=False)
+    tm.start(wait=False)
+    rc = tm.proc.wait(timeout=20)
+    tm.runs[-1][1] = "failed-start"
+    assert rc == 1
+    assert "cannot load CA certificates from %s" % (tmp_path / "nope.pem") \
+        in tm.log()
