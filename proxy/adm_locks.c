@@ -411,8 +411,9 @@ busy(struct lock_call *c, int64_t fence, int64_t ttl_ms, const char *why)
     problem_out(c, &p);
 }
 
-/* 200 or 201 with {"name","token","fence","ttl_ms"}. */
-static void
+/* 200 or 201 with {"name","token","fence","ttl_ms"}. false when the
+ * answer could not be made (the client got a 500 or 503 instead). */
+static bool
 lease_out(struct lock_call *c, int code, int64_t ttl_ms)
 {
     const struct cfg_tokens *tk = c->al->tokens;
@@ -420,13 +421,13 @@ lease_out(struct lock_call *c, int code, int64_t ttl_ms)
     char token[TOKEN_SIGNED_MAX + 1];
 
     if (c->req == NULL) {
-        return;
+        return false;
     }
     if (tk->key != NULL) {
         if (token_sign(tk->key, tk->key_len, c->name, c->len, c->fence,
                        token, sizeof(token)) == 0) {
             backend_down(c);
-            return;
+            return false;
         }
     } else {
         snprintf(token, sizeof(token), "%" PRId64, c->fence);
@@ -435,7 +436,7 @@ lease_out(struct lock_call *c, int code, int64_t ttl_ms)
     if (b == NULL) {
         evhttp_send_error(c->req, 500, NULL);
         call_detach(c);
-        return;
+        return false;
     }
     evbuffer_add(b, "{\"name\":\"", 9);
     json_escape(b, c->name, c->len);
@@ -447,6 +448,7 @@ lease_out(struct lock_call *c, int code, int64_t ttl_ms)
               "application/json", b);
     evbuffer_free(b);
     call_detach(c);
+    return true;
 }
 
 /* ---- acquire --------------------------------------------------------- */
@@ -496,9 +498,9 @@ raised(void *arg, enum store_result res, int64_t mark)
     if (res != STORE_ERROR && mark > 0) {
         marks_put(al->px->marks, c->name, c->len, mark);
     }
-    if (res == STORE_ACCEPTED && c->req != NULL) {
+    if (res == STORE_ACCEPTED && c->req != NULL &&
+        lease_out(c, 201, c->ttl_ms)) {
         al->stats.acquired++;
-        lease_out(c, 201, c->ttl_ms);
         call_finish(c);
         return;
     }
@@ -554,8 +556,11 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             px->sops->raise(px->store, c->name, c->len, fence, raised, c);
             return;
         }
+        if (!lease_out(c, 201, ttl_ms)) {
+            give_back(c);
+            return;
+        }
         al->stats.acquired++;
-        lease_out(c, 201, ttl_ms);
         call_finish(c);
         return;
     }
@@ -711,7 +716,7 @@ extended(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     }
     if (res == LOCK_OK) {
         c->al->stats.extended++;
-        lease_out(c, 200, ttl_ms);
+        (void)lease_out(c, 200, ttl_ms);
     } else if (res == LOCK_LOST) {
         lost(c);
     } else {

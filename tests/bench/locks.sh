@@ -15,7 +15,8 @@ EAGER=${EAGER:-yes}
 TIDEMARK_BIN=${TIDEMARK_BIN:-$ROOT/tidemark}
 
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    python3 -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 DIR=$(mktemp -d)
