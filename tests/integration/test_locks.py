@@ -6,11 +6,16 @@ signed tokens, many clients on one hot lock, and kill -9."""
 import http.client
 import json
 import os
+import re
+import subprocess
 import threading
 import time
 import urllib.parse
 
-from conftest import assert_problem, run_check, slow, wait_until
+import pytest
+
+from conftest import (FAILSYNC, REPO, assert_problem, run_check, slow,
+                      wait_until)
 
 KEY = "0123456789abcdef0123456789abcdef"
 
@@ -467,3 +472,45 @@ def test_kill9_between_acquire_and_release_loses_no_fence(tidemark):
     assert api.release("k", a["token"]).status == 204
     assert_lease(api.acquire("k"), "k", fence=7)
     assert_lease(api.acquire("k2"), "k2", fence=short["fence"] + 1)
+
+
+@pytest.fixture(scope="module")
+def failsync():
+    if not FAILSYNC.exists():
+        p = subprocess.run(["make", "-C", str(REPO),
+                            "tests/preload/failsync.so"],
+                           capture_output=True, timeout=120)
+        assert p.returncode == 0 and FAILSYNC.exists(), p.stderr[-2000:]
+    m = re.search(rb"[A-Z0-9_]*FAILSYNC_TRIGGER", FAILSYNC.read_bytes())
+    assert m, "the shim names no *FAILSYNC_TRIGGER variable"
+    return FAILSYNC, m.group(0).decode()
+
+
+def test_failed_sync_is_503_and_hands_out_no_fence(tidemark, failsync,
+                                                   tmp_path):
+    shim, var = failsync
+    trigger = tmp_path / "fail-now"
+    tm = tidemark(env={"LD_PRELOAD": str(shim), var: str(trigger)})
+    api = lock_api(tm)
+    a = assert_lease(api.acquire("f", ttl_ms=60000), "f", fence=1)
+    trigger.write_text("")
+    r = api.acquire("g")
+    doc = assert_problem(r, 503)
+    assert doc["resource"] == "g"
+    assert r.header("retry-after") is not None
+    assert_problem(api.release("f", a["token"]), 503)
+    assert_problem(api.extend("f", a["token"]), 503)
+    assert_problem(api.get("f"), 503)
+    # failed for good, until a restart
+    trigger.unlink()
+    assert_problem(api.acquire("h"), 503)
+    api.close()
+    tm.env.pop("LD_PRELOAD")
+    tm.env.pop(var)
+    tm.restart()
+    api = lock_api(tm)
+    assert api.get("f").json()["fence"] == 1
+    assert api.release("f", a["token"]).status == 204
+    assert_lease(api.acquire("f"), "f", fence=2)
+    # g's fence was never handed out; whichever it is now, it is fresh
+    assert_lease(api.acquire("g"), "g")
