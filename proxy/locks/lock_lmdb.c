@@ -38,12 +38,20 @@
  * LOCK_ERROR until a restart. Reads (get) go through the writer too, so
  * they see every answer given before them.
  *
+ * Live leases. The loop thread remembers the leases the answers showed
+ * live (a bounded table): an acquire of a name whose lease is known to
+ * be live is answered busy without the writer. It can only answer busy
+ * too early (never grant), and only if another process changed the
+ * file: one tidemark owns a lease file.
+ *
  * Clock: expiry follows the wall clock. A step of the clock moves every
  * lease's end with it; fencing, not the TTL, keeps data right then.
  */
 
 #define LOCK_REC_LEN 16
 #define LOCK_QUEUE_MAX 65536
+#define LIVE_BUCKETS 4096   /* power of two */
+#define LIVE_MAX 65536      /* leases remembered at most */
 
 enum lop {
     LOP_ACQUIRE = 0,
@@ -66,6 +74,15 @@ struct ljob {
     char name[];            /* len bytes, not NUL-terminated */
 };
 
+/* A lease known to be live until expires (wall clock, ms). */
+struct live {
+    struct live *next;
+    int64_t fence;
+    int64_t expires;
+    size_t len;
+    char name[];
+};
+
 struct job_list {
     struct ljob *head;
     struct ljob *tail;
@@ -85,6 +102,8 @@ struct lmdb_locks {
     bool kick_armed;
     bool closing;
     int efd;
+    struct live *live[LIVE_BUCKETS];
+    size_t nlive;
 
     /* Shared: under mu. */
     pthread_t thread;
@@ -336,6 +355,100 @@ writer_main(void *arg)
     return NULL;
 }
 
+static size_t
+live_hash(const char *name, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;    /* FNV-1a */
+
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
+    }
+    return (size_t)(h & (LIVE_BUCKETS - 1));
+}
+
+/* The slot pointing at name's entry, or at the end of its bucket. */
+static struct live **
+live_slot(struct lmdb_locks *s, const char *name, size_t len)
+{
+    struct live **pp = &s->live[live_hash(name, len)];
+
+    while (*pp != NULL &&
+           ((*pp)->len != len || memcmp((*pp)->name, name, len) != 0)) {
+        pp = &(*pp)->next;
+    }
+    return pp;
+}
+
+static void
+live_forget(struct lmdb_locks *s, const char *name, size_t len)
+{
+    struct live **pp = live_slot(s, name, len);
+    struct live *e = *pp;
+
+    if (e != NULL) {
+        *pp = e->next;
+        free(e);
+        s->nlive--;
+    }
+}
+
+/* Remember name's lease as live until expires; best effort. */
+static void
+live_note(struct lmdb_locks *s, const char *name, size_t len, int64_t fence,
+          int64_t expires)
+{
+    struct live **pp = live_slot(s, name, len);
+    struct live *e = *pp;
+
+    if (e == NULL) {
+        if (s->nlive >= LIVE_MAX) {
+            return;
+        }
+        e = malloc(sizeof(*e) + len);
+        if (e == NULL) {
+            return;
+        }
+        e->next = NULL;
+        e->len = len;
+        memcpy(e->name, name, len);
+        *pp = e;
+        s->nlive++;
+    }
+    e->fence = fence;
+    e->expires = expires;
+}
+
+/* Loop thread: what an answer says about the name's lease. */
+static void
+live_learn(struct lmdb_locks *s, const struct ljob *j, int64_t now)
+{
+    bool live = (j->res == LOCK_OK && j->op != LOP_RELEASE) ||
+                j->res == LOCK_BUSY;
+
+    if (j->len == 0 || j->res == LOCK_ERROR) {
+        return;
+    }
+    if (live && j->out_ttl > 0) {
+        live_note(s, j->name, j->len, j->out_fence, now + j->out_ttl);
+    } else {
+        live_forget(s, j->name, j->len);
+    }
+}
+
+static void
+live_free(struct lmdb_locks *s)
+{
+    for (size_t i = 0; i < LIVE_BUCKETS; i++) {
+        while (s->live[i] != NULL) {
+            struct live *e = s->live[i];
+
+            s->live[i] = e->next;
+            free(e);
+        }
+    }
+    s->nlive = 0;
+}
+
 /* Loop thread: log the writer's error, run the callbacks of every
  * answered job, freeing each. */
 static void
@@ -344,6 +457,7 @@ drain(struct lmdb_locks *s)
     struct job_list todo = s->local;
     char err[sizeof(s->err)];
     struct ljob *j;
+    int64_t now;
 
     s->local = (struct job_list){0};
     pthread_mutex_lock(&s->mu);
@@ -354,10 +468,14 @@ drain(struct lmdb_locks *s)
     if (err[0] != '\0') {
         log_error("%s", err);
     }
+    /* The answers' times left were computed a moment ago by the writer:
+     * reckoning them from now only shortens what is remembered. */
+    now = todo.head != NULL ? now_ms() : 0;
     j = todo.head;
     while (j != NULL) {
         struct ljob *next = j->next;
 
+        live_learn(s, j, now);
         j->cb(j->arg, j->res, j->out_fence, j->out_ttl);
         free(j);
         j = next;
@@ -419,6 +537,22 @@ submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
         memcpy(j->name, name, len);
     }
     refuse |= s->closing || atomic_load(&s->failed);
+    if (!refuse && op == LOP_ACQUIRE) {
+        struct live **pp = live_slot(s, name, len);
+        int64_t now = *pp != NULL ? now_ms() : 0;
+
+        if (*pp != NULL && (*pp)->expires > now) {
+            j->res = LOCK_BUSY;
+            j->out_fence = (*pp)->fence;
+            j->out_ttl = (*pp)->expires - now;
+            list_push(&s->local, j);
+            event_active(s->done_ev, EV_READ, 1);
+            return;
+        }
+        if (*pp != NULL) {
+            live_forget(s, name, len);
+        }
+    }
     if (!refuse) {
         pthread_mutex_lock(&s->mu);
         if (s->pending.n >= LOCK_QUEUE_MAX) {
@@ -493,6 +627,7 @@ locks_free(struct lmdb_locks *s)
     if (s->env != NULL) {
         mdb_env_close(s->env);
     }
+    live_free(s);
     free(s->path);
     free(s);
 }
