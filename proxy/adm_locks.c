@@ -477,6 +477,7 @@ give_back(struct lock_call *c)
 
     call_detach(c);
     if (al->closing) {
+        call_detach(c);
         call_finish(c);
         return;
     }
@@ -492,6 +493,7 @@ raised(void *arg, enum store_result res, int64_t mark)
 
     c->in_flight = false;
     if (al == NULL || al->closing) {
+        call_detach(c);
         call_finish(c);
         return;
     }
@@ -533,6 +535,7 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         q->trying = false;
     }
     if (al->closing) {
+        call_detach(c);
         call_finish(c);
         return;
     }
@@ -711,6 +714,7 @@ extended(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 
     c->in_flight = false;
     if (c->al->closing) {
+        call_detach(c);
         call_finish(c);
         return;
     }
@@ -733,6 +737,7 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 
     c->in_flight = false;
     if (al->closing) {
+        call_detach(c);
         call_finish(c);
         return;
     }
@@ -759,6 +764,7 @@ looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 
     c->in_flight = false;
     if (c->al->closing || c->req == NULL) {
+        call_detach(c);
         call_finish(c);
         return;
     }
@@ -977,6 +983,10 @@ adm_locks_free(struct adm_locks *al)
         if (c->deadline != NULL) {
             event_free(c->deadline);
             c->deadline = NULL;
+        }
+        if (c->peer != NULL) {
+            event_free(c->peer);
+            c->peer = NULL;
         }
         c->al = NULL;
         c->prev = NULL;

@@ -241,6 +241,8 @@ def start_waiter(tm, name, results, key, **query):
         try:
             r = api.acquire(name, **query)
             results[key] = (r, time.monotonic())
+        except OSError as e:  # the connection closed: kept for the test
+            results[key] = (e, time.monotonic())
         finally:
             api.close()
     t = threading.Thread(target=run)
@@ -514,3 +516,23 @@ def test_failed_sync_is_503_and_hands_out_no_fence(tidemark, failsync,
     assert_lease(api.acquire("f"), "f", fence=2)
     # g's fence was never handed out; whichever it is now, it is fresh
     assert_lease(api.acquire("g"), "g")
+
+
+def test_stop_with_waiters_and_calls_in_flight(tidemark):
+    """SIGTERM while callers wait and others are in flight: tidemark exits
+    0 (the teardown also looks for sanitizer reports)."""
+    tm = tidemark(config={"proxy": {"log_level": "debug"}})
+    api = lock_api(tm)
+    assert_lease(api.acquire("s", ttl_ms=60000), "s", fence=1)
+    results = {}
+    threads = [start_waiter(tm, "s", results, i, ttl_ms=1000,
+                            wait_ms=30000) for i in range(3)]
+    tm.wait_log("locks: waiting: name=s", count=3)
+    hammer = [start_waiter(tm, "t%d" % i, results, "t%d" % i, ttl_ms=1000)
+              for i in range(8)]
+    assert tm.stop() == 0
+    for t in threads + hammer:
+        t.join(15 * slow())
+    for i in range(3):
+        r = results.get(i, (None,))[0]
+        assert not isinstance(r, Resp) or r.status != 201, r
