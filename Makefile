@@ -9,6 +9,8 @@
 #   unit          unit tests only
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
 #   bench         wrk: bare upstream vs nginx vs tidemark, with ratios
+#   bench-locks   wrk: lock+release pairs/s and hot-lock tries/wins on
+#                 the control port's lock service (lmdb backend)
 #   format-check  clang-format --dry-run over every C file
 #   install       PREFIX=/usr/local: binary, example config
 #   clean
@@ -41,8 +43,8 @@ TM_BIN := $(BUILD)/tidemark
 TM_LIB := $(BUILD)/libtidemark.a
 endif
 
-.PHONY: demo all deps test test-asan unit integration bench format-check \
-        install clean
+.PHONY: demo all deps test test-asan unit integration bench bench-locks \
+        format-check install clean
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -95,6 +97,9 @@ test-asan: deps
 
 bench: deps all
 	sh tests/bench/run.sh
+
+bench-locks: deps all
+	sh tests/bench/locks.sh
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
