@@ -13,6 +13,9 @@
 #                 the control port's lock service (lmdb backend)
 #   format-check  clang-format --dry-run over every C file
 #   install       PREFIX=/usr/local: binary, example config
+#   deb           the Debian package, into out/
+#   test-deb      build the package, install it, smoke-test it, purge it
+#   fuzz          libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   clean
 
 CC      ?= cc
@@ -44,7 +47,7 @@ TM_LIB := $(BUILD)/libtidemark.a
 endif
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
-        format-check install clean
+        format-check install clean deb test-deb fuzz
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -83,6 +86,7 @@ test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
+	$(MAKE) test-deb
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
@@ -109,7 +113,17 @@ install: all
 	install -D -m 0644 conf/tidemark.ini \
 	    $(DESTDIR)$(PREFIX)/share/tidemark/tidemark.ini
 
+deb:
+	sh packaging/build-deb.sh out
+
+test-deb: deb
+	sh packaging/smoke-deb.sh out/tidemark_*.deb
+
+fuzz:
+	sh tests/fuzz/run.sh
+
 clean:
-	rm -rf build build-asan tidemark libtidemark.a tests/preload/*.so
+	rm -rf build build-asan build-fuzz out tidemark libtidemark.a \
+	    tests/preload/*.so
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -23,6 +23,8 @@ struct cfg_proxy {
     int discard_limit;       /* body bytes read and dropped after a refusal */
     int buffer_size;         /* per-direction back-pressure watermark */
     char *log_level;         /* error | warn | info | debug */
+    bool log_json;           /* log_format = json */
+    int drain_timeout_ms;    /* SIGTERM: in-flight requests get this long */
 };
 
 /* A header added to every forwarded request. */
@@ -60,6 +62,7 @@ struct cfg_route {
     enum tm_verify verify;
     char *upstream;          /* name */
     size_t upstream_idx;     /* index into tm_config.upstreams */
+    int64_t max_body;        /* request body bytes; 0: no limit */
     int line;
 };
 

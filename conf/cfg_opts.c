@@ -781,6 +781,7 @@ static const char *const bool_choices[] = {"yes", "no", NULL};
 /* redis and postgres lock backends come later; DESIGN lists them. */
 static const char *const lock_backend_choices[] = {"lmdb", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
+static const char *const log_format_choices[] = {"text", "json", NULL};
 
 #define NONE 0, 0, NULL
 #define INT(lo, hi) (lo), (hi), NULL
@@ -824,6 +825,12 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "buffer_size", "65536", set_int,
      offsetof(struct cfg_proxy, buffer_size), INT(1024, 67108864), 0,
      "bytes buffered per direction before reading pauses"},
+    {CFG_PROXY, "log_format", "text", set_choice_bool,
+     offsetof(struct cfg_proxy, log_json), CHOICE(log_format_choices), 0,
+     "text | json: one object a line, key=value pairs as fields"},
+    {CFG_PROXY, "drain_timeout_ms", "10000", set_int,
+     offsetof(struct cfg_proxy, drain_timeout_ms), INT(0, 3600000), 0,
+     "on SIGTERM, how long in-flight requests may take"},
     {CFG_PROXY, "log_level", "info", set_choice_str,
      offsetof(struct cfg_proxy, log_level), CHOICE(level_choices), 0,
      "error | warn | info | debug"},
@@ -910,6 +917,9 @@ const struct cfg_opt cfg_opts[] = {
      "correctness | efficiency | off"},
     {CFG_ROUTE, "verify", "none", set_verify, 0, CHOICE(verify_choices), 0,
      "none | hmac"},
+    {CFG_ROUTE, "max_body", "0", set_size,
+     offsetof(struct cfg_route, max_body), INT(0, INT64_MAX), 0,
+     "largest request body in bytes (K M G T); 0: no limit"},
     {CFG_ROUTE, "upstream", "default", set_section_ref,
      offsetof(struct cfg_route, upstream), NONE, 0,
      "NAME of the [upstream NAME] requests are forwarded to"},

@@ -113,16 +113,21 @@ getent passwd tidemark >/dev/null || fail "no tidemark user"
     fail "/var/lib/tidemark is not owned by tidemark"
 
 echo "== systemd-analyze verify $UNIT"
-# man:tidemark(8) is checked with man(1), absent on minimal systems.
-if ! systemd-analyze verify "$UNIT" >"$work/verify.log" 2>&1; then
-    cat "$work/verify.log" >&2
-    fail "systemd-analyze verify"
-fi
+# Documentation=man:tidemark(8) is looked up with man(1); where man-db is
+# not installed that lookup fails (and verify exits 1) although the unit
+# is fine: that one line is allowed, any other is a failure.
+rc=0
+systemd-analyze verify "$UNIT" >"$work/verify.log" 2>&1 || rc=$?
 if grep -v "Command 'man tidemark(8)' failed" "$work/verify.log" |
     grep -q .; then
     cat "$work/verify.log" >&2
-    fail "systemd-analyze verify printed warnings"
+    fail "systemd-analyze verify (exit $rc)"
 fi
+if [ "$rc" -ne 0 ] && command -v man >/dev/null 2>&1 &&
+    ! man -w tidemark >/dev/null 2>&1; then
+    fail "the man page tidemark(8) is not installed"
+fi
+echo "verify: exit $rc$( [ "$rc" -eq 0 ] || echo ' (man(1) missing)')"
 
 echo "== tidemark --check as the tidemark user"
 runuser -u tidemark -- /usr/bin/tidemark -c "$CONF" --check ||

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -84,7 +85,11 @@ struct client {
     uint64_t req_left;
     struct http_chunked req_chunk;
     bool req_done;
-    bool req_sent_whole;      /* every request byte went to the upstream */
+    bool req_sent_whole;
+    uint64_t max_body;        /* the route's limit; UINT64_MAX: none */
+    struct timespec t0;       /* the head was read */
+    int resp_status;
+    uint64_t body_seen;       /* chunked bytes forwarded so far */      /* every request byte went to the upstream */
 
     bool resp_started;
     enum http_body resp_kind;
@@ -407,6 +412,7 @@ attach(struct client *c, struct up_conn *uc)
     c->req_done = c->req_kind == HTTP_BODY_NONE ||
                   (c->req_kind == HTTP_BODY_LENGTH && c->req_left == 0);
     c->req_sent_whole = c->req_done;
+    c->body_seen = 0;
     http_chunked_init(&c->req_chunk);
     ms_to_tv(u->timeout_ms, &tv);
     bufferevent_set_timeouts(ub, &tv, &tv);
@@ -687,12 +693,19 @@ handle_request(struct client *c)
     px->stats.requests++;
     c->route = NULL;
     c->route_name = NULL;
+    c->max_body = UINT64_MAX;
     c->rlen = 0;
     c->resource[0] = '\0';
     c->token = 0;
     c->mark = 0;
     c->close_after = !h->keep_alive;
 
+    if (slice_eq(h->method, "TRACE")) {
+        /* TRACE would echo what tidemark adds, credentials included. */
+        struct problem p = {.status = 405};
+        refuse(c, &p, "method");
+        return;
+    }
     if ((why = smuggled_header(pc, h)) != NULL) {
         px->stats.invalid++;
         refuse_status(c, 400, "invalid", why);
@@ -731,6 +744,13 @@ handle_request(struct client *c)
     c->route_name = r->name;
     c->mode = r->mode;
     c->pool = px->pools[r->upstream_idx];
+    c->max_body = r->max_body > 0 ? (uint64_t)r->max_body : UINT64_MAX;
+    if (h->body == HTTP_BODY_LENGTH && h->content_length > c->max_body) {
+        struct problem p = {.status = 413};
+        c->close_after = true;
+        refuse(c, &p, "too large");
+        return;
+    }
 
     if (r->resource_from_header) {
         ri = http_find_header(h->headers, h->nheaders, 0,
@@ -932,6 +952,9 @@ read_head(struct client *c)
     memcpy(c->rq->bytes, p, h->head_len);
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
+    if (log_get_level() >= LOG_INFO) {
+        clock_gettime(CLOCK_MONOTONIC, &c->t0);
+    }
     evbuffer_drain(in, h->head_len);
     evtimer_del(c->timer);
     c->timer_is_head = false;
@@ -1085,6 +1108,25 @@ client_pump(struct client *c)
 
 /* The upstream's answer is complete (or the exchange failed after the
  * answer began): release what the request held and go on. */
+/* The access log: one line per forwarded request (refusals have theirs). */
+static void
+log_request(const struct client *c)
+{
+    const struct http_request *h = &c->rq->h;
+    struct timespec t1;
+    double ms;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 +
+         (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
+    log_info("conn=%" PRIu64 " request method=%.*s path=%.*s status=%d "
+             "route=%s resource=%s token=%" PRId64 " mark=%" PRId64
+             " ms=%.3f",
+             c->id, (int)h->method.len, h->method.p, (int)h->path.len,
+             h->path.p, c->resp_status, c->route_name ? c->route_name : "-",
+             c->rlen > 0 ? c->resource : "-", c->token, c->mark, ms);
+}
+
 static void
 finish_exchange(struct client *c, bool up_ok)
 {
@@ -1096,6 +1138,9 @@ finish_exchange(struct client *c, bool up_ok)
     if (c->slot != NULL) {
         order_leave(c->px->order, c->slot, 0);
         c->slot = NULL;
+    }
+    if (log_get_level() >= LOG_INFO) {
+        log_request(c);
     }
     request_free(c);
     c->bp_up = c->bp_down = false;
@@ -1221,6 +1266,13 @@ pump_request_body(struct client *c)
             upstream_failed(c, 400, "malformed chunked request body");
             return;
         }
+        c->body_seen += take;
+        if (c->body_seen > c->max_body) {
+            /* The upstream never gets the end of this body. */
+            c->close_after = true;
+            upstream_failed(c, 413, "chunked request body over max_body");
+            return;
+        }
         evbuffer_remove_buffer(in, out, take);
         c->req_done = c->req_chunk.done;
         mark_dirty(c);
@@ -1333,6 +1385,7 @@ read_response_head(struct client *c)
             continue;
         }
         c->resp_started = true;
+        c->resp_status = r->status;
         c->resp_kind = r->body;
         c->resp_left = r->content_length;
         c->resp_keep_alive = r->keep_alive;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,24 +15,104 @@
 #include "log.h"
 #include "tidemark.h"
 
-#define DRAIN_MS 10000
-
 extern char **environ;
 
+static const char *level_names[] = {"error", "warn", "info", "debug"};
+
 static void
-log_stderr(void *arg, enum log_level level, const char *msg)
+timestamp(char *buf, size_t len)
 {
-    static const char *names[] = {"error", "warn", "info", "debug"};
     struct timespec ts;
     struct tm tm;
     char when[32];
 
-    (void)arg;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(stderr, "%s.%03ldZ %s %s\n", when, ts.tv_nsec / 1000000,
-            names[level], msg);
+    snprintf(buf, len, "%s.%03ldZ", when, ts.tv_nsec / 1000000);
+}
+
+static void
+log_text(void *arg, enum log_level level, const char *msg)
+{
+    char when[48];
+
+    (void)arg;
+    timestamp(when, sizeof(when));
+    fprintf(stderr, "%s %s %s\n", when, level_names[level], msg);
+}
+
+/* Write s[0..n) as a JSON string's content. */
+static void
+json_str(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            fprintf(f, "\\%c", c);
+        } else if (c < 0x20) {
+            fprintf(f, "\\u%04x", c);
+        } else {
+            fputc(c, f);
+        }
+    }
+}
+
+/* One JSON object a line: ts, level, msg, and every key=value word of the
+ * message as a field of its own (conn=7 route=docs token=5 ...). */
+static void
+log_json(void *arg, enum log_level level, const char *msg)
+{
+    char when[48];
+    const char *p = msg;
+
+    (void)arg;
+    timestamp(when, sizeof(when));
+    flockfile(stderr);
+    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", when,
+            level_names[level]);
+    json_str(stderr, msg, strlen(msg));
+    fputc('"', stderr);
+    while (*p != '\0') {
+        size_t w = strcspn(p, " "), k = strcspn(p, "= ");
+        if (k < w && k > 0 && strncmp(p, "msg=", 4) != 0 &&
+            strncmp(p, "ts=", 3) != 0 && strncmp(p, "level=", 6) != 0) {
+            size_t vlen = w - k - 1;
+            fputs(",\"", stderr);
+            json_str(stderr, p, k);
+            fputs("\":\"", stderr);
+            json_str(stderr, p + k + 1, vlen > 0 && p[w - 1] == ':' ? vlen - 1
+                                                                    : vlen);
+            fputc('"', stderr);
+        }
+        p += w;
+        while (*p == ' ') {
+            p++;
+        }
+    }
+    fputs("}\n", stderr);
+    funlockfile(stderr);
+}
+
+/* Each client connection can hold an upstream connection too: ask for
+ * room for both, up to the hard limit. Says so when it cannot. */
+static void
+raise_nofile(int max_connections)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)max_connections * 2 + 64;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) {
+        return;
+    }
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want
+                      ? want
+                      : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want) {
+        log_warn("open files limited to %llu; max_connections = %d may "
+                 "need %llu", (unsigned long long)rl.rlim_cur,
+                 max_connections, (unsigned long long)want);
+    }
 }
 
 static void
@@ -48,6 +129,7 @@ usage(FILE *f)
 struct daemon_state {
     struct event_base *base;
     struct tm_proxy *px;
+    int drain_ms;
     bool stopping;
 };
 
@@ -76,8 +158,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     d->stopping = true;
-    log_info("signal %d: draining (up to %d ms)", (int)sig, DRAIN_MS);
-    tm_proxy_shutdown(d->px, DRAIN_MS, drained, d);
+    log_info("signal %d: draining (up to %d ms)", (int)sig, d->drain_ms);
+    tm_proxy_shutdown(d->px, d->drain_ms, drained, d);
 }
 
 int
@@ -134,9 +216,12 @@ main(int argc, char **argv)
         return 0;
     }
     level = log_level_parse(cfg.proxy.log_level);
-    log_set_sink(log_stderr, NULL, level < 0 ? LOG_INFO : level);
+    log_set_sink(cfg.proxy.log_json ? log_json : log_text, NULL,
+                 level < 0 ? LOG_INFO : level);
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile(cfg.proxy.max_connections);
 
+    d.drain_ms = cfg.proxy.drain_timeout_ms;
     d.base = event_base_new();
     if (d.base == NULL) {
         fprintf(stderr, "tidemark: cannot create the event loop\n");

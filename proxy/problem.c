@@ -22,6 +22,8 @@ static const struct kind kinds[] = {
      "the token is not valid for this resource"},
     {404, "Not Found", "urn:tidemark:no-route", "No route",
      "no route matches this request"},
+    {405, "Method Not Allowed", "urn:tidemark:method-not-allowed",
+     "Method not allowed", "this method is not served"},
     {408, "Request Timeout", "urn:tidemark:request-timeout",
      "Request timeout", "the request did not arrive in time"},
     {409, "Conflict", "urn:tidemark:stale-token", "Stale fencing token",

@@ -4,11 +4,14 @@
 set -eu
 
 # Build: toolchain and libraries. Tests: cmocka, pytest, the servers the
-# integration tests start themselves. Bench: wrk and nginx. Fuzz: clang.
+# integration tests start themselves (nginx and HAProxy also for the
+# differential test). Bench: wrk and nginx. Fuzz: clang. Package:
+# debhelper, build-essential, systemd (systemd-analyze verify).
 PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
-wrk nginx-light redis-server postgresql etcd-server clang lmdb-utils"
+wrk nginx-light haproxy redis-server postgresql etcd-server clang
+lmdb-utils debhelper build-essential systemd"
 
 POLICY=/usr/sbin/policy-rc.d
 
@@ -34,9 +37,9 @@ else
     exit 1
 fi
 
-# The tests start their own nginx, Redis, Postgres and etcd on loopback
-# ports; the packaged services must not start (and hold the default ports)
-# just because they were installed. policy-rc.d exiting 101 tells
+# The tests start their own nginx, HAProxy, Redis, Postgres and etcd on
+# loopback ports; the packaged services must not start (and hold the default
+# ports) just because they were installed. policy-rc.d exiting 101 tells
 # invoke-rc.d and deb-systemd-invoke not to start anything. Only a file we
 # created is removed afterwards.
 created_policy=""
@@ -79,6 +82,7 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     for p in $missing; do
         case "$p" in
             nginx-light) unit=nginx ;;
+            haproxy) unit=haproxy ;;
             redis-server) unit=redis-server ;;
             postgresql) unit=postgresql ;;
             etcd-server) unit=etcd ;;
