@@ -26,7 +26,8 @@ enum token_status token_parse(const char *s, size_t len, int64_t *out);
  * message  resource "\n" fence  (the resource name's bytes, one LF, the
  * fence in decimal without leading zeros), encoded as base64url without
  * padding: always TOKEN_SIG_LEN characters. A signed token is
- * <fence> "." <signature>, at most TOKEN_SIGNED_MAX bytes.
+ * <fence> "." <signature>, the fence without leading zeros, at most
+ * TOKEN_SIGNED_MAX bytes.
  */
 #define TOKEN_SIG_LEN 43
 #define TOKEN_SIGNED_MAX (19 + 1 + TOKEN_SIG_LEN)

@@ -35,6 +35,7 @@ sources() {
 libs() {
     case $1 in
     config) echo -linih ;;
+    token) echo -lcrypto ;;
     esac
 }
 

@@ -128,6 +128,8 @@ static const struct check_case checks[] = {
     {TM_VERIFY_HMAC, "documents/a",
      "7.Ffr2RCdVp09guZ98xWo5GQILnoebOg3LPaKYWoAHzd=", TOKEN_INVALID, 0},
     {TM_VERIFY_HMAC, "documents/a", "0." SIG_A7, TOKEN_INVALID, 0},
+    {TM_VERIFY_HMAC, "documents/a", "07." SIG_A7, TOKEN_INVALID, 0},
+    {TM_VERIFY_NONE, "documents/a", "07." SIG_A7, TOKEN_INVALID, 0},
     {TM_VERIFY_HMAC, "documents/a", "", TOKEN_INVALID, 0},
     {TM_VERIFY_NONE, "documents/a", "1.5", TOKEN_INVALID, 0},
     /* verify = none: the number counts, a signature is not checked */
