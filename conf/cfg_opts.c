@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,31 +373,46 @@ set_key_file(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     unsigned char key[4097];
     struct stat st;
     size_t n = 0;
-    FILE *f;
+    ssize_t got;
+    int fd;
 
     if (v[0] == '\0') {
         return "must name the file holding the signing key";
     }
-    f = fopen(v, "rb");
-    if (f == NULL) {
+    /* O_NONBLOCK: a FIFO named here must not hang the loader. */
+    fd = open(v, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         snprintf(buf, len, "cannot open the key file: %s", strerror(errno));
         return buf;
     }
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
         return "the key file is not a regular file";
     }
     if (st.st_mode & (S_IROTH | S_IWOTH)) {
-        fclose(f);
+        close(fd);
         return "the key file is readable or writable by others: chmod "
                "600 it (or 640 for a group)";
     }
-    n = fread(key, 1, sizeof(key), f);
-    if (ferror(f)) {
-        fclose(f);
-        return "cannot read the key file";
+    if (st.st_size > (off_t)sizeof(key)) {
+        close(fd);
+        snprintf(buf, len, "the key must be %d to 4096 bytes (openssl rand "
+                 "-hex 32 makes one)", TOKEN_KEY_MIN);
+        return buf;
     }
-    fclose(f);
+    while (n < sizeof(key) &&
+           (got = read(fd, key + n, sizeof(key) - n)) != 0) {
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got < 0) {
+            close(fd);
+            explicit_bzero(key, sizeof(key));
+            return "cannot read the key file";
+        }
+        n += (size_t)got;
+    }
+    close(fd);
     if (n > 0 && key[n - 1] == '\n') {
         n--;
     }
