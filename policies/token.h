@@ -54,6 +54,7 @@ size_t token_sign(const unsigned char *key, size_t keylen, const char *res,
 enum token_status token_check(enum tm_verify verify,
                               const unsigned char *key, size_t keylen,
                               const char *res, size_t rlen, const char *s,
-                              size_t len, int64_t *fence);
+                              size_t len, int64_t *fence)
+    __attribute__((warn_unused_result));
 
 #endif
