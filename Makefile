@@ -9,6 +9,8 @@
 #   unit          unit tests only
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
 #   bench         wrk: bare upstream vs nginx vs tidemark, with ratios
+#   bench-locks   wrk: lock+release pairs/s and hot-lock tries/wins on
+#                 the control port's lock service (lmdb backend)
 #   format-check  clang-format --dry-run over every C file
 #   install       PREFIX=/usr/local: binary, example config
 #   deb           the Debian package, into out/
@@ -29,7 +31,8 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 PYTEST  := /usr/bin/python3 -m pytest
 PREFIX  ?= /usr/local
 
-LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c)
+LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
+                    proxy/locks/*.c)
 LIB_SRC := $(filter-out proxy/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -43,8 +46,8 @@ TM_BIN := $(BUILD)/tidemark
 TM_LIB := $(BUILD)/libtidemark.a
 endif
 
-.PHONY: demo all deps test test-asan unit integration bench format-check \
-        install clean deb test-deb fuzz
+.PHONY: demo all deps test test-asan unit integration bench bench-locks \
+        format-check install clean deb test-deb fuzz
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -99,6 +102,9 @@ test-asan: deps
 
 bench: deps all
 	sh tests/bench/run.sh
+
+bench-locks: deps all
+	sh tests/bench/locks.sh
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')

@@ -588,6 +588,10 @@ sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
         return &c->admin;
     case CFG_STORE:
         return &c->store;
+    case CFG_LOCKS:
+        return &c->locks;
+    case CFG_TOKENS:
+        return &c->tokens;
     case CFG_UPSTREAM:
         return &c->upstreams[(*nup)++];
     case CFG_ROUTE:
@@ -766,6 +770,13 @@ build(struct loader *l, struct tm_config *c)
             continue;
         }
         r = &c->routes[nroute++];
+        if (r->verify == TM_VERIFY_HMAC && c->tokens.key == NULL) {
+            struct origin at = {s->line, NULL};
+
+            add_err(l, &at,
+                    "[route %s]: verify = hmac needs [tokens] key_file",
+                    r->name);
+        }
         if (r->upstream == NULL) {
             continue;
         }
@@ -823,7 +834,9 @@ cfg_load(struct tm_config *c, const char *path, char *const *envp,
      * defaults and env overrides reach them. */
     if (new_sect(&l, CFG_PROXY, NULL, 0) == NULL ||
         new_sect(&l, CFG_ADMIN, NULL, 0) == NULL ||
-        new_sect(&l, CFG_STORE, NULL, 0) == NULL) {
+        new_sect(&l, CFG_STORE, NULL, 0) == NULL ||
+        new_sect(&l, CFG_LOCKS, NULL, 0) == NULL ||
+        new_sect(&l, CFG_TOKENS, NULL, 0) == NULL) {
         free_loader(&l);
         return false;
     }
@@ -856,6 +869,13 @@ cfg_free(struct tm_config *c)
     free(c->store.dsn);
     free(c->store.url);
     free(c->store.endpoints);
+    free(c->locks.backend);
+    free(c->locks.path);
+    free(c->tokens.key_file);
+    if (c->tokens.key != NULL) {
+        explicit_bzero(c->tokens.key, c->tokens.key_len);
+        free(c->tokens.key);
+    }
     for (size_t i = 0; i < c->nupstreams; i++) {
         struct cfg_upstream *u = &c->upstreams[i];
 

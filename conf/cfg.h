@@ -83,11 +83,30 @@ struct cfg_admin {
     char *listen;            /* "host:port", or empty: no control port */
 };
 
+/* The lock service on the control port. */
+struct cfg_locks {
+    char *backend;           /* lmdb */
+    char *path;              /* lmdb: the lease file */
+    int64_t map_size;        /* lmdb: bytes */
+    bool eager;              /* an acquire raises the resource's mark */
+    int max_ttl_ms;          /* longer leases are refused (400) */
+    int max_wait_ms;         /* longest ?wait_ms= an acquire may ask */
+};
+
+/* Signing issued tokens and verifying them on verify = hmac routes. */
+struct cfg_tokens {
+    char *key_file;          /* path as written; NULL: no key */
+    unsigned char *key;      /* the file's bytes, one final LF dropped */
+    size_t key_len;
+};
+
 struct tm_config {
     char *file;
     struct cfg_proxy proxy;
     struct cfg_admin admin;
     struct cfg_store store;
+    struct cfg_locks locks;
+    struct cfg_tokens tokens;
     struct cfg_upstream *upstreams;
     size_t nupstreams;
     struct cfg_route *routes;  /* file order */

@@ -5,12 +5,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../policies/route.h"
+#include "../policies/token.h"
 
 #define FIELD(obj, o, type) ((type *)(void *)((char *)(obj) + (o)->off))
 
@@ -342,6 +346,94 @@ set_verify(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     }
     ((struct cfg_route *)obj)->verify = verifies[i];
     return NULL;
+}
+
+static const char *
+set_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+         size_t len)
+{
+    int i = choice(o, v, buf, len);
+
+    if (i < 0) {
+        return buf;
+    }
+    *FIELD(obj, o, bool) = i == 0;
+    return NULL;
+}
+
+/* The key behind [tokens] key_file: a regular file nobody but its owner
+ * and group may read, holding TOKEN_KEY_MIN to 4096 bytes (one final
+ * newline is not part of the key). Messages name the problem, never the
+ * key. */
+static const char *
+set_key_file(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+             size_t len)
+{
+    struct cfg_tokens *t = obj;
+    unsigned char key[4097];
+    struct stat st;
+    size_t n = 0;
+    ssize_t got;
+    int fd;
+
+    if (v[0] == '\0') {
+        return "must name the file holding the signing key";
+    }
+    /* O_NONBLOCK: a FIFO named here must not hang the loader. */
+    fd = open(v, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(buf, len, "cannot open the key file: %s", strerror(errno));
+        return buf;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return "the key file is not a regular file";
+    }
+    if (st.st_mode & (S_IROTH | S_IWOTH)) {
+        close(fd);
+        return "the key file is readable or writable by others: chmod "
+               "600 it (or 640 for a group)";
+    }
+    if (st.st_size > (off_t)sizeof(key)) {
+        close(fd);
+        snprintf(buf, len, "the key must be %d to 4096 bytes (openssl rand "
+                 "-hex 32 makes one)", TOKEN_KEY_MIN);
+        return buf;
+    }
+    while (n < sizeof(key) &&
+           (got = read(fd, key + n, sizeof(key) - n)) != 0) {
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got < 0) {
+            close(fd);
+            explicit_bzero(key, sizeof(key));
+            return "cannot read the key file";
+        }
+        n += (size_t)got;
+    }
+    close(fd);
+    if (n > 0 && key[n - 1] == '\n') {
+        n--;
+    }
+    if (n == 0) {
+        return "the key file is empty";
+    }
+    if (n < TOKEN_KEY_MIN || n > 4096) {
+        explicit_bzero(key, sizeof(key));
+        snprintf(buf, len, "the key must be %d to 4096 bytes (openssl rand "
+                 "-hex 32 makes one)", TOKEN_KEY_MIN);
+        return buf;
+    }
+    free(t->key);
+    t->key = malloc(n);
+    if (t->key == NULL) {
+        return oom;
+    }
+    memcpy(t->key, key, n);
+    t->key_len = n;
+    explicit_bzero(key, sizeof(key));
+    return store_str(&t->key_file, v);
 }
 
 /* Decimal integer, optionally scaled by a binary suffix K, M, G or T. */
@@ -704,6 +796,9 @@ static const char *const type_choices[] = {"lmdb", "postgres", "redis",
 static const char *const mode_choices[] = {"correctness", "efficiency",
                                            "off", NULL};
 static const char *const verify_choices[] = {"none", "hmac", NULL};
+static const char *const bool_choices[] = {"yes", "no", NULL};
+/* redis and postgres lock backends come later; DESIGN lists them. */
+static const char *const lock_backend_choices[] = {"lmdb", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -786,6 +881,28 @@ const struct cfg_opt cfg_opts[] = {
      offsetof(struct cfg_store, timeout_ms), INT(1, 600000), 0,
      "one raise, end to end"},
 
+    {CFG_LOCKS, "backend", "lmdb", set_choice_str,
+     offsetof(struct cfg_locks, backend), CHOICE(lock_backend_choices), 0,
+     "where leases live: lmdb (redis and postgres are not built yet)"},
+    {CFG_LOCKS, "path", "./data/locks.lmdb", set_str,
+     offsetof(struct cfg_locks, path), NONE, 0,
+     "lmdb: the lease file (not the [store] file)"},
+    {CFG_LOCKS, "map_size", "268435456", set_size,
+     offsetof(struct cfg_locks, map_size), INT(1048576, INT64_C(1) << 44),
+     0, "lmdb: largest lease file size in bytes (K, M, G, T suffixes)"},
+    {CFG_LOCKS, "eager", "yes", set_bool, offsetof(struct cfg_locks, eager),
+     CHOICE(bool_choices), 0,
+     "yes: an acquire raises the resource's mark to the new fence"},
+    {CFG_LOCKS, "max_ttl_ms", "3600000", set_int,
+     offsetof(struct cfg_locks, max_ttl_ms), INT(1, 86400000), 0,
+     "longest lease an acquire or extend may ask for"},
+    {CFG_LOCKS, "max_wait_ms", "60000", set_int,
+     offsetof(struct cfg_locks, max_wait_ms), INT(0, 3600000), 0,
+     "longest ?wait_ms= an acquire may ask for"},
+
+    {CFG_TOKENS, "key_file", NULL, set_key_file, 0, NONE, 0,
+     "file holding the HMAC key that signs issued tokens (mode 600)"},
+
     {CFG_UPSTREAM, "url", NULL, set_upstream_url, 0, NONE, CFG_REQUIRED,
      "http://host[:port] or https://host[:port]"},
     {CFG_UPSTREAM, "connect_timeout_ms", "2000", set_int,
@@ -833,7 +950,7 @@ const char *
 cfg_sect_name(enum cfg_sect s)
 {
     static const char *const names[CFG_NSECT] = {
-        "proxy", "admin", "store", "upstream", "route",
+        "proxy", "admin", "store", "locks", "tokens", "upstream", "route",
     };
 
     return names[s];

@@ -13,6 +13,8 @@ enum cfg_sect {
     CFG_PROXY = 0,
     CFG_ADMIN,
     CFG_STORE,
+    CFG_LOCKS,
+    CFG_TOKENS,
     CFG_UPSTREAM,
     CFG_ROUTE,
     CFG_NSECT,

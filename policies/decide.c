@@ -12,6 +12,9 @@ decide_request(enum tm_mode mode, enum token_status ts, int64_t token,
     if (ts == TOKEN_MISSING) {
         return mode == TM_MODE_EFFICIENCY ? DECIDE_FORWARD : DECIDE_MISSING;
     }
+    if (ts == TOKEN_FORBIDDEN) {
+        return DECIDE_FORBIDDEN;
+    }
     if (ts != TOKEN_OK) {
         return DECIDE_INVALID;
     }

@@ -17,6 +17,7 @@ enum decision {
     DECIDE_MISSING,      /* 428 */
     DECIDE_INVALID,      /* 400 */
     DECIDE_UNAVAILABLE,  /* 503: store failed on a correctness route */
+    DECIDE_FORBIDDEN,    /* 403: unsigned, forged or borrowed token */
 };
 
 /* Before the store: mode, the token's parse status and value, and the

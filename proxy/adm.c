@@ -1,5 +1,5 @@
 /* adm.c: the control port on libevent's evhttp: /healthz, /readyz,
- * /metrics and /v1/marks/{resource}. */
+ * /metrics, /v1/marks/{resource}, and /v1/locks/{name} (adm_locks.c). */
 #include "adm.h"
 
 #include <inttypes.h>
@@ -13,6 +13,7 @@
 #include "adm_page.h"
 #include "problem.h"
 #include "proxy_int.h"
+#include "adm_int.h"
 #include "store/store.h"
 
 #include <event2/buffer.h>
@@ -21,6 +22,7 @@
 struct adm {
     struct tm_proxy *px;
     struct evhttp *http;
+    struct adm_locks *locks;
 };
 
 /* A marks lookup in flight; req is NULL once the connection closed. */
@@ -30,13 +32,36 @@ struct mark_get {
     char *resource;
 };
 
-static void
-reply_text(struct evhttp_request *req, int code, const char *reason,
-           const char *ctype, struct evbuffer *body)
+void
+adm_reply(struct evhttp_request *req, int code, const char *reason,
+          const char *ctype, struct evbuffer *body)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req),
                       "Content-Type", ctype);
     evhttp_send_reply(req, code, reason, body);
+}
+
+void
+adm_reply_problem(struct evhttp_request *req, const struct problem *p)
+{
+    struct evbuffer *b = evbuffer_new();
+    char body[PROBLEM_BODY_MAX];
+
+    if (b == NULL) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    if (p->retry_after > 0) {
+        char v[16];
+
+        snprintf(v, sizeof(v), "%d", p->retry_after);
+        evhttp_add_header(evhttp_request_get_output_headers(req),
+                          "Retry-After", v);
+    }
+    evbuffer_add(b, body, problem_body(body, sizeof(body), p));
+    adm_reply(req, p->status, problem_reason(p->status),
+              "application/problem+json", b);
+    evbuffer_free(b);
 }
 
 static void
@@ -45,17 +70,8 @@ reply_problem(struct evhttp_request *req, int status, const char *detail,
 {
     struct problem p = {.status = status, .detail = detail,
                         .resource = resource};
-    struct evbuffer *b = evbuffer_new();
-    char body[PROBLEM_BODY_MAX];
 
-    if (b == NULL) {
-        evhttp_send_error(req, 500, NULL);
-        return;
-    }
-    evbuffer_add(b, body, problem_body(body, sizeof(body), &p));
-    reply_text(req, status, problem_reason(status),
-               "application/problem+json", b);
-    evbuffer_free(b);
+    adm_reply_problem(req, &p);
 }
 
 static void
@@ -68,7 +84,7 @@ simple(struct evhttp_request *req, int code, const char *text)
         return;
     }
     evbuffer_add_printf(b, "%s\n", text);
-    reply_text(req, code, code == 200 ? "OK" : "Service Unavailable",
+    adm_reply(req, code, code == 200 ? "OK" : "Service Unavailable",
                "text/plain; charset=utf-8", b);
     evbuffer_free(b);
 }
@@ -96,6 +112,9 @@ metrics(struct adm *a, struct evhttp_request *req)
             st->missing);
     COUNTER("tidemark_invalid_total", "Writes refused: malformed token.",
             st->invalid);
+    COUNTER("tidemark_forbidden_total",
+            "Writes refused: unsigned, forged or borrowed token.",
+            st->forbidden);
     COUNTER("tidemark_unavailable_total",
             "Writes refused: mark store unusable.", st->unavailable);
     COUNTER("tidemark_bypassed_total", "Requests forwarded unfenced.",
@@ -115,7 +134,10 @@ metrics(struct adm *a, struct evhttp_request *req)
                            "connections.\n# TYPE tidemark_connections "
                            "gauge\ntidemark_connections %zu\n",
                         a->px->nclients);
-    reply_text(req, 200, "OK", "text/plain; version=0.0.4", b);
+    if (a->locks != NULL) {
+        adm_locks_metrics(a->locks, b);
+    }
+    adm_reply(req, 200, "OK", "text/plain; version=0.0.4", b);
     evbuffer_free(b);
 }
 
@@ -156,7 +178,7 @@ mark_done(void *arg, enum store_result res, int64_t mark)
     evbuffer_add(b, "{\"resource\":\"", 13);
     json_escape(b, mg->resource, strlen(mg->resource));
     evbuffer_add_printf(b, "\",\"high_water\":%" PRId64 "}\n", mark);
-    reply_text(mg->req, 200, "OK", "application/json", b);
+    adm_reply(mg->req, 200, "OK", "application/json", b);
     evbuffer_free(b);
 out:
     free(mg->resource);
@@ -199,6 +221,7 @@ dispatch(struct evhttp_request *req, void *arg)
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     char path[2048];
     size_t n = strcspn(uri, "?");
+    const char *query = uri[n] == '?' ? uri + n + 1 : NULL;
 
     if (n >= sizeof(path)) {
         reply_problem(req, 414, NULL, NULL);
@@ -206,6 +229,10 @@ dispatch(struct evhttp_request *req, void *arg)
     }
     memcpy(path, uri, n);
     path[n] = '\0';
+    if (strncmp(path, "/v1/locks/", 10) == 0 && a->locks != NULL) {
+        adm_locks_serve(a->locks, req, path + 10, query);
+        return;
+    }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         reply_problem(req, 400, "only GET is served here", NULL);
         return;
@@ -217,7 +244,7 @@ dispatch(struct evhttp_request *req, void *arg)
             return;
         }
         adm_page_html(b);
-        reply_text(req, 200, "OK", "text/html; charset=utf-8", b);
+        adm_reply(req, 200, "OK", "text/html; charset=utf-8", b);
         evbuffer_free(b);
     } else if (strcmp(path, "/v1/recent") == 0) {
         struct evbuffer *b = evbuffer_new();
@@ -226,7 +253,7 @@ dispatch(struct evhttp_request *req, void *arg)
             return;
         }
         adm_recent_json(a->px, b);
-        reply_text(req, 200, "OK", "application/json", b);
+        adm_reply(req, 200, "OK", "application/json", b);
         evbuffer_free(b);
     } else if (strcmp(path, "/healthz") == 0) {
         simple(req, 200, "ok");
@@ -269,6 +296,10 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
     evhttp_set_max_body_size(a->http, 65536);
     evhttp_set_timeout(a->http, 30);
     evhttp_set_gencb(a->http, dispatch, a);
+    a->locks = adm_locks_new(px, err, errlen);
+    if (a->locks == NULL) {
+        goto fail;
+    }
     if (evhttp_bind_socket(a->http, host, (ev_uint16_t)atoi(port)) != 0) {
         snprintf(err, errlen, "admin: cannot listen on %s",
                  px->cfg->admin.listen);
@@ -290,8 +321,13 @@ adm_free(struct adm *a)
     if (a == NULL) {
         return;
     }
+    /* First the port: its connections' close callbacks tell waiting
+     * lock calls that nobody is listening any more. */
     if (a->http != NULL) {
         evhttp_free(a->http);
+    }
+    if (a->locks != NULL) {
+        adm_locks_free(a->locks);
     }
     free(a);
 }

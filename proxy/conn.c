@@ -789,8 +789,11 @@ handle_request(struct client *c)
     }
 
     if (ti >= 0) {
-        ts = token_parse(h->headers[ti].value.p, h->headers[ti].value.len,
-                         &c->token);
+        const struct cfg_tokens *tk = &px->cfg->tokens;
+
+        ts = token_check(r->verify, tk->key, tk->key_len, c->resource,
+                         c->rlen, h->headers[ti].value.p,
+                         h->headers[ti].value.len, &c->token);
     }
     d = decide_request(r->mode, ts, c->token,
                        c->rlen > 0 ? marks_get(px->marks, c->resource,
@@ -818,6 +821,12 @@ handle_request(struct client *c)
         refuse(c, &p, "missing");
         break;
     }
+    case DECIDE_FORBIDDEN:
+        px->stats.forbidden++;
+        refuse_status(c, 403, "forbidden",
+                      "the token is unsigned, forged or issued for another "
+                      "resource");
+        break;
     case DECIDE_INVALID:
         px->stats.invalid++;
         refuse_status(c, 400, "invalid",

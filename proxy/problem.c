@@ -33,6 +33,8 @@ static const struct kind kinds[] = {
      "the request body is too large"},
     {414, "URI Too Long", "urn:tidemark:uri-too-long", "URI too long",
      "the request target is too long"},
+    {423, "Locked", "urn:tidemark:lock-busy", "Lock busy",
+     "another holder's lease on this lock is live"},
     {428, "Precondition Required", "urn:tidemark:missing-token",
      "Fencing token required",
      "this route needs a fencing token in the token header"},
@@ -117,7 +119,8 @@ problem_body(char *body, size_t cap, const struct problem *p)
     n = (size_t)snprintf(body, cap,
                          "{\"type\":\"%s\",\"title\":\"%s\","
                          "\"status\":%d,\"detail\":\"",
-                         k->type, k->title, p->status);
+                         p->type != NULL ? p->type : k->type,
+                         p->type != NULL ? p->title : k->title, p->status);
     escape_into(body, cap - 64, &n, detail);
     body[n++] = '"';
     if (p->resource != NULL) {
@@ -125,10 +128,13 @@ problem_body(char *body, size_t cap, const struct problem *p)
         escape_into(body, cap - 64, &n, p->resource);
         body[n++] = '"';
     }
-    if (p->status == 409) {
+    if (p->status == 409 && p->type == NULL) {
         n += (size_t)snprintf(body + n, cap - n,
                               ",\"token\":%" PRId64 ",\"high_water\":%" PRId64,
                               p->token, p->mark);
+    }
+    if (p->extra != NULL && n + strlen(p->extra) + 4 < cap) {
+        n += (size_t)snprintf(body + n, cap - n, ",%s", p->extra);
     }
     body[n++] = '}';
     body[n++] = '\n';

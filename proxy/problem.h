@@ -16,6 +16,10 @@ struct problem {
     int64_t token;          /* 409: the refused token */
     int64_t mark;           /* 409: the mark; also Fencing-High-Water */
     int retry_after;        /* seconds, 0: no Retry-After */
+    const char *type;       /* NULL: the status's type and title; else */
+    const char *title;      /* these, and no 409 token/high_water */
+    const char *extra;      /* NULL, or JSON members appended as they are
+                             * ("\"fence\":3,\"ttl_ms\":10") */
 };
 
 /* Room for the longest detail and an escaped TM_RESOURCE_MAX name. */

@@ -30,6 +30,7 @@ struct tm_stats {
     uint64_t stale;
     uint64_t missing;
     uint64_t invalid;
+    uint64_t forbidden;
     uint64_t unavailable;
     uint64_t bypassed;
     uint64_t store_errors;

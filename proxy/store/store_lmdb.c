@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <openssl/sha.h>
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "lmdb_util.h"
 
 /*
  * Layout of the file. One unnamed database maps a key to an 8-byte
@@ -50,9 +50,6 @@
  */
 
 #define LMDB_MAP_SIZE_DEFAULT ((int64_t)64 << 20)
-#define LMDB_DIGEST_PREFIX "\0sha256:"
-#define LMDB_DIGEST_PREFIX_LEN 8
-#define LMDB_DIGEST_KEY_LEN (LMDB_DIGEST_PREFIX_LEN + SHA256_DIGEST_LENGTH)
 /* Bytes of a resource name quoted in a log line. */
 #define LMDB_LOG_NAME_MAX 200
 
@@ -193,43 +190,6 @@ wlog(struct lmdb_store *s, enum log_level level, const char *fmt, ...)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* The key res is stored under. buf holds LMDB_DIGEST_KEY_LEN bytes and
- * must outlive key when the name is digested. */
-static void
-make_key(const struct lmdb_store *s, const char *res, size_t len,
-         unsigned char *buf, MDB_val *key)
-{
-    if (len == 0 || len > s->maxkey || res[0] == '\0') {
-        memcpy(buf, LMDB_DIGEST_PREFIX, LMDB_DIGEST_PREFIX_LEN);
-        SHA256((const unsigned char *)res, len, buf + LMDB_DIGEST_PREFIX_LEN);
-        key->mv_data = buf;
-        key->mv_size = LMDB_DIGEST_KEY_LEN;
-    } else {
-        key->mv_data = (void *)res;
-        key->mv_size = len;
-    }
-}
-
-static void
-put_be64(unsigned char *p, int64_t v)
-{
-    uint64_t u = (uint64_t)v;
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (unsigned char)(u & 0xff);
-        u >>= 8;
-    }
-}
-
-static int64_t
-get_be64(const unsigned char *p)
-{
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++) {
-        u = (u << 8) | p[i];
-    }
-    return (int64_t)u;
-}
-
 /* The mark stored under key in txn: 0 with *mark set (0 when absent),
  * EINVAL for a value that is not 8 bytes, or an LMDB error. */
 static int
@@ -248,7 +208,7 @@ read_mark(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, int64_t *mark)
     if (val.mv_size != 8) {
         return EINVAL;
     }
-    *mark = get_be64(val.mv_data);
+    *mark = lmdb_get_be64(val.mv_data);
     return 0;
 }
 
@@ -301,7 +261,7 @@ run_batch(struct lmdb_store *s, struct req_list *b)
         MDB_val key, val;
         int64_t cur;
 
-        make_key(s, r->name, r->len, kbuf, &key);
+        lmdb_make_key(s->maxkey, r->name, r->len, kbuf, &key);
         rc = read_mark(txn, s->dbi, &key, &cur);
         if (rc == EINVAL) {
             wlog(s, LOG_ERROR,
@@ -326,7 +286,7 @@ run_batch(struct lmdb_store *s, struct req_list *b)
             continue;
         }
         if (r->token > cur) {
-            put_be64(vbuf, r->token);
+            lmdb_put_be64(vbuf, r->token);
             val.mv_data = vbuf;
             val.mv_size = sizeof(vbuf);
             rc = mdb_put(txn, s->dbi, &key, &val, 0);
@@ -630,7 +590,7 @@ lmdb_get(struct store *st, const char *res, size_t len, store_cb cb,
         answer_local(s, r, STORE_ERROR, 0);
         return;
     }
-    make_key(s, r->name, r->len, kbuf, &key);
+    lmdb_make_key(s->maxkey, r->name, r->len, kbuf, &key);
     rc = read_mark(s->rtxn, s->dbi, &key, &mark);
     mdb_txn_reset(s->rtxn);
     if (rc != 0) {
@@ -649,68 +609,6 @@ lmdb_ready(struct store *st)
     struct lmdb_store *s = to_lmdb(st);
 
     return !s->closing && !atomic_load(&s->failed);
-}
-
-/* Create the directories above path that are missing (mkdir -p of its
- * dirname). false with errno set on failure. */
-static bool
-make_parents(const char *path)
-{
-    char *dir = strdup(path);
-    bool ok = true;
-
-    if (dir == NULL) {
-        return false;
-    }
-    for (char *p = dir + 1; *p != '\0'; p++) {
-        if (*p != '/') {
-            continue;
-        }
-        *p = '\0';
-        if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
-            ok = false;
-            break;
-        }
-        *p = '/';
-    }
-    free(dir);
-    return ok;
-}
-
-/* fsync the directory holding path, so a newly created file survives a
- * crash. Filesystems that cannot sync a directory count as success. */
-static bool
-sync_parent(const char *path)
-{
-    char *dir = strdup(path);
-    char *slash;
-    int fd;
-    bool ok = true;
-
-    if (dir == NULL) {
-        return false;
-    }
-    slash = strrchr(dir, '/');
-    if (slash == NULL) {
-        strcpy(dir, ".");
-    } else if (slash == dir) {
-        dir[1] = '\0';
-    } else {
-        *slash = '\0';
-    }
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        ok = false;
-    } else {
-        if (fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP) {
-            ok = false;
-        }
-        int saved = errno;
-        close(fd);
-        errno = saved;
-    }
-    free(dir);
-    return ok;
 }
 
 /* Release what open set up; the writer must not be running. */
@@ -772,7 +670,7 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         snprintf(err, errlen, "lmdb: out of memory");
         goto fail;
     }
-    if (!make_parents(s->path)) {
+    if (!lmdb_make_parents(s->path)) {
         snprintf(err, errlen, "lmdb: cannot create the directory of %s: %s",
                  s->path, strerror(errno));
         goto fail;
@@ -801,7 +699,7 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     }
     /* Start from a state that is on disk: the file's name (it may have
      * just been created) and whatever of it the page cache holds. */
-    if (!sync_parent(s->path)) {
+    if (!lmdb_sync_parent(s->path)) {
         snprintf(err, errlen, "lmdb: cannot sync the directory of %s: %s",
                  s->path, strerror(errno));
         goto fail;

@@ -1,7 +1,8 @@
 /* fuzz_token.c: libFuzzer target for token_parse against an independent
  * oracle: accepted exactly when the input is decimal digits whose value,
  * leading zeros dropped, is in 1..INT64_MAX; then *out prints back as
- * that text. Any disagreement aborts. */
+ * that text. token_check under verify = hmac accepts exactly the signed
+ * token token_sign makes. Any disagreement aborts. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,39 @@ oracle_accepts(const char *s, size_t len)
     return memcmp(s + z, int64_max, len) <= 0;
 }
 
+/* Under verify = hmac the input is accepted only when it is, byte for
+ * byte, the token signed for its own fence; under none, a signed-shaped
+ * token counts for its number. */
+static void
+check_signed(const char *s, size_t size)
+{
+    static const unsigned char key[] = "fuzz-key-0123456789abcdef";
+    static const char res[] = "documents/fuzz";
+    char want[TOKEN_SIGNED_MAX + 1];
+    int64_t v = -1, w = -1;
+    enum token_status hm =
+        token_check(TM_VERIFY_HMAC, key, sizeof(key) - 1, res,
+                    sizeof(res) - 1, s, size, &v);
+    enum token_status none =
+        token_check(TM_VERIFY_NONE, key, sizeof(key) - 1, res,
+                    sizeof(res) - 1, s, size, &w);
+
+    check(hm == TOKEN_OK || hm == TOKEN_INVALID || hm == TOKEN_FORBIDDEN,
+          "token_check: unknown status");
+    check(none == TOKEN_OK || none == TOKEN_INVALID,
+          "verify = none forbade a token");
+    check((hm == TOKEN_INVALID) == (none == TOKEN_INVALID),
+          "the rules disagree on the shape");
+    if (hm == TOKEN_OK) {
+        size_t n = token_sign(key, sizeof(key) - 1, res, sizeof(res) - 1, v,
+                              want, sizeof(want));
+
+        check(n > 0 && n == size && memcmp(want, s, n) == 0,
+              "a hmac token was accepted that token_sign did not make");
+        check(none == TOKEN_OK && w == v, "the rules disagree on the fence");
+    }
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -73,5 +107,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   memcmp(text, s + z, (size_t)n) == 0,
               "accepted token does not print back as its input");
     }
+    check_signed(s, size);
     return 0;
 }

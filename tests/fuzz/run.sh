@@ -36,6 +36,7 @@ sources() {
 libs() {
     case $1 in
     config) echo -linih ;;
+    token) echo -lcrypto ;;
     esac
 }
 

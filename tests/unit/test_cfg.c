@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -31,6 +32,16 @@ write_ini(const char *text)
     assert_true(fd >= 0);
     assert_int_equal(write(fd, text, len), (ssize_t)len);
     assert_int_equal(close(fd), 0);
+    return path;
+}
+
+/* A key file holding text with the given mode; its malloc'd path. */
+static char *
+write_key(const char *text, mode_t mode)
+{
+    char *path = write_ini(text);
+
+    assert_int_equal(chmod(path, mode), 0);
     return path;
 }
 
@@ -145,6 +156,13 @@ test_defaults(void **state)
     assert_null(l.c.store.endpoints);
     assert_int_equal(l.c.store.cache_entries, 100000);
     assert_int_equal(l.c.store.timeout_ms, 2000);
+    assert_string_equal(l.c.locks.backend, "lmdb");
+    assert_string_equal(l.c.locks.path, "./data/locks.lmdb");
+    assert_true(l.c.locks.eager);
+    assert_int_equal(l.c.locks.max_ttl_ms, 3600000);
+    assert_int_equal(l.c.locks.max_wait_ms, 60000);
+    assert_null(l.c.tokens.key_file);
+    assert_null(l.c.tokens.key);
     assert_int_equal(l.c.nupstreams, 0);
     assert_int_equal(l.c.nroutes, 0);
     unload(&l);
@@ -223,6 +241,13 @@ test_every_key(void **state)
         "endpoints = http://a:2379, http://[::1]:2379/\n"
         "cache_entries = 16\n"
         "timeout_ms = 9\n"
+        "[locks]\n"
+        "backend = lmdb\n"
+        "path = /var/lib/l.lmdb\n"
+        "map_size = 2M\n"
+        "eager = no\n"
+        "max_ttl_ms = 5000\n"
+        "max_wait_ms = 0\n"
         "[upstream api]\n"
         "url = https://api.example.com/\n"
         "connect_timeout_ms = 11\n"
@@ -244,7 +269,22 @@ test_every_key(void **state)
         "mode = off\n";
     struct loaded l;
 
-    load_ok(&l, ini, NULL);
+    char *keyf = write_key("0123456789abcdef\n", 0600);
+    char keyenv[128];
+    const char *env[] = {keyenv, NULL};
+
+    snprintf(keyenv, sizeof(keyenv), "TIDEMARK_TOKENS_KEY_FILE=%s", keyf);
+    load_ok(&l, ini, env);
+    unlink(keyf);
+    free(keyf);
+    assert_string_equal(l.c.locks.backend, "lmdb");
+    assert_string_equal(l.c.locks.path, "/var/lib/l.lmdb");
+    assert_int_equal(l.c.locks.map_size, 2 * 1024 * 1024);
+    assert_false(l.c.locks.eager);
+    assert_int_equal(l.c.locks.max_ttl_ms, 5000);
+    assert_int_equal(l.c.locks.max_wait_ms, 0);
+    assert_int_equal(l.c.tokens.key_len, 16);
+    assert_memory_equal(l.c.tokens.key, "0123456789abcdef", 16);
     assert_string_equal(l.c.proxy.listen, "0.0.0.0:8000");
     assert_true(l.c.proxy.unmatched_reject);
     assert_string_equal(l.c.proxy.token_header, "X-Token");
@@ -744,6 +784,69 @@ test_split_hostport(void **state)
 }
 
 /* errs collects across calls: a second load appends. */
+/* [tokens] key_file: refused when missing, empty, short or readable by
+ * others; a verify = hmac route needs it. */
+static void
+test_key_file(void **state)
+{
+    static const struct {
+        const char *text;
+        mode_t mode;
+        const char *msg;   /* NULL: loads */
+    } cases[] = {
+        {"0123456789abcdef0123", 0600, NULL},
+        {"0123456789abcdef0123\n", 0640, NULL},
+        {"", 0600, "key_file: the key file is empty"},
+        {"\n", 0600, "key_file: the key file is empty"},
+        {"short\n", 0600,
+         "key_file: the key must be 16 to 4096 bytes (openssl rand -hex 32 "
+         "makes one)"},
+        {"0123456789abcdef0123", 0604,
+         "key_file: the key file is readable or writable by others: chmod "
+         "600 it (or 640 for a group)"},
+    };
+    char ini[512], want[600];
+    struct loaded l;
+
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char *keyf = write_key(cases[i].text, cases[i].mode);
+
+        snprintf(ini, sizeof(ini), "[tokens]\nkey_file = %s\n", keyf);
+        load(&l, ini, NULL);
+        if (cases[i].msg == NULL) {
+            if (!l.ok) {
+                print_errs(&l);
+                fail_msg("key case %zu should load", i);
+            }
+            assert_string_equal(l.c.tokens.key_file, keyf);
+        } else {
+            snprintf(want, sizeof(want), "%s:2: %s", l.path, cases[i].msg);
+            assert_false(l.ok);
+            assert_int_equal(l.errs.n, 1);
+            assert_string_equal(l.errs.msgs[0], want);
+        }
+        unload(&l);
+        unlink(keyf);
+        free(keyf);
+    }
+    load(&l, "[tokens]\nkey_file = /nonexistent/tidemark.key\n", NULL);
+    assert_false(l.ok);
+    snprintf(want, sizeof(want),
+             "%s:2: key_file: cannot open the key file: No such file or "
+             "directory", l.path);
+    assert_string_equal(l.errs.msgs[0], want);
+    unload(&l);
+    load(&l, UP_DEFAULT "[route r]\npath = /a\nresource = a\n"
+                        "verify = hmac\n", NULL);
+    assert_false(l.ok);
+    assert_int_equal(l.errs.n, 1);
+    snprintf(want, sizeof(want),
+             "%s:3: [route r]: verify = hmac needs [tokens] key_file",
+             l.path);
+    assert_string_equal(l.errs.msgs[0], want);
+    unload(&l);
+}
+
 static void
 test_errors_append(void **state)
 {
@@ -798,6 +901,7 @@ main(void)
         cmocka_unit_test(test_no_secrets_in_errors),
         cmocka_unit_test(test_split_hostport),
         cmocka_unit_test(test_errors_append),
+        cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_fuzz_regressions),
     };
 

@@ -37,6 +37,11 @@ static const struct request_case request_cases[] = {
     /* malformed: 400 wherever tokens are checked. */
     {C, TOKEN_INVALID, 0, 0, DECIDE_INVALID},
     {E, TOKEN_INVALID, 0, 10, DECIDE_INVALID},
+    /* unsigned, forged or borrowed (verify = hmac): 403, never raised,
+     * even above the mark; off still forwards. */
+    {C, TOKEN_FORBIDDEN, 0, 0, DECIDE_FORBIDDEN},
+    {E, TOKEN_FORBIDDEN, 0, 10, DECIDE_FORBIDDEN},
+    {O, TOKEN_FORBIDDEN, 0, 10, DECIDE_FORWARD},
     /* below the cached mark: stale without asking the store. */
     {C, TOKEN_OK, 9, 10, DECIDE_STALE},
     {E, TOKEN_OK, 9, 10, DECIDE_STALE},

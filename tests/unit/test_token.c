@@ -1,5 +1,6 @@
 /* test_token.c: token_parse against a table of header values, valid and
- * not: digits only, 1 to INT64_MAX. */
+ * not: digits only, 1 to INT64_MAX; signed tokens against vectors made
+ * with Python's hmac module. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,12 +76,105 @@ test_slice_not_terminated(void **state)
     assert_int_equal(token_parse(NULL, 0, &v), TOKEN_INVALID);
 }
 
+#define KEY "0123456789abcdef0123456789abcdef"
+#define SIG_A7 "Ffr2RCdVp09guZ98xWo5GQILnoebOg3LPaKYWoAHzdg"
+#define SIG_B7 "zQ2zRy7YpIz1qgXh3LdGHj9FGbI0CLVUuNPG-uXnBn0"
+
+static const unsigned char key[] = KEY;
+#define KEYLEN (sizeof(key) - 1)
+
+/* HMAC-SHA256 over resource "\n" fence, base64url without padding. */
+static void
+test_sign_vector(void **state)
+{
+    char out[TOKEN_SIGNED_MAX + 1];
+    size_t n = token_sign(key, KEYLEN, "documents/a", 11, 7, out,
+                          sizeof(out));
+
+    assert_int_equal(n, strlen("7." SIG_A7));
+    assert_string_equal(out, "7." SIG_A7);
+    n = token_sign(key, KEYLEN, "documents/b", 11, 7, out, sizeof(out));
+    assert_string_equal(out, "7." SIG_B7);
+    assert_int_equal(token_sign(key, KEYLEN, "x", 1, 0, out, sizeof(out)),
+                     0);
+    assert_int_equal(token_sign(key, KEYLEN, "x", 1, 1, out, 10), 0);
+    n = token_sign(key, KEYLEN, "x", 1, INT64_MAX, out, sizeof(out));
+    assert_int_equal(n, TOKEN_SIGNED_MAX);
+}
+
+struct check_case {
+    enum tm_verify verify;
+    const char *res;
+    const char *in;
+    enum token_status want;
+    int64_t fence;
+};
+
+static const struct check_case checks[] = {
+    {TM_VERIFY_HMAC, "documents/a", "7." SIG_A7, TOKEN_OK, 7},
+    /* unsigned, borrowed (another resource), replayed on another fence,
+     * forged (one character changed) */
+    {TM_VERIFY_HMAC, "documents/a", "7", TOKEN_FORBIDDEN, 0},
+    {TM_VERIFY_HMAC, "documents/a", "7." SIG_B7, TOKEN_FORBIDDEN, 0},
+    {TM_VERIFY_HMAC, "documents/a", "8." SIG_A7, TOKEN_FORBIDDEN, 0},
+    {TM_VERIFY_HMAC, "documents/a",
+     "7.Ffr2RCdVp09guZ98xWo5GQILnoebOg3LPaKYWoAHzdh", TOKEN_FORBIDDEN, 0},
+    {TM_VERIFY_HMAC, "documents/a", "9223372036854775807." SIG_A7,
+     TOKEN_FORBIDDEN, 0},
+    /* malformed whatever the rule */
+    {TM_VERIFY_HMAC, "documents/a", "7.", TOKEN_INVALID, 0},
+    {TM_VERIFY_HMAC, "documents/a", "." SIG_A7, TOKEN_INVALID, 0},
+    {TM_VERIFY_HMAC, "documents/a", "7." SIG_A7 "A", TOKEN_INVALID, 0},
+    {TM_VERIFY_HMAC, "documents/a",
+     "7.Ffr2RCdVp09guZ98xWo5GQILnoebOg3LPaKYWoAHzd=", TOKEN_INVALID, 0},
+    {TM_VERIFY_HMAC, "documents/a", "0." SIG_A7, TOKEN_INVALID, 0},
+    {TM_VERIFY_HMAC, "documents/a", "07." SIG_A7, TOKEN_INVALID, 0},
+    {TM_VERIFY_NONE, "documents/a", "07." SIG_A7, TOKEN_INVALID, 0},
+    {TM_VERIFY_HMAC, "documents/a", "", TOKEN_INVALID, 0},
+    {TM_VERIFY_NONE, "documents/a", "1.5", TOKEN_INVALID, 0},
+    /* verify = none: the number counts, a signature is not checked */
+    {TM_VERIFY_NONE, "documents/a", "12", TOKEN_OK, 12},
+    {TM_VERIFY_NONE, "documents/a", "7." SIG_B7, TOKEN_OK, 7},
+};
+
+static void
+test_check_table(void **state)
+{
+    for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+        const struct check_case *c = &checks[i];
+        int64_t v = -5;
+        enum token_status got =
+            token_check(c->verify, key, KEYLEN, c->res, strlen(c->res),
+                        c->in, strlen(c->in), &v);
+
+        if (got != c->want) {
+            fail_msg("token_check(%d, \"%s\") = %d, want %d", c->verify,
+                     c->in, (int)got, (int)c->want);
+        }
+        assert_int_equal(v, got == TOKEN_OK ? c->fence : -5);
+    }
+}
+
+/* Without a key nothing verifies: a hmac route refuses everything. */
+static void
+test_check_no_key(void **state)
+{
+    int64_t v = 0;
+
+    assert_int_equal(token_check(TM_VERIFY_HMAC, NULL, 0, "documents/a", 11,
+                                 "7." SIG_A7, strlen("7." SIG_A7), &v),
+                     TOKEN_FORBIDDEN);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_slice_not_terminated),
+        cmocka_unit_test(test_sign_vector),
+        cmocka_unit_test(test_check_table),
+        cmocka_unit_test(test_check_no_key),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,804 @@
+/* lock_lmdb.c: leases in their own LMDB file. A writer thread runs the
+ * operations of a loop turn in one write transaction, synced before any
+ * answer, and hands the answers back to the loop through an eventfd. */
+#include "lock.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "../../conf/cfg.h"
+#include "../log.h"
+#include "../store/lmdb_util.h"
+
+/*
+ * Layout. One unnamed database maps a lock name (keyed as the mark store
+ * keys resources, lmdb_make_key) to a 16-byte record: the fence and the
+ * expiry, both big-endian int64; the expiry is CLOCK_REALTIME in
+ * milliseconds, so it means the same after a restart, and 0 once
+ * released. The record is never deleted: its fence is the counter the
+ * next acquire adds one to, so a fence never repeats, also across
+ * release, expiry, crashes and restarts.
+ *
+ * Threads and durability are those of store_lmdb.c: the loop thread
+ * queues, the writer commits (fdatasync, then the meta page through
+ * O_DSYNC) and only then are the answers handed back. After a failed
+ * commit the state on disk is unknown: every later operation is
+ * LOCK_ERROR until a restart. Reads (get) go through the writer too, so
+ * they see every answer given before them.
+ *
+ * Live leases. The loop thread remembers the leases the answers showed
+ * live (a bounded table): an acquire of a name whose lease is known to
+ * be live is answered busy without the writer. It can only answer busy
+ * too early (never grant), and only if another process changed the
+ * file: one tidemark owns a lease file.
+ *
+ * Clock: expiry follows the wall clock. A step of the clock moves every
+ * lease's end with it; fencing, not the TTL, keeps data right then.
+ */
+
+#define LOCK_REC_LEN 16
+#define LOCK_QUEUE_MAX 65536
+#define LIVE_BUCKETS 4096   /* power of two */
+#define LIVE_MAX 65536      /* leases remembered at most */
+
+enum lop {
+    LOP_ACQUIRE = 0,
+    LOP_EXTEND,
+    LOP_RELEASE,
+    LOP_GET,
+};
+
+struct ljob {
+    struct ljob *next;
+    enum lop op;
+    lock_cb cb;
+    void *arg;
+    int64_t fence;          /* extend, release: the caller's */
+    int64_t ttl_ms;         /* acquire, extend */
+    enum lock_result res;   /* the answer, set before the callback */
+    int64_t out_fence;
+    int64_t out_ttl;
+    size_t len;
+    char name[];            /* len bytes, not NUL-terminated */
+};
+
+/* A lease known to be live until expires (wall clock, ms). */
+struct live {
+    struct live *next;
+    int64_t fence;
+    int64_t expires;
+    size_t len;
+    char name[];
+};
+
+struct job_list {
+    struct ljob *head;
+    struct ljob *tail;
+    size_t n;
+};
+
+struct lmdb_locks {
+    MDB_env *env;
+    MDB_dbi dbi;
+    size_t maxkey;
+    char *path;
+
+    /* Loop thread only. */
+    struct event *done_ev;  /* efd readable, or activated for local */
+    struct event *kick_ev;  /* end of the loop turn: wake the writer */
+    struct job_list local;  /* answered without the writer */
+    bool kick_armed;
+    bool closing;
+    int efd;
+    struct live *live[LIVE_BUCKETS];
+    size_t nlive;
+
+    /* Shared: under mu. */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct job_list pending;
+    bool go;
+    struct job_list done;
+    bool stopping;
+    char err[320];          /* the writer's last error, for the loop */
+
+    atomic_bool failed;     /* set once by the writer, never cleared */
+};
+
+static struct lmdb_locks *
+to_locks(struct lock_backend *b)
+{
+    return (struct lmdb_locks *)b;
+}
+
+static void
+list_push(struct job_list *l, struct ljob *j)
+{
+    j->next = NULL;
+    if (l->tail == NULL) {
+        l->head = j;
+    } else {
+        l->tail->next = j;
+    }
+    l->tail = j;
+    l->n++;
+}
+
+static void
+list_splice(struct job_list *to, struct job_list *from)
+{
+    if (from->head == NULL) {
+        return;
+    }
+    if (to->tail == NULL) {
+        to->head = from->head;
+    } else {
+        to->tail->next = from->head;
+    }
+    to->tail = from->tail;
+    to->n += from->n;
+    *from = (struct job_list){0};
+}
+
+static void
+answer_all(struct job_list *l, enum lock_result res)
+{
+    for (struct ljob *j = l->head; j != NULL; j = j->next) {
+        j->res = res;
+        j->out_fence = 0;
+        j->out_ttl = 0;
+    }
+}
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writer thread: keep the first error of a batch for the loop to log. */
+static void
+werr(struct lmdb_locks *s, const char *what, int rc, size_t n)
+{
+    pthread_mutex_lock(&s->mu);
+    snprintf(s->err, sizeof(s->err),
+             "locks: lmdb: %s: %s: %s: %zu lock operations refused",
+             s->path, what, mdb_strerror(rc), n);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Apply one job inside txn at time now. Returns an LMDB error, or 0 with
+ * *wrote set when the record changed. */
+static int
+apply(struct lmdb_locks *s, MDB_txn *txn, struct ljob *j, int64_t now,
+      bool *wrote)
+{
+    unsigned char kbuf[LMDB_DIGEST_KEY_LEN], rec[LOCK_REC_LEN];
+    int64_t fence = 0, expires = 0;
+    MDB_val key, val;
+    bool live;
+    int rc;
+
+    lmdb_make_key(s->maxkey, j->name, j->len, kbuf, &key);
+    rc = mdb_get(txn, s->dbi, &key, &val);
+    if (rc == 0 && val.mv_size == LOCK_REC_LEN) {
+        fence = lmdb_get_be64(val.mv_data);
+        expires = lmdb_get_be64((const unsigned char *)val.mv_data + 8);
+    } else if (rc == 0) {
+        return EINVAL;
+    } else if (rc != MDB_NOTFOUND) {
+        return rc;
+    }
+    live = expires > now;
+    j->out_fence = fence;
+    j->out_ttl = live ? expires - now : 0;
+    switch (j->op) {
+    case LOP_ACQUIRE:
+        if (live) {
+            j->res = LOCK_BUSY;
+            return 0;
+        }
+        if (fence == INT64_MAX) {
+            return EOVERFLOW;
+        }
+        fence++;
+        expires = now + j->ttl_ms;
+        j->res = LOCK_OK;
+        j->out_fence = fence;
+        j->out_ttl = j->ttl_ms;
+        break;
+    case LOP_EXTEND:
+        if (!live || fence != j->fence) {
+            j->res = LOCK_LOST;
+            return 0;
+        }
+        expires = now + j->ttl_ms;
+        j->res = LOCK_OK;
+        j->out_ttl = j->ttl_ms;
+        break;
+    case LOP_RELEASE:
+        if (!live || fence != j->fence) {
+            j->res = LOCK_LOST;
+            return 0;
+        }
+        expires = 0;
+        j->res = LOCK_OK;
+        j->out_ttl = 0;
+        break;
+    case LOP_GET:
+        j->res = live ? LOCK_OK : LOCK_NONE;
+        return 0;
+    }
+    lmdb_put_be64(rec, fence);
+    lmdb_put_be64(rec + 8, expires);
+    val.mv_data = rec;
+    val.mv_size = sizeof(rec);
+    rc = mdb_put(txn, s->dbi, &key, &val, 0);
+    *wrote = rc == 0;
+    return rc;
+}
+
+/* Writer thread: every job of b in one write transaction; the answers
+ * stand only if the commit (and its sync) succeeds. */
+static void
+run_batch(struct lmdb_locks *s, struct job_list *b)
+{
+    MDB_txn *txn;
+    bool dirty = false;
+    int rc;
+
+    if (atomic_load(&s->failed)) {
+        answer_all(b, LOCK_ERROR);
+        return;
+    }
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc != 0) {
+        werr(s, "cannot begin a write transaction", rc, b->n);
+        if (rc == MDB_PANIC) {
+            atomic_store(&s->failed, true);
+        }
+        answer_all(b, LOCK_ERROR);
+        return;
+    }
+    for (struct ljob *j = b->head; j != NULL; j = j->next) {
+        bool wrote = false;
+
+        rc = apply(s, txn, j, now_ms(), &wrote);
+        if (rc == EINVAL || rc == EOVERFLOW) {
+            /* This record only: not 16 bytes, or the counter is spent. */
+            werr(s, rc == EINVAL ? "a lease record is not 16 bytes"
+                                 : "a fence counter is at its maximum",
+                 rc, 1);
+            j->res = LOCK_ERROR;
+            continue;
+        }
+        if (rc != 0) {
+            werr(s, "reading or writing a lease failed", rc, b->n);
+            mdb_txn_abort(txn);
+            answer_all(b, LOCK_ERROR);
+            return;
+        }
+        dirty |= wrote;
+    }
+    if (!dirty) {
+        mdb_txn_abort(txn);
+        return;
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc == MDB_MAP_FULL) {
+        werr(s, "map full: raise [locks] map_size", rc, b->n);
+        answer_all(b, LOCK_ERROR);
+        return;
+    }
+    if (rc != 0) {
+        /* Never retry a failed sync: see store_lmdb.c. */
+        atomic_store(&s->failed, true);
+        werr(s, "commit failed, leases refused until a restart", rc, b->n);
+        answer_all(b, LOCK_ERROR);
+    }
+}
+
+static void *
+writer_main(void *arg)
+{
+    struct lmdb_locks *s = arg;
+
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        struct job_list batch;
+        bool was_empty;
+
+        while (!(s->go && s->pending.head != NULL) && !s->stopping) {
+            pthread_cond_wait(&s->cv, &s->mu);
+        }
+        if (s->pending.head == NULL) {
+            break;
+        }
+        batch = s->pending;
+        s->pending = (struct job_list){0};
+        s->go = false;
+        pthread_mutex_unlock(&s->mu);
+
+        run_batch(s, &batch);
+
+        pthread_mutex_lock(&s->mu);
+        was_empty = s->done.head == NULL;
+        list_splice(&s->done, &batch);
+        pthread_mutex_unlock(&s->mu);
+        if (was_empty) {
+            uint64_t one = 1;
+
+            /* EAGAIN: the counter is saturated, the loop wakes anyway. */
+            if (write(s->efd, &one, sizeof(one)) < 0) {
+                (void)errno;
+            }
+        }
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static size_t
+live_hash(const char *name, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;    /* FNV-1a */
+
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
+    }
+    return (size_t)(h & (LIVE_BUCKETS - 1));
+}
+
+/* The slot pointing at name's entry, or at the end of its bucket. */
+static struct live **
+live_slot(struct lmdb_locks *s, const char *name, size_t len)
+{
+    struct live **pp = &s->live[live_hash(name, len)];
+
+    while (*pp != NULL &&
+           ((*pp)->len != len || memcmp((*pp)->name, name, len) != 0)) {
+        pp = &(*pp)->next;
+    }
+    return pp;
+}
+
+static void
+live_forget(struct lmdb_locks *s, const char *name, size_t len)
+{
+    struct live **pp = live_slot(s, name, len);
+    struct live *e = *pp;
+
+    if (e != NULL) {
+        *pp = e->next;
+        free(e);
+        s->nlive--;
+    }
+}
+
+/* Remember name's lease as live until expires; best effort. */
+static void
+live_note(struct lmdb_locks *s, const char *name, size_t len, int64_t fence,
+          int64_t expires)
+{
+    struct live **pp = live_slot(s, name, len);
+    struct live *e = *pp;
+
+    if (e == NULL) {
+        if (s->nlive >= LIVE_MAX) {
+            return;
+        }
+        e = malloc(sizeof(*e) + len);
+        if (e == NULL) {
+            return;
+        }
+        e->next = NULL;
+        e->len = len;
+        memcpy(e->name, name, len);
+        *pp = e;
+        s->nlive++;
+    }
+    e->fence = fence;
+    e->expires = expires;
+}
+
+/* Loop thread: what an answer says about the name's lease. */
+static void
+live_learn(struct lmdb_locks *s, const struct ljob *j, int64_t now)
+{
+    bool live = (j->res == LOCK_OK && j->op != LOP_RELEASE) ||
+                j->res == LOCK_BUSY;
+
+    if (j->len == 0 || j->res == LOCK_ERROR) {
+        return;
+    }
+    if (live && j->out_ttl > 0) {
+        live_note(s, j->name, j->len, j->out_fence, now + j->out_ttl);
+    } else {
+        live_forget(s, j->name, j->len);
+    }
+}
+
+static void
+live_free(struct lmdb_locks *s)
+{
+    for (size_t i = 0; i < LIVE_BUCKETS; i++) {
+        while (s->live[i] != NULL) {
+            struct live *e = s->live[i];
+
+            s->live[i] = e->next;
+            free(e);
+        }
+    }
+    s->nlive = 0;
+}
+
+/* Loop thread: log the writer's error, run the callbacks of every
+ * answered job, freeing each. */
+static void
+drain(struct lmdb_locks *s)
+{
+    struct job_list todo = s->local;
+    char err[sizeof(s->err)];
+    struct ljob *j;
+    int64_t now;
+
+    s->local = (struct job_list){0};
+    pthread_mutex_lock(&s->mu);
+    list_splice(&todo, &s->done);
+    memcpy(err, s->err, sizeof(err));
+    s->err[0] = '\0';
+    pthread_mutex_unlock(&s->mu);
+    if (err[0] != '\0') {
+        log_error("%s", err);
+    }
+    /* The answers' times left were computed a moment ago by the writer:
+     * reckoning them from now only shortens what is remembered. */
+    now = todo.head != NULL ? now_ms() : 0;
+    j = todo.head;
+    while (j != NULL) {
+        struct ljob *next = j->next;
+
+        live_learn(s, j, now);
+        j->cb(j->arg, j->res, j->out_fence, j->out_ttl);
+        free(j);
+        j = next;
+    }
+}
+
+static void
+on_done(evutil_socket_t fd, short what, void *arg)
+{
+    uint64_t n;
+
+    (void)what;
+    /* Reset the counter before taking the queue, so a wake-up sent after
+     * the take is not lost. EAGAIN: activated for local answers. */
+    if (read(fd, &n, sizeof(n)) < 0) {
+        (void)errno;
+    }
+    drain(arg);
+}
+
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    struct lmdb_locks *s = arg;
+
+    (void)fd;
+    (void)what;
+    s->kick_armed = false;
+    pthread_mutex_lock(&s->mu);
+    if (s->pending.head != NULL) {
+        s->go = true;
+        pthread_cond_signal(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Queue an operation. Refused ones (closing, failed, out of memory, too
+ * many queued) are answered LOCK_ERROR on the next loop pass; only when
+ * not even that can be allocated is the callback lost (logged). */
+static void
+submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
+       int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg)
+{
+    struct ljob *j = len <= 65536 ? malloc(sizeof(*j) + len) : NULL;
+    bool refuse = false;
+
+    if (j == NULL) {
+        j = malloc(sizeof(*j));
+        if (j == NULL) {
+            log_error("locks: out of memory: a lock callback is lost");
+            return;
+        }
+        len = 0;
+        refuse = true;
+    }
+    *j = (struct ljob){.op = op, .cb = cb, .arg = arg, .fence = fence,
+                       .ttl_ms = ttl_ms, .res = LOCK_ERROR, .len = len};
+    if (len > 0) {
+        memcpy(j->name, name, len);
+    }
+    refuse |= s->closing || atomic_load(&s->failed);
+    if (!refuse && op == LOP_ACQUIRE) {
+        struct live **pp = live_slot(s, name, len);
+        int64_t now = *pp != NULL ? now_ms() : 0;
+
+        if (*pp != NULL && (*pp)->expires > now) {
+            j->res = LOCK_BUSY;
+            j->out_fence = (*pp)->fence;
+            j->out_ttl = (*pp)->expires - now;
+            list_push(&s->local, j);
+            event_active(s->done_ev, EV_READ, 1);
+            return;
+        }
+        if (*pp != NULL) {
+            live_forget(s, name, len);
+        }
+    }
+    if (!refuse) {
+        pthread_mutex_lock(&s->mu);
+        if (s->pending.n >= LOCK_QUEUE_MAX) {
+            refuse = true;
+        } else {
+            list_push(&s->pending, j);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (refuse) {
+        list_push(&s->local, j);
+        event_active(s->done_ev, EV_READ, 1);
+        return;
+    }
+    /* Wake the writer once this loop turn has queued all it will, so the
+     * operations of one turn share one commit. */
+    if (!s->kick_armed) {
+        s->kick_armed = true;
+        event_active(s->kick_ev, 0, 1);
+    }
+}
+
+static void
+lmdb_acquire(struct lock_backend *b, const char *name, size_t len,
+             int64_t ttl_ms, lock_cb cb, void *arg)
+{
+    submit(to_locks(b), LOP_ACQUIRE, name, len, 0, ttl_ms, cb, arg);
+}
+
+static void
+lmdb_extend(struct lock_backend *b, const char *name, size_t len,
+            int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg)
+{
+    submit(to_locks(b), LOP_EXTEND, name, len, fence, ttl_ms, cb, arg);
+}
+
+static void
+lmdb_release(struct lock_backend *b, const char *name, size_t len,
+             int64_t fence, lock_cb cb, void *arg)
+{
+    submit(to_locks(b), LOP_RELEASE, name, len, fence, 0, cb, arg);
+}
+
+static void
+lmdb_get(struct lock_backend *b, const char *name, size_t len, lock_cb cb,
+         void *arg)
+{
+    submit(to_locks(b), LOP_GET, name, len, 0, 0, cb, arg);
+}
+
+static bool
+lmdb_ready(struct lock_backend *b)
+{
+    struct lmdb_locks *s = to_locks(b);
+
+    return !s->closing && !atomic_load(&s->failed);
+}
+
+/* Release what open set up; the writer must not be running. */
+static void
+locks_free(struct lmdb_locks *s)
+{
+    if (s->done_ev != NULL) {
+        event_free(s->done_ev);
+    }
+    if (s->kick_ev != NULL) {
+        event_free(s->kick_ev);
+    }
+    if (s->efd >= 0) {
+        close(s->efd);
+    }
+    if (s->env != NULL) {
+        mdb_env_close(s->env);
+    }
+    live_free(s);
+    free(s->path);
+    free(s);
+}
+
+/* Open (creating) the file and its database. false with err. */
+static bool
+open_env(struct lmdb_locks *s, int64_t map_size, char *err, size_t errlen)
+{
+    MDB_txn *txn;
+    int dead = 0;
+    int rc;
+
+    if (!lmdb_make_parents(s->path)) {
+        snprintf(err, errlen, "locks: cannot create the directory of %s: %s",
+                 s->path, strerror(errno));
+        return false;
+    }
+    rc = mdb_env_create(&s->env);
+    if (rc != 0) {
+        s->env = NULL;
+        snprintf(err, errlen, "locks: lmdb: %s", mdb_strerror(rc));
+        return false;
+    }
+    rc = mdb_env_set_mapsize(s->env, (size_t)map_size);
+    if (rc == 0) {
+        /* No NOSYNC, NOMETASYNC or WRITEMAP: commits reach the disk. */
+        rc = mdb_env_open(s->env, s->path, MDB_NOSUBDIR | MDB_NOTLS, 0640);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "locks: cannot open %s: %s", s->path,
+                 mdb_strerror(rc));
+        return false;
+    }
+    if (mdb_reader_check(s->env, &dead) != 0) {
+        dead = 0;
+    }
+    if (!lmdb_sync_parent(s->path)) {
+        snprintf(err, errlen, "locks: cannot sync the directory of %s: %s",
+                 s->path, strerror(errno));
+        return false;
+    }
+    rc = mdb_env_sync(s->env, 1);
+    if (rc == 0) {
+        rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    }
+    if (rc == 0) {
+        rc = mdb_dbi_open(txn, NULL, 0, &s->dbi);
+        if (rc == 0) {
+            rc = mdb_txn_commit(txn);
+        } else {
+            mdb_txn_abort(txn);
+        }
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "locks: cannot open the database in %s: %s",
+                 s->path, mdb_strerror(rc));
+        return false;
+    }
+    s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
+    return true;
+}
+
+static struct lock_backend *
+lmdb_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
+          size_t errlen)
+{
+    struct lmdb_locks *s;
+    sigset_t all, old;
+    int rc;
+
+    if (cfg->path == NULL || cfg->path[0] == '\0') {
+        snprintf(err, errlen, "locks: [locks] path is not set");
+        return NULL;
+    }
+    if (cfg->map_size <= 0 || (uint64_t)cfg->map_size > SIZE_MAX) {
+        snprintf(err, errlen, "locks: [locks] map_size is out of range");
+        return NULL;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        snprintf(err, errlen, "locks: out of memory");
+        return NULL;
+    }
+    s->efd = -1;
+    atomic_init(&s->failed, false);
+    s->path = strdup(cfg->path);
+    if (s->path == NULL) {
+        snprintf(err, errlen, "locks: out of memory");
+        goto fail;
+    }
+    if (!open_env(s, cfg->map_size, err, errlen)) {
+        goto fail;
+    }
+    s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->efd < 0) {
+        snprintf(err, errlen, "locks: eventfd: %s", strerror(errno));
+        goto fail;
+    }
+    s->done_ev = event_new(base, s->efd, EV_READ | EV_PERSIST, on_done, s);
+    s->kick_ev = event_new(base, -1, 0, on_kick, s);
+    if (s->done_ev == NULL || s->kick_ev == NULL ||
+        event_add(s->done_ev, NULL) != 0) {
+        snprintf(err, errlen, "locks: cannot set up events");
+        goto fail;
+    }
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        snprintf(err, errlen, "locks: pthread_mutex_init failed");
+        goto fail;
+    }
+    if (pthread_cond_init(&s->cv, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        snprintf(err, errlen, "locks: pthread_cond_init failed");
+        goto fail;
+    }
+    /* Signals stay with the embedding program's threads. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&s->thread, NULL, writer_main, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+        snprintf(err, errlen, "locks: cannot start the writer thread: %s",
+                 strerror(rc));
+        goto fail;
+    }
+    log_info("locks: lmdb %s open", s->path);
+    return (struct lock_backend *)s;
+fail:
+    locks_free(s);
+    return NULL;
+}
+
+static void
+lmdb_close(struct lock_backend *b)
+{
+    struct lmdb_locks *s = to_locks(b);
+
+    if (s == NULL) {
+        return;
+    }
+    s->closing = true;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    /* The writer leaves only once every queued job is answered. */
+    pthread_join(s->thread, NULL);
+    for (;;) {
+        bool empty;
+
+        pthread_mutex_lock(&s->mu);
+        empty = s->done.head == NULL;
+        pthread_mutex_unlock(&s->mu);
+        if (empty && s->local.head == NULL) {
+            break;
+        }
+        drain(s);
+    }
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    locks_free(s);
+}
+
+const struct lock_ops lock_lmdb_ops = {
+    .name = "lmdb",
+    .open = lmdb_open,
+    .acquire = lmdb_acquire,
+    .extend = lmdb_extend,
+    .release = lmdb_release,
+    .get = lmdb_get,
+    .ready = lmdb_ready,
+    .close = lmdb_close,
+};
