@@ -864,6 +864,11 @@ cfg_free(struct tm_config *c)
     free(c->proxy.resource_header);
     free(c->proxy.log_level);
     free(c->admin.listen);
+    free(c->admin.token_file);
+    if (c->admin.token != NULL) {
+        explicit_bzero(c->admin.token, c->admin.token_len);
+        free(c->admin.token);
+    }
     free(c->store.type);
     free(c->store.path);
     free(c->store.dsn);

@@ -81,6 +81,9 @@ struct cfg_store {
 
 struct cfg_admin {
     char *listen;            /* "host:port", or empty: no control port */
+    char *token_file;        /* path as written; NULL: no token */
+    unsigned char *token;    /* the bearer token (a secret) */
+    size_t token_len;
 };
 
 /* The lock service on the control port. */

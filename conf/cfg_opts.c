@@ -365,39 +365,36 @@ set_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
  * and group may read, holding TOKEN_KEY_MIN to 4096 bytes (one final
  * newline is not part of the key). Messages name the problem, never the
  * key. */
+/* Read a secret from path: a regular file nobody but its owner (and
+ * group) may read, min to 4096 bytes, one final LF dropped. On success
+ * *out is malloc'd (the caller frees) and NULL is returned; else a
+ * message that never quotes the file. */
 static const char *
-set_key_file(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-             size_t len)
+read_secret(const char *path, const char *what, size_t min,
+            unsigned char **out, size_t *outlen, char *buf, size_t len)
 {
-    struct cfg_tokens *t = obj;
     unsigned char key[4097];
     struct stat st;
     size_t n = 0;
     ssize_t got;
     int fd;
 
-    if (v[0] == '\0') {
-        return "must name the file holding the signing key";
-    }
     /* O_NONBLOCK: a FIFO named here must not hang the loader. */
-    fd = open(v, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(buf, len, "cannot open the key file: %s", strerror(errno));
+        snprintf(buf, len, "cannot open the %s file: %s", what,
+                 strerror(errno));
         return buf;
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return "the key file is not a regular file";
+        snprintf(buf, len, "the %s file is not a regular file", what);
+        return buf;
     }
     if (st.st_mode & (S_IROTH | S_IWOTH)) {
         close(fd);
-        return "the key file is readable or writable by others: chmod "
-               "600 it (or 640 for a group)";
-    }
-    if (st.st_size > (off_t)sizeof(key)) {
-        close(fd);
-        snprintf(buf, len, "the key must be %d to 4096 bytes (openssl rand "
-                 "-hex 32 makes one)", TOKEN_KEY_MIN);
+        snprintf(buf, len, "the %s file is readable or writable by others: "
+                           "chmod 600 it (or 640 for a group)", what);
         return buf;
     }
     while (n < sizeof(key) &&
@@ -408,7 +405,8 @@ set_key_file(const struct cfg_opt *o, void *obj, const char *v, char *buf,
         if (got < 0) {
             close(fd);
             explicit_bzero(key, sizeof(key));
-            return "cannot read the key file";
+            snprintf(buf, len, "cannot read the %s file", what);
+            return buf;
         }
         n += (size_t)got;
     }
@@ -417,23 +415,60 @@ set_key_file(const struct cfg_opt *o, void *obj, const char *v, char *buf,
         n--;
     }
     if (n == 0) {
-        return "the key file is empty";
-    }
-    if (n < TOKEN_KEY_MIN || n > 4096) {
-        explicit_bzero(key, sizeof(key));
-        snprintf(buf, len, "the key must be %d to 4096 bytes (openssl rand "
-                 "-hex 32 makes one)", TOKEN_KEY_MIN);
+        snprintf(buf, len, "the %s file is empty", what);
         return buf;
     }
-    free(t->key);
-    t->key = malloc(n);
-    if (t->key == NULL) {
+    if (n < min || n > 4096) {
+        explicit_bzero(key, sizeof(key));
+        snprintf(buf, len, "the %s must be %zu to 4096 bytes (openssl rand "
+                 "-hex 32 makes one)", what, min);
+        return buf;
+    }
+    *out = malloc(n);
+    if (*out == NULL) {
+        explicit_bzero(key, sizeof(key));
         return oom;
     }
-    memcpy(t->key, key, n);
-    t->key_len = n;
+    memcpy(*out, key, n);
+    *outlen = n;
     explicit_bzero(key, sizeof(key));
-    return store_str(&t->key_file, v);
+    return NULL;
+}
+
+static const char *
+set_key_file(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+             size_t len)
+{
+    struct cfg_tokens *t = obj;
+    const char *msg;
+
+    if (v[0] == '\0') {
+        return "must name the file holding the signing key";
+    }
+    free(t->key);
+    t->key = NULL;
+    msg = read_secret(v, "key", TOKEN_KEY_MIN, &t->key, &t->key_len, buf,
+                      len);
+    return msg != NULL ? msg : store_str(&t->key_file, v);
+}
+
+/* [admin] token_file: the bearer token the lock service and the marks
+ * API require. Empty: none. */
+static const char *
+set_admin_token_file(const struct cfg_opt *o, void *obj, const char *v,
+                     char *buf, size_t len)
+{
+    struct cfg_admin *a = obj;
+    const char *msg;
+
+    free(a->token);
+    a->token = NULL;
+    a->token_len = 0;
+    if (v[0] == '\0') {
+        return NULL;
+    }
+    msg = read_secret(v, "token", 16, &a->token, &a->token_len, buf, len);
+    return msg != NULL ? msg : store_str(&a->token_file, v);
 }
 
 /* Decimal integer, optionally scaled by a binary suffix K, M, G or T. */
@@ -857,6 +892,8 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_ADMIN, "listen", "127.0.0.1:7071", set_listen,
      offsetof(struct cfg_admin, listen), NONE, CFG_EMPTY_OK,
      "host:port of the control port; empty: none"},
+    {CFG_ADMIN, "token_file", "", set_admin_token_file, 0, NONE, CFG_EMPTY_OK,
+     "file holding a bearer token the lock service and marks API require"},
 
     {CFG_STORE, "type", "lmdb", set_choice_str,
      offsetof(struct cfg_store, type), CHOICE(type_choices), 0,

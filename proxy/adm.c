@@ -18,6 +18,8 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <openssl/crypto.h>
+#include <strings.h>
 
 struct adm {
     struct tm_proxy *px;
@@ -213,6 +215,28 @@ marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
     px->sops->get(px->store, res, len, mark_done, mg);
 }
 
+/* With [admin] token_file, the /v1/ calls (locks, marks, the page's data)
+ * need "Authorization: Bearer <token>", compared in constant time. */
+static bool
+authorized(const struct adm *a, struct evhttp_request *req)
+{
+    const struct cfg_admin *ac = &a->px->cfg->admin;
+    const char *h;
+    size_t n;
+
+    if (ac->token_len == 0) {
+        return true;
+    }
+    h = evhttp_find_header(evhttp_request_get_input_headers(req),
+                           "Authorization");
+    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) {
+        return false;
+    }
+    h += 7;
+    n = strlen(h);
+    return n == ac->token_len && CRYPTO_memcmp(h, ac->token, n) == 0;
+}
+
 static void
 dispatch(struct evhttp_request *req, void *arg)
 {
@@ -229,6 +253,17 @@ dispatch(struct evhttp_request *req, void *arg)
     }
     memcpy(path, uri, n);
     path[n] = '\0';
+    if (strncmp(path, "/v1/", 4) == 0 && !authorized(a, req)) {
+        struct problem p = {.status = 401,
+                            .detail = "this call needs the control port's "
+                                      "bearer token"};
+        evhttp_add_header(evhttp_request_get_output_headers(req),
+                          "WWW-Authenticate", "Bearer");
+        log_warn("admin: refused %s %s: no valid bearer token",
+                 cmd == EVHTTP_REQ_GET ? "GET" : "call", path);
+        adm_reply_problem(req, &p);
+        return;
+    }
     if (strncmp(path, "/v1/locks/", 10) == 0 && a->locks != NULL) {
         adm_locks_serve(a->locks, req, path + 10, query);
         return;

@@ -18,6 +18,8 @@ struct kind {
 static const struct kind kinds[] = {
     {400, "Bad Request", "urn:tidemark:bad-request", "Bad request",
      "the request is malformed"},
+    {401, "Unauthorized", "urn:tidemark:unauthorized", "Unauthorized",
+     "this call needs a bearer token"},
     {403, "Forbidden", "urn:tidemark:forbidden-token", "Token refused",
      "the token is not valid for this resource"},
     {404, "Not Found", "urn:tidemark:no-route", "No route",
