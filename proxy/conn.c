@@ -680,6 +680,10 @@ handle_request(struct client *c)
                        c->rlen > 0 ? marks_get(px->marks, c->resource,
                                                c->rlen)
                                    : 0);
+    if (d == DECIDE_ACCEPT && px->sops->shared) {
+        /* Another sidecar may have raised the mark past the cached one. */
+        d = DECIDE_RAISE;
+    }
     switch (d) {
     case DECIDE_FORWARD:
         px->stats.bypassed++;
