@@ -461,6 +461,38 @@ set_redis_url(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return store_str(FIELD(obj, o, char *), v);
 }
 
+/* libpq's parse error, first line only, with every quoted part but "="
+ * replaced by "...": libpq quotes pieces of the string, which may be a
+ * password. */
+static void
+dsn_error(char *buf, size_t len, const char *msg)
+{
+    size_t o = 0;
+
+    o += (size_t)snprintf(buf, len, "not a libpq connection string: ");
+    for (const char *p = msg; *p != '\0' && *p != '\n' && o + 8 < len;) {
+        const char *q;
+
+        if (*p != '"') {
+            buf[o++] = *p++;
+            continue;
+        }
+        q = strchr(p + 1, '"');
+        if (q == NULL) {
+            break;
+        }
+        if (q == p + 2 && p[1] == '=') {
+            memcpy(buf + o, "\"=\"", 3);
+            o += 3;
+        } else {
+            memcpy(buf + o, "\"...\"", 5);
+            o += 5;
+        }
+        p = q + 1;
+    }
+    buf[o < len ? o : len - 1] = '\0';
+}
+
 /* A libpq connection string or URI, as libpq parses it (no I/O). */
 static const char *
 set_dsn(const struct cfg_opt *o, void *obj, const char *v, char *buf,
@@ -472,11 +504,7 @@ set_dsn(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     if (v[0] != '\0') {
         opts = PQconninfoParse(v, &msg);
         if (opts == NULL) {
-            /* libpq's message may quote the string: keep only its
-             * first line, which names the problem. */
-            snprintf(buf, len, "not a libpq connection string: %.*s",
-                     msg != NULL ? (int)strcspn(msg, "\n") : 13,
-                     msg != NULL ? msg : "out of memory");
+            dsn_error(buf, len, msg != NULL ? msg : "out of memory");
             PQfreemem(msg);
             return buf;
         }

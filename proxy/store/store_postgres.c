@@ -1007,12 +1007,13 @@ pg_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         snprintf(err, errlen, "postgres: [store] dsn is not set");
         return NULL;
     }
+    /* The config loader checked it; libpq's message is not repeated
+     * here, it may quote a password. */
     opts = PQconninfoParse(cfg->dsn, &msg);
+    PQfreemem(msg);
     if (opts == NULL) {
-        snprintf(err, errlen, "postgres: [store] dsn: %.*s",
-                 msg != NULL ? (int)strcspn(msg, "\n") : 13,
-                 msg != NULL ? msg : "out of memory");
-        PQfreemem(msg);
+        snprintf(err, errlen, "postgres: [store] dsn is not a libpq "
+                              "connection string");
         return NULL;
     }
     PQconninfoFree(opts);
