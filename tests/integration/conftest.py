@@ -1125,6 +1125,15 @@ def _binary():
 # ------------------------------------------------------- store servers
 
 
+# Routes for store tests: one correctness, one efficiency.
+STORE_ROUTES = {
+    "route docs": {"path": "/v1/documents/{doc}",
+                   "resource": "documents/{doc}", "mode": "correctness"},
+    "route eff": {"path": "/v1/eff/{doc}", "resource": "eff/{doc}",
+                  "mode": "efficiency"},
+}
+
+
 class StoreUnderTest:
     """A store kind and, for network stores, its server (shared by the
     session, started again if a test left it stopped)."""

@@ -8,17 +8,12 @@ import uuid
 
 import pytest
 
-from conftest import StoreUnderTest, assert_problem, wait_ready
+from conftest import STORE_ROUTES, StoreUnderTest, assert_problem, wait_ready
 
 KINDS = ["lmdb", "postgres", "redis", "etcd"]
 NETWORK = ["postgres", "redis", "etcd"]
 
-ROUTES = {
-    "route docs": {"path": "/v1/documents/{doc}",
-                   "resource": "documents/{doc}", "mode": "correctness"},
-    "route eff": {"path": "/v1/eff/{doc}", "resource": "eff/{doc}",
-                  "mode": "efficiency"},
-}
+ROUTES = STORE_ROUTES
 
 
 @pytest.fixture(params=KINDS)
