@@ -841,8 +841,8 @@ read_head(struct client *c)
             return;
         }
         c->rq = bigger;
-        c->rq->cap = h->head_len;
         h = &c->rq->h;
+        c->rq->cap = h->head_len;
     }
     memcpy(c->rq->bytes, p, h->head_len);
     rebase(h, p, c->rq->bytes);

@@ -460,33 +460,24 @@ conn_ready(struct pg_conn *c)
     dispatch(s);
 }
 
-/* The setup query's results, then ready. */
+/* One result of the setup query; keeps the first error in c->result,
+ * frees the rest. */
 static void
 setup_result(struct pg_conn *c, PGresult *res)
 {
     ExecStatusType st = PQresultStatus(res);
+    const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-    if (st == PGRES_TUPLES_OK) {
-        if (PQntuples(res) > 0) {
-            log_warn("postgres: synchronous_commit is off on the server: "
-                     "set to on for tidemark's sessions");
-        }
-        return;
+    if (st == PGRES_TUPLES_OK && PQntuples(res) > 0) {
+        log_warn("postgres: synchronous_commit is off on the server: set "
+                 "to on for tidemark's sessions");
     }
-    if (st == PGRES_COMMAND_OK) {
-        return;
-    }
-    {
-        /* Two sessions creating the table at once: one of them fails
-         * with a unique violation on the catalog; the table exists. */
-        const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-        if (code != NULL &&
-            (strcmp(code, "23505") == 0 || strcmp(code, "42P07") == 0)) {
-            return;
-        }
-    }
-    if (c->result == NULL) {
+    /* Two sessions creating the table at once: one of them fails with a
+     * unique violation on the catalog; the table exists. */
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK &&
+        !(code != NULL &&
+          (strcmp(code, "23505") == 0 || strcmp(code, "42P07") == 0)) &&
+        c->result == NULL) {
         c->result = res;
         return;
     }
