@@ -78,7 +78,9 @@ struct etcd_slot {
     struct etcd_store *s;
     int id;
     int ep;                  /* index into endpoints */
-    struct evhttp_connection *conn;
+    /* One per endpoint, made when first used, freed at close only: a
+     * connection is never freed from inside its own callback. */
+    struct evhttp_connection **conns;
     struct req_list batch;   /* in flight; empty when idle */
     bool busy;
 };
@@ -94,7 +96,7 @@ struct etcd_store {
     struct event *kick_ev;
     bool kick_armed;
     struct event *probe_ev;
-    struct evhttp_connection *probe_conn;
+    struct evhttp_connection **probe_conns;  /* one per endpoint */
     int probe_ep;
     bool probing;
     bool ready;
@@ -498,11 +500,7 @@ set_down(struct etcd_store *s, struct etcd_slot *sl, const char *why)
     s->failures++;
     s->ready = false;
     /* The next request of this slot goes to the next endpoint. */
-    if (s->neps > 1 && sl->conn != NULL) {
-        evhttp_connection_free(sl->conn);
-        sl->conn = NULL;
-        sl->ep = (sl->ep + 1) % s->neps;
-    }
+    sl->ep = (sl->ep + 1) % s->neps;
     start_probe(s);
 }
 
@@ -517,25 +515,30 @@ set_up(struct etcd_store *s)
     s->failures = 0;
 }
 
+/* The connection to endpoint i kept in *slot, made when missing. */
+static struct evhttp_connection *
+ep_conn(struct etcd_store *s, struct evhttp_connection **slot, int i,
+        int timeout_ms)
+{
+    if (*slot == NULL) {
+        const struct endpoint *ep = &s->eps[i];
+        struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+
+        *slot = evhttp_connection_base_new(s->base, NULL, ep->host,
+                                           (unsigned short)ep->port);
+        if (*slot == NULL) {
+            return NULL;
+        }
+        evhttp_connection_set_retries(*slot, 0);
+        evhttp_connection_set_timeout_tv(*slot, &tv);
+    }
+    return *slot;
+}
+
 static struct evhttp_connection *
 slot_conn(struct etcd_slot *sl)
 {
-    struct etcd_store *s = sl->s;
-
-    if (sl->conn == NULL) {
-        const struct endpoint *ep = &s->eps[sl->ep];
-        struct timeval tv = {s->timeout_ms / 1000,
-                             (s->timeout_ms % 1000) * 1000};
-
-        sl->conn = evhttp_connection_base_new(s->base, NULL, ep->host,
-                                              (unsigned short)ep->port);
-        if (sl->conn == NULL) {
-            return NULL;
-        }
-        evhttp_connection_set_retries(sl->conn, 0);
-        evhttp_connection_set_timeout_tv(sl->conn, &tv);
-    }
-    return sl->conn;
+    return ep_conn(sl->s, &sl->conns[sl->ep], sl->ep, sl->s->timeout_ms);
 }
 
 /* Answer the raises of the slot's batch (sorted by name, see sort_batch)
@@ -838,12 +841,7 @@ on_probe(struct evhttp_request *req, void *arg)
         set_up(s);
         return;
     }
-    if (s->neps > 1 && s->probe_conn != NULL) {
-        /* Try the next endpoint. */
-        evhttp_connection_free_on_completion(s->probe_conn);
-        s->probe_conn = NULL;
-        s->probe_ep = (s->probe_ep + 1) % s->neps;
-    }
+    s->probe_ep = (s->probe_ep + 1) % s->neps;  /* try the next one */
     start_probe(s);
 }
 
@@ -852,6 +850,7 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct etcd_store *s = arg;
     const struct endpoint *ep = &s->eps[s->probe_ep];
+    struct evhttp_connection *conn;
     struct evhttp_request *req;
     char host[300];
 
@@ -860,17 +859,10 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
     if (s->closing || s->ready || s->probing) {
         return;
     }
-    if (s->probe_conn == NULL) {
-        struct timeval tv = {1, 0};
-
-        s->probe_conn = evhttp_connection_base_new(s->base, NULL, ep->host,
-                                                   (unsigned short)ep->port);
-        if (s->probe_conn == NULL) {
-            start_probe(s);
-            return;
-        }
-        evhttp_connection_set_retries(s->probe_conn, 0);
-        evhttp_connection_set_timeout_tv(s->probe_conn, &tv);
+    conn = ep_conn(s, &s->probe_conns[s->probe_ep], s->probe_ep, 1000);
+    if (conn == NULL) {
+        start_probe(s);
+        return;
     }
     req = evhttp_request_new(on_probe, s);
     if (req == NULL) {
@@ -881,7 +873,7 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
     evhttp_add_header(evhttp_request_get_output_headers(req), "Host", host);
     evbuffer_add(evhttp_request_get_output_buffer(req), "{}", 2);
     s->probing = true;
-    if (evhttp_make_request(s->probe_conn, req, EVHTTP_REQ_POST,
+    if (evhttp_make_request(conn, req, EVHTTP_REQ_POST,
                             "/v3/maintenance/status") != 0) {
         s->probing = false;
         start_probe(s);
@@ -980,14 +972,20 @@ etcd_free(struct etcd_store *s)
         sl->busy = false;
         sl->batch = (struct req_list){0};
         list_fail(&l);
-        if (sl->conn != NULL) {
-            evhttp_connection_free(sl->conn);
+        for (int e = 0; sl->conns != NULL && e < s->neps; e++) {
+            if (sl->conns[e] != NULL) {
+                evhttp_connection_free(sl->conns[e]);
+            }
         }
+        free(sl->conns);
     }
     list_fail(&s->pending);
-    if (s->probe_conn != NULL) {
-        evhttp_connection_free(s->probe_conn);
+    for (int e = 0; s->probe_conns != NULL && e < s->neps; e++) {
+        if (s->probe_conns[e] != NULL) {
+            evhttp_connection_free(s->probe_conns[e]);
+        }
     }
+    free(s->probe_conns);
     if (s->probe_ev != NULL) {
         event_free(s->probe_ev);
     }
@@ -1102,10 +1100,23 @@ etcd_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         etcd_free(s);
         return NULL;
     }
+    s->probe_conns = calloc((size_t)s->neps, sizeof(*s->probe_conns));
+    if (s->probe_conns == NULL) {
+        snprintf(err, errlen, "etcd: out of memory");
+        etcd_free(s);
+        return NULL;
+    }
     for (int i = 0; i < s->nslots; i++) {
         s->slots[i].s = s;
         s->slots[i].id = i;
         s->slots[i].ep = i % s->neps;
+        s->slots[i].conns = calloc((size_t)s->neps,
+                                   sizeof(*s->slots[i].conns));
+        if (s->slots[i].conns == NULL) {
+            snprintf(err, errlen, "etcd: out of memory");
+            etcd_free(s);
+            return NULL;
+        }
     }
     /* Not ready until etcd answers: probe now. */
     {
