@@ -669,11 +669,16 @@ on_response(struct evhttp_request *req, void *arg)
         if (ok) {
             set_up(s);
         } else {
-            log_error("etcd: %s:%d answered %d with %s: %zu %s refused",
+            /* etcd's errors are JSON with a message: quote its start. */
+            int shown = text == NULL ? 0 : len > 160 ? 160 : (int)len;
+
+            log_error("etcd: %s:%d answered %d with %s: %zu %s refused: "
+                      "%.*s",
                       s->eps[sl->ep].host, s->eps[sl->ep].port, code,
                       code == 200 ? "a body that is not the expected JSON"
                                   : "an error",
-                      done.n, done.head->is_get ? "read" : "raises");
+                      done.n, done.head->is_get ? "read" : "raises", shown,
+                      text == NULL ? "" : text);
         }
     }
     if (!ok) {

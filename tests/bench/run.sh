@@ -239,7 +239,7 @@ pool_size = ${BENCH_POOL:-2}"
                 curl -sf "http://127.0.0.1:$STORE_PORT/health"
             STORE_INI="type = etcd
 endpoints = http://127.0.0.1:$STORE_PORT
-pool_size = ${BENCH_POOL:-16}"
+pool_size = ${BENCH_POOL:-4}"
             STORE_DESC="etcd $(etcd --version | awk 'NR == 1 { print $3 }')"
             ;;
         *)

@@ -104,6 +104,36 @@ class Server:
             p.kill()
             p.wait()
 
+    def tree(self):
+        """The server's pid and its descendants' (Postgres backends make
+        their own process groups)."""
+        children = {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(d))
+        out, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo.extend(children.get(pid, []))
+        return out
+
+    def pause(self):
+        """SIGSTOP the whole server: it accepts, but answers nothing."""
+        for pid in self.tree():
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self):
+        for pid in self.tree():
+            os.kill(pid, signal.SIGCONT)
+
     def kill9(self):
         self.stop(signal.SIGKILL)
 

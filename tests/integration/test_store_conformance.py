@@ -235,3 +235,29 @@ def test_start_while_store_down(tidemark, upstream, netstore):
         netstore.server.start()
     wait_ready(tm, 200, timeout=15)
     assert tm.put(unique(), token=1).status == 200
+
+
+def test_hung_store(tidemark, upstream, netstore):
+    """A store that stops answering (SIGSTOP): raises answer 503 after
+    [store] timeout_ms, nothing is forwarded, and once it answers again
+    tidemark works without a restart."""
+    tm = start(tidemark, netstore, timeout_ms="300")
+    d = unique()
+    assert tm.put(d, token=5).status == 200
+    netstore.server.pause()
+    try:
+        for t in (6, 7):
+            r = tm.put(d, token=t, headers=[("X-Test-Id", "%s-%d" % (d, t))])
+            assert_problem(r, 503)
+            assert upstream.find("X-Test-Id", "%s-%d" % (d, t)) == []
+    finally:
+        netstore.server.resume()
+    wait_ready(tm, 200, timeout=15)
+    r = None
+    for _ in range(50):
+        r = tm.put(d, token=8)
+        if r.status == 200:
+            break
+    assert r.status == 200, r
+    assert tm.mark("documents/" + d) == 8
+    assert assert_problem(tm.put(d, token=7), 409)["high_water"] == 8
