@@ -103,6 +103,11 @@ struct redis_store {
     int backoff_ms;
     unsigned failures;      /* connects failed in a row */
     struct event *retry_ev;
+    struct event *watch_ev; /* every timeout_ms: is Redis answering? */
+    uint64_t replies;       /* replies received, ever */
+    uint64_t watched;       /* replies at the previous watch */
+    bool stalled;           /* commands were waiting at that watch */
+    int timeout_ms;
     struct event *kick_ev;  /* end of turn: send the open WAIT */
     struct redis_wait *open_wait;
     struct store_defer *defer;
@@ -238,6 +243,38 @@ schedule_retry(struct redis_store *s)
     }
 }
 
+/* Every timeout_ms: when commands have been waiting since the previous
+ * watch and no reply came in between, Redis is stuck (stopped, or the
+ * network drops everything): drop the connection, which answers every
+ * waiting command STORE_ERROR, and reconnect. */
+static void schedule_retry(struct redis_store *s);
+
+static void
+on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct redis_store *s = arg;
+    bool waiting = s->ac != NULL && s->ac->replies.head != NULL;
+
+    (void)fd;
+    (void)what;
+    if (waiting && s->stalled && s->replies == s->watched) {
+        redisAsyncContext *ac = s->ac;
+
+        log_error("redis: %s:%d answered nothing in %d ms: dropping the "
+                  "connection", s->host, s->port, s->timeout_ms);
+        s->stalled = false;
+        /* Runs the callbacks (NULL replies), and on_disconnect only if
+         * the connection had been made: plan the reconnect here. */
+        s->ac = NULL;
+        s->script_ok = false;
+        redisAsyncFree(ac);
+        schedule_retry(s);
+        return;
+    }
+    s->stalled = waiting;
+    s->watched = s->replies;
+}
+
 static void
 on_retry(evutil_socket_t fd, short what, void *arg)
 {
@@ -291,6 +328,7 @@ on_setup(redisAsyncContext *ac, void *reply, void *priv)
     redisReply *rep = reply;
     struct redis_store *s = ac->data;
 
+    s->replies++;
     if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
         log_error("redis: %s:%d: %s failed: %s", s->host, s->port,
                   (const char *)priv, rep->str);
@@ -304,6 +342,7 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
     struct redis_store *s = ac->data;
 
     (void)priv;
+    s->replies++;
     if (rep == NULL) {
         return;  /* disconnected */
     }
@@ -333,6 +372,7 @@ on_appendfsync(redisAsyncContext *ac, void *reply, void *priv)
     struct redis_store *s = ac->data;
 
     (void)priv;
+    s->replies++;
     if (rep == NULL) {
         return;
     }
@@ -453,6 +493,7 @@ on_script(redisAsyncContext *ac, void *reply, void *priv)
     int64_t mark = 0;
 
     (void)ac;
+    s->replies++;
     if (rep == NULL) {
         res = STORE_ERROR;  /* connection lost or store closing */
     } else if (rep->type == REDIS_REPLY_ERROR && !r->retried &&
@@ -519,6 +560,7 @@ on_wait(redisAsyncContext *ac, void *reply, void *priv)
     if (w->n > 0) {
         struct redis_store *s = w->reqs[0]->s;
 
+        s->replies++;
         if (rep != NULL && rep->type == REDIS_REPLY_INTEGER &&
             rep->integer >= s->wait_replicas) {
             ok = true;
@@ -672,6 +714,7 @@ on_get(redisAsyncContext *ac, void *reply, void *priv)
     int64_t mark = 0;
 
     (void)ac;
+    r->s->replies++;
     if (rep == NULL) {
         req_answer(r, STORE_ERROR, 0);
         return;
@@ -726,6 +769,9 @@ redis_free(struct redis_store *s)
     if (s->retry_ev != NULL) {
         event_free(s->retry_ev);
     }
+    if (s->watch_ev != NULL) {
+        event_free(s->watch_ev);
+    }
     if (s->kick_ev != NULL) {
         event_free(s->kick_ev);
     }
@@ -766,12 +812,21 @@ redis_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         snprintf(s->sha + 2 * i, 3, "%02x", digest[i]);
     }
     s->retry_ev = evtimer_new(base, on_retry, s);
+    s->watch_ev = event_new(base, -1, EV_PERSIST, on_watch, s);
     s->kick_ev = event_new(base, -1, 0, on_kick, s);
     s->defer = store_defer_new(base);
-    if (s->retry_ev == NULL || s->kick_ev == NULL || s->defer == NULL) {
+    s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
+    if (s->retry_ev == NULL || s->watch_ev == NULL || s->kick_ev == NULL ||
+        s->defer == NULL) {
         snprintf(err, errlen, "redis: cannot set up events");
         redis_free(s);
         return NULL;
+    }
+    {
+        struct timeval tv = {s->timeout_ms / 1000,
+                             (s->timeout_ms % 1000) * 1000};
+
+        event_add(s->watch_ev, &tv);
     }
     if (s->wait_replicas > 0) {
         log_info("redis: a raise is accepted once %d replicas have it",
@@ -793,6 +848,7 @@ redis_close(struct store *st)
     }
     s->closing = true;
     evtimer_del(s->retry_ev);
+    event_del(s->watch_ev);
     if (s->ac != NULL) {
         redisAsyncContext *ac = s->ac;
 

@@ -395,3 +395,22 @@ def test_etcd_second_endpoint(tidemark, upstream, store_servers):
         assert r.status in (200, 503), r
     assert tm.put(d, token=10).status == 200
     assert tm.mark("documents/" + d) == 10
+
+
+def test_redis_stuck_connection_is_dropped(tidemark, upstream, own_redis):
+    """Redis stops answering and stays stopped: the connection is dropped
+    after about two timeouts, /readyz says 503; when Redis answers again
+    tidemark reconnects."""
+    r = own_redis()
+    tm = start(tidemark, StoreUnderTest("redis", r), timeout_ms="200")
+    d = unique()
+    assert tm.put(d, token=1).status == 200
+    r.pause()
+    try:
+        assert_problem(tm.put(d, token=2), 503)
+        tm.wait_log("answered nothing in 200 ms")
+        wait_ready(tm, 503)
+    finally:
+        r.resume()
+    wait_ready(tm, 200)
+    assert tm.put(d, token=3).status == 200
