@@ -74,6 +74,8 @@
     "RETURNING resource, fence"
 
 #define PG_GET_SQL "SELECT fence FROM tidemark_marks WHERE resource = $1"
+#define PG_RAISE_STMT "tidemark_raise"
+#define PG_GET_STMT "tidemark_get"
 
 struct pg_req {
     struct pg_req *next;
@@ -98,7 +100,7 @@ struct req_list {
 enum pc_state {
     PC_DOWN,        /* waiting for retry_ev */
     PC_CONNECTING,  /* PQconnectPoll */
-    PC_SETUP,       /* the setup query in flight */
+    PC_SETUP,       /* the setup query, then the prepares, in flight */
     PC_IDLE,
     PC_BUSY,        /* a batch or a get in flight */
 };
@@ -116,6 +118,7 @@ struct pg_conn {
     unsigned failures;
     struct req_list batch;  /* in flight */
     PGresult *result;       /* the first result of the query in flight */
+    int setup_step;         /* 0 setup query, 1 prepare raise, 2 get */
 };
 
 struct pg_store {
@@ -584,6 +587,10 @@ query_done(struct pg_conn *c)
 
     c->result = NULL;
     if (c->state == PC_SETUP) {
+        static const Oid raise_types[2] = {OID_TEXT_ARRAY, OID_INT8_ARRAY};
+        static const Oid get_types[1] = {OID_TEXT};
+        int ok;
+
         if (res != NULL) {
             char msg[512];
 
@@ -593,7 +600,24 @@ query_done(struct pg_conn *c)
             conn_fail(c, msg);
             return;
         }
-        conn_ready(c);
+        /* Prepared once per connection: a batch is then one Bind and
+         * Execute, not a parse and plan. */
+        switch (c->setup_step++) {
+        case 0:
+            ok = PQsendPrepare(c->pg, PG_RAISE_STMT, PG_RAISE_SQL, 2,
+                               raise_types);
+            break;
+        case 1:
+            ok = PQsendPrepare(c->pg, PG_GET_STMT, PG_GET_SQL, 1,
+                               get_types);
+            break;
+        default:
+            conn_ready(c);
+            return;
+        }
+        if (!ok || !conn_flush(c)) {
+            conn_fail_pg(c, "preparing");
+        }
         return;
     }
     if (res == NULL) {
@@ -678,6 +702,7 @@ connect_poll(struct pg_conn *c)
         return;
     }
     c->state = PC_SETUP;
+    c->setup_step = 0;
     if (!conn_flush(c)) {
         conn_fail_pg(c, "setting up");
     }
@@ -801,7 +826,6 @@ send_raises(struct pg_conn *c)
     const char *values[2];
     int lengths[2];
     const int formats[2] = {1, 1};
-    const Oid types[2] = {OID_TEXT_ARRAY, OID_INT8_ARRAY};
     char *p, *ints;
 
     for (struct pg_req *r = c->batch.head; r != NULL; r = r->next) {
@@ -844,8 +868,8 @@ send_raises(struct pg_conn *c)
     lengths[0] = (int)tbytes;
     values[1] = s->buf + tbytes;
     lengths[1] = (int)ibytes;
-    return PQsendQueryParams(c->pg, PG_RAISE_SQL, 2, types, values, lengths,
-                             formats, 0) == 1;
+    return PQsendQueryPrepared(c->pg, PG_RAISE_STMT, 2, values, lengths,
+                               formats, 0) == 1;
 }
 
 static bool
@@ -855,10 +879,9 @@ send_get(struct pg_conn *c)
     const char *values[1] = {r->key};
     int lengths[1] = {(int)r->klen};
     const int formats[1] = {1};
-    const Oid types[1] = {OID_TEXT};
 
-    return PQsendQueryParams(c->pg, PG_GET_SQL, 1, types, values, lengths,
-                             formats, 0) == 1;
+    return PQsendQueryPrepared(c->pg, PG_GET_STMT, 1, values, lengths,
+                               formats, 0) == 1;
 }
 
 /* Give queued requests to idle connections: a get alone, or up to
