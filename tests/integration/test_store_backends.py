@@ -414,3 +414,39 @@ def test_redis_stuck_connection_is_dropped(tidemark, upstream, own_redis):
         r.resume()
     wait_ready(tm, 200)
     assert tm.put(d, token=3).status == 200
+
+
+def test_redis_url_password_and_db(tidemark, upstream, own_redis):
+    r = own_redis(["--requirepass", "s3cret"])
+    cfg = dict(STORE_ROUTES)
+    cfg["store"] = {"type": "redis", "path": None,
+                    "url": "redis://:s3cret@127.0.0.1:%d/3" % r.port}
+    tm = tidemark(config=cfg)
+    wait_ready(tm)
+    d = unique()
+    assert tm.put(d, token=12).status == 200
+    raw = b"*2\r\n$4\r\nAUTH\r\n$6\r\ns3cret\r\n" \
+          b"*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n" \
+          b"*2\r\n$3\r\nGET\r\n$%d\r\nfence:{documents/%s}\r\n" \
+          % (len("fence:{documents/%s}" % d), d.encode())
+    s = socket.create_connection(("127.0.0.1", r.port), timeout=5)
+    s.sendall(raw)
+    data = b""
+    while not data.endswith(b"$2\r\n12\r\n"):
+        chunk = s.recv(4096)
+        assert chunk, data
+        data += chunk
+    s.close()
+    assert tm.log_lines("s3cret") == []
+
+
+def test_redis_wrong_password_is_logged(tidemark, upstream, own_redis):
+    r = own_redis(["--requirepass", "s3cret"])
+    cfg = dict(STORE_ROUTES)
+    cfg["store"] = {"type": "redis", "path": None, "timeout_ms": "500",
+                    "url": "redis://:wrong@127.0.0.1:%d" % r.port}
+    tm = tidemark(config=cfg)
+    tm.wait_log("AUTH failed")
+    assert tm.admin("GET", "/readyz")[0] == 503
+    assert_problem(tm.put(unique(), token=1), 503)
+    assert tm.log_lines("wrong") == []
