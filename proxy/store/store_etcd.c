@@ -1,7 +1,6 @@
 /* store_etcd.c: marks in etcd through its v3 JSON gateway (POST
- * /v3/kv/txn) on libevent's HTTP client: the raises of a loop turn in one
- * transaction of per-resource compare-and-swaps, a small pool of
- * connections, failover between endpoints. */
+ * /v3/kv/txn) on evhttp: the raises of a loop turn in one transaction of
+ * per-resource compare-and-swaps, a connection pool, endpoint failover. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>

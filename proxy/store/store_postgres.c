@@ -1,7 +1,6 @@
-/* store_postgres.c: marks in a Postgres table through libpq's
- * asynchronous API on the proxy's loop: a small pool of connections, the
- * raises of a loop turn batched into one upsert (one round trip, one
- * commit), reconnect with backoff. */
+/* store_postgres.c: marks in a Postgres table through libpq's async API
+ * on the proxy's loop: a small connection pool, the raises of a loop turn
+ * in one upsert (one round trip, one commit), reconnect with backoff. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
