@@ -843,7 +843,13 @@ on_probe(struct evhttp_request *req, void *arg)
     }
     if (code == 200) {
         set_up(s);
+        start_probe(s);
         return;
+    }
+    if (s->ready) {
+        log_error("etcd: %s:%d: the status probe failed (%d)",
+                  s->eps[s->probe_ep].host, s->eps[s->probe_ep].port, code);
+        s->ready = false;
     }
     s->probe_ep = (s->probe_ep + 1) % s->neps;  /* try the next one */
     start_probe(s);
@@ -860,7 +866,7 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (s->closing || s->ready || s->probing) {
+    if (s->closing || s->probing) {
         return;
     }
     conn = ep_conn(s, &s->probe_conns[s->probe_ep], s->probe_ep, 1000);
@@ -884,11 +890,18 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Probe soon, unless a probe is already planned or running. */
+/* Probe soon, unless a probe is already planned or running: every
+ * ETCD_PROBE_MS while down, every second while up (an idle sidecar
+ * notices an outage too). */
 static void
 start_probe(struct etcd_store *s)
 {
     struct timeval tv = {0, ETCD_PROBE_MS * 1000};
+
+    if (s->ready) {
+        tv.tv_sec = 1;
+        tv.tv_usec = 0;
+    }
 
     if (s->closing || s->probing || evtimer_pending(s->probe_ev, NULL)) {
         return;

@@ -261,3 +261,16 @@ def test_hung_store(tidemark, upstream, netstore):
     assert r.status == 200, r
     assert tm.mark("documents/" + d) == 8
     assert assert_problem(tm.put(d, token=7), 409)["high_water"] == 8
+
+
+def test_idle_sidecar_notices_an_outage(tidemark, upstream, netstore):
+    """With no traffic at all, /readyz turns 503 when the store goes and
+    200 when it comes back."""
+    tm = start(tidemark, netstore)
+    netstore.server.stop()
+    try:
+        wait_ready(tm, 503)
+    finally:
+        netstore.server.start()
+    wait_ready(tm, 200, timeout=15)
+    assert tm.put(unique(), token=1).status == 200
