@@ -84,12 +84,6 @@ store_defer(struct store_defer *d, store_cb cb, void *arg,
 }
 
 void
-store_defer_flush(struct store_defer *d)
-{
-    run_all(d);
-}
-
-void
 store_defer_free(struct store_defer *d)
 {
     if (d == NULL) {

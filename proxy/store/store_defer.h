@@ -22,11 +22,8 @@ struct store_defer *store_defer_new(struct event_base *base)
 void store_defer(struct store_defer *d, store_cb cb, void *arg,
                  enum store_result res, int64_t mark);
 
-/* Run every queued answer now, including those queued by the callbacks
- * it runs. For close. */
-void store_defer_flush(struct store_defer *d);
-
-/* Flush, then free. NULL is fine. */
+/* Run every queued answer now (including those queued by the callbacks
+ * it runs), then free. For close. NULL is fine. */
 void store_defer_free(struct store_defer *d);
 
 #endif
