@@ -75,6 +75,8 @@ struct cfg_store {
     char *dsn;               /* postgres */
     char *url;               /* redis */
     char *endpoints;         /* etcd */
+    int pool_size;           /* postgres, etcd: connections to the store */
+    int wait_replicas;       /* redis: WAIT for this many replicas */
     int cache_entries;       /* in-memory marks kept */
     int timeout_ms;          /* one raise, end to end */
 };

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "../policies/route.h"
 #include "../policies/token.h"
 
@@ -696,6 +698,58 @@ set_redis_url(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return store_str(FIELD(obj, o, char *), v);
 }
 
+/* libpq's parse error, first line only, with every quoted part but "="
+ * replaced by "...": libpq quotes pieces of the string, which may be a
+ * password. */
+static void
+dsn_error(char *buf, size_t len, const char *msg)
+{
+    size_t o = 0;
+
+    o += (size_t)snprintf(buf, len, "not a libpq connection string: ");
+    for (const char *p = msg; *p != '\0' && *p != '\n' && o + 8 < len;) {
+        const char *q;
+
+        if (*p != '"') {
+            buf[o++] = *p++;
+            continue;
+        }
+        q = strchr(p + 1, '"');
+        if (q == NULL) {
+            break;
+        }
+        if (q == p + 2 && p[1] == '=') {
+            memcpy(buf + o, "\"=\"", 3);
+            o += 3;
+        } else {
+            memcpy(buf + o, "\"...\"", 5);
+            o += 5;
+        }
+        p = q + 1;
+    }
+    buf[o < len ? o : len - 1] = '\0';
+}
+
+/* A libpq connection string or URI, as libpq parses it (no I/O). */
+static const char *
+set_dsn(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+        size_t len)
+{
+    char *msg = NULL;
+    PQconninfoOption *opts;
+
+    if (v[0] != '\0') {
+        opts = PQconninfoParse(v, &msg);
+        if (opts == NULL) {
+            dsn_error(buf, len, msg != NULL ? msg : "out of memory");
+            PQfreemem(msg);
+            return buf;
+        }
+        PQconninfoFree(opts);
+    }
+    return store_str(FIELD(obj, o, char *), v);
+}
+
 /* http://host:port[,http://host:port...]; spaces around commas. */
 static const char *
 set_endpoints(const struct cfg_opt *o, void *obj, const char *v, char *buf,
@@ -904,13 +958,19 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_STORE, "map_size", "1073741824", set_size,
      offsetof(struct cfg_store, map_size), INT(1048576, INT64_C(1) << 44), 0,
      "lmdb: largest database size in bytes (K, M, G, T suffixes)"},
-    {CFG_STORE, "dsn", NULL, set_str, offsetof(struct cfg_store, dsn), NONE,
+    {CFG_STORE, "dsn", NULL, set_dsn, offsetof(struct cfg_store, dsn), NONE,
      CFG_EMPTY_OK, "postgres: a libpq connection string or URI"},
     {CFG_STORE, "url", NULL, set_redis_url, offsetof(struct cfg_store, url),
      NONE, CFG_EMPTY_OK, "redis: redis://host:port[/db]"},
     {CFG_STORE, "endpoints", NULL, set_endpoints,
      offsetof(struct cfg_store, endpoints), NONE, CFG_EMPTY_OK,
      "etcd: http://host:port, comma-separated"},
+    {CFG_STORE, "pool_size", "2", set_int,
+     offsetof(struct cfg_store, pool_size), INT(1, 64), 0,
+     "postgres, etcd: connections to the store"},
+    {CFG_STORE, "wait_replicas", "0", set_int,
+     offsetof(struct cfg_store, wait_replicas), INT(0, 64), 0,
+     "redis: a raise is accepted once this many replicas have it (WAIT)"},
     {CFG_STORE, "cache_entries", "100000", set_int,
      offsetof(struct cfg_store, cache_entries), INT(16, 100000000), 0,
      "marks kept in memory"},

@@ -549,6 +549,19 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     if (res != STORE_ERROR && mark > 0) {
         marks_put(rr->px->marks, rr->res, rr->len, mark);
     }
+    if (res == STORE_ACCEPTED) {
+        /* A store with several connections can answer a lower token
+         * after a higher one on the same resource (committed in that
+         * order, answered out of it). The higher one may be on its way
+         * to the backend already: forwarding this one now would reach
+         * the backend after a newer write, so it is stale. */
+        int64_t known = marks_get(rr->px->marks, rr->res, rr->len);
+
+        if (known > mark) {
+            res = STORE_STALE;
+            mark = known;
+        }
+    }
     free(rr);
     if (c == NULL) {
         return;
@@ -799,6 +812,10 @@ handle_request(struct client *c)
                        c->rlen > 0 ? marks_get(px->marks, c->resource,
                                                c->rlen)
                                    : 0);
+    if (d == DECIDE_ACCEPT && px->sops->shared) {
+        /* Another sidecar may have raised the mark past the cached one. */
+        d = DECIDE_RAISE;
+    }
     switch (d) {
     case DECIDE_FORWARD:
         px->stats.bypassed++;

@@ -5,7 +5,7 @@
 
 /* Every backend, by the name part of its store_<name>_ops. Adding one is
  * one entry here (and its store_<name>.c). */
-#define STORE_BACKENDS(X) X(lmdb)
+#define STORE_BACKENDS(X) X(lmdb) X(redis) X(postgres) X(etcd)
 
 #define STORE_DECLARE(name) extern const struct store_ops store_##name##_ops;
 #define STORE_ENTRY(name) &store_##name##_ops,

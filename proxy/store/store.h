@@ -27,6 +27,10 @@ struct store;
 
 struct store_ops {
     const char *name;
+    /* Other processes may raise the marks too (many sidecars on one
+     * store): a cached mark is still a lower bound, but a token equal to
+     * it proves nothing and must be asked. */
+    bool shared;
     /* Open with cfg on base. NULL on failure with a message in err. */
     struct store *(*open)(struct event_base *base,
                           const struct cfg_store *cfg, char *err,

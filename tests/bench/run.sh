@@ -6,7 +6,9 @@
 # Env: BENCH_DURATION (10s per run), BENCH_THREADS (2), BENCH_CONNECTIONS
 # (32), BENCH_RESOURCES (1000), BENCH_WARMUP (2s, 0 for none),
 # BENCH_WORKLOADS ("equal rising stale"), BENCH_TARGETS ("bare nginx
-# tidemark"; drop one only to debug), STORE (lmdb), TIDEMARK_BIN.
+# tidemark"; drop one only to debug), STORE (lmdb | postgres | redis |
+# etcd: the bench starts its own server in its temporary directory),
+# BENCH_POOL ([store] pool_size for postgres and etcd), TIDEMARK_BIN.
 #
 # Fairness on a small machine: the upstream nginx and the proxy nginx get
 # one worker each, as tidemark has one network thread; all three targets
@@ -54,9 +56,8 @@ for w in $WORKLOADS; do
 done
 # Every known store must be listed here and in store_start below.
 case "$STORE" in
-    lmdb) ;;
-    postgres | redis | etcd) die "STORE=$STORE is not supported by the bench yet (supported: lmdb)" ;;
-    *) die "unknown STORE=$STORE (supported: lmdb)" ;;
+    lmdb | postgres | redis | etcd) ;;
+    *) die "unknown STORE=$STORE (supported: lmdb postgres redis etcd)" ;;
 esac
 for cmd in wrk nginx curl python3; do
     command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found: run make deps"
@@ -100,8 +101,8 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 # shellcheck disable=SC2046
-set -- $(free_ports 4)
-UP_PORT=$1 NGX_PORT=$2 TM_PORT=$3 ADM_PORT=$4
+set -- $(free_ports 6)
+UP_PORT=$1 NGX_PORT=$2 TM_PORT=$3 ADM_PORT=$4 STORE_PORT=$5 PEER_PORT=$6
 
 # wait_http NAME PID URL LOG: until URL answers, or fail if PID died.
 wait_http() {
@@ -188,10 +189,82 @@ path = $dir/store/marks.lmdb"
             STORE_DESC="lmdb $(dpkg-query -W -f='${Version}' liblmdb0 \
                 2>/dev/null || echo '?'), on $fs"
             ;;
+        redis)
+            mkdir -p "$dir/redis"
+            redis-server --port "$STORE_PORT" --bind 127.0.0.1 --save '' \
+                --appendonly yes --appendfsync always --dir "$dir/redis" \
+                >"$dir/redis/log" 2>&1 &
+            pids="$pids $!"
+            wait_cmd redis "$!" "$dir/redis/log" \
+                redis-cli -p "$STORE_PORT" ping
+            STORE_INI="type = redis
+url = redis://127.0.0.1:$STORE_PORT"
+            STORE_DESC="$(redis-server --version | awk '{ print $1, $3 }'),"
+            STORE_DESC="$STORE_DESC appendfsync always"
+            ;;
+        postgres)
+            pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+            mkdir -p "$dir/pg"
+            as_pg=""
+            if [ "$(id -u)" -eq 0 ]; then
+                chown postgres "$dir/pg"
+                as_pg="runuser -u postgres --"
+            fi
+            $as_pg "$pgbin/initdb" -D "$dir/pg/data" -A trust -U postgres \
+                -E UTF8 >"$dir/pg/initdb.log" 2>&1 ||
+                die "initdb failed: $(tail -n 5 "$dir/pg/initdb.log")"
+            $as_pg "$pgbin/postgres" -D "$dir/pg/data" -k "$dir/pg" \
+                -p "$STORE_PORT" -c listen_addresses=127.0.0.1 \
+                >"$dir/pg/log" 2>&1 &
+            pids="$pids $!"
+            wait_cmd postgres "$!" "$dir/pg/log" "$pgbin/pg_isready" \
+                -h 127.0.0.1 -p "$STORE_PORT" -U postgres -d postgres
+            STORE_INI="type = postgres
+dsn = host=127.0.0.1 port=$STORE_PORT user=postgres dbname=postgres
+pool_size = ${BENCH_POOL:-2}"
+            STORE_DESC="postgres $("$pgbin/postgres" --version |
+                awk '{ print $3 }'), synchronous_commit on, fsync on"
+            ;;
+        etcd)
+            mkdir -p "$dir/etcd"
+            etcd --name default --data-dir "$dir/etcd/data" \
+                --listen-client-urls "http://127.0.0.1:$STORE_PORT" \
+                --advertise-client-urls "http://127.0.0.1:$STORE_PORT" \
+                --listen-peer-urls "http://127.0.0.1:$PEER_PORT" \
+                --initial-advertise-peer-urls "http://127.0.0.1:$PEER_PORT" \
+                --initial-cluster "default=http://127.0.0.1:$PEER_PORT" \
+                --log-level warn >"$dir/etcd/log" 2>&1 &
+            pids="$pids $!"
+            wait_cmd etcd "$!" "$dir/etcd/log" \
+                curl -sf "http://127.0.0.1:$STORE_PORT/health"
+            STORE_INI="type = etcd
+endpoints = http://127.0.0.1:$STORE_PORT
+pool_size = ${BENCH_POOL:-4}"
+            STORE_DESC="etcd $(etcd --version | awk 'NR == 1 { print $3 }')"
+            ;;
         *)
             die "no store section for STORE=$STORE"
             ;;
     esac
+}
+
+# wait_cmd NAME PID LOG CMD...: until CMD succeeds, or fail if PID died.
+wait_cmd() {
+    name=$1 pid=$2 log=$3
+    shift 3
+    i=0
+    until "$@" >/dev/null 2>&1; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            echo "bench: $name exited at start; its log:" >&2
+            cat "$log" >&2 || true
+            exit 1
+        fi
+        i=$((i + 1))
+        if [ "$i" -gt 300 ]; then
+            die "$name does not answer"
+        fi
+        sleep 0.1
+    done
 }
 
 if has_target tidemark; then
@@ -223,6 +296,9 @@ INI
     pids="$pids $TM_PID"
     wait_http tidemark "$TM_PID" "http://127.0.0.1:$TM_PORT/" \
         "$dir/tidemark.log"
+    # A network store connects after start: wait until it is usable.
+    wait_cmd "tidemark's store" "$TM_PID" "$dir/tidemark.log" \
+        curl -sf "http://127.0.0.1:$ADM_PORT/readyz"
 fi
 
 target_port() {
@@ -334,8 +410,15 @@ for w in $WORKLOADS; do
 done
 echo
 
-# The table; goals are the issue's targets for tidemark against nginx.
-awk '
+# The table; goals are the issue's targets for tidemark against nginx,
+# and for the rising workload on a shared store, in fenced writes per
+# second.
+case "$STORE" in
+    redis) STORE_GOAL=26000 ;;
+    postgres) STORE_GOAL=10800 ;;
+    *) STORE_GOAL=0 ;;
+esac
+awk -v store="$STORE" -v store_goal="$STORE_GOAL" '
     BEGIN { goal["equal"] = 1.0; goal["rising"] = 0.7; goal["stale"] = 1.5 }
     { w[NR] = $1; t[NR] = $2; rps[NR] = $3; p99[NR] = $4; bad[NR] = $5
       sock[NR] = $6; lost[NR] = $7; if ($2 == "nginx") ngx[$1] = $3 }
@@ -363,5 +446,12 @@ awk '
         print "forwards them). lost: requests whose connection closed"
         print "without an answer. goal: the issue'"'"'s target for tidemark vs"
         print "nginx."
+        for (i = 1; i <= NR; i++) {
+            if (store_goal > 0 && w[i] == "rising" && t[i] == "tidemark") {
+                verdict = (rps[i] >= store_goal) ? "met" : "MISSED"
+                printf "store goal: rising through tidemark on %s >= %d/s:" \
+                    " %.0f/s, %s\n", store, store_goal, rps[i], verdict
+            }
+        }
         if (miss) { print "goals missed (marked !): " miss }
     }' "$dir/results"

@@ -1137,3 +1137,65 @@ def _binary():
     if not BIN.exists():
         pytest.exit("TIDEMARK_BIN %s does not exist: run make" % BIN,
                     returncode=1)
+
+
+# ------------------------------------------------------- store servers
+
+
+# Routes for store tests: one correctness, one efficiency.
+STORE_ROUTES = {
+    "route docs": {"path": "/v1/documents/{doc}",
+                   "resource": "documents/{doc}", "mode": "correctness"},
+    "route eff": {"path": "/v1/eff/{doc}", "resource": "eff/{doc}",
+                  "mode": "efficiency"},
+}
+
+
+class StoreUnderTest:
+    """A store kind and, for network stores, its server (shared by the
+    session, started again if a test left it stopped)."""
+
+    def __init__(self, kind, server):
+        self.kind = kind
+        self.server = server
+
+    def section(self, **extra):
+        """The [store] keys for a tidemark on this store."""
+        if self.kind == "lmdb":
+            keys = {"type": "lmdb"}
+        elif self.kind == "postgres":
+            keys = {"type": "postgres", "dsn": self.server.dsn,
+                    "path": None}
+        elif self.kind == "redis":
+            keys = {"type": "redis", "url": self.server.url, "path": None}
+        else:
+            keys = {"type": "etcd", "endpoints": self.server.endpoints,
+                    "path": None}
+        keys.update(extra)
+        return keys
+
+
+@pytest.fixture(scope="session")
+def store_servers():
+    """get(kind): the session's server of that kind, running."""
+    import servers
+    made = {}
+
+    def get(kind):
+        s = made.get(kind)
+        if s is None:
+            s = servers.KINDS[kind]()
+            made[kind] = s
+        if not s.running():
+            s.start()
+        return s
+
+    yield get
+    for s in made.values():
+        s.destroy()
+
+
+def wait_ready(tm, want=200, timeout=10.0):
+    """Poll /readyz until it answers want."""
+    return wait_until(lambda: tm.admin("GET", "/readyz")[0] == want,
+                      timeout * slow(), "/readyz %d" % want)

@@ -81,6 +81,8 @@ path = ./data/marks.lmdb
 map_size = 1073741824
 cache_entries = 100000
 timeout_ms = 5000
+pool_size = 2
+wait_replicas = 0
 
 [upstream default]
 url = http://127.0.0.1:8080

@@ -156,6 +156,8 @@ test_defaults(void **state)
     assert_null(l.c.store.endpoints);
     assert_int_equal(l.c.store.cache_entries, 100000);
     assert_int_equal(l.c.store.timeout_ms, 2000);
+    assert_int_equal(l.c.store.pool_size, 2);
+    assert_int_equal(l.c.store.wait_replicas, 0);
     assert_string_equal(l.c.locks.backend, "lmdb");
     assert_string_equal(l.c.locks.path, "./data/locks.lmdb");
     assert_true(l.c.locks.eager);
@@ -241,6 +243,8 @@ test_every_key(void **state)
         "endpoints = http://a:2379, http://[::1]:2379/\n"
         "cache_entries = 16\n"
         "timeout_ms = 9\n"
+        "pool_size = 4\n"
+        "wait_replicas = 1\n"
         "[locks]\n"
         "backend = lmdb\n"
         "path = /var/lib/l.lmdb\n"
@@ -308,6 +312,8 @@ test_every_key(void **state)
                         "http://a:2379, http://[::1]:2379/");
     assert_int_equal(l.c.store.cache_entries, 16);
     assert_int_equal(l.c.store.timeout_ms, 9);
+    assert_int_equal(l.c.store.pool_size, 4);
+    assert_int_equal(l.c.store.wait_replicas, 1);
 
     assert_int_equal(l.c.nupstreams, 2);
     assert_string_equal(l.c.upstreams[0].name, "api");
@@ -413,6 +419,21 @@ static const struct err_case err_cases[] = {
       "@:4: max_connections: must be between 1 and 1000000",
       "@:6: map_size: must be between 1048576 and 17592186044416",
       "@:7: cache_entries: must be between 16 and 100000000"}},
+    {"store keys out of bounds",
+     "[store]\npool_size = 0\nwait_replicas = -1\n",
+     {NULL},
+     {"@:2: pool_size: must be between 1 and 64",
+      "@:3: wait_replicas: must be between 0 and 64"}},
+    {"dsn libpq cannot parse",
+     "[store]\ntype = postgres\ndsn = host=db port\n",
+     {NULL},
+     {"@:3: dsn: not a libpq connection string: missing \"=\" after "
+      "\"...\" in connection info string"}},
+    {"dsn URI with an unknown parameter",
+     "[store]\ntype = postgres\ndsn = postgresql://db/x?bogus=1\n",
+     {NULL},
+     {"@:3: dsn: not a libpq connection string: invalid URI query "
+      "parameter: \"...\""}},
     {"route without upstream section",
      "[route r]\npath = /a/{x}\nresource = r/{x}\n",
      {NULL},
@@ -712,6 +733,7 @@ test_no_secrets_in_errors(void **state)
         "type = redis\n"
         "url = redis://:hunter2@host\n"
         "endpoints = http://root:hunter2@etcd\n"
+        "dsn = user=u password hunter2\n"
         "[upstream default]\n"
         "url = https://bob:hunter2@api/x\n"
         "[upstream b]\n"
@@ -725,7 +747,7 @@ test_no_secrets_in_errors(void **state)
 
     load(&l, ini, env);
     assert_false(l.ok);
-    assert_int_equal(l.errs.n, 6);
+    assert_int_equal(l.errs.n, 7);
     for (size_t i = 0; i < l.errs.n; i++) {
         if (strstr(l.errs.msgs[i], "hunter2") != NULL) {
             fail_msg("a value leaked: %s", l.errs.msgs[i]);

@@ -1,0 +1,95 @@
+/* store_defer.c: a FIFO of store answers run by one libevent event that
+ * is activated when the first answer is queued. */
+#include "store_defer.h"
+
+#include <stdlib.h>
+
+#include <event2/event.h>
+
+#include "../log.h"
+
+struct defer_item {
+    struct defer_item *next;
+    store_cb cb;
+    void *arg;
+    enum store_result res;
+    int64_t mark;
+};
+
+struct store_defer {
+    struct event *ev;
+    struct defer_item *head;
+    struct defer_item **tail;
+};
+
+static void
+run_all(struct store_defer *d)
+{
+    /* Answers queued by the callbacks join the end and run too. */
+    while (d->head != NULL) {
+        struct defer_item *it = d->head;
+
+        d->head = it->next;
+        if (d->head == NULL) {
+            d->tail = &d->head;
+        }
+        it->cb(it->arg, it->res, it->mark);
+        free(it);
+    }
+}
+
+static void
+on_defer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    run_all(arg);
+}
+
+struct store_defer *
+store_defer_new(struct event_base *base)
+{
+    struct store_defer *d = calloc(1, sizeof(*d));
+
+    if (d == NULL) {
+        return NULL;
+    }
+    d->tail = &d->head;
+    d->ev = event_new(base, -1, 0, on_defer, d);
+    if (d->ev == NULL) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void
+store_defer(struct store_defer *d, store_cb cb, void *arg,
+            enum store_result res, int64_t mark)
+{
+    struct defer_item *it = malloc(sizeof(*it));
+
+    if (it == NULL) {
+        log_error("store: out of memory: a store callback is lost");
+        return;
+    }
+    it->next = NULL;
+    it->cb = cb;
+    it->arg = arg;
+    it->res = res;
+    it->mark = mark;
+    *d->tail = it;
+    d->tail = &it->next;
+    event_active(d->ev, 0, 1);
+}
+
+void
+store_defer_free(struct store_defer *d)
+{
+    if (d == NULL) {
+        return;
+    }
+    run_all(d);
+    event_free(d->ev);
+    free(d);
+}
