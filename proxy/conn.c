@@ -69,6 +69,7 @@ struct client {
 
     struct request *rq;
     bool have_rq;             /* rq holds the current request */
+    struct gen *gen;          /* the configuration the request runs under */
     const struct cfg_route *route;
     const char *route_name;
     enum tm_mode mode;
@@ -220,6 +221,10 @@ static void
 request_free(struct client *c)
 {
     c->have_rq = false;
+    if (c->gen != NULL) {
+        gen_drop(c->px, c->gen);
+        c->gen = NULL;
+    }
 }
 
 /* ---- answers tidemark makes itself ---------------------------------- */
@@ -707,6 +712,7 @@ handle_request(struct client *c)
     const char *why;
 
     px->stats.requests++;
+    c->gen = gen_hold(px);
     c->route = NULL;
     c->route_name = NULL;
     c->max_body = UINT64_MAX;
@@ -802,7 +808,7 @@ handle_request(struct client *c)
     }
 
     if (ti >= 0) {
-        const struct cfg_tokens *tk = &px->cfg->tokens;
+        const struct cfg_tokens *tk = px->tokens;
 
         ts = token_check(r->verify, tk->key, tk->key_len, c->resource,
                          c->rlen, h->headers[ti].value.p,
@@ -1705,6 +1711,7 @@ client_close(struct client *c, int grace_ms)
     event_free(c->kick);
     c->bev = NULL;
     c->timer = c->kick = NULL;
+    request_free(c);
     free(c->rq);
     c->rq = NULL;
     if (c->prev != NULL) {

@@ -127,6 +127,7 @@ usage(FILE *f)
 }
 
 struct daemon_state {
+    const char *file;
     struct event_base *base;
     struct tm_proxy *px;
     int drain_ms;
@@ -141,6 +142,38 @@ drained(void *arg)
     event_base_loopexit(d->base, NULL);
 }
 
+/* SIGHUP: read the file again; apply it whole, or nothing. */
+static void
+reload(struct daemon_state *d)
+{
+    struct cfg_errors errs = {0};
+    struct tm_config *cfg = calloc(1, sizeof(*cfg));
+    int level;
+
+    if (cfg == NULL) {
+        log_error("reload refused: out of memory");
+        return;
+    }
+    if (!cfg_load(cfg, d->file, environ, &errs)) {
+        log_error("reload refused, the old configuration stays: %zu "
+                  "problem%s in %s", errs.n, errs.n == 1 ? "" : "s",
+                  d->file);
+        for (size_t i = 0; i < errs.n; i++) {
+            log_error("reload: %s", errs.msgs[i]);
+        }
+        cfg_errors_free(&errs);
+        cfg_free(cfg);
+        free(cfg);
+        return;
+    }
+    cfg_errors_free(&errs);
+    level = log_level_parse(cfg->proxy.log_level);
+    log_set_sink(cfg->proxy.log_json ? log_json : log_text, NULL,
+                 level < 0 ? LOG_INFO : level);
+    d->drain_ms = cfg->proxy.drain_timeout_ms;
+    tm_proxy_reload(d->px, cfg);
+}
+
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -148,8 +181,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
     (void)what;
     if (sig == SIGHUP) {
-        log_warn("SIGHUP: reload is not supported yet; restart to apply "
-                 "a new configuration");
+        reload(d);
         return;
     }
     if (d->stopping) {
@@ -222,6 +254,7 @@ main(int argc, char **argv)
     raise_nofile(cfg.proxy.max_connections);
 
     d.drain_ms = cfg.proxy.drain_timeout_ms;
+    d.file = file;
     d.base = event_base_new();
     if (d.base == NULL) {
         fprintf(stderr, "tidemark: cannot create the event loop\n");

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "../conf/cfg.h"
 #include "adm.h"
 #include "log.h"
 #include "marks.h"
@@ -99,6 +100,141 @@ proxy_listen(struct event_base *base, const char *addr,
     return l;
 }
 
+static void
+gen_free(struct gen *g)
+{
+    for (size_t i = 0; g->pools != NULL && i < g->cfg->nupstreams; i++) {
+        up_pool_free(g->pools[i]);
+    }
+    free(g->pools);
+    if (g->owned) {
+        cfg_free(g->cfg);
+        free(g->cfg);
+    }
+    free(g);
+}
+
+/* A generation for cfg with its pools. NULL with err on failure. */
+static struct gen *
+gen_new(struct event_base *base, struct tm_config *cfg, bool owned,
+        char *err, size_t errlen)
+{
+    struct gen *g = calloc(1, sizeof(*g));
+
+    if (g == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    g->cfg = cfg;
+    g->refs = 1;
+    g->pools = calloc(cfg->nupstreams + 1, sizeof(*g->pools));
+    if (g->pools == NULL) {
+        snprintf(err, errlen, "out of memory");
+        free(g);
+        return NULL;
+    }
+    for (size_t i = 0; i < cfg->nupstreams; i++) {
+        g->pools[i] = up_pool_new(base, &cfg->upstreams[i], err, errlen);
+        if (g->pools[i] == NULL) {
+            g->owned = false;
+            gen_free(g);
+            return NULL;
+        }
+    }
+    g->owned = owned;
+    return g;
+}
+
+struct gen *
+gen_hold(struct tm_proxy *px)
+{
+    px->gen->refs++;
+    return px->gen;
+}
+
+void
+gen_drop(struct tm_proxy *px, struct gen *g)
+{
+    struct gen **pp;
+
+    if (--g->refs > 0) {
+        return;
+    }
+    for (pp = &px->retired; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == g) {
+            *pp = g->next;
+            break;
+        }
+    }
+    gen_free(g);
+}
+
+/* Say which changed keys wait for a restart. */
+static void
+restart_only(const struct tm_config *old, const struct tm_config *new)
+{
+#define SAME_STR(a, b)                                                      \
+    (((a) == NULL && (b) == NULL) ||                                        \
+     ((a) != NULL && (b) != NULL && strcmp((a), (b)) == 0))
+#define CHECK(cond, key)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            log_warn("reload: %s changed; it takes effect after a restart", \
+                     key);                                                  \
+        }                                                                   \
+    } while (0)
+    CHECK(SAME_STR(old->proxy.listen, new->proxy.listen), "[proxy] listen");
+    CHECK(SAME_STR(old->admin.listen, new->admin.listen), "[admin] listen");
+    CHECK(SAME_STR(old->store.type, new->store.type) &&
+              SAME_STR(old->store.path, new->store.path) &&
+              SAME_STR(old->store.dsn, new->store.dsn) &&
+              SAME_STR(old->store.url, new->store.url) &&
+              SAME_STR(old->store.endpoints, new->store.endpoints) &&
+              old->store.map_size == new->store.map_size &&
+              old->store.cache_entries == new->store.cache_entries,
+          "[store]");
+    CHECK(SAME_STR(old->locks.backend, new->locks.backend) &&
+              SAME_STR(old->locks.path, new->locks.path) &&
+              old->locks.eager == new->locks.eager &&
+              old->locks.max_ttl_ms == new->locks.max_ttl_ms &&
+              old->locks.max_wait_ms == new->locks.max_wait_ms,
+          "[locks]");
+    CHECK(old->tokens.key_len == new->tokens.key_len &&
+              (old->tokens.key_len == 0 ||
+               memcmp(old->tokens.key, new->tokens.key,
+                      old->tokens.key_len) == 0),
+          "[tokens] key_file");
+#undef CHECK
+#undef SAME_STR
+}
+
+void
+tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
+{
+    char err[256];
+    struct gen *g = gen_new(px->base, cfg, true, err, sizeof(err));
+
+    if (g == NULL) {
+        log_error("reload refused, the old configuration stays: %s", err);
+        cfg_free(cfg);
+        free(cfg);
+        return;
+    }
+    restart_only(px->cfg, cfg);
+    /* The old generation lives on while requests started under it run. */
+    px->gen->next = px->retired;
+    px->retired = px->gen;
+    px->gen = g;
+    px->cfg = cfg;
+    px->pools = g->pools;
+    px->limits.max_head = (size_t)cfg->proxy.max_head;
+    px->limits.max_headers = (size_t)cfg->proxy.max_headers;
+    px->limits.max_uri = (size_t)cfg->proxy.max_head;
+    gen_drop(px, px->retired);
+    log_info("reloaded: %zu routes, %zu upstreams", cfg->nroutes,
+             cfg->nupstreams);
+}
+
 struct tm_proxy *
 tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
              char *err, size_t errlen)
@@ -111,6 +247,7 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
     }
     px->base = base;
     px->cfg = cfg;
+    px->tokens = &cfg->tokens;
     px->limits.max_head = (size_t)cfg->proxy.max_head;
     px->limits.max_headers = (size_t)cfg->proxy.max_headers;
     px->limits.max_uri = (size_t)cfg->proxy.max_head;
@@ -120,19 +257,18 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
     px->flusher = event_new(base, -1, 0, flusher_cb, px);
     px->marks = marks_new((size_t)cfg->store.cache_entries);
     px->order = order_new(base);
-    px->pools = calloc(cfg->nupstreams + 1, sizeof(*px->pools));
     if (px->scratch == NULL || px->scratch_resp == NULL ||
-        px->reaper == NULL || px->flusher == NULL || px->marks == NULL || px->order == NULL ||
-        px->pools == NULL) {
+        px->reaper == NULL || px->flusher == NULL || px->marks == NULL ||
+        px->order == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    for (size_t i = 0; i < cfg->nupstreams; i++) {
-        px->pools[i] = up_pool_new(base, &cfg->upstreams[i], err, errlen);
-        if (px->pools[i] == NULL) {
-            goto fail;
-        }
+    /* The first configuration stays the caller's. */
+    px->gen = gen_new(base, (struct tm_config *)cfg, false, err, errlen);
+    if (px->gen == NULL) {
+        goto fail;
     }
+    px->pools = px->gen->pools;
     px->sops = store_find(cfg->store.type);
     if (px->sops == NULL) {
         snprintf(err, errlen, "store type %s is not available",
@@ -215,10 +351,14 @@ tm_proxy_free(struct tm_proxy *px)
         /* Runs the callbacks of pending raises; nobody waits for them. */
         px->sops->close(px->store);
     }
-    for (size_t i = 0; px->pools != NULL && i < px->cfg->nupstreams; i++) {
-        up_pool_free(px->pools[i]);
+    while (px->retired != NULL) {
+        struct gen *g = px->retired;
+        px->retired = g->next;
+        gen_free(g);
     }
-    free(px->pools);
+    if (px->gen != NULL) {
+        gen_free(px->gen);
+    }
     order_free(px->order);
     marks_free(px->marks);
     if (px->reaper != NULL) {

@@ -39,16 +39,31 @@ struct tm_stats {
     uint64_t upstream_timeouts;
 };
 
+/* One configuration and the upstream pools built from it. A request keeps
+ * the generation it started under alive (refs) until it ends, so a reload
+ * never pulls a route or a pool from under it. */
+struct gen {
+    struct tm_config *cfg;
+    struct up_pool **pools;      /* one per cfg->upstreams */
+    size_t refs;                 /* requests under way, +1 while current */
+    bool owned;                  /* cfg came from tm_proxy_reload */
+    struct gen *next;            /* retired, waiting for refs to drop */
+};
+
 struct tm_proxy {
     struct event_base *base;
-    const struct tm_config *cfg;
+    const struct tm_config *cfg; /* gen->cfg: the current configuration */
+    struct gen *gen;             /* current */
+    struct gen *retired;
+    const struct cfg_tokens *tokens; /* restart-only: signing and checks
+                                      * must use one key */
     struct http_limits limits;
     struct evconnlistener *listener;
     const struct store_ops *sops;
     struct store *store;
     struct marks *marks;
     struct order *order;
-    struct up_pool **pools;      /* one per cfg->upstreams */
+    struct up_pool **pools;      /* gen->pools */
     struct adm *adm;
     struct client *clients;      /* every open client connection */
     struct client *graveyard;    /* closed, freed at the end of the turn */
@@ -75,6 +90,10 @@ void client_close_idle(struct tm_proxy *px, bool force);
 
 /* conn.c: write what this turn produced. */
 void client_flush_all(struct tm_proxy *px);
+
+/* proxy.c: take and drop a reference to the current generation. */
+struct gen *gen_hold(struct tm_proxy *px);
+void gen_drop(struct tm_proxy *px, struct gen *g);
 
 /* conn.c: free the connections closed during this turn. */
 void client_reap(struct tm_proxy *px);

@@ -19,6 +19,13 @@ struct tm_proxy *tm_proxy_new(struct event_base *base,
                               const struct tm_config *cfg, char *err,
                               size_t errlen);
 
+/* Apply a new configuration (taken: the proxy frees it with cfg_free and
+ * free once no request uses it). Routes, upstreams, limits and modes take
+ * effect for new requests; requests under way finish under the old one.
+ * Keys that need a restart (listen addresses, the store, the lock service,
+ * the token key, cache size) keep their old values and are logged. */
+void tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg);
+
 /* Begin a graceful stop: stop accepting, let in-flight requests finish
  * (closing what is left after drain_ms), commit pending raises. done is
  * called once, on the loop, when nothing is left; then tm_proxy_free. */

@@ -417,8 +417,8 @@ class Rig:
         self.logs = {}
 
     def start(self, haproxy, nginx):
-        ha = [(free_port(), self._up()) for _ in range(LANES)]
-        ng = [(free_port(), self._up()) for _ in range(LANES)]
+        ha_ups = [self._up() for _ in range(LANES)]
+        ng_ups = [self._up() for _ in range(LANES)]
         tm = []
         for i in range(LANES):
             up = self._up()
@@ -426,35 +426,44 @@ class Rig:
             self.tidemarks.append(t)
             t.start()
             tm.append((t.port, up))
-
-        hdir = self.base / "haproxy"
-        hdir.mkdir()
-        (hdir / "haproxy.cfg").write_text(haproxy_cfg(ha))
-        self.logs["haproxy"] = hdir / "haproxy.log"
-        p = start_group([haproxy, "-f", str(hdir / "haproxy.cfg"), "-db"],
-                        self.logs["haproxy"], hdir)
-        self.procs.append(p)
-        for port, _ in ha:
-            wait_port(port, p, "haproxy", self.logs["haproxy"])
-
-        ndir = self.base / "nginx"
-        ndir.mkdir()
-        # nginx's worker may run as nobody: let it reach its prefix.
-        for d in (self.base, ndir):
-            os.chmod(str(d), 0o755)
-        (ndir / "nginx.conf").write_text(nginx_conf(ndir, ng))
-        self.logs["nginx"] = ndir / "error.log"
-        p = start_group([nginx, "-p", str(ndir) + "/", "-c",
-                         str(ndir / "nginx.conf"), "-e",
-                         str(ndir / "error.log"), "-g", "daemon off;"],
-                        ndir / "stdout.log", ndir)
-        self.procs.append(p)
-        for port, _ in ng:
-            wait_port(port, p, "nginx", ndir / "error.log")
-
+        ha = self._start_proxy("haproxy", ha_ups, lambda d, pairs: (
+            (d / "haproxy.cfg").write_text(haproxy_cfg(pairs)),
+            ([haproxy, "-f", str(d / "haproxy.cfg"), "-db"],
+             d / "haproxy.log", d / "haproxy.log"))[1])
+        ng = self._start_proxy("nginx", ng_ups, lambda d, pairs: (
+            (d / "nginx.conf").write_text(nginx_conf(d, pairs)),
+            ([nginx, "-p", str(d) + "/", "-c", str(d / "nginx.conf"), "-e",
+              str(d / "error.log"), "-g", "daemon off;"],
+             d / "stdout.log", d / "error.log"))[1])
         for i in range(LANES):
             self.lanes.append({"haproxy": ha[i], "nginx": ng[i],
                                "tidemark": tm[i]})
+
+    def _start_proxy(self, what, ups, prepare):
+        """Start one proxy listening on fresh ports in front of ups. A port
+        picked free can be taken by another process before the proxy binds
+        it: then try again with other ports (three times at most)."""
+        for attempt in range(3):
+            d = self.base / ("%s%d" % (what, attempt))
+            d.mkdir()
+            # nginx's worker may run as nobody: let it reach its prefix.
+            for x in (self.base, d):
+                os.chmod(str(x), 0o755)
+            pairs = [(free_port(), up) for up in ups]
+            argv, out_log, err_log = prepare(d, pairs)
+            self.logs[what] = err_log
+            p = start_group(argv, out_log, d)
+            try:
+                for port, _ in pairs:
+                    wait_port(port, p, what, err_log)
+            except AssertionError:
+                stop_group(p)
+                if attempt == 2:
+                    raise
+                continue
+            self.procs.append(p)
+            return pairs
+        raise AssertionError("unreachable")
 
     def _up(self):
         u = RawUpstream()
