@@ -10,6 +10,8 @@
 /* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
 #include "../conf/cfg.h"
 #include "log.h"
+#include "metrics.h"
+#include "up.h"
 #include "adm_page.h"
 #include "problem.h"
 #include "proxy_int.h"
@@ -106,29 +108,8 @@ metrics(struct adm *a, struct evhttp_request *req)
                            " counter\n" name " %" PRIu64 "\n",              \
                         (uint64_t)(v))
     COUNTER("tidemark_requests_total", "Requests read.", st->requests);
-    COUNTER("tidemark_accepted_total", "Fenced writes accepted.",
-            st->accepted);
-    COUNTER("tidemark_stale_total", "Writes refused: token below the mark.",
-            st->stale);
-    COUNTER("tidemark_missing_total", "Writes refused: no token.",
-            st->missing);
-    COUNTER("tidemark_invalid_total", "Writes refused: malformed token.",
-            st->invalid);
-    COUNTER("tidemark_forbidden_total",
-            "Writes refused: unsigned, forged or borrowed token.",
-            st->forbidden);
-    COUNTER("tidemark_unavailable_total",
-            "Writes refused: mark store unusable.", st->unavailable);
-    COUNTER("tidemark_bypassed_total", "Requests forwarded unfenced.",
-            st->bypassed);
-    COUNTER("tidemark_store_errors_total", "Store calls that failed.",
-            st->store_errors);
     COUNTER("tidemark_bad_requests_total", "Malformed requests.",
             st->bad_requests);
-    COUNTER("tidemark_upstream_errors_total", "Upstream failures.",
-            st->upstream_errors);
-    COUNTER("tidemark_upstream_timeouts_total", "Upstream timeouts.",
-            st->upstream_timeouts);
     COUNTER("tidemark_connections_total", "Client connections accepted.",
             st->conns_total);
 #undef COUNTER
@@ -136,6 +117,19 @@ metrics(struct adm *a, struct evhttp_request *req)
                            "connections.\n# TYPE tidemark_connections "
                            "gauge\ntidemark_connections %zu\n",
                         a->px->nclients);
+    metrics_write(a->px->metrics, a->px->sops->name, b);
+    evbuffer_add_printf(b, "# HELP tidemark_upstream_connections Pooled "
+                           "upstream connections by state.\n# TYPE "
+                           "tidemark_upstream_connections gauge\n");
+    for (size_t i = 0; i < a->px->cfg->nupstreams; i++) {
+        const char *name = a->px->cfg->upstreams[i].name;
+        evbuffer_add_printf(b, "tidemark_upstream_connections{upstream=\"%s\","
+                               "state=\"idle\"} %zu\n"
+                               "tidemark_upstream_connections{upstream=\"%s\","
+                               "state=\"busy\"} %zu\n",
+                            name, up_idle_count(a->px->pools[i]), name,
+                            up_busy_count(a->px->pools[i]));
+    }
     if (a->locks != NULL) {
         adm_locks_metrics(a->locks, b);
     }

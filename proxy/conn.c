@@ -20,6 +20,7 @@
 #include "../policies/token.h"
 #include "log.h"
 #include "marks.h"
+#include "metrics.h"
 #include "order.h"
 #include "problem.h"
 #include "proxy_int.h"
@@ -52,6 +53,7 @@ struct request {
 struct raise_req {
     struct client *c;
     struct tm_proxy *px;
+    struct timespec t0;
     size_t len;
     char res[];
 };
@@ -88,6 +90,7 @@ struct client {
     bool req_done;
     bool req_sent_whole;
     uint64_t max_body;        /* the route's limit; UINT64_MAX: none */
+    struct timespec up_t0;    /* the request went to the upstream */
     struct timespec t0;       /* the head was read */
     int resp_status;
     uint64_t body_seen;       /* chunked bytes forwarded so far */      /* every request byte went to the upstream */
@@ -412,6 +415,7 @@ attach(struct client *c, struct up_conn *uc)
 
     c->up = uc;
     c->state = CS_FORWARD;
+    clock_gettime(CLOCK_MONOTONIC, &c->up_t0);
     c->resp_started = false;
     c->up_eof = false;
     c->req_kind = c->rq->h.body;
@@ -453,6 +457,8 @@ up_ready(void *arg, struct up_conn *uc, bool ok)
         int err = errno;
         c->up = NULL;
         c->px->stats.upstream_errors++;
+        metrics_upstream_error(c->px->metrics, up_cfg(c->pool)->name,
+                               err == ETIMEDOUT);
         log_error("conn=%" PRIu64 " upstream %s: connect failed: %s",
                   c->id, up_cfg(c->pool)->name, strerror(err));
         refuse_status(c, 502, "upstream unreachable",
@@ -476,6 +482,7 @@ start_forward(struct client *c)
     c->up = up_connect(c->pool, up_ready, c);
     if (c->up == NULL) {
         c->px->stats.upstream_errors++;
+        metrics_upstream_error(c->px->metrics, up_cfg(c->pool)->name, false);
         refuse_status(c, 502, "upstream unreachable",
                       "cannot open a connection to the upstream");
         client_pump(c);
@@ -502,13 +509,45 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* Count a decision, overall and for the request's route. */
+static void
+decision(struct client *c, enum outcome o)
+{
+    struct tm_stats *st = &c->px->stats;
+
+    switch (o) {
+    case OUT_ACCEPTED:
+        st->accepted++;
+        break;
+    case OUT_STALE:
+        st->stale++;
+        break;
+    case OUT_MISSING:
+        st->missing++;
+        break;
+    case OUT_INVALID:
+        st->invalid++;
+        break;
+    case OUT_FORBIDDEN:
+        st->forbidden++;
+        break;
+    case OUT_STORE_ERROR:
+        st->unavailable++;
+        break;
+    default:
+        st->bypassed++;
+        break;
+    }
+    metrics_decision(c->px->metrics, c->route_name, o);
+}
+
 /* The write is accepted: wait for its turn, then forward. */
 static void
 forward_fenced(struct client *c)
 {
     bool now = false;
 
-    c->px->stats.accepted++;
+    decision(c, OUT_ACCEPTED);
     recent_mark(&c->px->recent, c->resource, c->mark);
     c->slot = order_enter(c->px->order, c->resource, c->rlen, c->token,
                           order_go, c, &now);
@@ -531,7 +570,7 @@ unavailable(struct client *c, const char *why)
 {
     struct problem p = {.status = 503, .detail = why, .retry_after = 1};
 
-    c->px->stats.unavailable++;
+    decision(c, OUT_STORE_ERROR);
     refuse(c, &p, "unavailable");
 }
 
@@ -540,7 +579,7 @@ stale(struct client *c)
 {
     struct problem p = {.status = 409, .token = c->token, .mark = c->mark};
 
-    c->px->stats.stale++;
+    decision(c, OUT_STALE);
     refuse(c, &p, "stale");
 }
 
@@ -551,6 +590,8 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     struct client *c = rr->c;
     enum decision d;
 
+    metrics_store(rr->px->metrics, metrics_since(&rr->t0),
+                  res != STORE_ERROR);
     if (res != STORE_ERROR && mark > 0) {
         marks_put(rr->px->marks, rr->res, rr->len, mark);
     }
@@ -590,7 +631,7 @@ raise_done(void *arg, enum store_result res, int64_t mark)
         log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
                  "token=%" PRId64 " forwarded unfenced (efficiency)",
                  c->id, c->route_name, c->resource, c->token);
-        c->px->stats.bypassed++;
+        decision(c, OUT_BYPASSED);
         start_forward(c);
         break;
     default:
@@ -612,6 +653,7 @@ start_raise(struct client *c)
     }
     rr->c = c;
     rr->px = px;
+    clock_gettime(CLOCK_MONOTONIC, &rr->t0);
     rr->len = c->rlen;
     memcpy(rr->res, c->resource, c->rlen + 1);
     c->raise = rr;
@@ -729,7 +771,7 @@ handle_request(struct client *c)
         return;
     }
     if ((why = smuggled_header(pc, h)) != NULL) {
-        px->stats.invalid++;
+        decision(c, OUT_INVALID);
         refuse_status(c, 400, "invalid", why);
         return;
     }
@@ -737,7 +779,7 @@ handle_request(struct client *c)
     if (ti >= 0 &&
         http_find_header(h->headers, h->nheaders, (size_t)ti + 1,
                          pc->token_header) >= 0) {
-        px->stats.invalid++;
+        decision(c, OUT_INVALID);
         refuse_status(c, 400, "invalid", "more than one token header");
         return;
     }
@@ -758,7 +800,7 @@ handle_request(struct client *c)
             return;
         }
         c->mode = TM_MODE_OFF;
-        px->stats.bypassed++;
+        decision(c, OUT_BYPASSED);
         start_forward(c);
         return;
     }
@@ -790,7 +832,7 @@ handle_request(struct client *c)
             memcpy(c->resource, h->headers[ri].value.p, c->rlen);
             c->resource[c->rlen] = '\0';
         } else if (r->mode != TM_MODE_OFF) {
-            px->stats.invalid++;
+            decision(c, OUT_INVALID);
             refuse_status(c, 400, "invalid",
                           ri < 0 ? "the resource header is missing"
                                  : "the resource header is empty or too "
@@ -801,7 +843,7 @@ handle_request(struct client *c)
         c->rlen = rtmpl_expand(&r->resource, caps, c->resource,
                                sizeof(c->resource));
         if (c->rlen == 0) {
-            px->stats.invalid++;
+            decision(c, OUT_INVALID);
             refuse_status(c, 400, "invalid", "the resource name is too long");
             return;
         }
@@ -824,7 +866,7 @@ handle_request(struct client *c)
     }
     switch (d) {
     case DECIDE_FORWARD:
-        px->stats.bypassed++;
+        decision(c, OUT_BYPASSED);
         start_forward(c);
         break;
     case DECIDE_ACCEPT:
@@ -840,18 +882,18 @@ handle_request(struct client *c)
         break;
     case DECIDE_MISSING: {
         struct problem p = {.status = 428};
-        px->stats.missing++;
+        decision(c, OUT_MISSING);
         refuse(c, &p, "missing");
         break;
     }
     case DECIDE_FORBIDDEN:
-        px->stats.forbidden++;
+        decision(c, OUT_FORBIDDEN);
         refuse_status(c, 403, "forbidden",
                       "the token is unsigned, forged or issued for another "
                       "resource");
         break;
     case DECIDE_INVALID:
-        px->stats.invalid++;
+        decision(c, OUT_INVALID);
         refuse_status(c, 400, "invalid",
                       "the token must be decimal digits, 1 to "
                       "9223372036854775807");
@@ -1203,6 +1245,10 @@ upstream_failed(struct client *c, int status, const char *why)
     } else {
         c->px->stats.upstream_errors++;
     }
+    if (status == 502 || status == 504) {
+        metrics_upstream_error(c->px->metrics, up_cfg(c->pool)->name,
+                               timed_out);
+    }
     up_put(c->up, false);
     c->up = NULL;
     if (c->slot != NULL) {
@@ -1413,6 +1459,8 @@ read_response_head(struct client *c)
         }
         c->resp_started = true;
         c->resp_status = r->status;
+        metrics_upstream_ok(c->px->metrics, up_cfg(c->pool)->name,
+                            metrics_since(&c->up_t0));
         c->resp_kind = r->body;
         c->resp_left = r->content_length;
         c->resp_keep_alive = r->keep_alive;
@@ -1606,7 +1654,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
         log_error("conn=%" PRIu64 " store did not answer in %d ms",
                   c->id, c->px->cfg->store.timeout_ms);
         if (c->mode == TM_MODE_EFFICIENCY) {
-            c->px->stats.bypassed++;
+            decision(c, OUT_BYPASSED);
             start_forward(c);
         } else {
             unavailable(c, "the mark store did not answer in time");

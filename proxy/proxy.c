@@ -15,6 +15,7 @@
 #include "adm.h"
 #include "log.h"
 #include "marks.h"
+#include "metrics.h"
 #include "order.h"
 #include "proxy_int.h"
 #include "store/store.h"
@@ -257,7 +258,8 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
     px->flusher = event_new(base, -1, 0, flusher_cb, px);
     px->marks = marks_new((size_t)cfg->store.cache_entries);
     px->order = order_new(base);
-    if (px->scratch == NULL || px->scratch_resp == NULL ||
+    px->metrics = metrics_new();
+    if (px->metrics == NULL || px->scratch == NULL || px->scratch_resp == NULL ||
         px->reaper == NULL || px->flusher == NULL || px->marks == NULL ||
         px->order == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -360,6 +362,7 @@ tm_proxy_free(struct tm_proxy *px)
         gen_free(px->gen);
     }
     order_free(px->order);
+    metrics_free(px->metrics);
     marks_free(px->marks);
     if (px->reaper != NULL) {
         event_free(px->reaper);

@@ -21,6 +21,7 @@ struct order;
 struct up_pool;
 struct adm;
 struct client;
+struct metrics;
 
 /* Counters shown on the control port. */
 struct tm_stats {
@@ -75,6 +76,7 @@ struct tm_proxy {
     size_t nclients;
     uint64_t next_id;
     struct tm_stats stats;
+    struct metrics *metrics;     /* labelled counters and histograms */
     struct recent recent;        /* for the control port's page */
     bool draining;
     struct event *drain_timer;

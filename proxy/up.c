@@ -39,6 +39,7 @@ struct up_conn {
     void *arg;
     unsigned uses;
     bool idle;
+    bool busy;              /* handed to a request */
 };
 
 struct up_pool {
@@ -51,6 +52,7 @@ struct up_pool {
     socklen_t addrlen;
     struct up_conn *idle;
     size_t nidle;
+    size_t nbusy;
 };
 
 static void
@@ -250,6 +252,8 @@ up_take_idle(struct up_pool *p)
     bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(uc->bev, NULL, NULL);
     uc->uses++;
+    uc->busy = true;
+    p->nbusy++;
     return uc;
 }
 
@@ -275,6 +279,8 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
                 uc->pool->session = sess;
             }
         }
+        uc->busy = true;
+        uc->pool->nbusy++;
         cb(uc->arg, uc, true);
         return;
     }
@@ -341,6 +347,10 @@ up_put(struct up_conn *uc, bool reusable)
     struct up_pool *p = uc->pool;
     struct timeval tv;
 
+    if (uc->busy) {
+        uc->busy = false;
+        p->nbusy--;
+    }
     bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
     if (!reusable || p->nidle >= (size_t)p->cfg->max_idle ||
         evbuffer_get_length(bufferevent_get_input(uc->bev)) != 0) {
@@ -390,4 +400,10 @@ size_t
 up_idle_count(const struct up_pool *p)
 {
     return p->nidle;
+}
+
+size_t
+up_busy_count(const struct up_pool *p)
+{
+    return p->nbusy;
 }

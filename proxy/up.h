@@ -43,5 +43,7 @@ bool up_tls(const struct up_conn *uc);
 bool up_reused(const struct up_conn *uc);
 
 size_t up_idle_count(const struct up_pool *p);
+/* Connections handed to requests and not given back yet. */
+size_t up_busy_count(const struct up_pool *p);
 
 #endif

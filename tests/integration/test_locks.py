@@ -354,7 +354,7 @@ def test_signed_tokens_on_hmac_routes(tidemark, upstream, tmp_path):
         assert upstream.find("X-Test-Id", bad) == []
     assert tm.mark("documents/s") == 1
     _, _, metrics = tm.admin("GET", "/metrics")
-    assert b"\ntidemark_forbidden_total 5\n" in metrics
+    assert b'outcome="forbidden"} 5\n' in metrics
     assert_problem(tm.put("s", token="1.x"), 400)
     # the lock calls want the signed token too
     assert_problem(api.extend("documents/s", "1"), 403)

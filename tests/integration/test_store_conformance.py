@@ -208,7 +208,7 @@ def test_outage_and_recovery(tidemark, upstream, netstore):
         wait_ready(tm, 503)
         st, _, body = tm.admin("GET", "/metrics")
         assert st == 200
-        assert b"tidemark_bypassed_total 1" in body, body
+        assert b'outcome="bypassed"} 1\n' in body, body
         assert doc["status"] == 503
     finally:
         netstore.server.start()
