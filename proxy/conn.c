@@ -159,6 +159,7 @@ static void
 flush_bev(struct bufferevent *bev, bool direct)
 {
     struct evbuffer *out = bufferevent_get_output(bev);
+    int n;
 
     if (evbuffer_get_length(out) == 0 ||
         (bufferevent_get_enabled(bev) & EV_WRITE)) {
@@ -168,8 +169,12 @@ flush_bev(struct bufferevent *bev, bool direct)
         bufferevent_enable(bev, EV_WRITE);
         return;
     }
-    if (evbuffer_write(out, bufferevent_getfd(bev)) < 0 &&
-        errno != EAGAIN && errno != EINTR) {
+    /* A socket bufferevent keeps the front of its output frozen so that
+     * only it drains the buffer; it thaws it to write, and so do we. */
+    evbuffer_unfreeze(out, 1);
+    n = evbuffer_write(out, bufferevent_getfd(bev));
+    evbuffer_freeze(out, 1);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
         /* Let the bufferevent meet the error and report it. */
         bufferevent_enable(bev, EV_WRITE);
         return;
