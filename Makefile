@@ -87,6 +87,7 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) integration
 	FUZZ_SECONDS=5 $(MAKE) fuzz
+	sh packaging/check-manpage.sh
 	$(MAKE) test-deb
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \

@@ -21,6 +21,8 @@ struct cfg_proxy {
     int max_connections;     /* client connections at once */
     int order_grace_ms;      /* after a 504, resource closed this long */
     int discard_limit;       /* body bytes read and dropped after a refusal */
+    int min_body_rate;       /* request body bytes/s; 0: no minimum */
+    int body_rate_window_ms; /* over which min_body_rate is measured */
     int buffer_size;         /* per-direction back-pressure watermark */
     char *log_level;         /* error | warn | info | debug */
     bool log_json;           /* log_format = json */

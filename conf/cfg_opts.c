@@ -927,6 +927,13 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "order_grace_ms", "1000", set_int,
      offsetof(struct cfg_proxy, order_grace_ms), INT(0, 3600000), 0,
      "after a 504, the resource stays closed to higher tokens this long"},
+    {CFG_PROXY, "min_body_rate", "0", set_int,
+     offsetof(struct cfg_proxy, min_body_rate), INT(0, 1073741824), 0,
+     "request bodies slower than this many bytes/s are cut off (408); 0: "
+     "no minimum"},
+    {CFG_PROXY, "body_rate_window_ms", "10000", set_int,
+     offsetof(struct cfg_proxy, body_rate_window_ms), INT(100, 3600000), 0,
+     "the window over which min_body_rate is measured"},
     {CFG_PROXY, "discard_limit", "65536", set_int,
      offsetof(struct cfg_proxy, discard_limit), INT(0, 1073741824), 0,
      "body bytes read and dropped after a refusal, to keep the connection"},

@@ -93,7 +93,9 @@ struct client {
     struct timespec up_t0;    /* the request went to the upstream */
     struct timespec t0;       /* the head was read */
     int resp_status;
-    uint64_t body_seen;       /* chunked bytes forwarded so far */      /* every request byte went to the upstream */
+    uint64_t body_seen;       /* chunked bytes forwarded so far */
+    uint64_t body_moved;      /* body bytes moved to the upstream */
+    uint64_t body_mark;       /* body_moved when the rate window began */      /* every request byte went to the upstream */
 
     bool resp_started;
     enum http_body resp_kind;
@@ -429,7 +431,13 @@ attach(struct client *c, struct up_conn *uc)
                   (c->req_kind == HTTP_BODY_LENGTH && c->req_left == 0);
     c->req_sent_whole = c->req_done;
     c->body_seen = 0;
+    c->body_moved = c->body_mark = 0;
+    if (!c->req_done && c->px->cfg->proxy.min_body_rate > 0) {
+        timer_arm(c, c->px->cfg->proxy.body_rate_window_ms);
+    }
     http_chunked_init(&c->req_chunk);
+    c->req_chunk.forbid[0] = c->px->cfg->proxy.token_header;
+    c->req_chunk.forbid[1] = c->px->cfg->proxy.resource_header;
     ms_to_tv(u->timeout_ms, &tv);
     bufferevent_set_timeouts(ub, &tv, &tv);
     bufferevent_setwatermark(ub, EV_READ, 0, buf);
@@ -1207,6 +1215,7 @@ finish_exchange(struct client *c, bool up_ok)
     bool reuse = up_ok && c->resp_keep_alive && c->req_done &&
                  c->resp_kind != HTTP_BODY_CLOSE;
 
+    evtimer_del(c->timer);
     up_put(c->up, reuse);
     c->up = NULL;
     if (c->slot != NULL) {
@@ -1240,6 +1249,7 @@ upstream_failed(struct client *c, int status, const char *why)
     bool timed_out = status == 504;
     int grace = timed_out ? c->px->cfg->proxy.order_grace_ms : 0;
 
+    evtimer_del(c->timer);
     log_error("conn=%" PRIu64 " upstream %s: %s: route=%s resource=%s "
               "token=%" PRId64,
               c->id, up_cfg(c->pool)->name, why,
@@ -1334,6 +1344,7 @@ pump_request_body(struct client *c)
     if (c->req_kind == HTTP_BODY_LENGTH) {
         size_t n = len < c->req_left ? len : (size_t)c->req_left;
         evbuffer_remove_buffer(in, out, n);
+        c->body_moved += n;
         c->req_left -= n;
         c->req_done = c->req_left == 0;
         mark_dirty(c);
@@ -1341,7 +1352,9 @@ pump_request_body(struct client *c)
         size_t take = chunked_span(in, &c->req_chunk);
         if (take == (size_t)-1) {
             c->close_after = true;
-            upstream_failed(c, 400, "malformed chunked request body");
+            upstream_failed(c, 400, c->req_chunk.error != NULL
+                                        ? c->req_chunk.error
+                                        : "malformed chunked request body");
             return;
         }
         c->body_seen += take;
@@ -1352,12 +1365,14 @@ pump_request_body(struct client *c)
             return;
         }
         evbuffer_remove_buffer(in, out, take);
+        c->body_moved += take;
         c->req_done = c->req_chunk.done;
         mark_dirty(c);
     }
     if (c->req_done) {
         struct timeval tv;
         c->req_sent_whole = true;
+        evtimer_del(c->timer); /* the body rate check, if any */
         ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
         bufferevent_set_timeouts(c->bev, NULL, &tv);
         if (c->client_eof) {
@@ -1631,6 +1646,44 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     client_close(c, grace);
 }
 
+/* In CS_FORWARD, every body_rate_window_ms while the body comes in: a
+ * client sending slower than min_body_rate is cut off. Windows in which
+ * tidemark itself stopped reading (the upstream was slow) do not count. */
+static void
+body_rate_check(struct client *c)
+{
+    const struct cfg_proxy *pc = &c->px->cfg->proxy;
+    uint64_t want = (uint64_t)pc->min_body_rate *
+                    (uint64_t)pc->body_rate_window_ms / 1000;
+
+    if (c->req_done) {
+        return;
+    }
+    if (!c->bp_up && c->body_moved - c->body_mark < want) {
+        struct problem p = {.status = 408,
+                            .detail = "the request body came too slowly"};
+        log_info("conn=%" PRIu64 " request body under min_body_rate (%" PRIu64
+                 " bytes in %d ms)", c->id, c->body_moved - c->body_mark,
+                 pc->body_rate_window_ms);
+        up_put(c->up, false);
+        c->up = NULL;
+        if (c->slot != NULL) {
+            order_leave(c->px->order, c->slot, 0);
+            c->slot = NULL;
+        }
+        c->close_after = true;
+        if (c->resp_started) {
+            client_close(c, 0);
+            return;
+        }
+        answer(c, &p);
+        client_pump(c);
+        return;
+    }
+    c->body_mark = c->body_moved;
+    timer_arm(c, pc->body_rate_window_ms);
+}
+
 static void
 timer_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -1668,6 +1721,9 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     case CS_CLOSING:
         client_close(c, 0);
+        return;
+    case CS_FORWARD:
+        body_rate_check(c);
         return;
     default:
         return;

@@ -1010,6 +1010,31 @@ http_chunked_init(struct http_chunked *c)
     c->state = CH_SIZE;
 }
 
+/* A trailer field may not carry framing, routing or a fencing header. */
+static const char *
+trailer_name_check(const struct http_chunked *c)
+{
+    static const char *const framing[] = {"content-length",
+                                          "transfer-encoding", "host"};
+    struct tm_slice n = {c->tname, c->tname_len};
+
+    if (c->tname_len > sizeof(c->tname)) {
+        return NULL; /* longer than any name refused here */
+    }
+    for (size_t i = 0; i < sizeof(framing) / sizeof(framing[0]); i++) {
+        if (slice_is(n, framing[i], strlen(framing[i]))) {
+            return "framing field in trailer";
+        }
+    }
+    for (size_t i = 0; i < 2; i++) {
+        if (c->forbid[i] != NULL &&
+            slice_is(n, c->forbid[i], strlen(c->forbid[i]))) {
+            return "fencing header in trailer";
+        }
+    }
+    return NULL;
+}
+
 static size_t
 chunk_fail(struct http_chunked *c, const char *why)
 {
@@ -1083,6 +1108,8 @@ chunk_byte(struct http_chunked *c, char ch)
             c->state = CH_END_LF;
         } else if (is_tchar(ch)) {
             c->state = CH_TRAILER_NAME;
+            c->tname[0] = ch;
+            c->tname_len = 1;
         } else {
             return is_ows(ch) ? "obs-fold in trailer"
                               : bad_byte(ch, "invalid trailer field name");
@@ -1091,7 +1118,13 @@ chunk_byte(struct http_chunked *c, char ch)
     case CH_TRAILER_NAME:
         if (ch == ':') {
             c->state = CH_TRAILER_VALUE;
-        } else if (!is_tchar(ch)) {
+            return trailer_name_check(c);
+        } else if (is_tchar(ch)) {
+            if (c->tname_len < sizeof(c->tname)) {
+                c->tname[c->tname_len] = ch;
+            }
+            c->tname_len++;
+        } else {
             return is_ows(ch) ? "whitespace before colon in trailer"
                               : bad_byte(ch, "invalid trailer field name");
         }

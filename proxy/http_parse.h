@@ -125,9 +125,18 @@ struct http_chunked {
     size_t trailer_bytes;    /* total trailer section, bounded */
     bool done;
     const char *error;       /* added: why the body was refused */
+    /* Trailer fields refused by name besides the framing ones (set after
+     * http_chunked_init; NULL entries are unused): the fencing headers. */
+    const char *forbid[2];
+    char tname[40];          /* the trailer field name being read */
+    size_t tname_len;
 };
 
 void http_chunked_init(struct http_chunked *c);
+
+/* Trailer fields named Content-Length, Transfer-Encoding, Host or in
+ * forbid[] are refused: a trailer must not change framing or routing, nor
+ * carry a token the check never saw. */
 
 /* Feed n bytes at p. Returns how many bytes of p belong to the body (all
  * n unless the body ends inside p; then the rest is the next message).

@@ -37,3 +37,42 @@ def test_underscore_variant_refused_on_unfenced_paths(tidemark, upstream):
     r = tm.request("GET", "/elsewhere", headers=[("Fencing_Token", "1")])
     assert r.status == 400, r
     assert upstream.requests == []
+
+
+TRAILERS = [("token", "Fencing-Token", "9"),
+            ("token lowercase", "fencing-token", "9"),
+            ("resource", "Fencing-Resource", "other"),
+            ("content-length", "Content-Length", "5"),
+            ("host", "Host", "evil.example")]
+
+
+@pytest.mark.parametrize("name,field,val", TRAILERS,
+                         ids=[t[0] for t in TRAILERS])
+def test_token_or_framing_in_trailers_is_refused(tidemark, upstream, name,
+                                                 field, val):
+    from conftest import chunked
+    tm = tidemark()
+    with tm.conn() as c:
+        c.send(build_request("PUT", "/v1/documents/tr",
+                             [("Fencing-Token", "3"),
+                              ("Transfer-Encoding", "chunked"),
+                              ("X-Test-Id", "tr")],
+                             chunked(b"hello", trailers=[(field, val)])))
+        r = c.read_response()
+        assert r.status == 400, r
+        assert c.closed()
+    # The upstream never got a complete request with that trailer.
+    assert upstream.find("X-Test-Id", "tr") == []
+
+
+def test_harmless_trailer_passes(tidemark, upstream):
+    from conftest import chunked
+    tm = tidemark()
+    with tm.conn() as c:
+        c.send(build_request("PUT", "/v1/documents/tr2",
+                             [("Fencing-Token", "3"),
+                              ("Transfer-Encoding", "chunked"),
+                              ("X-Test-Id", "tr2")],
+                             chunked(b"hello", trailers=[("X-Sum", "1")])))
+        assert c.read_response().status == 200
+    assert upstream.find("X-Test-Id", "tr2")[0].body == b"hello"

@@ -1061,6 +1061,51 @@ test_mutations(void **state)
     }
 }
 
+/* Trailers may not carry framing, routing or the fencing headers. */
+static void
+test_chunked_trailer_names(void **state)
+{
+    static const struct {
+        const char *body;
+        bool ok;
+    } cases[] = {
+        {"5\r\nhello\r\n0\r\nX-Sum: 1\r\n\r\n", true},
+        {"5\r\nhello\r\n0\r\nFencing-Token: 9\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nfencing-token: 9\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nFencing-Resource: x\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nContent-Length: 5\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nTRANSFER-ENCODING: x\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nHost: a\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nFencing-Token-Extra: 9\r\n\r\n", true},
+        {"5\r\nhello\r\n0\r\nX-Very-Long-Trailer-Name-That-Goes-On-"
+         "And-On: 1\r\n\r\n", true},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = strlen(cases[i].body);
+        for (size_t split = 1; split <= n; split++) {
+            struct http_chunked c;
+            size_t a, b = 0;
+
+            http_chunked_init(&c);
+            c.forbid[0] = "Fencing-Token";
+            c.forbid[1] = "Fencing-Resource";
+            a = http_chunked_feed(&c, cases[i].body, split);
+            if (a != (size_t)-1 && split < n && !c.done) {
+                b = http_chunked_feed(&c, cases[i].body + split, n - split);
+            }
+            if (cases[i].ok) {
+                assert_true(a != (size_t)-1 && b != (size_t)-1);
+                assert_true(c.done);
+            } else {
+                assert_true(a == (size_t)-1 || b == (size_t)-1);
+                assert_non_null(c.error);
+            }
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -1075,6 +1120,7 @@ main(void)
         cmocka_unit_test(test_response_fields),
         cmocka_unit_test(test_chunked_table),
         cmocka_unit_test(test_chunked_bounds),
+        cmocka_unit_test(test_chunked_trailer_names),
         cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
