@@ -626,3 +626,23 @@ def test_stop_with_waiters_and_calls_in_flight(tidemark):
     for i in range(3):
         r = results.get(i, (None,))[0]
         assert not isinstance(r, Resp) or r.status != 201, r
+
+
+def test_check_wants_the_lock_backends_key(tmp_path, upstream):
+    def check(locks):
+        ini = tmp_path / "c.ini"
+        ini.write_text("[upstream default]\nurl = %s\n[locks]\n%s"
+                       % (upstream.url, locks))
+        return run_check(ini)
+    for backend, key in (("redis", "url"), ("postgres", "dsn")):
+        rc, lines = check("backend = %s\n" % backend)
+        assert rc == 1
+        assert any("[locks] backend %s needs %s" % (backend, key) in ln
+                   for ln in lines), lines
+    rc, lines = check("backend = redis\nurl = redis://127.0.0.1:6379/2\n")
+    assert rc == 0, lines
+    rc, lines = check("backend = postgres\ndsn = host=db port\n")
+    assert rc == 1 and any("not a libpq connection string" in ln
+                           for ln in lines), lines
+    rc, lines = check("backend = etcd\n")
+    assert rc == 1
