@@ -553,6 +553,7 @@ def test_kill9_between_acquire_and_release_loses_no_fence(tidemark):
     api.close()
     tm.kill9()
     tm.start()
+    wait_locks_ready(tm)
     api = lock_api(tm)
     # the lease survived, and so did the mark it raised
     r = api.get("k")
