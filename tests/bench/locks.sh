@@ -4,7 +4,7 @@
 # own tidemark in a temporary directory, and for BACKEND=redis or
 # postgres its own server (tests/integration/servers.py).
 # Env: BACKEND (lmdb | redis | postgres), BENCH_DURATION (10s),
-# BENCH_THREADS (2), BENCH_CONNECTIONS (32), EAGER (yes), POOL (8,
+# BENCH_THREADS (2), BENCH_CONNECTIONS (32), EAGER (yes), POOL (16,
 # postgres connections), TIDEMARK_BIN.
 set -eu
 
@@ -15,7 +15,7 @@ THREADS=${BENCH_THREADS:-2}
 CONNS=${BENCH_CONNECTIONS:-32}
 EAGER=${EAGER:-yes}
 BACKEND=${BACKEND:-lmdb}
-POOL=${POOL:-8}
+POOL=${POOL:-16}
 TIDEMARK_BIN=${TIDEMARK_BIN:-$ROOT/tidemark}
 
 free_port() {
