@@ -10,7 +10,10 @@
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
 #   bench         wrk: bare upstream vs nginx vs tidemark, with ratios
 #   bench-locks   wrk: lock+release pairs/s and hot-lock tries/wins on
-#                 the control port's lock service (lmdb backend)
+#                 the control port's lock service (BACKEND=lmdb|redis|
+#                 postgres)
+#   bench-locks-raw  the seed's Redis scripts and lease-row SQL pair
+#                 without tidemark (redis-benchmark, pgbench): the baseline
 #   format-check  clang-format --dry-run over every C file
 #   install       PREFIX=/usr/local: binary, example config
 #   deb           the Debian package, into out/
@@ -47,6 +50,7 @@ TM_LIB := $(BUILD)/libtidemark.a
 endif
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
+        bench-locks-raw \
         format-check install clean deb test-deb fuzz
 
 all: $(TM_BIN) $(TM_LIB)
@@ -105,7 +109,10 @@ bench: deps all
 	sh tests/bench/run.sh
 
 bench-locks: deps all
-	sh tests/bench/locks.sh
+	BACKEND=$(or $(BACKEND),lmdb) sh tests/bench/locks.sh
+
+bench-locks-raw: deps
+	sh tests/bench/locks_raw.sh
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')

@@ -759,6 +759,12 @@ build(struct loader *l, struct tm_config *c)
 
             add_err(l, sect_origin(s, &at), "%s", buf);
         }
+        if (s->kind == CFG_LOCKS && l->errs->n == before &&
+            cfg_check_locks(&c->locks, buf, sizeof(buf)) != NULL) {
+            struct origin at;
+
+            add_err(l, sect_origin(s, &at), "%s", buf);
+        }
     }
     nroute = 0;
     for (size_t i = 0; i < l->nsects; i++) {
@@ -876,6 +882,8 @@ cfg_free(struct tm_config *c)
     free(c->store.endpoints);
     free(c->locks.backend);
     free(c->locks.path);
+    free(c->locks.url);
+    free(c->locks.dsn);
     free(c->tokens.key_file);
     if (c->tokens.key != NULL) {
         explicit_bzero(c->tokens.key, c->tokens.key_len);

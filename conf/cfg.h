@@ -92,8 +92,12 @@ struct cfg_admin {
 
 /* The lock service on the control port. */
 struct cfg_locks {
-    char *backend;           /* lmdb */
+    char *backend;           /* lmdb | redis | postgres */
     char *path;              /* lmdb: the lease file */
+    char *url;               /* redis: redis://host:port[/db] */
+    char *dsn;               /* postgres: a libpq connection string */
+    int pool_size;           /* postgres: connections */
+    int timeout_ms;          /* redis, postgres: one operation */
     int64_t map_size;        /* lmdb: bytes */
     bool eager;              /* an acquire raises the resource's mark */
     int max_ttl_ms;          /* longer leases are refused (400) */

@@ -886,8 +886,8 @@ static const char *const mode_choices[] = {"correctness", "efficiency",
                                            "off", NULL};
 static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const bool_choices[] = {"yes", "no", NULL};
-/* redis and postgres lock backends come later; DESIGN lists them. */
-static const char *const lock_backend_choices[] = {"lmdb", NULL};
+static const char *const lock_backend_choices[] = {"lmdb", "redis",
+                                                   "postgres", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -987,7 +987,17 @@ const struct cfg_opt cfg_opts[] = {
 
     {CFG_LOCKS, "backend", "lmdb", set_choice_str,
      offsetof(struct cfg_locks, backend), CHOICE(lock_backend_choices), 0,
-     "where leases live: lmdb (redis and postgres are not built yet)"},
+     "where leases live: lmdb | redis | postgres"},
+    {CFG_LOCKS, "url", NULL, set_redis_url, offsetof(struct cfg_locks, url),
+     NONE, CFG_EMPTY_OK, "redis: redis://host:port[/db]"},
+    {CFG_LOCKS, "dsn", NULL, set_dsn, offsetof(struct cfg_locks, dsn), NONE,
+     CFG_EMPTY_OK, "postgres: a libpq connection string or URI"},
+    {CFG_LOCKS, "pool_size", "2", set_int,
+     offsetof(struct cfg_locks, pool_size), INT(1, 64), 0,
+     "postgres: connections to the lease table"},
+    {CFG_LOCKS, "timeout_ms", "2000", set_int,
+     offsetof(struct cfg_locks, timeout_ms), INT(1, 600000), 0,
+     "redis, postgres: one lock operation, end to end"},
     {CFG_LOCKS, "path", "./data/locks.lmdb", set_str,
      offsetof(struct cfg_locks, path), NONE, 0,
      "lmdb: the lease file (not the [store] file)"},
@@ -1064,6 +1074,28 @@ bool
 cfg_sect_named(enum cfg_sect s)
 {
     return s == CFG_UPSTREAM || s == CFG_ROUTE;
+}
+
+const char *
+cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
+{
+    const char *need = NULL, *v = NULL;
+
+    if (l->backend == NULL) {
+        return NULL;
+    }
+    if (strcmp(l->backend, "redis") == 0) {
+        need = "url";
+        v = l->url;
+    } else if (strcmp(l->backend, "postgres") == 0) {
+        need = "dsn";
+        v = l->dsn;
+    }
+    if (need != NULL && (v == NULL || !*v)) {
+        snprintf(buf, len, "[locks] backend %s needs %s", l->backend, need);
+        return buf;
+    }
+    return NULL;
 }
 
 const char *

@@ -60,6 +60,11 @@ const char *cfg_sect_name(enum cfg_sect s);
 /* Whether sections of kind s carry a name: [route NAME]. */
 bool cfg_sect_named(enum cfg_sect s);
 
+/* Section-level check of [locks] once every key is set: redis needs url,
+ * postgres dsn. NULL when fine. */
+const char *cfg_check_locks(const struct cfg_locks *l, char *buf,
+                            size_t len);
+
 /* Section-level check of [store] once every key is set: the chosen type's
  * own key is present. NULL when fine. */
 const char *cfg_check_store(const struct cfg_store *s, char *buf,

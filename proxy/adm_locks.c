@@ -46,6 +46,8 @@ struct lock_call {
     int64_t ttl_ms;
     int64_t wait_ms;
     int64_t fence;
+    int64_t min_fence;              /* acquire's floor, 0: none */
+    bool refloored;                 /* the floor retry was spent */
     bool in_flight;
     bool timed_out;                 /* the deadline passed in flight */
     size_t len;
@@ -485,6 +487,37 @@ give_back(struct lock_call *c)
     al->ops->release(al->b, c->name, c->len, c->fence, orphan_released, c);
 }
 
+static void start_acquire(struct lock_call *c);
+
+/* The lease taken below the mark is given back: take it again above the
+ * mark. LOCK_LOST is fine too (it expired meanwhile): either way it is
+ * not live under c's fence any more. */
+static void
+refloor_released(void *arg, enum lock_result res, int64_t fence,
+                 int64_t ttl_ms)
+{
+    struct lock_call *c = arg;
+
+    (void)fence;
+    (void)ttl_ms;
+    c->in_flight = false;
+    if (c->al == NULL || c->al->closing) {
+        call_detach(c);
+        call_finish(c);
+        return;
+    }
+    if (res == LOCK_ERROR) {
+        backend_down(c);
+        call_finish(c);
+        return;
+    }
+    if (c->req == NULL) {
+        call_finish(c);
+        return;
+    }
+    start_acquire(c);
+}
+
 static void
 raised(void *arg, enum store_result res, int64_t mark)
 {
@@ -504,6 +537,22 @@ raised(void *arg, enum store_result res, int64_t mark)
         lease_out(c, 201, c->ttl_ms)) {
         al->stats.acquired++;
         call_finish(c);
+        return;
+    }
+    if (res == STORE_STALE && !c->refloored && mark < INT64_MAX &&
+        c->req != NULL) {
+        /* The mark is above the counter: tokens were issued elsewhere,
+         * or the counter's store was reset. Refusing would refuse every
+         * acquire forever; instead give this lease back and take it
+         * again with a fence above the mark, once. */
+        log_warn("locks: %s: the resource's mark %" PRId64 " is above the "
+                 "new fence %" PRId64 ": taking the lock again above it",
+                 c->name, mark, c->fence);
+        c->refloored = true;
+        c->min_fence = mark + 1;
+        c->in_flight = true;
+        al->ops->release(al->b, c->name, c->len, c->fence, refloor_released,
+                         c);
         return;
     }
     if (res == STORE_STALE) {
@@ -600,7 +649,8 @@ start_acquire(struct lock_call *c)
     struct adm_locks *al = c->al;
 
     c->in_flight = true;
-    al->ops->acquire(al->b, c->name, c->len, c->ttl_ms, acquired, c);
+    al->ops->acquire(al->b, c->name, c->len, c->ttl_ms, c->min_fence,
+                     acquired, c);
 }
 
 static void

@@ -65,7 +65,8 @@ struct ljob {
     enum lop op;
     lock_cb cb;
     void *arg;
-    int64_t fence;          /* extend, release: the caller's */
+    int64_t fence;          /* extend, release: the caller's; acquire:
+                             * the floor (0: none) */
     int64_t ttl_ms;         /* acquire, extend */
     enum lock_result res;   /* the answer, set before the callback */
     int64_t out_fence;
@@ -218,6 +219,9 @@ apply(struct lmdb_locks *s, MDB_txn *txn, struct ljob *j, int64_t now,
             return EOVERFLOW;
         }
         fence++;
+        if (fence < j->fence) {
+            fence = j->fence;
+        }
         expires = now + j->ttl_ms;
         j->res = LOCK_OK;
         j->out_fence = fence;
@@ -577,9 +581,9 @@ submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
 
 static void
 lmdb_acquire(struct lock_backend *b, const char *name, size_t len,
-             int64_t ttl_ms, lock_cb cb, void *arg)
+             int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg)
 {
-    submit(to_locks(b), LOP_ACQUIRE, name, len, 0, ttl_ms, cb, arg);
+    submit(to_locks(b), LOP_ACQUIRE, name, len, min_fence, ttl_ms, cb, arg);
 }
 
 static void

@@ -1,6 +1,7 @@
-/* store_postgres.c: marks in a Postgres table through libpq's async API
- * on the proxy's loop: a small connection pool, the raises of a loop turn
- * in one upsert (one round trip, one commit), reconnect with backoff. */
+/* store_postgres.c: marks in a Postgres table on the shared connection
+ * pool (pg_pool.c: libpq async on the proxy's loop, reconnect with
+ * backoff): the raises of a loop turn in one upsert (one round trip, one
+ * commit). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "pg_pool.h"
 #include "store.h"
 #include "store_defer.h"
 
@@ -46,9 +48,6 @@
 
 #define PG_BATCH_MAX 512
 #define PG_QUEUE_MAX 65536
-#define PG_BACKOFF_MIN_MS 100
-#define PG_BACKOFF_MAX_MS 2000
-#define PG_CONNECT_MIN_MS 5000
 #define PG_DIGEST_PREFIX "\x01sha256:"
 #define PG_DIGEST_PREFIX_LEN 8
 #define PG_DIGEST_KEY_LEN (PG_DIGEST_PREFIX_LEN + 2 * SHA256_DIGEST_LENGTH)
@@ -96,43 +95,17 @@ struct req_list {
     size_t n;
 };
 
-enum pc_state {
-    PC_DOWN,        /* waiting for retry_ev */
-    PC_CONNECTING,  /* PQconnectPoll */
-    PC_SETUP,       /* the setup query, then the prepares, in flight */
-    PC_IDLE,
-    PC_BUSY,        /* a batch or a get in flight */
-};
-
-struct pg_conn {
-    struct pg_store *s;
-    int id;
-    PGconn *pg;
-    enum pc_state state;
-    struct event *ev;       /* the socket, for what `what` says */
-    int ev_fd;
-    short ev_what;
-    struct event *timer;    /* retry while down, deadline otherwise */
-    int backoff_ms;
-    unsigned failures;
-    struct req_list batch;  /* in flight */
-    PGresult *result;       /* the first result of the query in flight */
-    int setup_step;         /* 0 setup query, 1 prepare raise, 2 get */
-};
-
 struct pg_store {
     struct event_base *base;
-    char *dsn;
     int npool;
-    int timeout_ms;
-    struct pg_conn *conns;
+    struct pg_pool *pool;
+    struct req_list *batches; /* in flight, by connection */
     struct req_list pending;
     struct event *kick_ev;  /* end of turn: dispatch pending */
     bool kick_armed;
     struct store_defer *defer;
     bool closing;
     bool full_logged;
-    bool ever_ready;
     /* Scratch for one batch's parameters. */
     char *buf;
     size_t bufcap;
@@ -318,178 +291,10 @@ parse_mark(const char *p, int64_t *out)
     return true;
 }
 
-/* ---- connections ----------------------------------------------------- */
-
-static void conn_start(struct pg_conn *c);
-static void dispatch(struct pg_store *s);
-static void on_conn_event(evutil_socket_t fd, short what, void *arg);
-
-static bool
-conn_up(const struct pg_conn *c)
-{
-    return c->state == PC_IDLE || c->state == PC_BUSY;
-}
-
-static bool
-any_up(const struct pg_store *s)
-{
-    for (int i = 0; i < s->npool; i++) {
-        if (conn_up(&s->conns[i])) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Watch the socket for what (EV_READ and/or EV_WRITE, persistent). */
-static bool
-conn_watch(struct pg_conn *c, short what)
-{
-    int fd = PQsocket(c->pg);
-
-    if (c->ev != NULL && c->ev_fd == fd && c->ev_what == what) {
-        return true;
-    }
-    if (c->ev != NULL) {
-        event_free(c->ev);
-        c->ev = NULL;
-    }
-    if (fd < 0) {
-        return false;
-    }
-    c->ev = event_new(c->s->base, fd, what | EV_PERSIST, on_conn_event, c);
-    if (c->ev == NULL || event_add(c->ev, NULL) != 0) {
-        return false;
-    }
-    c->ev_fd = fd;
-    c->ev_what = what;
-    return true;
-}
-
 static void
-conn_deadline(struct pg_conn *c, int ms)
+answer_get(struct req_list *batch, PGresult *res)
 {
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-
-    evtimer_add(c->timer, &tv);
-}
-
-/* Drop the connection: answer what is in flight STORE_ERROR, retry
- * later. why is logged (the first failure in a row, then now and then). */
-static void
-conn_fail(struct pg_conn *c, const char *why)
-{
-    struct pg_store *s = c->s;
-    bool was_up = conn_up(c);
-
-    if (!s->closing &&
-        (c->failures == 0 || c->failures % 30 == 0 || was_up)) {
-        char msg[512];
-        size_t n;
-
-        snprintf(msg, sizeof(msg), "%s", why);
-        n = strlen(msg);
-        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) {
-            msg[--n] = '\0';
-        }
-        log_error("postgres: connection %d: %s; reconnecting", c->id, msg);
-    }
-    c->failures++;
-    if (c->result != NULL) {
-        PQclear(c->result);
-        c->result = NULL;
-    }
-    if (c->ev != NULL) {
-        event_free(c->ev);
-        c->ev = NULL;
-    }
-    if (c->pg != NULL) {
-        PQfinish(c->pg);
-        c->pg = NULL;
-    }
-    evtimer_del(c->timer);
-    c->state = PC_DOWN;
-    list_fail(&c->batch);
-    if (s->closing) {
-        return;
-    }
-    conn_deadline(c, c->backoff_ms);
-    c->backoff_ms *= 2;
-    if (c->backoff_ms > PG_BACKOFF_MAX_MS) {
-        c->backoff_ms = PG_BACKOFF_MAX_MS;
-    }
-    /* Raises queued for a pool that is now all down: answer them. */
-    if (!any_up(s)) {
-        list_fail(&s->pending);
-    }
-}
-
-static void
-conn_fail_pg(struct pg_conn *c, const char *what)
-{
-    char msg[512];
-
-    snprintf(msg, sizeof(msg), "%s: %s", what,
-             c->pg != NULL ? PQerrorMessage(c->pg) : "no connection");
-    conn_fail(c, msg);
-}
-
-/* Send what is buffered; watch for writability while some is left. */
-static bool
-conn_flush(struct pg_conn *c)
-{
-    int rc = PQflush(c->pg);
-
-    if (rc < 0) {
-        return false;
-    }
-    return conn_watch(c, rc == 1 ? EV_READ | EV_WRITE : EV_READ);
-}
-
-static void
-conn_ready(struct pg_conn *c)
-{
-    struct pg_store *s = c->s;
-
-    evtimer_del(c->timer);
-    c->state = PC_IDLE;
-    if (c->failures > 0 || !s->ever_ready) {
-        log_info("postgres: connection %d ready", c->id);
-    }
-    c->failures = 0;
-    c->backoff_ms = PG_BACKOFF_MIN_MS;
-    s->ever_ready = true;
-    dispatch(s);
-}
-
-/* One result of the setup query; keeps the first error in c->result,
- * frees the rest. */
-static void
-setup_result(struct pg_conn *c, PGresult *res)
-{
-    ExecStatusType st = PQresultStatus(res);
-    const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-    if (st == PGRES_TUPLES_OK && PQntuples(res) > 0) {
-        log_warn("postgres: synchronous_commit is off on the server: set "
-                 "to on for tidemark's sessions");
-    }
-    /* Two sessions creating the table at once: one of them fails with a
-     * unique violation on the catalog; the table exists. */
-    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK &&
-        !(code != NULL &&
-          (strcmp(code, "23505") == 0 || strcmp(code, "42P07") == 0)) &&
-        c->result == NULL) {
-        c->result = res;
-        return;
-    }
-    PQclear(res);
-}
-
-static void
-answer_get(struct pg_conn *c, PGresult *res)
-{
-    struct pg_req *r = c->batch.head;
+    struct pg_req *r = batch->head;
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         log_error("postgres: reading the mark of %.*s failed: %s",
@@ -530,20 +335,19 @@ req_cmp(const void *x, const void *y)
 /* Answer the raises of the batch from the rows (resource, fence). The
  * batch's distinct keys are in s->sorted order, one row each. */
 static void
-answer_raises(struct pg_conn *c, PGresult *res)
+answer_raises(struct req_list *batch, PGresult *res)
 {
-    struct pg_store *s = c->s;
     int rows;
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error("postgres: %zu raises refused: %s", c->batch.n,
+        log_error("postgres: %zu raises refused: %s", batch->n,
                   PQresultErrorMessage(res));
         return;
     }
     rows = PQntuples(res);
     if (PQnfields(res) != 2) {
         log_error("postgres: the upsert answered %d columns: %zu raises "
-                  "refused", PQnfields(res), c->batch.n);
+                  "refused", PQnfields(res), batch->n);
         return;
     }
     for (int i = 0; i < rows; i++) {
@@ -557,7 +361,7 @@ answer_raises(struct pg_conn *c, PGresult *res)
                       "a number");
             continue;
         }
-        for (struct pg_req *r = c->batch.head; r != NULL; r = r->next) {
+        for (struct pg_req *r = batch->head; r != NULL; r = r->next) {
             if (key_cmp(r->key, r->klen, k, klen) != 0) {
                 continue;
             }
@@ -573,207 +377,6 @@ answer_raises(struct pg_conn *c, PGresult *res)
                           log_name_len(r->nlen), r->name, r->token, fence);
             }
         }
-    }
-    (void)s;
-}
-
-/* The query in flight ended (PQgetResult gave NULL). */
-static void
-query_done(struct pg_conn *c)
-{
-    PGresult *res = c->result;
-    struct req_list done;
-
-    c->result = NULL;
-    if (c->state == PC_SETUP) {
-        static const Oid raise_types[2] = {OID_TEXT_ARRAY, OID_INT8_ARRAY};
-        static const Oid get_types[1] = {OID_TEXT};
-        int ok;
-
-        if (res != NULL) {
-            char msg[512];
-
-            snprintf(msg, sizeof(msg), "setting up the marks table: %s",
-                     PQresultErrorMessage(res));
-            PQclear(res);
-            conn_fail(c, msg);
-            return;
-        }
-        /* Prepared once per connection: a batch is then one Bind and
-         * Execute, not a parse and plan. */
-        switch (c->setup_step++) {
-        case 0:
-            ok = PQsendPrepare(c->pg, PG_RAISE_STMT, PG_RAISE_SQL, 2,
-                               raise_types);
-            break;
-        case 1:
-            ok = PQsendPrepare(c->pg, PG_GET_STMT, PG_GET_SQL, 1,
-                               get_types);
-            break;
-        default:
-            conn_ready(c);
-            return;
-        }
-        if (!ok || !conn_flush(c)) {
-            conn_fail_pg(c, "preparing");
-        }
-        return;
-    }
-    if (res == NULL) {
-        log_error("postgres: connection %d: no result", c->id);
-    } else if (c->batch.head != NULL && c->batch.head->is_get) {
-        answer_get(c, res);
-    } else {
-        answer_raises(c, res);
-    }
-    PQclear(res);
-    evtimer_del(c->timer);
-    done = c->batch;
-    c->batch = (struct req_list){0};
-    c->state = PC_IDLE;
-    list_answer(&done);
-    dispatch(c->s);
-}
-
-static void
-conn_read(struct pg_conn *c)
-{
-    if (!PQconsumeInput(c->pg)) {
-        conn_fail_pg(c, "reading");
-        return;
-    }
-    while (c->state == PC_SETUP || c->state == PC_BUSY) {
-        PGresult *res;
-
-        if (PQisBusy(c->pg)) {
-            break;
-        }
-        res = PQgetResult(c->pg);
-        if (res == NULL) {
-            query_done(c);
-            return;  /* c may be failed, or busy with a new batch */
-        }
-        if (c->state == PC_SETUP) {
-            setup_result(c, res);
-        } else if (c->result == NULL) {
-            c->result = res;
-        } else {
-            PQclear(res);
-        }
-    }
-    if (PQstatus(c->pg) == CONNECTION_BAD) {
-        conn_fail_pg(c, "connection lost");
-        return;
-    }
-    if (c->state == PC_IDLE) {
-        /* Notices or a server going away while idle. */
-        PGnotify *n;
-
-        while ((n = PQnotifies(c->pg)) != NULL) {
-            PQfreemem(n);
-        }
-    }
-}
-
-static void
-connect_poll(struct pg_conn *c)
-{
-    switch (PQconnectPoll(c->pg)) {
-    case PGRES_POLLING_READING:
-        if (!conn_watch(c, EV_READ)) {
-            conn_fail(c, "cannot watch the socket");
-        }
-        return;
-    case PGRES_POLLING_WRITING:
-        if (!conn_watch(c, EV_WRITE)) {
-            conn_fail(c, "cannot watch the socket");
-        }
-        return;
-    case PGRES_POLLING_OK:
-        break;
-    default:
-        conn_fail_pg(c, "cannot connect");
-        return;
-    }
-    if (PQsetnonblocking(c->pg, 1) != 0 ||
-        !PQsendQuery(c->pg, PG_SETUP_SQL)) {
-        conn_fail_pg(c, "setting up");
-        return;
-    }
-    c->state = PC_SETUP;
-    c->setup_step = 0;
-    if (!conn_flush(c)) {
-        conn_fail_pg(c, "setting up");
-    }
-}
-
-static void
-on_conn_event(evutil_socket_t fd, short what, void *arg)
-{
-    struct pg_conn *c = arg;
-
-    (void)fd;
-    if (c->state == PC_CONNECTING) {
-        connect_poll(c);
-        return;
-    }
-    if ((what & EV_WRITE) && !conn_flush(c)) {
-        conn_fail_pg(c, "writing");
-        return;
-    }
-    if (what & EV_READ) {
-        conn_read(c);
-    }
-}
-
-static void
-on_conn_timer(evutil_socket_t fd, short what, void *arg)
-{
-    struct pg_conn *c = arg;
-    char msg[128];
-
-    (void)fd;
-    (void)what;
-    switch (c->state) {
-    case PC_DOWN:
-        conn_start(c);
-        return;
-    case PC_CONNECTING:
-    case PC_SETUP:
-        conn_fail(c, "no connection within the deadline");
-        return;
-    default:
-        snprintf(msg, sizeof(msg), "no answer within %d ms",
-                 2 * c->s->timeout_ms);
-        conn_fail(c, msg);
-        return;
-    }
-}
-
-static void
-conn_start(struct pg_conn *c)
-{
-    struct pg_store *s = c->s;
-    const char *const keys[] = {"dbname", "client_encoding",
-                                "fallback_application_name", NULL};
-    const char *const vals[] = {s->dsn, "UTF8", "tidemark", NULL};
-    int ms = 2 * s->timeout_ms;
-
-    /* The DSN comes first: client_encoding after it wins. */
-    c->pg = PQconnectStartParams(keys, vals, 1);
-    if (c->pg == NULL) {
-        conn_fail(c, "out of memory");
-        return;
-    }
-    if (PQstatus(c->pg) == CONNECTION_BAD) {
-        conn_fail_pg(c, "cannot connect");
-        return;
-    }
-    c->state = PC_CONNECTING;
-    /* libpq leaves connect_timeout to the caller of PQconnectPoll. */
-    conn_deadline(c, ms > PG_CONNECT_MIN_MS ? ms : PG_CONNECT_MIN_MS);
-    if (!conn_watch(c, EV_WRITE)) {
-        conn_fail(c, "cannot watch the socket");
     }
 }
 
@@ -818,16 +421,15 @@ array_head(char *p, uint32_t elem_oid, uint32_t n)
 
 /* Send the raises of c->batch as one upsert. */
 static bool
-send_raises(struct pg_conn *c)
+send_raises(struct pg_store *s, struct req_list *batch, PGconn *pg)
 {
-    struct pg_store *s = c->s;
     size_t n = 0, uniq = 0, tbytes = 20, ibytes;
     const char *values[2];
     int lengths[2];
     const int formats[2] = {1, 1};
     char *p, *ints;
 
-    for (struct pg_req *r = c->batch.head; r != NULL; r = r->next) {
+    for (struct pg_req *r = batch->head; r != NULL; r = r->next) {
         s->sorted[n++] = r;
     }
     qsort(s->sorted, n, sizeof(s->sorted[0]), req_cmp);
@@ -867,52 +469,85 @@ send_raises(struct pg_conn *c)
     lengths[0] = (int)tbytes;
     values[1] = s->buf + tbytes;
     lengths[1] = (int)ibytes;
-    return PQsendQueryPrepared(c->pg, PG_RAISE_STMT, 2, values, lengths,
+    return PQsendQueryPrepared(pg, PG_RAISE_STMT, 2, values, lengths,
                                formats, 0) == 1;
 }
 
 static bool
-send_get(struct pg_conn *c)
+send_get(struct req_list *batch, PGconn *pg)
 {
-    struct pg_req *r = c->batch.head;
+    struct pg_req *r = batch->head;
     const char *values[1] = {r->key};
     int lengths[1] = {(int)r->klen};
     const int formats[1] = {1};
 
-    return PQsendQueryPrepared(c->pg, PG_GET_STMT, 1, values, lengths,
+    return PQsendQueryPrepared(pg, PG_GET_STMT, 1, values, lengths,
                                formats, 0) == 1;
 }
 
-/* Give queued requests to idle connections: a get alone, or up to
+/* The pool offers idle connection conn: a get alone, or up to
  * PG_BATCH_MAX raises. */
-static void
-dispatch(struct pg_store *s)
+static enum pg_take
+pool_take(void *owner, int conn, PGconn *pg)
 {
-    for (int i = 0; i < s->npool && s->pending.head != NULL; i++) {
-        struct pg_conn *c = &s->conns[i];
-        bool ok;
+    struct pg_store *s = owner;
+    struct req_list *batch = &s->batches[conn];
+    bool ok;
 
-        if (c->state != PC_IDLE) {
-            continue;
-        }
-        if (s->pending.head->is_get) {
-            list_push(&c->batch, list_pop(&s->pending));
-            ok = send_get(c);
-        } else {
-            while (s->pending.head != NULL && !s->pending.head->is_get &&
-                   c->batch.n < PG_BATCH_MAX) {
-                list_push(&c->batch, list_pop(&s->pending));
-            }
-            ok = send_raises(c);
-        }
-        c->state = PC_BUSY;
-        if (!ok || !conn_flush(c)) {
-            conn_fail_pg(c, "sending");
-            continue;
-        }
-        conn_deadline(c, 2 * s->timeout_ms);
+    if (s->pending.head == NULL) {
+        return PG_TAKE_NONE;
     }
+    if (s->pending.head->is_get) {
+        list_push(batch, list_pop(&s->pending));
+        ok = send_get(batch, pg);
+    } else {
+        while (s->pending.head != NULL && !s->pending.head->is_get &&
+               batch->n < PG_BATCH_MAX) {
+            list_push(batch, list_pop(&s->pending));
+        }
+        ok = send_raises(s, batch, pg);
+    }
+    return ok ? PG_TAKE_SENT : PG_TAKE_FAILED;
 }
+
+/* The query of conn's batch ended; res NULL: no result (refused). */
+static void
+pool_done(void *owner, int conn, PGresult *res)
+{
+    struct pg_store *s = owner;
+    struct req_list done = s->batches[conn];
+
+    s->batches[conn] = (struct req_list){0};
+    if (res != NULL && done.head != NULL && done.head->is_get) {
+        answer_get(&done, res);
+    } else if (res != NULL) {
+        answer_raises(&done, res);
+    }
+    list_answer(&done);
+}
+
+static void
+pool_failed(void *owner, int conn)
+{
+    struct pg_store *s = owner;
+
+    list_fail(&s->batches[conn]);
+}
+
+static void
+pool_all_down(void *owner)
+{
+    struct pg_store *s = owner;
+
+    list_fail(&s->pending);
+}
+
+static const struct pg_pool_ops pool_ops = {
+    .take = pool_take,
+    .done = pool_done,
+    .failed = pool_failed,
+    .all_down = pool_all_down,
+};
 
 static void
 on_kick(evutil_socket_t fd, short what, void *arg)
@@ -922,7 +557,7 @@ on_kick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     s->kick_armed = false;
-    dispatch(s);
+    pg_pool_dispatch(s->pool);
 }
 
 static void
@@ -931,7 +566,7 @@ enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
 {
     struct pg_req *r;
 
-    if (s->closing || !any_up(s)) {
+    if (s->closing || !pg_pool_any_up(s->pool)) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
@@ -978,33 +613,32 @@ pg_ready(struct store *st)
 {
     struct pg_store *s = to_pg(st);
 
-    return !s->closing && any_up(s);
+    return !s->closing && pg_pool_any_up(s->pool);
 }
 
 /* ---- life cycle ------------------------------------------------------ */
 
+static const Oid raise_types[2] = {OID_TEXT_ARRAY, OID_INT8_ARRAY};
+static const Oid get_types[1] = {OID_TEXT};
+static const struct pg_pool_stmt pg_stmts[] = {
+    {PG_RAISE_STMT, PG_RAISE_SQL, 2, raise_types},
+    {PG_GET_STMT, PG_GET_SQL, 1, get_types},
+};
+
 static void
 pg_free(struct pg_store *s)
 {
-    for (int i = 0; s->conns != NULL && i < s->npool; i++) {
-        struct pg_conn *c = &s->conns[i];
-
-        if (c->pg != NULL || c->batch.head != NULL) {
-            conn_fail(c, "closing");
-        }
-        if (c->timer != NULL) {
-            event_free(c->timer);
-        }
-    }
+    /* Answers every batch in flight. */
+    pg_pool_free(s->pool);
+    s->pool = NULL;
     list_fail(&s->pending);
     if (s->kick_ev != NULL) {
         event_free(s->kick_ev);
     }
     store_defer_free(s->defer);
-    free(s->conns);
+    free(s->batches);
     free(s->sorted);
     free(s->buf);
-    free(s->dsn);
     free(s);
 }
 
@@ -1037,36 +671,23 @@ pg_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     }
     s->base = base;
     s->npool = cfg->pool_size > 0 ? cfg->pool_size : 2;
-    s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
-    s->dsn = strdup(cfg->dsn);
-    s->conns = calloc((size_t)s->npool, sizeof(*s->conns));
+    s->batches = calloc((size_t)s->npool, sizeof(*s->batches));
     s->sorted = calloc(PG_BATCH_MAX, sizeof(*s->sorted));
     s->kick_ev = event_new(base, -1, 0, on_kick, s);
     s->defer = store_defer_new(base);
-    if (s->dsn == NULL || s->conns == NULL || s->sorted == NULL ||
-        s->kick_ev == NULL || s->defer == NULL) {
+    if (s->batches == NULL || s->sorted == NULL || s->kick_ev == NULL ||
+        s->defer == NULL) {
         snprintf(err, errlen, "postgres: out of memory");
         pg_free(s);
         return NULL;
     }
-    for (int i = 0; i < s->npool; i++) {
-        struct pg_conn *c = &s->conns[i];
-
-        c->s = s;
-        c->id = i;
-        c->ev_fd = -1;
-        c->backoff_ms = PG_BACKOFF_MIN_MS;
-        c->timer = evtimer_new(base, on_conn_timer, c);
-        if (c->timer == NULL) {
-            snprintf(err, errlen, "postgres: out of memory");
-            pg_free(s);
-            return NULL;
-        }
-    }
-    /* Unreachable now is an outage, not a configuration error: tidemark
-     * starts not ready and connects when the server is there. */
-    for (int i = 0; i < s->npool; i++) {
-        conn_start(&s->conns[i]);
+    s->pool = pg_pool_new(base, cfg->dsn, "marks", s->npool, cfg->timeout_ms,
+                          PG_SETUP_SQL, pg_stmts,
+                          sizeof(pg_stmts) / sizeof(pg_stmts[0]), &pool_ops,
+                          s, err, errlen);
+    if (s->pool == NULL) {
+        pg_free(s);
+        return NULL;
     }
     log_info("postgres: %d connections, batches of up to %d raises",
              s->npool, PG_BATCH_MAX);

@@ -1,9 +1,11 @@
 #!/bin/sh
-# Lock service throughput through the HTTP API (lmdb backend): lock and
-# release pairs per second, then tries and wins per second on one hot
-# lock. Starts its own tidemark in a temporary directory.
-# Env: BENCH_DURATION (10s), BENCH_THREADS (2), BENCH_CONNECTIONS (32),
-# EAGER (yes), TIDEMARK_BIN.
+# Lock service throughput through the HTTP API: lock and release pairs
+# per second, then tries and wins per second on one hot lock. Starts its
+# own tidemark in a temporary directory, and for BACKEND=redis or
+# postgres its own server (tests/integration/servers.py).
+# Env: BACKEND (lmdb | redis | postgres), BENCH_DURATION (10s),
+# BENCH_THREADS (2), BENCH_CONNECTIONS (32), EAGER (yes), POOL (16,
+# postgres connections), TIDEMARK_BIN.
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -12,6 +14,8 @@ DURATION=${BENCH_DURATION:-10s}
 THREADS=${BENCH_THREADS:-2}
 CONNS=${BENCH_CONNECTIONS:-32}
 EAGER=${EAGER:-yes}
+BACKEND=${BACKEND:-lmdb}
+POOL=${POOL:-16}
 TIDEMARK_BIN=${TIDEMARK_BIN:-$ROOT/tidemark}
 
 free_port() {
@@ -22,6 +26,28 @@ s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 DIR=$(mktemp -d)
 PORT=$(free_port)
 ADMIN=$(free_port)
+SERVER_PID=
+case $BACKEND in
+lmdb)
+    LOCKS="path = $DIR/locks.lmdb" ;;
+redis|postgres)
+    # Prints the server's pid, then the [locks] key for it; the server
+    # runs in its own session and outlives this python.
+    OUT=$(python3 -c 'import sys
+sys.path.insert(0, "tests/integration")
+import servers
+s = servers.KINDS[sys.argv[1]]().start()
+print(s.proc.pid)
+print("url = " + s.url if sys.argv[1] == "redis" else "dsn = " + s.dsn)
+print(s.dir)' "$BACKEND")
+    SERVER_PID=$(echo "$OUT" | sed -n 1p)
+    LOCKS="$(echo "$OUT" | sed -n 2p)
+pool_size = $POOL"
+    SERVER_DIR=$(echo "$OUT" | sed -n 3p) ;;
+*)
+    echo "BACKEND must be lmdb, redis or postgres" >&2
+    exit 2 ;;
+esac
 cat > "$DIR/tidemark.ini" <<INI
 [proxy]
 listen = 127.0.0.1:$PORT
@@ -31,18 +57,32 @@ listen = 127.0.0.1:$ADMIN
 [store]
 path = $DIR/marks.lmdb
 [locks]
-path = $DIR/locks.lmdb
+backend = $BACKEND
+$LOCKS
 eager = $EAGER
 INI
 "$TIDEMARK_BIN" -c "$DIR/tidemark.ini" 2>"$DIR/log" &
 PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$DIR"' EXIT
-for _ in $(seq 100); do
-    curl -fs "http://127.0.0.1:$ADMIN/healthz" >/dev/null && break
+cleanup() {
+    kill "$PID" 2>/dev/null
+    wait "$PID" 2>/dev/null
+    if [ -n "$SERVER_PID" ]; then
+        kill -INT "$SERVER_PID" 2>/dev/null
+        while kill -0 "$SERVER_PID" 2>/dev/null; do sleep 0.1; done
+        rm -rf "$SERVER_DIR"
+    fi
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+# Up, and the lock backend connected: a lookup answers 404, not 503.
+for _ in $(seq 200); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' \
+        "http://127.0.0.1:$ADMIN/v1/locks/bench/probe" || true)
+    [ "$code" = 404 ] && break
     sleep 0.05
 done
 for mode in pairs hot; do
     wrk -t "$THREADS" -c "$CONNS" -d "$DURATION" \
         -s tests/bench/locks.lua "http://127.0.0.1:$ADMIN" -- "$mode" 10000 |
-        sed -n "s/^LOCKS_RESULT/mode=$mode eager=$EAGER/p"
+        sed -n "s/^LOCKS_RESULT/backend=$BACKEND mode=$mode eager=$EAGER/p"
 done

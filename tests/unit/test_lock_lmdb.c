@@ -113,7 +113,7 @@ acquire(struct fixture *f, const char *name, int64_t ttl)
     struct answer a = {0};
 
     f->pending++;
-    f->ops->acquire(f->b, name, strlen(name), ttl, on_answer, &a);
+    f->ops->acquire(f->b, name, strlen(name), ttl, 0, on_answer, &a);
     assert_int_equal(a.done, 0);   /* never from inside the call */
     run(f);
     return a;
@@ -199,6 +199,28 @@ test_expiry(void **state)
     assert_int_equal(op(f, 'g', "x", 0, 0).fence, 2);
 }
 
+/* A floor above the counter sets the fence and the counter; a floor
+ * below it changes nothing. */
+static void
+test_floor(void **state)
+{
+    struct fixture *f = *state;
+    struct answer a = {0};
+
+    f->pending++;
+    f->ops->acquire(f->b, "fl", 2, 60000, 1001, on_answer, &a);
+    run(f);
+    assert_int_equal(a.res, LOCK_OK);
+    assert_int_equal(a.fence, 1001);
+    assert_int_equal(op(f, 'r', "fl", 1001, 0).res, LOCK_OK);
+    a = (struct answer){0};
+    f->pending++;
+    f->ops->acquire(f->b, "fl", 2, 60000, 5, on_answer, &a);
+    run(f);
+    assert_int_equal(a.res, LOCK_OK);
+    assert_int_equal(a.fence, 1002);
+}
+
 /* Acquires of one turn share a commit and still see each other: one
  * wins, the rest are busy with the winner's fence. */
 static void
@@ -210,7 +232,7 @@ test_one_turn(void **state)
 
     for (int i = 0; i < 16; i++) {
         f->pending++;
-        f->ops->acquire(f->b, "hot", 3, 60000, on_answer, &a[i]);
+        f->ops->acquire(f->b, "hot", 3, 60000, 0, on_answer, &a[i]);
     }
     run(f);
     for (int i = 0; i < 16; i++) {
@@ -228,6 +250,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_turn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_floor, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,590 @@
+/* lock_postgres.c: leases as the seed's lease rows in Postgres, one
+ * statement per operation on the connection pool the Postgres mark store
+ * uses (../store/pg_pool.c); the database's clock decides expiry. */
+#include "lock.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <libpq-fe.h>
+
+#include "../../conf/cfg.h"
+#include "../log.h"
+#include "../store/pg_pool.h"
+
+/*
+ * The table: the seed's lease row, tidemark_leases (name text PRIMARY
+ * KEY, owner text, fence bigint, expires_at timestamptz), created if
+ * absent at each connect. A row is never deleted: release sets
+ * expires_at to -infinity and keeps fence, so the next acquire's fence
+ * (fence + 1, in the same statement that takes the row) is still higher;
+ * a fence is never handed out twice, across release, expiry and
+ * restarts.
+ *
+ * One clock: every expiry test and every new expiry uses now() on the
+ * server, so tidemark's clock (or many sidecars' clocks) does not
+ * matter. A lease is live while expires_at > now(); acquire takes a row
+ * whose expires_at <= now() (the seed writes <; <= keeps "not live" and
+ * "takeable" the same set). Durable: autocommit with synchronous_commit
+ * on (the setup turns it on when the server's default is off).
+ *
+ * owner is this process (host:pid), for people reading the table; the
+ * fence alone decides who holds the lease.
+ */
+
+#define PL_QUEUE_MAX 65536
+
+#define PL_SETUP_SQL                                                        \
+    "SELECT set_config('synchronous_commit', 'on', false) "                 \
+    "WHERE current_setting('synchronous_commit') = 'off';"                  \
+    "CREATE TABLE IF NOT EXISTS tidemark_leases ("                          \
+    "name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL, "   \
+    "expires_at timestamptz NOT NULL)"
+
+/* The time left on a row, in ms (0 when not live; -infinity minus now()
+ * is out of range for an interval, hence the CASE). */
+#define PL_LEFT                                                             \
+    "CASE WHEN expires_at > now() THEN GREATEST(1, ceil(extract(epoch "     \
+    "FROM expires_at - now()) * 1000))::int8 ELSE 0 END"
+
+/* $1 name, $2 owner, $3 ttl ms, $4 floor (0: none). Taken: (1, fence,
+ * ttl). Busy: (0, holder's fence, time left), or no row when the
+ * holder committed after this statement's snapshot. */
+#define PL_ACQUIRE_SQL                                                      \
+    "WITH t AS (INSERT INTO tidemark_leases AS l "                          \
+    "(name, owner, fence, expires_at) "                                     \
+    "VALUES ($1, $2, GREATEST(1, $4::int8), "                               \
+    "now() + $3::int8 * interval '1 millisecond') "                         \
+    "ON CONFLICT (name) DO UPDATE "                                         \
+    "SET owner = EXCLUDED.owner, fence = GREATEST(l.fence + 1, $4::int8), " \
+    "expires_at = EXCLUDED.expires_at "                                     \
+    "WHERE l.expires_at <= now() "                                          \
+    "RETURNING fence) "                                                     \
+    "SELECT 1, fence, $3::int8 FROM t "                                     \
+    "UNION ALL "                                                            \
+    "SELECT 0, fence, " PL_LEFT " FROM tidemark_leases "                    \
+    "WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM t)"
+
+/* $1 name, $2 fence. One row changed: released. */
+#define PL_RELEASE_SQL                                                      \
+    "UPDATE tidemark_leases SET expires_at = '-infinity' "                  \
+    "WHERE name = $1 AND fence = $2::int8 AND expires_at > now()"
+
+/* $1 name, $2 fence, $3 ttl ms. One row changed: extended. */
+#define PL_EXTEND_SQL                                                       \
+    "UPDATE tidemark_leases "                                               \
+    "SET expires_at = now() + $3::int8 * interval '1 millisecond' "         \
+    "WHERE name = $1 AND fence = $2::int8 AND expires_at > now()"
+
+/* $1 name: (fence, time left), or no row. */
+#define PL_GET_SQL                                                          \
+    "SELECT fence, " PL_LEFT " FROM tidemark_leases WHERE name = $1"
+
+enum pl_op {
+    PL_ACQUIRE = 0,
+    PL_RELEASE,
+    PL_EXTEND,
+    PL_GET,
+};
+
+static const char *const pl_stmt_names[] = {
+    "tidemark_lease_acquire", "tidemark_lease_release",
+    "tidemark_lease_extend", "tidemark_lease_get"};
+
+static const struct pg_pool_stmt pl_stmts[] = {
+    {"tidemark_lease_acquire", PL_ACQUIRE_SQL, 4, NULL},
+    {"tidemark_lease_release", PL_RELEASE_SQL, 2, NULL},
+    {"tidemark_lease_extend", PL_EXTEND_SQL, 3, NULL},
+    {"tidemark_lease_get", PL_GET_SQL, 1, NULL},
+};
+
+#define PL_LOG_NAME_MAX 200
+
+struct pl_req {
+    struct pl_req *next;
+    enum pl_op op;
+    lock_cb cb;
+    void *arg;
+    int64_t fence;          /* extend, release: the caller's */
+    int64_t ttl_ms;         /* acquire, extend */
+    int64_t floor;          /* acquire: the lowest fence, 0: none */
+    enum lock_result res;
+    int64_t out_fence;
+    int64_t out_ttl;
+    size_t len;
+    char name[];            /* len bytes and a NUL */
+};
+
+struct pl_list {
+    struct pl_req *head;
+    struct pl_req *tail;
+    size_t n;
+};
+
+struct pg_locks {
+    struct event_base *base;
+    struct pg_pool *pool;
+    int npool;
+    struct pl_req **inflight; /* by connection */
+    struct pl_list pending;
+    struct pl_list answered;  /* answered without the server */
+    struct event *kick_ev;    /* end of turn: dispatch pending */
+    struct event *answer_ev;  /* run answered */
+    bool kick_armed;
+    bool closing;
+    bool full_logged;
+    char owner[128];
+};
+
+static struct pg_locks *
+to_locks(struct lock_backend *b)
+{
+    return (struct pg_locks *)b;
+}
+
+static int
+log_len(const struct pl_req *r)
+{
+    return r->len > PL_LOG_NAME_MAX ? PL_LOG_NAME_MAX : (int)r->len;
+}
+
+static void
+list_push(struct pl_list *l, struct pl_req *r)
+{
+    r->next = NULL;
+    if (l->tail == NULL) {
+        l->head = r;
+    } else {
+        l->tail->next = r;
+    }
+    l->tail = r;
+    l->n++;
+}
+
+static struct pl_req *
+list_pop(struct pl_list *l)
+{
+    struct pl_req *r = l->head;
+
+    if (r != NULL) {
+        l->head = r->next;
+        if (l->head == NULL) {
+            l->tail = NULL;
+        }
+        l->n--;
+        r->next = NULL;
+    }
+    return r;
+}
+
+static void
+req_answer(struct pl_req *r)
+{
+    r->cb(r->arg, r->res, r->out_fence, r->out_ttl);
+    free(r);
+}
+
+/* Answer r with an error on a later pass of the loop. */
+static void
+defer_error(struct pg_locks *s, struct pl_req *r)
+{
+    r->res = LOCK_ERROR;
+    r->out_fence = 0;
+    r->out_ttl = 0;
+    list_push(&s->answered, r);
+    event_active(s->answer_ev, 0, 1);
+}
+
+static void
+run_answered(struct pg_locks *s)
+{
+    struct pl_req *r;
+
+    while ((r = list_pop(&s->answered)) != NULL) {
+        req_answer(r);
+    }
+}
+
+static void
+on_answer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    run_answered(arg);
+}
+
+/* A bigint column; false when NULL or not a number. */
+static bool
+col_int(const PGresult *res, int row, int col, int64_t *out)
+{
+    const char *p;
+    char *end;
+    long long v;
+
+    if (PQgetisnull(res, row, col)) {
+        return false;
+    }
+    p = PQgetvalue(res, row, col);
+    errno = 0;
+    v = strtoll(p, &end, 10);
+    if (*p == '\0' || errno != 0 || *end != '\0') {
+        return false;
+    }
+    *out = (int64_t)v;
+    return true;
+}
+
+/* ---- the pool's side ------------------------------------------------- */
+
+static enum pg_take
+pool_take(void *owner, int conn, PGconn *pg)
+{
+    struct pg_locks *s = owner;
+    struct pl_req *r = list_pop(&s->pending);
+    char a[3][24];
+    const char *values[4];
+    int n = 0;
+
+    if (r == NULL) {
+        return PG_TAKE_NONE;
+    }
+    s->inflight[conn] = r;
+    values[n++] = r->name;
+    switch (r->op) {
+    case PL_ACQUIRE:
+        values[n++] = s->owner;
+        snprintf(a[0], sizeof(a[0]), "%" PRId64, r->ttl_ms);
+        snprintf(a[1], sizeof(a[1]), "%" PRId64, r->floor);
+        values[n++] = a[0];
+        values[n++] = a[1];
+        break;
+    case PL_RELEASE:
+    case PL_EXTEND:
+        snprintf(a[0], sizeof(a[0]), "%" PRId64, r->fence);
+        values[n++] = a[0];
+        if (r->op == PL_EXTEND) {
+            snprintf(a[1], sizeof(a[1]), "%" PRId64, r->ttl_ms);
+            values[n++] = a[1];
+        }
+        break;
+    case PL_GET:
+        break;
+    }
+    return PQsendQueryPrepared(pg, pl_stmt_names[r->op], n, values, NULL,
+                               NULL, 0) == 1
+               ? PG_TAKE_SENT
+               : PG_TAKE_FAILED;
+}
+
+/* Read r's answer from res; false when res does not fit. */
+static bool
+read_answer(struct pl_req *r, PGresult *res)
+{
+    ExecStatusType st = PQresultStatus(res);
+    int64_t flag = 0;
+
+    switch (r->op) {
+    case PL_ACQUIRE:
+        if (st != PGRES_TUPLES_OK || PQntuples(res) > 1 ||
+            (PQntuples(res) == 1 && PQnfields(res) != 3)) {
+            return false;
+        }
+        if (PQntuples(res) == 0) {
+            /* The holder committed after our snapshot: busy, its fence
+             * unknown; a waiter looks again in a moment. */
+            r->res = LOCK_BUSY;
+            r->out_fence = 0;
+            r->out_ttl = 1;
+            return true;
+        }
+        if (!col_int(res, 0, 0, &flag) ||
+            !col_int(res, 0, 1, &r->out_fence) ||
+            !col_int(res, 0, 2, &r->out_ttl)) {
+            return false;
+        }
+        r->res = flag == 1 ? LOCK_OK : LOCK_BUSY;
+        if (r->res == LOCK_BUSY && r->out_ttl <= 0) {
+            r->out_ttl = 1;
+        }
+        return r->out_fence >= 1;
+    case PL_RELEASE:
+    case PL_EXTEND:
+        if (st != PGRES_COMMAND_OK) {
+            return false;
+        }
+        r->res = strcmp(PQcmdTuples(res), "1") == 0 ? LOCK_OK : LOCK_LOST;
+        r->out_fence = r->fence;
+        r->out_ttl = r->op == PL_EXTEND && r->res == LOCK_OK ? r->ttl_ms : 0;
+        return true;
+    case PL_GET:
+        if (st != PGRES_TUPLES_OK || PQntuples(res) > 1) {
+            return false;
+        }
+        if (PQntuples(res) == 0) {
+            r->res = LOCK_NONE;
+            r->out_fence = 0;
+            r->out_ttl = 0;
+            return true;
+        }
+        if (PQnfields(res) != 2 || !col_int(res, 0, 0, &r->out_fence) ||
+            !col_int(res, 0, 1, &r->out_ttl)) {
+            return false;
+        }
+        r->res = r->out_ttl > 0 ? LOCK_OK : LOCK_NONE;
+        return true;
+    }
+    return false;
+}
+
+static void
+pool_done(void *owner, int conn, PGresult *res)
+{
+    struct pg_locks *s = owner;
+    struct pl_req *r = s->inflight[conn];
+
+    s->inflight[conn] = NULL;
+    if (r == NULL) {
+        return;
+    }
+    r->res = LOCK_ERROR;
+    if (res == NULL || !read_answer(r, res)) {
+        log_error("locks: postgres: %.*s: %s", log_len(r), r->name,
+                  res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR
+                      ? PQresultErrorMessage(res)
+                      : "an answer that does not fit: refused");
+        r->res = LOCK_ERROR;
+        r->out_fence = 0;
+        r->out_ttl = 0;
+    }
+    req_answer(r);
+}
+
+static void
+pool_failed(void *owner, int conn)
+{
+    struct pg_locks *s = owner;
+    struct pl_req *r = s->inflight[conn];
+
+    s->inflight[conn] = NULL;
+    if (r != NULL) {
+        r->res = LOCK_ERROR;
+        r->out_fence = 0;
+        r->out_ttl = 0;
+        req_answer(r);
+    }
+}
+
+static void
+pool_all_down(void *owner)
+{
+    struct pg_locks *s = owner;
+    struct pl_req *r;
+
+    while ((r = list_pop(&s->pending)) != NULL) {
+        r->res = LOCK_ERROR;
+        r->out_fence = 0;
+        r->out_ttl = 0;
+        req_answer(r);
+    }
+}
+
+static const struct pg_pool_ops pool_ops = {
+    .take = pool_take,
+    .done = pool_done,
+    .failed = pool_failed,
+    .all_down = pool_all_down,
+};
+
+/* ---- operations ------------------------------------------------------ */
+
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_locks *s = arg;
+
+    (void)fd;
+    (void)what;
+    s->kick_armed = false;
+    pg_pool_dispatch(s->pool);
+}
+
+static void
+submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
+       int64_t fence, int64_t ttl_ms, int64_t floor, lock_cb cb, void *arg)
+{
+    struct pl_req *r = len <= 65536 ? malloc(sizeof(*r) + len + 1) : NULL;
+
+    if (r == NULL) {
+        r = malloc(sizeof(*r) + 1);
+        if (r == NULL) {
+            log_error("locks: out of memory: a lock callback is lost");
+            return;
+        }
+        len = 0;
+    }
+    *r = (struct pl_req){.op = op, .cb = cb, .arg = arg, .fence = fence,
+                         .ttl_ms = ttl_ms, .floor = floor > 0 ? floor : 0,
+                         .res = LOCK_ERROR, .len = len};
+    memcpy(r->name, name, len);
+    r->name[len] = '\0';
+    if (len == 0 || s->closing || !pg_pool_any_up(s->pool)) {
+        defer_error(s, r);
+        return;
+    }
+    if (s->pending.n >= PL_QUEUE_MAX) {
+        if (!s->full_logged) {
+            log_error("locks: postgres: %d operations are waiting for a "
+                      "connection: refusing more until the queue drains",
+                      PL_QUEUE_MAX);
+            s->full_logged = true;
+        }
+        defer_error(s, r);
+        return;
+    }
+    s->full_logged = false;
+    list_push(&s->pending, r);
+    if (!s->kick_armed) {
+        s->kick_armed = true;
+        event_active(s->kick_ev, 0, 1);
+    }
+}
+
+static void
+pl_acquire(struct lock_backend *b, const char *name, size_t len,
+           int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg)
+{
+    submit(to_locks(b), PL_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb,
+           arg);
+}
+
+static void
+pl_extend(struct lock_backend *b, const char *name, size_t len,
+          int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg)
+{
+    submit(to_locks(b), PL_EXTEND, name, len, fence, ttl_ms, 0, cb, arg);
+}
+
+static void
+pl_release(struct lock_backend *b, const char *name, size_t len,
+           int64_t fence, lock_cb cb, void *arg)
+{
+    submit(to_locks(b), PL_RELEASE, name, len, fence, 0, 0, cb, arg);
+}
+
+static void
+pl_get(struct lock_backend *b, const char *name, size_t len, lock_cb cb,
+       void *arg)
+{
+    submit(to_locks(b), PL_GET, name, len, 0, 0, 0, cb, arg);
+}
+
+static bool
+pl_ready(struct lock_backend *b)
+{
+    struct pg_locks *s = to_locks(b);
+
+    return !s->closing && pg_pool_any_up(s->pool);
+}
+
+/* ---- life cycle ------------------------------------------------------ */
+
+static void
+locks_free(struct pg_locks *s)
+{
+    /* Answers what is in flight, then what waits. */
+    pg_pool_free(s->pool);
+    s->pool = NULL;
+    pool_all_down(s);
+    run_answered(s);
+    if (s->kick_ev != NULL) {
+        event_free(s->kick_ev);
+    }
+    if (s->answer_ev != NULL) {
+        event_free(s->answer_ev);
+    }
+    free(s->inflight);
+    free(s);
+}
+
+static struct lock_backend *
+pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
+        size_t errlen)
+{
+    struct pg_locks *s;
+    PQconninfoOption *opts;
+    char *msg = NULL;
+    char host[64];
+
+    if (cfg->dsn == NULL || cfg->dsn[0] == '\0') {
+        snprintf(err, errlen, "locks: [locks] dsn is not set");
+        return NULL;
+    }
+    /* libpq's message is not repeated: it may quote a password. */
+    opts = PQconninfoParse(cfg->dsn, &msg);
+    PQfreemem(msg);
+    if (opts == NULL) {
+        snprintf(err, errlen, "locks: [locks] dsn is not a libpq "
+                              "connection string");
+        return NULL;
+    }
+    PQconninfoFree(opts);
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        snprintf(err, errlen, "locks: out of memory");
+        return NULL;
+    }
+    s->base = base;
+    s->npool = cfg->pool_size > 0 ? cfg->pool_size : 2;
+    if (gethostname(host, sizeof(host)) != 0) {
+        snprintf(host, sizeof(host), "unknown");
+    }
+    host[sizeof(host) - 1] = '\0';
+    snprintf(s->owner, sizeof(s->owner), "tidemark@%s:%ld", host,
+             (long)getpid());
+    s->inflight = calloc((size_t)s->npool, sizeof(*s->inflight));
+    s->kick_ev = event_new(base, -1, 0, on_kick, s);
+    s->answer_ev = event_new(base, -1, 0, on_answer, s);
+    if (s->inflight == NULL || s->kick_ev == NULL || s->answer_ev == NULL) {
+        snprintf(err, errlen, "locks: out of memory");
+        locks_free(s);
+        return NULL;
+    }
+    s->pool = pg_pool_new(base, cfg->dsn, "leases", s->npool,
+                          cfg->timeout_ms, PL_SETUP_SQL, pl_stmts,
+                          sizeof(pl_stmts) / sizeof(pl_stmts[0]), &pool_ops,
+                          s, err, errlen);
+    if (s->pool == NULL) {
+        locks_free(s);
+        return NULL;
+    }
+    log_info("locks: postgres, %d connections", s->npool);
+    return (struct lock_backend *)s;
+}
+
+static void
+pl_close(struct lock_backend *b)
+{
+    struct pg_locks *s = to_locks(b);
+
+    if (s == NULL) {
+        return;
+    }
+    s->closing = true;
+    locks_free(s);
+}
+
+const struct lock_ops lock_postgres_ops = {
+    .name = "postgres",
+    .open = pl_open,
+    .acquire = pl_acquire,
+    .extend = pl_extend,
+    .release = pl_release,
+    .get = pl_get,
+    .ready = pl_ready,
+    .close = pl_close,
+};

@@ -1,0 +1,433 @@
+/* lock_redis.c: leases in Redis, the seed's acquire, release and extend
+ * scripts (one atomic EVALSHA each) on the connection code the Redis mark
+ * store uses (../store/redis_conn.c). */
+#include "lock.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "../../conf/cfg.h"
+#include "../log.h"
+#include "../store/redis_conn.h"
+
+/*
+ * Keys. The lease of name N is "lock:{N}" holding its fence as a decimal
+ * string, with the lease's expiry as the key's (PX); the counter is
+ * "fence:{N}", only ever INCRemented or raised, never deleted, so a
+ * fence is not handed out twice, also after release. The hash tag keeps
+ * both in one cluster slot, so one script can use both. "fence:{N}" is
+ * also the key the Redis mark store keeps N's mark under: with both on
+ * one Redis, the counter is the mark, and an acquire is above every
+ * token that has written.
+ *
+ * Decimal strings throughout: Lua numbers are doubles and would round
+ * fences above 2^53, so the acquire script reads the counter back with
+ * GET after INCR, and compares the floor as a string (length, then
+ * bytes).
+ *
+ * Durability is Redis's: with appendfsync always a fence survives a
+ * restart; a failover before replication can lose a lease and repeat a
+ * fence (the seed's failure table). redis_conn warns at each connect
+ * when appendfsync is not always. The [store] marks still refuse a stale
+ * write whatever the lock does.
+ */
+
+/* The seed's acquire, with a floor: ARGV[2] is the lowest fence to hand
+ * out ("0": none), for eager fencing above a mark issued elsewhere. */
+#define RL_ACQUIRE                                                          \
+    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"                          \
+    "  return {0, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}\n" \
+    "end\n"                                                                 \
+    "redis.call('INCR', KEYS[2])\n"                                         \
+    "local token = redis.call('GET', KEYS[2])\n"                            \
+    "local floor = ARGV[2]\n"                                               \
+    "if #token < #floor or (#token == #floor and token < floor) then\n"    \
+    "  redis.call('SET', KEYS[2], floor)\n"                                 \
+    "  token = floor\n"                                                     \
+    "end\n"                                                                 \
+    "redis.call('SET', KEYS[1], token, 'PX', ARGV[1])\n"                    \
+    "return {1, token}\n"
+
+#define RL_RELEASE                                                          \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                       \
+    "  return redis.call('DEL', KEYS[1])\n"                                 \
+    "end\n"                                                                 \
+    "return 0\n"
+
+#define RL_EXTEND                                                           \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                       \
+    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                    \
+    "end\n"                                                                 \
+    "return 0\n"
+
+/* The live lease and its time left, or the counter: one script, so the
+ * two answers belong to one moment. */
+#define RL_STATUS                                                           \
+    "local v = redis.call('GET', KEYS[1])\n"                                \
+    "if v then\n"                                                           \
+    "  return {1, v, redis.call('PTTL', KEYS[1])}\n"                        \
+    "end\n"                                                                 \
+    "return {0, redis.call('GET', KEYS[2]) or '0'}\n"
+
+enum rl_script {
+    RL_S_ACQUIRE = 0,
+    RL_S_RELEASE,
+    RL_S_EXTEND,
+    RL_S_STATUS,
+};
+
+static const char *const rl_scripts[] = {RL_ACQUIRE, RL_RELEASE, RL_EXTEND,
+                                         RL_STATUS};
+
+#define RL_LOG_NAME_MAX 200
+
+struct rl_req;
+
+struct redis_locks {
+    struct event_base *base;
+    struct redis_conn *conn;
+    struct event *defer_ev; /* answers given without Redis */
+    struct rl_req *deferred; /* LIFO; order among errors does not matter */
+    bool closing;
+};
+
+struct rl_req {
+    struct rl_req *next;    /* in deferred */
+    struct redis_locks *s;
+    enum rl_script op;
+    lock_cb cb;
+    void *arg;
+    int64_t fence;          /* extend, release: the caller's */
+    int64_t ttl_ms;         /* acquire, extend: asked for */
+    enum lock_result res;   /* deferred answers */
+    size_t len;
+    char name[];            /* len bytes and a NUL */
+};
+
+static struct redis_locks *
+to_locks(struct lock_backend *b)
+{
+    return (struct redis_locks *)b;
+}
+
+static int
+log_len(const struct rl_req *r)
+{
+    return r->len > RL_LOG_NAME_MAX ? RL_LOG_NAME_MAX : (int)r->len;
+}
+
+/* A decimal 1..INT64_MAX (0 too when zero_ok) from a reply string. */
+static bool
+parse_dec(const redisReply *rep, bool zero_ok, int64_t *out)
+{
+    uint64_t v = 0;
+
+    if (rep == NULL || rep->type != REDIS_REPLY_STRING || rep->len == 0 ||
+        rep->len > 19) {
+        return false;
+    }
+    for (size_t i = 0; i < rep->len; i++) {
+        if (rep->str[i] < '0' || rep->str[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (uint64_t)(rep->str[i] - '0');
+    }
+    if (v > (uint64_t)INT64_MAX || (v == 0 && !zero_ok)) {
+        return false;
+    }
+    *out = (int64_t)v;
+    return true;
+}
+
+/* Run every deferred answer, including those its callbacks defer. */
+static void
+drain_deferred(struct redis_locks *s)
+{
+    while (s->deferred != NULL) {
+        struct rl_req *r = s->deferred;
+
+        s->deferred = r->next;
+        r->cb(r->arg, r->res, 0, 0);
+        free(r);
+    }
+}
+
+static void
+on_deferred(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    drain_deferred(arg);
+}
+
+/* Answer r with res on a later pass of the loop (never inside the call
+ * that started it). */
+static void
+defer_answer(struct rl_req *r, enum lock_result res)
+{
+    struct redis_locks *s = r->s;
+
+    r->res = res;
+    r->next = s->deferred;
+    s->deferred = r;
+    event_active(s->defer_ev, 0, 1);
+}
+
+/* The reply of one script, for r's operation. */
+static void
+on_reply(void *priv, redisReply *rep)
+{
+    struct rl_req *r = priv;
+    enum lock_result res = LOCK_ERROR;
+    int64_t fence = 0, ttl = 0;
+
+    if (rep == NULL) {
+        goto out;  /* connection lost or closing: logged by redis_conn */
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        log_error("locks: redis: %.*s: %s", log_len(r), r->name, rep->str);
+        goto out;
+    }
+    switch (r->op) {
+    case RL_S_ACQUIRE:
+    case RL_S_STATUS:
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
+            rep->element[0]->type != REDIS_REPLY_INTEGER) {
+            break;
+        }
+        if (rep->element[0]->integer == 1) {
+            if (!parse_dec(rep->element[1], false, &fence)) {
+                break;
+            }
+            res = LOCK_OK;
+            ttl = r->ttl_ms;
+            if (r->op == RL_S_STATUS) {
+                if (rep->elements != 3 ||
+                    rep->element[2]->type != REDIS_REPLY_INTEGER) {
+                    res = LOCK_ERROR;
+                    break;
+                }
+                ttl = rep->element[2]->integer > 0
+                          ? rep->element[2]->integer : 0;
+            }
+        } else if (r->op == RL_S_ACQUIRE) {
+            /* Busy: the holder's fence and time left, best effort (the
+             * key may hold something else if another program wrote it). */
+            res = LOCK_BUSY;
+            if (!parse_dec(rep->element[1], false, &fence)) {
+                fence = 0;
+            }
+            if (rep->elements == 3 &&
+                rep->element[2]->type == REDIS_REPLY_INTEGER &&
+                rep->element[2]->integer > 0) {
+                ttl = rep->element[2]->integer;
+            }
+        } else {
+            res = LOCK_NONE;
+            if (!parse_dec(rep->element[1], true, &fence)) {
+                fence = 0;
+            }
+        }
+        break;
+    case RL_S_RELEASE:
+    case RL_S_EXTEND:
+        if (rep->type != REDIS_REPLY_INTEGER) {
+            break;
+        }
+        res = rep->integer == 1 ? LOCK_OK : LOCK_LOST;
+        fence = r->fence;
+        ttl = r->op == RL_S_EXTEND && res == LOCK_OK ? r->ttl_ms : 0;
+        break;
+    }
+    if (res == LOCK_ERROR) {
+        log_error("locks: redis: %.*s: the script answered something "
+                  "unexpected: refused", log_len(r), r->name);
+        fence = 0;
+        ttl = 0;
+    }
+out:
+    r->cb(r->arg, res, fence, ttl);
+    free(r);
+}
+
+/* Send one script for name. Keys are built here; nargs extra ARGVs. */
+static void
+run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
+    int64_t fence, int64_t ttl_ms, int64_t floor, lock_cb cb, void *arg)
+{
+    struct rl_req *r;
+    char *lock_key, *fence_key;
+    char a1[24], a2[24];
+    const char *argv[5];
+    size_t lens[5];
+    int argc = 0;
+
+    r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
+    if (r == NULL) {
+        r = malloc(sizeof(*r) + 1);
+        if (r == NULL) {
+            log_error("locks: out of memory: a lock callback is lost");
+            return;
+        }
+        *r = (struct rl_req){.s = s, .op = op, .cb = cb, .arg = arg};
+        r->name[0] = '\0';
+        defer_answer(r, LOCK_ERROR);
+        return;
+    }
+    *r = (struct rl_req){.s = s, .op = op, .cb = cb, .arg = arg,
+                         .fence = fence, .ttl_ms = ttl_ms, .len = len};
+    memcpy(r->name, name, len);
+    r->name[len] = '\0';
+    lock_key = r->name + len + 1;
+    memcpy(lock_key, "lock:{", 6);
+    memcpy(lock_key + 6, name, len);
+    lock_key[6 + len] = '}';
+    fence_key = lock_key + len + 7;
+    memcpy(fence_key, "fence:{", 7);
+    memcpy(fence_key + 7, name, len);
+    fence_key[7 + len] = '}';
+    if (s->closing) {
+        defer_answer(r, LOCK_ERROR);
+        return;
+    }
+    switch (op) {
+    case RL_S_ACQUIRE:
+    case RL_S_STATUS:
+        argv[argc] = "2";
+        lens[argc++] = 1;
+        argv[argc] = lock_key;
+        lens[argc++] = len + 7;
+        argv[argc] = fence_key;
+        lens[argc++] = len + 8;
+        if (op == RL_S_ACQUIRE) {
+            snprintf(a1, sizeof(a1), "%" PRId64, ttl_ms);
+            snprintf(a2, sizeof(a2), "%" PRId64, floor > 0 ? floor : 0);
+            argv[argc] = a1;
+            lens[argc++] = strlen(a1);
+            argv[argc] = a2;
+            lens[argc++] = strlen(a2);
+        }
+        break;
+    case RL_S_RELEASE:
+    case RL_S_EXTEND:
+        argv[argc] = "1";
+        lens[argc++] = 1;
+        argv[argc] = lock_key;
+        lens[argc++] = len + 7;
+        snprintf(a1, sizeof(a1), "%" PRId64, fence);
+        argv[argc] = a1;
+        lens[argc++] = strlen(a1);
+        if (op == RL_S_EXTEND) {
+            snprintf(a2, sizeof(a2), "%" PRId64, ttl_ms);
+            argv[argc] = a2;
+            lens[argc++] = strlen(a2);
+        }
+        break;
+    }
+    if (!redis_conn_eval(s->conn, op, argc, argv, lens, on_reply, NULL, r)) {
+        defer_answer(r, LOCK_ERROR);
+    }
+}
+
+static void
+rl_acquire(struct lock_backend *b, const char *name, size_t len,
+           int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg)
+{
+    run(to_locks(b), RL_S_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb,
+        arg);
+}
+
+static void
+rl_extend(struct lock_backend *b, const char *name, size_t len,
+          int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg)
+{
+    run(to_locks(b), RL_S_EXTEND, name, len, fence, ttl_ms, 0, cb, arg);
+}
+
+static void
+rl_release(struct lock_backend *b, const char *name, size_t len,
+           int64_t fence, lock_cb cb, void *arg)
+{
+    run(to_locks(b), RL_S_RELEASE, name, len, fence, 0, 0, cb, arg);
+}
+
+static void
+rl_get(struct lock_backend *b, const char *name, size_t len, lock_cb cb,
+       void *arg)
+{
+    run(to_locks(b), RL_S_STATUS, name, len, 0, 0, 0, cb, arg);
+}
+
+static bool
+rl_ready(struct lock_backend *b)
+{
+    struct redis_locks *s = to_locks(b);
+
+    return !s->closing && redis_conn_ready(s->conn);
+}
+
+static struct lock_backend *
+rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
+        size_t errlen)
+{
+    struct redis_locks *s;
+
+    if (cfg->url == NULL || cfg->url[0] == '\0') {
+        snprintf(err, errlen, "locks: [locks] url is not set");
+        return NULL;
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        snprintf(err, errlen, "locks: out of memory");
+        return NULL;
+    }
+    s->base = base;
+    s->defer_ev = event_new(base, -1, 0, on_deferred, s);
+    if (s->defer_ev == NULL) {
+        snprintf(err, errlen, "locks: cannot set up events");
+        free(s);
+        return NULL;
+    }
+    /* Unreachable now is an outage, not a configuration error: acquires
+     * are 503 until Redis is there. */
+    s->conn = redis_conn_new(base, cfg->url, "[locks]", rl_scripts,
+                             sizeof(rl_scripts) / sizeof(rl_scripts[0]),
+                             cfg->timeout_ms, err, errlen);
+    if (s->conn == NULL) {
+        event_free(s->defer_ev);
+        free(s);
+        return NULL;
+    }
+    return (struct lock_backend *)s;
+}
+
+static void
+rl_close(struct lock_backend *b)
+{
+    struct redis_locks *s = to_locks(b);
+
+    if (s == NULL) {
+        return;
+    }
+    s->closing = true;
+    /* Answers every script in flight (callbacks run now). */
+    redis_conn_free(s->conn);
+    drain_deferred(s);
+    event_free(s->defer_ev);
+    free(s);
+}
+
+const struct lock_ops lock_redis_ops = {
+    .name = "redis",
+    .open = rl_open,
+    .acquire = rl_acquire,
+    .extend = rl_extend,
+    .release = rl_release,
+    .get = rl_get,
+    .ready = rl_ready,
+    .close = rl_close,
+};

@@ -1,0 +1,526 @@
+/* pg_pool.c: libpq async connections on the loop for the Postgres mark
+ * store and lock backend: connect with backoff, setup and prepares at
+ * each connect, one query in flight per connection with a deadline. */
+#include "pg_pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "../log.h"
+
+#define PG_BACKOFF_MIN_MS 100
+#define PG_BACKOFF_MAX_MS 2000
+#define PG_CONNECT_MIN_MS 5000
+
+enum pc_state {
+    PC_DOWN,        /* waiting for retry_ev */
+    PC_CONNECTING,  /* PQconnectPoll */
+    PC_SETUP,       /* the setup query, then the prepares, in flight */
+    PC_IDLE,
+    PC_BUSY,        /* a query in flight */
+};
+
+struct pg_conn {
+    struct pg_pool *s;
+    int id;
+    PGconn *pg;
+    enum pc_state state;
+    struct event *ev;       /* the socket, for what `what` says */
+    int ev_fd;
+    short ev_what;
+    struct event *timer;    /* retry while down, deadline otherwise */
+    int backoff_ms;
+    unsigned failures;
+    bool has_work;          /* the owner has something of ours */
+    PGresult *result;       /* the first result of the query in flight */
+    size_t setup_step;      /* 0 setup query, then one per prepare */
+};
+
+struct pg_pool {
+    struct event_base *base;
+    char *dsn;
+    const char *what;
+    int npool;
+    int timeout_ms;
+    const char *setup;
+    const struct pg_pool_stmt *stmts;
+    size_t nstmts;
+    const struct pg_pool_ops *ops;
+    void *owner;
+    struct pg_conn *conns;
+    bool closing;
+    bool ever_ready;
+};
+
+static void conn_start(struct pg_conn *c);
+static void on_conn_event(evutil_socket_t fd, short what, void *arg);
+
+static bool
+conn_up(const struct pg_conn *c)
+{
+    return c->state == PC_IDLE || c->state == PC_BUSY;
+}
+
+static bool
+any_up(const struct pg_pool *s)
+{
+    for (int i = 0; i < s->npool; i++) {
+        if (conn_up(&s->conns[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Watch the socket for what (EV_READ and/or EV_WRITE, persistent). */
+static bool
+conn_watch(struct pg_conn *c, short what)
+{
+    int fd = PQsocket(c->pg);
+
+    if (c->ev != NULL && c->ev_fd == fd && c->ev_what == what) {
+        return true;
+    }
+    if (c->ev != NULL) {
+        event_free(c->ev);
+        c->ev = NULL;
+    }
+    if (fd < 0) {
+        return false;
+    }
+    c->ev = event_new(c->s->base, fd, what | EV_PERSIST, on_conn_event, c);
+    if (c->ev == NULL || event_add(c->ev, NULL) != 0) {
+        return false;
+    }
+    c->ev_fd = fd;
+    c->ev_what = what;
+    return true;
+}
+
+static void
+conn_deadline(struct pg_conn *c, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+    evtimer_add(c->timer, &tv);
+}
+
+/* Drop the connection: answer what is in flight STORE_ERROR, retry
+ * later. why is logged (the first failure in a row, then now and then). */
+static void
+conn_fail(struct pg_conn *c, const char *why)
+{
+    struct pg_pool *s = c->s;
+    bool was_up = conn_up(c);
+
+    if (!s->closing &&
+        (c->failures == 0 || c->failures % 30 == 0 || was_up)) {
+        char msg[512];
+        size_t n;
+
+        snprintf(msg, sizeof(msg), "%s", why);
+        n = strlen(msg);
+        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) {
+            msg[--n] = '\0';
+        }
+        log_error("postgres: connection %d (%s): %s; reconnecting", c->id,
+                  s->what, msg);
+    }
+    c->failures++;
+    if (c->result != NULL) {
+        PQclear(c->result);
+        c->result = NULL;
+    }
+    if (c->ev != NULL) {
+        event_free(c->ev);
+        c->ev = NULL;
+    }
+    if (c->pg != NULL) {
+        PQfinish(c->pg);
+        c->pg = NULL;
+    }
+    evtimer_del(c->timer);
+    c->state = PC_DOWN;
+    if (c->has_work) {
+        c->has_work = false;
+        s->ops->failed(s->owner, c->id);
+    }
+    if (s->closing) {
+        return;
+    }
+    conn_deadline(c, c->backoff_ms);
+    c->backoff_ms *= 2;
+    if (c->backoff_ms > PG_BACKOFF_MAX_MS) {
+        c->backoff_ms = PG_BACKOFF_MAX_MS;
+    }
+    /* Work queued for a pool that is now all down: answer it. */
+    if (!any_up(s)) {
+        s->ops->all_down(s->owner);
+    }
+}
+
+static void
+conn_fail_pg(struct pg_conn *c, const char *what)
+{
+    char msg[512];
+
+    snprintf(msg, sizeof(msg), "%s: %s", what,
+             c->pg != NULL ? PQerrorMessage(c->pg) : "no connection");
+    conn_fail(c, msg);
+}
+
+/* Send what is buffered; watch for writability while some is left. */
+static bool
+conn_flush(struct pg_conn *c)
+{
+    int rc = PQflush(c->pg);
+
+    if (rc < 0) {
+        return false;
+    }
+    return conn_watch(c, rc == 1 ? EV_READ | EV_WRITE : EV_READ);
+}
+
+static void
+conn_ready(struct pg_conn *c)
+{
+    struct pg_pool *s = c->s;
+
+    evtimer_del(c->timer);
+    c->state = PC_IDLE;
+    if (c->failures > 0 || !s->ever_ready) {
+        log_info("postgres: connection %d (%s) ready", c->id, s->what);
+    }
+    c->failures = 0;
+    c->backoff_ms = PG_BACKOFF_MIN_MS;
+    s->ever_ready = true;
+    pg_pool_dispatch(s);
+}
+
+/* One result of the setup query; keeps the first error in c->result,
+ * frees the rest. */
+static void
+setup_result(struct pg_conn *c, PGresult *res)
+{
+    ExecStatusType st = PQresultStatus(res);
+    const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+    if (st == PGRES_TUPLES_OK && PQntuples(res) > 0) {
+        log_warn("postgres: synchronous_commit is off on the server: set "
+                 "to on for tidemark's %s sessions", c->s->what);
+    }
+    /* Two sessions creating the table at once: one of them fails with a
+     * unique violation on the catalog; the table exists. */
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK &&
+        !(code != NULL &&
+          (strcmp(code, "23505") == 0 || strcmp(code, "42P07") == 0)) &&
+        c->result == NULL) {
+        c->result = res;
+        return;
+    }
+    PQclear(res);
+}
+
+/* The query in flight ended (PQgetResult gave NULL). */
+static void
+query_done(struct pg_conn *c)
+{
+    PGresult *res = c->result;
+    struct pg_pool *s = c->s;
+
+    c->result = NULL;
+    if (c->state == PC_SETUP) {
+        const struct pg_pool_stmt *st;
+
+        if (res != NULL) {
+            char msg[512];
+
+            snprintf(msg, sizeof(msg), "setting up the %s table: %s",
+                     s->what, PQresultErrorMessage(res));
+            PQclear(res);
+            conn_fail(c, msg);
+            return;
+        }
+        /* Prepared once per connection: a query is then one Bind and
+         * Execute, not a parse and plan. */
+        if (c->setup_step >= s->nstmts) {
+            conn_ready(c);
+            return;
+        }
+        st = &s->stmts[c->setup_step++];
+        if (!PQsendPrepare(c->pg, st->name, st->sql, st->nparams,
+                           st->types) ||
+            !conn_flush(c)) {
+            conn_fail_pg(c, "preparing");
+        }
+        return;
+    }
+    if (res == NULL) {
+        log_error("postgres: connection %d (%s): no result", c->id, s->what);
+    }
+    evtimer_del(c->timer);
+    c->state = PC_IDLE;
+    if (c->has_work) {
+        c->has_work = false;
+        s->ops->done(s->owner, c->id, res);
+    }
+    PQclear(res);
+    pg_pool_dispatch(s);
+}
+
+static void
+conn_read(struct pg_conn *c)
+{
+    if (!PQconsumeInput(c->pg)) {
+        conn_fail_pg(c, "reading");
+        return;
+    }
+    while (c->state == PC_SETUP || c->state == PC_BUSY) {
+        PGresult *res;
+
+        if (PQisBusy(c->pg)) {
+            break;
+        }
+        res = PQgetResult(c->pg);
+        if (res == NULL) {
+            query_done(c);
+            return;  /* c may be failed, or busy with new work */
+        }
+        if (c->state == PC_SETUP) {
+            setup_result(c, res);
+        } else if (c->result == NULL) {
+            c->result = res;
+        } else {
+            PQclear(res);
+        }
+    }
+    if (PQstatus(c->pg) == CONNECTION_BAD) {
+        conn_fail_pg(c, "connection lost");
+        return;
+    }
+    if (c->state == PC_IDLE) {
+        /* Notices or a server going away while idle. */
+        PGnotify *n;
+
+        while ((n = PQnotifies(c->pg)) != NULL) {
+            PQfreemem(n);
+        }
+    }
+}
+
+static void
+connect_poll(struct pg_conn *c)
+{
+    switch (PQconnectPoll(c->pg)) {
+    case PGRES_POLLING_READING:
+        if (!conn_watch(c, EV_READ)) {
+            conn_fail(c, "cannot watch the socket");
+        }
+        return;
+    case PGRES_POLLING_WRITING:
+        if (!conn_watch(c, EV_WRITE)) {
+            conn_fail(c, "cannot watch the socket");
+        }
+        return;
+    case PGRES_POLLING_OK:
+        break;
+    default:
+        conn_fail_pg(c, "cannot connect");
+        return;
+    }
+    if (PQsetnonblocking(c->pg, 1) != 0 ||
+        !PQsendQuery(c->pg, c->s->setup)) {
+        conn_fail_pg(c, "setting up");
+        return;
+    }
+    c->state = PC_SETUP;
+    c->setup_step = 0;
+    if (!conn_flush(c)) {
+        conn_fail_pg(c, "setting up");
+    }
+}
+
+static void
+on_conn_event(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_conn *c = arg;
+
+    (void)fd;
+    if (c->state == PC_CONNECTING) {
+        connect_poll(c);
+        return;
+    }
+    if ((what & EV_WRITE) && !conn_flush(c)) {
+        conn_fail_pg(c, "writing");
+        return;
+    }
+    if (what & EV_READ) {
+        conn_read(c);
+    }
+}
+
+static void
+on_conn_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_conn *c = arg;
+    char msg[128];
+
+    (void)fd;
+    (void)what;
+    switch (c->state) {
+    case PC_DOWN:
+        conn_start(c);
+        return;
+    case PC_CONNECTING:
+    case PC_SETUP:
+        conn_fail(c, "no connection within the deadline");
+        return;
+    default:
+        snprintf(msg, sizeof(msg), "no answer within %d ms",
+                 2 * c->s->timeout_ms);
+        conn_fail(c, msg);
+        return;
+    }
+}
+
+static void
+conn_start(struct pg_conn *c)
+{
+    struct pg_pool *s = c->s;
+    const char *const keys[] = {"dbname", "client_encoding",
+                                "fallback_application_name", NULL};
+    const char *const vals[] = {s->dsn, "UTF8", "tidemark", NULL};
+    int ms = 2 * s->timeout_ms;
+
+    /* The DSN comes first: client_encoding after it wins. */
+    c->pg = PQconnectStartParams(keys, vals, 1);
+    if (c->pg == NULL) {
+        conn_fail(c, "out of memory");
+        return;
+    }
+    if (PQstatus(c->pg) == CONNECTION_BAD) {
+        conn_fail_pg(c, "cannot connect");
+        return;
+    }
+    c->state = PC_CONNECTING;
+    /* libpq leaves connect_timeout to the caller of PQconnectPoll. */
+    conn_deadline(c, ms > PG_CONNECT_MIN_MS ? ms : PG_CONNECT_MIN_MS);
+    if (!conn_watch(c, EV_WRITE)) {
+        conn_fail(c, "cannot watch the socket");
+    }
+}
+
+/* ---- the owner's side ------------------------------------------------ */
+
+bool
+pg_pool_any_up(const struct pg_pool *p)
+{
+    return !p->closing && any_up(p);
+}
+
+void
+pg_pool_dispatch(struct pg_pool *s)
+{
+    for (int i = 0; i < s->npool && !s->closing; i++) {
+        struct pg_conn *c = &s->conns[i];
+
+        if (c->state != PC_IDLE) {
+            continue;
+        }
+        switch (s->ops->take(s->owner, c->id, c->pg)) {
+        case PG_TAKE_NONE:
+            return;
+        case PG_TAKE_SENT:
+            c->state = PC_BUSY;
+            c->has_work = true;
+            if (!conn_flush(c)) {
+                conn_fail_pg(c, "sending");
+                continue;
+            }
+            conn_deadline(c, 2 * s->timeout_ms);
+            break;
+        case PG_TAKE_FAILED:
+            c->state = PC_BUSY;
+            c->has_work = true;
+            conn_fail_pg(c, "sending");
+            break;
+        }
+    }
+}
+
+void
+pg_pool_free(struct pg_pool *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    s->closing = true;
+    for (int i = 0; s->conns != NULL && i < s->npool; i++) {
+        struct pg_conn *c = &s->conns[i];
+
+        if (c->pg != NULL || c->has_work) {
+            conn_fail(c, "closing");
+        }
+        if (c->timer != NULL) {
+            event_free(c->timer);
+        }
+    }
+    free(s->conns);
+    free(s->dsn);
+    free(s);
+}
+
+struct pg_pool *
+pg_pool_new(struct event_base *base, const char *dsn, const char *what,
+            int npool, int timeout_ms, const char *setup,
+            const struct pg_pool_stmt *stmts, size_t nstmts,
+            const struct pg_pool_ops *ops, void *owner, char *err,
+            size_t errlen)
+{
+    struct pg_pool *s = calloc(1, sizeof(*s));
+
+    if (s == NULL) {
+        snprintf(err, errlen, "postgres: out of memory");
+        return NULL;
+    }
+    s->base = base;
+    s->what = what;
+    s->npool = npool > 0 ? npool : 2;
+    s->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
+    s->setup = setup;
+    s->stmts = stmts;
+    s->nstmts = nstmts;
+    s->ops = ops;
+    s->owner = owner;
+    s->dsn = strdup(dsn);
+    s->conns = calloc((size_t)s->npool, sizeof(*s->conns));
+    if (s->dsn == NULL || s->conns == NULL) {
+        snprintf(err, errlen, "postgres: out of memory");
+        pg_pool_free(s);
+        return NULL;
+    }
+    for (int i = 0; i < s->npool; i++) {
+        struct pg_conn *c = &s->conns[i];
+
+        c->s = s;
+        c->id = i;
+        c->ev_fd = -1;
+        c->backoff_ms = PG_BACKOFF_MIN_MS;
+        c->timer = evtimer_new(base, on_conn_timer, c);
+        if (c->timer == NULL) {
+            snprintf(err, errlen, "postgres: out of memory");
+            pg_pool_free(s);
+            return NULL;
+        }
+    }
+    /* Unreachable now is an outage, not a configuration error: the
+     * owner starts not ready and the pool connects when the server is
+     * there. */
+    for (int i = 0; i < s->npool; i++) {
+        conn_start(&s->conns[i]);
+    }
+    return s;
+}

@@ -1,0 +1,556 @@
+/* redis_conn.c: the Redis connection the mark store and the lock backend
+ * share: connect and reconnect with backoff, scripts loaded at each
+ * connect, EVALSHA with NOSCRIPT reload, a watchdog. */
+#include "redis_conn.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+#include <openssl/sha.h>
+
+#include "../log.h"
+
+#define REDIS_BACKOFF_MIN_MS 50
+#define REDIS_BACKOFF_MAX_MS 2000
+#define REDIS_MAX_SCRIPTS 8
+
+struct redis_conn {
+    struct event_base *base;
+    char *host;
+    int port;
+    int db;
+    char *user;             /* NULL: AUTH with the password alone */
+    char *password;         /* NULL: no AUTH */
+    const char *what;       /* "[store]", "[locks]" */
+    char peer[300];
+
+    const char *const *scripts;
+    size_t nscripts;
+    char sha[REDIS_MAX_SCRIPTS][41];
+    size_t loaded;          /* scripts this connection has loaded */
+
+    redisAsyncContext *ac;  /* NULL while down */
+    bool closing;
+    bool ever_ready;
+    int backoff_ms;
+    unsigned failures;      /* connects failed in a row */
+    struct event *retry_ev;
+    struct event *watch_ev; /* every timeout_ms: is Redis answering? */
+    uint64_t replies;       /* replies received, ever */
+    uint64_t watched;       /* replies at the previous watch */
+    bool stalled;           /* commands were waiting at that watch */
+    int timeout_ms;
+};
+
+/* One EVALSHA in flight, with its arguments kept for a NOSCRIPT resend. */
+struct redis_eval {
+    struct redis_conn *c;
+    redis_conn_cb cb;
+    redis_conn_resent_cb resent;
+    void *priv;
+    size_t script;
+    bool retried;
+    int argc;               /* after EVALSHA and the SHA */
+    const char **argv;      /* into buf */
+    size_t *lens;
+    char buf[];
+};
+
+static void connect_now(struct redis_conn *c);
+
+/* Parse redis://[[user]:password@]host:port[/db] (the config loader has
+ * checked its shape). false with a message in err. */
+static bool
+parse_url(struct redis_conn *c, const char *url, char *err, size_t errlen)
+{
+    const char *a = url + 8;
+    const char *end, *at = NULL, *hp, *colon;
+
+    if (strncmp(url, "redis://", 8) != 0) {
+        snprintf(err, errlen, "redis: %s url must be redis://...", c->what);
+        return false;
+    }
+    end = a + strcspn(a, "/");
+    for (const char *p = a; p < end; p++) {
+        if (*p == '@') {
+            at = p;
+        }
+    }
+    hp = a;
+    if (at != NULL) {
+        const char *cl = memchr(a, ':', (size_t)(at - a));
+
+        if (cl == NULL) {
+            c->password = strndup(a, (size_t)(at - a));
+        } else {
+            if (cl > a) {
+                c->user = strndup(a, (size_t)(cl - a));
+            }
+            c->password = strndup(cl + 1, (size_t)(at - cl - 1));
+        }
+        hp = at + 1;
+    }
+    if (*hp == '[') {
+        const char *rb = memchr(hp, ']', (size_t)(end - hp));
+
+        if (rb == NULL || rb[1] != ':') {
+            snprintf(err, errlen, "redis: %s url: bad host", c->what);
+            return false;
+        }
+        c->host = strndup(hp + 1, (size_t)(rb - hp - 1));
+        colon = rb + 1;
+    } else {
+        colon = memchr(hp, ':', (size_t)(end - hp));
+        if (colon == NULL) {
+            snprintf(err, errlen, "redis: %s url needs host:port", c->what);
+            return false;
+        }
+        c->host = strndup(hp, (size_t)(colon - hp));
+    }
+    c->port = atoi(colon + 1);
+    c->db = *end == '/' ? atoi(end + 1) : 0;
+    if (c->host == NULL) {
+        snprintf(err, errlen, "redis: out of memory");
+        return false;
+    }
+    if (c->port <= 0 || c->port > 65535) {
+        snprintf(err, errlen, "redis: %s url: bad port", c->what);
+        return false;
+    }
+    snprintf(c->peer, sizeof(c->peer), "%s:%d", c->host, c->port);
+    return true;
+}
+
+static void
+schedule_retry(struct redis_conn *c)
+{
+    struct timeval tv;
+
+    if (c->closing) {
+        return;
+    }
+    tv.tv_sec = c->backoff_ms / 1000;
+    tv.tv_usec = (c->backoff_ms % 1000) * 1000;
+    evtimer_add(c->retry_ev, &tv);
+    c->backoff_ms *= 2;
+    if (c->backoff_ms > REDIS_BACKOFF_MAX_MS) {
+        c->backoff_ms = REDIS_BACKOFF_MAX_MS;
+    }
+}
+
+/* Every timeout_ms: when commands have been waiting since the previous
+ * watch and no reply came in between, Redis is stuck (stopped, or the
+ * network drops everything): drop the connection, which answers every
+ * waiting command with a NULL reply, and reconnect. */
+static void
+on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct redis_conn *c = arg;
+    bool waiting = c->ac != NULL && c->ac->replies.head != NULL;
+
+    (void)fd;
+    (void)what;
+    if (waiting && c->stalled && c->replies == c->watched) {
+        redisAsyncContext *ac = c->ac;
+
+        log_error("redis: %s answered nothing in %d ms: dropping the "
+                  "connection", c->peer, c->timeout_ms);
+        c->stalled = false;
+        /* Runs the callbacks (NULL replies), and on_disconnect only if
+         * the connection had been made: plan the reconnect here. */
+        c->ac = NULL;
+        c->loaded = 0;
+        redisAsyncFree(ac);
+        schedule_retry(c);
+        return;
+    }
+    c->stalled = waiting;
+    c->watched = c->replies;
+}
+
+static void
+on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    connect_now(arg);
+}
+
+static void
+on_connect(const redisAsyncContext *ac, int status)
+{
+    struct redis_conn *c = ac->data;
+
+    if (status != REDIS_OK) {
+        /* hiredis frees ac after this returns; queued commands get a
+         * NULL reply first. */
+        if (c->failures == 0 || c->failures % 50 == 0) {
+            log_error("redis: cannot connect to %s: %s; retrying", c->peer,
+                      ac->errstr);
+        }
+        c->failures++;
+        c->ac = NULL;
+        c->loaded = 0;
+        schedule_retry(c);
+        return;
+    }
+    log_info("redis: connected to %s (%s)", c->peer, c->what);
+}
+
+static void
+on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct redis_conn *c = ac->data;
+
+    c->ac = NULL;
+    c->loaded = 0;
+    if (c->closing) {
+        return;
+    }
+    log_error("redis: connection to %s lost: %s; reconnecting", c->peer,
+              status == REDIS_OK ? "closed" : ac->errstr);
+    c->failures = 1;
+    schedule_retry(c);
+}
+
+/* Reply to AUTH or SELECT: only errors matter (later commands fail too
+ * and their callers answer an error). */
+static void
+on_setup(redisAsyncContext *ac, void *reply, void *priv)
+{
+    redisReply *rep = reply;
+    struct redis_conn *c = ac->data;
+
+    c->replies++;
+    if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
+        log_error("redis: %s: %s failed: %s", c->peer, (const char *)priv,
+                  rep->str);
+    }
+}
+
+static void
+on_script_load(redisAsyncContext *ac, void *reply, void *priv)
+{
+    redisReply *rep = reply;
+    struct redis_conn *c = ac->data;
+    size_t i = (size_t)(uintptr_t)priv;
+
+    c->replies++;
+    if (rep == NULL) {
+        return;  /* disconnected */
+    }
+    if (rep->type != REDIS_REPLY_STRING || rep->len != 40 ||
+        memcmp(rep->str, c->sha[i], 40) != 0) {
+        log_error("redis: %s: SCRIPT LOAD answered %s: %s is not usable",
+                  c->peer,
+                  rep->type == REDIS_REPLY_ERROR ? rep->str
+                                                 : "an unexpected reply",
+                  c->what);
+        return;
+    }
+    if (ac != c->ac || c->loaded >= c->nscripts) {
+        return;  /* an old connection, or a reload after NOSCRIPT */
+    }
+    if (++c->loaded < c->nscripts) {
+        return;
+    }
+    if (c->ever_ready) {
+        log_info("redis: %s usable again (%s)", c->peer, c->what);
+    }
+    c->ever_ready = true;
+    c->failures = 0;
+    c->backoff_ms = REDIS_BACKOFF_MIN_MS;
+}
+
+static void
+on_appendfsync(redisAsyncContext *ac, void *reply, void *priv)
+{
+    redisReply *rep = reply;
+    struct redis_conn *c = ac->data;
+
+    (void)priv;
+    c->replies++;
+    if (rep == NULL) {
+        return;
+    }
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[1]->type == REDIS_REPLY_STRING) {
+        if (strcmp(rep->element[1]->str, "always") != 0) {
+            log_warn("redis: %s runs with appendfsync %s, not always: a "
+                     "restart can lose what %s keeps there (a lost mark "
+                     "or fence lets a stale write through)",
+                     c->peer, rep->element[1]->str, c->what);
+        }
+        return;
+    }
+    log_warn("redis: %s: could not check appendfsync (CONFIG GET answered "
+             "%s): writes may be lost on a restart unless it is always",
+             c->peer, rep->type == REDIS_REPLY_ERROR ? rep->str : "no value");
+}
+
+static void
+load_scripts(struct redis_conn *c)
+{
+    for (size_t i = 0; i < c->nscripts; i++) {
+        redisAsyncCommand(c->ac, on_script_load, (void *)(uintptr_t)i,
+                          "SCRIPT LOAD %s", c->scripts[i]);
+    }
+}
+
+static void
+connect_now(struct redis_conn *c)
+{
+    redisAsyncContext *ac;
+
+    if (c->closing || c->ac != NULL) {
+        return;
+    }
+    ac = redisAsyncConnect(c->host, c->port);
+    if (ac == NULL) {
+        log_error("redis: out of memory");
+        schedule_retry(c);
+        return;
+    }
+    if (ac->err != 0) {
+        if (c->failures == 0 || c->failures % 50 == 0) {
+            log_error("redis: cannot connect to %s: %s; retrying", c->peer,
+                      ac->errstr);
+        }
+        c->failures++;
+        redisAsyncFree(ac);
+        schedule_retry(c);
+        return;
+    }
+    ac->data = c;
+    if (redisLibeventAttach(ac, c->base) != REDIS_OK) {
+        log_error("redis: cannot attach to the event loop");
+        redisAsyncFree(ac);
+        schedule_retry(c);
+        return;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    c->ac = ac;
+    c->loaded = 0;
+    /* Queued now, sent once connected, before any caller's command. */
+    if (c->password != NULL) {
+        if (c->user != NULL) {
+            redisAsyncCommand(ac, on_setup, "AUTH", "AUTH %s %s", c->user,
+                              c->password);
+        } else {
+            redisAsyncCommand(ac, on_setup, "AUTH", "AUTH %s", c->password);
+        }
+    }
+    if (c->db != 0) {
+        redisAsyncCommand(ac, on_setup, "SELECT", "SELECT %d", c->db);
+    }
+    load_scripts(c);
+    redisAsyncCommand(ac, on_appendfsync, NULL, "CONFIG GET appendfsync");
+}
+
+/* ---- EVALSHA --------------------------------------------------------- */
+
+static bool send_eval(struct redis_eval *e);
+
+static void
+on_eval(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct redis_eval *e = priv;
+    struct redis_conn *c = e->c;
+    redisReply *rep = reply;
+
+    (void)ac;
+    c->replies++;
+    if (rep != NULL && rep->type == REDIS_REPLY_ERROR && !e->retried &&
+        strncmp(rep->str, "NOSCRIPT", 8) == 0 && c->ac != NULL) {
+        /* The script cache was flushed (or a failover): load it again
+         * and send this call once more, behind the load. */
+        log_warn("redis: %s lost the script: loading it again", c->peer);
+        redisAsyncCommand(c->ac, on_script_load, (void *)(uintptr_t)e->script,
+                          "SCRIPT LOAD %s", c->scripts[e->script]);
+        e->retried = true;
+        if (send_eval(e)) {
+            if (e->resent != NULL) {
+                e->resent(e->priv);
+            }
+            return;
+        }
+        rep = NULL;
+    }
+    e->cb(e->priv, rep);
+    free(e);
+}
+
+static bool
+send_eval(struct redis_eval *e)
+{
+    const char *argv[2 + 16];
+    size_t lens[2 + 16];
+
+    argv[0] = "EVALSHA";
+    lens[0] = 7;
+    argv[1] = e->c->sha[e->script];
+    lens[1] = 40;
+    for (int i = 0; i < e->argc; i++) {
+        argv[2 + i] = e->argv[i];
+        lens[2 + i] = e->lens[i];
+    }
+    return redisAsyncCommandArgv(e->c->ac, on_eval, e, 2 + e->argc, argv,
+                                 lens) == REDIS_OK;
+}
+
+bool
+redis_conn_eval(struct redis_conn *c, size_t script, int argc,
+                const char **argv, const size_t *lens, redis_conn_cb cb,
+                redis_conn_resent_cb resent, void *priv)
+{
+    struct redis_eval *e;
+    size_t total = 0, off;
+    char *p;
+
+    if (c->closing || c->ac == NULL || script >= c->nscripts || argc < 1 ||
+        argc > 16) {
+        return false;
+    }
+    for (int i = 0; i < argc; i++) {
+        if (lens[i] > SIZE_MAX / 2 - total) {
+            return false;
+        }
+        total += lens[i] + 1;
+    }
+    off = (size_t)argc * (sizeof(char *) + sizeof(size_t));
+    e = malloc(sizeof(*e) + off + total);
+    if (e == NULL) {
+        return false;
+    }
+    *e = (struct redis_eval){.c = c, .cb = cb, .resent = resent,
+                             .priv = priv, .script = script, .argc = argc};
+    e->argv = (const char **)(void *)e->buf;
+    e->lens = (size_t *)(void *)(e->buf + (size_t)argc * sizeof(char *));
+    p = e->buf + off;
+    for (int i = 0; i < argc; i++) {
+        memcpy(p, argv[i], lens[i]);
+        p[lens[i]] = '\0';
+        e->argv[i] = p;
+        e->lens[i] = lens[i];
+        p += lens[i] + 1;
+    }
+    if (!send_eval(e)) {
+        free(e);
+        return false;
+    }
+    return true;
+}
+
+/* ---- the rest -------------------------------------------------------- */
+
+bool
+redis_conn_ready(const struct redis_conn *c)
+{
+    return !c->closing && c->ac != NULL && c->loaded == c->nscripts;
+}
+
+redisAsyncContext *
+redis_conn_ac(const struct redis_conn *c)
+{
+    return c->closing ? NULL : c->ac;
+}
+
+void
+redis_conn_replied(struct redis_conn *c)
+{
+    c->replies++;
+}
+
+const char *
+redis_conn_peer(const struct redis_conn *c)
+{
+    return c->peer;
+}
+
+static void
+conn_release(struct redis_conn *c)
+{
+    if (c->retry_ev != NULL) {
+        event_free(c->retry_ev);
+    }
+    if (c->watch_ev != NULL) {
+        event_free(c->watch_ev);
+    }
+    free(c->host);
+    free(c->user);
+    free(c->password);
+    free(c);
+}
+
+struct redis_conn *
+redis_conn_new(struct event_base *base, const char *url, const char *what,
+               const char *const *scripts, size_t nscripts, int timeout_ms,
+               char *err, size_t errlen)
+{
+    struct redis_conn *c;
+    struct timeval tv;
+
+    if (nscripts > REDIS_MAX_SCRIPTS) {
+        snprintf(err, errlen, "redis: too many scripts");
+        return NULL;
+    }
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        snprintf(err, errlen, "redis: out of memory");
+        return NULL;
+    }
+    c->base = base;
+    c->what = what;
+    c->scripts = scripts;
+    c->nscripts = nscripts;
+    c->backoff_ms = REDIS_BACKOFF_MIN_MS;
+    c->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
+    if (!parse_url(c, url, err, errlen)) {
+        conn_release(c);
+        return NULL;
+    }
+    for (size_t i = 0; i < nscripts; i++) {
+        unsigned char digest[SHA_DIGEST_LENGTH];
+
+        SHA1((const unsigned char *)scripts[i], strlen(scripts[i]), digest);
+        for (int k = 0; k < SHA_DIGEST_LENGTH; k++) {
+            snprintf(c->sha[i] + 2 * k, 3, "%02x", digest[k]);
+        }
+    }
+    c->retry_ev = evtimer_new(base, on_retry, c);
+    c->watch_ev = event_new(base, -1, EV_PERSIST, on_watch, c);
+    if (c->retry_ev == NULL || c->watch_ev == NULL) {
+        snprintf(err, errlen, "redis: cannot set up events");
+        conn_release(c);
+        return NULL;
+    }
+    tv.tv_sec = c->timeout_ms / 1000;
+    tv.tv_usec = (c->timeout_ms % 1000) * 1000;
+    event_add(c->watch_ev, &tv);
+    connect_now(c);
+    return c;
+}
+
+void
+redis_conn_free(struct redis_conn *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    c->closing = true;
+    evtimer_del(c->retry_ev);
+    event_del(c->watch_ev);
+    if (c->ac != NULL) {
+        redisAsyncContext *ac = c->ac;
+
+        /* Answers every command in flight with a NULL reply. */
+        c->ac = NULL;
+        redisAsyncFree(ac);
+    }
+    conn_release(c);
+}
