@@ -951,25 +951,21 @@ adm_locks_metrics(struct adm_locks *al, struct evbuffer *b)
 {
     const struct lock_stats *st = &al->stats;
 
-#define COUNTER(name, help, v)                                              \
-    evbuffer_add_printf(b, "# HELP " name " " help "\n# TYPE " name         \
-                           " counter\n" name " %" PRIu64 "\n",              \
-                        (uint64_t)(v))
-    COUNTER("tidemark_locks_acquired_total", "Leases granted.",
-            st->acquired);
-    COUNTER("tidemark_locks_busy_total", "Acquires refused: lock busy.",
-            st->busy);
-    COUNTER("tidemark_locks_extended_total", "Leases extended.",
-            st->extended);
-    COUNTER("tidemark_locks_released_total", "Leases released.",
-            st->released);
-    COUNTER("tidemark_locks_lost_total",
-            "Extends and releases refused: lease gone or another's.",
-            st->lost);
-    COUNTER("tidemark_locks_errors_total",
-            "Lock calls refused: backend or mark store unusable.",
-            st->errors);
-#undef COUNTER
+    static const char *const names[] = {"acquired", "busy",   "extended",
+                                        "released", "lost",   "error"};
+    const uint64_t v[] = {st->acquired, st->busy, st->extended,
+                          st->released, st->lost, st->errors};
+
+    evbuffer_add_printf(b, "# HELP tidemark_lock_calls_total Lock service "
+                           "calls by outcome (lost: the lease was gone or "
+                           "another's; error: backend or mark store "
+                           "unusable).\n# TYPE tidemark_lock_calls_total "
+                           "counter\n");
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        evbuffer_add_printf(b, "tidemark_lock_calls_total{outcome=\"%s\"} "
+                               "%" PRIu64 "\n",
+                            names[i], v[i]);
+    }
 }
 
 struct adm_locks *

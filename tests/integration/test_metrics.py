@@ -105,3 +105,13 @@ def test_upstream_errors_are_counted(tidemark, upstream):
     fams = parse(tm.admin("GET", "/metrics")[2].decode())
     assert value(fams, "tidemark_upstream_errors_total", upstream="default",
                  kind="error") == 1
+
+
+def test_lock_calls_by_outcome(tidemark, upstream):
+    tm = tidemark()
+    assert tm.admin("POST", "/v1/locks/jobs/m?ttl_ms=5000")[0] == 201
+    assert tm.admin("POST", "/v1/locks/jobs/m?ttl_ms=5000")[0] == 423
+    fams = parse(tm.admin("GET", "/metrics")[2].decode())
+    check_histograms(fams)
+    assert value(fams, "tidemark_lock_calls_total", outcome="acquired") == 1
+    assert value(fams, "tidemark_lock_calls_total", outcome="busy") == 1
