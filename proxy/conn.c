@@ -109,6 +109,7 @@ struct client {
     bool client_eof;          /* the client sent FIN */
     bool up_eof;              /* the upstream sent FIN */
     bool dead;                /* closed; freed at the end of the turn */
+    bool read_tmo;            /* a read timeout is set on bev */
     bool dirty;               /* has output to write this turn */
     bool bp_up;               /* client reads paused: upstream output full */
     bool bp_down;             /* upstream reads paused: client output full */
@@ -225,6 +226,23 @@ written(struct bufferevent *bev)
     if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         bufferevent_disable(bev, EV_WRITE);
     }
+}
+
+/* The client's bufferevent always has a write timeout (it only runs while
+ * the kernel cannot take an answer); a read timeout only while a request
+ * body is expected. Changed only when it changes: each change re-adds
+ * libevent's events. */
+static void
+client_timeouts(struct client *c, bool read)
+{
+    struct timeval tv;
+
+    if (c->read_tmo == read) {
+        return;
+    }
+    c->read_tmo = read;
+    ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
+    bufferevent_set_timeouts(c->bev, read ? &tv : NULL, &tv);
 }
 
 static void
@@ -371,7 +389,7 @@ write_request_head(struct client *c, struct evbuffer *out)
     evbuffer_add(out, h->method.p, h->method.len);
     evbuffer_add(out, " ", 1);
     evbuffer_add(out, target, tlen);
-    evbuffer_add_printf(out, " HTTP/1.%d\r\n", h->minor);
+    evbuffer_add(out, h->minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
     if (u->host_preserve &&
         (host = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
         evbuffer_add(out, "Host: ", 6);
@@ -379,7 +397,9 @@ write_request_head(struct client *c, struct evbuffer *out)
                      h->headers[host].value.len);
         evbuffer_add(out, "\r\n", 2);
     } else {
-        evbuffer_add_printf(out, "Host: %s\r\n", u->host_header);
+        evbuffer_add(out, "Host: ", 6);
+        evbuffer_add(out, u->host_header, strlen(u->host_header));
+        evbuffer_add(out, "\r\n", 2);
     }
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
@@ -396,8 +416,10 @@ write_request_head(struct client *c, struct evbuffer *out)
         evbuffer_add(out, "\r\n", 2);
     }
     for (size_t i = 0; i < u->nadd; i++) {
-        evbuffer_add_printf(out, "%s: %s\r\n", u->add[i].name,
-                            u->add[i].value);
+        evbuffer_add(out, u->add[i].name, strlen(u->add[i].name));
+        evbuffer_add(out, ": ", 2);
+        evbuffer_add(out, u->add[i].value, strlen(u->add[i].value));
+        evbuffer_add(out, "\r\n", 2);
     }
     if (h->body == HTTP_BODY_CHUNKED) {
         evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
@@ -438,8 +460,7 @@ attach(struct client *c, struct up_conn *uc)
     http_chunked_init(&c->req_chunk);
     c->req_chunk.forbid[0] = c->px->cfg->proxy.token_header;
     c->req_chunk.forbid[1] = c->px->cfg->proxy.resource_header;
-    ms_to_tv(u->timeout_ms, &tv);
-    bufferevent_set_timeouts(ub, &tv, &tv);
+    up_timeouts(uc, u->timeout_ms);
     bufferevent_setwatermark(ub, EV_READ, 0, buf);
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
     bufferevent_setcb(ub, up_read_cb, up_write_cb, up_event_cb, c);
@@ -457,7 +478,7 @@ attach(struct client *c, struct up_conn *uc)
     /* A client that stops sending its body or reading its answer must
      * not hold the upstream connection forever. */
     ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
-    bufferevent_set_timeouts(c->bev, c->req_done ? NULL : &tv, &tv);
+    client_timeouts(c, !c->req_done);
     pump_request_body(c);
 }
 
@@ -1131,6 +1152,7 @@ closing(struct client *c)
         shutdown(bufferevent_getfd(c->bev), SHUT_WR);
         bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
         bufferevent_set_timeouts(c->bev, NULL, NULL);
+        c->read_tmo = false;
         bufferevent_enable(c->bev, EV_READ);
         timer_arm(c, LINGER_MS);
     }
@@ -1227,7 +1249,7 @@ finish_exchange(struct client *c, bool up_ok)
     }
     request_free(c);
     c->bp_up = c->bp_down = false;
-    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    client_timeouts(c, false);
     bufferevent_enable(c->bev, EV_READ);
     c->state = c->close_after ? CS_CLOSING : CS_HEAD;
     if (!c->req_done && !c->close_after) {
@@ -1270,7 +1292,7 @@ upstream_failed(struct client *c, int status, const char *why)
         order_leave(c->px->order, c->slot, grace);
         c->slot = NULL;
     }
-    bufferevent_set_timeouts(c->bev, NULL, NULL);
+    client_timeouts(c, false);
     if (c->resp_started) {
         /* Part of the answer is out: only closing can tell the client. */
         client_close(c, 0);
@@ -1370,11 +1392,9 @@ pump_request_body(struct client *c)
         mark_dirty(c);
     }
     if (c->req_done) {
-        struct timeval tv;
         c->req_sent_whole = true;
         evtimer_del(c->timer); /* the body rate check, if any */
-        ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
-        bufferevent_set_timeouts(c->bev, NULL, &tv);
+        client_timeouts(c, false);
         if (c->client_eof) {
             bufferevent_disable(c->bev, EV_READ);
         }
@@ -1396,14 +1416,38 @@ up_write_cb(struct bufferevent *bev, void *arg)
     drained(c);
 }
 
+/* Append "<prefix><v>\r\n" without printf: this runs per answer. */
+static void
+add_header_i64(struct evbuffer *out, const char *prefix, int64_t v)
+{
+    char buf[24];
+    size_t n = sizeof(buf);
+    uint64_t u = v < 0 ? 0 : (uint64_t)v;
+
+    buf[--n] = '\n';
+    buf[--n] = '\r';
+    do {
+        buf[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    evbuffer_add(out, prefix, strlen(prefix));
+    evbuffer_add(out, buf + n, sizeof(buf) - n);
+}
+
 /* Write the response head as the client gets it. */
 static void
 write_response_head(struct client *c, const struct http_response *r)
 {
     struct evbuffer *out = c_out(c);
     bool final = r->status >= 200;
+    char line[32] = "HTTP/1.1 ";
 
-    evbuffer_add_printf(out, "HTTP/1.1 %d ", r->status);
+    /* Statuses are three digits (the parser checks). */
+    line[9] = (char)('0' + r->status / 100);
+    line[10] = (char)('0' + r->status / 10 % 10);
+    line[11] = (char)('0' + r->status % 10);
+    line[12] = ' ';
+    evbuffer_add(out, line, 13);
     evbuffer_add(out, r->reason.p, r->reason.len);
     evbuffer_add(out, "\r\n", 2);
     for (size_t i = 0; i < r->nheaders; i++) {
@@ -1427,8 +1471,7 @@ write_response_head(struct client *c, const struct http_response *r)
             evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
         }
         if (c->mark > 0) {
-            evbuffer_add_printf(out, "Fencing-High-Water: %" PRId64 "\r\n",
-                                c->mark);
+            add_header_i64(out, "Fencing-High-Water: ", c->mark);
         }
         if (c->close_after) {
             evbuffer_add(out, "Connection: close\r\n", 19);
@@ -1777,6 +1820,8 @@ client_accept(struct tm_proxy *px, int fd)
                              0);
     bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
                       client_event_cb, c);
+    c->read_tmo = true; /* so that the call below sets the write one */
+    client_timeouts(c, false);
     /* A new bufferevent has EV_WRITE enabled; writes go direct. */
     bufferevent_disable(c->bev, EV_WRITE);
     bufferevent_enable(c->bev, EV_READ);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <arpa/inet.h>
 
@@ -40,6 +41,8 @@ struct up_conn {
     unsigned uses;
     bool idle;
     bool busy;              /* handed to a request */
+    int tmo_ms;             /* the timeouts set on bev, 0: none */
+    int64_t idle_since;     /* ms, CLOCK_MONOTONIC_COARSE */
 };
 
 struct up_pool {
@@ -240,17 +243,30 @@ idle_event_cb(struct bufferevent *bev, short what, void *arg)
     conn_free(arg);
 }
 
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 struct up_conn *
 up_take_idle(struct up_pool *p)
 {
-    struct up_conn *uc = p->idle;
+    struct up_conn *uc;
+    int64_t now = now_ms();
 
+    /* Most recent first; one idle too long may be closing upstream. */
+    while ((uc = p->idle) != NULL && now - uc->idle_since > UP_IDLE_MS) {
+        conn_free(uc);
+    }
     if (uc == NULL) {
         return NULL;
     }
     idle_unlink(uc);
     bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
-    bufferevent_set_timeouts(uc->bev, NULL, NULL);
     uc->uses++;
     uc->busy = true;
     p->nbusy++;
@@ -266,6 +282,7 @@ connect_event_cb(struct bufferevent *bev, short what, void *arg)
 
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(bev, NULL, NULL);
+    uc->tmo_ms = 0;
     if (what & BEV_EVENT_CONNECTED) {
         setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
                    sizeof(one));
@@ -345,7 +362,6 @@ void
 up_put(struct up_conn *uc, bool reusable)
 {
     struct up_pool *p = uc->pool;
-    struct timeval tv;
 
     if (uc->busy) {
         uc->busy = false;
@@ -365,9 +381,10 @@ up_put(struct up_conn *uc, bool reusable)
     }
     p->idle = uc;
     p->nidle++;
-    ms_to_tv(UP_IDLE_MS, &tv);
-    bufferevent_set_timeouts(uc->bev, &tv, NULL);
-    bufferevent_setwatermark(uc->bev, EV_READ | EV_WRITE, 0, 0);
+    /* The request's read timeout stays as a backstop: an idle connection
+     * is closed by it, or passed over by up_take_idle after UP_IDLE_MS,
+     * without touching libevent's timers on every request. */
+    uc->idle_since = now_ms();
     bufferevent_setcb(uc->bev, idle_read_cb, NULL, idle_event_cb, uc);
     bufferevent_enable(uc->bev, EV_READ);
 }
@@ -382,6 +399,19 @@ const struct cfg_upstream *
 up_cfg(const struct up_pool *p)
 {
     return p->cfg;
+}
+
+void
+up_timeouts(struct up_conn *uc, int ms)
+{
+    struct timeval tv;
+
+    if (uc->tmo_ms == ms) {
+        return;
+    }
+    uc->tmo_ms = ms;
+    ms_to_tv(ms, &tv);
+    bufferevent_set_timeouts(uc->bev, &tv, &tv);
 }
 
 bool
