@@ -19,7 +19,8 @@ SECONDS_EACH=${FUZZ_SECONDS:-60}
 OUT=build-fuzz
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
--Wall -Wextra -Wno-unused-parameter"
+-Wall -Wextra -Wno-unused-parameter
+$(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config"
 
 # The project sources and libraries each target needs.
@@ -35,7 +36,7 @@ sources() {
 
 libs() {
     case $1 in
-    config) echo -linih ;;
+    config) echo -linih -lpq -lcrypto ;;
     token) echo -lcrypto ;;
     esac
 }
