@@ -11,6 +11,7 @@ import os
 import re
 import select
 import signal
+import random
 import socket
 import subprocess
 import threading
@@ -54,10 +55,42 @@ def slow():
 # --------------------------------------------------------------- ports
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+_EPHEMERAL = _ephemeral_range()
+_rng = random.Random()
+
+
 def free_port():
-    """A loopback port nothing listens on right now (bind port 0)."""
+    """A loopback port nothing listens on right now. Taken from outside
+    the kernel's ephemeral range, so that no outgoing connection (of the
+    tests, of tidemark, of a store) can be handed the same port between
+    now and the moment a server binds it."""
+    lo, hi = _EPHEMERAL
+    candidates = [(1025, lo - 1)] if lo > 11025 else []
+    if hi < 64535:
+        candidates.append((hi + 1, 65535))
+    for _ in range(200):
+        if not candidates:
+            break
+        a, b = _rng.choice(candidates)
+        port = _rng.randint(max(a, 10000) if b > 10000 else a, b)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()

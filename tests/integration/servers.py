@@ -18,12 +18,9 @@ import time
 
 
 def _free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    # Outside the ephemeral range, as for every server the tests start.
+    from conftest import free_port
+    return free_port()
 
 
 def _poll(pred, timeout, what, proc=None, log=None):
