@@ -66,6 +66,7 @@ def _ephemeral_range():
 
 _EPHEMERAL = _ephemeral_range()
 _rng = random.Random()
+_given = set()   # never hand out one port twice: servers may not bind yet
 
 
 def free_port():
@@ -82,9 +83,12 @@ def free_port():
             break
         a, b = _rng.choice(candidates)
         port = _rng.randint(max(a, 10000) if b > 10000 else a, b)
+        if port in _given:
+            continue
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             s.bind(("127.0.0.1", port))
+            _given.add(port)
             return port
         except OSError:
             continue
