@@ -20,6 +20,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "../queue.h"
 #include "../store/lmdb_util.h"
 
 /*
@@ -85,9 +86,7 @@ struct live {
 };
 
 struct job_list {
-    struct ljob *head;
-    struct ljob *tail;
-    size_t n;
+    QUEUE_FIELDS(struct ljob);
 };
 
 struct lmdb_locks {
@@ -128,30 +127,13 @@ to_locks(struct lock_backend *b)
 static void
 list_push(struct job_list *l, struct ljob *j)
 {
-    j->next = NULL;
-    if (l->tail == NULL) {
-        l->head = j;
-    } else {
-        l->tail->next = j;
-    }
-    l->tail = j;
-    l->n++;
+    QUEUE_PUSH(l, j);
 }
 
 static void
 list_splice(struct job_list *to, struct job_list *from)
 {
-    if (from->head == NULL) {
-        return;
-    }
-    if (to->tail == NULL) {
-        to->head = from->head;
-    } else {
-        to->tail->next = from->head;
-    }
-    to->tail = from->tail;
-    to->n += from->n;
-    *from = (struct job_list){0};
+    QUEUE_SPLICE(to, from);
 }
 
 static void

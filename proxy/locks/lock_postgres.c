@@ -15,6 +15,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "../queue.h"
 #include "../store/pg_pool.h"
 
 /*
@@ -121,9 +122,7 @@ struct pl_req {
 };
 
 struct pl_list {
-    struct pl_req *head;
-    struct pl_req *tail;
-    size_t n;
+    QUEUE_FIELDS(struct pl_req);
 };
 
 struct pg_locks {
@@ -156,29 +155,15 @@ log_len(const struct pl_req *r)
 static void
 list_push(struct pl_list *l, struct pl_req *r)
 {
-    r->next = NULL;
-    if (l->tail == NULL) {
-        l->head = r;
-    } else {
-        l->tail->next = r;
-    }
-    l->tail = r;
-    l->n++;
+    QUEUE_PUSH(l, r);
 }
 
 static struct pl_req *
 list_pop(struct pl_list *l)
 {
-    struct pl_req *r = l->head;
+    struct pl_req *r;
 
-    if (r != NULL) {
-        l->head = r->next;
-        if (l->head == NULL) {
-            l->tail = NULL;
-        }
-        l->n--;
-        r->next = NULL;
-    }
+    QUEUE_POP(l, r);
     return r;
 }
 

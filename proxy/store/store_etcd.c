@@ -15,6 +15,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "../queue.h"
 #include "store.h"
 #include "store_defer.h"
 
@@ -63,9 +64,7 @@ struct etcd_req {
 };
 
 struct req_list {
-    struct etcd_req *head;
-    struct etcd_req *tail;
-    size_t n;
+    QUEUE_FIELDS(struct etcd_req);
 };
 
 struct endpoint {
@@ -117,29 +116,15 @@ to_etcd(struct store *s)
 static void
 list_push(struct req_list *l, struct etcd_req *r)
 {
-    r->next = NULL;
-    if (l->tail == NULL) {
-        l->head = r;
-    } else {
-        l->tail->next = r;
-    }
-    l->tail = r;
-    l->n++;
+    QUEUE_PUSH(l, r);
 }
 
 static struct etcd_req *
 list_pop(struct req_list *l)
 {
-    struct etcd_req *r = l->head;
+    struct etcd_req *r;
 
-    if (r != NULL) {
-        l->head = r->next;
-        if (l->head == NULL) {
-            l->tail = NULL;
-        }
-        l->n--;
-        r->next = NULL;
-    }
+    QUEUE_POP(l, r);
     return r;
 }
 

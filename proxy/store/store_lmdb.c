@@ -22,6 +22,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "../queue.h"
 #include "lmdb_util.h"
 
 /*
@@ -65,9 +66,7 @@ struct lmdb_req {
 };
 
 struct req_list {
-    struct lmdb_req *head;
-    struct lmdb_req *tail;
-    size_t n;
+    QUEUE_FIELDS(struct lmdb_req);
 };
 
 /* A line the writer thread wants logged: the embedding program's sink
@@ -121,33 +120,13 @@ to_lmdb(struct store *s)
 static void
 list_push(struct req_list *l, struct lmdb_req *r)
 {
-    r->next = NULL;
-    if (l->tail == NULL) {
-        l->head = r;
-    } else {
-        l->tail->next = r;
-    }
-    l->tail = r;
-    l->n++;
+    QUEUE_PUSH(l, r);
 }
 
-/* Move every request of from to the end of to. */
 static void
 list_splice(struct req_list *to, struct req_list *from)
 {
-    if (from->head == NULL) {
-        return;
-    }
-    if (to->tail == NULL) {
-        to->head = from->head;
-    } else {
-        to->tail->next = from->head;
-    }
-    to->tail = from->tail;
-    to->n += from->n;
-    from->head = NULL;
-    from->tail = NULL;
-    from->n = 0;
+    QUEUE_SPLICE(to, from);
 }
 
 static void

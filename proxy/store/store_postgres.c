@@ -15,6 +15,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "../queue.h"
 #include "pg_pool.h"
 #include "store.h"
 #include "store_defer.h"
@@ -90,9 +91,7 @@ struct pg_req {
 };
 
 struct req_list {
-    struct pg_req *head;
-    struct pg_req *tail;
-    size_t n;
+    QUEUE_FIELDS(struct pg_req);
 };
 
 struct pg_store {
@@ -127,29 +126,15 @@ log_name_len(size_t len)
 static void
 list_push(struct req_list *l, struct pg_req *r)
 {
-    r->next = NULL;
-    if (l->tail == NULL) {
-        l->head = r;
-    } else {
-        l->tail->next = r;
-    }
-    l->tail = r;
-    l->n++;
+    QUEUE_PUSH(l, r);
 }
 
 static struct pg_req *
 list_pop(struct req_list *l)
 {
-    struct pg_req *r = l->head;
+    struct pg_req *r;
 
-    if (r != NULL) {
-        l->head = r->next;
-        if (l->head == NULL) {
-            l->tail = NULL;
-        }
-        l->n--;
-        r->next = NULL;
-    }
+    QUEUE_POP(l, r);
     return r;
 }
 
