@@ -622,54 +622,10 @@ locks_free(struct lmdb_locks *s)
 static bool
 open_env(struct lmdb_locks *s, int64_t map_size, char *err, size_t errlen)
 {
-    MDB_txn *txn;
-    int dead = 0;
-    int rc;
+    int dead;
 
-    if (!lmdb_make_parents(s->path)) {
-        snprintf(err, errlen, "locks: cannot create the directory of %s: %s",
-                 s->path, strerror(errno));
-        return false;
-    }
-    rc = mdb_env_create(&s->env);
-    if (rc != 0) {
-        s->env = NULL;
-        snprintf(err, errlen, "locks: lmdb: %s", mdb_strerror(rc));
-        return false;
-    }
-    rc = mdb_env_set_mapsize(s->env, (size_t)map_size);
-    if (rc == 0) {
-        /* No NOSYNC, NOMETASYNC or WRITEMAP: commits reach the disk. */
-        rc = mdb_env_open(s->env, s->path, MDB_NOSUBDIR | MDB_NOTLS, 0640);
-    }
-    if (rc != 0) {
-        snprintf(err, errlen, "locks: cannot open %s: %s", s->path,
-                 mdb_strerror(rc));
-        return false;
-    }
-    if (mdb_reader_check(s->env, &dead) != 0) {
-        dead = 0;
-    }
-    if (!lmdb_sync_parent(s->path)) {
-        snprintf(err, errlen, "locks: cannot sync the directory of %s: %s",
-                 s->path, strerror(errno));
-        return false;
-    }
-    rc = mdb_env_sync(s->env, 1);
-    if (rc == 0) {
-        rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    }
-    if (rc == 0) {
-        rc = mdb_dbi_open(txn, NULL, 0, &s->dbi);
-        if (rc == 0) {
-            rc = mdb_txn_commit(txn);
-        } else {
-            mdb_txn_abort(txn);
-        }
-    }
-    if (rc != 0) {
-        snprintf(err, errlen, "locks: cannot open the database in %s: %s",
-                 s->path, mdb_strerror(rc));
+    if (!lmdb_open_durable("locks", s->path, map_size, &s->env, &s->dbi,
+                           &dead, err, errlen)) {
         return false;
     }
     s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);

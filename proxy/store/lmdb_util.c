@@ -3,6 +3,7 @@
 #include "lmdb_util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,4 +105,70 @@ lmdb_sync_parent(const char *path)
     }
     free(dir);
     return ok;
+}
+
+bool
+lmdb_open_durable(const char *who, const char *path, int64_t map_size,
+                  MDB_env **env, MDB_dbi *dbi, int *stale_readers, char *err,
+                  size_t errlen)
+{
+    MDB_txn *txn;
+    int rc;
+
+    *stale_readers = 0;
+    if (!lmdb_make_parents(path)) {
+        snprintf(err, errlen, "%s: cannot create the directory of %s: %s",
+                 who, path, strerror(errno));
+        return false;
+    }
+    rc = mdb_env_create(env);
+    if (rc != 0) {
+        *env = NULL;
+        snprintf(err, errlen, "%s: lmdb: %s", who, mdb_strerror(rc));
+        return false;
+    }
+    rc = mdb_env_set_mapsize(*env, (size_t)map_size);
+    if (rc == 0) {
+        /* MDB_NOTLS: a read transaction is tied to its handle, not the
+         * thread. No NOSYNC, NOMETASYNC or WRITEMAP: commits must reach
+         * the disk. */
+        rc = mdb_env_open(*env, path, MDB_NOSUBDIR | MDB_NOTLS, 0640);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot open %s: %s", who, path,
+                 mdb_strerror(rc));
+        return false;
+    }
+    /* Reader slots left by a crashed process would pin old pages. */
+    if (mdb_reader_check(*env, stale_readers) != 0) {
+        *stale_readers = 0;
+    }
+    /* Start from a state that is on disk: the file's name (it may have
+     * just been created) and whatever of it the page cache holds. */
+    if (!lmdb_sync_parent(path)) {
+        snprintf(err, errlen, "%s: cannot sync the directory of %s: %s",
+                 who, path, strerror(errno));
+        return false;
+    }
+    rc = mdb_env_sync(*env, 1);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot sync %s: %s", who, path,
+                 mdb_strerror(rc));
+        return false;
+    }
+    rc = mdb_txn_begin(*env, NULL, 0, &txn);
+    if (rc == 0) {
+        rc = mdb_dbi_open(txn, NULL, 0, dbi);
+        if (rc == 0) {
+            rc = mdb_txn_commit(txn);
+        } else {
+            mdb_txn_abort(txn);
+        }
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot open the database in %s: %s", who,
+                 path, mdb_strerror(rc));
+        return false;
+    }
+    return true;
 }

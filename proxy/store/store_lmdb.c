@@ -621,9 +621,8 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     int64_t map_size = cfg->map_size > 0 ? cfg->map_size
                                          : LMDB_MAP_SIZE_DEFAULT;
     MDB_envinfo info;
-    MDB_txn *txn;
     sigset_t all, old;
-    int dead;
+    int dead = 0;
     int rc;
 
     if (cfg->path == NULL || cfg->path[0] == '\0') {
@@ -649,58 +648,8 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         snprintf(err, errlen, "lmdb: out of memory");
         goto fail;
     }
-    if (!lmdb_make_parents(s->path)) {
-        snprintf(err, errlen, "lmdb: cannot create the directory of %s: %s",
-                 s->path, strerror(errno));
-        goto fail;
-    }
-    rc = mdb_env_create(&s->env);
-    if (rc != 0) {
-        s->env = NULL;
-        snprintf(err, errlen, "lmdb: %s", mdb_strerror(rc));
-        goto fail;
-    }
-    rc = mdb_env_set_mapsize(s->env, (size_t)map_size);
-    if (rc == 0) {
-        /* MDB_NOTLS: the loop thread's read transaction is tied to the
-         * handle, not the thread. No NOSYNC, NOMETASYNC or WRITEMAP:
-         * commits must reach the disk. */
-        rc = mdb_env_open(s->env, s->path, MDB_NOSUBDIR | MDB_NOTLS, 0640);
-    }
-    if (rc != 0) {
-        snprintf(err, errlen, "lmdb: cannot open %s: %s", s->path,
-                 mdb_strerror(rc));
-        goto fail;
-    }
-    /* Reader slots left by a crashed process would pin old pages. */
-    if (mdb_reader_check(s->env, &dead) != 0) {
-        dead = 0;
-    }
-    /* Start from a state that is on disk: the file's name (it may have
-     * just been created) and whatever of it the page cache holds. */
-    if (!lmdb_sync_parent(s->path)) {
-        snprintf(err, errlen, "lmdb: cannot sync the directory of %s: %s",
-                 s->path, strerror(errno));
-        goto fail;
-    }
-    rc = mdb_env_sync(s->env, 1);
-    if (rc != 0) {
-        snprintf(err, errlen, "lmdb: cannot sync %s: %s", s->path,
-                 mdb_strerror(rc));
-        goto fail;
-    }
-    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    if (rc == 0) {
-        rc = mdb_dbi_open(txn, NULL, 0, &s->dbi);
-        if (rc == 0) {
-            rc = mdb_txn_commit(txn);
-        } else {
-            mdb_txn_abort(txn);
-        }
-    }
-    if (rc != 0) {
-        snprintf(err, errlen, "lmdb: cannot open the database in %s: %s",
-                 s->path, mdb_strerror(rc));
+    if (!lmdb_open_durable("lmdb", s->path, map_size, &s->env, &s->dbi,
+                           &dead, err, errlen)) {
         goto fail;
     }
     s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
