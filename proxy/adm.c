@@ -17,6 +17,7 @@
 #include "proxy_int.h"
 #include "adm_int.h"
 #include "store/store.h"
+#include "store/store_lmdb.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -112,6 +113,16 @@ metrics(struct adm *a, struct evhttp_request *req)
             st->bad_requests);
     COUNTER("tidemark_connections_total", "Client connections accepted.",
             st->conns_total);
+    if (a->px->sops == &store_lmdb_ops) {
+        struct store_lmdb_stats ls;
+
+        store_lmdb_stats(a->px->store, &ls);
+        COUNTER("tidemark_lmdb_journal_syncs_total",
+                "Groups of raises written to the journal and synced.",
+                ls.commits);
+        COUNTER("tidemark_lmdb_checkpoints_total",
+                "LMDB commits that retired the journal.", ls.checkpoints);
+    }
 #undef COUNTER
     evbuffer_add_printf(b, "# HELP tidemark_connections Open client "
                            "connections.\n# TYPE tidemark_connections "

@@ -8,7 +8,8 @@
 #include "store.h"
 
 /* Registered as "lmdb". One file at [store] path (not a directory; the
- * lock file is PATH-lock), values are 8-byte big-endian int64 marks. */
+ * lock file is PATH-lock, the journal PATH-journal), values are 8-byte
+ * big-endian int64 marks. */
 extern const struct store_ops store_lmdb_ops;
 
 /* Raises queued beyond this many are answered STORE_ERROR at once. */
@@ -16,8 +17,10 @@ extern const struct store_ops store_lmdb_ops;
 
 struct store_lmdb_stats {
     uint64_t raises;        /* raises answered by the writer thread */
-    uint64_t batches;       /* write transactions run */
-    uint64_t commits;       /* ... that wrote, committed and synced */
+    uint64_t batches;       /* groups of requests the writer took */
+    uint64_t commits;       /* ... that wrote marks to the journal and
+                             * synced it */
+    uint64_t checkpoints;   /* LMDB commits that retired the journal */
     uint64_t largest_batch; /* most raises answered by one transaction */
 };
 
