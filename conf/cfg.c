@@ -22,8 +22,8 @@ static const char *const env_not_overrides[] = {"TIDEMARK_BIN", NULL};
 
 /* Where a value came from: a line of the file, or an env variable. */
 struct origin {
-    int line;   /* 0: not from the file */
-    char *env;  /* the variable's name, owned; NULL: not from env */
+    int line;  /* 0: not from the file */
+    char *env; /* the variable's name, owned; NULL: not from env */
 };
 
 struct raw_val {
@@ -50,8 +50,8 @@ enum reading {
 struct loader {
     const char *file;
     struct cfg_errors *errs;
-    size_t errs_before;    /* errs->n when loading started */
-    int *err_keys;         /* per new error: where it sorts */
+    size_t errs_before; /* errs->n when loading started */
+    int *err_keys;      /* per new error: where it sorts */
     bool oom;
     FILE *fp;
     char *line;
@@ -64,9 +64,8 @@ struct loader {
     char *const *envp;
 };
 
-static void
-add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void add_err(struct loader *l, const struct origin *at, const char *fmt,
+                    ...) __attribute__((format(printf, 3, 4)));
 
 static void
 add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
@@ -95,8 +94,7 @@ add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
         l->oom = true;
         return;
     }
-    snprintf(full, n, "%s%s%s: %s", from_env ? "env:" : "",
-             prefix, where, msg);
+    snprintf(full, n, "%s%s%s: %s", from_env ? "env:" : "", prefix, where, msg);
     msgs = realloc(l->errs->msgs, (l->errs->n + 1) * sizeof(*msgs));
     if (msgs == NULL) {
         free(full);
@@ -104,8 +102,8 @@ add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
         return;
     }
     l->errs->msgs = msgs;
-    keys = realloc(l->err_keys,
-                   (l->errs->n - l->errs_before + 1) * sizeof(*keys));
+    keys =
+        realloc(l->err_keys, (l->errs->n - l->errs_before + 1) * sizeof(*keys));
     if (keys == NULL) {
         free(full);
         l->oom = true;
@@ -113,7 +111,7 @@ add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
     }
     l->err_keys = keys;
     /* File problems in line order, then the environment's. */
-    keys[l->errs->n - l->errs_before] = at == NULL ? 0
+    keys[l->errs->n - l->errs_before] = at == NULL        ? 0
                                         : at->env != NULL ? INT_MAX
                                                           : at->line;
     msgs[l->errs->n++] = full;
@@ -147,8 +145,7 @@ sort_errs(struct loader *l)
 }
 
 /* An error on the line being read. */
-static void
-line_err(struct loader *l, const char *fmt, ...)
+static void line_err(struct loader *l, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
@@ -282,8 +279,8 @@ section_line(struct loader *l, char *s)
         }
     }
     if (k == CFG_NSECT) {
-        line_err(l, "unknown section [%s%s%s]", kind,
-                 *name != '\0' ? " " : "", name);
+        line_err(l, "unknown section [%s%s%s]", kind, *name != '\0' ? " " : "",
+                 name);
         return;
     }
     if (cfg_sect_named(k) && *name == '\0') {
@@ -295,8 +292,7 @@ section_line(struct loader *l, char *s)
         return;
     }
     if (cfg_sect_named(k) && !cfg_name_ok(name, strlen(name))) {
-        line_err(l,
-                 "section name '%s': use letters, digits, '_', '-' and '.'",
+        line_err(l, "section name '%s': use letters, digits, '_', '-' and '.'",
                  name);
         return;
     }
@@ -532,8 +528,7 @@ apply_env(struct loader *l, const char *var)
         }
         for (size_t j = 0; j < cfg_nopts; j++) {
             if (cfg_opts[j].sect == s->kind &&
-                env_key_eq(rest + slen + 1, rlen - slen - 1,
-                           cfg_opts[j].key)) {
+                env_key_eq(rest + slen + 1, rlen - slen - 1, cfg_opts[j].key)) {
                 hits++;
                 hit = s;
                 hit_opt = (int)j;
@@ -677,8 +672,8 @@ expand_headers(struct loader *l, const struct raw_sect *s,
 
                 add_err(l, sect_origin(s, &at),
                         "add_header %s: ${%.*s} is not set in the "
-                        "environment", u->add[i].name, (int)(end - p - 2),
-                        p + 2);
+                        "environment",
+                        u->add[i].name, (int)(end - p - 2), p + 2);
                 val = "";
             }
             vlen = strlen(val);
@@ -703,7 +698,8 @@ expand_headers(struct loader *l, const struct raw_sect *s,
 
             add_err(l, sect_origin(s, &at),
                     "add_header %s: the environment's value has a line "
-                    "break", u->add[i].name);
+                    "break",
+                    u->add[i].name);
         }
         free(u->add[i].value);
         u->add[i].value = out;
@@ -779,8 +775,7 @@ build(struct loader *l, struct tm_config *c)
         if (r->verify == TM_VERIFY_HMAC && c->tokens.key == NULL) {
             struct origin at = {s->line, NULL};
 
-            add_err(l, &at,
-                    "[route %s]: verify = hmac needs [tokens] key_file",
+            add_err(l, &at, "[route %s]: verify = hmac needs [tokens] key_file",
                     r->name);
         }
         if (r->upstream == NULL) {

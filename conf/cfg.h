@@ -10,8 +10,8 @@
 #include "../policies/route.h"
 
 struct cfg_proxy {
-    char *listen;            /* "host:port" */
-    bool unmatched_reject;   /* unmatched = reject */
+    char *listen;          /* "host:port" */
+    bool unmatched_reject; /* unmatched = reject */
     char *token_header;
     char *resource_header;
     int header_timeout_ms;   /* whole request head must arrive within */
@@ -37,77 +37,77 @@ struct cfg_header {
 
 struct cfg_upstream {
     char *name;
-    char *url;               /* as written */
-    bool tls;                /* https:// */
-    char *host;              /* from url */
-    char *port;              /* from url, or 80 / 443 */
-    char *host_header;       /* "host" or "host:port" as sent in Host */
+    char *url;         /* as written */
+    bool tls;          /* https:// */
+    char *host;        /* from url */
+    char *port;        /* from url, or 80 / 443 */
+    char *host_header; /* "host" or "host:port" as sent in Host */
     int connect_timeout_ms;
-    int timeout_ms;          /* response head and between body reads */
-    int max_idle;            /* pooled idle connections kept */
-    char *ca_file;           /* https: PEM CAs; empty: the system's */
-    struct cfg_header *add;  /* add_header, ${VAR} expanded: secrets */
+    int timeout_ms;         /* response head and between body reads */
+    int max_idle;           /* pooled idle connections kept */
+    char *ca_file;          /* https: PEM CAs; empty: the system's */
+    struct cfg_header *add; /* add_header, ${VAR} expanded: secrets */
     size_t nadd;
-    char **strip;            /* strip_header names */
+    char **strip; /* strip_header names */
     size_t nstrip;
-    bool host_preserve;      /* host = preserve: send the client's Host */
+    bool host_preserve; /* host = preserve: send the client's Host */
     int line;
 };
 
 struct cfg_route {
     char *name;
-    unsigned methods;        /* enum tm_method bits; 0 means every method */
+    unsigned methods; /* enum tm_method bits; 0 means every method */
     struct tm_tmpl path;
-    char *path_src;          /* the path template as written */
+    char *path_src; /* the path template as written */
     bool resource_from_header;
     struct tm_rtmpl resource;
-    char *resource_src;      /* the resource template as written */
+    char *resource_src; /* the resource template as written */
     enum tm_mode mode;
     enum tm_verify verify;
-    char *upstream;          /* name */
-    size_t upstream_idx;     /* index into tm_config.upstreams */
-    int64_t max_body;        /* request body bytes; 0: no limit */
+    char *upstream;      /* name */
+    size_t upstream_idx; /* index into tm_config.upstreams */
+    int64_t max_body;    /* request body bytes; 0: no limit */
     int line;
 };
 
 struct cfg_store {
-    char *type;              /* lmdb | postgres | redis | etcd */
-    char *path;              /* lmdb */
-    int64_t map_size;        /* lmdb: bytes */
-    char *dsn;               /* postgres */
-    char *url;               /* redis */
-    char *endpoints;         /* etcd */
-    int pool_size;           /* postgres, etcd: connections to the store */
-    int wait_replicas;       /* redis: WAIT for this many replicas */
-    int cache_entries;       /* in-memory marks kept */
-    int timeout_ms;          /* one raise, end to end */
+    char *type;        /* lmdb | postgres | redis | etcd */
+    char *path;        /* lmdb */
+    int64_t map_size;  /* lmdb: bytes */
+    char *dsn;         /* postgres */
+    char *url;         /* redis */
+    char *endpoints;   /* etcd */
+    int pool_size;     /* postgres, etcd: connections to the store */
+    int wait_replicas; /* redis: WAIT for this many replicas */
+    int cache_entries; /* in-memory marks kept */
+    int timeout_ms;    /* one raise, end to end */
 };
 
 struct cfg_admin {
-    char *listen;            /* "host:port", or empty: no control port */
-    char *token_file;        /* path as written; NULL: no token */
-    unsigned char *token;    /* the bearer token (a secret) */
+    char *listen;         /* "host:port", or empty: no control port */
+    char *token_file;     /* path as written; NULL: no token */
+    unsigned char *token; /* the bearer token (a secret) */
     size_t token_len;
 };
 
 /* The lock service on the control port. */
 struct cfg_locks {
-    char *backend;           /* lmdb | redis | postgres */
-    char *path;              /* lmdb: the lease file */
-    char *url;               /* redis: redis://host:port[/db] */
-    char *dsn;               /* postgres: a libpq connection string */
-    int pool_size;           /* postgres: connections */
-    int timeout_ms;          /* redis, postgres: one operation */
-    int64_t map_size;        /* lmdb: bytes */
-    bool eager;              /* an acquire raises the resource's mark */
-    int max_ttl_ms;          /* longer leases are refused (400) */
-    int max_wait_ms;         /* longest ?wait_ms= an acquire may ask */
+    char *backend;    /* lmdb | redis | postgres */
+    char *path;       /* lmdb: the lease file */
+    char *url;        /* redis: redis://host:port[/db] */
+    char *dsn;        /* postgres: a libpq connection string */
+    int pool_size;    /* postgres: connections */
+    int timeout_ms;   /* redis, postgres: one operation */
+    int64_t map_size; /* lmdb: bytes */
+    bool eager;       /* an acquire raises the resource's mark */
+    int max_ttl_ms;   /* longer leases are refused (400) */
+    int max_wait_ms;  /* longest ?wait_ms= an acquire may ask */
 };
 
 /* Signing issued tokens and verifying them on verify = hmac routes. */
 struct cfg_tokens {
-    char *key_file;          /* path as written; NULL: no key */
-    unsigned char *key;      /* the file's bytes, one final LF dropped */
+    char *key_file;     /* path as written; NULL: no key */
+    unsigned char *key; /* the file's bytes, one final LF dropped */
     size_t key_len;
 };
 
@@ -120,7 +120,7 @@ struct tm_config {
     struct cfg_tokens tokens;
     struct cfg_upstream *upstreams;
     size_t nupstreams;
-    struct cfg_route *routes;  /* file order */
+    struct cfg_route *routes; /* file order */
     size_t nroutes;
 };
 

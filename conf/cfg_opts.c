@@ -248,8 +248,8 @@ set_add_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
         if (colon == NULL || !field_name_ok(line, (size_t)(colon - line))) {
             return "must be NAME: VALUE with NAME a header name";
         }
-        for (val = colon + 1;
-             val < line + n && (*val == ' ' || *val == '\t'); val++) {
+        for (val = colon + 1; val < line + n && (*val == ' ' || *val == '\t');
+             val++) {
         }
         h = realloc(u->add, (u->nadd + 1) * sizeof(*u->add));
         if (h == NULL) {
@@ -268,8 +268,8 @@ set_add_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
 }
 
 static const char *
-set_strip_header(const struct cfg_opt *o, void *obj, const char *v,
-                 char *buf, size_t len)
+set_strip_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+                 size_t len)
 {
     struct cfg_upstream *u = obj;
     const char *line = v;
@@ -339,8 +339,7 @@ static const char *
 set_verify(const struct cfg_opt *o, void *obj, const char *v, char *buf,
            size_t len)
 {
-    static const enum tm_verify verifies[] = {TM_VERIFY_NONE,
-                                              TM_VERIFY_HMAC};
+    static const enum tm_verify verifies[] = {TM_VERIFY_NONE, TM_VERIFY_HMAC};
     int i = choice(o, v, buf, len);
 
     if (i < 0) {
@@ -372,8 +371,8 @@ set_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
  * *out is malloc'd (the caller frees) and NULL is returned; else a
  * message that never quotes the file. */
 static const char *
-read_secret(const char *path, const char *what, size_t min,
-            unsigned char **out, size_t *outlen, char *buf, size_t len)
+read_secret(const char *path, const char *what, size_t min, unsigned char **out,
+            size_t *outlen, char *buf, size_t len)
 {
     unsigned char key[4097];
     struct stat st;
@@ -395,12 +394,13 @@ read_secret(const char *path, const char *what, size_t min,
     }
     if (st.st_mode & (S_IROTH | S_IWOTH)) {
         close(fd);
-        snprintf(buf, len, "the %s file is readable or writable by others: "
-                           "chmod 600 it (or 640 for a group)", what);
+        snprintf(buf, len,
+                 "the %s file is readable or writable by others: "
+                 "chmod 600 it (or 640 for a group)",
+                 what);
         return buf;
     }
-    while (n < sizeof(key) &&
-           (got = read(fd, key + n, sizeof(key) - n)) != 0) {
+    while (n < sizeof(key) && (got = read(fd, key + n, sizeof(key) - n)) != 0) {
         if (got < 0 && errno == EINTR) {
             continue;
         }
@@ -422,8 +422,10 @@ read_secret(const char *path, const char *what, size_t min,
     }
     if (n < min || n > 4096) {
         explicit_bzero(key, sizeof(key));
-        snprintf(buf, len, "the %s must be %zu to 4096 bytes (openssl rand "
-                 "-hex 32 makes one)", what, min);
+        snprintf(buf, len,
+                 "the %s must be %zu to 4096 bytes (openssl rand "
+                 "-hex 32 makes one)",
+                 what, min);
         return buf;
     }
     *out = malloc(n);
@@ -449,8 +451,7 @@ set_key_file(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     }
     free(t->key);
     t->key = NULL;
-    msg = read_secret(v, "key", TOKEN_KEY_MIN, &t->key, &t->key_len, buf,
-                      len);
+    msg = read_secret(v, "key", TOKEN_KEY_MIN, &t->key, &t->key_len, buf, len);
     return msg != NULL ? msg : store_str(&t->key_file, v);
 }
 
@@ -513,8 +514,8 @@ static const char *
 bounds(const struct cfg_opt *o, int64_t n, char *buf, size_t len)
 {
     if (n < o->min || n > o->max) {
-        snprintf(buf, len, "must be between %lld and %lld",
-                 (long long)o->min, (long long)o->max);
+        snprintf(buf, len, "must be between %lld and %lld", (long long)o->min,
+                 (long long)o->max);
         return buf;
     }
     return NULL;
@@ -571,8 +572,8 @@ set_listen(const struct cfg_opt *o, void *obj, const char *v, char *buf,
 
 /* A header name is an RFC 9110 token. */
 static const char *
-set_header_name(const struct cfg_opt *o, void *obj, const char *v,
-                char *buf, size_t len)
+set_header_name(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+                size_t len)
 {
     if (v[0] == '\0') {
         return "must not be empty";
@@ -586,8 +587,8 @@ set_header_name(const struct cfg_opt *o, void *obj, const char *v,
 }
 
 static const char *
-set_upstream_url(const struct cfg_opt *o, void *obj, const char *v,
-                 char *buf, size_t len)
+set_upstream_url(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+                 size_t len)
 {
     struct cfg_upstream *u = obj;
     struct tm_slice host, port;
@@ -868,8 +869,8 @@ set_resource(const struct cfg_opt *o, void *obj, const char *v, char *buf,
 }
 
 static const char *
-set_section_ref(const struct cfg_opt *o, void *obj, const char *v,
-                char *buf, size_t len)
+set_section_ref(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+                size_t len)
 {
     if (!cfg_name_ok(v, strlen(v))) {
         return "must be the NAME of an [upstream NAME] section";
@@ -878,16 +879,16 @@ set_section_ref(const struct cfg_opt *o, void *obj, const char *v,
 }
 
 static const char *const unmatched_choices[] = {"pass", "reject", NULL};
-static const char *const level_choices[] = {"error", "warn", "info",
-                                            "debug", NULL};
-static const char *const type_choices[] = {"lmdb", "postgres", "redis",
-                                           "etcd", NULL};
-static const char *const mode_choices[] = {"correctness", "efficiency",
-                                           "off", NULL};
+static const char *const level_choices[] = {"error", "warn", "info", "debug",
+                                            NULL};
+static const char *const type_choices[] = {"lmdb", "postgres", "redis", "etcd",
+                                           NULL};
+static const char *const mode_choices[] = {"correctness", "efficiency", "off",
+                                           NULL};
 static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const bool_choices[] = {"yes", "no", NULL};
-static const char *const lock_backend_choices[] = {"lmdb", "redis",
-                                                   "postgres", NULL};
+static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
+                                                   NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -1002,8 +1003,8 @@ const struct cfg_opt cfg_opts[] = {
      offsetof(struct cfg_locks, path), NONE, 0,
      "lmdb: the lease file (not the [store] file)"},
     {CFG_LOCKS, "map_size", "268435456", set_size,
-     offsetof(struct cfg_locks, map_size), INT(1048576, INT64_C(1) << 44),
-     0, "lmdb: largest lease file size in bytes (K, M, G, T suffixes)"},
+     offsetof(struct cfg_locks, map_size), INT(1048576, INT64_C(1) << 44), 0,
+     "lmdb: largest lease file size in bytes (K, M, G, T suffixes)"},
     {CFG_LOCKS, "eager", "yes", set_bool, offsetof(struct cfg_locks, eager),
      CHOICE(bool_choices), 0,
      "yes: an acquire raises the resource's mark to the new fence"},
@@ -1034,8 +1035,8 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_UPSTREAM, "add_header", NULL, set_add_header, 0, NONE, CFG_REPEAT,
      "NAME: VALUE added to every forwarded request (repeatable; ${VAR} "
      "from the environment); replaces a client header of that name"},
-    {CFG_UPSTREAM, "strip_header", NULL, set_strip_header, 0, NONE,
-     CFG_REPEAT, "a client header removed before forwarding (repeatable)"},
+    {CFG_UPSTREAM, "strip_header", NULL, set_strip_header, 0, NONE, CFG_REPEAT,
+     "a client header removed before forwarding (repeatable)"},
     {CFG_UPSTREAM, "host", "upstream", set_choice_bool,
      offsetof(struct cfg_upstream, host_preserve), CHOICE(host_choices), 0,
      "upstream | preserve: the Host header sent upstream"},
@@ -1050,8 +1051,8 @@ const struct cfg_opt cfg_opts[] = {
      "correctness | efficiency | off"},
     {CFG_ROUTE, "verify", "none", set_verify, 0, CHOICE(verify_choices), 0,
      "none | hmac"},
-    {CFG_ROUTE, "max_body", "0", set_size,
-     offsetof(struct cfg_route, max_body), INT(0, INT64_MAX), 0,
+    {CFG_ROUTE, "max_body", "0", set_size, offsetof(struct cfg_route, max_body),
+     INT(0, INT64_MAX), 0,
      "largest request body in bytes (K M G T); 0: no limit"},
     {CFG_ROUTE, "upstream", "default", set_section_ref,
      offsetof(struct cfg_route, upstream), NONE, 0,

@@ -38,12 +38,12 @@ typedef const char *(*cfg_set_fn)(const struct cfg_opt *o, void *obj,
 struct cfg_opt {
     enum cfg_sect sect;
     const char *key;
-    const char *def;             /* default, as written in a file */
+    const char *def; /* default, as written in a file */
     cfg_set_fn set;
-    size_t off;                  /* of the field in the section's struct */
-    int64_t min, max;            /* bounds of integers and sizes */
-    const char *const *choices;  /* NULL-terminated, for enumerations */
-    unsigned flags;              /* enum cfg_flag bits */
+    size_t off;                 /* of the field in the section's struct */
+    int64_t min, max;           /* bounds of integers and sizes */
+    const char *const *choices; /* NULL-terminated, for enumerations */
+    unsigned flags;             /* enum cfg_flag bits */
     const char *help;
 };
 
@@ -62,12 +62,10 @@ bool cfg_sect_named(enum cfg_sect s);
 
 /* Section-level check of [locks] once every key is set: redis needs url,
  * postgres dsn. NULL when fine. */
-const char *cfg_check_locks(const struct cfg_locks *l, char *buf,
-                            size_t len);
+const char *cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len);
 
 /* Section-level check of [store] once every key is set: the chosen type's
  * own key is present. NULL when fine. */
-const char *cfg_check_store(const struct cfg_store *s, char *buf,
-                            size_t len);
+const char *cfg_check_store(const struct cfg_store *s, char *buf, size_t len);
 
 #endif

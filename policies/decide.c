@@ -40,8 +40,7 @@ decide_store(enum tm_mode mode, bool store_ok, bool stale)
     }
     if (!store_ok) {
         /* Any mode but efficiency fails closed. */
-        return mode == TM_MODE_EFFICIENCY ? DECIDE_FORWARD
-                                          : DECIDE_UNAVAILABLE;
+        return mode == TM_MODE_EFFICIENCY ? DECIDE_FORWARD : DECIDE_UNAVAILABLE;
     }
     return DECIDE_ACCEPT;
 }

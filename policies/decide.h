@@ -10,14 +10,14 @@
 #include "token.h"
 
 enum decision {
-    DECIDE_FORWARD = 0,  /* forward without touching the store (bypass) */
-    DECIDE_RAISE,        /* ask the store to raise the mark, then decide */
-    DECIDE_ACCEPT,       /* token equals the known durable mark: forward */
-    DECIDE_STALE,        /* 409: token below the mark */
-    DECIDE_MISSING,      /* 428 */
-    DECIDE_INVALID,      /* 400 */
-    DECIDE_UNAVAILABLE,  /* 503: store failed on a correctness route */
-    DECIDE_FORBIDDEN,    /* 403: unsigned, forged or borrowed token */
+    DECIDE_FORWARD = 0, /* forward without touching the store (bypass) */
+    DECIDE_RAISE,       /* ask the store to raise the mark, then decide */
+    DECIDE_ACCEPT,      /* token equals the known durable mark: forward */
+    DECIDE_STALE,       /* 409: token below the mark */
+    DECIDE_MISSING,     /* 428 */
+    DECIDE_INVALID,     /* 400 */
+    DECIDE_UNAVAILABLE, /* 503: store failed on a correctness route */
+    DECIDE_FORBIDDEN,   /* 403: unsigned, forged or borrowed token */
 };
 
 /* Before the store: mode, the token's parse status and value, and the

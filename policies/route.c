@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
@@ -96,7 +95,8 @@ compile_capture(struct tm_tmpl *t, const char *seg, size_t len, bool last,
         if (!name_char(name[i])) {
             set_err(err, errlen,
                     "capture names are letters, digits and '_': "
-                    "{%.*s}", (int)len - 2, name);
+                    "{%.*s}",
+                    (int)len - 2, name);
             return false;
         }
     }
@@ -153,8 +153,7 @@ tmpl_compile(struct tm_tmpl *t, const char *src, char *err, size_t errlen)
             if (!compile_capture(t, p, len, last, err, errlen)) {
                 goto fail;
             }
-        } else if (memchr(p, '{', len) != NULL ||
-                   memchr(p, '}', len) != NULL) {
+        } else if (memchr(p, '{', len) != NULL || memchr(p, '}', len) != NULL) {
             set_err(err, errlen, "a capture must be a whole segment: {name}");
             goto fail;
         } else if (!push_seg(&t->segs, &t->nsegs, p, len, -1, false)) {

@@ -36,10 +36,10 @@ enum tm_method {
 
 /* One piece of a compiled template: a literal, or a capture. */
 struct tm_tmpl_seg {
-    char *lit;      /* literal text (path: one whole segment), or NULL */
+    char *lit; /* literal text (path: one whole segment), or NULL */
     size_t lit_len;
-    int capture;    /* index into the path template's names, or -1 */
-    bool rest;      /* {name*}: matches the rest of the path */
+    int capture; /* index into the path template's names, or -1 */
+    bool rest;   /* {name*}: matches the rest of the path */
 };
 
 /* A compiled path template, "/v1/documents/{doc}" or "/files/{key*}". */
@@ -60,8 +60,8 @@ struct tm_rtmpl {
 /* Compile a path template. It must start with '/'; "{name}" stands for a
  * whole segment, "{name*}" for the rest of the path and only last; names
  * are [A-Za-z0-9_]+ and unique. Returns false with a message in err. */
-bool tmpl_compile(struct tm_tmpl *t, const char *src, char *err,
-                  size_t errlen) __attribute__((warn_unused_result));
+bool tmpl_compile(struct tm_tmpl *t, const char *src, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 void tmpl_free(struct tm_tmpl *t);
 
 /* Match a request path (without the query) against t. On a match, caps[i]

@@ -102,8 +102,7 @@ token_sign(const unsigned char *key, size_t keylen, const char *res,
         !compute_sig(key, keylen, res, rlen, fence, sig)) {
         return 0;
     }
-    n = snprintf(out, cap, "%lld.%.*s", (long long)fence, TOKEN_SIG_LEN,
-                 sig);
+    n = snprintf(out, cap, "%lld.%.*s", (long long)fence, TOKEN_SIG_LEN, sig);
     return n > 0 ? (size_t)n : 0;
 }
 
@@ -141,8 +140,7 @@ token_check(enum tm_verify verify, const unsigned char *key, size_t keylen,
         }
     }
     if (verify == TM_VERIFY_HMAC) {
-        if (sig == NULL ||
-            !compute_sig(key, keylen, res, rlen, v, want) ||
+        if (sig == NULL || !compute_sig(key, keylen, res, rlen, v, want) ||
             CRYPTO_memcmp(want, sig, TOKEN_SIG_LEN) != 0) {
             return TOKEN_FORBIDDEN;
         }

@@ -51,10 +51,9 @@ size_t token_sign(const unsigned char *key, size_t keylen, const char *res,
  *    TOKEN_FORBIDDEN (compared in constant time). A bare number is
  *    TOKEN_FORBIDDEN too: unsigned.
  * Malformed values are TOKEN_INVALID. TOKEN_OK sets *fence. */
-enum token_status token_check(enum tm_verify verify,
-                              const unsigned char *key, size_t keylen,
-                              const char *res, size_t rlen, const char *s,
-                              size_t len, int64_t *fence)
+enum token_status token_check(enum tm_verify verify, const unsigned char *key,
+                              size_t keylen, const char *res, size_t rlen,
+                              const char *s, size_t len, int64_t *fence)
     __attribute__((warn_unused_result));
 
 #endif

@@ -41,8 +41,8 @@ void
 adm_reply(struct evhttp_request *req, int code, const char *reason,
           const char *ctype, struct evbuffer *body)
 {
-    evhttp_add_header(evhttp_request_get_output_headers(req),
-                      "Content-Type", ctype);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      ctype);
     evhttp_send_reply(req, code, reason, body);
 }
 
@@ -60,8 +60,8 @@ adm_reply_problem(struct evhttp_request *req, const struct problem *p)
         char v[16];
 
         snprintf(v, sizeof(v), "%d", p->retry_after);
-        evhttp_add_header(evhttp_request_get_output_headers(req),
-                          "Retry-After", v);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
+                          v);
     }
     evbuffer_add(b, body, problem_body(body, sizeof(body), p));
     adm_reply(req, p->status, problem_reason(p->status),
@@ -73,8 +73,8 @@ static void
 reply_problem(struct evhttp_request *req, int status, const char *detail,
               const char *resource)
 {
-    struct problem p = {.status = status, .detail = detail,
-                        .resource = resource};
+    struct problem p = {
+        .status = status, .detail = detail, .resource = resource};
 
     adm_reply_problem(req, &p);
 }
@@ -90,7 +90,7 @@ simple(struct evhttp_request *req, int code, const char *text)
     }
     evbuffer_add_printf(b, "%s\n", text);
     adm_reply(req, code, code == 200 ? "OK" : "Service Unavailable",
-               "text/plain; charset=utf-8", b);
+              "text/plain; charset=utf-8", b);
     evbuffer_free(b);
 }
 
@@ -104,9 +104,10 @@ metrics(struct adm *a, struct evhttp_request *req)
         evhttp_send_error(req, 500, NULL);
         return;
     }
-#define COUNTER(name, help, v)                                              \
-    evbuffer_add_printf(b, "# HELP " name " " help "\n# TYPE " name         \
-                           " counter\n" name " %" PRIu64 "\n",              \
+#define COUNTER(name, help, v)                                                 \
+    evbuffer_add_printf(b,                                                     \
+                        "# HELP " name " " help "\n# TYPE " name               \
+                        " counter\n" name " %" PRIu64 "\n",                    \
                         (uint64_t)(v))
     COUNTER("tidemark_requests_total", "Requests read.", st->requests);
     COUNTER("tidemark_bad_requests_total", "Malformed requests.",
@@ -124,9 +125,10 @@ metrics(struct adm *a, struct evhttp_request *req)
                 "LMDB commits that retired the journal.", ls.checkpoints);
     }
 #undef COUNTER
-    evbuffer_add_printf(b, "# HELP tidemark_connections Open client "
-                           "connections.\n# TYPE tidemark_connections "
-                           "gauge\ntidemark_connections %zu\n",
+    evbuffer_add_printf(b,
+                        "# HELP tidemark_connections Open client "
+                        "connections.\n# TYPE tidemark_connections "
+                        "gauge\ntidemark_connections %zu\n",
                         a->px->nclients);
     metrics_write(a->px->metrics, a->px->sops->name, b);
     evbuffer_add_printf(b, "# HELP tidemark_upstream_connections Pooled "
@@ -134,10 +136,11 @@ metrics(struct adm *a, struct evhttp_request *req)
                            "tidemark_upstream_connections gauge\n");
     for (size_t i = 0; i < a->px->cfg->nupstreams; i++) {
         const char *name = a->px->cfg->upstreams[i].name;
-        evbuffer_add_printf(b, "tidemark_upstream_connections{upstream=\"%s\","
-                               "state=\"idle\"} %zu\n"
-                               "tidemark_upstream_connections{upstream=\"%s\","
-                               "state=\"busy\"} %zu\n",
+        evbuffer_add_printf(b,
+                            "tidemark_upstream_connections{upstream=\"%s\","
+                            "state=\"idle\"} %zu\n"
+                            "tidemark_upstream_connections{upstream=\"%s\","
+                            "state=\"busy\"} %zu\n",
                             name, up_idle_count(a->px->pools[i]), name,
                             up_busy_count(a->px->pools[i]));
     }
@@ -173,8 +176,7 @@ mark_done(void *arg, enum store_result res, int64_t mark)
         goto out;
     }
     if (mark <= 0) {
-        reply_problem(mg->req, 404, "no mark for this resource",
-                      mg->resource);
+        reply_problem(mg->req, 404, "no mark for this resource", mg->resource);
         goto out;
     }
     b = evbuffer_new();
@@ -327,11 +329,9 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
                  px->cfg->admin.listen);
         goto fail;
     }
-    evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
-                                            EVHTTP_REQ_POST |
-                                            EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_PATCH |
-                                            EVHTTP_REQ_DELETE);
+    evhttp_set_allowed_methods(
+        a->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                     EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE);
     evhttp_set_max_headers_size(a->http, 16384);
     evhttp_set_max_body_size(a->http, 65536);
     evhttp_set_timeout(a->http, 30);

@@ -21,8 +21,7 @@ void adm_reply_problem(struct evhttp_request *req, const struct problem *p);
 
 /* The lock service over px->cfg->locks: opens the backend. NULL with err
  * on failure. */
-struct adm_locks *adm_locks_new(struct tm_proxy *px, char *err,
-                                size_t errlen);
+struct adm_locks *adm_locks_new(struct tm_proxy *px, char *err, size_t errlen);
 
 /* Serve a call on /v1/locks/{name}: path is what follows "/v1/locks/"
  * (still percent-encoded), query the text after '?' or NULL. */

@@ -35,23 +35,23 @@ struct lock_queue;
  * once neither holds it.
  */
 struct lock_call {
-    struct lock_call *prev, *next;  /* al->calls */
-    struct lock_call *qnext;        /* in q, arrival order */
-    struct lock_queue *q;           /* the queue it waits in, or NULL */
-    struct adm_locks *al;           /* NULL: the service is gone */
-    struct evhttp_request *req;     /* NULL: answered, or client gone */
+    struct lock_call *prev, *next; /* al->calls */
+    struct lock_call *qnext;       /* in q, arrival order */
+    struct lock_queue *q;          /* the queue it waits in, or NULL */
+    struct adm_locks *al;          /* NULL: the service is gone */
+    struct evhttp_request *req;    /* NULL: answered, or client gone */
     struct evhttp_connection *conn;
-    struct event *deadline;         /* a waiting acquire gives up */
-    struct event *peer;             /* waiting: the client hangs up */
+    struct event *deadline; /* a waiting acquire gives up */
+    struct event *peer;     /* waiting: the client hangs up */
     int64_t ttl_ms;
     int64_t wait_ms;
     int64_t fence;
-    int64_t min_fence;              /* acquire's floor, 0: none */
-    bool refloored;                 /* the floor retry was spent */
+    int64_t min_fence; /* acquire's floor, 0: none */
+    bool refloored;    /* the floor retry was spent */
     bool in_flight;
-    bool timed_out;                 /* the deadline passed in flight */
+    bool timed_out; /* the deadline passed in flight */
     size_t len;
-    char name[];                    /* len bytes and a NUL */
+    char name[]; /* len bytes and a NUL */
 };
 
 /* The acquires waiting for one name; only the head ever asks the
@@ -60,8 +60,8 @@ struct lock_queue {
     struct lock_queue *prev, *next; /* al->queues */
     struct adm_locks *al;
     struct lock_call *head, *tail;
-    struct event *retry;            /* the holder's lease ends */
-    bool trying;                    /* the head's acquire is in flight */
+    struct event *retry; /* the holder's lease ends */
+    bool trying;         /* the head's acquire is in flight */
     size_t len;
     char name[];
 };
@@ -91,8 +91,7 @@ static void queue_try(struct lock_queue *q);
 
 /* ---- calls and queues ------------------------------------------------ */
 
-static void
-conn_closed(struct evhttp_connection *conn, void *arg);
+static void conn_closed(struct evhttp_connection *conn, void *arg);
 
 static struct lock_call *
 call_new(struct adm_locks *al, struct evhttp_request *req, const char *name,
@@ -277,7 +276,7 @@ peer_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)what;
     if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
-        return;   /* bytes of a next request: evhttp reads them later */
+        return; /* bytes of a next request: evhttp reads them later */
     }
     if (c->req != NULL) {
         evhttp_connection_free(c->conn);
@@ -303,8 +302,7 @@ watch_peer(struct lock_call *c)
 static void
 queue_push(struct lock_queue *q, struct lock_call *c)
 {
-    log_debug("locks: waiting: name=%s wait_ms=%" PRId64, c->name,
-              c->wait_ms);
+    log_debug("locks: waiting: name=%s wait_ms=%" PRId64, c->name, c->wait_ms);
     watch_peer(c);
     c->q = q;
     c->qnext = NULL;
@@ -351,8 +349,8 @@ problem_out(struct lock_call *c, struct problem *p)
     }
     p->resource = c->name;
     log_at(p->status == 423 || p->status == 404 ? LOG_DEBUG
-           : p->status >= 500 ? LOG_WARN
-                              : LOG_INFO,
+           : p->status >= 500                   ? LOG_WARN
+                                                : LOG_INFO,
            "locks: refused %d: name=%s fence=%" PRId64 ": %s", p->status,
            c->name, c->fence, p->detail != NULL ? p->detail : "-");
     adm_reply_problem(c->req, p);
@@ -426,8 +424,8 @@ lease_out(struct lock_call *c, int code, int64_t ttl_ms)
         return false;
     }
     if (tk->key != NULL) {
-        if (token_sign(tk->key, tk->key_len, c->name, c->len, c->fence,
-                       token, sizeof(token)) == 0) {
+        if (token_sign(tk->key, tk->key_len, c->name, c->len, c->fence, token,
+                       sizeof(token)) == 0) {
             backend_down(c);
             return false;
         }
@@ -446,8 +444,8 @@ lease_out(struct lock_call *c, int code, int64_t ttl_ms)
                         "\",\"token\":\"%s\",\"fence\":%" PRId64
                         ",\"ttl_ms\":%" PRId64 "}\n",
                         token, c->fence, ttl_ms);
-    adm_reply(c->req, code, code == 201 ? "Created" : "OK",
-              "application/json", b);
+    adm_reply(c->req, code, code == 201 ? "Created" : "OK", "application/json",
+              b);
     evbuffer_free(b);
     call_detach(c);
     return true;
@@ -456,8 +454,7 @@ lease_out(struct lock_call *c, int code, int64_t ttl_ms)
 /* ---- acquire --------------------------------------------------------- */
 
 static void
-orphan_released(void *arg, enum lock_result res, int64_t fence,
-                int64_t ttl_ms)
+orphan_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
     struct lock_call *c = arg;
 
@@ -493,8 +490,7 @@ static void start_acquire(struct lock_call *c);
  * mark. LOCK_LOST is fine too (it expired meanwhile): either way it is
  * not live under c's fence any more. */
 static void
-refloor_released(void *arg, enum lock_result res, int64_t fence,
-                 int64_t ttl_ms)
+refloor_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
     struct lock_call *c = arg;
 
@@ -551,8 +547,7 @@ raised(void *arg, enum store_result res, int64_t mark)
         c->refloored = true;
         c->min_fence = mark + 1;
         c->in_flight = true;
-        al->ops->release(al->b, c->name, c->len, c->fence, refloor_released,
-                         c);
+        al->ops->release(al->b, c->name, c->len, c->fence, refloor_released, c);
         return;
     }
     if (res == STORE_STALE) {
@@ -565,8 +560,9 @@ raised(void *arg, enum store_result res, int64_t mark)
         log_error("locks: %s: %s", c->name, why);
         refuse(c, 503, why);
     } else if (res == STORE_ERROR) {
-        refuse(c, 503, "the mark store cannot raise the resource's mark "
-                       "(eager fencing); no new work starts");
+        refuse(c, 503,
+               "the mark store cannot raise the resource's mark "
+               "(eager fencing); no new work starts");
     }
     give_back(c);
 }
@@ -616,8 +612,7 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         call_finish(c);
         return;
     }
-    if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 &&
-        !c->timed_out) {
+    if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out) {
         if (q == NULL) {
             q = queue_get(al, c->name, c->len);
             if (q == NULL) {
@@ -649,8 +644,8 @@ start_acquire(struct lock_call *c)
     struct adm_locks *al = c->al;
 
     c->in_flight = true;
-    al->ops->acquire(al->b, c->name, c->len, c->ttl_ms, c->min_fence,
-                     acquired, c);
+    al->ops->acquire(al->b, c->name, c->len, c->ttl_ms, c->min_fence, acquired,
+                     c);
 }
 
 static void
@@ -684,8 +679,8 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 /* A decimal integer in [lo, hi]: 1 with *out set, 0 when absent, -1 when
  * malformed or out of range. */
 static int
-query_int(const struct evkeyvalq *q, const char *key, int64_t lo,
-          int64_t hi, int64_t *out)
+query_int(const struct evkeyvalq *q, const char *key, int64_t lo, int64_t hi,
+          int64_t *out)
 {
     const char *v = evhttp_find_header(q, key);
     int64_t n = 0;
@@ -740,12 +735,12 @@ parse_token(struct lock_call *c, const struct evkeyvalq *q)
         refuse(c, 400, "token is required: the token the acquire returned");
         return false;
     }
-    ts = token_check(tk->key != NULL ? TM_VERIFY_HMAC : TM_VERIFY_NONE,
-                     tk->key, tk->key_len, c->name, c->len, v, strlen(v),
-                     &c->fence);
+    ts = token_check(tk->key != NULL ? TM_VERIFY_HMAC : TM_VERIFY_NONE, tk->key,
+                     tk->key_len, c->name, c->len, v, strlen(v), &c->fence);
     if (ts == TOKEN_FORBIDDEN) {
-        refuse(c, 403, "the token is unsigned, forged or issued for another "
-                       "lock");
+        refuse(c, 403,
+               "the token is unsigned, forged or issued for another "
+               "lock");
         return false;
     }
     if (ts != TOKEN_OK) {
@@ -829,10 +824,9 @@ looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     } else {
         evbuffer_add(b, "{\"name\":\"", 9);
         json_escape(b, c->name, c->len);
-        evbuffer_add_printf(b,
-                            "\",\"fence\":%" PRId64 ",\"ttl_ms\":%" PRId64
-                            "}\n",
-                            fence, ttl_ms);
+        evbuffer_add_printf(
+            b, "\",\"fence\":%" PRId64 ",\"ttl_ms\":%" PRId64 "}\n", fence,
+            ttl_ms);
         adm_reply(c->req, 200, "OK", "application/json", b);
         evbuffer_free(b);
         call_detach(c);
@@ -951,8 +945,8 @@ adm_locks_metrics(struct adm_locks *al, struct evbuffer *b)
 {
     const struct lock_stats *st = &al->stats;
 
-    static const char *const names[] = {"acquired", "busy",   "extended",
-                                        "released", "lost",   "error"};
+    static const char *const names[] = {"acquired", "busy", "extended",
+                                        "released", "lost", "error"};
     const uint64_t v[] = {st->acquired, st->busy, st->extended,
                           st->released, st->lost, st->errors};
 
@@ -962,8 +956,9 @@ adm_locks_metrics(struct adm_locks *al, struct evbuffer *b)
                            "unusable).\n# TYPE tidemark_lock_calls_total "
                            "counter\n");
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        evbuffer_add_printf(b, "tidemark_lock_calls_total{outcome=\"%s\"} "
-                               "%" PRIu64 "\n",
+        evbuffer_add_printf(b,
+                            "tidemark_lock_calls_total{outcome=\"%s\"} "
+                            "%" PRIu64 "\n",
                             names[i], v[i]);
     }
 }

@@ -128,12 +128,11 @@ adm_recent_json(const struct tm_proxy *px, struct evbuffer *b)
     evbuffer_add(b, "],\"marks\":[", 11);
     n = r->nmarks < RECENT_N ? r->nmarks : RECENT_N;
     for (size_t i = 0; i < n; i++) {
-        const struct recent_mark *m = &r->marks[(r->nmarks - 1 - i) %
-                                                RECENT_N];
+        const struct recent_mark *m = &r->marks[(r->nmarks - 1 - i) % RECENT_N];
         evbuffer_add(b, i ? ",{" : "{", i ? 2 : 1);
         json_field(b, "resource", m->resource, true);
-        evbuffer_add_printf(b, ",\"mark\":%" PRId64 ",\"when\":%lld}",
-                            m->mark, (long long)m->when);
+        evbuffer_add_printf(b, ",\"mark\":%" PRId64 ",\"when\":%lld}", m->mark,
+                            (long long)m->when);
     }
     evbuffer_add(b, "],\"refusals\":[", 14);
     n = r->nrefusals < RECENT_N ? r->nrefusals : RECENT_N;
@@ -144,10 +143,10 @@ adm_recent_json(const struct tm_proxy *px, struct evbuffer *b)
         json_field(b, "reason", f->reason, true);
         json_field(b, "route", f->route, false);
         json_field(b, "resource", f->resource, false);
-        evbuffer_add_printf(b, ",\"status\":%d,\"token\":%" PRId64
-                               ",\"mark\":%" PRId64 ",\"when\":%lld}",
-                            f->status, f->token, f->mark,
-                            (long long)f->when);
+        evbuffer_add_printf(b,
+                            ",\"status\":%d,\"token\":%" PRId64
+                            ",\"mark\":%" PRId64 ",\"when\":%lld}",
+                            f->status, f->token, f->mark, (long long)f->when);
     }
     evbuffer_add(b, "]}\n", 3);
 }

@@ -27,25 +27,25 @@
 #include "store/store.h"
 #include "up.h"
 
-#define LINGER_MS 2000          /* read and drop after a closing answer */
+#define LINGER_MS 2000 /* read and drop after a closing answer */
 #define LINGER_BYTES (1 << 20)
 #define MAX_RESPONSE_HEAD 65536
 
 enum cstate {
-    CS_HEAD = 0,   /* waiting for a request head */
-    CS_STORE,      /* waiting for the store's answer */
-    CS_ORDER,      /* waiting for the resource's turn */
-    CS_CONNECT,    /* waiting for an upstream connection */
-    CS_FORWARD,    /* exchanging with the upstream */
-    CS_DISCARD,    /* answered locally; dropping the request body */
-    CS_CLOSING,    /* flushing the last answer, then lingering */
+    CS_HEAD = 0, /* waiting for a request head */
+    CS_STORE,    /* waiting for the store's answer */
+    CS_ORDER,    /* waiting for the resource's turn */
+    CS_CONNECT,  /* waiting for an upstream connection */
+    CS_FORWARD,  /* exchanging with the upstream */
+    CS_DISCARD,  /* answered locally; dropping the request body */
+    CS_CLOSING,  /* flushing the last answer, then lingering */
 };
 
 /* The current request: its parsed head and a copy of its bytes. Kept
  * per connection and reused while the connection stays busy. */
 struct request {
     struct http_request h;
-    size_t cap;               /* bytes[] capacity */
+    size_t cap; /* bytes[] capacity */
     char bytes[];
 };
 
@@ -64,21 +64,21 @@ struct client {
     struct client *prev;
     uint64_t id;
     struct bufferevent *bev;
-    struct event *timer;      /* idle, head, store and linger timeouts */
-    struct event *kick;       /* deferred: the resource's turn came */
+    struct event *timer; /* idle, head, store and linger timeouts */
+    struct event *kick;  /* deferred: the resource's turn came */
     enum cstate state;
-    bool timer_is_head;       /* the head timeout runs (not idle) */
+    bool timer_is_head; /* the head timeout runs (not idle) */
 
     struct request *rq;
-    bool have_rq;             /* rq holds the current request */
-    struct gen *gen;          /* the configuration the request runs under */
+    bool have_rq;    /* rq holds the current request */
+    struct gen *gen; /* the configuration the request runs under */
     const struct cfg_route *route;
     const char *route_name;
     enum tm_mode mode;
     char resource[TM_RESOURCE_MAX + 1];
     size_t rlen;
     int64_t token;
-    int64_t mark;             /* sent in Fencing-High-Water when > 0 */
+    int64_t mark; /* sent in Fencing-High-Water when > 0 */
     struct order_slot *slot;
     struct raise_req *raise;
     struct up_pool *pool;
@@ -89,13 +89,13 @@ struct client {
     struct http_chunked req_chunk;
     bool req_done;
     bool req_sent_whole;
-    uint64_t max_body;        /* the route's limit; UINT64_MAX: none */
-    struct timespec up_t0;    /* the request went to the upstream */
-    struct timespec t0;       /* the head was read */
+    uint64_t max_body;     /* the route's limit; UINT64_MAX: none */
+    struct timespec up_t0; /* the request went to the upstream */
+    struct timespec t0;    /* the head was read */
     int resp_status;
-    uint64_t body_seen;       /* chunked bytes forwarded so far */
-    uint64_t body_moved;      /* body bytes moved to the upstream */
-    uint64_t body_mark;       /* body_moved when the rate window began */      /* every request byte went to the upstream */
+    uint64_t body_seen;  /* chunked bytes forwarded so far */
+    uint64_t body_moved; /* body bytes moved to the upstream */
+    uint64_t body_mark;  /* body_moved when the rate window began */
 
     bool resp_started;
     enum http_body resp_kind;
@@ -106,14 +106,14 @@ struct client {
     uint64_t discard_left;
     size_t linger_left;
     bool close_after;
-    bool client_eof;          /* the client sent FIN */
-    bool up_eof;              /* the upstream sent FIN */
-    bool dead;                /* closed; freed at the end of the turn */
-    bool read_tmo;            /* a read timeout is set on bev */
-    bool dirty;               /* has output to write this turn */
-    bool bp_up;               /* client reads paused: upstream output full */
-    bool bp_down;             /* upstream reads paused: client output full */
-    bool bp_answers;          /* client reads paused: answers not read */
+    bool client_eof; /* the client sent FIN */
+    bool up_eof;     /* the upstream sent FIN */
+    bool dead;       /* closed; freed at the end of the turn */
+    bool read_tmo;   /* a read timeout is set on bev */
+    bool dirty;      /* has output to write this turn */
+    bool bp_up;      /* client reads paused: upstream output full */
+    bool bp_down;    /* upstream reads paused: client output full */
+    bool bp_answers; /* client reads paused: answers not read */
     struct client *dirty_next;
 };
 
@@ -266,8 +266,7 @@ after_local_answer(struct client *c)
     uint64_t limit = (uint64_t)c->px->cfg->proxy.discard_limit;
 
     c->state = CS_HEAD;
-    if (!c->close_after && h->expect_continue &&
-        h->body != HTTP_BODY_NONE) {
+    if (!c->close_after && h->expect_continue && h->body != HTTP_BODY_NONE) {
         /* The client may or may not send the body it announced. */
         c->close_after = true;
     }
@@ -326,10 +325,10 @@ refuse(struct client *c, struct problem *p, const char *reason)
                ? LOG_INFO
                : LOG_WARN,
            "conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
-             "token=%" PRId64 " mark=%" PRId64 "%s%s",
-             c->id, p->status, reason, c->route_name ? c->route_name : "-",
-             c->rlen > 0 ? c->resource : "-", c->token, c->mark,
-             p->detail ? ": " : "", p->detail ? p->detail : "");
+           "token=%" PRId64 " mark=%" PRId64 "%s%s",
+           c->id, p->status, reason, c->route_name ? c->route_name : "-",
+           c->rlen > 0 ? c->resource : "-", c->token, c->mark,
+           p->detail ? ": " : "", p->detail ? p->detail : "");
     answer(c, p);
 }
 
@@ -393,8 +392,7 @@ write_request_head(struct client *c, struct evbuffer *out)
     if (u->host_preserve &&
         (host = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
         evbuffer_add(out, "Host: ", 6);
-        evbuffer_add(out, h->headers[host].value.p,
-                     h->headers[host].value.len);
+        evbuffer_add(out, h->headers[host].value.p, h->headers[host].value.len);
         evbuffer_add(out, "\r\n", 2);
     } else {
         evbuffer_add(out, "Host: ", 6);
@@ -493,8 +491,8 @@ up_ready(void *arg, struct up_conn *uc, bool ok)
         c->px->stats.upstream_errors++;
         metrics_upstream_error(c->px->metrics, up_cfg(c->pool)->name,
                                err == ETIMEDOUT);
-        log_error("conn=%" PRIu64 " upstream %s: connect failed: %s",
-                  c->id, up_cfg(c->pool)->name, strerror(err));
+        log_error("conn=%" PRIu64 " upstream %s: connect failed: %s", c->id,
+                  up_cfg(c->pool)->name, strerror(err));
         refuse_status(c, 502, "upstream unreachable",
                       "the upstream could not be reached");
         client_pump(c);
@@ -624,8 +622,7 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     struct client *c = rr->c;
     enum decision d;
 
-    metrics_store(rr->px->metrics, metrics_since(&rr->t0),
-                  res != STORE_ERROR);
+    metrics_store(rr->px->metrics, metrics_since(&rr->t0), res != STORE_ERROR);
     if (res != STORE_ERROR && mark > 0) {
         marks_put(rr->px->marks, rr->res, rr->len, mark);
     }
@@ -810,9 +807,8 @@ handle_request(struct client *c)
         return;
     }
     ti = http_find_header(h->headers, h->nheaders, 0, pc->token_header);
-    if (ti >= 0 &&
-        http_find_header(h->headers, h->nheaders, (size_t)ti + 1,
-                         pc->token_header) >= 0) {
+    if (ti >= 0 && http_find_header(h->headers, h->nheaders, (size_t)ti + 1,
+                                    pc->token_header) >= 0) {
         decision(c, OUT_INVALID);
         refuse_status(c, 400, "invalid", "more than one token header");
         return;
@@ -851,13 +847,10 @@ handle_request(struct client *c)
     }
 
     if (r->resource_from_header) {
-        ri = http_find_header(h->headers, h->nheaders, 0,
-                              pc->resource_header);
-        if (ri >= 0 && http_find_header(h->headers, h->nheaders,
-                                        (size_t)ri + 1,
+        ri = http_find_header(h->headers, h->nheaders, 0, pc->resource_header);
+        if (ri >= 0 && http_find_header(h->headers, h->nheaders, (size_t)ri + 1,
                                         pc->resource_header) >= 0) {
-            refuse_status(c, 400, "invalid",
-                          "more than one resource header");
+            refuse_status(c, 400, "invalid", "more than one resource header");
             return;
         }
         if (ri >= 0 && h->headers[ri].value.len > 0 &&
@@ -874,8 +867,8 @@ handle_request(struct client *c)
             return;
         }
     } else {
-        c->rlen = rtmpl_expand(&r->resource, caps, c->resource,
-                               sizeof(c->resource));
+        c->rlen =
+            rtmpl_expand(&r->resource, caps, c->resource, sizeof(c->resource));
         if (c->rlen == 0) {
             decision(c, OUT_INVALID);
             refuse_status(c, 400, "invalid", "the resource name is too long");
@@ -886,13 +879,12 @@ handle_request(struct client *c)
     if (ti >= 0) {
         const struct cfg_tokens *tk = px->tokens;
 
-        ts = token_check(r->verify, tk->key, tk->key_len, c->resource,
-                         c->rlen, h->headers[ti].value.p,
-                         h->headers[ti].value.len, &c->token);
+        ts = token_check(r->verify, tk->key, tk->key_len, c->resource, c->rlen,
+                         h->headers[ti].value.p, h->headers[ti].value.len,
+                         &c->token);
     }
     d = decide_request(r->mode, ts, c->token,
-                       c->rlen > 0 ? marks_get(px->marks, c->resource,
-                                               c->rlen)
+                       c->rlen > 0 ? marks_get(px->marks, c->resource, c->rlen)
                                    : 0);
     if (d == DECIDE_ACCEPT && px->sops->shared) {
         /* Another sidecar may have raised the mark past the cached one. */
@@ -942,11 +934,11 @@ handle_request(struct client *c)
 static void
 rebase(struct http_request *h, const char *from, char *to)
 {
-#define REBASE(s)                                                           \
-    do {                                                                    \
-        if ((s).p != NULL) {                                                \
-            (s).p = to + ((s).p - from);                                    \
-        }                                                                   \
+#define REBASE(s)                                                              \
+    do {                                                                       \
+        if ((s).p != NULL) {                                                   \
+            (s).p = to + ((s).p - from);                                       \
+        }                                                                      \
     } while (0)
     REBASE(h->method);
     REBASE(h->target);
@@ -987,8 +979,8 @@ parse_error(struct client *c, enum http_rc rc)
     c->px->stats.bad_requests++;
     c->have_rq = false;
     recent_refusal(&c->px->recent, p.status, "malformed", NULL, NULL, 0, 0);
-    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->id, p.status,
-             p.detail, c->rq != NULL && c->rq->h.error != NULL ? ": " : "",
+    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->id, p.status, p.detail,
+             c->rq != NULL && c->rq->h.error != NULL ? ": " : "",
              c->rq != NULL && c->rq->h.error != NULL ? c->rq->h.error : "");
     c->close_after = true;
     answer(c, &p);
@@ -1224,8 +1216,7 @@ log_request(const struct client *c)
     ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 +
          (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
     log_info("conn=%" PRIu64 " request method=%.*s path=%.*s status=%d "
-             "route=%s resource=%s token=%" PRId64 " mark=%" PRId64
-             " ms=%.3f",
+             "route=%s resource=%s token=%" PRId64 " mark=%" PRId64 " ms=%.3f",
              c->id, (int)h->method.len, h->method.p, (int)h->path.len,
              h->path.p, c->resp_status, c->route_name ? c->route_name : "-",
              c->rlen > 0 ? c->resource : "-", c->token, c->mark, ms);
@@ -1374,9 +1365,10 @@ pump_request_body(struct client *c)
         size_t take = chunked_span(in, &c->req_chunk);
         if (take == (size_t)-1) {
             c->close_after = true;
-            upstream_failed(c, 400, c->req_chunk.error != NULL
-                                        ? c->req_chunk.error
-                                        : "malformed chunked request body");
+            upstream_failed(c, 400,
+                            c->req_chunk.error != NULL
+                                ? c->req_chunk.error
+                                : "malformed chunked request body");
             return;
         }
         c->body_seen += take;
@@ -1504,8 +1496,8 @@ read_response_head(struct client *c)
             return false;
         }
         p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-        rc = http_parse_response(p, n, &lim,
-                                 slice_eq(c->rq->h.method, "HEAD"), r);
+        rc = http_parse_response(p, n, &lim, slice_eq(c->rq->h.method, "HEAD"),
+                                 r);
         if (rc == HTTP_INCOMPLETE) {
             return false;
         }
@@ -1553,8 +1545,9 @@ pump_response(struct client *c)
             return false;
         }
         if (c->up_eof) {
-            upstream_failed(c, 502, "closed the connection before "
-                                    "answering");
+            upstream_failed(c, 502,
+                            "closed the connection before "
+                            "answering");
             return false;
         }
         return true;
@@ -1696,8 +1689,8 @@ static void
 body_rate_check(struct client *c)
 {
     const struct cfg_proxy *pc = &c->px->cfg->proxy;
-    uint64_t want = (uint64_t)pc->min_body_rate *
-                    (uint64_t)pc->body_rate_window_ms / 1000;
+    uint64_t want =
+        (uint64_t)pc->min_body_rate * (uint64_t)pc->body_rate_window_ms / 1000;
 
     if (c->req_done) {
         return;
@@ -1706,8 +1699,8 @@ body_rate_check(struct client *c)
         struct problem p = {.status = 408,
                             .detail = "the request body came too slowly"};
         log_info("conn=%" PRIu64 " request body under min_body_rate (%" PRIu64
-                 " bytes in %d ms)", c->id, c->body_moved - c->body_mark,
-                 pc->body_rate_window_ms);
+                 " bytes in %d ms)",
+                 c->id, c->body_moved - c->body_mark, pc->body_rate_window_ms);
         up_put(c->up, false);
         c->up = NULL;
         if (c->slot != NULL) {
@@ -1752,8 +1745,8 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
         c->raise->c = NULL;
         c->raise = NULL;
         c->px->stats.store_errors++;
-        log_error("conn=%" PRIu64 " store did not answer in %d ms",
-                  c->id, c->px->cfg->store.timeout_ms);
+        log_error("conn=%" PRIu64 " store did not answer in %d ms", c->id,
+                  c->px->cfg->store.timeout_ms);
         if (c->mode == TM_MODE_EFFICIENCY) {
             decision(c, OUT_BYPASSED);
             start_forward(c);
@@ -1816,10 +1809,9 @@ client_accept(struct tm_proxy *px, int fd)
         hi = px->limits.max_head + 1;
     }
     bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
-    bufferevent_setwatermark(c->bev, EV_WRITE, (size_t)pc->buffer_size / 2,
-                             0);
-    bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
-                      client_event_cb, c);
+    bufferevent_setwatermark(c->bev, EV_WRITE, (size_t)pc->buffer_size / 2, 0);
+    bufferevent_setcb(c->bev, client_read_cb, client_write_cb, client_event_cb,
+                      c);
     c->read_tmo = true; /* so that the call below sets the write one */
     client_timeouts(c, false);
     /* A new bufferevent has EV_WRITE enabled; writes go direct. */
@@ -1904,8 +1896,7 @@ client_close_idle(struct tm_proxy *px, bool force)
         next = c->next;
         if (force) {
             client_close(c, 0);
-        } else if (c->state == CS_HEAD &&
-                   evbuffer_get_length(c_in(c)) == 0) {
+        } else if (c->state == CS_HEAD && evbuffer_get_length(c_in(c)) == 0) {
             c->close_after = true;
             c->state = CS_CLOSING;
             client_pump(c);

@@ -13,6 +13,7 @@ enum {
     CC_HOST = 8,   /* reg-name: unreserved, sub-delims, '%' */
 };
 
+/* clang-format off */
 static const uint8_t char_class[256] = {
     /* 0x00: control characters; only HT (0x09) is field text */
      0,  0,  0,  0,  0,  0,  0,  0,  0,  4,  0,  0,  0,  0,  0,  0,
@@ -39,6 +40,7 @@ static const uint8_t char_class[256] = {
      4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,
      4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,
 };
+/* clang-format on */
 
 #define MAX_LEADING_CRLF 4  /* empty lines tolerated before a request */
 #define MAX_CONN_OPTS 32    /* Connection options per message */
@@ -257,8 +259,7 @@ parse_version(const char **pp, const char *end, int *major, int *minor,
 
 /* Expect CRLF at *pp. */
 static enum http_rc
-parse_crlf(const char **pp, const char *end, const char *what,
-           const char **err)
+parse_crlf(const char **pp, const char *end, const char *what, const char **err)
 {
     const char *p = *pp;
 
@@ -291,8 +292,7 @@ host_valid(const char *p, size_t n)
     }
     if (p[0] == '[') {
         for (i = 1; i < n && p[i] != ']'; i++) {
-            if (!(char_class[(unsigned char)p[i]] & CC_HOST) &&
-                p[i] != ':') {
+            if (!(char_class[(unsigned char)p[i]] & CC_HOST) && p[i] != ':') {
                 return false;
             }
         }
@@ -450,8 +450,7 @@ parse_request_line(const char **pp, const char *end,
 /* status-line = HTTP-version SP 3DIGIT [ SP reason-phrase ] CRLF. The
  * reason may be empty, with or without its SP. */
 static enum http_rc
-parse_status_line(const char **pp, const char *end,
-                  struct http_response *resp)
+parse_status_line(const char **pp, const char *end, struct http_response *resp)
 {
     const char *p = *pp;
     const char *start;
@@ -532,9 +531,9 @@ parse_fields(const char **pp, const char *end, struct http_header *h,
         }
         if (!is_tchar(*p)) {
             return fail(err, HTTP_BAD,
-                        is_ows(*p)   ? "obs-fold"
+                        is_ows(*p)  ? "obs-fold"
                         : *p == ':' ? "empty field name"
-                                     : bad_byte(*p, "invalid field name"));
+                                    : bad_byte(*p, "invalid field name"));
         }
         if (*n == max) {
             return fail(err, HTTP_HEAD_TOO_LARGE, "too many header fields");
@@ -765,8 +764,8 @@ parse_cl(struct tm_slice v, struct framing *f, const char **err)
 /* One pass over the fields: framing, Host, Expect, and the hop flags,
  * the Connection-named ones last since Connection may come after them. */
 static enum http_rc
-read_fields(struct http_header *h, size_t n, bool request,
-            struct framing *f, const char **err)
+read_fields(struct http_header *h, size_t n, bool request, struct framing *f,
+            const char **err)
 {
     enum http_rc rc = HTTP_OK;
 
@@ -820,8 +819,9 @@ read_fields(struct http_header *h, size_t n, bool request,
     }
     if (f->te) {
         if (f->cl) {
-            return fail(err, HTTP_BAD, "Content-Length with "
-                                       "Transfer-Encoding");
+            return fail(err, HTTP_BAD,
+                        "Content-Length with "
+                        "Transfer-Encoding");
         }
         if (!f->chunked_last) {
             return fail(err, HTTP_BAD, "chunked is not the final coding");
@@ -837,8 +837,8 @@ min_size(size_t a, size_t b)
 }
 
 enum http_rc
-http_parse_request(const char *buf, size_t len,
-                   const struct http_limits *lim, struct http_request *req)
+http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
+                   struct http_request *req)
 {
     static const struct tm_slice empty = {"", 0};
     const char *p = buf;
@@ -903,9 +903,8 @@ http_parse_request(const char *buf, size_t len,
 }
 
 enum http_rc
-http_parse_response(const char *buf, size_t len,
-                    const struct http_limits *lim, bool head_request,
-                    struct http_response *resp)
+http_parse_response(const char *buf, size_t len, const struct http_limits *lim,
+                    bool head_request, struct http_response *resp)
 {
     static const struct tm_slice empty = {"", 0};
     const char *p = buf;
@@ -987,18 +986,18 @@ http_find_header(const struct http_header *h, size_t n, size_t start,
 
 /* The chunked decoder's states (RFC 9112 7.1). */
 enum chunk_state {
-    CH_SIZE = 0,      /* first hex digit of a chunk-size */
-    CH_SIZE_MORE,     /* more hex digits, ';' or CR */
-    CH_EXT,           /* chunk extensions, skipped up to CR */
-    CH_SIZE_LF,       /* LF ending the size line */
-    CH_DATA,          /* remaining bytes of chunk data */
-    CH_DATA_CR,       /* CRLF after the data */
+    CH_SIZE = 0,  /* first hex digit of a chunk-size */
+    CH_SIZE_MORE, /* more hex digits, ';' or CR */
+    CH_EXT,       /* chunk extensions, skipped up to CR */
+    CH_SIZE_LF,   /* LF ending the size line */
+    CH_DATA,      /* remaining bytes of chunk data */
+    CH_DATA_CR,   /* CRLF after the data */
     CH_DATA_LF,
     CH_TRAILER,       /* start of a trailer field or of the final CRLF */
     CH_TRAILER_NAME,  /* field name up to ':' */
     CH_TRAILER_VALUE, /* field value up to CR */
     CH_TRAILER_LF,
-    CH_END_LF,        /* LF ending the body */
+    CH_END_LF, /* LF ending the body */
     CH_DONE,
     CH_ERROR,
 };
@@ -1014,8 +1013,8 @@ http_chunked_init(struct http_chunked *c)
 static const char *
 trailer_name_check(const struct http_chunked *c)
 {
-    static const char *const framing[] = {"content-length",
-                                          "transfer-encoding", "host"};
+    static const char *const framing[] = {"content-length", "transfer-encoding",
+                                          "host"};
     struct tm_slice n = {c->tname, c->tname_len};
 
     if (c->tname_len > sizeof(c->tname)) {

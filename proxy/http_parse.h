@@ -23,34 +23,34 @@ enum http_rc {
 };
 
 enum http_body {
-    HTTP_BODY_NONE = 0,  /* also for Content-Length: 0 */
-    HTTP_BODY_LENGTH,    /* content_length bytes, always > 0 */
+    HTTP_BODY_NONE = 0, /* also for Content-Length: 0 */
+    HTTP_BODY_LENGTH,   /* content_length bytes, always > 0 */
     HTTP_BODY_CHUNKED,
-    HTTP_BODY_CLOSE,     /* responses only: until the connection closes */
+    HTTP_BODY_CLOSE, /* responses only: until the connection closes */
 };
 
 struct http_header {
     struct tm_slice name;
-    struct tm_slice value;   /* OWS trimmed */
-    bool hop;                /* hop-by-hop: a standard one or named in
-                              * Connection; never forwarded */
+    struct tm_slice value; /* OWS trimmed */
+    bool hop;              /* hop-by-hop: a standard one or named in
+                            * Connection; never forwarded */
 };
 
 struct http_limits {
-    size_t max_head;         /* bytes of head, final CRLFCRLF included */
+    size_t max_head; /* bytes of head, final CRLFCRLF included */
     size_t max_headers;
-    size_t max_uri;          /* request-target bytes */
+    size_t max_uri; /* request-target bytes */
 };
 
 struct http_request {
-    size_t head_len;         /* bytes of the head, CRLFCRLF included */
+    size_t head_len; /* bytes of the head, CRLFCRLF included */
     struct tm_slice method;
-    struct tm_slice target;  /* as sent */
-    struct tm_slice path;    /* target up to '?'; for absolute-form
-                              * (http://host/p?q) the "/p" part; for
-                              * OPTIONS "*", "*". Raw: not decoded or
-                              * normalized */
-    int minor;               /* HTTP/1.<minor>: 0 or 1 */
+    struct tm_slice target; /* as sent */
+    struct tm_slice path;   /* target up to '?'; for absolute-form
+                             * (http://host/p?q) the "/p" part; for
+                             * OPTIONS "*", "*". Raw: not decoded or
+                             * normalized */
+    int minor;              /* HTTP/1.<minor>: 0 or 1 */
     struct http_header headers[HTTP_MAX_HEADERS];
     size_t nheaders;
     enum http_body body;
@@ -108,8 +108,7 @@ enum http_rc http_parse_request(const char *buf, size_t len,
  * its SP. keep_alive is false for HTTP_BODY_CLOSE. */
 enum http_rc http_parse_response(const char *buf, size_t len,
                                  const struct http_limits *lim,
-                                 bool head_request,
-                                 struct http_response *resp);
+                                 bool head_request, struct http_response *resp);
 
 /* Index of the first header named name (case-insensitive), from index
  * start, or -1. */
@@ -120,15 +119,15 @@ int http_find_header(const struct http_header *h, size_t n, size_t start,
  * chunked body in pieces of any size. */
 struct http_chunked {
     int state;
-    uint64_t remaining;      /* data bytes left in the current chunk */
-    size_t line_len;         /* bytes of the current size or trailer line */
-    size_t trailer_bytes;    /* total trailer section, bounded */
+    uint64_t remaining;   /* data bytes left in the current chunk */
+    size_t line_len;      /* bytes of the current size or trailer line */
+    size_t trailer_bytes; /* total trailer section, bounded */
     bool done;
-    const char *error;       /* added: why the body was refused */
+    const char *error; /* added: why the body was refused */
     /* Trailer fields refused by name besides the framing ones (set after
      * http_chunked_init; NULL entries are unused): the fencing headers. */
     const char *forbid[2];
-    char tname[40];          /* the trailer field name being read */
+    char tname[40]; /* the trailer field name being read */
     size_t tname_len;
 };
 

@@ -22,11 +22,11 @@ void log_write(enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Check the level before formatting anything. */
-#define log_at(lvl, ...)                                                    \
-    do {                                                                    \
-        if ((int)(lvl) <= log_get_level()) {                                     \
-            log_write((lvl), __VA_ARGS__);                                  \
-        }                                                                   \
+#define log_at(lvl, ...)                                                       \
+    do {                                                                       \
+        if ((int)(lvl) <= log_get_level()) {                                   \
+            log_write((lvl), __VA_ARGS__);                                     \
+        }                                                                      \
     } while (0)
 #define log_error(...) log_at(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_at(LOG_WARN, __VA_ARGS__)

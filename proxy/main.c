@@ -81,8 +81,8 @@ log_json(void *arg, enum log_level level, const char *msg)
             fputs(",\"", stderr);
             json_str(stderr, p, k);
             fputs("\":\"", stderr);
-            json_str(stderr, p + k + 1, vlen > 0 && p[w - 1] == ':' ? vlen - 1
-                                                                    : vlen);
+            json_str(stderr, p + k + 1,
+                     vlen > 0 && p[w - 1] == ':' ? vlen - 1 : vlen);
             fputc('"', stderr);
         }
         p += w;
@@ -110,8 +110,9 @@ raise_nofile(int max_connections)
                       : rl.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want) {
         log_warn("open files limited to %llu; max_connections = %d may "
-                 "need %llu", (unsigned long long)rl.rlim_cur,
-                 max_connections, (unsigned long long)want);
+                 "need %llu",
+                 (unsigned long long)rl.rlim_cur, max_connections,
+                 (unsigned long long)want);
     }
 }
 
@@ -156,8 +157,8 @@ reload(struct daemon_state *d)
     }
     if (!cfg_load(cfg, d->file, environ, &errs)) {
         log_error("reload refused, the old configuration stays: %zu "
-                  "problem%s in %s", errs.n, errs.n == 1 ? "" : "s",
-                  d->file);
+                  "problem%s in %s",
+                  errs.n, errs.n == 1 ? "" : "s", d->file);
         for (size_t i = 0; i < errs.n; i++) {
             log_error("reload: %s", errs.msgs[i]);
         }

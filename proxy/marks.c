@@ -20,11 +20,11 @@
 struct marks_bucket {
     _Alignas(64) uint64_t hash[MARKS_WAYS]; /* 0: the way is empty */
     int64_t mark[MARKS_WAYS];
-    char *key[MARKS_WAYS];           /* owned; kept across evictions */
+    char *key[MARKS_WAYS]; /* owned; kept across evictions */
     uint16_t len[MARKS_WAYS];
-    uint16_t keycap[MARKS_WAYS];     /* bytes allocated at key[i] */
-    uint8_t ref;                     /* CLOCK reference bits, one a way */
-    uint8_t hand;                    /* next way the CLOCK looks at */
+    uint16_t keycap[MARKS_WAYS]; /* bytes allocated at key[i] */
+    uint8_t ref;                 /* CLOCK reference bits, one a way */
+    uint8_t hand;                /* next way the CLOCK looks at */
 };
 
 struct marks {
@@ -87,8 +87,7 @@ bucket_of(const struct marks *m, uint64_t h)
 
 /* The way of b holding res, or -1. */
 static inline int
-find_way(const struct marks_bucket *b, uint64_t h, const char *res,
-         size_t len)
+find_way(const struct marks_bucket *b, uint64_t h, const char *res, size_t len)
 {
     for (int i = 0; i < MARKS_WAYS; i++) {
         if (b->hash[i] == h && b->len[i] == len &&
@@ -191,7 +190,7 @@ victim_way(struct marks_bucket *b)
         if (!(b->ref & (1u << i))) {
             return i;
         }
-        b->ref &= (uint8_t)~(1u << i);
+        b->ref &= (uint8_t) ~(1u << i);
     }
 }
 
@@ -217,8 +216,8 @@ marks_put(struct marks *m, const char *res, size_t len, int64_t mark)
     }
     i = victim_way(b);
     if (b->keycap[i] < len) {
-        size_t cap = (len + MARKS_KEY_STEP - 1) / MARKS_KEY_STEP *
-                     MARKS_KEY_STEP;
+        size_t cap =
+            (len + MARKS_KEY_STEP - 1) / MARKS_KEY_STEP * MARKS_KEY_STEP;
         char *key;
         if (cap > MARKS_KEY_MAX) {
             cap = MARKS_KEY_MAX;
@@ -243,7 +242,7 @@ marks_put(struct marks *m, const char *res, size_t len, int64_t mark)
     b->mark[i] = mark;
     /* A new entry starts unreferenced: the hand has just passed it, so it
      * is the last one looked at, and a get before then keeps it. */
-    b->ref &= (uint8_t)~(1u << i);
+    b->ref &= (uint8_t) ~(1u << i);
 }
 
 size_t

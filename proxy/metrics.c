@@ -12,19 +12,18 @@
 #include <event2/buffer.h>
 
 static const double bounds[METRICS_BUCKETS] = {
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-    0.05,   0.1,   0.25,   0.5,   1.0,  2.5,
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 };
 
 static const char *const outcome_names[OUT_N] = {
-    "accepted", "stale", "missing", "invalid",
+    "accepted",  "stale",       "missing",  "invalid",
     "forbidden", "store_error", "bypassed",
 };
 
 struct named {
     struct named *next;
-    uint64_t n[OUT_N];         /* routes: decisions */
-    struct histo latency;      /* upstreams */
+    uint64_t n[OUT_N];    /* routes: decisions */
+    struct histo latency; /* upstreams */
     uint64_t errors;
     uint64_t timeouts;
     char name[];
@@ -119,8 +118,7 @@ metrics_store(struct metrics *m, double seconds, bool ok)
 }
 
 void
-metrics_upstream_ok(struct metrics *m, const char *upstream,
-                    double seconds)
+metrics_upstream_ok(struct metrics *m, const char *upstream, double seconds)
 {
     struct named *n = find(&m->upstreams, upstream);
 
@@ -130,8 +128,7 @@ metrics_upstream_ok(struct metrics *m, const char *upstream,
 }
 
 void
-metrics_upstream_error(struct metrics *m, const char *upstream,
-                       bool timeout)
+metrics_upstream_error(struct metrics *m, const char *upstream, bool timeout)
 {
     struct named *n = find(&m->upstreams, upstream);
 
@@ -151,13 +148,13 @@ write_histo(struct evbuffer *out, const char *name, const char *label,
 
     for (int i = 0; i < METRICS_BUCKETS; i++) {
         cum += h->le[i];
-        evbuffer_add_printf(out, "%s_bucket{%s=\"%s\",le=\"%g\"} %" PRIu64
-                                 "\n",
+        evbuffer_add_printf(out, "%s_bucket{%s=\"%s\",le=\"%g\"} %" PRIu64 "\n",
                             name, label, value, bounds[i], cum);
     }
-    evbuffer_add_printf(out, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %" PRIu64
-                             "\n%s_sum{%s=\"%s\"} %.6f\n"
-                             "%s_count{%s=\"%s\"} %" PRIu64 "\n",
+    evbuffer_add_printf(out,
+                        "%s_bucket{%s=\"%s\",le=\"+Inf\"} %" PRIu64
+                        "\n%s_sum{%s=\"%s\"} %.6f\n"
+                        "%s_count{%s=\"%s\"} %" PRIu64 "\n",
                         name, label, value, h->count, name, label, value,
                         h->sum, name, label, value, h->count);
 }
@@ -173,8 +170,9 @@ metrics_write(const struct metrics *m, const char *backend,
                              "tidemark_decisions_total counter\n");
     for (n = m->routes; n != NULL; n = n->next) {
         for (int o = 0; o < OUT_N; o++) {
-            evbuffer_add_printf(out, "tidemark_decisions_total{route=\"%s\","
-                                     "outcome=\"%s\"} %" PRIu64 "\n",
+            evbuffer_add_printf(out,
+                                "tidemark_decisions_total{route=\"%s\","
+                                "outcome=\"%s\"} %" PRIu64 "\n",
                                 n->name, outcome_names[o], n->n[o]);
         }
     }
@@ -184,11 +182,12 @@ metrics_write(const struct metrics *m, const char *backend,
                              "histogram\n");
     write_histo(out, "tidemark_store_raise_seconds", "backend", backend,
                 &m->store);
-    evbuffer_add_printf(out, "# HELP tidemark_store_raise_errors_total "
-                             "Raises the store failed.\n# TYPE "
-                             "tidemark_store_raise_errors_total counter\n"
-                             "tidemark_store_raise_errors_total{backend="
-                             "\"%s\"} %" PRIu64 "\n",
+    evbuffer_add_printf(out,
+                        "# HELP tidemark_store_raise_errors_total "
+                        "Raises the store failed.\n# TYPE "
+                        "tidemark_store_raise_errors_total counter\n"
+                        "tidemark_store_raise_errors_total{backend="
+                        "\"%s\"} %" PRIu64 "\n",
                         backend, m->store_errors);
     evbuffer_add_printf(out, "# HELP tidemark_upstream_response_seconds "
                              "Time from sending a request to the answer's "
@@ -203,10 +202,11 @@ metrics_write(const struct metrics *m, const char *backend,
                              "Exchanges that failed, by kind.\n# TYPE "
                              "tidemark_upstream_errors_total counter\n");
     for (n = m->upstreams; n != NULL; n = n->next) {
-        evbuffer_add_printf(out, "tidemark_upstream_errors_total{upstream="
-                                 "\"%s\",kind=\"error\"} %" PRIu64 "\n"
-                                 "tidemark_upstream_errors_total{upstream="
-                                 "\"%s\",kind=\"timeout\"} %" PRIu64 "\n",
+        evbuffer_add_printf(out,
+                            "tidemark_upstream_errors_total{upstream="
+                            "\"%s\",kind=\"error\"} %" PRIu64 "\n"
+                            "tidemark_upstream_errors_total{upstream="
+                            "\"%s\",kind=\"timeout\"} %" PRIu64 "\n",
                             n->name, n->errors, n->name, n->timeouts);
     }
 }

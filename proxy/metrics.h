@@ -35,8 +35,7 @@ struct metrics *metrics_new(void);
 void metrics_free(struct metrics *m);
 
 /* route may be NULL: requests no route matched. */
-void metrics_decision(struct metrics *m, const char *route,
-                      enum outcome o);
+void metrics_decision(struct metrics *m, const char *route, enum outcome o);
 /* One raise took seconds; ok is false for a store error. */
 void metrics_store(struct metrics *m, double seconds, bool ok);
 /* One exchange with upstream: seconds to the answer's head when it came;

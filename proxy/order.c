@@ -12,18 +12,18 @@
 
 struct order_slot {
     struct gate *gate;
-    struct order_slot *next;   /* in the gate's in-flight or queue list */
+    struct order_slot *next; /* in the gate's in-flight or queue list */
     struct order_slot *prev;
     struct order *order;
     int64_t token;
     order_go_cb go;
     void *arg;
     bool queued;
-    struct event *grace;       /* while in its grace period */
+    struct event *grace; /* while in its grace period */
 };
 
 struct gate {
-    struct gate *hnext;        /* hash chain */
+    struct gate *hnext; /* hash chain */
     uint64_t hash;
     struct order_slot *flying; /* in flight (including grace) */
     struct order_slot *queue;  /* waiting, arrival order */
@@ -34,7 +34,7 @@ struct gate {
 struct order {
     struct event_base *base;
     struct gate **table;
-    size_t nbuckets;           /* power of two */
+    size_t nbuckets; /* power of two */
     size_t ngates;
 };
 
@@ -293,7 +293,8 @@ order_leave(struct order *o, struct order_slot *s, int grace_ms)
         }
         /* No timer: keep the slot for good rather than reopen early. */
         log_error("order: cannot arm grace timer; resource %.*s stays "
-                  "closed", (int)g->len, g->name);
+                  "closed",
+                  (int)g->len, g->name);
         return;
     }
     slot_finish(s);

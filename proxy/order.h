@@ -23,9 +23,9 @@ void order_free(struct order *o);
 /* Ask to forward a write of token on res. Returns a slot; *now is true
  * when the write may go at once, else go(arg) runs when it may. NULL when
  * out of memory. */
-struct order_slot *order_enter(struct order *o, const char *res,
-                               size_t len, int64_t token, order_go_cb go,
-                               void *arg, bool *now);
+struct order_slot *order_enter(struct order *o, const char *res, size_t len,
+                               int64_t token, order_go_cb go, void *arg,
+                               bool *now);
 
 /* The write finished. grace_ms > 0 when it ended without a complete
  * answer (timed out, aborted): its slot stays in flight that long more.

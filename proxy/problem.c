@@ -10,7 +10,7 @@
 struct kind {
     int status;
     const char *reason;
-    const char *type;       /* the problem type, a URI */
+    const char *type; /* the problem type, a URI */
     const char *title;
     const char *detail;
 };
@@ -26,8 +26,8 @@ static const struct kind kinds[] = {
      "no route matches this request"},
     {405, "Method Not Allowed", "urn:tidemark:method-not-allowed",
      "Method not allowed", "this method is not served"},
-    {408, "Request Timeout", "urn:tidemark:request-timeout",
-     "Request timeout", "the request did not arrive in time"},
+    {408, "Request Timeout", "urn:tidemark:request-timeout", "Request timeout",
+     "the request did not arrive in time"},
     {409, "Conflict", "urn:tidemark:stale-token", "Stale fencing token",
      "a write with a higher token has been accepted for this resource; "
      "stop the work: retrying with this token fails the same way"},
@@ -40,11 +40,10 @@ static const struct kind kinds[] = {
     {428, "Precondition Required", "urn:tidemark:missing-token",
      "Fencing token required",
      "this route needs a fencing token in the token header"},
-    {431, "Request Header Fields Too Large",
-     "urn:tidemark:head-too-large", "Request head too large",
-     "the request head is too large"},
-    {501, "Not Implemented", "urn:tidemark:not-implemented",
-     "Not implemented", "this request cannot be served"},
+    {431, "Request Header Fields Too Large", "urn:tidemark:head-too-large",
+     "Request head too large", "the request head is too large"},
+    {501, "Not Implemented", "urn:tidemark:not-implemented", "Not implemented",
+     "this request cannot be served"},
     {502, "Bad Gateway", "urn:tidemark:bad-gateway", "Bad gateway",
      "the upstream could not be reached or answered badly"},
     {503, "Service Unavailable", "urn:tidemark:store-unavailable",
@@ -160,8 +159,8 @@ problem_write(struct evbuffer *out, const struct problem *p, bool close)
                               "Fencing-High-Water: %" PRId64 "\r\n", p->mark);
     }
     if (p->retry_after > 0) {
-        h += (size_t)snprintf(head + h, sizeof(head) - h,
-                              "Retry-After: %d\r\n", p->retry_after);
+        h += (size_t)snprintf(head + h, sizeof(head) - h, "Retry-After: %d\r\n",
+                              p->retry_after);
     }
     h += (size_t)snprintf(head + h, sizeof(head) - h, "%s\r\n",
                           close ? "Connection: close\r\n" : "");

@@ -11,15 +11,15 @@ struct evbuffer;
 
 struct problem {
     int status;
-    const char *detail;     /* NULL: the status's default */
-    const char *resource;   /* NULL: no resource field */
-    int64_t token;          /* 409: the refused token */
-    int64_t mark;           /* 409: the mark; also Fencing-High-Water */
-    int retry_after;        /* seconds, 0: no Retry-After */
-    const char *type;       /* NULL: the status's type and title; else */
-    const char *title;      /* these, and no 409 token/high_water */
-    const char *extra;      /* NULL, or JSON members appended as they are
-                             * ("\"fence\":3,\"ttl_ms\":10") */
+    const char *detail;   /* NULL: the status's default */
+    const char *resource; /* NULL: no resource field */
+    int64_t token;        /* 409: the refused token */
+    int64_t mark;         /* 409: the mark; also Fencing-High-Water */
+    int retry_after;      /* seconds, 0: no Retry-After */
+    const char *type;     /* NULL: the status's type and title; else */
+    const char *title;    /* these, and no 409 token/high_water */
+    const char *extra;    /* NULL, or JSON members appended as they are
+                           * ("\"fence\":3,\"ttl_ms\":10") */
 };
 
 /* Room for the longest detail and an escaped TM_RESOURCE_MAX name. */
@@ -30,8 +30,7 @@ size_t problem_body(char *body, size_t cap, const struct problem *p);
 
 /* Append a whole response (head and JSON body) for p to out. close adds
  * "Connection: close". */
-void problem_write(struct evbuffer *out, const struct problem *p,
-                   bool close);
+void problem_write(struct evbuffer *out, const struct problem *p, bool close);
 
 /* The reason phrase for a status tidemark answers with. */
 const char *problem_reason(int status);

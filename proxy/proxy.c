@@ -45,8 +45,8 @@ flusher_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-          struct sockaddr *sa, int socklen, void *arg)
+accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+          int socklen, void *arg)
 {
     struct tm_proxy *px = arg;
 
@@ -78,15 +78,14 @@ accept_error_cb(struct evconnlistener *l, void *arg)
 
 /* Bind "host:port" and listen. NULL with err on failure. */
 static struct evconnlistener *
-proxy_listen(struct event_base *base, const char *addr,
-             evconnlistener_cb cb, void *arg, char *err, size_t errlen)
+proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
+             void *arg, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     int sslen = sizeof(ss);
     struct evconnlistener *l;
 
-    if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &sslen) !=
-        0) {
+    if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &sslen) != 0) {
         snprintf(err, errlen, "cannot parse listen address %s", addr);
         return NULL;
     }
@@ -95,8 +94,7 @@ proxy_listen(struct event_base *base, const char *addr,
                                     LEV_OPT_CLOSE_ON_EXEC,
                                 1024, (struct sockaddr *)&ss, sslen);
     if (l == NULL) {
-        snprintf(err, errlen, "cannot listen on %s: %s", addr,
-                 strerror(errno));
+        snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
     }
     return l;
 }
@@ -117,8 +115,8 @@ gen_free(struct gen *g)
 
 /* A generation for cfg with its pools. NULL with err on failure. */
 static struct gen *
-gen_new(struct event_base *base, struct tm_config *cfg, bool owned,
-        char *err, size_t errlen)
+gen_new(struct event_base *base, struct tm_config *cfg, bool owned, char *err,
+        size_t errlen)
 {
     struct gen *g = calloc(1, sizeof(*g));
 
@@ -174,15 +172,15 @@ gen_drop(struct tm_proxy *px, struct gen *g)
 static void
 restart_only(const struct tm_config *old, const struct tm_config *new)
 {
-#define SAME_STR(a, b)                                                      \
-    (((a) == NULL && (b) == NULL) ||                                        \
+#define SAME_STR(a, b)                                                         \
+    (((a) == NULL && (b) == NULL) ||                                           \
      ((a) != NULL && (b) != NULL && strcmp((a), (b)) == 0))
-#define CHECK(cond, key)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            log_warn("reload: %s changed; it takes effect after a restart", \
-                     key);                                                  \
-        }                                                                   \
+#define CHECK(cond, key)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            log_warn("reload: %s changed; it takes effect after a restart",    \
+                     key);                                                     \
+        }                                                                      \
     } while (0)
     CHECK(SAME_STR(old->proxy.listen, new->proxy.listen), "[proxy] listen");
     CHECK(SAME_STR(old->admin.listen, new->admin.listen), "[admin] listen");
@@ -202,8 +200,8 @@ restart_only(const struct tm_config *old, const struct tm_config *new)
           "[locks]");
     CHECK(old->tokens.key_len == new->tokens.key_len &&
               (old->tokens.key_len == 0 ||
-               memcmp(old->tokens.key, new->tokens.key,
-                      old->tokens.key_len) == 0),
+               memcmp(old->tokens.key, new->tokens.key, old->tokens.key_len) ==
+                   0),
           "[tokens] key_file");
 #undef CHECK
 #undef SAME_STR
@@ -237,8 +235,8 @@ tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
 }
 
 struct tm_proxy *
-tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
-             char *err, size_t errlen)
+tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
+             size_t errlen)
 {
     struct tm_proxy *px = calloc(1, sizeof(*px));
 
@@ -259,9 +257,9 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
     px->marks = marks_new((size_t)cfg->store.cache_entries);
     px->order = order_new(base);
     px->metrics = metrics_new();
-    if (px->metrics == NULL || px->scratch == NULL || px->scratch_resp == NULL ||
-        px->reaper == NULL || px->flusher == NULL || px->marks == NULL ||
-        px->order == NULL) {
+    if (px->metrics == NULL || px->scratch == NULL ||
+        px->scratch_resp == NULL || px->reaper == NULL || px->flusher == NULL ||
+        px->marks == NULL || px->order == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -281,8 +279,8 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg,
     if (px->store == NULL) {
         goto fail;
     }
-    px->listener = proxy_listen(base, cfg->proxy.listen, accept_cb, px, err,
-                                errlen);
+    px->listener =
+        proxy_listen(base, cfg->proxy.listen, accept_cb, px, err, errlen);
     if (px->listener == NULL) {
         goto fail;
     }
@@ -308,14 +306,13 @@ drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    log_warn("drain timeout: closing %zu connections still open",
-             px->nclients);
+    log_warn("drain timeout: closing %zu connections still open", px->nclients);
     client_close_idle(px, true);
 }
 
 void
-tm_proxy_shutdown(struct tm_proxy *px, int drain_ms,
-                  void (*done)(void *arg), void *arg)
+tm_proxy_shutdown(struct tm_proxy *px, int drain_ms, void (*done)(void *arg),
+                  void *arg)
 {
     struct timeval tv = {drain_ms / 1000, (drain_ms % 1000) * 1000};
 

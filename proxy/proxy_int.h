@@ -45,10 +45,10 @@ struct tm_stats {
  * never pulls a route or a pool from under it. */
 struct gen {
     struct tm_config *cfg;
-    struct up_pool **pools;      /* one per cfg->upstreams */
-    size_t refs;                 /* requests under way, +1 while current */
-    bool owned;                  /* cfg came from tm_proxy_reload */
-    struct gen *next;            /* retired, waiting for refs to drop */
+    struct up_pool **pools; /* one per cfg->upstreams */
+    size_t refs;            /* requests under way, +1 while current */
+    bool owned;             /* cfg came from tm_proxy_reload */
+    struct gen *next;       /* retired, waiting for refs to drop */
 };
 
 struct tm_proxy {
@@ -64,20 +64,20 @@ struct tm_proxy {
     struct store *store;
     struct marks *marks;
     struct order *order;
-    struct up_pool **pools;      /* gen->pools */
+    struct up_pool **pools; /* gen->pools */
     struct adm *adm;
-    struct client *clients;      /* every open client connection */
-    struct client *graveyard;    /* closed, freed at the end of the turn */
-    struct event *reaper;        /* frees the graveyard */
-    struct client *dirty;        /* connections with output to write */
-    struct event *flusher;       /* writes it at the end of the turn */
-    struct http_request *scratch;       /* parse space, one loop thread */
+    struct client *clients;       /* every open client connection */
+    struct client *graveyard;     /* closed, freed at the end of the turn */
+    struct event *reaper;         /* frees the graveyard */
+    struct client *dirty;         /* connections with output to write */
+    struct event *flusher;        /* writes it at the end of the turn */
+    struct http_request *scratch; /* parse space, one loop thread */
     struct http_response *scratch_resp;
     size_t nclients;
     uint64_t next_id;
     struct tm_stats stats;
-    struct metrics *metrics;     /* labelled counters and histograms */
-    struct recent recent;        /* for the control port's page */
+    struct metrics *metrics; /* labelled counters and histograms */
+    struct recent recent;    /* for the control port's page */
     bool draining;
     struct event *drain_timer;
     void (*drain_done)(void *arg);

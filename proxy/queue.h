@@ -6,53 +6,53 @@
 
 #include <stddef.h>
 
-#define QUEUE_FIELDS(type)                                                  \
-    type *head;                                                             \
-    type *tail;                                                             \
+#define QUEUE_FIELDS(type)                                                     \
+    type *head;                                                                \
+    type *tail;                                                                \
     size_t n
 
 /* Append e to q. */
-#define QUEUE_PUSH(q, e)                                                    \
-    do {                                                                    \
-        (e)->next = NULL;                                                   \
-        if ((q)->tail == NULL) {                                            \
-            (q)->head = (e);                                                \
-        } else {                                                            \
-            (q)->tail->next = (e);                                          \
-        }                                                                   \
-        (q)->tail = (e);                                                    \
-        (q)->n++;                                                           \
+#define QUEUE_PUSH(q, e)                                                       \
+    do {                                                                       \
+        (e)->next = NULL;                                                      \
+        if ((q)->tail == NULL) {                                               \
+            (q)->head = (e);                                                   \
+        } else {                                                               \
+            (q)->tail->next = (e);                                             \
+        }                                                                      \
+        (q)->tail = (e);                                                       \
+        (q)->n++;                                                              \
     } while (0)
 
 /* Take the first element of q into out (NULL when q is empty). */
-#define QUEUE_POP(q, out)                                                   \
-    do {                                                                    \
-        (out) = (q)->head;                                                  \
-        if ((out) != NULL) {                                                \
-            (q)->head = (out)->next;                                        \
-            if ((q)->head == NULL) {                                        \
-                (q)->tail = NULL;                                           \
-            }                                                               \
-            (q)->n--;                                                       \
-            (out)->next = NULL;                                             \
-        }                                                                   \
+#define QUEUE_POP(q, out)                                                      \
+    do {                                                                       \
+        (out) = (q)->head;                                                     \
+        if ((out) != NULL) {                                                   \
+            (q)->head = (out)->next;                                           \
+            if ((q)->head == NULL) {                                           \
+                (q)->tail = NULL;                                              \
+            }                                                                  \
+            (q)->n--;                                                          \
+            (out)->next = NULL;                                                \
+        }                                                                      \
     } while (0)
 
 /* Move every element of from to the end of to; from is left empty. */
-#define QUEUE_SPLICE(to, from)                                              \
-    do {                                                                    \
-        if ((from)->head != NULL) {                                         \
-            if ((to)->tail == NULL) {                                       \
-                (to)->head = (from)->head;                                  \
-            } else {                                                        \
-                (to)->tail->next = (from)->head;                            \
-            }                                                               \
-            (to)->tail = (from)->tail;                                      \
-            (to)->n += (from)->n;                                           \
-            (from)->head = NULL;                                            \
-            (from)->tail = NULL;                                            \
-            (from)->n = 0;                                                  \
-        }                                                                   \
+#define QUEUE_SPLICE(to, from)                                                 \
+    do {                                                                       \
+        if ((from)->head != NULL) {                                            \
+            if ((to)->tail == NULL) {                                          \
+                (to)->head = (from)->head;                                     \
+            } else {                                                           \
+                (to)->tail->next = (from)->head;                               \
+            }                                                                  \
+            (to)->tail = (from)->tail;                                         \
+            (to)->n += (from)->n;                                              \
+            (from)->head = NULL;                                               \
+            (from)->tail = NULL;                                               \
+            (from)->n = 0;                                                     \
+        }                                                                      \
     } while (0)
 
 #endif

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #define RECENT_N 32
-#define RECENT_NAME 128   /* resource names are cut to this for display */
+#define RECENT_NAME 128 /* resource names are cut to this for display */
 
 struct recent_mark {
     time_t when;
@@ -28,7 +28,7 @@ struct recent_refusal {
 
 struct recent {
     struct recent_mark marks[RECENT_N];
-    size_t nmarks;            /* ever recorded; the ring holds the last */
+    size_t nmarks; /* ever recorded; the ring holds the last */
     struct recent_refusal refusals[RECENT_N];
     size_t nrefusals;
 };

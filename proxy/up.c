@@ -34,22 +34,22 @@
 struct up_conn {
     struct up_pool *pool;
     struct bufferevent *bev;
-    struct up_conn *next;   /* idle list */
+    struct up_conn *next; /* idle list */
     struct up_conn *prev;
     up_ready_cb cb;
     void *arg;
     unsigned uses;
     bool idle;
-    bool busy;              /* handed to a request */
-    int tmo_ms;             /* the timeouts set on bev, 0: none */
-    int64_t idle_since;     /* ms, CLOCK_MONOTONIC_COARSE */
+    bool busy;          /* handed to a request */
+    int tmo_ms;         /* the timeouts set on bev, 0: none */
+    int64_t idle_since; /* ms, CLOCK_MONOTONIC_COARSE */
 };
 
 struct up_pool {
     struct event_base *base;
     const struct cfg_upstream *cfg;
-    SSL_CTX *tls;              /* https upstreams */
-    SSL_SESSION *session;      /* the last one, resumed by new connections */
+    SSL_CTX *tls;         /* https upstreams */
+    SSL_SESSION *session; /* the last one, resumed by new connections */
     bool host_is_ip;
     struct sockaddr_storage addr;
     socklen_t addrlen;
@@ -91,8 +91,10 @@ tls_setup(struct up_pool *p, char *err, size_t errlen)
         ok = SSL_CTX_set_default_verify_paths(p->tls);
     }
     if (ok != 1) {
-        snprintf(err, errlen, "upstream %s: cannot load CA certificates "
-                              "from %s", cfg->name,
+        snprintf(err, errlen,
+                 "upstream %s: cannot load CA certificates "
+                 "from %s",
+                 cfg->name,
                  cfg->ca_file != NULL && cfg->ca_file[0] != '\0'
                      ? cfg->ca_file
                      : "the system store");
@@ -140,14 +142,14 @@ tls_log_failure(struct up_conn *uc)
                   uc->pool->cfg->name, uc->pool->cfg->host,
                   X509_verify_cert_error_string(vr));
     } else if (buf[0] != '\0') {
-        log_error("upstream %s: TLS handshake failed: %s",
-                  uc->pool->cfg->name, buf);
+        log_error("upstream %s: TLS handshake failed: %s", uc->pool->cfg->name,
+                  buf);
     }
 }
 
 struct up_pool *
-up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
-            char *err, size_t errlen)
+up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
+            size_t errlen)
 {
     struct addrinfo hints, *res = NULL;
     struct up_pool *p;
@@ -158,8 +160,8 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
     hints.ai_socktype = SOCK_STREAM;
     rc = getaddrinfo(cfg->host, cfg->port, &hints, &res);
     if (rc != 0 || res == NULL) {
-        snprintf(err, errlen, "upstream %s: cannot resolve %s: %s",
-                 cfg->name, cfg->host, gai_strerror(rc));
+        snprintf(err, errlen, "upstream %s: cannot resolve %s: %s", cfg->name,
+                 cfg->host, gai_strerror(rc));
         return NULL;
     }
     p = calloc(1, sizeof(*p));
@@ -331,9 +333,9 @@ up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
             return NULL;
         }
         /* On failure the bufferevent frees ssl (BEV_OPT_CLOSE_ON_FREE). */
-        uc->bev = bufferevent_openssl_socket_new(
-            p->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
-            BEV_OPT_CLOSE_ON_FREE);
+        uc->bev = bufferevent_openssl_socket_new(p->base, -1, ssl,
+                                                 BUFFEREVENT_SSL_CONNECTING,
+                                                 BEV_OPT_CLOSE_ON_FREE);
         if (uc->bev != NULL) {
             /* Many servers close without close_notify; framing, not the
              * TLS shutdown, tells where an answer ends. */

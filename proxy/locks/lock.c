@@ -12,9 +12,7 @@
 
 LOCK_BACKENDS(LOCK_DECLARE)
 
-static const struct lock_ops *const backends[] = {
-    LOCK_BACKENDS(LOCK_ENTRY)
-};
+static const struct lock_ops *const backends[] = {LOCK_BACKENDS(LOCK_ENTRY)};
 
 const struct lock_ops *
 lock_find(const char *name)

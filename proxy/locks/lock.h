@@ -13,11 +13,11 @@ struct event_base;
 struct cfg_locks;
 
 enum lock_result {
-    LOCK_OK = 0,   /* done; fence and ttl_ms describe the caller's lease */
-    LOCK_BUSY,     /* acquire: another lease is live (its fence, ttl left) */
-    LOCK_LOST,     /* extend, release: the lease is gone or another's */
-    LOCK_NONE,     /* get: no live lease (fence: the counter, 0 if none) */
-    LOCK_ERROR,    /* the backend cannot be used; nothing was changed */
+    LOCK_OK = 0, /* done; fence and ttl_ms describe the caller's lease */
+    LOCK_BUSY,   /* acquire: another lease is live (its fence, ttl left) */
+    LOCK_LOST,   /* extend, release: the lease is gone or another's */
+    LOCK_NONE,   /* get: no live lease (fence: the counter, 0 if none) */
+    LOCK_ERROR,  /* the backend cannot be used; nothing was changed */
 };
 
 /* Called once per operation, on the loop thread, never from inside the
@@ -43,8 +43,7 @@ struct lock_ops {
      * fencing uses it to get above a mark issued elsewhere), and the
      * counter follows. LOCK_OK or LOCK_BUSY. */
     void (*acquire)(struct lock_backend *b, const char *name, size_t len,
-                    int64_t ttl_ms, int64_t min_fence, lock_cb cb,
-                    void *arg);
+                    int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg);
     /* Reset a live lease whose fence is fence to ttl_ms from now. LOCK_OK
      * or LOCK_LOST. */
     void (*extend)(struct lock_backend *b, const char *name, size_t len,

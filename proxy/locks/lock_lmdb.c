@@ -51,8 +51,8 @@
 
 #define LOCK_REC_LEN 16
 #define LOCK_QUEUE_MAX 65536
-#define LIVE_BUCKETS 4096   /* power of two */
-#define LIVE_MAX 65536      /* leases remembered at most */
+#define LIVE_BUCKETS 4096 /* power of two */
+#define LIVE_MAX 65536    /* leases remembered at most */
 
 enum lop {
     LOP_ACQUIRE = 0,
@@ -66,14 +66,14 @@ struct ljob {
     enum lop op;
     lock_cb cb;
     void *arg;
-    int64_t fence;          /* extend, release: the caller's; acquire:
-                             * the floor (0: none) */
-    int64_t ttl_ms;         /* acquire, extend */
-    enum lock_result res;   /* the answer, set before the callback */
+    int64_t fence;        /* extend, release: the caller's; acquire:
+                           * the floor (0: none) */
+    int64_t ttl_ms;       /* acquire, extend */
+    enum lock_result res; /* the answer, set before the callback */
     int64_t out_fence;
     int64_t out_ttl;
     size_t len;
-    char name[];            /* len bytes, not NUL-terminated */
+    char name[]; /* len bytes, not NUL-terminated */
 };
 
 /* A lease known to be live until expires (wall clock, ms). */
@@ -96,9 +96,9 @@ struct lmdb_locks {
     char *path;
 
     /* Loop thread only. */
-    struct event *done_ev;  /* efd readable, or activated for local */
-    struct event *kick_ev;  /* end of the loop turn: wake the writer */
-    struct job_list local;  /* answered without the writer */
+    struct event *done_ev; /* efd readable, or activated for local */
+    struct event *kick_ev; /* end of the loop turn: wake the writer */
+    struct job_list local; /* answered without the writer */
     bool kick_armed;
     bool closing;
     int efd;
@@ -113,9 +113,9 @@ struct lmdb_locks {
     bool go;
     struct job_list done;
     bool stopping;
-    char err[320];          /* the writer's last error, for the loop */
+    char err[320]; /* the writer's last error, for the loop */
 
-    atomic_bool failed;     /* set once by the writer, never cleared */
+    atomic_bool failed; /* set once by the writer, never cleared */
 };
 
 static struct lmdb_locks *
@@ -161,8 +161,8 @@ werr(struct lmdb_locks *s, const char *what, int rc, size_t n)
 {
     pthread_mutex_lock(&s->mu);
     snprintf(s->err, sizeof(s->err),
-             "locks: lmdb: %s: %s: %s: %zu lock operations refused",
-             s->path, what, mdb_strerror(rc), n);
+             "locks: lmdb: %s: %s: %s: %zu lock operations refused", s->path,
+             what, mdb_strerror(rc), n);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -268,8 +268,9 @@ run_batch(struct lmdb_locks *s, struct job_list *b)
         rc = apply(s, txn, j, now_ms(), &wrote);
         if (rc == EINVAL || rc == EOVERFLOW) {
             /* This record only: not 16 bytes, or the counter is spent. */
-            werr(s, rc == EINVAL ? "a lease record is not 16 bytes"
-                                 : "a fence counter is at its maximum",
+            werr(s,
+                 rc == EINVAL ? "a lease record is not 16 bytes"
+                              : "a fence counter is at its maximum",
                  rc, 1);
             j->res = LOCK_ERROR;
             continue;
@@ -344,7 +345,7 @@ writer_main(void *arg)
 static size_t
 live_hash(const char *name, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL;    /* FNV-1a */
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
 
     for (size_t i = 0; i < len; i++) {
         h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
@@ -408,8 +409,8 @@ live_note(struct lmdb_locks *s, const char *name, size_t len, int64_t fence,
 static void
 live_learn(struct lmdb_locks *s, const struct ljob *j, int64_t now)
 {
-    bool live = (j->res == LOCK_OK && j->op != LOP_RELEASE) ||
-                j->res == LOCK_BUSY;
+    bool live =
+        (j->res == LOCK_OK && j->op != LOP_RELEASE) || j->res == LOCK_BUSY;
 
     if (j->len == 0 || j->res == LOCK_ERROR) {
         return;
@@ -517,8 +518,13 @@ submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
         len = 0;
         refuse = true;
     }
-    *j = (struct ljob){.op = op, .cb = cb, .arg = arg, .fence = fence,
-                       .ttl_ms = ttl_ms, .res = LOCK_ERROR, .len = len};
+    *j = (struct ljob){.op = op,
+                       .cb = cb,
+                       .arg = arg,
+                       .fence = fence,
+                       .ttl_ms = ttl_ms,
+                       .res = LOCK_ERROR,
+                       .len = len};
     if (len > 0) {
         memcpy(j->name, name, len);
     }
@@ -569,8 +575,8 @@ lmdb_acquire(struct lock_backend *b, const char *name, size_t len,
 }
 
 static void
-lmdb_extend(struct lock_backend *b, const char *name, size_t len,
-            int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg)
+lmdb_extend(struct lock_backend *b, const char *name, size_t len, int64_t fence,
+            int64_t ttl_ms, lock_cb cb, void *arg)
 {
     submit(to_locks(b), LOP_EXTEND, name, len, fence, ttl_ms, cb, arg);
 }
@@ -624,8 +630,8 @@ open_env(struct lmdb_locks *s, int64_t map_size, char *err, size_t errlen)
 {
     int dead;
 
-    if (!lmdb_open_durable("locks", s->path, map_size, &s->env, &s->dbi,
-                           &dead, err, errlen)) {
+    if (!lmdb_open_durable("locks", s->path, map_size, &s->env, &s->dbi, &dead,
+                           err, errlen)) {
         return false;
     }
     s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);

@@ -40,50 +40,50 @@
 
 #define PL_QUEUE_MAX 65536
 
-#define PL_SETUP_SQL                                                        \
-    "SELECT set_config('synchronous_commit', 'on', false) "                 \
-    "WHERE current_setting('synchronous_commit') = 'off';"                  \
-    "CREATE TABLE IF NOT EXISTS tidemark_leases ("                          \
-    "name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL, "   \
+#define PL_SETUP_SQL                                                           \
+    "SELECT set_config('synchronous_commit', 'on', false) "                    \
+    "WHERE current_setting('synchronous_commit') = 'off';"                     \
+    "CREATE TABLE IF NOT EXISTS tidemark_leases ("                             \
+    "name text PRIMARY KEY, owner text NOT NULL, fence bigint NOT NULL, "      \
     "expires_at timestamptz NOT NULL)"
 
 /* The time left on a row, in ms (0 when not live; -infinity minus now()
  * is out of range for an interval, hence the CASE). */
-#define PL_LEFT                                                             \
-    "CASE WHEN expires_at > now() THEN GREATEST(1, ceil(extract(epoch "     \
+#define PL_LEFT                                                                \
+    "CASE WHEN expires_at > now() THEN GREATEST(1, ceil(extract(epoch "        \
     "FROM expires_at - now()) * 1000))::int8 ELSE 0 END"
 
 /* $1 name, $2 owner, $3 ttl ms, $4 floor (0: none). Taken: (1, fence,
  * ttl). Busy: (0, holder's fence, time left), or no row when the
  * holder committed after this statement's snapshot. */
-#define PL_ACQUIRE_SQL                                                      \
-    "WITH t AS (INSERT INTO tidemark_leases AS l "                          \
-    "(name, owner, fence, expires_at) "                                     \
-    "VALUES ($1, $2, GREATEST(1, $4::int8), "                               \
-    "now() + $3::int8 * interval '1 millisecond') "                         \
-    "ON CONFLICT (name) DO UPDATE "                                         \
-    "SET owner = EXCLUDED.owner, fence = GREATEST(l.fence + 1, $4::int8), " \
-    "expires_at = EXCLUDED.expires_at "                                     \
-    "WHERE l.expires_at <= now() "                                          \
-    "RETURNING fence) "                                                     \
-    "SELECT 1, fence, $3::int8 FROM t "                                     \
-    "UNION ALL "                                                            \
-    "SELECT 0, fence, " PL_LEFT " FROM tidemark_leases "                    \
+#define PL_ACQUIRE_SQL                                                         \
+    "WITH t AS (INSERT INTO tidemark_leases AS l "                             \
+    "(name, owner, fence, expires_at) "                                        \
+    "VALUES ($1, $2, GREATEST(1, $4::int8), "                                  \
+    "now() + $3::int8 * interval '1 millisecond') "                            \
+    "ON CONFLICT (name) DO UPDATE "                                            \
+    "SET owner = EXCLUDED.owner, fence = GREATEST(l.fence + 1, $4::int8), "    \
+    "expires_at = EXCLUDED.expires_at "                                        \
+    "WHERE l.expires_at <= now() "                                             \
+    "RETURNING fence) "                                                        \
+    "SELECT 1, fence, $3::int8 FROM t "                                        \
+    "UNION ALL "                                                               \
+    "SELECT 0, fence, " PL_LEFT " FROM tidemark_leases "                       \
     "WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM t)"
 
 /* $1 name, $2 fence. One row changed: released. */
-#define PL_RELEASE_SQL                                                      \
-    "UPDATE tidemark_leases SET expires_at = '-infinity' "                  \
+#define PL_RELEASE_SQL                                                         \
+    "UPDATE tidemark_leases SET expires_at = '-infinity' "                     \
     "WHERE name = $1 AND fence = $2::int8 AND expires_at > now()"
 
 /* $1 name, $2 fence, $3 ttl ms. One row changed: extended. */
-#define PL_EXTEND_SQL                                                       \
-    "UPDATE tidemark_leases "                                               \
-    "SET expires_at = now() + $3::int8 * interval '1 millisecond' "         \
+#define PL_EXTEND_SQL                                                          \
+    "UPDATE tidemark_leases "                                                  \
+    "SET expires_at = now() + $3::int8 * interval '1 millisecond' "            \
     "WHERE name = $1 AND fence = $2::int8 AND expires_at > now()"
 
 /* $1 name: (fence, time left), or no row. */
-#define PL_GET_SQL                                                          \
+#define PL_GET_SQL                                                             \
     "SELECT fence, " PL_LEFT " FROM tidemark_leases WHERE name = $1"
 
 enum pl_op {
@@ -94,8 +94,8 @@ enum pl_op {
 };
 
 static const char *const pl_stmt_names[] = {
-    "tidemark_lease_acquire", "tidemark_lease_release",
-    "tidemark_lease_extend", "tidemark_lease_get"};
+    "tidemark_lease_acquire", "tidemark_lease_release", "tidemark_lease_extend",
+    "tidemark_lease_get"};
 
 static const struct pg_pool_stmt pl_stmts[] = {
     {"tidemark_lease_acquire", PL_ACQUIRE_SQL, 4, NULL},
@@ -111,14 +111,14 @@ struct pl_req {
     enum pl_op op;
     lock_cb cb;
     void *arg;
-    int64_t fence;          /* extend, release: the caller's */
-    int64_t ttl_ms;         /* acquire, extend */
-    int64_t floor;          /* acquire: the lowest fence, 0: none */
+    int64_t fence;  /* extend, release: the caller's */
+    int64_t ttl_ms; /* acquire, extend */
+    int64_t floor;  /* acquire: the lowest fence, 0: none */
     enum lock_result res;
     int64_t out_fence;
     int64_t out_ttl;
     size_t len;
-    char name[];            /* len bytes and a NUL */
+    char name[]; /* len bytes and a NUL */
 };
 
 struct pl_list {
@@ -131,9 +131,9 @@ struct pg_locks {
     int npool;
     struct pl_req **inflight; /* by connection */
     struct pl_list pending;
-    struct pl_list answered;  /* answered without the server */
-    struct event *kick_ev;    /* end of turn: dispatch pending */
-    struct event *answer_ev;  /* run answered */
+    struct pl_list answered; /* answered without the server */
+    struct event *kick_ev;   /* end of turn: dispatch pending */
+    struct event *answer_ev; /* run answered */
     bool kick_armed;
     bool closing;
     bool full_logged;
@@ -260,8 +260,8 @@ pool_take(void *owner, int conn, PGconn *pg)
     case PL_GET:
         break;
     }
-    return PQsendQueryPrepared(pg, pl_stmt_names[r->op], n, values, NULL,
-                               NULL, 0) == 1
+    return PQsendQueryPrepared(pg, pl_stmt_names[r->op], n, values, NULL, NULL,
+                               0) == 1
                ? PG_TAKE_SENT
                : PG_TAKE_FAILED;
 }
@@ -287,8 +287,7 @@ read_answer(struct pl_req *r, PGresult *res)
             r->out_ttl = 1;
             return true;
         }
-        if (!col_int(res, 0, 0, &flag) ||
-            !col_int(res, 0, 1, &r->out_fence) ||
+        if (!col_int(res, 0, 0, &flag) || !col_int(res, 0, 1, &r->out_fence) ||
             !col_int(res, 0, 2, &r->out_ttl)) {
             return false;
         }
@@ -412,9 +411,14 @@ submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
         }
         len = 0;
     }
-    *r = (struct pl_req){.op = op, .cb = cb, .arg = arg, .fence = fence,
-                         .ttl_ms = ttl_ms, .floor = floor > 0 ? floor : 0,
-                         .res = LOCK_ERROR, .len = len};
+    *r = (struct pl_req){.op = op,
+                         .cb = cb,
+                         .arg = arg,
+                         .fence = fence,
+                         .ttl_ms = ttl_ms,
+                         .floor = floor > 0 ? floor : 0,
+                         .res = LOCK_ERROR,
+                         .len = len};
     memcpy(r->name, name, len);
     r->name[len] = '\0';
     if (len == 0 || s->closing || !pg_pool_any_up(s->pool)) {
@@ -440,23 +444,22 @@ submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
 }
 
 static void
-pl_acquire(struct lock_backend *b, const char *name, size_t len,
-           int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg)
+pl_acquire(struct lock_backend *b, const char *name, size_t len, int64_t ttl_ms,
+           int64_t min_fence, lock_cb cb, void *arg)
 {
-    submit(to_locks(b), PL_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb,
-           arg);
+    submit(to_locks(b), PL_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb, arg);
 }
 
 static void
-pl_extend(struct lock_backend *b, const char *name, size_t len,
-          int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg)
+pl_extend(struct lock_backend *b, const char *name, size_t len, int64_t fence,
+          int64_t ttl_ms, lock_cb cb, void *arg)
 {
     submit(to_locks(b), PL_EXTEND, name, len, fence, ttl_ms, 0, cb, arg);
 }
 
 static void
-pl_release(struct lock_backend *b, const char *name, size_t len,
-           int64_t fence, lock_cb cb, void *arg)
+pl_release(struct lock_backend *b, const char *name, size_t len, int64_t fence,
+           lock_cb cb, void *arg)
 {
     submit(to_locks(b), PL_RELEASE, name, len, fence, 0, 0, cb, arg);
 }
@@ -513,8 +516,9 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     opts = PQconninfoParse(cfg->dsn, &msg);
     PQfreemem(msg);
     if (opts == NULL) {
-        snprintf(err, errlen, "locks: [locks] dsn is not a libpq "
-                              "connection string");
+        snprintf(err, errlen,
+                 "locks: [locks] dsn is not a libpq "
+                 "connection string");
         return NULL;
     }
     PQconninfoFree(opts);
@@ -539,10 +543,10 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         locks_free(s);
         return NULL;
     }
-    s->pool = pg_pool_new(base, cfg->dsn, "leases", s->npool,
-                          cfg->timeout_ms, PL_SETUP_SQL, pl_stmts,
-                          sizeof(pl_stmts) / sizeof(pl_stmts[0]), &pool_ops,
-                          s, err, errlen);
+    s->pool = pg_pool_new(base, cfg->dsn, "leases", s->npool, cfg->timeout_ms,
+                          PL_SETUP_SQL, pl_stmts,
+                          sizeof(pl_stmts) / sizeof(pl_stmts[0]), &pool_ops, s,
+                          err, errlen);
     if (s->pool == NULL) {
         locks_free(s);
         return NULL;

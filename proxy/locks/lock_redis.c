@@ -38,39 +38,39 @@
 
 /* The seed's acquire, with a floor: ARGV[2] is the lowest fence to hand
  * out ("0": none), for eager fencing above a mark issued elsewhere. */
-#define RL_ACQUIRE                                                          \
-    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"                          \
-    "  return {0, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}\n" \
-    "end\n"                                                                 \
-    "redis.call('INCR', KEYS[2])\n"                                         \
-    "local token = redis.call('GET', KEYS[2])\n"                            \
-    "local floor = ARGV[2]\n"                                               \
-    "if #token < #floor or (#token == #floor and token < floor) then\n"    \
-    "  redis.call('SET', KEYS[2], floor)\n"                                 \
-    "  token = floor\n"                                                     \
-    "end\n"                                                                 \
-    "redis.call('SET', KEYS[1], token, 'PX', ARGV[1])\n"                    \
+#define RL_ACQUIRE                                                             \
+    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"                             \
+    "  return {0, redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1])}\n"  \
+    "end\n"                                                                    \
+    "redis.call('INCR', KEYS[2])\n"                                            \
+    "local token = redis.call('GET', KEYS[2])\n"                               \
+    "local floor = ARGV[2]\n"                                                  \
+    "if #token < #floor or (#token == #floor and token < floor) then\n"        \
+    "  redis.call('SET', KEYS[2], floor)\n"                                    \
+    "  token = floor\n"                                                        \
+    "end\n"                                                                    \
+    "redis.call('SET', KEYS[1], token, 'PX', ARGV[1])\n"                       \
     "return {1, token}\n"
 
-#define RL_RELEASE                                                          \
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                       \
-    "  return redis.call('DEL', KEYS[1])\n"                                 \
-    "end\n"                                                                 \
+#define RL_RELEASE                                                             \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                          \
+    "  return redis.call('DEL', KEYS[1])\n"                                    \
+    "end\n"                                                                    \
     "return 0\n"
 
-#define RL_EXTEND                                                           \
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                       \
-    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                    \
-    "end\n"                                                                 \
+#define RL_EXTEND                                                              \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"                          \
+    "  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                       \
+    "end\n"                                                                    \
     "return 0\n"
 
 /* The live lease and its time left, or the counter: one script, so the
  * two answers belong to one moment. */
-#define RL_STATUS                                                           \
-    "local v = redis.call('GET', KEYS[1])\n"                                \
-    "if v then\n"                                                           \
-    "  return {1, v, redis.call('PTTL', KEYS[1])}\n"                        \
-    "end\n"                                                                 \
+#define RL_STATUS                                                              \
+    "local v = redis.call('GET', KEYS[1])\n"                                   \
+    "if v then\n"                                                              \
+    "  return {1, v, redis.call('PTTL', KEYS[1])}\n"                           \
+    "end\n"                                                                    \
     "return {0, redis.call('GET', KEYS[2]) or '0'}\n"
 
 enum rl_script {
@@ -90,22 +90,22 @@ struct rl_req;
 struct redis_locks {
     struct event_base *base;
     struct redis_conn *conn;
-    struct event *defer_ev; /* answers given without Redis */
+    struct event *defer_ev;  /* answers given without Redis */
     struct rl_req *deferred; /* LIFO; order among errors does not matter */
     bool closing;
 };
 
 struct rl_req {
-    struct rl_req *next;    /* in deferred */
+    struct rl_req *next; /* in deferred */
     struct redis_locks *s;
     enum rl_script op;
     lock_cb cb;
     void *arg;
-    int64_t fence;          /* extend, release: the caller's */
-    int64_t ttl_ms;         /* acquire, extend: asked for */
-    enum lock_result res;   /* deferred answers */
+    int64_t fence;        /* extend, release: the caller's */
+    int64_t ttl_ms;       /* acquire, extend: asked for */
+    enum lock_result res; /* deferred answers */
     size_t len;
-    char name[];            /* len bytes and a NUL */
+    char name[]; /* len bytes and a NUL */
 };
 
 static struct redis_locks *
@@ -186,7 +186,7 @@ on_reply(void *priv, redisReply *rep)
     int64_t fence = 0, ttl = 0;
 
     if (rep == NULL) {
-        goto out;  /* connection lost or closing: logged by redis_conn */
+        goto out; /* connection lost or closing: logged by redis_conn */
     }
     if (rep->type == REDIS_REPLY_ERROR) {
         log_error("locks: redis: %.*s: %s", log_len(r), r->name, rep->str);
@@ -211,8 +211,8 @@ on_reply(void *priv, redisReply *rep)
                     res = LOCK_ERROR;
                     break;
                 }
-                ttl = rep->element[2]->integer > 0
-                          ? rep->element[2]->integer : 0;
+                ttl =
+                    rep->element[2]->integer > 0 ? rep->element[2]->integer : 0;
             }
         } else if (r->op == RL_S_ACQUIRE) {
             /* Busy: the holder's fence and time left, best effort (the
@@ -245,7 +245,8 @@ on_reply(void *priv, redisReply *rep)
     }
     if (res == LOCK_ERROR) {
         log_error("locks: redis: %.*s: the script answered something "
-                  "unexpected: refused", log_len(r), r->name);
+                  "unexpected: refused",
+                  log_len(r), r->name);
         fence = 0;
         ttl = 0;
     }
@@ -278,8 +279,13 @@ run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
         defer_answer(r, LOCK_ERROR);
         return;
     }
-    *r = (struct rl_req){.s = s, .op = op, .cb = cb, .arg = arg,
-                         .fence = fence, .ttl_ms = ttl_ms, .len = len};
+    *r = (struct rl_req){.s = s,
+                         .op = op,
+                         .cb = cb,
+                         .arg = arg,
+                         .fence = fence,
+                         .ttl_ms = ttl_ms,
+                         .len = len};
     memcpy(r->name, name, len);
     r->name[len] = '\0';
     lock_key = r->name + len + 1;
@@ -334,23 +340,22 @@ run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
 }
 
 static void
-rl_acquire(struct lock_backend *b, const char *name, size_t len,
-           int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg)
+rl_acquire(struct lock_backend *b, const char *name, size_t len, int64_t ttl_ms,
+           int64_t min_fence, lock_cb cb, void *arg)
 {
-    run(to_locks(b), RL_S_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb,
-        arg);
+    run(to_locks(b), RL_S_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb, arg);
 }
 
 static void
-rl_extend(struct lock_backend *b, const char *name, size_t len,
-          int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg)
+rl_extend(struct lock_backend *b, const char *name, size_t len, int64_t fence,
+          int64_t ttl_ms, lock_cb cb, void *arg)
 {
     run(to_locks(b), RL_S_EXTEND, name, len, fence, ttl_ms, 0, cb, arg);
 }
 
 static void
-rl_release(struct lock_backend *b, const char *name, size_t len,
-           int64_t fence, lock_cb cb, void *arg)
+rl_release(struct lock_backend *b, const char *name, size_t len, int64_t fence,
+           lock_cb cb, void *arg)
 {
     run(to_locks(b), RL_S_RELEASE, name, len, fence, 0, 0, cb, arg);
 }

@@ -41,11 +41,11 @@ struct journal {
     int fd;
     size_t size;
     uint64_t epoch;
-    size_t pos;          /* where the next record goes */
-    unsigned char *buf;  /* the record being built, or being replayed */
-    size_t used;         /* bytes of buf in use; 0: no record open */
-    uint32_t count;      /* entries in buf */
-    bool unsynced;       /* records written since the last fdatasync */
+    size_t pos;         /* where the next record goes */
+    unsigned char *buf; /* the record being built, or being replayed */
+    size_t used;        /* bytes of buf in use; 0: no record open */
+    uint32_t count;     /* entries in buf */
+    bool unsynced;      /* records written since the last fdatasync */
 };
 
 static uint32_t crc_table[256];
@@ -199,8 +199,8 @@ journal_open(const char *path, char *err, size_t errlen)
             goto fail;
         }
         if (!lmdb_sync_parent(path)) {
-            snprintf(err, errlen, "cannot sync the directory of %s: %s",
-                     path, strerror(errno));
+            snprintf(err, errlen, "cannot sync the directory of %s: %s", path,
+                     strerror(errno));
             goto fail;
         }
         j->size = JOURNAL_SIZE;
@@ -284,7 +284,7 @@ journal_replay(struct journal *j, uint64_t epoch, journal_fn fn, void *arg,
         }
         if (journal_crc32c(0, h + 8, REC_HDR - 8 + len) !=
             (uint32_t)get_le(h + 4, 4)) {
-            break;  /* torn: the write that crashed */
+            break; /* torn: the write that crashed */
         }
         rc = replay_entries(j, len, count, fn, arg, entries);
         if (rc != 0) {

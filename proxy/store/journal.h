@@ -35,9 +35,8 @@ void journal_close(struct journal *j);
  * record at all. *entries gets how many were fed. 0, fn's nonzero
  * result, EIO when a record passes its checksum but does not parse, or
  * errno of a failed read. */
-int journal_replay(struct journal *j, uint64_t epoch, journal_fn fn,
-                   void *arg, size_t *entries)
-    __attribute__((warn_unused_result));
+int journal_replay(struct journal *j, uint64_t epoch, journal_fn fn, void *arg,
+                   size_t *entries) __attribute__((warn_unused_result));
 
 /* Write epoch's records from the start of the file on. What the journal
  * held must be in LMDB by now; entries not yet written are dropped. */
@@ -49,8 +48,8 @@ bool journal_fits(const struct journal *j, size_t len);
 /* Add an entry (journal_fits must hold, len <= JOURNAL_KEY_MAX). It is
  * buffered, and written when its record is full or at journal_sync. 0,
  * or errno of a failed write. */
-int journal_add(struct journal *j, const void *key, size_t len,
-                int64_t token) __attribute__((warn_unused_result));
+int journal_add(struct journal *j, const void *key, size_t len, int64_t token)
+    __attribute__((warn_unused_result));
 
 /* Write the entries added since the last sync and fdatasync the file:
  * they are on stable storage when this returns 0. No-op when nothing was

@@ -117,8 +117,8 @@ lmdb_open_durable(const char *who, const char *path, int64_t map_size,
 
     *stale_readers = 0;
     if (!lmdb_make_parents(path)) {
-        snprintf(err, errlen, "%s: cannot create the directory of %s: %s",
-                 who, path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot create the directory of %s: %s", who,
+                 path, strerror(errno));
         return false;
     }
     rc = mdb_env_create(env);
@@ -146,8 +146,8 @@ lmdb_open_durable(const char *who, const char *path, int64_t map_size,
     /* Start from a state that is on disk: the file's name (it may have
      * just been created) and whatever of it the page cache holds. */
     if (!lmdb_sync_parent(path)) {
-        snprintf(err, errlen, "%s: cannot sync the directory of %s: %s",
-                 who, path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot sync the directory of %s: %s", who,
+                 path, strerror(errno));
         return false;
     }
     rc = mdb_env_sync(*env, 1);

@@ -36,9 +36,10 @@ bool lmdb_sync_parent(const char *path) __attribute__((warn_unused_result));
 
 /* Create or open the LMDB file at path (creating its directory) so that
  * commits reach the disk (no NOSYNC, NOMETASYNC or WRITEMAP; MDB_NOTLS),
- * clear readers a crashed process left (how many in *stale_readers), sync the file and its directory,
- * and open the unnamed database into *dbi. On failure *env may be set
- * (the caller closes it) and err says why, prefixed with who. */
+ * clear readers a crashed process left (how many in *stale_readers), sync the
+ * file and its directory, and open the unnamed database into *dbi. On failure
+ * *env may be set (the caller closes it) and err says why, prefixed with who.
+ */
 bool lmdb_open_durable(const char *who, const char *path, int64_t map_size,
                        MDB_env **env, MDB_dbi *dbi, int *stale_readers,
                        char *err, size_t errlen)

@@ -16,11 +16,11 @@
 #define PG_CONNECT_MIN_MS 5000
 
 enum pc_state {
-    PC_DOWN,        /* waiting for retry_ev */
-    PC_CONNECTING,  /* PQconnectPoll */
-    PC_SETUP,       /* the setup query, then the prepares, in flight */
+    PC_DOWN,       /* waiting for retry_ev */
+    PC_CONNECTING, /* PQconnectPoll */
+    PC_SETUP,      /* the setup query, then the prepares, in flight */
     PC_IDLE,
-    PC_BUSY,        /* a query in flight */
+    PC_BUSY, /* a query in flight */
 };
 
 struct pg_conn {
@@ -28,15 +28,15 @@ struct pg_conn {
     int id;
     PGconn *pg;
     enum pc_state state;
-    struct event *ev;       /* the socket, for what `what` says */
+    struct event *ev; /* the socket, for what `what` says */
     int ev_fd;
     short ev_what;
-    struct event *timer;    /* retry while down, deadline otherwise */
+    struct event *timer; /* retry while down, deadline otherwise */
     int backoff_ms;
     unsigned failures;
-    bool has_work;          /* the owner has something of ours */
-    PGresult *result;       /* the first result of the query in flight */
-    size_t setup_step;      /* 0 setup query, then one per prepare */
+    bool has_work;     /* the owner has something of ours */
+    PGresult *result;  /* the first result of the query in flight */
+    size_t setup_step; /* 0 setup query, then one per prepare */
 };
 
 struct pg_pool {
@@ -116,8 +116,7 @@ conn_fail(struct pg_conn *c, const char *why)
     struct pg_pool *s = c->s;
     bool was_up = conn_up(c);
 
-    if (!s->closing &&
-        (c->failures == 0 || c->failures % 30 == 0 || was_up)) {
+    if (!s->closing && (c->failures == 0 || c->failures % 30 == 0 || was_up)) {
         char msg[512];
         size_t n;
 
@@ -210,7 +209,8 @@ setup_result(struct pg_conn *c, PGresult *res)
 
     if (st == PGRES_TUPLES_OK && PQntuples(res) > 0) {
         log_warn("postgres: synchronous_commit is off on the server: set "
-                 "to on for tidemark's %s sessions", c->s->what);
+                 "to on for tidemark's %s sessions",
+                 c->s->what);
     }
     /* Two sessions creating the table at once: one of them fails with a
      * unique violation on the catalog; the table exists. */
@@ -238,8 +238,8 @@ query_done(struct pg_conn *c)
         if (res != NULL) {
             char msg[512];
 
-            snprintf(msg, sizeof(msg), "setting up the %s table: %s",
-                     s->what, PQresultErrorMessage(res));
+            snprintf(msg, sizeof(msg), "setting up the %s table: %s", s->what,
+                     PQresultErrorMessage(res));
             PQclear(res);
             conn_fail(c, msg);
             return;
@@ -251,8 +251,7 @@ query_done(struct pg_conn *c)
             return;
         }
         st = &s->stmts[c->setup_step++];
-        if (!PQsendPrepare(c->pg, st->name, st->sql, st->nparams,
-                           st->types) ||
+        if (!PQsendPrepare(c->pg, st->name, st->sql, st->nparams, st->types) ||
             !conn_flush(c)) {
             conn_fail_pg(c, "preparing");
         }
@@ -287,7 +286,7 @@ conn_read(struct pg_conn *c)
         res = PQgetResult(c->pg);
         if (res == NULL) {
             query_done(c);
-            return;  /* c may be failed, or busy with new work */
+            return; /* c may be failed, or busy with new work */
         }
         if (c->state == PC_SETUP) {
             setup_result(c, res);
@@ -331,8 +330,7 @@ connect_poll(struct pg_conn *c)
         conn_fail_pg(c, "cannot connect");
         return;
     }
-    if (PQsetnonblocking(c->pg, 1) != 0 ||
-        !PQsendQuery(c->pg, c->s->setup)) {
+    if (PQsetnonblocking(c->pg, 1) != 0 || !PQsendQuery(c->pg, c->s->setup)) {
         conn_fail_pg(c, "setting up");
         return;
     }

@@ -14,9 +14,9 @@ struct event_base;
 struct pg_pool;
 
 enum pg_take {
-    PG_TAKE_NONE = 0,  /* nothing to send */
-    PG_TAKE_SENT,      /* one query was sent on the connection */
-    PG_TAKE_FAILED,    /* sending failed: the connection is dropped */
+    PG_TAKE_NONE = 0, /* nothing to send */
+    PG_TAKE_SENT,     /* one query was sent on the connection */
+    PG_TAKE_FAILED,   /* sending failed: the connection is dropped */
 };
 
 /* What the pool's owner does; every call is on the loop thread. conn is
@@ -50,10 +50,9 @@ struct pg_pool_stmt {
  * Unreachable now is not an error. NULL with err when out of memory. */
 struct pg_pool *pg_pool_new(struct event_base *base, const char *dsn,
                             const char *what, int npool, int timeout_ms,
-                            const char *setup,
-                            const struct pg_pool_stmt *stmts, size_t nstmts,
-                            const struct pg_pool_ops *ops, void *owner,
-                            char *err, size_t errlen)
+                            const char *setup, const struct pg_pool_stmt *stmts,
+                            size_t nstmts, const struct pg_pool_ops *ops,
+                            void *owner, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* Some connection is up (set up and prepared). */

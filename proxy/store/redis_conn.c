@@ -23,21 +23,21 @@ struct redis_conn {
     char *host;
     int port;
     int db;
-    char *user;             /* NULL: AUTH with the password alone */
-    char *password;         /* NULL: no AUTH */
-    const char *what;       /* "[store]", "[locks]" */
+    char *user;       /* NULL: AUTH with the password alone */
+    char *password;   /* NULL: no AUTH */
+    const char *what; /* "[store]", "[locks]" */
     char peer[300];
 
     const char *const *scripts;
     size_t nscripts;
     char sha[REDIS_MAX_SCRIPTS][41];
-    size_t loaded;          /* scripts this connection has loaded */
+    size_t loaded; /* scripts this connection has loaded */
 
-    redisAsyncContext *ac;  /* NULL while down */
+    redisAsyncContext *ac; /* NULL while down */
     bool closing;
     bool ever_ready;
     int backoff_ms;
-    unsigned failures;      /* connects failed in a row */
+    unsigned failures; /* connects failed in a row */
     struct event *retry_ev;
     struct event *watch_ev; /* every timeout_ms: is Redis answering? */
     uint64_t replies;       /* replies received, ever */
@@ -54,8 +54,8 @@ struct redis_eval {
     void *priv;
     size_t script;
     bool retried;
-    int argc;               /* after EVALSHA and the SHA */
-    const char **argv;      /* into buf */
+    int argc;          /* after EVALSHA and the SHA */
+    const char **argv; /* into buf */
     size_t *lens;
     char buf[];
 };
@@ -158,7 +158,8 @@ on_watch(evutil_socket_t fd, short what, void *arg)
         redisAsyncContext *ac = c->ac;
 
         log_error("redis: %s answered nothing in %d ms: dropping the "
-                  "connection", c->peer, c->timeout_ms);
+                  "connection",
+                  c->peer, c->timeout_ms);
         c->stalled = false;
         /* Runs the callbacks (NULL replies), and on_disconnect only if
          * the connection had been made: plan the reconnect here. */
@@ -241,19 +242,18 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
 
     c->replies++;
     if (rep == NULL) {
-        return;  /* disconnected */
+        return; /* disconnected */
     }
     if (rep->type != REDIS_REPLY_STRING || rep->len != 40 ||
         memcmp(rep->str, c->sha[i], 40) != 0) {
-        log_error("redis: %s: SCRIPT LOAD answered %s: %s is not usable",
-                  c->peer,
-                  rep->type == REDIS_REPLY_ERROR ? rep->str
-                                                 : "an unexpected reply",
-                  c->what);
+        log_error(
+            "redis: %s: SCRIPT LOAD answered %s: %s is not usable", c->peer,
+            rep->type == REDIS_REPLY_ERROR ? rep->str : "an unexpected reply",
+            c->what);
         return;
     }
     if (ac != c->ac || c->loaded >= c->nscripts) {
-        return;  /* an old connection, or a reload after NOSCRIPT */
+        return; /* an old connection, or a reload after NOSCRIPT */
     }
     if (++c->loaded < c->nscripts) {
         return;
@@ -427,8 +427,12 @@ redis_conn_eval(struct redis_conn *c, size_t script, int argc,
     if (e == NULL) {
         return false;
     }
-    *e = (struct redis_eval){.c = c, .cb = cb, .resent = resent,
-                             .priv = priv, .script = script, .argc = argc};
+    *e = (struct redis_eval){.c = c,
+                             .cb = cb,
+                             .resent = resent,
+                             .priv = priv,
+                             .script = script,
+                             .argc = argc};
     e->argv = (const char **)(void *)e->buf;
     e->lens = (size_t *)(void *)(e->buf + (size_t)argc * sizeof(char *));
     p = e->buf + off;

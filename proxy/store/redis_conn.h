@@ -29,10 +29,9 @@ typedef void (*redis_conn_resent_cb)(void *priv);
  * up when Redis does. NULL with a message in err on a bad url or out of
  * memory. */
 struct redis_conn *redis_conn_new(struct event_base *base, const char *url,
-                                  const char *what,
-                                  const char *const *scripts,
-                                  size_t nscripts, int timeout_ms,
-                                  char *err, size_t errlen)
+                                  const char *what, const char *const *scripts,
+                                  size_t nscripts, int timeout_ms, char *err,
+                                  size_t errlen)
     __attribute__((warn_unused_result));
 
 /* Connected, and every script loaded on this connection. */
@@ -54,9 +53,9 @@ const char *redis_conn_peer(const struct redis_conn *c);
  * NULL, is told) before cb sees anything. false when down or out of
  * memory: then cb is never called. */
 bool redis_conn_eval(struct redis_conn *c, size_t script, int argc,
-                     const char **argv, const size_t *lens,
-                     redis_conn_cb cb, redis_conn_resent_cb resent,
-                     void *priv) __attribute__((warn_unused_result));
+                     const char **argv, const size_t *lens, redis_conn_cb cb,
+                     redis_conn_resent_cb resent, void *priv)
+    __attribute__((warn_unused_result));
 
 /* Drop the connection (every command in flight gets a NULL reply) and
  * free. NULL is fine. */

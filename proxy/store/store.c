@@ -12,9 +12,7 @@
 
 STORE_BACKENDS(STORE_DECLARE)
 
-static const struct store_ops *const backends[] = {
-    STORE_BACKENDS(STORE_ENTRY)
-};
+static const struct store_ops *const backends[] = {STORE_BACKENDS(STORE_ENTRY)};
 
 const struct store_ops *
 store_find(const char *type)

@@ -13,9 +13,9 @@ struct event_base;
 struct cfg_store;
 
 enum store_result {
-    STORE_ACCEPTED = 0,  /* token >= mark; the mark is token, durably */
-    STORE_STALE,         /* token < mark; mark holds the current mark */
-    STORE_ERROR,         /* unknown: treat as unavailable */
+    STORE_ACCEPTED = 0, /* token >= mark; the mark is token, durably */
+    STORE_STALE,        /* token < mark; mark holds the current mark */
+    STORE_ERROR,        /* unknown: treat as unavailable */
 };
 
 /* Called once per raise or get, always on the event loop's thread and
@@ -32,13 +32,12 @@ struct store_ops {
      * it proves nothing and must be asked. */
     bool shared;
     /* Open with cfg on base. NULL on failure with a message in err. */
-    struct store *(*open)(struct event_base *base,
-                          const struct cfg_store *cfg, char *err,
-                          size_t errlen);
+    struct store *(*open)(struct event_base *base, const struct cfg_store *cfg,
+                          char *err, size_t errlen);
     /* Raise res (len bytes, not NUL-terminated necessarily; copied) to
      * token (>= 1). Accepted means durable: on stable storage. */
-    void (*raise)(struct store *s, const char *res, size_t len,
-                  int64_t token, store_cb cb, void *arg);
+    void (*raise)(struct store *s, const char *res, size_t len, int64_t token,
+                  store_cb cb, void *arg);
     /* Read the mark of res: STORE_ACCEPTED with the mark (0 when res
      * has none), or STORE_ERROR. */
     void (*get)(struct store *s, const char *res, size_t len, store_cb cb,

@@ -43,8 +43,8 @@
  * one serial order of the batch's raises, highest token first.
  */
 
-#define ETCD_BATCH_MAX 32       /* resources per transaction */
-#define ETCD_RAISES_MAX 1024     /* raises per transaction */
+#define ETCD_BATCH_MAX 32    /* resources per transaction */
+#define ETCD_RAISES_MAX 1024 /* raises per transaction */
 #define ETCD_QUEUE_MAX 65536
 #define ETCD_KEY_PREFIX "tidemark/marks/"
 #define ETCD_KEY_PREFIX_LEN 15
@@ -60,7 +60,7 @@ struct etcd_req {
     enum store_result res;
     int64_t mark;
     size_t len;
-    char name[];            /* the resource, len bytes */
+    char name[]; /* the resource, len bytes */
 };
 
 struct req_list {
@@ -75,11 +75,11 @@ struct endpoint {
 struct etcd_slot {
     struct etcd_store *s;
     int id;
-    int ep;                  /* index into endpoints */
+    int ep; /* index into endpoints */
     /* One per endpoint, made when first used, freed at close only: a
      * connection is never freed from inside its own callback. */
     struct evhttp_connection **conns;
-    struct req_list batch;   /* in flight; empty when idle */
+    struct req_list batch; /* in flight; empty when idle */
     bool busy;
 };
 
@@ -94,7 +94,7 @@ struct etcd_store {
     struct event *kick_ev;
     bool kick_armed;
     struct event *probe_ev;
-    struct evhttp_connection **probe_conns;  /* one per endpoint */
+    struct evhttp_connection **probe_conns; /* one per endpoint */
     int probe_ep;
     bool probing;
     bool ready;
@@ -103,8 +103,8 @@ struct etcd_store {
     bool full_logged;
     unsigned failures;
     struct store_defer *defer;
-    struct etcd_req **sorted;   /* scratch: ETCD_RAISES_MAX */
-    struct jtok *toks;          /* scratch: ETCD_JSON_TOKENS_MAX */
+    struct etcd_req **sorted; /* scratch: ETCD_RAISES_MAX */
+    struct jtok *toks;        /* scratch: ETCD_JSON_TOKENS_MAX */
 };
 
 static struct etcd_store *
@@ -158,10 +158,10 @@ enum jtype { J_OBJ, J_ARR, J_STR, J_PRIM };
 
 struct jtok {
     enum jtype type;
-    int start;               /* strings: after the quote */
+    int start; /* strings: after the quote */
     int end;
-    int size;                /* objects: keys; arrays: elements */
-    int next;                /* index of the token after this subtree */
+    int size; /* objects: keys; arrays: elements */
+    int next; /* index of the token after this subtree */
 };
 
 struct jparse {
@@ -280,8 +280,7 @@ parse_value(struct jparse *j)
     } else {
         int start = j->pos;
 
-        while (j->pos < j->len && strchr(",}] \t\r\n", j->p[j->pos]) ==
-                                      NULL) {
+        while (j->pos < j->len && strchr(",}] \t\r\n", j->p[j->pos]) == NULL) {
             j->pos++;
         }
         if (j->pos == start) {
@@ -373,7 +372,7 @@ b64_add(struct evbuffer *out, const void *data, size_t len)
     size_t n;
 
     if (len > ETCD_KEY_PREFIX_LEN + 1024) {
-        return;  /* names are bounded well below this */
+        return; /* names are bounded well below this */
     }
     n = (size_t)EVP_EncodeBlock(buf, data, (int)len);
     evbuffer_add(out, buf, n);
@@ -559,17 +558,16 @@ answer_raises(struct etcd_slot *sl, const char *text, int len)
             return false;
         }
         if (json_true(text, t, json_get(text, t, rt, "succeeded"))) {
-            mark = top;  /* created */
+            mark = top; /* created */
         } else {
             inner = json_get(text, t,
-                             json_at(t, json_get(text, t, rt, "responses"),
-                                     0),
+                             json_at(t, json_get(text, t, rt, "responses"), 0),
                              "response_txn");
             if (inner < 0) {
                 return false;
             }
             if (json_true(text, t, json_get(text, t, inner, "succeeded"))) {
-                mark = top;  /* raised */
+                mark = top; /* raised */
             } else {
                 int rr = json_get(
                     text, t,
@@ -630,7 +628,7 @@ on_response(struct evhttp_request *req, void *arg)
     bool ok = false;
 
     if (!sl->busy) {
-        return;  /* answered already (closing) */
+        return; /* answered already (closing) */
     }
     sl->busy = false;
     done = sl->batch;
@@ -645,7 +643,7 @@ on_response(struct evhttp_request *req, void *arg)
         len = evbuffer_get_length(in);
         text = (const char *)evbuffer_pullup(in, -1);
         if (code == 200 && text != NULL && len < (1u << 24)) {
-            sl->batch = done;  /* the answer functions read the batch */
+            sl->batch = done; /* the answer functions read the batch */
             ok = done.head->is_get ? answer_get(sl, text, (int)len)
                                    : answer_raises(sl, text, (int)len);
             sl->batch = (struct req_list){0};
@@ -714,10 +712,11 @@ send_batch(struct etcd_slot *sl)
             }
 #define K() key_add(out, first->name, first->len)
 #define V() value_add(out, top)
-            evbuffer_add_printf(out, "%s{\"request_txn\":{\"compare\":[{"
-                                     "\"target\":\"CREATE\",\"result\":"
-                                     "\"EQUAL\",\"create_revision\":\"0\","
-                                     "\"key\":\"",
+            evbuffer_add_printf(out,
+                                "%s{\"request_txn\":{\"compare\":[{"
+                                "\"target\":\"CREATE\",\"result\":"
+                                "\"EQUAL\",\"create_revision\":\"0\","
+                                "\"key\":\"",
                                 first == sl->batch.head ? "" : ",");
             K();
             evbuffer_add_printf(out, "\"}],\"success\":[{\"request_put\":{"
@@ -836,7 +835,7 @@ on_probe(struct evhttp_request *req, void *arg)
                   s->eps[s->probe_ep].host, s->eps[s->probe_ep].port, code);
         s->ready = false;
     }
-    s->probe_ep = (s->probe_ep + 1) % s->neps;  /* try the next one */
+    s->probe_ep = (s->probe_ep + 1) % s->neps; /* try the next one */
     start_probe(s);
 }
 
@@ -909,7 +908,8 @@ enqueue(struct etcd_store *s, const char *res, size_t len, int64_t token,
     if (s->pending.n >= ETCD_QUEUE_MAX) {
         if (!s->full_logged) {
             log_error("etcd: %d requests are waiting: refusing more until "
-                      "the queue drains", ETCD_QUEUE_MAX);
+                      "the queue drains",
+                      ETCD_QUEUE_MAX);
             s->full_logged = true;
         }
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
@@ -948,8 +948,7 @@ etcd_raise(struct store *st, const char *res, size_t len, int64_t token,
 }
 
 static void
-etcd_get(struct store *st, const char *res, size_t len, store_cb cb,
-         void *arg)
+etcd_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
 {
     enqueue(to_etcd(st), res, len, 0, true, cb, arg);
 }
@@ -1007,8 +1006,7 @@ etcd_free(struct etcd_store *s)
 
 /* Split "http://h:p, http://h:p" (checked by the config loader). */
 static bool
-parse_endpoints(struct etcd_store *s, const char *v, char *err,
-                size_t errlen)
+parse_endpoints(struct etcd_store *s, const char *v, char *err, size_t errlen)
 {
     const char *p = v;
 
@@ -1026,16 +1024,16 @@ parse_endpoints(struct etcd_store *s, const char *v, char *err,
             e--;
         }
         if ((size_t)(e - p) < 8 || strncmp(p, "http://", 7) != 0) {
-            snprintf(err, errlen, "etcd: [store] endpoints must be "
-                                  "http://host:port, comma-separated");
+            snprintf(err, errlen,
+                     "etcd: [store] endpoints must be "
+                     "http://host:port, comma-separated");
             return false;
         }
         a = p + 7;
         if (*a == '[') {
             const char *rb = memchr(a, ']', (size_t)(e - a));
 
-            colon = rb != NULL && rb + 1 < e && rb[1] == ':' ? rb + 1
-                                                             : NULL;
+            colon = rb != NULL && rb + 1 < e && rb[1] == ':' ? rb + 1 : NULL;
         } else {
             colon = memchr(a, ':', (size_t)(e - a));
         }
@@ -1096,8 +1094,7 @@ etcd_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     s->probe_ev = evtimer_new(base, on_probe_timer, s);
     s->defer = store_defer_new(base);
     if (s->slots == NULL || s->sorted == NULL || s->toks == NULL ||
-        s->kick_ev == NULL ||
-        s->probe_ev == NULL || s->defer == NULL) {
+        s->kick_ev == NULL || s->probe_ev == NULL || s->defer == NULL) {
         snprintf(err, errlen, "etcd: out of memory");
         etcd_free(s);
         return NULL;
@@ -1112,8 +1109,7 @@ etcd_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         s->slots[i].s = s;
         s->slots[i].id = i;
         s->slots[i].ep = i % s->neps;
-        s->slots[i].conns = calloc((size_t)s->neps,
-                                   sizeof(*s->slots[i].conns));
+        s->slots[i].conns = calloc((size_t)s->neps, sizeof(*s->slots[i].conns));
         if (s->slots[i].conns == NULL) {
             snprintf(err, errlen, "etcd: out of memory");
             etcd_free(s);

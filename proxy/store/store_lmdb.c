@@ -86,12 +86,12 @@ struct lmdb_req {
     struct lmdb_req *next;
     store_cb cb;
     void *arg;
-    bool get;               /* a get, else a raise */
-    int64_t token;          /* raise: the token; get: unused */
-    enum store_result res;  /* the answer, set before the callback runs */
+    bool get;              /* a get, else a raise */
+    int64_t token;         /* raise: the token; get: unused */
+    enum store_result res; /* the answer, set before the callback runs */
     int64_t mark;
     size_t len;
-    char name[];            /* len bytes, not NUL-terminated */
+    char name[]; /* len bytes, not NUL-terminated */
 };
 
 struct req_list {
@@ -111,13 +111,13 @@ struct lmdb_store {
     MDB_env *env;
     MDB_dbi dbi;
     size_t maxkey;
-    size_t map_size;        /* as LMDB reports it after open */
+    size_t map_size; /* as LMDB reports it after open */
     char *path;
 
     /* Loop thread only. */
-    struct event *done_ev;  /* efd readable, or activated for local */
-    struct event *kick_ev;  /* end of turn: wake the writer */
-    struct req_list local;  /* answered without the writer */
+    struct event *done_ev; /* efd readable, or activated for local */
+    struct event *kick_ev; /* end of turn: wake the writer */
+    struct req_list local; /* answered without the writer */
     bool kick_armed;
     bool closing;
     bool full_logged;
@@ -125,16 +125,16 @@ struct lmdb_store {
 
     /* The writer thread's (open's, before it starts). */
     struct journal *journal;
-    MDB_txn *txn;           /* marks written since the last checkpoint */
+    MDB_txn *txn; /* marks written since the last checkpoint */
     uint64_t epoch;
-    size_t puts;            /* marks written since the last checkpoint */
+    size_t puts; /* marks written since the last checkpoint */
 
     /* Shared: under mu. */
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* go or stopping was set */
+    pthread_cond_t cv; /* go or stopping was set */
     struct req_list pending;
-    bool go;                /* a loop turn ended: take pending */
+    bool go; /* a loop turn ended: take pending */
     struct req_list done;
     struct lmdb_log *logs;
     struct lmdb_log **logs_tail;
@@ -174,9 +174,8 @@ list_answer_all(struct req_list *l, enum store_result res)
 
 /* Writer thread: queue a log line for the loop thread. Formats even when
  * the level is off; it only happens on errors. */
-static void
-wlog(struct lmdb_store *s, enum log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void wlog(struct lmdb_store *s, enum log_level level, const char *fmt,
+                 ...) __attribute__((format(printf, 3, 4)));
 
 static void
 wlog(struct lmdb_store *s, enum log_level level, const char *fmt, ...)
@@ -422,8 +421,7 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
     if (rc == EINVAL) {
         wlog(s, LOG_ERROR,
              "lmdb: %s: the mark of %.*s is not an 8-byte value: %s refused",
-             s->path, log_name_len(r->len), r->name,
-             r->get ? "read" : "raise");
+             s->path, log_name_len(r->len), r->name, r->get ? "read" : "raise");
         r->res = STORE_ERROR;
         r->mark = 0;
         return 0;
@@ -574,7 +572,7 @@ writer_main(void *arg)
         if (!wait_for_work(s)) {
             pthread_mutex_unlock(&s->mu);
             if (atomic_load(&s->failed)) {
-                s->puts = 0;  /* nothing will be committed: stop waking */
+                s->puts = 0; /* nothing will be committed: stop waking */
             } else if ((rc = checkpoint(s)) != 0) {
                 fail_store(s, "checkpoint failed", rc, 0);
             }
@@ -582,7 +580,7 @@ writer_main(void *arg)
             continue;
         }
         if (s->pending.head == NULL) {
-            break;  /* stopping, and every queued raise is answered */
+            break; /* stopping, and every queued raise is answered */
         }
         batch = s->pending;
         s->pending = (struct req_list){0};
@@ -759,9 +757,8 @@ enqueue(struct lmdb_store *s, struct lmdb_req *r)
             log_error("lmdb: %s: %d requests are waiting for the disk: "
                       "%s of %.*s refused, and more until the queue "
                       "drains",
-                      s->path, STORE_LMDB_QUEUE_MAX,
-                      r->get ? "read" : "raise", log_name_len(r->len),
-                      r->name);
+                      s->path, STORE_LMDB_QUEUE_MAX, r->get ? "read" : "raise",
+                      log_name_len(r->len), r->name);
             s->full_logged = true;
         }
         answer_local(s, r, STORE_ERROR, 0);
@@ -793,8 +790,7 @@ lmdb_raise(struct store *st, const char *res, size_t len, int64_t token,
 /* Gets go through the writer too: its transaction holds every accepted
  * raise, some of which LMDB has not committed yet. */
 static void
-lmdb_get(struct store *st, const char *res, size_t len, store_cb cb,
-         void *arg)
+lmdb_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
 {
     struct lmdb_store *s = to_lmdb(st);
     struct lmdb_req *r = req_new(res, len, 0, cb, arg);
@@ -863,8 +859,7 @@ sync_init(struct lmdb_store *s)
 
 /* Open PATH-journal and bring LMDB up to it. */
 static bool
-open_journal(struct lmdb_store *s, size_t *replayed, char *err,
-             size_t errlen)
+open_journal(struct lmdb_store *s, size_t *replayed, char *err, size_t errlen)
 {
     char why[256];
     char *jpath;
@@ -896,8 +891,8 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
           size_t errlen)
 {
     struct lmdb_store *s;
-    int64_t map_size = cfg->map_size > 0 ? cfg->map_size
-                                         : LMDB_MAP_SIZE_DEFAULT;
+    int64_t map_size =
+        cfg->map_size > 0 ? cfg->map_size : LMDB_MAP_SIZE_DEFAULT;
     MDB_envinfo info;
     sigset_t all, old;
     size_t replayed = 0;
@@ -932,13 +927,13 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         snprintf(err, errlen, "lmdb: out of memory");
         goto fail;
     }
-    if (!lmdb_open_durable("lmdb", s->path, map_size, &s->env, &s->dbi,
-                           &dead, err, errlen)) {
+    if (!lmdb_open_durable("lmdb", s->path, map_size, &s->env, &s->dbi, &dead,
+                           err, errlen)) {
         goto fail;
     }
     s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
-    s->map_size = mdb_env_info(s->env, &info) == 0 ? info.me_mapsize
-                                                   : (size_t)map_size;
+    s->map_size =
+        mdb_env_info(s->env, &info) == 0 ? info.me_mapsize : (size_t)map_size;
     if (!open_journal(s, &replayed, err, errlen)) {
         goto fail;
     }

@@ -58,18 +58,18 @@
 #define OID_TEXT_ARRAY 1009
 #define OID_INT8_ARRAY 1016
 
-#define PG_SETUP_SQL                                                        \
-    "SELECT set_config('synchronous_commit', 'on', false) "                 \
-    "WHERE current_setting('synchronous_commit') = 'off';"                  \
-    "CREATE TABLE IF NOT EXISTS tidemark_marks ("                           \
+#define PG_SETUP_SQL                                                           \
+    "SELECT set_config('synchronous_commit', 'on', false) "                    \
+    "WHERE current_setting('synchronous_commit') = 'off';"                     \
+    "CREATE TABLE IF NOT EXISTS tidemark_marks ("                              \
     "resource text PRIMARY KEY, fence bigint NOT NULL)"
 
-#define PG_RAISE_SQL                                                        \
-    "INSERT INTO tidemark_marks AS m (resource, fence) "                    \
-    "SELECT r, t FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY "    \
-    "AS x(r, t, i) ORDER BY i "                                             \
-    "ON CONFLICT (resource) DO UPDATE "                                     \
-    "SET fence = GREATEST(m.fence, EXCLUDED.fence) "                        \
+#define PG_RAISE_SQL                                                           \
+    "INSERT INTO tidemark_marks AS m (resource, fence) "                       \
+    "SELECT r, t FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY "       \
+    "AS x(r, t, i) ORDER BY i "                                                \
+    "ON CONFLICT (resource) DO UPDATE "                                        \
+    "SET fence = GREATEST(m.fence, EXCLUDED.fence) "                           \
     "RETURNING resource, fence"
 
 #define PG_GET_SQL "SELECT fence FROM tidemark_marks WHERE resource = $1"
@@ -80,14 +80,14 @@ struct pg_req {
     struct pg_req *next;
     store_cb cb;
     void *arg;
-    int64_t token;          /* raise: the token; get: 0 */
+    int64_t token; /* raise: the token; get: 0 */
     bool is_get;
     enum store_result res;
     int64_t mark;
-    size_t nlen;            /* the resource name, for log lines */
+    size_t nlen; /* the resource name, for log lines */
     const char *name;
-    size_t klen;            /* the key stored in the table */
-    char key[];             /* key, then name when they differ */
+    size_t klen; /* the key stored in the table */
+    char key[];  /* key, then name when they differ */
 };
 
 struct req_list {
@@ -100,7 +100,7 @@ struct pg_store {
     struct pg_pool *pool;
     struct req_list *batches; /* in flight, by connection */
     struct req_list pending;
-    struct event *kick_ev;  /* end of turn: dispatch pending */
+    struct event *kick_ev; /* end of turn: dispatch pending */
     bool kick_armed;
     struct store_defer *defer;
     bool closing;
@@ -209,8 +209,8 @@ text_ok(const unsigned char *p, size_t n)
 }
 
 static struct pg_req *
-req_new(const char *res, size_t len, int64_t token, bool is_get,
-        store_cb cb, void *arg)
+req_new(const char *res, size_t len, int64_t token, bool is_get, store_cb cb,
+        void *arg)
 {
     bool verbatim = text_ok((const unsigned char *)res, len);
     size_t klen = verbatim ? len : PG_DIGEST_KEY_LEN;
@@ -332,7 +332,8 @@ answer_raises(struct req_list *batch, PGresult *res)
     rows = PQntuples(res);
     if (PQnfields(res) != 2) {
         log_error("postgres: the upsert answered %d columns: %zu raises "
-                  "refused", PQnfields(res), batch->n);
+                  "refused",
+                  PQnfields(res), batch->n);
         return;
     }
     for (int i = 0; i < rows; i++) {
@@ -340,8 +341,8 @@ answer_raises(struct req_list *batch, PGresult *res)
         size_t klen = (size_t)PQgetlength(res, i, 0);
         int64_t fence;
 
-        if (PQgetisnull(res, i, 1) || !parse_mark(PQgetvalue(res, i, 1),
-                                                  &fence)) {
+        if (PQgetisnull(res, i, 1) ||
+            !parse_mark(PQgetvalue(res, i, 1), &fence)) {
             log_error("postgres: the upsert answered a fence that is not "
                       "a number");
             continue;
@@ -397,11 +398,11 @@ put32(char *p, uint32_t v)
 static char *
 array_head(char *p, uint32_t elem_oid, uint32_t n)
 {
-    p = put32(p, 1);        /* dimensions */
-    p = put32(p, 0);        /* no NULLs */
+    p = put32(p, 1); /* dimensions */
+    p = put32(p, 0); /* no NULLs */
     p = put32(p, elem_oid);
     p = put32(p, n);
-    return put32(p, 1);     /* lower bound */
+    return put32(p, 1); /* lower bound */
 }
 
 /* Send the raises of c->batch as one upsert. */
@@ -454,8 +455,8 @@ send_raises(struct pg_store *s, struct req_list *batch, PGconn *pg)
     lengths[0] = (int)tbytes;
     values[1] = s->buf + tbytes;
     lengths[1] = (int)ibytes;
-    return PQsendQueryPrepared(pg, PG_RAISE_STMT, 2, values, lengths,
-                               formats, 0) == 1;
+    return PQsendQueryPrepared(pg, PG_RAISE_STMT, 2, values, lengths, formats,
+                               0) == 1;
 }
 
 static bool
@@ -466,8 +467,8 @@ send_get(struct req_list *batch, PGconn *pg)
     int lengths[1] = {(int)r->klen};
     const int formats[1] = {1};
 
-    return PQsendQueryPrepared(pg, PG_GET_STMT, 1, values, lengths,
-                               formats, 0) == 1;
+    return PQsendQueryPrepared(pg, PG_GET_STMT, 1, values, lengths, formats,
+                               0) == 1;
 }
 
 /* The pool offers idle connection conn: a get alone, or up to
@@ -558,7 +559,8 @@ enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
     if (s->pending.n >= PG_QUEUE_MAX) {
         if (!s->full_logged) {
             log_error("postgres: %d requests are waiting for a connection: "
-                      "refusing more until the queue drains", PG_QUEUE_MAX);
+                      "refusing more until the queue drains",
+                      PG_QUEUE_MAX);
             s->full_logged = true;
         }
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
@@ -587,8 +589,7 @@ pg_raise(struct store *st, const char *res, size_t len, int64_t token,
 }
 
 static void
-pg_get(struct store *st, const char *res, size_t len, store_cb cb,
-       void *arg)
+pg_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
 {
     enqueue(to_pg(st), res, len, 0, true, cb, arg);
 }
@@ -644,8 +645,9 @@ pg_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     opts = PQconninfoParse(cfg->dsn, &msg);
     PQfreemem(msg);
     if (opts == NULL) {
-        snprintf(err, errlen, "postgres: [store] dsn is not a libpq "
-                              "connection string");
+        snprintf(err, errlen,
+                 "postgres: [store] dsn is not a libpq "
+                 "connection string");
         return NULL;
     }
     PQconninfoFree(opts);
@@ -668,14 +670,14 @@ pg_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     }
     s->pool = pg_pool_new(base, cfg->dsn, "marks", s->npool, cfg->timeout_ms,
                           PG_SETUP_SQL, pg_stmts,
-                          sizeof(pg_stmts) / sizeof(pg_stmts[0]), &pool_ops,
-                          s, err, errlen);
+                          sizeof(pg_stmts) / sizeof(pg_stmts[0]), &pool_ops, s,
+                          err, errlen);
     if (s->pool == NULL) {
         pg_free(s);
         return NULL;
     }
-    log_info("postgres: %d connections, batches of up to %d raises",
-             s->npool, PG_BATCH_MAX);
+    log_info("postgres: %d connections, batches of up to %d raises", s->npool,
+             PG_BATCH_MAX);
     return (struct store *)s;
 }
 

@@ -34,23 +34,23 @@
  * appendfsync is checked at each connect and a warning logged.
  */
 
-#define REDIS_SCRIPT                                                        \
-    "local cur = redis.call('GET', KEYS[1])\n"                              \
-    "local tok = ARGV[1]\n"                                                 \
-    "if cur then\n"                                                         \
-    "  if #cur > 19 or not (cur == '0' or string.match(cur, "               \
-    "'^[1-9]%d*$')) then\n"                                                 \
-    "    return redis.error_reply('tidemark: the value of ' .. KEYS[1] .. " \
-    "' is not a mark')\n"                                                   \
-    "  end\n"                                                               \
-    "  if #cur > #tok or (#cur == #tok and cur > tok) then\n"               \
-    "    return {0, cur}\n"                                                 \
-    "  end\n"                                                               \
-    "  if cur == tok then\n"                                                \
-    "    return {1, cur}\n"                                                 \
-    "  end\n"                                                               \
-    "end\n"                                                                 \
-    "redis.call('SET', KEYS[1], tok)\n"                                     \
+#define REDIS_SCRIPT                                                           \
+    "local cur = redis.call('GET', KEYS[1])\n"                                 \
+    "local tok = ARGV[1]\n"                                                    \
+    "if cur then\n"                                                            \
+    "  if #cur > 19 or not (cur == '0' or string.match(cur, "                  \
+    "'^[1-9]%d*$')) then\n"                                                    \
+    "    return redis.error_reply('tidemark: the value of ' .. KEYS[1] .. "    \
+    "' is not a mark')\n"                                                      \
+    "  end\n"                                                                  \
+    "  if #cur > #tok or (#cur == #tok and cur > tok) then\n"                  \
+    "    return {0, cur}\n"                                                    \
+    "  end\n"                                                                  \
+    "  if cur == tok then\n"                                                   \
+    "    return {1, cur}\n"                                                    \
+    "  end\n"                                                                  \
+    "end\n"                                                                    \
+    "redis.call('SET', KEYS[1], tok)\n"                                        \
     "return {1, tok}\n"
 
 #define REDIS_KEY_PREFIX "fence:{"
@@ -64,14 +64,14 @@ struct redis_req {
     struct redis_store *s;
     store_cb cb;
     void *arg;
-    int64_t token;          /* raise: the token; get: 0 */
-    bool retried;           /* NOSCRIPT: loaded and sent again once */
-    bool no_wait;           /* could not join a WAIT: answer an error */
+    int64_t token;           /* raise: the token; get: 0 */
+    bool retried;            /* NOSCRIPT: loaded and sent again once */
+    bool no_wait;            /* could not join a WAIT: answer an error */
     struct redis_wait *wait; /* the WAIT that answers it, or NULL */
-    enum store_result res;  /* with wait: the script's answer so far */
+    enum store_result res;   /* with wait: the script's answer so far */
     int64_t mark;
     size_t keylen;
-    char key[];             /* "fence:{" resource "}" */
+    char key[]; /* "fence:{" resource "}" */
 };
 
 /* One WAIT: the raises sent since the previous one. */
@@ -87,7 +87,7 @@ struct redis_store {
     int wait_replicas;
     int wait_ms;
     bool closing;
-    struct event *kick_ev;  /* end of turn: send the open WAIT */
+    struct event *kick_ev; /* end of turn: send the open WAIT */
     struct redis_wait *open_wait;
     struct store_defer *defer;
 };
@@ -146,8 +146,8 @@ script_result(struct redis_req *r, redisReply *rep, int64_t *mark)
     redisReply *m;
 
     if (rep->type == REDIS_REPLY_ERROR) {
-        log_error("redis: raise of %.*s to %" PRId64 " failed: %s",
-                  REQ_NAME(r), r->token, rep->str);
+        log_error("redis: raise of %.*s to %" PRId64 " failed: %s", REQ_NAME(r),
+                  r->token, rep->str);
         return STORE_ERROR;
     }
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
@@ -194,18 +194,19 @@ on_script(void *priv, redisReply *rep)
     int64_t mark = 0;
 
     if (rep == NULL) {
-        res = STORE_ERROR;  /* connection lost or store closing */
+        res = STORE_ERROR; /* connection lost or store closing */
     } else {
         res = script_result(r, rep, &mark);
     }
     if (r->wait != NULL) {
         r->res = res;
         r->mark = mark;
-        return;  /* the WAIT's reply answers */
+        return; /* the WAIT's reply answers */
     }
     if (r->no_wait && res != STORE_ERROR) {
         log_error("redis: out of memory: raise of %.*s not waited for: "
-                  "refused", REQ_NAME(r));
+                  "refused",
+                  REQ_NAME(r));
         res = STORE_ERROR;
     }
     req_answer(r, res, mark);
@@ -225,8 +226,7 @@ send_script(struct redis_store *s, struct redis_req *r)
     lens[1] = r->keylen;
     argv[2] = tok;
     lens[2] = strlen(tok);
-    return redis_conn_eval(s->conn, 0, 3, argv, lens, on_script, on_resent,
-                           r);
+    return redis_conn_eval(s->conn, 0, 3, argv, lens, on_script, on_resent, r);
 }
 
 static void
@@ -256,7 +256,7 @@ on_wait(redisAsyncContext *ac, void *reply, void *priv)
         struct redis_req *r = w->reqs[i];
 
         if (r->wait != w) {
-            continue;  /* sent again after NOSCRIPT: a later WAIT */
+            continue; /* sent again after NOSCRIPT: a later WAIT */
         }
         if (ok) {
             req_answer(r, r->res, r->mark);
@@ -315,8 +315,8 @@ on_kick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (redis_conn_ac(s->conn) != NULL &&
-        redisAsyncCommand(redis_conn_ac(s->conn), on_wait, w, "WAIT %d %d", s->wait_replicas,
-                          s->wait_ms) == REDIS_OK) {
+        redisAsyncCommand(redis_conn_ac(s->conn), on_wait, w, "WAIT %d %d",
+                          s->wait_replicas, s->wait_ms) == REDIS_OK) {
         return;
     }
     /* Down: the scripts were answered NULL already (or will be); answer
@@ -414,8 +414,7 @@ on_get(redisAsyncContext *ac, void *reply, void *priv)
 }
 
 static void
-redis_get(struct store *st, const char *res, size_t len, store_cb cb,
-          void *arg)
+redis_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
 {
     struct redis_store *s = to_redis(st);
     struct redis_req *r;
@@ -426,8 +425,8 @@ redis_get(struct store *st, const char *res, size_t len, store_cb cb,
     }
     r = req_new(s, res, len, 0, cb, arg);
     if (r == NULL ||
-        redisAsyncCommand(redis_conn_ac(s->conn), on_get, r, "GET %b", r->key, r->keylen) !=
-            REDIS_OK) {
+        redisAsyncCommand(redis_conn_ac(s->conn), on_get, r, "GET %b", r->key,
+                          r->keylen) != REDIS_OK) {
         free(r);
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
     }

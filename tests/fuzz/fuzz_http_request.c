@@ -230,8 +230,7 @@ request_check(const char *buf, size_t size, const struct http_limits *lim,
         /* The head alone parses the same; any strict prefix of it is
          * incomplete. */
         rc = http_parse_request(buf, hl, lim, &again);
-        check(rc == HTTP_OK && again.head_len == hl &&
-                  again.body == req.body &&
+        check(rc == HTTP_OK && again.head_len == hl && again.body == req.body &&
                   again.content_length == req.content_length &&
                   again.nheaders == req.nheaders &&
                   again.keep_alive == req.keep_alive,
@@ -239,8 +238,8 @@ request_check(const char *buf, size_t size, const struct http_limits *lim,
         cut = (size_t)(next_rand(&seed) % hl);
         rc = http_parse_request(buf, cut, lim, &again);
         if (rc != HTTP_INCOMPLETE) {
-            fprintf(stderr, "prefix %zu of %zu: rc %d (%s)\n", cut, hl,
-                    (int)rc, again.error ? again.error : "-");
+            fprintf(stderr, "prefix %zu of %zu: rc %d (%s)\n", cut, hl, (int)rc,
+                    again.error ? again.error : "-");
             fail("request: prefix of a valid head is not incomplete");
         }
         rc = http_parse_request(buf, hl - 1, lim, &again);
@@ -250,7 +249,6 @@ request_check(const char *buf, size_t size, const struct http_limits *lim,
             chunk_check(buf + hl, size - hl, seed);
         }
     }
-
 }
 
 int

@@ -162,9 +162,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     check(r.nsegs > 0, "compiled resource template without segments");
     for (size_t i = 0; i < r.nsegs; i++) {
-        check(r.segs[i].lit != NULL ||
-                  (r.segs[i].capture >= 0 &&
-                   (size_t)r.segs[i].capture < t.nnames),
+        check(r.segs[i].lit != NULL || (r.segs[i].capture >= 0 &&
+                                        (size_t)r.segs[i].capture < t.nnames),
               "resource segment names no capture");
     }
     if (tmpl_match(&t, path, plen, caps)) {

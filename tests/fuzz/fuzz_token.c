@@ -60,12 +60,10 @@ check_signed(const char *s, size_t size)
     static const char res[] = "documents/fuzz";
     char want[TOKEN_SIGNED_MAX + 1];
     int64_t v = -1, w = -1;
-    enum token_status hm =
-        token_check(TM_VERIFY_HMAC, key, sizeof(key) - 1, res,
-                    sizeof(res) - 1, s, size, &v);
-    enum token_status none =
-        token_check(TM_VERIFY_NONE, key, sizeof(key) - 1, res,
-                    sizeof(res) - 1, s, size, &w);
+    enum token_status hm = token_check(TM_VERIFY_HMAC, key, sizeof(key) - 1,
+                                       res, sizeof(res) - 1, s, size, &v);
+    enum token_status none = token_check(TM_VERIFY_NONE, key, sizeof(key) - 1,
+                                         res, sizeof(res) - 1, s, size, &w);
 
     check(hm == TOKEN_OK || hm == TOKEN_INVALID || hm == TOKEN_FORBIDDEN,
           "token_check: unknown status");

@@ -27,8 +27,8 @@ failsync_on(void)
 {
     const char *trigger = getenv("FAILSYNC_TRIGGER");
     int saved = errno;
-    int on = trigger != NULL && trigger[0] != '\0' &&
-             access(trigger, F_OK) == 0;
+    int on =
+        trigger != NULL && trigger[0] != '\0' && access(trigger, F_OK) == 0;
 
     errno = saved;
     return on;

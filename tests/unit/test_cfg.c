@@ -98,8 +98,7 @@ load_ok(struct loaded *l, const char *text, const char *const *env)
 /* Check that the errors are exactly want, in order; "@" at the start of
  * a wanted message stands for the file's path. */
 static void
-expect_errs(const struct loaded *l, const char *name,
-            const char *const want[])
+expect_errs(const struct loaded *l, const char *name, const char *const want[])
 {
     size_t n = 0;
     bool same;
@@ -206,8 +205,7 @@ test_section_defaults(void **state)
     assert_string_equal(r->upstream, "default");
     assert_int_equal(r->upstream_idx, 0);
     assert_true(tmpl_match(&r->path, "/v1/documents/7", 15, caps));
-    assert_int_equal(rtmpl_expand(&r->resource, caps, res, sizeof(res)),
-                     11);
+    assert_int_equal(rtmpl_expand(&r->resource, caps, res, sizeof(res)), 11);
     assert_string_equal(res, "documents/7");
     unload(&l);
 }
@@ -385,8 +383,8 @@ static const struct err_case err_cases[] = {
      {NULL},
      {"@:2: unknown section [nosuch]", "@:4: unknown section [proxy2 a]"}},
     {"unknown key",
-     "[proxy]\nbogus = 1\n[route r]\npath = /a\nresource = a\nurl = x\n"
-     UP_DEFAULT,
+     "[proxy]\nbogus = 1\n[route r]\npath = /a\nresource = a\nurl = "
+     "x\n" UP_DEFAULT,
      {NULL},
      {"@:2: unknown key 'bogus' in [proxy]",
       "@:6: unknown key 'url' in [route r]"}},
@@ -444,17 +442,17 @@ static const struct err_case err_cases[] = {
      {"@:3: [route r]: no [upstream other] section"}},
     {"bad templates",
      UP_DEFAULT "[route a]\npath = /a/{x*}/b\nresource = a/{x}\n"
-     "[route b]\npath = /b/{x}\nresource = b/{y}\n"
-     "[route c]\npath = b/{x}\nresource = c\n",
+                "[route b]\npath = /b/{x}\nresource = b/{y}\n"
+                "[route c]\npath = b/{x}\nresource = c\n",
      {NULL},
      {"@:4: path: {x*} must be the last segment",
       "@:8: resource: {y} is not a capture of the path",
       "@:10: path: a path template must start with '/'"}},
     {"bad methods",
      UP_DEFAULT "[route a]\nmethods = PUT FETCH\npath = /a\nresource = a\n"
-     "[route b]\nmethods = * GET\npath = /b\nresource = b\n"
-     "[route c]\nmethods =\npath = /c\nresource = c\n"
-     "[route d]\nmethods = put\npath = /d\nresource = d\n",
+                "[route b]\nmethods = * GET\npath = /b\nresource = b\n"
+                "[route c]\nmethods =\npath = /c\nresource = c\n"
+                "[route d]\nmethods = put\npath = /d\nresource = d\n",
      {NULL},
      {"@:4: methods: unknown method 'FETCH' (GET HEAD POST PUT PATCH "
       "DELETE OPTIONS, or *)",
@@ -470,9 +468,9 @@ static const struct err_case err_cases[] = {
       "@:3: [route r]: missing required key 'resource'"}},
     {"duplicate route and upstream",
      UP_DEFAULT "[route r]\npath = /a\nresource = a\n"
-     "[upstream default]\nurl = http://127.0.0.1:9\n"
-     "[route r]\npath = /b\nresource = b\n"
-     "[proxy]\n[proxy]\n",
+                "[upstream default]\nurl = http://127.0.0.1:9\n"
+                "[route r]\npath = /b\nresource = b\n"
+                "[proxy]\n[proxy]\n",
      {NULL},
      {"@:6: duplicate section [upstream default] (first at line 1)",
       "@:8: duplicate section [route r] (first at line 3)",
@@ -525,8 +523,7 @@ static const struct err_case err_cases[] = {
       "@:2: mode: must be one of correctness, efficiency or off",
       "@:4: resource: {b} is not a capture of the path",
       "@:6: max_headers: must be between 1 and 128",
-      "@:7: unknown key 'nope' in [proxy]",
-      "@:8: unknown section [zzz]"}},
+      "@:7: unknown key 'nope' in [proxy]", "@:8: unknown section [zzz]"}},
     {"env names nothing",
      UP_DEFAULT,
      {"TIDEMARK_NOPE=1", "TIDEMARK_PROXY_NOPE=1",
@@ -728,16 +725,15 @@ test_upstream_urls(void **state)
 static void
 test_no_secrets_in_errors(void **state)
 {
-    static const char ini[] =
-        "[store]\n"
-        "type = redis\n"
-        "url = redis://:hunter2@host\n"
-        "endpoints = http://root:hunter2@etcd\n"
-        "dsn = user=u password hunter2\n"
-        "[upstream default]\n"
-        "url = https://bob:hunter2@api/x\n"
-        "[upstream b]\n"
-        "url = hunter2\n";
+    static const char ini[] = "[store]\n"
+                              "type = redis\n"
+                              "url = redis://:hunter2@host\n"
+                              "endpoints = http://root:hunter2@etcd\n"
+                              "dsn = user=u password hunter2\n"
+                              "[upstream default]\n"
+                              "url = https://bob:hunter2@api/x\n"
+                              "[upstream b]\n"
+                              "url = hunter2\n";
     static const char *const env[] = {
         "TIDEMARK_STORE_MAP_SIZE=hunter2",
         "TIDEMARK_PROXY_LOG_LEVEL=hunter2",
@@ -814,7 +810,7 @@ test_key_file(void **state)
     static const struct {
         const char *text;
         mode_t mode;
-        const char *msg;   /* NULL: loads */
+        const char *msg; /* NULL: loads */
     } cases[] = {
         {"0123456789abcdef0123", 0600, NULL},
         {"0123456789abcdef0123\n", 0640, NULL},
@@ -855,16 +851,18 @@ test_key_file(void **state)
     assert_false(l.ok);
     snprintf(want, sizeof(want),
              "%s:2: key_file: cannot open the key file: No such file or "
-             "directory", l.path);
+             "directory",
+             l.path);
     assert_string_equal(l.errs.msgs[0], want);
     unload(&l);
-    load(&l, UP_DEFAULT "[route r]\npath = /a\nresource = a\n"
-                        "verify = hmac\n", NULL);
+    load(&l,
+         UP_DEFAULT "[route r]\npath = /a\nresource = a\n"
+                    "verify = hmac\n",
+         NULL);
     assert_false(l.ok);
     assert_int_equal(l.errs.n, 1);
     snprintf(want, sizeof(want),
-             "%s:3: [route r]: verify = hmac needs [tokens] key_file",
-             l.path);
+             "%s:3: [route r]: verify = hmac needs [tokens] key_file", l.path);
     assert_string_equal(l.errs.msgs[0], want);
     unload(&l);
 }
@@ -900,8 +898,7 @@ test_fuzz_regressions(void **state)
     assert_int_equal(l.c.nupstreams, 1);
     assert_string_equal(l.c.upstreams[0].ca_file, "");
     unload(&l);
-    load_ok(&l, "[upstream u]\nurl = https://a\nca_file = /x/ca.pem\n",
-            NULL);
+    load_ok(&l, "[upstream u]\nurl = https://a\nca_file = /x/ca.pem\n", NULL);
     assert_string_equal(l.c.upstreams[0].ca_file, "/x/ca.pem");
     unload(&l);
 }

@@ -84,8 +84,7 @@ test_request(void **state)
     for (size_t i = 0; i < sizeof(request_cases) / sizeof(request_cases[0]);
          i++) {
         const struct request_case *c = &request_cases[i];
-        enum decision got = decide_request(c->mode, c->ts, c->token,
-                                           c->cached);
+        enum decision got = decide_request(c->mode, c->ts, c->token, c->cached);
 
         if (got != c->want) {
             fail_msg("row %zu: mode %d ts %d token %lld cached %lld: got "
@@ -99,8 +98,7 @@ test_request(void **state)
 static void
 test_store(void **state)
 {
-    for (size_t i = 0; i < sizeof(store_cases) / sizeof(store_cases[0]);
-         i++) {
+    for (size_t i = 0; i < sizeof(store_cases) / sizeof(store_cases[0]); i++) {
         const struct store_case *c = &store_cases[i];
         enum decision got = decide_store(c->mode, c->store_ok, c->stale);
 

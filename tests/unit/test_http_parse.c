@@ -78,9 +78,14 @@ struct req_case {
 #define H11 "GET / HTTP/1.1\r\nHost: a\r\n"
 #define P11 "POST /p HTTP/1.1\r\nHost: a\r\n"
 #define P10 "POST /p HTTP/1.0\r\n"
-#define OK_(name, raw, body, cl, ka, ex)                                     \
-    {name, S(raw), HTTP_OK, body, cl, ka, ex}
-#define ERR(name, raw, rc) {name, S(raw), rc, HTTP_BODY_NONE, 0, false, false}
+#define OK_(name, raw, body, cl, ka, ex)                                       \
+    {                                                                          \
+        name, S(raw), HTTP_OK, body, cl, ka, ex                                \
+    }
+#define ERR(name, raw, rc)                                                     \
+    {                                                                          \
+        name, S(raw), rc, HTTP_BODY_NONE, 0, false, false                      \
+    }
 
 static const struct req_case req_cases[] = {
     /* Valid forms. */
@@ -92,26 +97,25 @@ static const struct req_case req_cases[] = {
     OK_("1.0 keep-alive and close",
         "GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n",
         HTTP_BODY_NONE, 0, false, false),
-    OK_("1.1 close", H11 "Connection: close\r\n\r\n", HTTP_BODY_NONE, 0,
-        false, false),
+    OK_("1.1 close", H11 "Connection: close\r\n\r\n", HTTP_BODY_NONE, 0, false,
+        false),
     OK_("1.1 close in list", H11 "Connection: foo,\t CLOSE ,\r\n\r\n",
         HTTP_BODY_NONE, 0, false, false),
     OK_("1.1 close in second field",
-        H11 "Connection: upgrade\r\nConnection: close\r\n\r\n",
-        HTTP_BODY_NONE, 0, false, false),
-    OK_("content-length", P11 "Content-Length: 5\r\n\r\n", HTTP_BODY_LENGTH,
-        5, true, false),
+        H11 "Connection: upgrade\r\nConnection: close\r\n\r\n", HTTP_BODY_NONE,
+        0, false, false),
+    OK_("content-length", P11 "Content-Length: 5\r\n\r\n", HTTP_BODY_LENGTH, 5,
+        true, false),
     OK_("content-length 0 is no body", P11 "Content-Length: 0\r\n\r\n",
         HTTP_BODY_NONE, 0, true, false),
     OK_("content-length leading zeros", P11 "content-length: 007\r\n\r\n",
         HTTP_BODY_LENGTH, 7, true, false),
     OK_("content-length OWS", P11 "Content-Length: \t 12 \t\r\n\r\n",
         HTTP_BODY_LENGTH, 12, true, false),
-    OK_("content-length max",
-        P11 "Content-Length: 9223372036854775807\r\n\r\n", HTTP_BODY_LENGTH,
-        INT64_MAX, true, false),
-    OK_("content-length 1.0", P10 "Content-Length: 3\r\n\r\n",
-        HTTP_BODY_LENGTH, 3, false, false),
+    OK_("content-length max", P11 "Content-Length: 9223372036854775807\r\n\r\n",
+        HTTP_BODY_LENGTH, INT64_MAX, true, false),
+    OK_("content-length 1.0", P10 "Content-Length: 3\r\n\r\n", HTTP_BODY_LENGTH,
+        3, false, false),
     OK_("chunked", P11 "Transfer-Encoding: chunked\r\n\r\n", HTTP_BODY_CHUNKED,
         0, true, false),
     OK_("chunked any case", P11 "transfer-encoding: ChUnKeD\r\n\r\n",
@@ -125,10 +129,10 @@ static const struct req_case req_cases[] = {
         true, false),
     OK_("expect on 1.0 ignored", P10 "Expect: 100-continue\r\n\r\n",
         HTTP_BODY_NONE, 0, false, false),
-    OK_("leading CRLFs", "\r\n\r\n\r\n\r\n" H11 "\r\n", HTTP_BODY_NONE, 0,
+    OK_("leading CRLFs", "\r\n\r\n\r\n\r\n" H11 "\r\n", HTTP_BODY_NONE, 0, true,
+        false),
+    OK_("options *", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BODY_NONE, 0,
         true, false),
-    OK_("options *", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BODY_NONE,
-        0, true, false),
     OK_("absolute-form", "GET http://a.example/x?y HTTP/1.1\r\nHost: b\r\n\r\n",
         HTTP_BODY_NONE, 0, true, false),
     OK_("absolute-form https port",
@@ -138,18 +142,18 @@ static const struct req_case req_cases[] = {
         HTTP_BODY_NONE, 0, true, false),
     OK_("host ipv6", "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
         HTTP_BODY_NONE, 0, true, false),
-    OK_("host escaped", "GET / HTTP/1.1\r\nHost: a%2Db\r\n\r\n",
-        HTTP_BODY_NONE, 0, true, false),
+    OK_("host escaped", "GET / HTTP/1.1\r\nHost: a%2Db\r\n\r\n", HTTP_BODY_NONE,
+        0, true, false),
     OK_("host empty", "GET / HTTP/1.1\r\nHost:\r\n\r\n", HTTP_BODY_NONE, 0,
         true, false),
-    OK_("host empty port", "GET / HTTP/1.1\r\nHost: a:\r\n\r\n",
-        HTTP_BODY_NONE, 0, true, false),
+    OK_("host empty port", "GET / HTTP/1.1\r\nHost: a:\r\n\r\n", HTTP_BODY_NONE,
+        0, true, false),
     OK_("value text",
         H11 "X-A: \x80\xff tab\there ~!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}\r\n"
             "\r\n",
         HTTP_BODY_NONE, 0, true, false),
-    OK_("empty value", H11 "X-Empty:\r\nX-Blank:   \r\n\r\n", HTTP_BODY_NONE,
-        0, true, false),
+    OK_("empty value", H11 "X-Empty:\r\nX-Blank:   \r\n\r\n", HTTP_BODY_NONE, 0,
+        true, false),
     OK_("long value with tab",
         H11 "Cookie: aaaaaaaaaaaaaaaaaaaaaaa\tbbbbbbbbbbbbbbbbbbbbbbbb\r\n\r\n",
         HTTP_BODY_NONE, 0, true, false),
@@ -172,8 +176,7 @@ static const struct req_case req_cases[] = {
     ERR("bare CR value", H11 "X: a\rb\r\n\r\n", HTTP_BAD),
     ERR("bare CR end", H11 "\rX\r\n", HTTP_BAD),
     ERR("bare CR leading", "\rGET / HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
-    ERR("bare CR in target", "GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n",
-        HTTP_BAD),
+    ERR("bare CR in target", "GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
     ERR("CR CR LF", H11 "X: a\r\r\n\r\n", HTTP_BAD),
     ERR("obs-fold", H11 "X: a\r\n b\r\n\r\n", HTTP_BAD),
     ERR("obs-fold tab", H11 "X: a\r\n\tb\r\n\r\n", HTTP_BAD),
@@ -213,8 +216,7 @@ static const struct req_case req_cases[] = {
         HTTP_BAD),
     ERR("authority-form", "GET a.example:80 HTTP/1.1\r\nHost: a\r\n\r\n",
         HTTP_BAD),
-    ERR("star without OPTIONS", "GET * HTTP/1.1\r\nHost: a\r\n\r\n",
-        HTTP_BAD),
+    ERR("star without OPTIONS", "GET * HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
     ERR("star with more", "OPTIONS *x HTTP/1.1\r\nHost: a\r\n\r\n", HTTP_BAD),
     ERR("absolute no path", "GET http://a HTTP/1.1\r\nHost: a\r\n\r\n",
         HTTP_BAD),
@@ -264,8 +266,7 @@ static const struct req_case req_cases[] = {
         HTTP_BAD),
     ERR("te empty", P11 "Transfer-Encoding:\r\n\r\n", HTTP_BAD),
     ERR("te identity", P11 "Transfer-Encoding: identity\r\n\r\n", HTTP_BAD),
-    ERR("te bad token", P11 "Transfer-Encoding: \"chunked\"\r\n\r\n",
-        HTTP_BAD),
+    ERR("te bad token", P11 "Transfer-Encoding: \"chunked\"\r\n\r\n", HTTP_BAD),
     ERR("te on 1.0", P10 "Transfer-Encoding: chunked\r\n\r\n", HTTP_BAD),
     ERR("te and cl",
         P11 "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
@@ -290,8 +291,7 @@ static const struct req_case req_cases[] = {
         P11 "Content-Length: 5\r\ncontent-length: 5\r\n\r\n", HTTP_BAD),
     ERR("cl duplicate different",
         P11 "Content-Length: 5\r\nContent-Length: 6\r\n\r\n", HTTP_BAD),
-    ERR("cl 2^63", P11 "Content-Length: 9223372036854775808\r\n\r\n",
-        HTTP_BAD),
+    ERR("cl 2^63", P11 "Content-Length: 9223372036854775808\r\n\r\n", HTTP_BAD),
     ERR("cl 19 nines", P11 "Content-Length: 9999999999999999999\r\n\r\n",
         HTTP_BAD),
     ERR("cl 20 digits", P11 "Content-Length: 00000000000000000001\r\n\r\n",
@@ -316,8 +316,9 @@ static const struct req_case req_cases[] = {
     ERR("host obs-text", "GET / HTTP/1.1\r\nHost: \xe9\r\n\r\n", HTTP_BAD),
 
     /* Connection. */
-    ERR("connection content-length", P11 "Connection: content-length\r\n"
-                                         "Content-Length: 5\r\n\r\n",
+    ERR("connection content-length",
+        P11 "Connection: content-length\r\n"
+            "Content-Length: 5\r\n\r\n",
         HTTP_BAD),
     ERR("connection host", H11 "Connection: close, Host\r\n\r\n", HTTP_BAD),
     ERR("connection not a token", H11 "Connection: close close\r\n\r\n",
@@ -410,9 +411,9 @@ test_request_pipelined(void **state)
         memcpy(b + c->len, next, sizeof(next) - 1);
         assert_int_equal(http_parse_request(b, n, &lim_std, &req), HTTP_OK);
         assert_int_equal(req.head_len, c->len);
-        assert_int_equal(http_parse_request(b + req.head_len, n - c->len,
-                                            &lim_std, &req),
-                         HTTP_OK);
+        assert_int_equal(
+            http_parse_request(b + req.head_len, n - c->len, &lim_std, &req),
+            HTTP_OK);
         assert_int_equal(req.head_len, sizeof(next) - 1);
         assert_true(slice_eq(req.method, "DELETE"));
         assert_true(slice_eq(req.path, "/z"));
@@ -441,9 +442,8 @@ test_request_fields(void **state)
     assert_true(slice_eq(req.headers[0].value, "h.example"));
     assert_true(slice_eq(req.headers[1].value, "v a l"));
     assert_int_equal(req.headers[2].value.len, 0);
-    assert_int_equal(http_find_header(req.headers, req.nheaders, 0,
-                                      "content-LENGTH"),
-                     3);
+    assert_int_equal(
+        http_find_header(req.headers, req.nheaders, 0, "content-LENGTH"), 3);
     assert_int_equal(http_find_header(req.headers, req.nheaders, 0, "x-pad"),
                      1);
     assert_int_equal(http_find_header(req.headers, req.nheaders, 2, "x-pad"),
@@ -462,8 +462,7 @@ test_request_fields(void **state)
     assert_int_equal(req.minor, 0);
 
     static const char star[] = "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n";
-    assert_int_equal(http_parse_request(star, sizeof(star) - 1, &lim_std,
-                                        &req),
+    assert_int_equal(http_parse_request(star, sizeof(star) - 1, &lim_std, &req),
                      HTTP_OK);
     assert_true(slice_eq(req.path, "*"));
 }
@@ -471,24 +470,23 @@ test_request_fields(void **state)
 static void
 test_request_hop(void **state)
 {
-    static const char raw[] =
-        "GET / HTTP/1.1\r\nHost: a\r\n"
-        "Connection: X-Foo, keep-alive\r\n" /* 1 */
-        "Keep-Alive: 5\r\n"
-        "Proxy-Connection: x\r\n"
-        "TE: trailers\r\n"
-        "Trailer: X-Sum\r\n" /* 5 */
-        "Upgrade: h2c\r\n"
-        "Proxy-Authorization: x\r\n"
-        "Proxy-Authenticate: x\r\n"
-        "x-foo: named\r\n"
-        "X-Bar: not named\r\n" /* 10 */
-        "Via: 1.1 a\r\n"
-        "Authorization: x\r\n"
-        "connection: x-bar\r\n"
-        "Transfer-Encoding: chunked\r\n"
-        "Content-Type: text/plain\r\n" /* 15 */
-        "\r\n";
+    static const char raw[] = "GET / HTTP/1.1\r\nHost: a\r\n"
+                              "Connection: X-Foo, keep-alive\r\n" /* 1 */
+                              "Keep-Alive: 5\r\n"
+                              "Proxy-Connection: x\r\n"
+                              "TE: trailers\r\n"
+                              "Trailer: X-Sum\r\n" /* 5 */
+                              "Upgrade: h2c\r\n"
+                              "Proxy-Authorization: x\r\n"
+                              "Proxy-Authenticate: x\r\n"
+                              "x-foo: named\r\n"
+                              "X-Bar: not named\r\n" /* 10 */
+                              "Via: 1.1 a\r\n"
+                              "Authorization: x\r\n"
+                              "connection: x-bar\r\n"
+                              "Transfer-Encoding: chunked\r\n"
+                              "Content-Type: text/plain\r\n" /* 15 */
+                              "\r\n";
     static const bool hop[] = {false, true, true, true, true, true,
                                true,  true, true, true, true, false,
                                false, true, true, false};
@@ -551,8 +549,7 @@ test_request_limits(void **state)
                      HTTP_URI_TOO_LONG);
     assert_int_equal(req_rc(S("GET /2345678901234567"), &lim),
                      HTTP_URI_TOO_LONG);
-    assert_int_equal(req_rc(S("GET /234567890123456"), &lim),
-                     HTTP_INCOMPLETE);
+    assert_int_equal(req_rc(S("GET /234567890123456"), &lim), HTTP_INCOMPLETE);
 
     /* Head size: exactly max_head bytes fit; without an end by max_head
      * bytes, 431, whatever follows. */
@@ -594,36 +591,39 @@ struct resp_case {
     bool keep_alive;
 };
 
-#define R(name, raw, head, rc, st, body, cl, ka)                             \
-    {name, S(raw), head, rc, st, body, cl, ka}
+#define R(name, raw, head, rc, st, body, cl, ka)                               \
+    {                                                                          \
+        name, S(raw), head, rc, st, body, cl, ka                               \
+    }
 #define RERR(name, raw) R(name, raw, false, HTTP_BAD, 0, HTTP_BODY_NONE, 0, 0)
 
 static const struct resp_case resp_cases[] = {
-    R("length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", false,
-      HTTP_OK, 200, HTTP_BODY_LENGTH, 5, true),
+    R("length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", false, HTTP_OK,
+      200, HTTP_BODY_LENGTH, 5, true),
     R("length 0", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false,
       HTTP_OK, 200, HTTP_BODY_NONE, 0, true),
     R("close framing", "HTTP/1.1 200 OK\r\n\r\n", false, HTTP_OK, 200,
       HTTP_BODY_CLOSE, 0, false),
     R("chunked", "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n",
       false, HTTP_OK, 201, HTTP_BODY_CHUNKED, 0, true),
-    R("chunked close", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
-                       "Connection: close\r\n\r\n",
+    R("chunked close",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: close\r\n\r\n",
       false, HTTP_OK, 200, HTTP_BODY_CHUNKED, 0, false),
     R("204", "HTTP/1.1 204 No Content\r\n\r\n", false, HTTP_OK, 204,
       HTTP_BODY_NONE, 0, true),
     R("304 with length",
-      "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
-      false, HTTP_OK, 304, HTTP_BODY_NONE, 0, true),
+      "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n", false, HTTP_OK,
+      304, HTTP_BODY_NONE, 0, true),
     R("100", "HTTP/1.1 100 Continue\r\n\r\n", false, HTTP_OK, 100,
       HTTP_BODY_NONE, 0, true),
     R("101", "HTTP/1.1 101 Switching\r\nUpgrade: x\r\n\r\n", false, HTTP_OK,
       101, HTTP_BODY_NONE, 0, true),
-    R("head with length", "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n",
-      true, HTTP_OK, 200, HTTP_BODY_NONE, 0, true),
+    R("head with length", "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n", true,
+      HTTP_OK, 200, HTTP_BODY_NONE, 0, true),
     R("head with chunked",
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
-      true, HTTP_OK, 200, HTTP_BODY_NONE, 0, true),
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", true, HTTP_OK,
+      200, HTTP_BODY_NONE, 0, true),
     R("head without framing", "HTTP/1.1 200 OK\r\n\r\n", true, HTTP_OK, 200,
       HTTP_BODY_NONE, 0, true),
     R("1.0", "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n", false, HTTP_OK,
@@ -634,8 +634,8 @@ static const struct resp_case resp_cases[] = {
     R("1.1 close",
       "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\n",
       false, HTTP_OK, 200, HTTP_BODY_LENGTH, 1, false),
-    R("no reason", "HTTP/1.1 404\r\nContent-Length: 0\r\n\r\n", false,
-      HTTP_OK, 404, HTTP_BODY_NONE, 0, true),
+    R("no reason", "HTTP/1.1 404\r\nContent-Length: 0\r\n\r\n", false, HTTP_OK,
+      404, HTTP_BODY_NONE, 0, true),
     R("empty reason", "HTTP/1.1 404 \r\nContent-Length: 0\r\n\r\n", false,
       HTTP_OK, 404, HTTP_BODY_NONE, 0, true),
     R("reason text", "HTTP/1.1 599 a\tb \x80\xff!\r\nContent-Length: 0\r\n\r\n",
@@ -701,8 +701,7 @@ test_response_table(void **state)
              resp.keep_alive != c->keep_alive)) {
             fail_msg("%s: head_len %zu status %d body %d cl %llu ka %d",
                      c->name, resp.head_len, resp.status, resp.body,
-                     (unsigned long long)resp.content_length,
-                     resp.keep_alive);
+                     (unsigned long long)resp.content_length, resp.keep_alive);
         }
         if (rc == HTTP_OK) {
             assert_in(resp.reason, b, c->len);
@@ -738,10 +737,9 @@ test_response_fields(void **state)
     assert_true(resp.headers[0].hop);
     assert_true(resp.headers[1].hop);
     assert_false(resp.headers[2].hop);
-    assert_int_equal(
-        http_parse_response(raw + resp.head_len + 2, 15, &lim_std, false,
-                            &resp),
-        HTTP_INCOMPLETE);
+    assert_int_equal(http_parse_response(raw + resp.head_len + 2, 15, &lim_std,
+                                         false, &resp),
+                     HTTP_INCOMPLETE);
     assert_int_equal(resp_rc(raw, 0, false), HTTP_INCOMPLETE);
 }
 
@@ -755,9 +753,18 @@ struct chunk_case {
     long body_len;
 };
 
-#define C(name, raw, blen) {name, S(raw), blen}
-#define CBAD(name, raw) {name, S(raw), -1}
-#define CMORE(name, raw) {name, S(raw), -2}
+#define C(name, raw, blen)                                                     \
+    {                                                                          \
+        name, S(raw), blen                                                     \
+    }
+#define CBAD(name, raw)                                                        \
+    {                                                                          \
+        name, S(raw), -1                                                       \
+    }
+#define CMORE(name, raw)                                                       \
+    {                                                                          \
+        name, S(raw), -2                                                       \
+    }
 
 static const struct chunk_case chunk_cases[] = {
     C("last only", "0\r\n\r\n", 5),
@@ -869,8 +876,8 @@ check_chunk_splits(const char *name, const char *raw, size_t len,
     free(bytes);
     if (r.err != want.err || r.done != want.done ||
         (!r.err && r.consumed != want.consumed)) {
-        fail_msg("%s: byte by byte: err %d done %d consumed %zu", name,
-                 r.err, r.done, r.consumed);
+        fail_msg("%s: byte by byte: err %d done %d consumed %zu", name, r.err,
+                 r.done, r.consumed);
     }
     for (int round = 0; round < 200 && len > 1; round++) {
         size_t n = (size_t)(rng() % (len < 64 ? len : 64));
@@ -887,8 +894,8 @@ check_chunk_splits(const char *name, const char *raw, size_t len,
         r = feed_split(raw, len, cuts, n);
         if (r.err != want.err || r.done != want.done ||
             (!r.err && r.consumed != want.consumed)) {
-            fail_msg("%s: %zu pieces: err %d done %d consumed %zu", name,
-                     n + 1, r.err, r.done, r.consumed);
+            fail_msg("%s: %zu pieces: err %d done %d consumed %zu", name, n + 1,
+                     r.err, r.done, r.consumed);
         }
     }
 }
@@ -906,8 +913,8 @@ test_chunked_table(void **state)
 
         if (r.err != want.err || r.done != want.done ||
             (!r.err && r.consumed != want.consumed)) {
-            fail_msg("%s: err %d done %d consumed %zu", c->name, r.err,
-                     r.done, r.consumed);
+            fail_msg("%s: err %d done %d consumed %zu", c->name, r.err, r.done,
+                     r.consumed);
         }
         check_chunk_splits(c->name, c->raw, c->len, want);
     }
@@ -1078,7 +1085,8 @@ test_chunked_trailer_names(void **state)
         {"5\r\nhello\r\n0\r\nHost: a\r\n\r\n", false},
         {"5\r\nhello\r\n0\r\nFencing-Token-Extra: 9\r\n\r\n", true},
         {"5\r\nhello\r\n0\r\nX-Very-Long-Trailer-Name-That-Goes-On-"
-         "And-On: 1\r\n\r\n", true},
+         "And-On: 1\r\n\r\n",
+         true},
     };
 
     (void)state;

@@ -122,8 +122,7 @@ test_crc32c(void **state)
     assert_int_equal(journal_crc32c(0, inc, 32), 0x46DD794E);
     assert_int_equal(journal_crc32c(0, "123456789", 9), 0xE3069283);
     /* In pieces, the same. */
-    assert_int_equal(journal_crc32c(journal_crc32c(0, "1234", 4), "56789",
-                                    5),
+    assert_int_equal(journal_crc32c(journal_crc32c(0, "1234", 4), "56789", 5),
                      0xE3069283);
 }
 
@@ -159,7 +158,7 @@ test_roundtrip(void **state)
     assert_int_equal(journal_sync(j), 0);
     add(j, "dropped", 9);
     journal_drop(j);
-    assert_int_equal(journal_sync(j), 0);  /* nothing to write */
+    assert_int_equal(journal_sync(j), 0); /* nothing to write */
     add(j, "unsynced", 9);
     journal_close(j);
 
@@ -261,8 +260,7 @@ test_big_groups_and_full(void **state)
         if (!journal_fits(j, strlen(key))) {
             break;
         }
-        assert_int_equal(journal_add(j, key, strlen(key), (int64_t)n + 1),
-                         0);
+        assert_int_equal(journal_add(j, key, strlen(key), (int64_t)n + 1), 0);
         n++;
         if (n % 50000 == 0) {
             assert_int_equal(journal_sync(j), 0);
@@ -333,14 +331,12 @@ main(void)
         cmocka_unit_test(test_crc32c),
         cmocka_unit_test_setup_teardown(test_new_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_restart_retires, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restart_retires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_big_groups_and_full, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_callback_error, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_callback_error, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,14 +114,13 @@ acquire(struct fixture *f, const char *name, int64_t ttl)
 
     f->pending++;
     f->ops->acquire(f->b, name, strlen(name), ttl, 0, on_answer, &a);
-    assert_int_equal(a.done, 0);   /* never from inside the call */
+    assert_int_equal(a.done, 0); /* never from inside the call */
     run(f);
     return a;
 }
 
 static struct answer
-op(struct fixture *f, char which, const char *name, int64_t fence,
-   int64_t ttl)
+op(struct fixture *f, char which, const char *name, int64_t fence, int64_t ttl)
 {
     struct answer a = {0};
 

@@ -198,8 +198,8 @@ test_resource(void **state)
         assert_true(tmpl_compile(&t, c->tmpl, err, sizeof(err)));
         ok = rtmpl_compile(&r, c->res, &t, err, sizeof(err));
         if (ok != c->ok) {
-            fail_msg("rtmpl_compile(\"%s\") against \"%s\": %s (%s)",
-                     c->res, c->tmpl, ok ? "compiled" : "refused", err);
+            fail_msg("rtmpl_compile(\"%s\") against \"%s\": %s (%s)", c->res,
+                     c->tmpl, ok ? "compiled" : "refused", err);
         }
         if (!ok) {
             assert_string_equal(err, c->want);
@@ -243,13 +243,20 @@ struct method_case {
 };
 
 static const struct method_case method_cases[] = {
-    {"GET", TM_M_GET},         {"HEAD", TM_M_HEAD},
-    {"POST", TM_M_POST},       {"PUT", TM_M_PUT},
-    {"PATCH", TM_M_PATCH},     {"DELETE", TM_M_DELETE},
-    {"OPTIONS", TM_M_OPTIONS}, {"put", 0},
-    {"Put", 0},                {"PUTS", 0},
-    {"PU", 0},                 {"", 0},
-    {"CONNECT", 0},            {"TRACE", 0},
+    {"GET", TM_M_GET},
+    {"HEAD", TM_M_HEAD},
+    {"POST", TM_M_POST},
+    {"PUT", TM_M_PUT},
+    {"PATCH", TM_M_PATCH},
+    {"DELETE", TM_M_DELETE},
+    {"OPTIONS", TM_M_OPTIONS},
+    {"put", 0},
+    {"Put", 0},
+    {"PUTS", 0},
+    {"PU", 0},
+    {"", 0},
+    {"CONNECT", 0},
+    {"TRACE", 0},
 };
 
 static void
@@ -271,12 +278,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_compile),
-        cmocka_unit_test(test_match),
-        cmocka_unit_test(test_match_slice),
-        cmocka_unit_test(test_resource),
-        cmocka_unit_test(test_expand_bounds),
-        cmocka_unit_test(test_method_bit),
+        cmocka_unit_test(test_compile),       cmocka_unit_test(test_match),
+        cmocka_unit_test(test_match_slice),   cmocka_unit_test(test_resource),
+        cmocka_unit_test(test_expand_bounds), cmocka_unit_test(test_method_bit),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

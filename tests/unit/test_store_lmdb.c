@@ -43,8 +43,8 @@ struct fixture {
     struct cfg_store cfg;
     const struct store_ops *ops;
     struct store *st;
-    int pending;            /* callbacks still expected */
-    int in_call;            /* set while inside raise/get */
+    int pending; /* callbacks still expected */
+    int in_call; /* set while inside raise/get */
     char lastlog[1024];
     char lastinfo[1024];
     int errors_logged;
@@ -246,7 +246,7 @@ test_raise_semantics(void **state)
     } steps[] = {
         {"documents/1", 5, STORE_ACCEPTED, 5},
         {"documents/1", 3, STORE_STALE, 5},
-        {"documents/1", 5, STORE_ACCEPTED, 5},  /* equal: accepted */
+        {"documents/1", 5, STORE_ACCEPTED, 5}, /* equal: accepted */
         {"documents/1", 7, STORE_ACCEPTED, 7},
         {"documents/1", 6, STORE_STALE, 7},
         {"documents/2", 1, STORE_ACCEPTED, 1},
@@ -376,9 +376,8 @@ test_queue_bound(void **state)
     }
     run_until_done(f);
     for (int i = 0; i < N; i++) {
-        assert_int_equal(ans[i].res, i < STORE_LMDB_QUEUE_MAX
-                                         ? STORE_ACCEPTED
-                                         : STORE_ERROR);
+        assert_int_equal(ans[i].res, i < STORE_LMDB_QUEUE_MAX ? STORE_ACCEPTED
+                                                              : STORE_ERROR);
     }
     assert_non_null(strstr(f->lastlog, "waiting for the disk"));
     assert_true(f->ops->ready(f->st));
@@ -478,7 +477,7 @@ test_long_names(void **state)
     memset(n512, 'a', sizeof(n512));
     memset(n600, 'b', sizeof(n600));
     memcpy(n600b, n600, sizeof(n600b));
-    n600b[599] = 'c';  /* same first 511 bytes, different name */
+    n600b[599] = 'c'; /* same first 511 bytes, different name */
 
     store_open(f);
     do_raise(f, n512, sizeof(n512), 10, &a);
@@ -653,9 +652,8 @@ stored_epoch(struct fixture *f)
     uint64_t epoch = 0;
 
     assert_int_equal(mdb_env_create(&env), 0);
-    assert_int_equal(mdb_env_open(env, f->path, MDB_NOSUBDIR | MDB_RDONLY,
-                                  0640),
-                     0);
+    assert_int_equal(
+        mdb_env_open(env, f->path, MDB_NOSUBDIR | MDB_RDONLY, 0640), 0);
     assert_int_equal(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
     assert_int_equal(mdb_dbi_open(txn, NULL, 0, &dbi), 0);
     assert_int_equal(mdb_get(txn, dbi, &key, &val), 0);
@@ -697,7 +695,7 @@ test_journal_replay(void **state)
     assert_int_equal(journal_add(j, "b", 1, 3), 0);
     assert_int_equal(journal_sync(j), 0);
     assert_int_equal(journal_add(j, "c", 1, 9), 0);
-    assert_int_equal(journal_add(j, "a", 1, 6), 0);  /* below: no-op */
+    assert_int_equal(journal_add(j, "a", 1, 6), 0); /* below: no-op */
     assert_int_equal(journal_sync(j), 0);
     journal_close(j);
 
@@ -764,8 +762,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry),
-        cmocka_unit_test_setup_teardown(test_raise_semantics, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_raise_semantics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raise_from_callback, setup,
@@ -775,8 +772,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_long_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_sync, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_journal_replay, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_journal_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,8 +51,8 @@ test_table(void **state)
             token_parse(cases[i].in, strlen(cases[i].in), &v);
 
         if (got != cases[i].want) {
-            fail_msg("token_parse(\"%s\") = %d, want %d", cases[i].in,
-                     (int)got, (int)cases[i].want);
+            fail_msg("token_parse(\"%s\") = %d, want %d", cases[i].in, (int)got,
+                     (int)cases[i].want);
         }
         if (got == TOKEN_OK) {
             assert_int_equal(v, cases[i].value);
@@ -88,15 +88,13 @@ static void
 test_sign_vector(void **state)
 {
     char out[TOKEN_SIGNED_MAX + 1];
-    size_t n = token_sign(key, KEYLEN, "documents/a", 11, 7, out,
-                          sizeof(out));
+    size_t n = token_sign(key, KEYLEN, "documents/a", 11, 7, out, sizeof(out));
 
     assert_int_equal(n, strlen("7." SIG_A7));
     assert_string_equal(out, "7." SIG_A7);
     n = token_sign(key, KEYLEN, "documents/b", 11, 7, out, sizeof(out));
     assert_string_equal(out, "7." SIG_B7);
-    assert_int_equal(token_sign(key, KEYLEN, "x", 1, 0, out, sizeof(out)),
-                     0);
+    assert_int_equal(token_sign(key, KEYLEN, "x", 1, 0, out, sizeof(out)), 0);
     assert_int_equal(token_sign(key, KEYLEN, "x", 1, 1, out, 10), 0);
     n = token_sign(key, KEYLEN, "x", 1, INT64_MAX, out, sizeof(out));
     assert_int_equal(n, TOKEN_SIGNED_MAX);
@@ -144,12 +142,12 @@ test_check_table(void **state)
         const struct check_case *c = &checks[i];
         int64_t v = -5;
         enum token_status got =
-            token_check(c->verify, key, KEYLEN, c->res, strlen(c->res),
-                        c->in, strlen(c->in), &v);
+            token_check(c->verify, key, KEYLEN, c->res, strlen(c->res), c->in,
+                        strlen(c->in), &v);
 
         if (got != c->want) {
-            fail_msg("token_check(%d, \"%s\") = %d, want %d", c->verify,
-                     c->in, (int)got, (int)c->want);
+            fail_msg("token_check(%d, \"%s\") = %d, want %d", c->verify, c->in,
+                     (int)got, (int)c->want);
         }
         assert_int_equal(v, got == TOKEN_OK ? c->fence : -5);
     }
