@@ -4,7 +4,7 @@
 #   all           ./tidemark and libtidemark.a (default)
 #   demo          deps, build, run tidemark in front of a demo backend
 #   deps          install the Debian packages for build, tests and bench
-#   test          deps, then unit tests (cmocka) and integration tests (pytest)
+#   test          deps, format-check, unit tests (cmocka), integration tests (pytest), fuzz, package
 #   test-asan     the same suites against an ASan + UBSan build
 #   unit          unit tests only
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
@@ -87,6 +87,7 @@ tests/preload/failsync.so: tests/preload/failsync.c
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
 test: deps
+	$(MAKE) format-check
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration

@@ -5,14 +5,15 @@ set -eu
 
 # Build: toolchain and libraries. Tests: cmocka, pytest, the servers the
 # integration tests start themselves (nginx and HAProxy also for the
-# differential test). Bench: wrk and nginx. Fuzz: clang. Package:
+# differential test). Bench: wrk and nginx. Fuzz: clang. Format:
+# clang-format (make format-check). Package:
 # debhelper, build-essential, systemd (systemd-analyze verify). Page:
 # chromium (headless).
 PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
 wrk nginx-light haproxy redis-server postgresql etcd-server clang
-lmdb-utils debhelper build-essential systemd chromium"
+clang-format lmdb-utils debhelper build-essential systemd chromium"
 
 POLICY=/usr/sbin/policy-rc.d
 
