@@ -4,7 +4,7 @@
 #   all           ./tidemark and libtidemark.a (default)
 #   demo          deps, build, run tidemark in front of a demo backend
 #   deps          install the Debian packages for build, tests and bench
-#   test          deps, format-check, unit tests (cmocka), integration tests (pytest), fuzz, package
+#   test          deps, format-check, unit, integration, fuzz, package
 #   test-asan     the same suites against an ASan + UBSan build
 #   unit          unit tests only
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)

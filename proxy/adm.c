@@ -94,6 +94,36 @@ simple(struct evhttp_request *req, int code, const char *text)
     evbuffer_free(b);
 }
 
+/* 503 while the data path cannot fence (the store is unusable) or
+ * tidemark is draining. The lock backend is reported in the body only:
+ * fenced writes still pass without it, so a load balancer should keep
+ * sending them. */
+static void
+readyz(struct adm *a, struct evhttp_request *req)
+{
+    bool store = a->px->sops->ready(a->px->store);
+    bool ready = store && !a->px->draining;
+    struct evbuffer *b = evbuffer_new();
+
+    if (b == NULL) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    evbuffer_add_printf(b, "%s\nstore: %s\n", ready ? "ready" : "not ready",
+                        store ? "ready" : "unavailable");
+    if (a->locks != NULL) {
+        evbuffer_add_printf(b, "locks: %s\n",
+                            adm_locks_ready(a->locks) ? "ready"
+                                                      : "unavailable");
+    }
+    if (a->px->draining) {
+        evbuffer_add_printf(b, "draining\n");
+    }
+    adm_reply(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable",
+              "text/plain; charset=utf-8", b);
+    evbuffer_free(b);
+}
+
 static void
 metrics(struct adm *a, struct evhttp_request *req)
 {
@@ -300,8 +330,7 @@ dispatch(struct evhttp_request *req, void *arg)
     } else if (strcmp(path, "/healthz") == 0) {
         simple(req, 200, "ok");
     } else if (strcmp(path, "/readyz") == 0) {
-        bool ready = a->px->sops->ready(a->px->store) && !a->px->draining;
-        simple(req, ready ? 200 : 503, ready ? "ready" : "not ready");
+        readyz(a, req);
     } else if (strcmp(path, "/metrics") == 0) {
         metrics(a, req);
     } else if (strncmp(path, "/v1/marks/", 10) == 0) {

@@ -28,6 +28,9 @@ struct adm_locks *adm_locks_new(struct tm_proxy *px, char *err, size_t errlen);
 void adm_locks_serve(struct adm_locks *al, struct evhttp_request *req,
                      const char *path, const char *query);
 
+/* Whether the lock backend can be used now. */
+bool adm_locks_ready(struct adm_locks *al);
+
 /* Prometheus lines for the lock service. */
 void adm_locks_metrics(struct adm_locks *al, struct evbuffer *out);
 

@@ -940,6 +940,12 @@ out:
     call_finish(c);
 }
 
+bool
+adm_locks_ready(struct adm_locks *al)
+{
+    return al->ops->ready(al->b);
+}
+
 void
 adm_locks_metrics(struct adm_locks *al, struct evbuffer *b)
 {
@@ -961,6 +967,12 @@ adm_locks_metrics(struct adm_locks *al, struct evbuffer *b)
                             "%" PRIu64 "\n",
                             names[i], v[i]);
     }
+    evbuffer_add_printf(b,
+                        "# HELP tidemark_lock_backend_up Whether the lock "
+                        "backend can be used (1) or not (0).\n# TYPE "
+                        "tidemark_lock_backend_up gauge\n"
+                        "tidemark_lock_backend_up %d\n",
+                        adm_locks_ready(al) ? 1 : 0);
 }
 
 struct adm_locks *

@@ -4,7 +4,7 @@ import json
 import os
 import socket
 
-from conftest import slow
+from conftest import free_port, slow
 
 ROUTES = {
     "route docs": {"path": "/v1/documents/{doc}",
@@ -17,6 +17,30 @@ def test_healthz_and_readyz(tidemark):
     tm = tidemark()
     assert tm.admin("GET", "/healthz")[0] == 200
     assert tm.admin("GET", "/readyz")[0] == 200
+
+
+def test_readyz_names_each_part(tidemark):
+    """/readyz follows the data path; the lock backend is named in the
+    body and in /metrics, and does not take the proxy out of rotation."""
+    tm = tidemark()
+    st, _, body = tm.admin("GET", "/readyz")
+    assert st == 200
+    assert body.decode().splitlines() == ["ready", "store: ready",
+                                          "locks: ready"]
+    assert b"\ntidemark_lock_backend_up 1\n" in tm.admin("GET",
+                                                          "/metrics")[2]
+    # A Redis lock backend with nothing listening: the locks are down,
+    # fenced writes are not.
+    dead = tidemark(config={"locks": {
+        "backend": "redis", "path": None,
+        "url": "redis://127.0.0.1:%d" % free_port()}})
+    st, _, body = dead.admin("GET", "/readyz")
+    assert st == 200
+    assert body.decode().splitlines() == ["ready", "store: ready",
+                                          "locks: unavailable"]
+    assert b"\ntidemark_lock_backend_up 0\n" in dead.admin("GET",
+                                                            "/metrics")[2]
+    assert dead.put("x", token=1).status == 200
 
 
 def test_mark_unknown_is_404(tidemark):
