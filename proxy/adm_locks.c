@@ -890,10 +890,13 @@ adm_locks_serve(struct adm_locks *al, struct evhttp_request *req,
 
     TAILQ_INIT(&q);
     name = evhttp_uridecode(path, 0, &len);
+    /* UTF-8 on every backend: Postgres keeps names as text, and the
+     * name comes back in JSON. */
     if (name == NULL || len == 0 || len > TM_RESOURCE_MAX ||
-        memchr(name, '\0', len) != NULL) {
-        struct problem p = {.status = 400,
-                            .detail = "bad lock name: 1 to 512 bytes"};
+        memchr(name, '\0', len) != NULL || !utf8_valid(name, len)) {
+        struct problem p = {
+            .status = 400,
+            .detail = "bad lock name: 1 to 512 bytes of UTF-8, no NUL"};
 
         free(name);
         adm_reply_problem(req, &p);

@@ -13,6 +13,7 @@
 
 #include "../conf/cfg.h"
 #include "log.h"
+#include "problem.h"
 #include "tidemark.h"
 
 extern char **environ;
@@ -42,18 +43,26 @@ log_text(void *arg, enum log_level level, const char *msg)
     fprintf(stderr, "%s %s %s\n", when, level_names[level], msg);
 }
 
-/* Write s[0..n) as a JSON string's content. */
+/* Write s[0..n) as a JSON string's content; bytes that are not UTF-8
+ * become U+FFFD. */
 static void
 json_str(FILE *f, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
+        size_t k;
+
         if (c == '"' || c == '\\') {
             fprintf(f, "\\%c", c);
         } else if (c < 0x20) {
             fprintf(f, "\\u%04x", c);
-        } else {
+        } else if (c < 0x80) {
             fputc(c, f);
+        } else if ((k = utf8_seq(s + i, n - i)) == 0) {
+            fputs("\\ufffd", f);
+        } else {
+            fwrite(s + i, 1, k, f);
+            i += k - 1;
         }
     }
 }

@@ -71,42 +71,133 @@ problem_reason(int status)
     return kind_of(status)->reason;
 }
 
+size_t
+utf8_seq(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    uint32_t cp;
+    size_t n;
+
+    if (len == 0) {
+        return 0;
+    }
+    if (p[0] < 0x80) {
+        return 1;
+    }
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        n = 2;
+        cp = p[0] & 0x1f;
+    } else if ((p[0] & 0xf0) == 0xe0) {
+        n = 3;
+        cp = p[0] & 0x0f;
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        n = 4;
+        cp = p[0] & 0x07;
+    } else {
+        return 0;
+    }
+    if (len < n) {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    return n;
+}
+
+bool
+utf8_valid(const char *s, size_t len)
+{
+    while (len > 0) {
+        size_t k = utf8_seq(s, len);
+
+        if (k == 0) {
+            return false;
+        }
+        s += k;
+        len -= k;
+    }
+    return true;
+}
+
+/* How json_escape writes the byte or sequence at s: *take bytes of
+ * input, as themselves (NULL) or as the escape returned. */
+static const char *
+json_piece(const char *s, size_t len, size_t *take, char esc[8])
+{
+    unsigned char ch = (unsigned char)s[0];
+
+    *take = 1;
+    if (ch == '"' || ch == '\\') {
+        esc[0] = '\\';
+        esc[1] = (char)ch;
+        esc[2] = '\0';
+        return esc;
+    }
+    if (ch < 0x20) {
+        snprintf(esc, 8, "\\u%04x", ch);
+        return esc;
+    }
+    if (ch < 0x80) {
+        return NULL;
+    }
+    *take = utf8_seq(s, len);
+    if (*take == 0) {
+        *take = 1;
+        return "\\ufffd";
+    }
+    return NULL;
+}
+
 void
 json_escape(struct evbuffer *out, const char *s, size_t len)
 {
     size_t run = 0;
+    size_t i = 0;
 
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') {
-            continue;
+    while (i < len) {
+        char esc[8];
+        size_t take;
+        const char *e = json_piece(s + i, len - i, &take, esc);
+
+        if (e != NULL) {
+            evbuffer_add(out, s + run, i - run);
+            evbuffer_add(out, e, strlen(e));
+            run = i + take;
         }
-        evbuffer_add(out, s + run, i - run);
-        run = i + 1;
-        if (ch == '"' || ch == '\\') {
-            char esc[2] = {'\\', (char)ch};
-            evbuffer_add(out, esc, 2);
-        } else {
-            evbuffer_add_printf(out, "\\u%04x", ch);
-        }
+        i += take;
     }
     evbuffer_add(out, s + run, len - run);
 }
 
-/* Append s to buf at *n as JSON string content, within cap. */
+/* Append s to buf at *n as JSON string content, within cap; a sequence
+ * that does not fit is left out whole. */
 static void
 escape_into(char *buf, size_t cap, size_t *n, const char *s)
 {
-    for (; *s != '\0' && *n + 7 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            buf[(*n)++] = '\\';
-            buf[(*n)++] = (char)ch;
-        } else if (ch < 0x20) {
-            *n += (size_t)snprintf(buf + *n, cap - *n, "\\u%04x", ch);
-        } else {
-            buf[(*n)++] = (char)ch;
+    size_t len = strlen(s);
+
+    while (len > 0) {
+        char esc[8];
+        size_t take;
+        const char *e = json_piece(s, len, &take, esc);
+        const char *src = e != NULL ? e : s;
+        size_t w = e != NULL ? strlen(e) : take;
+
+        if (*n + w + 1 > cap) {
+            break;
         }
+        memcpy(buf + *n, src, w);
+        *n += w;
+        s += take;
+        len -= take;
     }
 }
 

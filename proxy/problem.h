@@ -35,7 +35,16 @@ void problem_write(struct evbuffer *out, const struct problem *p, bool close);
 /* The reason phrase for a status tidemark answers with. */
 const char *problem_reason(int status);
 
-/* Append s as the inside of a JSON string. */
+/* Append s as the inside of a JSON string. Bytes that are not UTF-8
+ * become U+FFFD, so the output is always valid JSON. */
 void json_escape(struct evbuffer *out, const char *s, size_t len);
+
+/* The length (1 to 4) of the well-formed UTF-8 sequence s starts with
+ * (RFC 3629: no overlongs, surrogates or code points past U+10FFFF), or
+ * 0 when it starts with none or len is 0. */
+size_t utf8_seq(const char *s, size_t len);
+
+/* Whether all of s is well-formed UTF-8. */
+bool utf8_valid(const char *s, size_t len);
 
 #endif

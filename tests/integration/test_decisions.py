@@ -251,6 +251,21 @@ def test_resource_from_header(tm, upstream):
     assert doc["resource"] == "accounts/42" and doc["high_water"] == 3, doc
 
 
+def test_resource_header_bytes_answer_valid_json(tm, upstream):
+    """A resource header is any field value, obs-text included: UTF-8 comes
+    back as itself in the problem document, other bytes as U+FFFD, and
+    the document is always valid JSON."""
+    utf8 = "accounts/\u00e9".encode().decode("latin-1")  # sent as UTF-8
+    raw = "accounts/\xff\xfe\xc3"
+    for res, shown in ((utf8, "accounts/\u00e9"),
+                       (raw, "accounts/\ufffd\ufffd\ufffd")):
+        r = tm.request("PUT", "/v1/hdr/x", token=5, resource=res, body=b"x")
+        assert r.status == 200, r
+        r = tm.request("PUT", "/v1/hdr/x", token=4, resource=res, body=b"x")
+        doc = assert_problem(r, 409)
+        assert doc["resource"] == shown, doc
+
+
 def test_resource_header_missing_is_400(tm, upstream):
     r = tm.request("PUT", "/v1/hdr/x", token=3, body=b"x")
     assert_problem(r, 400)

@@ -201,10 +201,17 @@ def test_bad_input_takes_and_releases_nothing(tidemark):
     r = api.get("documents/a")
     assert r.status == 200 and r.json()["fence"] == 1
     assert r.json()["ttl_ms"] > 50000  # not shortened by a refused extend
-    for path in ("/v1/locks/", "/v1/locks/a%00b"):
-        st, headers, _ = tm.admin("POST", path + "?ttl_ms=10")
+    # empty, NUL, not UTF-8 (a stray byte, an overlong NUL, a surrogate)
+    for path in ("/v1/locks/", "/v1/locks/a%00b", "/v1/locks/a%FFb",
+                 "/v1/locks/%C0%80", "/v1/locks/%ED%A0%80"):
+        st, headers, body = tm.admin("POST", path + "?ttl_ms=10")
         assert st == 400, path
         assert headers["content-type"] == "application/problem+json"
+        assert "UTF-8" in json.loads(body)["detail"]
+    # UTF-8 is a name like any other, on every backend
+    name = "files/\u00e9t\u00e9"
+    assert_lease(api.acquire(name), name, fence=1)
+    assert api.get(name).json()["name"] == name
     st, _, _ = tm.admin("PUT", "/v1/locks/documents/a?ttl_ms=10")
     assert st in (400, 405)
     assert api.get("documents/a").json()["fence"] == 1

@@ -49,3 +49,23 @@ def test_warn_level_drops_request_lines(tidemark, upstream):
     assert tm.request("GET", "/quiet").status == 200
     assert tm.put("q", token=2).status == 200
     assert tm.log_lines("request method=") == []
+
+
+def test_json_log_stays_utf8_with_any_resource_bytes(tidemark, upstream):
+    """A resource header may carry any obs-text byte; the JSON log line
+    shows it as U+FFFD, and every line is still UTF-8 JSON."""
+    tm = tidemark({"proxy": {"log_format": "json"},
+                   "route hdr": {"path": "/v1/hdr/{rest*}",
+                                 "resource": "header"}})
+    res = "accounts/\xff"
+    r = tm.request("PUT", "/v1/hdr/x", token=5, resource=res, body=b"x")
+    assert r.status == 200, r
+    r = tm.request("PUT", "/v1/hdr/x", token=4, resource=res, body=b"x")
+    assert r.status == 409, r
+    tm.wait_log("refused")
+    raw = tm.log_path.read_bytes()
+    objs = [json.loads(ln) for ln in raw.decode("utf-8").splitlines()
+            if not ln.startswith("====")]
+    refused = [o for o in objs if "refused" in o["msg"]]
+    assert len(refused) == 1, objs
+    assert refused[0]["resource"] == "accounts/\ufffd", refused
