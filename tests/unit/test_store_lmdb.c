@@ -725,6 +725,49 @@ test_journal_replay(void **state)
     store_close(f);
 }
 
+/* A million resources fit in a modest map, survive a reopen, and every
+ * one of them keeps its own mark. */
+static void
+test_million_resources(void **state)
+{
+    enum { N = 1000000, BATCH = 8192 };
+    struct fixture *f = *state;
+    static struct answer ans[BATCH];
+    char name[32];
+    struct stat st;
+    int i = 0;
+
+    f->cfg.map_size = (int64_t)256 << 20;
+    store_open(f);
+    while (i < N) {
+        int n = 0;
+
+        for (; n < BATCH && i < N; n++, i++) {
+            int len = snprintf(name, sizeof(name), "tenant/%07d", i);
+
+            do_raise(f, name, (size_t)len, (int64_t)i + 1, &ans[n]);
+        }
+        run_until_done(f);
+        for (int k = 0; k < n; k++) {
+            assert_int_equal(ans[k].res, STORE_ACCEPTED);
+        }
+    }
+    store_close(f);
+    store_open(f);
+    for (i = 0; i < N; i += 9973) {
+        int len = snprintf(name, sizeof(name), "tenant/%07d", i);
+
+        assert_true(get_wait(f, name, (size_t)len).mark == (int64_t)i + 1);
+    }
+    store_close(f);
+    assert_int_equal(stat(f->path, &st), 0);
+    /* About 50 bytes a mark; far below the 256 MiB map. */
+    if (getenv("TEST_VERBOSE") != NULL) {
+        fprintf(stderr, "%d marks: %lld bytes\n", N, (long long)st.st_size);
+    }
+    assert_true(st.st_size < (off_t)N * 100);
+}
+
 static void
 test_open_errors(void **state)
 {
@@ -773,6 +816,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_journal_replay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_million_resources, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
