@@ -159,7 +159,7 @@ test_problem_body_stays_utf8(void **state)
         resource[sizeof(resource) - 2 - cut] = (char)0xff;
         n = problem_body(body, sizeof(body), &p);
         assert_true(n < sizeof(body));
-        assert_true(n > PROBLEM_BODY_MAX - 100);  /* it was cut */
+        assert_true(n > PROBLEM_BODY_MAX - 100); /* it was cut */
         assert_true(utf8_valid(body, n));
         assert_int_equal(body[n - 2], '}');
     }
