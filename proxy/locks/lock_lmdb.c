@@ -5,23 +5,18 @@
 
 #include <errno.h>
 #include <lmdb.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
 #include "../log.h"
-#include "../queue.h"
 #include "../store/lmdb_util.h"
+#include "../store/lmdb_worker.h"
 
 /*
  * Layout. One unnamed database maps a lock name (keyed as the mark store
@@ -33,11 +28,11 @@
  * release, expiry, crashes and restarts.
  *
  * Threads and durability are those of store_lmdb.c: the loop thread
- * queues, the writer commits (fdatasync, then the meta page through
- * O_DSYNC) and only then are the answers handed back. After a failed
- * commit the state on disk is unknown: every later operation is
- * LOCK_ERROR until a restart. Reads (get) go through the writer too, so
- * they see every answer given before them.
+ * queues, the writer thread (lmdb_worker.c) commits (fdatasync, then the
+ * meta page through O_DSYNC) and only then are the answers handed back.
+ * After a failed commit the state on disk is unknown: every later
+ * operation is LOCK_ERROR until a restart. Reads (get) go through the writer
+ * too, so they see every answer given before them.
  *
  * Live leases. The loop thread remembers the leases the answers showed
  * live (a bounded table): an acquire of a name whose lease is known to
@@ -62,7 +57,7 @@ enum lop {
 };
 
 struct ljob {
-    struct ljob *next;
+    struct lmdb_worker_job job; /* first: the worker's queue link */
     enum lop op;
     lock_cb cb;
     void *arg;
@@ -85,37 +80,19 @@ struct live {
     char name[];
 };
 
-struct job_list {
-    QUEUE_FIELDS(struct ljob);
-};
-
 struct lmdb_locks {
     MDB_env *env;
     MDB_dbi dbi;
     size_t maxkey;
     char *path;
+    struct lmdb_worker *w;
 
     /* Loop thread only. */
-    struct event *done_ev; /* efd readable, or activated for local */
-    struct event *kick_ev; /* end of the loop turn: wake the writer */
-    struct job_list local; /* answered without the writer */
-    bool kick_armed;
-    bool closing;
-    int efd;
     struct live *live[LIVE_BUCKETS];
     size_t nlive;
 
-    /* Shared: under mu. */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct job_list pending;
-    bool go;
-    struct job_list done;
-    bool stopping;
+    /* Shared: under the worker's lock. */
     char err[320]; /* the writer's last error, for the loop */
-
-    atomic_bool failed; /* set once by the writer, never cleared */
 };
 
 static struct lmdb_locks *
@@ -124,25 +101,21 @@ to_locks(struct lock_backend *b)
     return (struct lmdb_locks *)b;
 }
 
-static void
-list_push(struct job_list *l, struct ljob *j)
+static struct ljob *
+to_job(struct lmdb_worker_job *j)
 {
-    QUEUE_PUSH(l, j);
+    return (struct ljob *)j;
 }
 
 static void
-list_splice(struct job_list *to, struct job_list *from)
+answer_all(struct lmdb_worker_list *l, enum lock_result res)
 {
-    QUEUE_SPLICE(to, from);
-}
+    for (struct lmdb_worker_job *j = l->head; j != NULL; j = j->next) {
+        struct ljob *lj = to_job(j);
 
-static void
-answer_all(struct job_list *l, enum lock_result res)
-{
-    for (struct ljob *j = l->head; j != NULL; j = j->next) {
-        j->res = res;
-        j->out_fence = 0;
-        j->out_ttl = 0;
+        lj->res = res;
+        lj->out_fence = 0;
+        lj->out_ttl = 0;
     }
 }
 
@@ -159,11 +132,11 @@ now_ms(void)
 static void
 werr(struct lmdb_locks *s, const char *what, int rc, size_t n)
 {
-    pthread_mutex_lock(&s->mu);
+    lmdb_worker_lock(s->w);
     snprintf(s->err, sizeof(s->err),
              "locks: lmdb: %s: %s: %s: %zu lock operations refused", s->path,
              what, mdb_strerror(rc), n);
-    pthread_mutex_unlock(&s->mu);
+    lmdb_worker_unlock(s->w);
 }
 
 /* Apply one job inside txn at time now. Returns an LMDB error, or 0 with
@@ -241,105 +214,67 @@ apply(struct lmdb_locks *s, MDB_txn *txn, struct ljob *j, int64_t now,
 }
 
 /* Writer thread: every job of b in one write transaction; the answers
- * stand only if the commit (and its sync) succeeds. */
-static void
-run_batch(struct lmdb_locks *s, struct job_list *b)
+ * stand only if the commit (and its sync) succeeds. Returns 0: no wait
+ * for idle work. */
+static int
+run_batch(void *arg, struct lmdb_worker_list *b)
 {
+    struct lmdb_locks *s = arg;
     MDB_txn *txn;
     bool dirty = false;
     int rc;
 
-    if (atomic_load(&s->failed)) {
+    if (lmdb_worker_failed(s->w)) {
         answer_all(b, LOCK_ERROR);
-        return;
+        return 0;
     }
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     if (rc != 0) {
         werr(s, "cannot begin a write transaction", rc, b->n);
         if (rc == MDB_PANIC) {
-            atomic_store(&s->failed, true);
+            lmdb_worker_fail(s->w);
         }
         answer_all(b, LOCK_ERROR);
-        return;
+        return 0;
     }
-    for (struct ljob *j = b->head; j != NULL; j = j->next) {
+    for (struct lmdb_worker_job *j = b->head; j != NULL; j = j->next) {
         bool wrote = false;
 
-        rc = apply(s, txn, j, now_ms(), &wrote);
+        rc = apply(s, txn, to_job(j), now_ms(), &wrote);
         if (rc == EINVAL || rc == EOVERFLOW) {
             /* This record only: not 16 bytes, or the counter is spent. */
             werr(s,
                  rc == EINVAL ? "a lease record is not 16 bytes"
                               : "a fence counter is at its maximum",
                  rc, 1);
-            j->res = LOCK_ERROR;
+            to_job(j)->res = LOCK_ERROR;
             continue;
         }
         if (rc != 0) {
             werr(s, "reading or writing a lease failed", rc, b->n);
             mdb_txn_abort(txn);
             answer_all(b, LOCK_ERROR);
-            return;
+            return 0;
         }
         dirty |= wrote;
     }
     if (!dirty) {
         mdb_txn_abort(txn);
-        return;
+        return 0;
     }
     rc = mdb_txn_commit(txn);
     if (rc == MDB_MAP_FULL) {
         werr(s, "map full: raise [locks] map_size", rc, b->n);
         answer_all(b, LOCK_ERROR);
-        return;
+        return 0;
     }
     if (rc != 0) {
         /* Never retry a failed sync: see store_lmdb.c. */
-        atomic_store(&s->failed, true);
+        lmdb_worker_fail(s->w);
         werr(s, "commit failed, leases refused until a restart", rc, b->n);
         answer_all(b, LOCK_ERROR);
     }
-}
-
-static void *
-writer_main(void *arg)
-{
-    struct lmdb_locks *s = arg;
-
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        struct job_list batch;
-        bool was_empty;
-
-        while (!(s->go && s->pending.head != NULL) && !s->stopping) {
-            pthread_cond_wait(&s->cv, &s->mu);
-        }
-        if (s->pending.head == NULL) {
-            break;
-        }
-        batch = s->pending;
-        s->pending = (struct job_list){0};
-        s->go = false;
-        pthread_mutex_unlock(&s->mu);
-
-        run_batch(s, &batch);
-
-        pthread_mutex_lock(&s->mu);
-        was_empty = s->done.head == NULL;
-        list_splice(&s->done, &batch);
-        pthread_mutex_unlock(&s->mu);
-        if (was_empty) {
-            uint64_t one = 1;
-
-            /* EAGAIN: the counter is saturated, the loop wakes anyway. */
-            if (write(s->efd, &one, sizeof(one)) < 0) {
-                (void)errno;
-            }
-        }
-        pthread_mutex_lock(&s->mu);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
+    return 0;
 }
 
 static size_t
@@ -439,65 +374,39 @@ live_free(struct lmdb_locks *s)
 /* Loop thread: log the writer's error, run the callbacks of every
  * answered job, freeing each. */
 static void
-drain(struct lmdb_locks *s)
+answer_jobs(void *arg, struct lmdb_worker_list *answered)
 {
-    struct job_list todo = s->local;
+    struct lmdb_locks *s = arg;
     char err[sizeof(s->err)];
-    struct ljob *j;
+    struct lmdb_worker_job *j;
     int64_t now;
 
-    s->local = (struct job_list){0};
-    pthread_mutex_lock(&s->mu);
-    list_splice(&todo, &s->done);
+    lmdb_worker_lock(s->w);
     memcpy(err, s->err, sizeof(err));
     s->err[0] = '\0';
-    pthread_mutex_unlock(&s->mu);
+    lmdb_worker_unlock(s->w);
     if (err[0] != '\0') {
         log_error("%s", err);
     }
     /* The answers' times left were computed a moment ago by the writer:
      * reckoning them from now only shortens what is remembered. */
-    now = todo.head != NULL ? now_ms() : 0;
-    j = todo.head;
+    now = answered->head != NULL ? now_ms() : 0;
+    j = answered->head;
     while (j != NULL) {
-        struct ljob *next = j->next;
+        struct lmdb_worker_job *next = j->next;
+        struct ljob *lj = to_job(j);
 
-        live_learn(s, j, now);
-        j->cb(j->arg, j->res, j->out_fence, j->out_ttl);
-        free(j);
+        live_learn(s, lj, now);
+        lj->cb(lj->arg, lj->res, lj->out_fence, lj->out_ttl);
+        free(lj);
         j = next;
     }
 }
 
-static void
-on_done(evutil_socket_t fd, short what, void *arg)
-{
-    uint64_t n;
-
-    (void)what;
-    /* Reset the counter before taking the queue, so a wake-up sent after
-     * the take is not lost. EAGAIN: activated for local answers. */
-    if (read(fd, &n, sizeof(n)) < 0) {
-        (void)errno;
-    }
-    drain(arg);
-}
-
-static void
-on_kick(evutil_socket_t fd, short what, void *arg)
-{
-    struct lmdb_locks *s = arg;
-
-    (void)fd;
-    (void)what;
-    s->kick_armed = false;
-    pthread_mutex_lock(&s->mu);
-    if (s->pending.head != NULL) {
-        s->go = true;
-        pthread_cond_signal(&s->cv);
-    }
-    pthread_mutex_unlock(&s->mu);
-}
+static const struct lmdb_worker_ops writer_ops = {
+    .run = run_batch,
+    .answer = answer_jobs,
+};
 
 /* Queue an operation. Refused ones (closing, failed, out of memory, too
  * many queued) are answered LOCK_ERROR on the next loop pass; only when
@@ -528,7 +437,7 @@ submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
     if (len > 0) {
         memcpy(j->name, name, len);
     }
-    refuse |= s->closing || atomic_load(&s->failed);
+    refuse |= !lmdb_worker_ready(s->w);
     if (!refuse && op == LOP_ACQUIRE) {
         struct live **pp = live_slot(s, name, len);
         int64_t now = *pp != NULL ? now_ms() : 0;
@@ -537,33 +446,15 @@ submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
             j->res = LOCK_BUSY;
             j->out_fence = (*pp)->fence;
             j->out_ttl = (*pp)->expires - now;
-            list_push(&s->local, j);
-            event_active(s->done_ev, EV_READ, 1);
+            lmdb_worker_answer_local(s->w, &j->job);
             return;
         }
         if (*pp != NULL) {
             live_forget(s, name, len);
         }
     }
-    if (!refuse) {
-        pthread_mutex_lock(&s->mu);
-        if (s->pending.n >= LOCK_QUEUE_MAX) {
-            refuse = true;
-        } else {
-            list_push(&s->pending, j);
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-    if (refuse) {
-        list_push(&s->local, j);
-        event_active(s->done_ev, EV_READ, 1);
-        return;
-    }
-    /* Wake the writer once this loop turn has queued all it will, so the
-     * operations of one turn share one commit. */
-    if (!s->kick_armed) {
-        s->kick_armed = true;
-        event_active(s->kick_ev, 0, 1);
+    if (refuse || !lmdb_worker_submit(s->w, &j->job, LOCK_QUEUE_MAX)) {
+        lmdb_worker_answer_local(s->w, &j->job);
     }
 }
 
@@ -598,24 +489,15 @@ lmdb_get(struct lock_backend *b, const char *name, size_t len, lock_cb cb,
 static bool
 lmdb_ready(struct lock_backend *b)
 {
-    struct lmdb_locks *s = to_locks(b);
-
-    return !s->closing && !atomic_load(&s->failed);
+    return lmdb_worker_ready(to_locks(b)->w);
 }
 
-/* Release what open set up; the writer must not be running. */
+/* Stop the writer once it has answered every queued job (their
+ * callbacks run here), then release what open set up. */
 static void
 locks_free(struct lmdb_locks *s)
 {
-    if (s->done_ev != NULL) {
-        event_free(s->done_ev);
-    }
-    if (s->kick_ev != NULL) {
-        event_free(s->kick_ev);
-    }
-    if (s->efd >= 0) {
-        close(s->efd);
-    }
+    lmdb_worker_close(s->w);
     if (s->env != NULL) {
         mdb_env_close(s->env);
     }
@@ -643,8 +525,6 @@ lmdb_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
           size_t errlen)
 {
     struct lmdb_locks *s;
-    sigset_t all, old;
-    int rc;
 
     if (cfg->path == NULL || cfg->path[0] == '\0') {
         snprintf(err, errlen, "locks: [locks] path is not set");
@@ -659,8 +539,6 @@ lmdb_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         snprintf(err, errlen, "locks: out of memory");
         return NULL;
     }
-    s->efd = -1;
-    atomic_init(&s->failed, false);
     s->path = strdup(cfg->path);
     if (s->path == NULL) {
         snprintf(err, errlen, "locks: out of memory");
@@ -669,37 +547,8 @@ lmdb_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     if (!open_env(s, cfg->map_size, err, errlen)) {
         goto fail;
     }
-    s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (s->efd < 0) {
-        snprintf(err, errlen, "locks: eventfd: %s", strerror(errno));
-        goto fail;
-    }
-    s->done_ev = event_new(base, s->efd, EV_READ | EV_PERSIST, on_done, s);
-    s->kick_ev = event_new(base, -1, 0, on_kick, s);
-    if (s->done_ev == NULL || s->kick_ev == NULL ||
-        event_add(s->done_ev, NULL) != 0) {
-        snprintf(err, errlen, "locks: cannot set up events");
-        goto fail;
-    }
-    if (pthread_mutex_init(&s->mu, NULL) != 0) {
-        snprintf(err, errlen, "locks: pthread_mutex_init failed");
-        goto fail;
-    }
-    if (pthread_cond_init(&s->cv, NULL) != 0) {
-        pthread_mutex_destroy(&s->mu);
-        snprintf(err, errlen, "locks: pthread_cond_init failed");
-        goto fail;
-    }
-    /* Signals stay with the embedding program's threads. */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&s->thread, NULL, writer_main, s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        pthread_cond_destroy(&s->cv);
-        pthread_mutex_destroy(&s->mu);
-        snprintf(err, errlen, "locks: cannot start the writer thread: %s",
-                 strerror(rc));
+    s->w = lmdb_worker_new(base, &writer_ops, s, "locks", err, errlen);
+    if (s->w == NULL || !lmdb_worker_start(s->w, err, errlen)) {
         goto fail;
     }
     log_info("locks: lmdb %s open", s->path);
@@ -709,6 +558,8 @@ fail:
     return NULL;
 }
 
+/* Operations made from now on, by callbacks too, are refused; the
+ * queued ones are answered first. */
 static void
 lmdb_close(struct lock_backend *b)
 {
@@ -717,26 +568,6 @@ lmdb_close(struct lock_backend *b)
     if (s == NULL) {
         return;
     }
-    s->closing = true;
-    pthread_mutex_lock(&s->mu);
-    s->stopping = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    /* The writer leaves only once every queued job is answered. */
-    pthread_join(s->thread, NULL);
-    for (;;) {
-        bool empty;
-
-        pthread_mutex_lock(&s->mu);
-        empty = s->done.head == NULL;
-        pthread_mutex_unlock(&s->mu);
-        if (empty && s->local.head == NULL) {
-            break;
-        }
-        drain(s);
-    }
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->mu);
     locks_free(s);
 }
 

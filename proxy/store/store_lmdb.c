@@ -5,28 +5,20 @@
 #include "store_lmdb.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <lmdb.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
 #include "../log.h"
-#include "../queue.h"
 #include "journal.h"
 #include "lmdb_util.h"
+#include "lmdb_worker.h"
 
 /*
  * Layout of the file. One unnamed database maps a key to an 8-byte
@@ -40,12 +32,10 @@
  * that is not a mark.
  *
  * Threads. The loop thread calls raise, get, ready and close, and runs
- * every callback. The writer thread owns the write transaction and the
- * journal, and answers gets too, so a get sees every accepted raise. The
- * threads share the pending queue (loop -> writer), the done queue
- * (writer -> loop) and the log queue under mu; the writer wakes the loop
- * through an eventfd watched by done_ev, so libevent needs no thread
- * support.
+ * every callback. The writer thread (lmdb_worker.c) owns the write
+ * transaction and the journal, and answers gets too, so a get sees every
+ * accepted raise. Besides the worker's queues, the threads share the log
+ * queue and the counters, under the worker's lock.
  *
  * Durability. A batch of raises is applied to a write transaction that
  * stays open across batches, and its new marks are written to the
@@ -83,7 +73,7 @@ static const char EPOCH_KEY[] = "\0journal-epoch";
 #define EPOCH_KEY_LEN (sizeof(EPOCH_KEY) - 1)
 
 struct lmdb_req {
-    struct lmdb_req *next;
+    struct lmdb_worker_job job; /* first: the worker's queue link */
     store_cb cb;
     void *arg;
     bool get;              /* a get, else a raise */
@@ -92,10 +82,6 @@ struct lmdb_req {
     int64_t mark;
     size_t len;
     char name[]; /* len bytes, not NUL-terminated */
-};
-
-struct req_list {
-    QUEUE_FIELDS(struct lmdb_req);
 };
 
 /* A line the writer thread wants logged: the embedding program's sink
@@ -107,21 +93,15 @@ struct lmdb_log {
 };
 
 struct lmdb_store {
-    struct event_base *base;
     MDB_env *env;
     MDB_dbi dbi;
     size_t maxkey;
     size_t map_size; /* as LMDB reports it after open */
     char *path;
+    struct lmdb_worker *w;
 
     /* Loop thread only. */
-    struct event *done_ev; /* efd readable, or activated for local */
-    struct event *kick_ev; /* end of turn: wake the writer */
-    struct req_list local; /* answered without the writer */
-    bool kick_armed;
-    bool closing;
     bool full_logged;
-    int efd;
 
     /* The writer thread's (open's, before it starts). */
     struct journal *journal;
@@ -129,20 +109,10 @@ struct lmdb_store {
     uint64_t epoch;
     size_t puts; /* marks written since the last checkpoint */
 
-    /* Shared: under mu. */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* go or stopping was set */
-    struct req_list pending;
-    bool go; /* a loop turn ended: take pending */
-    struct req_list done;
+    /* Shared: under the worker's lock. */
     struct lmdb_log *logs;
     struct lmdb_log **logs_tail;
-    bool stopping;
     struct store_lmdb_stats stats;
-
-    /* Set once by the writer, never cleared. */
-    atomic_bool failed;
 };
 
 static struct lmdb_store *
@@ -151,22 +121,18 @@ to_lmdb(struct store *s)
     return (struct lmdb_store *)s;
 }
 
-static void
-list_push(struct req_list *l, struct lmdb_req *r)
+static struct lmdb_req *
+to_req(struct lmdb_worker_job *j)
 {
-    QUEUE_PUSH(l, r);
+    return (struct lmdb_req *)j;
 }
 
 static void
-list_splice(struct req_list *to, struct req_list *from)
+list_answer_all(struct lmdb_worker_list *l, enum store_result res)
 {
-    QUEUE_SPLICE(to, from);
-}
+    for (struct lmdb_worker_job *j = l->head; j != NULL; j = j->next) {
+        struct lmdb_req *r = to_req(j);
 
-static void
-list_answer_all(struct req_list *l, enum store_result res)
-{
-    for (struct lmdb_req *r = l->head; r != NULL; r = r->next) {
         r->res = res;
         r->mark = 0;
     }
@@ -196,10 +162,10 @@ wlog(struct lmdb_store *s, enum log_level level, const char *fmt, ...)
     l->next = NULL;
     l->level = level;
     memcpy(l->text, buf, n);
-    pthread_mutex_lock(&s->mu);
+    lmdb_worker_lock(s->w);
     *s->logs_tail = l;
     s->logs_tail = &l->next;
-    pthread_mutex_unlock(&s->mu);
+    lmdb_worker_unlock(s->w);
 }
 
 /* The mark stored under key in txn: 0 with *mark set (0 when absent),
@@ -302,9 +268,9 @@ checkpoint(struct lmdb_store *s)
     s->epoch++;
     s->puts = 0;
     journal_restart(s->journal, s->epoch);
-    pthread_mutex_lock(&s->mu);
+    lmdb_worker_lock(s->w);
     s->stats.checkpoints++;
-    pthread_mutex_unlock(&s->mu);
+    lmdb_worker_unlock(s->w);
     return 0;
 }
 
@@ -384,7 +350,7 @@ abort:
 static void
 fail_store(struct lmdb_store *s, const char *what, int rc, size_t n)
 {
-    atomic_store(&s->failed, true);
+    lmdb_worker_fail(s->w);
     wlog(s, LOG_ERROR,
          "lmdb: %s: %s: %s: %zu raises refused; the store is failed and "
          "refuses every raise until tidemark is restarted (accepted marks "
@@ -468,19 +434,20 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
  * transaction reads its own writes. The answers become final only once
  * the journal holds the new marks on stable storage. */
 static void
-run_batch(struct lmdb_store *s, struct req_list *b)
+run_batch(struct lmdb_store *s, struct lmdb_worker_list *b)
 {
     char err[256];
     size_t nput = 0;
     size_t replayed;
     int rc = 0;
 
-    if (atomic_load(&s->failed)) {
+    if (lmdb_worker_failed(s->w)) {
         list_answer_all(b, STORE_ERROR);
         return;
     }
-    for (struct lmdb_req *r = b->head; r != NULL && rc == 0; r = r->next) {
-        rc = apply_one(s, r, b->n, &nput);
+    for (struct lmdb_worker_job *j = b->head; j != NULL && rc == 0;
+         j = j->next) {
+        rc = apply_one(s, to_req(j), b->n, &nput);
     }
     if (rc != 0) {
         list_answer_all(b, STORE_ERROR);
@@ -505,9 +472,9 @@ run_batch(struct lmdb_store *s, struct req_list *b)
     if (nput == 0) {
         return;
     }
-    pthread_mutex_lock(&s->mu);
+    lmdb_worker_lock(s->w);
     s->stats.commits++;
-    pthread_mutex_unlock(&s->mu);
+    lmdb_worker_unlock(s->w);
     if (s->puts >= CHECKPOINT_PUTS) {
         rc = checkpoint(s);
         if (rc != 0) {
@@ -516,96 +483,55 @@ run_batch(struct lmdb_store *s, struct req_list *b)
     }
 }
 
-/* Wake the loop thread: done_ev becomes readable. */
-static void
-notify_loop(struct lmdb_store *s)
+/* How long the writer may wait for a batch before writer_idle: with
+ * marks not yet in LMDB, CHECKPOINT_IDLE_MS; else as long as it takes. */
+static int
+idle_wait(const struct lmdb_store *s)
 {
-    uint64_t one = 1;
-
-    /* EAGAIN means the counter is saturated: the loop will wake anyway. */
-    if (write(s->efd, &one, sizeof(one)) < 0) {
-        return;
-    }
+    return s->puts > 0 ? CHECKPOINT_IDLE_MS : 0;
 }
 
-/* Under mu: wait for a batch or stopping. With marks not yet in LMDB,
- * wait CHECKPOINT_IDLE_MS at most; false when that time passed idle. */
-static bool
-wait_for_work(struct lmdb_store *s)
+/* Writer thread: run a loop turn's requests, and count them. */
+static int
+writer_run(void *arg, struct lmdb_worker_list *batch)
 {
-    struct timespec until;
+    struct lmdb_store *s = arg;
 
-    if (s->puts == 0) {
-        while (!(s->go && s->pending.head != NULL) && !s->stopping) {
-            pthread_cond_wait(&s->cv, &s->mu);
-        }
-        return true;
+    run_batch(s, batch);
+    lmdb_worker_lock(s->w);
+    s->stats.batches++;
+    s->stats.raises += batch->n;
+    if (batch->n > s->stats.largest_batch) {
+        s->stats.largest_batch = batch->n;
     }
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_nsec += CHECKPOINT_IDLE_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    while (!(s->go && s->pending.head != NULL) && !s->stopping) {
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) {
-            return s->go && s->pending.head != NULL;
-        }
-    }
-    return true;
+    lmdb_worker_unlock(s->w);
+    return idle_wait(s);
 }
 
-static void *
-writer_main(void *arg)
+/* Writer thread: idle for CHECKPOINT_IDLE_MS with marks not in LMDB. */
+static int
+writer_idle(void *arg)
 {
     struct lmdb_store *s = arg;
     int rc;
 
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        struct req_list batch;
-        bool was_empty;
-
-        /* Raises queued in a loop turn wait for its end (go), so that
-         * they share one journal write; stopping takes whatever is
-         * left. */
-        if (!wait_for_work(s)) {
-            pthread_mutex_unlock(&s->mu);
-            if (atomic_load(&s->failed)) {
-                s->puts = 0; /* nothing will be committed: stop waking */
-            } else if ((rc = checkpoint(s)) != 0) {
-                fail_store(s, "checkpoint failed", rc, 0);
-            }
-            pthread_mutex_lock(&s->mu);
-            continue;
-        }
-        if (s->pending.head == NULL) {
-            break; /* stopping, and every queued raise is answered */
-        }
-        batch = s->pending;
-        s->pending = (struct req_list){0};
-        s->go = false;
-        pthread_mutex_unlock(&s->mu);
-
-        run_batch(s, &batch);
-
-        pthread_mutex_lock(&s->mu);
-        s->stats.batches++;
-        s->stats.raises += batch.n;
-        if (batch.n > s->stats.largest_batch) {
-            s->stats.largest_batch = batch.n;
-        }
-        was_empty = s->done.head == NULL;
-        list_splice(&s->done, &batch);
-        pthread_mutex_unlock(&s->mu);
-        if (was_empty) {
-            notify_loop(s);
-        }
-        pthread_mutex_lock(&s->mu);
+    if (lmdb_worker_failed(s->w)) {
+        s->puts = 0; /* nothing will be committed: stop waking */
+    } else if ((rc = checkpoint(s)) != 0) {
+        fail_store(s, "checkpoint failed", rc, 0);
     }
-    pthread_mutex_unlock(&s->mu);
-    /* Leave LMDB complete, so the next open has nothing to replay. */
-    if (s->txn != NULL && !atomic_load(&s->failed) &&
+    return idle_wait(s);
+}
+
+/* Writer thread, every queued request answered: leave LMDB complete, so
+ * the next open has nothing to replay. */
+static void
+writer_stop(void *arg)
+{
+    struct lmdb_store *s = arg;
+    int rc;
+
+    if (s->txn != NULL && !lmdb_worker_failed(s->w) &&
         (rc = checkpoint(s)) != 0) {
         fail_store(s, "checkpoint at close failed", rc, 0);
     }
@@ -613,26 +539,23 @@ writer_main(void *arg)
         mdb_txn_abort(s->txn);
         s->txn = NULL;
     }
-    return NULL;
 }
 
 /* Loop thread: log what the writer queued, then run the callbacks of
  * every answered request, freeing each. Callbacks may raise or get
  * again; those are answered on a later call. */
 static void
-drain(struct lmdb_store *s)
+answer_requests(void *arg, struct lmdb_worker_list *answered)
 {
-    struct req_list todo = s->local;
+    struct lmdb_store *s = arg;
+    struct lmdb_worker_job *j;
     struct lmdb_log *logs;
-    struct lmdb_req *r;
 
-    s->local = (struct req_list){0};
-    pthread_mutex_lock(&s->mu);
-    list_splice(&todo, &s->done);
+    lmdb_worker_lock(s->w);
     logs = s->logs;
     s->logs = NULL;
     s->logs_tail = &s->logs;
-    pthread_mutex_unlock(&s->mu);
+    lmdb_worker_unlock(s->w);
 
     while (logs != NULL) {
         struct lmdb_log *next = logs->next;
@@ -640,45 +563,23 @@ drain(struct lmdb_store *s)
         free(logs);
         logs = next;
     }
-    r = todo.head;
-    while (r != NULL) {
-        struct lmdb_req *next = r->next;
+    j = answered->head;
+    while (j != NULL) {
+        struct lmdb_worker_job *next = j->next;
+        struct lmdb_req *r = to_req(j);
+
         r->cb(r->arg, r->res, r->mark);
         free(r);
-        r = next;
+        j = next;
     }
 }
 
-static void
-on_done(evutil_socket_t fd, short what, void *arg)
-{
-    uint64_t n;
-
-    ssize_t got;
-
-    (void)what;
-    /* Reset the counter before taking the queue, so that a wake-up sent
-     * after the take is not lost. EAGAIN: activated for local answers. */
-    got = read(fd, &n, sizeof(n));
-    (void)got;
-    drain(arg);
-}
-
-static void
-on_kick(evutil_socket_t fd, short what, void *arg)
-{
-    struct lmdb_store *s = arg;
-
-    (void)fd;
-    (void)what;
-    s->kick_armed = false;
-    pthread_mutex_lock(&s->mu);
-    if (s->pending.head != NULL) {
-        s->go = true;
-        pthread_cond_signal(&s->cv);
-    }
-    pthread_mutex_unlock(&s->mu);
-}
+static const struct lmdb_worker_ops writer_ops = {
+    .run = writer_run,
+    .idle = writer_idle,
+    .stop = writer_stop,
+    .answer = answer_requests,
+};
 
 /* A request for res; NULL when out of memory. */
 static struct lmdb_req *
@@ -693,7 +594,7 @@ req_new(const char *res, size_t len, int64_t token, store_cb cb, void *arg)
     if (r == NULL) {
         return NULL;
     }
-    r->next = NULL;
+    r->job.next = NULL;
     r->cb = cb;
     r->arg = arg;
     r->get = false;
@@ -714,8 +615,7 @@ answer_local(struct lmdb_store *s, struct lmdb_req *r, enum store_result res,
 {
     r->res = res;
     r->mark = mark;
-    list_push(&s->local, r);
-    event_active(s->done_ev, EV_READ, 1);
+    lmdb_worker_answer_local(s->w, &r->job);
 }
 
 /* Loop thread: a request that could not be allocated. Try without the
@@ -738,21 +638,12 @@ answer_oom(struct lmdb_store *s, store_cb cb, void *arg)
 static void
 enqueue(struct lmdb_store *s, struct lmdb_req *r)
 {
-    bool full = false;
-
     /* After a failed write the file may not hold what LMDB shows. */
-    if (s->closing || atomic_load(&s->failed)) {
+    if (!lmdb_worker_ready(s->w)) {
         answer_local(s, r, STORE_ERROR, 0);
         return;
     }
-    pthread_mutex_lock(&s->mu);
-    if (s->pending.n >= STORE_LMDB_QUEUE_MAX) {
-        full = true;
-    } else {
-        list_push(&s->pending, r);
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (full) {
+    if (!lmdb_worker_submit(s->w, &r->job, STORE_LMDB_QUEUE_MAX)) {
         if (!s->full_logged) {
             log_error("lmdb: %s: %d requests are waiting for the disk: "
                       "%s of %.*s refused, and more until the queue "
@@ -765,12 +656,6 @@ enqueue(struct lmdb_store *s, struct lmdb_req *r)
         return;
     }
     s->full_logged = false;
-    /* Wake the writer once the current loop turn has run its callbacks,
-     * so the raises of one turn share one journal write. */
-    if (!s->kick_armed) {
-        s->kick_armed = true;
-        event_active(s->kick_ev, 0, 1);
-    }
 }
 
 static void
@@ -806,24 +691,15 @@ lmdb_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
 static bool
 lmdb_ready(struct store *st)
 {
-    struct lmdb_store *s = to_lmdb(st);
-
-    return !s->closing && !atomic_load(&s->failed);
+    return lmdb_worker_ready(to_lmdb(st)->w);
 }
 
-/* Release what open set up; the writer must not be running. */
+/* Stop the writer once it has answered every queued request (their
+ * callbacks run here), then release what open set up. */
 static void
 lmdb_free(struct lmdb_store *s)
 {
-    if (s->done_ev != NULL) {
-        event_free(s->done_ev);
-    }
-    if (s->kick_ev != NULL) {
-        event_free(s->kick_ev);
-    }
-    if (s->efd >= 0) {
-        close(s->efd);
-    }
+    lmdb_worker_close(s->w);
     if (s->txn != NULL) {
         mdb_txn_abort(s->txn);
     }
@@ -831,30 +707,8 @@ lmdb_free(struct lmdb_store *s)
     if (s->env != NULL) {
         mdb_env_close(s->env);
     }
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->mu);
     free(s->path);
     free(s);
-}
-
-/* The mutex, and a condition variable timed on CLOCK_MONOTONIC. */
-static bool
-sync_init(struct lmdb_store *s)
-{
-    pthread_condattr_t ca;
-    bool ok;
-
-    if (pthread_condattr_init(&ca) != 0) {
-        return false;
-    }
-    ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-         pthread_cond_init(&s->cv, &ca) == 0;
-    pthread_condattr_destroy(&ca);
-    if (ok && pthread_mutex_init(&s->mu, NULL) != 0) {
-        pthread_cond_destroy(&s->cv);
-        ok = false;
-    }
-    return ok;
 }
 
 /* Open PATH-journal and bring LMDB up to it. */
@@ -894,10 +748,8 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     int64_t map_size =
         cfg->map_size > 0 ? cfg->map_size : LMDB_MAP_SIZE_DEFAULT;
     MDB_envinfo info;
-    sigset_t all, old;
     size_t replayed = 0;
     int dead = 0;
-    int rc;
 
     if (cfg->path == NULL || cfg->path[0] == '\0') {
         snprintf(err, errlen, "lmdb: [store] path is not set");
@@ -913,12 +765,10 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         snprintf(err, errlen, "lmdb: out of memory");
         return NULL;
     }
-    s->base = base;
-    s->efd = -1;
     s->logs_tail = &s->logs;
-    atomic_init(&s->failed, false);
-    if (!sync_init(s)) {
-        snprintf(err, errlen, "lmdb: cannot set up a mutex");
+    /* Before the journal: a checkpoint takes the worker's lock. */
+    s->w = lmdb_worker_new(base, &writer_ops, s, "lmdb", err, errlen);
+    if (s->w == NULL) {
         free(s);
         return NULL;
     }
@@ -934,31 +784,8 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
     s->map_size =
         mdb_env_info(s->env, &info) == 0 ? info.me_mapsize : (size_t)map_size;
-    if (!open_journal(s, &replayed, err, errlen)) {
-        goto fail;
-    }
-
-    s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (s->efd < 0) {
-        snprintf(err, errlen, "lmdb: eventfd: %s", strerror(errno));
-        goto fail;
-    }
-    s->done_ev = event_new(base, s->efd, EV_READ | EV_PERSIST, on_done, s);
-    s->kick_ev = event_new(base, -1, 0, on_kick, s);
-    if (s->done_ev == NULL || s->kick_ev == NULL ||
-        event_add(s->done_ev, NULL) != 0) {
-        snprintf(err, errlen, "lmdb: cannot set up events");
-        goto fail;
-    }
-
-    /* Signals stay with the embedding program's threads. */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&s->thread, NULL, writer_main, s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        snprintf(err, errlen, "lmdb: cannot start the writer thread: %s",
-                 strerror(rc));
+    if (!open_journal(s, &replayed, err, errlen) ||
+        !lmdb_worker_start(s->w, err, errlen)) {
         goto fail;
     }
     if (dead > 0) {
@@ -977,6 +804,8 @@ fail:
     return NULL;
 }
 
+/* Raises and gets made from now on, by callbacks too, are refused; the
+ * queued ones are answered first. */
 static void
 lmdb_close(struct store *st)
 {
@@ -984,25 +813,6 @@ lmdb_close(struct store *st)
 
     if (s == NULL) {
         return;
-    }
-    /* Raises and gets made from now on, by callbacks too, are refused. */
-    s->closing = true;
-    pthread_mutex_lock(&s->mu);
-    s->stopping = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    /* The writer leaves only once every queued raise is answered. */
-    pthread_join(s->thread, NULL);
-    for (;;) {
-        bool empty;
-
-        pthread_mutex_lock(&s->mu);
-        empty = s->done.head == NULL && s->logs == NULL;
-        pthread_mutex_unlock(&s->mu);
-        if (empty && s->local.head == NULL) {
-            break;
-        }
-        drain(s);
     }
     lmdb_free(s);
 }
@@ -1012,9 +822,9 @@ store_lmdb_stats(struct store *st, struct store_lmdb_stats *out)
 {
     struct lmdb_store *s = to_lmdb(st);
 
-    pthread_mutex_lock(&s->mu);
+    lmdb_worker_lock(s->w);
     *out = s->stats;
-    pthread_mutex_unlock(&s->mu);
+    lmdb_worker_unlock(s->w);
 }
 
 const struct store_ops store_lmdb_ops = {

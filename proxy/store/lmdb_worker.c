@@ -1,0 +1,354 @@
+/* lmdb_worker.c: the writer thread the LMDB mark store and the LMDB lock
+ * backend share: group a loop turn's jobs into one batch, run it off the
+ * loop, hand the answers back through an eventfd. */
+#include "lmdb_worker.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * The loop thread submits jobs to pending and, once per loop turn, arms
+ * kick_ev; when the turn has run its callbacks, on_kick sets go and
+ * wakes the writer, which takes all of pending as one batch: the jobs
+ * of a turn share one commit. The writer appends the answered batch to
+ * done and, if done was empty, makes the eventfd readable; done_ev then
+ * hands done (and local, the jobs answered without the writer) to the
+ * backend's answer. libevent needs no thread support.
+ */
+
+struct lmdb_worker {
+    const struct lmdb_worker_ops *ops;
+    void *arg;
+    const char *who;
+
+    /* Loop thread only. */
+    struct event *done_ev;         /* efd readable, or activated for local */
+    struct event *kick_ev;         /* end of the loop turn: wake the writer */
+    struct lmdb_worker_list local; /* answered without the writer */
+    bool kick_armed;
+    bool closing;
+    bool started;
+    int efd;
+
+    /* Shared: under mu. */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* go or stopping was set */
+    struct lmdb_worker_list pending;
+    bool go; /* a loop turn ended: take pending */
+    struct lmdb_worker_list done;
+    bool stopping;
+
+    atomic_bool failed; /* set once by the writer, never cleared */
+};
+
+/* Wake the loop thread: done_ev becomes readable. */
+static void
+notify_loop(struct lmdb_worker *w)
+{
+    uint64_t one = 1;
+
+    /* EAGAIN means the counter is saturated: the loop will wake anyway. */
+    if (write(w->efd, &one, sizeof(one)) < 0) {
+        return;
+    }
+}
+
+/* Under mu: wait for a batch or stopping; with idle_ms > 0, that long at
+ * most. false when that time passed with no batch. */
+static bool
+wait_for_work(struct lmdb_worker *w, int idle_ms)
+{
+    struct timespec until;
+
+    if (idle_ms <= 0) {
+        while (!(w->go && w->pending.head != NULL) && !w->stopping) {
+            pthread_cond_wait(&w->cv, &w->mu);
+        }
+        return true;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += idle_ms / 1000;
+    until.tv_nsec += (idle_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (!(w->go && w->pending.head != NULL) && !w->stopping) {
+        if (pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT) {
+            return w->go && w->pending.head != NULL;
+        }
+    }
+    return true;
+}
+
+static void *
+writer_main(void *arg)
+{
+    struct lmdb_worker *w = arg;
+    int idle_ms = 0;
+
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        struct lmdb_worker_list batch;
+        bool was_empty;
+
+        /* Jobs queued in a loop turn wait for its end (go), so that
+         * they share one commit; stopping takes whatever is left. */
+        if (!wait_for_work(w, idle_ms)) {
+            pthread_mutex_unlock(&w->mu);
+            idle_ms = w->ops->idle(w->arg);
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+        if (w->pending.head == NULL) {
+            break; /* stopping, and every queued job is answered */
+        }
+        batch = w->pending;
+        w->pending = (struct lmdb_worker_list){0};
+        w->go = false;
+        pthread_mutex_unlock(&w->mu);
+
+        idle_ms = w->ops->run(w->arg, &batch);
+
+        pthread_mutex_lock(&w->mu);
+        was_empty = w->done.head == NULL;
+        QUEUE_SPLICE(&w->done, &batch);
+        pthread_mutex_unlock(&w->mu);
+        if (was_empty) {
+            notify_loop(w);
+        }
+        pthread_mutex_lock(&w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (w->ops->stop != NULL) {
+        w->ops->stop(w->arg);
+    }
+    return NULL;
+}
+
+/* Loop thread: hand every answered job to the backend. */
+static void
+drain(struct lmdb_worker *w)
+{
+    struct lmdb_worker_list todo = w->local;
+
+    w->local = (struct lmdb_worker_list){0};
+    pthread_mutex_lock(&w->mu);
+    QUEUE_SPLICE(&todo, &w->done);
+    pthread_mutex_unlock(&w->mu);
+    w->ops->answer(w->arg, &todo);
+}
+
+static void
+on_done(evutil_socket_t fd, short what, void *arg)
+{
+    uint64_t n;
+    ssize_t got;
+
+    (void)what;
+    /* Reset the counter before taking the queue, so that a wake-up sent
+     * after the take is not lost. EAGAIN: activated for local answers. */
+    got = read(fd, &n, sizeof(n));
+    (void)got;
+    drain(arg);
+}
+
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    struct lmdb_worker *w = arg;
+
+    (void)fd;
+    (void)what;
+    w->kick_armed = false;
+    pthread_mutex_lock(&w->mu);
+    if (w->pending.head != NULL) {
+        w->go = true;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* The mutex, and a condition variable timed on CLOCK_MONOTONIC. */
+static bool
+sync_init(struct lmdb_worker *w)
+{
+    pthread_condattr_t ca;
+    bool ok;
+
+    if (pthread_condattr_init(&ca) != 0) {
+        return false;
+    }
+    ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+         pthread_cond_init(&w->cv, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+    if (ok && pthread_mutex_init(&w->mu, NULL) != 0) {
+        pthread_cond_destroy(&w->cv);
+        ok = false;
+    }
+    return ok;
+}
+
+/* Release what new set up; the writer must not be running. */
+static void
+worker_free(struct lmdb_worker *w)
+{
+    if (w->done_ev != NULL) {
+        event_free(w->done_ev);
+    }
+    if (w->kick_ev != NULL) {
+        event_free(w->kick_ev);
+    }
+    if (w->efd >= 0) {
+        close(w->efd);
+    }
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+struct lmdb_worker *
+lmdb_worker_new(struct event_base *base, const struct lmdb_worker_ops *ops,
+                void *arg, const char *who, char *err, size_t errlen)
+{
+    struct lmdb_worker *w = calloc(1, sizeof(*w));
+
+    if (w == NULL) {
+        snprintf(err, errlen, "%s: out of memory", who);
+        return NULL;
+    }
+    w->ops = ops;
+    w->arg = arg;
+    w->who = who;
+    w->efd = -1;
+    atomic_init(&w->failed, false);
+    if (!sync_init(w)) {
+        snprintf(err, errlen, "%s: cannot set up a mutex", who);
+        free(w);
+        return NULL;
+    }
+    w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->efd < 0) {
+        snprintf(err, errlen, "%s: eventfd: %s", who, strerror(errno));
+        worker_free(w);
+        return NULL;
+    }
+    w->done_ev = event_new(base, w->efd, EV_READ | EV_PERSIST, on_done, w);
+    w->kick_ev = event_new(base, -1, 0, on_kick, w);
+    if (w->done_ev == NULL || w->kick_ev == NULL ||
+        event_add(w->done_ev, NULL) != 0) {
+        snprintf(err, errlen, "%s: cannot set up events", who);
+        worker_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+bool
+lmdb_worker_start(struct lmdb_worker *w, char *err, size_t errlen)
+{
+    sigset_t all, old;
+    int rc;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&w->thread, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: cannot start the writer thread: %s", w->who,
+                 strerror(rc));
+        return false;
+    }
+    w->started = true;
+    return true;
+}
+
+void
+lmdb_worker_close(struct lmdb_worker *w)
+{
+    if (w == NULL) {
+        return;
+    }
+    /* Jobs submitted from now on, by callbacks too, are refused. */
+    w->closing = true;
+    if (w->started) {
+        pthread_mutex_lock(&w->mu);
+        w->stopping = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        /* The writer leaves only once every queued job is answered. */
+        pthread_join(w->thread, NULL);
+        do {
+            drain(w);
+        } while (w->local.head != NULL);
+    }
+    worker_free(w);
+}
+
+bool
+lmdb_worker_submit(struct lmdb_worker *w, struct lmdb_worker_job *job,
+                   size_t max)
+{
+    bool queued = false;
+
+    pthread_mutex_lock(&w->mu);
+    if (w->pending.n < max) {
+        QUEUE_PUSH(&w->pending, job);
+        queued = true;
+    }
+    pthread_mutex_unlock(&w->mu);
+    /* Wake the writer once the current loop turn has run its callbacks,
+     * so that the jobs of one turn share one commit. */
+    if (queued && !w->kick_armed) {
+        w->kick_armed = true;
+        event_active(w->kick_ev, 0, 1);
+    }
+    return queued;
+}
+
+void
+lmdb_worker_answer_local(struct lmdb_worker *w, struct lmdb_worker_job *job)
+{
+    QUEUE_PUSH(&w->local, job);
+    event_active(w->done_ev, EV_READ, 1);
+}
+
+bool
+lmdb_worker_ready(struct lmdb_worker *w)
+{
+    return !w->closing && !atomic_load(&w->failed);
+}
+
+void
+lmdb_worker_fail(struct lmdb_worker *w)
+{
+    atomic_store(&w->failed, true);
+}
+
+bool
+lmdb_worker_failed(struct lmdb_worker *w)
+{
+    return atomic_load(&w->failed);
+}
+
+void
+lmdb_worker_lock(struct lmdb_worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+}
+
+void
+lmdb_worker_unlock(struct lmdb_worker *w)
+{
+    pthread_mutex_unlock(&w->mu);
+}
