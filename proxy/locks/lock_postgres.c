@@ -132,9 +132,7 @@ struct pg_locks {
     struct pl_req **inflight; /* by connection */
     struct pl_list pending;
     struct pl_list answered; /* answered without the server */
-    struct event *kick_ev;   /* end of turn: dispatch pending */
     struct event *answer_ev; /* run answered */
-    bool kick_armed;
     bool closing;
     bool full_logged;
     char owner[128];
@@ -387,17 +385,6 @@ static const struct pg_pool_ops pool_ops = {
 /* ---- operations ------------------------------------------------------ */
 
 static void
-on_kick(evutil_socket_t fd, short what, void *arg)
-{
-    struct pg_locks *s = arg;
-
-    (void)fd;
-    (void)what;
-    s->kick_armed = false;
-    pg_pool_dispatch(s->pool);
-}
-
-static void
 submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
        int64_t fence, int64_t ttl_ms, int64_t floor, lock_cb cb, void *arg)
 {
@@ -437,10 +424,7 @@ submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
     }
     s->full_logged = false;
     list_push(&s->pending, r);
-    if (!s->kick_armed) {
-        s->kick_armed = true;
-        event_active(s->kick_ev, 0, 1);
-    }
+    pg_pool_dispatch_soon(s->pool);
 }
 
 static void
@@ -489,9 +473,6 @@ locks_free(struct pg_locks *s)
     s->pool = NULL;
     pool_all_down(s);
     run_answered(s);
-    if (s->kick_ev != NULL) {
-        event_free(s->kick_ev);
-    }
     if (s->answer_ev != NULL) {
         event_free(s->answer_ev);
     }
@@ -536,9 +517,8 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     snprintf(s->owner, sizeof(s->owner), "tidemark@%s:%ld", host,
              (long)getpid());
     s->inflight = calloc((size_t)s->npool, sizeof(*s->inflight));
-    s->kick_ev = event_new(base, -1, 0, on_kick, s);
     s->answer_ev = event_new(base, -1, 0, on_answer, s);
-    if (s->inflight == NULL || s->kick_ev == NULL || s->answer_ev == NULL) {
+    if (s->inflight == NULL || s->answer_ev == NULL) {
         snprintf(err, errlen, "locks: out of memory");
         locks_free(s);
         return NULL;

@@ -51,6 +51,8 @@ struct pg_pool {
     const struct pg_pool_ops *ops;
     void *owner;
     struct pg_conn *conns;
+    struct event *kick_ev; /* end of turn: pg_pool_dispatch */
+    bool kick_armed;
     bool closing;
     bool ever_ready;
 };
@@ -449,6 +451,26 @@ pg_pool_dispatch(struct pg_pool *s)
     }
 }
 
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_pool *s = arg;
+
+    (void)fd;
+    (void)what;
+    s->kick_armed = false;
+    pg_pool_dispatch(s);
+}
+
+void
+pg_pool_dispatch_soon(struct pg_pool *s)
+{
+    if (!s->kick_armed) {
+        s->kick_armed = true;
+        event_active(s->kick_ev, 0, 1);
+    }
+}
+
 void
 pg_pool_free(struct pg_pool *s)
 {
@@ -465,6 +487,9 @@ pg_pool_free(struct pg_pool *s)
         if (c->timer != NULL) {
             event_free(c->timer);
         }
+    }
+    if (s->kick_ev != NULL) {
+        event_free(s->kick_ev);
     }
     free(s->conns);
     free(s->dsn);
@@ -495,7 +520,8 @@ pg_pool_new(struct event_base *base, const char *dsn, const char *what,
     s->owner = owner;
     s->dsn = strdup(dsn);
     s->conns = calloc((size_t)s->npool, sizeof(*s->conns));
-    if (s->dsn == NULL || s->conns == NULL) {
+    s->kick_ev = event_new(base, -1, 0, on_kick, s);
+    if (s->dsn == NULL || s->conns == NULL || s->kick_ev == NULL) {
         snprintf(err, errlen, "postgres: out of memory");
         pg_pool_free(s);
         return NULL;

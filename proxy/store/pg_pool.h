@@ -61,6 +61,11 @@ bool pg_pool_any_up(const struct pg_pool *p);
 /* Offer work to the idle connections now (take until it says none). */
 void pg_pool_dispatch(struct pg_pool *p);
 
+/* Offer work at the end of this loop turn (pg_pool_dispatch then), once
+ * however often it is called in the turn: what the owner queues in one
+ * turn can share a statement and a commit. */
+void pg_pool_dispatch_soon(struct pg_pool *p);
+
 /* Drop every connection (failed runs for those with work in flight) and
  * free. NULL is fine. */
 void pg_pool_free(struct pg_pool *p);

@@ -100,8 +100,6 @@ struct pg_store {
     struct pg_pool *pool;
     struct req_list *batches; /* in flight, by connection */
     struct req_list pending;
-    struct event *kick_ev; /* end of turn: dispatch pending */
-    bool kick_armed;
     struct store_defer *defer;
     bool closing;
     bool full_logged;
@@ -536,17 +534,6 @@ static const struct pg_pool_ops pool_ops = {
 };
 
 static void
-on_kick(evutil_socket_t fd, short what, void *arg)
-{
-    struct pg_store *s = arg;
-
-    (void)fd;
-    (void)what;
-    s->kick_armed = false;
-    pg_pool_dispatch(s->pool);
-}
-
-static void
 enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
         bool is_get, store_cb cb, void *arg)
 {
@@ -575,10 +562,7 @@ enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
     list_push(&s->pending, r);
     /* Dispatch at the end of the loop turn, so that the raises of one
      * turn share a statement and a commit. */
-    if (!s->kick_armed) {
-        s->kick_armed = true;
-        event_active(s->kick_ev, 0, 1);
-    }
+    pg_pool_dispatch_soon(s->pool);
 }
 
 static void
@@ -618,9 +602,6 @@ pg_free(struct pg_store *s)
     pg_pool_free(s->pool);
     s->pool = NULL;
     list_fail(&s->pending);
-    if (s->kick_ev != NULL) {
-        event_free(s->kick_ev);
-    }
     store_defer_free(s->defer);
     free(s->batches);
     free(s->sorted);
@@ -660,10 +641,8 @@ pg_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     s->npool = cfg->pool_size > 0 ? cfg->pool_size : 2;
     s->batches = calloc((size_t)s->npool, sizeof(*s->batches));
     s->sorted = calloc(PG_BATCH_MAX, sizeof(*s->sorted));
-    s->kick_ev = event_new(base, -1, 0, on_kick, s);
     s->defer = store_defer_new(base);
-    if (s->batches == NULL || s->sorted == NULL || s->kick_ev == NULL ||
-        s->defer == NULL) {
+    if (s->batches == NULL || s->sorted == NULL || s->defer == NULL) {
         snprintf(err, errlen, "postgres: out of memory");
         pg_free(s);
         return NULL;
