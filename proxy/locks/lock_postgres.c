@@ -485,24 +485,11 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         size_t errlen)
 {
     struct pg_locks *s;
-    PQconninfoOption *opts;
-    char *msg = NULL;
     char host[64];
 
-    if (cfg->dsn == NULL || cfg->dsn[0] == '\0') {
-        snprintf(err, errlen, "locks: [locks] dsn is not set");
+    if (!pg_pool_dsn_ok(cfg->dsn, "locks: [locks]", err, errlen)) {
         return NULL;
     }
-    /* libpq's message is not repeated: it may quote a password. */
-    opts = PQconninfoParse(cfg->dsn, &msg);
-    PQfreemem(msg);
-    if (opts == NULL) {
-        snprintf(err, errlen,
-                 "locks: [locks] dsn is not a libpq "
-                 "connection string");
-        return NULL;
-    }
-    PQconninfoFree(opts);
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
         snprintf(err, errlen, "locks: out of memory");

@@ -496,6 +496,28 @@ pg_pool_free(struct pg_pool *s)
     free(s);
 }
 
+bool
+pg_pool_dsn_ok(const char *dsn, const char *who, char *err, size_t errlen)
+{
+    PQconninfoOption *opts;
+    char *msg = NULL;
+
+    if (dsn == NULL || dsn[0] == '\0') {
+        snprintf(err, errlen, "%s dsn is not set", who);
+        return false;
+    }
+    /* The config loader checked it; libpq's message is not repeated
+     * here, it may quote a password. */
+    opts = PQconninfoParse(dsn, &msg);
+    PQfreemem(msg);
+    if (opts == NULL) {
+        snprintf(err, errlen, "%s dsn is not a libpq connection string", who);
+        return false;
+    }
+    PQconninfoFree(opts);
+    return true;
+}
+
 struct pg_pool *
 pg_pool_new(struct event_base *base, const char *dsn, const char *what,
             int npool, int timeout_ms, const char *setup,

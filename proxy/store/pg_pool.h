@@ -42,6 +42,13 @@ struct pg_pool_stmt {
     const Oid *types;
 };
 
+/* Whether dsn is set and a libpq connection string (or URI), before
+ * pg_pool_new. false with a message in err that starts with who ("locks:
+ * [locks]", "postgres: [store]") and never repeats libpq's, which may
+ * quote a password. */
+bool pg_pool_dsn_ok(const char *dsn, const char *who, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 /* Open npool connections to dsn (libpq string or URI, already checked)
  * on base and keep them open. setup: run at each connect (several
  * statements allowed; a row returned means synchronous_commit was off,

@@ -614,24 +614,10 @@ pg_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         size_t errlen)
 {
     struct pg_store *s;
-    PQconninfoOption *opts;
-    char *msg = NULL;
 
-    if (cfg->dsn == NULL || cfg->dsn[0] == '\0') {
-        snprintf(err, errlen, "postgres: [store] dsn is not set");
+    if (!pg_pool_dsn_ok(cfg->dsn, "postgres: [store]", err, errlen)) {
         return NULL;
     }
-    /* The config loader checked it; libpq's message is not repeated
-     * here, it may quote a password. */
-    opts = PQconninfoParse(cfg->dsn, &msg);
-    PQfreemem(msg);
-    if (opts == NULL) {
-        snprintf(err, errlen,
-                 "postgres: [store] dsn is not a libpq "
-                 "connection string");
-        return NULL;
-    }
-    PQconninfoFree(opts);
     s = calloc(1, sizeof(*s));
     if (s == NULL) {
         snprintf(err, errlen, "postgres: out of memory");
