@@ -1,10 +1,19 @@
 /* queue.h: one FIFO for every request queue of the stores and the lock
- * backends. Elements are any struct with a `next` pointer; a queue is any
- * struct with QUEUE_FIELDS. Macros, so that each keeps its own types. */
+ * backends, and the bound on its length. Elements are any struct with a
+ * `next` pointer; a queue is any struct with QUEUE_FIELDS. Macros, so
+ * that each keeps its own types. */
 #ifndef TM_QUEUE_H
 #define TM_QUEUE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/* Whether a queue holding n may take one more: n is below max. The first
+ * refusal since the queue last took one is logged, as "<who>: <max>
+ * <what>: refusing more until the queue drains"; *logged (the caller's,
+ * false at first) remembers that it was. */
+bool queue_admit(size_t n, size_t max, bool *logged, const char *who,
+                 const char *what) __attribute__((warn_unused_result));
 
 #define QUEUE_FIELDS(type)                                                     \
     type *head;                                                                \

@@ -412,17 +412,12 @@ submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
         defer_error(s, r);
         return;
     }
-    if (s->pending.n >= PL_QUEUE_MAX) {
-        if (!s->full_logged) {
-            log_error("locks: postgres: %d operations are waiting for a "
-                      "connection: refusing more until the queue drains",
-                      PL_QUEUE_MAX);
-            s->full_logged = true;
-        }
+    if (!queue_admit(s->pending.n, PL_QUEUE_MAX, &s->full_logged,
+                     "locks: postgres",
+                     "operations are waiting for a connection")) {
         defer_error(s, r);
         return;
     }
-    s->full_logged = false;
     list_push(&s->pending, r);
     pg_pool_dispatch_soon(s->pool);
 }

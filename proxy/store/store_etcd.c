@@ -905,17 +905,11 @@ enqueue(struct etcd_store *s, const char *res, size_t len, int64_t token,
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
-    if (s->pending.n >= ETCD_QUEUE_MAX) {
-        if (!s->full_logged) {
-            log_error("etcd: %d requests are waiting: refusing more until "
-                      "the queue drains",
-                      ETCD_QUEUE_MAX);
-            s->full_logged = true;
-        }
+    if (!queue_admit(s->pending.n, ETCD_QUEUE_MAX, &s->full_logged, "etcd",
+                     "requests are waiting")) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
-    s->full_logged = false;
     r = len <= 1024 ? malloc(sizeof(*r) + len + 1) : NULL;
     if (r == NULL) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);

@@ -543,17 +543,11 @@ enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
-    if (s->pending.n >= PG_QUEUE_MAX) {
-        if (!s->full_logged) {
-            log_error("postgres: %d requests are waiting for a connection: "
-                      "refusing more until the queue drains",
-                      PG_QUEUE_MAX);
-            s->full_logged = true;
-        }
+    if (!queue_admit(s->pending.n, PG_QUEUE_MAX, &s->full_logged, "postgres",
+                     "requests are waiting for a connection")) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
-    s->full_logged = false;
     r = req_new(res, len, token, is_get, cb, arg);
     if (r == NULL) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
