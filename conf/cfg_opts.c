@@ -198,19 +198,6 @@ set_choice_str(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return store_str(FIELD(obj, o, char *), v);
 }
 
-static const char *
-set_unmatched(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-              size_t len)
-{
-    int i = choice(o, v, buf, len);
-
-    if (i < 0) {
-        return buf;
-    }
-    ((struct cfg_proxy *)obj)->unmatched_reject = i == 1;
-    return NULL;
-}
-
 /* Whether s[0..n) is an HTTP field name (RFC 9110 token). */
 static bool
 field_name_ok(const char *s, size_t n)
@@ -510,10 +497,17 @@ parse_int(const char *v, bool suffix, int64_t *out)
     return true;
 }
 
+/* v as an integer (a size, with a suffix, when size) within o's bounds
+ * into *n; NULL, or a message (static, or in buf). */
 static const char *
-bounds(const struct cfg_opt *o, int64_t n, char *buf, size_t len)
+parse_bounded(const struct cfg_opt *o, const char *v, bool size, int64_t *n,
+              char *buf, size_t len)
 {
-    if (n < o->min || n > o->max) {
+    if (!parse_int(v, size, n)) {
+        return size ? "must be a size in bytes, like 1073741824 or 1G"
+                    : "must be an integer";
+    }
+    if (*n < o->min || *n > o->max) {
         snprintf(buf, len, "must be between %lld and %lld", (long long)o->min,
                  (long long)o->max);
         return buf;
@@ -526,15 +520,12 @@ set_int(const struct cfg_opt *o, void *obj, const char *v, char *buf,
         size_t len)
 {
     int64_t n;
+    const char *msg = parse_bounded(o, v, false, &n, buf, len);
 
-    if (!parse_int(v, false, &n)) {
-        return "must be an integer";
+    if (msg == NULL) {
+        *FIELD(obj, o, int) = (int)n;
     }
-    if (bounds(o, n, buf, len) != NULL) {
-        return buf;
-    }
-    *FIELD(obj, o, int) = (int)n;
-    return NULL;
+    return msg;
 }
 
 static const char *
@@ -542,15 +533,12 @@ set_size(const struct cfg_opt *o, void *obj, const char *v, char *buf,
          size_t len)
 {
     int64_t n;
+    const char *msg = parse_bounded(o, v, true, &n, buf, len);
 
-    if (!parse_int(v, true, &n)) {
-        return "must be a size in bytes, like 1073741824 or 1G";
+    if (msg == NULL) {
+        *FIELD(obj, o, int64_t) = n;
     }
-    if (bounds(o, n, buf, len) != NULL) {
-        return buf;
-    }
-    *FIELD(obj, o, int64_t) = n;
-    return NULL;
+    return msg;
 }
 
 static const char *
@@ -902,8 +890,9 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "listen", "127.0.0.1:7070", set_listen,
      offsetof(struct cfg_proxy, listen), NONE, 0,
      "host:port for application traffic"},
-    {CFG_PROXY, "unmatched", "pass", set_unmatched, 0,
-     CHOICE(unmatched_choices), 0, "requests no route matches: pass | reject"},
+    {CFG_PROXY, "unmatched", "pass", set_choice_bool,
+     offsetof(struct cfg_proxy, unmatched_reject), CHOICE(unmatched_choices), 0,
+     "requests no route matches: pass | reject"},
     {CFG_PROXY, "token_header", "Fencing-Token", set_header_name,
      offsetof(struct cfg_proxy, token_header), NONE, 0,
      "request header carrying the fencing token"},
