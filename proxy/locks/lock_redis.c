@@ -124,22 +124,13 @@ log_len(const struct rl_req *r)
 static bool
 parse_dec(const redisReply *rep, bool zero_ok, int64_t *out)
 {
-    uint64_t v = 0;
+    int64_t v;
 
-    if (rep == NULL || rep->type != REDIS_REPLY_STRING || rep->len == 0 ||
-        rep->len > 19) {
+    if (rep == NULL || rep->type != REDIS_REPLY_STRING ||
+        !redis_conn_parse_dec(rep->str, rep->len, &v) || (v == 0 && !zero_ok)) {
         return false;
     }
-    for (size_t i = 0; i < rep->len; i++) {
-        if (rep->str[i] < '0' || rep->str[i] > '9') {
-            return false;
-        }
-        v = v * 10 + (uint64_t)(rep->str[i] - '0');
-    }
-    if (v > (uint64_t)INT64_MAX || (v == 0 && !zero_ok)) {
-        return false;
-    }
-    *out = (int64_t)v;
+    *out = v;
     return true;
 }
 

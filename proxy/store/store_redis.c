@@ -108,28 +108,6 @@ log_name_len(size_t keylen)
 
 #define REQ_NAME(r) log_name_len((r)->keylen), (r)->key + REDIS_KEY_PREFIX_LEN
 
-/* A decimal mark 0..INT64_MAX from a reply string; false otherwise. */
-static bool
-parse_mark(const char *p, size_t len, int64_t *out)
-{
-    uint64_t v = 0;
-
-    if (len == 0 || len > 19) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            return false;
-        }
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    if (v > (uint64_t)INT64_MAX) {
-        return false;
-    }
-    *out = (int64_t)v;
-    return true;
-}
-
 static void
 req_answer(struct redis_req *r, enum store_result res, int64_t mark)
 {
@@ -153,7 +131,8 @@ script_result(struct redis_req *r, redisReply *rep, int64_t *mark)
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
         rep->element[0]->type != REDIS_REPLY_INTEGER ||
         rep->element[1]->type != REDIS_REPLY_STRING ||
-        !parse_mark(rep->element[1]->str, rep->element[1]->len, mark)) {
+        !redis_conn_parse_dec(rep->element[1]->str, rep->element[1]->len,
+                              mark)) {
         log_error("redis: raise of %.*s: the script answered something "
                   "that is not {accepted, mark}: refused",
                   REQ_NAME(r));
@@ -404,7 +383,7 @@ on_get(redisAsyncContext *ac, void *reply, void *priv)
         return;
     }
     if (rep->type == REDIS_REPLY_STRING &&
-        parse_mark(rep->str, rep->len, &mark)) {
+        redis_conn_parse_dec(rep->str, rep->len, &mark)) {
         req_answer(r, STORE_ACCEPTED, mark);
         return;
     }
