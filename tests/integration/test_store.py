@@ -55,15 +55,36 @@ def test_stale_answered_from_cache_and_store_agree(tidemark, upstream):
     assert upstream.count() == 200
 
 
-def journal_syncs(tm):
-    """How many groups of raises the store has written to its journal
-    and synced, from the control port's metrics."""
+def lmdb_counter(tm, name):
+    """One of the lmdb store's counters from the control port's
+    metrics."""
     status, _, body = tm.admin("GET", "/metrics")
     assert status == 200
-    m = re.search(rb"^tidemark_lmdb_journal_syncs_total (\d+)$", body,
+    m = re.search(rb"^tidemark_lmdb_%s_total (\d+)$" % name.encode(), body,
                   re.M)
-    assert m, "no tidemark_lmdb_journal_syncs_total in /metrics"
+    assert m, "no tidemark_lmdb_%s_total in /metrics" % name
     return int(m.group(1))
+
+
+def journal_syncs(tm):
+    """How many groups of raises the store has written to its journal
+    and synced."""
+    return lmdb_counter(tm, "journal_syncs")
+
+
+def test_idle_store_checkpoints_the_journal(tidemark, upstream):
+    """A raise is durable in the journal at once; once the store has had
+    nothing to do for a moment, LMDB takes it over (a checkpoint), and a
+    restart then has nothing to replay."""
+    tm = tidemark()
+    assert tm.put("idle", token=8).status == 200
+    assert journal_syncs(tm) == 1
+    wait_until(lambda: lmdb_counter(tm, "checkpoints") >= 1, 5 * slow(),
+               "an idle checkpoint")
+    tm.kill9()
+    tm.start()
+    assert tm.mark("documents/idle") == 8
+    assert tm.log_lines("replayed") == []
 
 
 def test_group_commit(tidemark, upstream):
