@@ -48,22 +48,18 @@ log_text(void *arg, enum log_level level, const char *msg)
 static void
 json_str(FILE *f, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        size_t k;
+    while (n > 0) {
+        char esc[8];
+        size_t take;
+        const char *e = json_piece(s, n, &take, esc);
 
-        if (c == '"' || c == '\\') {
-            fprintf(f, "\\%c", c);
-        } else if (c < 0x20) {
-            fprintf(f, "\\u%04x", c);
-        } else if (c < 0x80) {
-            fputc(c, f);
-        } else if ((k = utf8_seq(s + i, n - i)) == 0) {
-            fputs("\\ufffd", f);
+        if (e != NULL) {
+            fputs(e, f);
         } else {
-            fwrite(s + i, 1, k, f);
-            i += k - 1;
+            fwrite(s, 1, take, f);
         }
+        s += take;
+        n -= take;
     }
 }
 

@@ -127,9 +127,7 @@ utf8_valid(const char *s, size_t len)
     return true;
 }
 
-/* How json_escape writes the byte or sequence at s: *take bytes of
- * input, as themselves (NULL) or as the escape returned. */
-static const char *
+const char *
 json_piece(const char *s, size_t len, size_t *take, char esc[8])
 {
     unsigned char ch = (unsigned char)s[0];

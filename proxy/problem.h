@@ -39,6 +39,11 @@ const char *problem_reason(int status);
  * become U+FFFD, so the output is always valid JSON. */
 void json_escape(struct evbuffer *out, const char *s, size_t len);
 
+/* How JSON string content writes the byte or sequence at s (len >= 1
+ * bytes left): *take bytes of input, as themselves (NULL) or as the
+ * escape returned (in esc, or a constant). json_escape's one rule. */
+const char *json_piece(const char *s, size_t len, size_t *take, char esc[8]);
+
 /* The length (1 to 4) of the well-formed UTF-8 sequence s starts with
  * (RFC 3629: no overlongs, surrogates or code points past U+10FFFF), or
  * 0 when it starts with none or len is 0. */
