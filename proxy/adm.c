@@ -103,25 +103,17 @@ readyz(struct adm *a, struct evhttp_request *req)
 {
     bool store = a->px->sops->ready(a->px->store);
     bool ready = store && !a->px->draining;
-    struct evbuffer *b = evbuffer_new();
+    const char *locks = "";
+    char text[96];
 
-    if (b == NULL) {
-        evhttp_send_error(req, 500, NULL);
-        return;
-    }
-    evbuffer_add_printf(b, "%s\nstore: %s\n", ready ? "ready" : "not ready",
-                        store ? "ready" : "unavailable");
     if (a->locks != NULL) {
-        evbuffer_add_printf(b, "locks: %s\n",
-                            adm_locks_ready(a->locks) ? "ready"
-                                                      : "unavailable");
+        locks = adm_locks_ready(a->locks) ? "\nlocks: ready"
+                                          : "\nlocks: unavailable";
     }
-    if (a->px->draining) {
-        evbuffer_add_printf(b, "draining\n");
-    }
-    adm_reply(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable",
-              "text/plain; charset=utf-8", b);
-    evbuffer_free(b);
+    snprintf(text, sizeof(text), "%s\nstore: %s%s%s",
+             ready ? "ready" : "not ready", store ? "ready" : "unavailable",
+             locks, a->px->draining ? "\ndraining" : "");
+    simple(req, ready ? 200 : 503, text);
 }
 
 static void
