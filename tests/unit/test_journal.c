@@ -282,6 +282,32 @@ test_big_groups_and_full(void **state)
     journal_close(j);
 }
 
+/* A journal cut short (a crash while it was being created, a copy that
+ * stopped): open fills it out to full size again, and the records that
+ * survived whole still replay. */
+static void
+test_short_file(void **state)
+{
+    struct fixture *f = *state;
+    struct journal *j = jopen(f);
+    struct stat st;
+
+    journal_restart(j, 4);
+    for (int i = 0; i < 3; i++) {
+        add(j, "k", 100 + i);
+        assert_int_equal(journal_sync(j), 0);
+    }
+    journal_close(j);
+    /* Records are 35 bytes: two whole, the third cut. */
+    assert_int_equal(truncate(f->path, 80), 0);
+    j = jopen(f);
+    assert_int_equal(stat(f->path, &st), 0);
+    assert_int_equal((size_t)st.st_size, JOURNAL_SIZE);
+    assert_int_equal(replay(j, 4), 2);
+    assert_true(seen.tokens[1] == 101);
+    journal_close(j);
+}
+
 /* A second open of the same journal (another process, or a second store
  * on one path) is refused while the first holds it. */
 static void
@@ -335,6 +361,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_torn_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_big_groups_and_full, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_short_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_locked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_error, setup, teardown),
     };
