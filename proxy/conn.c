@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "../policies/decide.h"
+#include "../policies/hname.h"
 #include "../policies/route.h"
 #include "../policies/token.h"
 #include "log.h"
@@ -350,17 +351,19 @@ is_header(struct tm_slice name, const char *cfgname)
 }
 
 /* A client header the upstream must not get from the client: named by
- * strip_header, or one the sidecar sets itself with add_header. */
+ * strip_header, or one the sidecar sets itself with add_header, in any
+ * spelling the upstream may read as that name (X_Forwarded_User behind
+ * a CGI gateway is X-Forwarded-User: hname.h). */
 static bool
 upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
 {
     for (size_t i = 0; i < u->nstrip; i++) {
-        if (slice_ieq(name, u->strip[i])) {
+        if (hname_same(name.p, name.len, u->strip[i])) {
             return true;
         }
     }
     for (size_t i = 0; i < u->nadd; i++) {
-        if (slice_ieq(name, u->add[i].name)) {
+        if (hname_same(name.p, name.len, u->add[i].name)) {
             return true;
         }
     }
@@ -726,42 +729,15 @@ default_pool(struct tm_proxy *px)
     return cfg->nupstreams > 0 ? px->pools[0] : NULL;
 }
 
-/* Whether name is cfgname written with '_' for '-' (Fencing_Token): some
- * servers read the two alike, so such a header could smuggle a token. */
-static bool
-underscore_variant(struct tm_slice name, const char *cfgname)
-{
-    size_t n = strlen(cfgname);
-    bool differs = false;
-
-    if (name.len != n) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char a = name.p[i], b = cfgname[i];
-        if (a == '_' && b == '-') {
-            differs = true;
-            continue;
-        }
-        if ((a | 0x20) != (b | 0x20)) {
-            return false;
-        }
-    }
-    return differs;
-}
-
-/* A request that tries to hide or smuggle a fencing header: the token or
- * resource header named in Connection (a proxy would drop it, another
- * might not), or written with underscores. NULL when clean. */
+/* A request that tries to hide a fencing header: the token or resource
+ * header named in Connection (a proxy would drop it, another might not).
+ * NULL when clean. (The parser has refused the other spellings of these
+ * names.) */
 static const char *
 smuggled_header(const struct cfg_proxy *pc, const struct http_request *h)
 {
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
-        if (underscore_variant(f->name, pc->token_header) ||
-            underscore_variant(f->name, pc->resource_header)) {
-            return "a fencing header written with underscores";
-        }
         if (f->hop && (is_header(f->name, pc->token_header) ||
                        is_header(f->name, pc->resource_header))) {
             return "a fencing header named in Connection";
@@ -994,6 +970,8 @@ read_head(struct client *c)
     struct evbuffer *in = c_in(c);
     size_t len = evbuffer_get_length(in);
     size_t n = len < px->limits.max_head + 1 ? len : px->limits.max_head + 1;
+    const char *fence[2] = {px->cfg->proxy.token_header,
+                            px->cfg->proxy.resource_header};
     struct http_request *h;
     enum http_rc rc;
     char *p;
@@ -1023,7 +1001,7 @@ read_head(struct client *c)
     }
     h = &c->rq->h;
     p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-    rc = http_parse_request(p, n, &px->limits, h);
+    rc = http_parse_request(p, n, &px->limits, fence, h);
     if (rc == HTTP_INCOMPLETE) {
         if (c->client_eof) {
             client_close(c, 0);
