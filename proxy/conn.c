@@ -472,8 +472,12 @@ attach(struct client *c, struct up_conn *uc)
     if (c->rq->h.expect_continue && !c->req_done &&
         evbuffer_get_length(c_in(c)) == 0) {
         /* The decision is made and the upstream is ready: ask for the
-         * body. The upstream gets no Expect, so sends no 100 of its own. */
-        evbuffer_add(c_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+         * body. The upstream gets no Expect, so sends no 100 of its own.
+         * Like every answer tidemark makes itself, it says so. */
+        static const char cont[] =
+            "HTTP/1.1 100 Continue\r\n" PROBLEM_HEADER ": continue\r\n\r\n";
+
+        evbuffer_add(c_out(c), cont, sizeof(cont) - 1);
     }
     mark_dirty(c);
     /* A client that stops sending its body or reading its answer must
@@ -1404,7 +1408,20 @@ add_header_i64(struct evbuffer *out, const char *prefix, int64_t v)
     evbuffer_add(out, buf + n, sizeof(buf) - n);
 }
 
-/* Write the response head as the client gets it. */
+/* A header of the upstream's answer that only tidemark may set:
+ * Tidemark-Error (which says tidemark answered) and Fencing-High-Water
+ * (which says the fence accepted this write), in any spelling a client
+ * may read as theirs. An upstream cannot fake either. */
+static bool
+ours_only(struct tm_slice name)
+{
+    return hname_same(name.p, name.len, PROBLEM_HEADER) ||
+           hname_same(name.p, name.len, "Fencing-High-Water");
+}
+
+/* Write the response head as the client gets it. Fencing-High-Water
+ * only on the final answer to a fenced write that was accepted (mark >
+ * 0: set on acceptance only). */
 static void
 write_response_head(struct client *c, const struct http_response *r)
 {
@@ -1422,7 +1439,7 @@ write_response_head(struct client *c, const struct http_response *r)
     evbuffer_add(out, "\r\n", 2);
     for (size_t i = 0; i < r->nheaders; i++) {
         const struct http_header *f = &r->headers[i];
-        if (f->hop) {
+        if (f->hop || ours_only(f->name)) {
             continue;
         }
         evbuffer_add(out, f->name.p, f->name.len);
@@ -1485,8 +1502,12 @@ read_response_head(struct client *c)
             return false;
         }
         if (r->status < 200) {
-            mark_dirty(c);
-            write_response_head(c, r);
+            /* An HTTP/1.0 client gets no interim answer (RFC 9110
+             * 15.2): it would read it as the final one. */
+            if (c->rq->h.minor == 1) {
+                mark_dirty(c);
+                write_response_head(c, r);
+            }
             evbuffer_drain(in, r->head_len);
             continue;
         }
