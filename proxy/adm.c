@@ -56,6 +56,8 @@ adm_reply_problem(struct evhttp_request *req, const struct problem *p)
         evhttp_send_error(req, 500, NULL);
         return;
     }
+    evhttp_add_header(evhttp_request_get_output_headers(req), PROBLEM_HEADER,
+                      problem_kind(p));
     if (p->retry_after > 0) {
         char v[16];
 

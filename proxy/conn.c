@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "../policies/decide.h"
+#include "../policies/hname.h"
 #include "../policies/route.h"
 #include "../policies/token.h"
 #include "log.h"
@@ -350,17 +351,19 @@ is_header(struct tm_slice name, const char *cfgname)
 }
 
 /* A client header the upstream must not get from the client: named by
- * strip_header, or one the sidecar sets itself with add_header. */
+ * strip_header, or one the sidecar sets itself with add_header, in any
+ * spelling the upstream may read as that name (X_Forwarded_User behind
+ * a CGI gateway is X-Forwarded-User: hname.h). */
 static bool
 upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
 {
     for (size_t i = 0; i < u->nstrip; i++) {
-        if (slice_ieq(name, u->strip[i])) {
+        if (hname_same(name.p, name.len, u->strip[i])) {
             return true;
         }
     }
     for (size_t i = 0; i < u->nadd; i++) {
-        if (slice_ieq(name, u->add[i].name)) {
+        if (hname_same(name.p, name.len, u->add[i].name)) {
             return true;
         }
     }
@@ -469,8 +472,12 @@ attach(struct client *c, struct up_conn *uc)
     if (c->rq->h.expect_continue && !c->req_done &&
         evbuffer_get_length(c_in(c)) == 0) {
         /* The decision is made and the upstream is ready: ask for the
-         * body. The upstream gets no Expect, so sends no 100 of its own. */
-        evbuffer_add(c_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+         * body. The upstream gets no Expect, so sends no 100 of its own.
+         * Like every answer tidemark makes itself, it says so. */
+        static const char cont[] =
+            "HTTP/1.1 100 Continue\r\n" PROBLEM_HEADER ": continue\r\n\r\n";
+
+        evbuffer_add(c_out(c), cont, sizeof(cont) - 1);
     }
     mark_dirty(c);
     /* A client that stops sending its body or reading its answer must
@@ -726,42 +733,15 @@ default_pool(struct tm_proxy *px)
     return cfg->nupstreams > 0 ? px->pools[0] : NULL;
 }
 
-/* Whether name is cfgname written with '_' for '-' (Fencing_Token): some
- * servers read the two alike, so such a header could smuggle a token. */
-static bool
-underscore_variant(struct tm_slice name, const char *cfgname)
-{
-    size_t n = strlen(cfgname);
-    bool differs = false;
-
-    if (name.len != n) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char a = name.p[i], b = cfgname[i];
-        if (a == '_' && b == '-') {
-            differs = true;
-            continue;
-        }
-        if ((a | 0x20) != (b | 0x20)) {
-            return false;
-        }
-    }
-    return differs;
-}
-
-/* A request that tries to hide or smuggle a fencing header: the token or
- * resource header named in Connection (a proxy would drop it, another
- * might not), or written with underscores. NULL when clean. */
+/* A request that tries to hide a fencing header: the token or resource
+ * header named in Connection (a proxy would drop it, another might not).
+ * NULL when clean. (The parser has refused the other spellings of these
+ * names.) */
 static const char *
 smuggled_header(const struct cfg_proxy *pc, const struct http_request *h)
 {
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
-        if (underscore_variant(f->name, pc->token_header) ||
-            underscore_variant(f->name, pc->resource_header)) {
-            return "a fencing header written with underscores";
-        }
         if (f->hop && (is_header(f->name, pc->token_header) ||
                        is_header(f->name, pc->resource_header))) {
             return "a fencing header named in Connection";
@@ -994,6 +974,8 @@ read_head(struct client *c)
     struct evbuffer *in = c_in(c);
     size_t len = evbuffer_get_length(in);
     size_t n = len < px->limits.max_head + 1 ? len : px->limits.max_head + 1;
+    const char *fence[2] = {px->cfg->proxy.token_header,
+                            px->cfg->proxy.resource_header};
     struct http_request *h;
     enum http_rc rc;
     char *p;
@@ -1023,7 +1005,7 @@ read_head(struct client *c)
     }
     h = &c->rq->h;
     p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-    rc = http_parse_request(p, n, &px->limits, h);
+    rc = http_parse_request(p, n, &px->limits, fence, h);
     if (rc == HTTP_INCOMPLETE) {
         if (c->client_eof) {
             client_close(c, 0);
@@ -1426,7 +1408,20 @@ add_header_i64(struct evbuffer *out, const char *prefix, int64_t v)
     evbuffer_add(out, buf + n, sizeof(buf) - n);
 }
 
-/* Write the response head as the client gets it. */
+/* A header of the upstream's answer that only tidemark may set:
+ * Tidemark-Error (which says tidemark answered) and Fencing-High-Water
+ * (which says the fence accepted this write), in any spelling a client
+ * may read as theirs. An upstream cannot fake either. */
+static bool
+ours_only(struct tm_slice name)
+{
+    return hname_same(name.p, name.len, PROBLEM_HEADER) ||
+           hname_same(name.p, name.len, "Fencing-High-Water");
+}
+
+/* Write the response head as the client gets it. Fencing-High-Water
+ * only on the final answer to a fenced write that was accepted (mark >
+ * 0: set on acceptance only). */
 static void
 write_response_head(struct client *c, const struct http_response *r)
 {
@@ -1444,7 +1439,7 @@ write_response_head(struct client *c, const struct http_response *r)
     evbuffer_add(out, "\r\n", 2);
     for (size_t i = 0; i < r->nheaders; i++) {
         const struct http_header *f = &r->headers[i];
-        if (f->hop) {
+        if (f->hop || ours_only(f->name)) {
             continue;
         }
         evbuffer_add(out, f->name.p, f->name.len);
@@ -1507,8 +1502,12 @@ read_response_head(struct client *c)
             return false;
         }
         if (r->status < 200) {
-            mark_dirty(c);
-            write_response_head(c, r);
+            /* An HTTP/1.0 client gets no interim answer (RFC 9110
+             * 15.2): it would read it as the final one. */
+            if (c->rq->h.minor == 1) {
+                mark_dirty(c);
+                write_response_head(c, r);
+            }
             evbuffer_drain(in, r->head_len);
             continue;
         }

@@ -199,6 +199,14 @@ escape_into(char *buf, size_t cap, size_t *n, const char *s)
     }
 }
 
+const char *
+problem_kind(const struct problem *p)
+{
+    const char *t = p->type != NULL ? p->type : kind_of(p->status)->type;
+
+    return strncmp(t, "urn:tidemark:", 13) == 0 ? t + 13 : t;
+}
+
 size_t
 problem_body(char *body, size_t cap, const struct problem *p)
 {
@@ -241,9 +249,10 @@ problem_write(struct evbuffer *out, const struct problem *p, bool close)
     h = (size_t)snprintf(head, sizeof(head),
                          "HTTP/1.1 %d %s\r\n"
                          "Content-Type: application/problem+json\r\n"
-                         "Content-Length: %zu\r\n",
-                         p->status, k->reason, n);
-    if (p->status == 409) {
+                         "Content-Length: %zu\r\n"
+                         "Tidemark-Error: %s\r\n",
+                         p->status, k->reason, n, problem_kind(p));
+    if (p->status == 409 && p->type == NULL) {
         h += (size_t)snprintf(head + h, sizeof(head) - h,
                               "Fencing-High-Water: %" PRId64 "\r\n", p->mark);
     }

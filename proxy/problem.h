@@ -28,8 +28,19 @@ struct problem {
 /* Write p's JSON body into body (cap >= PROBLEM_BODY_MAX); its length. */
 size_t problem_body(char *body, size_t cap, const struct problem *p);
 
-/* Append a whole response (head and JSON body) for p to out. close adds
- * "Connection: close". */
+/* The header on every answer tidemark makes itself, so that a client
+ * can tell them from the upstream's answers with the same status (an
+ * upstream's own is never passed on). Its value is problem_kind(). */
+#define PROBLEM_HEADER "Tidemark-Error"
+
+/* The short name of p's problem type: its type URI without
+ * "urn:tidemark:" (stale-token, missing-token, bad-gateway...). */
+const char *problem_kind(const struct problem *p);
+
+/* Append a whole response (head and JSON body) for p to out, with
+ * Tidemark-Error, and Fencing-High-Water on a stale-token 409 (the mark
+ * that refused it; on no other answer). close adds "Connection:
+ * close". */
 void problem_write(struct evbuffer *out, const struct problem *p, bool close);
 
 /* The reason phrase for a status tidemark answers with. */

@@ -26,7 +26,7 @@ ALL="http_request http_response token route config"
 # The project sources and libraries each target needs.
 sources() {
     case $1 in
-    http_request | http_response) echo proxy/http_parse.c ;;
+    http_request | http_response) echo proxy/http_parse.c policies/hname.c ;;
     token) echo policies/token.c ;;
     route) echo policies/route.c ;;
     config) echo conf/cfg.c conf/cfg_opts.c policies/route.c ;;

@@ -428,6 +428,10 @@ def assert_problem(resp, status):
     for field in ("type", "title", "status", "detail"):
         assert field in doc, (field, doc)
     assert doc["status"] == status, doc
+    # Every answer tidemark makes itself says so in a header: the short
+    # name of its problem type.
+    assert resp.header("Tidemark-Error") == \
+        doc["type"].rsplit(":", 1)[-1], resp
     return doc
 
 

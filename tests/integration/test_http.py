@@ -640,7 +640,8 @@ def test_expect_continue_accepted(tidemark, upstream):
         # The token is accepted: tidemark asks for the body itself.
         c.sock.settimeout(5 * slow())
         head = c.reader.read_until(b"\r\n\r\n")
-        assert head == b"HTTP/1.1 100 Continue\r\n\r\n", head
+        assert head == (b"HTTP/1.1 100 Continue\r\n"
+                        b"Tidemark-Error: continue\r\n\r\n"), head
         c.send(b"hello")
         r = c.read_response()
         assert r.status == 200, r
