@@ -866,6 +866,7 @@ cfg_free(struct tm_config *c)
     free(c->proxy.log_level);
     free(c->admin.listen);
     free(c->admin.token_file);
+    free(c->admin.allowed_hosts);
     if (c->admin.token != NULL) {
         explicit_bzero(c->admin.token, c->admin.token_len);
         free(c->admin.token);

@@ -88,6 +88,7 @@ struct cfg_admin {
     char *token_file;     /* path as written; NULL: no token */
     unsigned char *token; /* the bearer token (a secret) */
     size_t token_len;
+    char *allowed_hosts; /* names separated by spaces; "" none */
 };
 
 /* The lock service on the control port. */

@@ -29,7 +29,7 @@ sources() {
     http_request | http_response) echo proxy/http_parse.c ;;
     token) echo policies/token.c ;;
     route) echo policies/route.c ;;
-    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c ;;
+    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
