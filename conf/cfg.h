@@ -123,6 +123,8 @@ struct tm_config {
     size_t nupstreams;
     struct cfg_route *routes; /* file order */
     size_t nroutes;
+    char *env_links; /* Kubernetes service-link variables set aside,
+                      * names separated by spaces; NULL: none */
 };
 
 /* Problems found while loading, each "FILE:LINE: message". */
