@@ -7,6 +7,7 @@ import http.client
 import http.server
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -153,6 +154,16 @@ def test_allowed_hosts(tidemark):
     tm2 = tidemark(env={"TIDEMARK_ADMIN_ALLOWED_HOSTS": "env.example"})
     assert call(tm2, "GET", "/healthz", {
         "Host": "env.example:%d" % tm2.admin_port})[0] == 200
+    # SIGHUP applies a new list.
+    text = tm.ini_path.read_text().replace("tm.internal  Admin.Example",
+                                           "later.example")
+    tm.ini_path.write_text(text)
+    tm.proc.send_signal(signal.SIGHUP)
+    tm.wait_log("reloaded:")
+    assert call(tm, "GET", "/healthz", {
+        "Host": "later.example:%d" % tm.admin_port})[0] == 200
+    assert_refused(call(tm, "GET", "/healthz", {
+        "Host": "tm.internal:%d" % tm.admin_port}), 421, "allowed_hosts")
 
 
 def test_bad_allowed_hosts_is_a_config_error(tidemark):
