@@ -88,6 +88,7 @@ struct cfg_admin {
     char *token_file;     /* path as written; NULL: no token */
     unsigned char *token; /* the bearer token (a secret) */
     size_t token_len;
+    char *allowed_hosts; /* names separated by spaces; "" none */
 };
 
 /* The lock service on the control port. */
@@ -122,6 +123,8 @@ struct tm_config {
     size_t nupstreams;
     struct cfg_route *routes; /* file order */
     size_t nroutes;
+    char *env_links; /* Kubernetes service-link variables set aside,
+                      * names separated by spaces; NULL: none */
 };
 
 /* Problems found while loading, each "FILE:LINE: message". */

@@ -15,6 +15,7 @@
 
 #include <libpq-fe.h>
 
+#include "../policies/origin.h"
 #include "../policies/route.h"
 #include "../policies/token.h"
 
@@ -459,6 +460,30 @@ set_admin_token_file(const struct cfg_opt *o, void *obj, const char *v,
     }
     msg = read_secret(v, "token", 16, &a->token, &a->token_len, buf, len);
     return msg != NULL ? msg : store_str(&a->token_file, v);
+}
+
+/* [admin] allowed_hosts: host names (no ports) separated by spaces,
+ * kept as written; policies/origin.c reads the list. */
+static const char *
+set_allowed_hosts(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+                  size_t len)
+{
+    const char *p = v;
+
+    (void)buf;
+    (void)len;
+    while (*p != '\0') {
+        size_t n;
+
+        p += strspn(p, " \t");
+        n = strcspn(p, " \t");
+        if (n > 0 && !origin_name_ok(p, n)) {
+            return "must be host names (letters, digits, '-', '.', '_'; no "
+                   "port) separated by spaces";
+        }
+        p += n;
+    }
+    return store_str(FIELD(obj, o, char *), v);
 }
 
 /* Decimal integer, optionally scaled by a binary suffix K, M, G or T. */
@@ -945,6 +970,10 @@ const struct cfg_opt cfg_opts[] = {
      "host:port of the control port; empty: none"},
     {CFG_ADMIN, "token_file", "", set_admin_token_file, 0, NONE, CFG_EMPTY_OK,
      "file holding a bearer token the lock service and marks API require"},
+    {CFG_ADMIN, "allowed_hosts", "", set_allowed_hosts,
+     offsetof(struct cfg_admin, allowed_hosts), NONE, CFG_EMPTY_OK,
+     "Host names the control port answers besides its address and "
+     "loopback"},
 
     {CFG_STORE, "type", "lmdb", set_choice_str,
      offsetof(struct cfg_store, type), CHOICE(type_choices), 0,

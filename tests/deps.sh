@@ -8,12 +8,13 @@ set -eu
 # differential test). Bench: wrk and nginx. Fuzz: clang. Format:
 # clang-format (make format-check). Package:
 # debhelper, build-essential, systemd (systemd-analyze verify). Page:
-# chromium (headless).
+# chromium (headless). The Kubernetes example's test: python3-yaml.
 PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
 wrk nginx-light haproxy redis-server postgresql etcd-server clang
-clang-format lmdb-utils debhelper build-essential systemd chromium"
+clang-format lmdb-utils debhelper build-essential systemd chromium
+python3-yaml"
 
 POLICY=/usr/sbin/policy-rc.d
 

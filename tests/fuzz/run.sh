@@ -21,7 +21,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
-ALL="http_request http_response token route config"
+ALL="http_request http_response token route config origin"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -29,7 +29,8 @@ sources() {
     http_request | http_response) echo proxy/http_parse.c policies/hname.c ;;
     token) echo policies/token.c ;;
     route) echo policies/route.c ;;
-    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c ;;
+    origin) echo policies/origin.c ;;
+    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }

@@ -16,7 +16,7 @@
 #include "../../conf/cfg.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_ENV 8
+#define MAX_ENV 24
 #define MAX_WANT 8
 
 /* Write text to a new temporary file; returns its malloc'd path. */
@@ -553,6 +553,35 @@ static const struct err_case err_cases[] = {
      "",
      {"TIDEMARK_STORE_TYPE=redis", NULL},
      {"env:TIDEMARK_STORE_TYPE: [store] type redis needs url"}},
+    {"env: service-link shapes without the Service's pair are typos",
+     UP_DEFAULT,
+     {"TIDEMARK_PROXY_LISTN=127.0.0.1:1", "TIDEMARK_PROXY_PORT=7070",
+      "TIDEMARK_X_SERVICE_HOST=10.0.0.1",
+      "TIDEMARK_PORT_7070_TCP=tcp://10.0.0.1:7070",
+      "TIDEMARK_Y_SERVICE_PORT=80", "TIDEMARK_Y_PORT=tcp://10.0.0.2:80",
+      "TIDEMARK_y_SERVICE_HOST=10.0.0.3", "TIDEMARK_y_SERVICE_PORT=80", NULL},
+     {"env:TIDEMARK_PROXY_LISTN: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_PROXY_PORT: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_X_SERVICE_HOST: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_PORT_7070_TCP: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_Y_SERVICE_PORT: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_Y_PORT: names no section and key of the configuration",
+      "env:TIDEMARK_y_SERVICE_HOST: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_y_SERVICE_PORT: names no section and key of the "
+      "configuration"}},
+    {"env: a service link that would override a key",
+     "[upstream api-service]\nurl = http://a\n",
+     {"TIDEMARK_UPSTREAM_API_SERVICE_HOST=10.0.0.3",
+      "TIDEMARK_UPSTREAM_API_SERVICE_PORT=80", NULL},
+     {"env:TIDEMARK_UPSTREAM_API_SERVICE_HOST: is both a key's override and "
+      "a Kubernetes service link (a Service named tidemark-...): set "
+      "enableServiceLinks: false or rename the section"}},
     {"env names two sections",
      "[upstream my-api]\nurl = http://a\n[upstream my_api]\nurl = http://b\n",
      {"TIDEMARK_UPSTREAM_MY_API_URL=http://c", NULL},
@@ -655,6 +684,60 @@ test_env_overrides(void **state)
     assert_int_equal(l.c.routes[0].mode, TM_MODE_EFFICIENCY);
     assert_string_equal(l.c.routes[1].upstream, "my-api");
     assert_int_equal(l.c.routes[1].upstream_idx, 1);
+    unload(&l);
+}
+
+/* What Kubernetes injects for Services named tidemark, tidemark-admin
+ * (inside [admin]'s namespace) and tidemark-upstream-default: set aside,
+ * named in env_links; real overrides beside them still apply. */
+static void
+test_env_service_links(void **state)
+{
+    static const char *const env[] = {
+        "TIDEMARK_SERVICE_HOST=10.96.0.10",
+        "TIDEMARK_SERVICE_PORT=7070",
+        "TIDEMARK_SERVICE_PORT_HTTP=7070",
+        "TIDEMARK_SERVICE_PORT_ADMIN_API=7071",
+        "TIDEMARK_PORT=tcp://10.96.0.10:7070",
+        "TIDEMARK_PORT_7070_TCP=tcp://10.96.0.10:7070",
+        "TIDEMARK_PORT_7070_TCP_PROTO=tcp",
+        "TIDEMARK_PORT_7070_TCP_PORT=7070",
+        "TIDEMARK_PORT_7070_TCP_ADDR=10.96.0.10",
+        "TIDEMARK_PORT_9000_UDP_ADDR=10.96.0.10",
+        "TIDEMARK_PORT_9001_SCTP=sctp://10.96.0.10:9001",
+        "TIDEMARK_ADMIN_SERVICE_HOST=10.96.0.11",
+        "TIDEMARK_ADMIN_SERVICE_PORT=7071",
+        "TIDEMARK_ADMIN_PORT=tcp://10.96.0.11:7071",
+        "TIDEMARK_ADMIN_PORT_7071_TCP_ADDR=10.96.0.11",
+        "TIDEMARK_UPSTREAM_DEFAULT_SERVICE_HOST=10.96.0.12",
+        "TIDEMARK_UPSTREAM_DEFAULT_SERVICE_PORT=80",
+        "TIDEMARK_UPSTREAM_DEFAULT_PORT=tcp://10.96.0.12:80",
+        "TIDEMARK_ADMIN_LISTEN=0.0.0.0:7171",
+        "TIDEMARK_UPSTREAM_DEFAULT_URL=http://h",
+        NULL,
+    };
+    struct loaded l;
+
+    load_ok(&l, "[upstream default]\n", env);
+    assert_string_equal(l.c.admin.listen, "0.0.0.0:7171");
+    assert_string_equal(l.c.upstreams[0].url, "http://h");
+    assert_non_null(l.c.env_links);
+    assert_string_equal(
+        l.c.env_links,
+        "TIDEMARK_SERVICE_HOST TIDEMARK_SERVICE_PORT "
+        "TIDEMARK_SERVICE_PORT_HTTP TIDEMARK_SERVICE_PORT_ADMIN_API "
+        "TIDEMARK_PORT TIDEMARK_PORT_7070_TCP TIDEMARK_PORT_7070_TCP_PROTO "
+        "TIDEMARK_PORT_7070_TCP_PORT TIDEMARK_PORT_7070_TCP_ADDR "
+        "TIDEMARK_PORT_9000_UDP_ADDR TIDEMARK_PORT_9001_SCTP "
+        "TIDEMARK_ADMIN_SERVICE_HOST TIDEMARK_ADMIN_SERVICE_PORT "
+        "TIDEMARK_ADMIN_PORT TIDEMARK_ADMIN_PORT_7071_TCP_ADDR "
+        "TIDEMARK_UPSTREAM_DEFAULT_SERVICE_HOST "
+        "TIDEMARK_UPSTREAM_DEFAULT_SERVICE_PORT "
+        "TIDEMARK_UPSTREAM_DEFAULT_PORT");
+    unload(&l);
+    /* None: NULL. */
+    load_ok(&l, "[upstream default]\nurl = http://h\n", NULL);
+    assert_null(l.c.env_links);
     unload(&l);
 }
 
@@ -916,6 +999,7 @@ main(void)
         cmocka_unit_test(test_long_line),
         cmocka_unit_test(test_env_overrides),
         cmocka_unit_test(test_env_singletons),
+        cmocka_unit_test(test_env_service_links),
         cmocka_unit_test(test_upstream_urls),
         cmocka_unit_test(test_no_secrets_in_errors),
         cmocka_unit_test(test_split_hostport),
