@@ -572,6 +572,22 @@ sect_origin(const struct raw_sect *s, struct origin *at)
     return at;
 }
 
+/* Where key of s was set, tried in order; else where s is. */
+static const struct origin *
+keys_origin(const struct raw_sect *s, const char *const *keys,
+            struct origin *at)
+{
+    for (; *keys != NULL; keys++) {
+        for (size_t i = 0; i < cfg_nopts; i++) {
+            if (cfg_opts[i].sect == s->kind &&
+                strcmp(cfg_opts[i].key, *keys) == 0 && s->vals[i].set) {
+                return &s->vals[i].at;
+            }
+        }
+    }
+    return sect_origin(s, at);
+}
+
 static void *
 sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
          size_t *nroute)
@@ -749,6 +765,13 @@ build(struct loader *l, struct tm_config *c)
             expand_headers(l, s, obj);
         }
         /* A bad value was reported; "needs" would only repeat it. */
+        if (s->kind == CFG_PROXY && l->errs->n == before &&
+            cfg_check_proxy(&c->proxy, buf, sizeof(buf)) != NULL) {
+            static const char *const keys[] = {"max_uri", "max_head", NULL};
+            struct origin at;
+
+            add_err(l, keys_origin(s, keys, &at), "%s", buf);
+        }
         if (s->kind == CFG_STORE && l->errs->n == before &&
             cfg_check_store(&c->store, buf, sizeof(buf)) != NULL) {
             struct origin at;

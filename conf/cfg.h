@@ -17,6 +17,7 @@ struct cfg_proxy {
     int header_timeout_ms;   /* whole request head must arrive within */
     int idle_timeout_ms;     /* keep-alive client connection idle */
     int max_head;            /* bytes: request line + headers */
+    int max_uri;             /* bytes of request-target (below max_head) */
     int max_headers;         /* header fields in one head */
     int max_connections;     /* client connections at once */
     int order_grace_ms;      /* after a 504, resource closed this long */

@@ -908,6 +908,9 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "max_head", "16384", set_int,
      offsetof(struct cfg_proxy, max_head), INT(1024, 1048576), 0,
      "bytes of request line and headers (431 beyond)"},
+    {CFG_PROXY, "max_uri", "8192", set_int, offsetof(struct cfg_proxy, max_uri),
+     INT(256, 1048576 - CFG_URI_SLACK), 0,
+     "bytes of request-target (414 beyond); at most max_head - 64"},
     {CFG_PROXY, "max_headers", "100", set_int,
      offsetof(struct cfg_proxy, max_headers), INT(1, 128), 0,
      "header fields in one request head"},
@@ -1083,6 +1086,20 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     }
     if (need != NULL && (v == NULL || !*v)) {
         snprintf(buf, len, "[locks] backend %s needs %s", l->backend, need);
+        return buf;
+    }
+    return NULL;
+}
+
+const char *
+cfg_check_proxy(const struct cfg_proxy *p, char *buf, size_t len)
+{
+    if (p->max_uri > p->max_head - CFG_URI_SLACK) {
+        snprintf(buf, len,
+                 "max_uri (%d) must be at most max_head - %d (%d): a longer "
+                 "target would be refused as a large head (431), never as "
+                 "a long target (414)",
+                 p->max_uri, CFG_URI_SLACK, p->max_head - CFG_URI_SLACK);
         return buf;
     }
     return NULL;

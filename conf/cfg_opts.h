@@ -64,6 +64,15 @@ bool cfg_sect_named(enum cfg_sect s);
  * postgres dsn. NULL when fine. */
 const char *cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len);
 
+/* max_uri must leave this much of max_head for the method, the version
+ * and Host, so that a target over max_uri is seen (414) before the head
+ * runs over max_head (431). */
+#define CFG_URI_SLACK 64
+
+/* Section-level check of [proxy] once every key is set: max_uri leaves
+ * CFG_URI_SLACK bytes of max_head. NULL when fine. */
+const char *cfg_check_proxy(const struct cfg_proxy *p, char *buf, size_t len);
+
 /* Section-level check of [store] once every key is set: the chosen type's
  * own key is present. NULL when fine. */
 const char *cfg_check_store(const struct cfg_store *s, char *buf, size_t len);

@@ -228,7 +228,7 @@ tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
     px->pools = g->pools;
     px->limits.max_head = (size_t)cfg->proxy.max_head;
     px->limits.max_headers = (size_t)cfg->proxy.max_headers;
-    px->limits.max_uri = (size_t)cfg->proxy.max_head;
+    px->limits.max_uri = (size_t)cfg->proxy.max_uri;
     gen_drop(px, px->retired);
     log_info("reloaded: %zu routes, %zu upstreams", cfg->nroutes,
              cfg->nupstreams);
@@ -249,7 +249,7 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
     px->tokens = &cfg->tokens;
     px->limits.max_head = (size_t)cfg->proxy.max_head;
     px->limits.max_headers = (size_t)cfg->proxy.max_headers;
-    px->limits.max_uri = (size_t)cfg->proxy.max_head;
+    px->limits.max_uri = (size_t)cfg->proxy.max_uri;
     px->scratch = malloc(sizeof(*px->scratch));
     px->scratch_resp = malloc(sizeof(*px->scratch_resp));
     px->reaper = event_new(base, -1, 0, reaper_cb, px);

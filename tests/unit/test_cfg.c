@@ -140,6 +140,7 @@ test_defaults(void **state)
     assert_int_equal(l.c.proxy.header_timeout_ms, 10000);
     assert_int_equal(l.c.proxy.idle_timeout_ms, 60000);
     assert_int_equal(l.c.proxy.max_head, 16384);
+    assert_int_equal(l.c.proxy.max_uri, 8192);
     assert_int_equal(l.c.proxy.max_headers, 100);
     assert_int_equal(l.c.proxy.max_connections, 10000);
     assert_int_equal(l.c.proxy.order_grace_ms, 1000);
@@ -224,6 +225,7 @@ test_every_key(void **state)
         "header_timeout_ms = 5\n"
         "idle_timeout_ms = 6\n"
         "max_head = 1024\n"
+        "max_uri = 960\n"
         "max_headers = 128\n"
         "max_connections = 7\n"
         "order_grace_ms = 0\n"
@@ -294,6 +296,7 @@ test_every_key(void **state)
     assert_int_equal(l.c.proxy.header_timeout_ms, 5);
     assert_int_equal(l.c.proxy.idle_timeout_ms, 6);
     assert_int_equal(l.c.proxy.max_head, 1024);
+    assert_int_equal(l.c.proxy.max_uri, 960);
     assert_int_equal(l.c.proxy.max_headers, 128);
     assert_int_equal(l.c.proxy.max_connections, 7);
     assert_int_equal(l.c.proxy.order_grace_ms, 0);
@@ -408,6 +411,20 @@ static const struct err_case err_cases[] = {
       "@:6: token_header: must be a header name (letters, digits, '-')",
       "@:8: type: must be one of lmdb, postgres, redis or etcd",
       "@:9: map_size: must be a size in bytes, like 1073741824 or 1G"}},
+    /* 414 must stay reachable: a target over max_uri is seen before the
+     * head runs over max_head. */
+    {"max_uri not below max_head",
+     "[proxy]\nmax_head = 4096\n",
+     {NULL},
+     {"@:2: max_uri (8192) must be at most max_head - 64 (4032): a longer "
+      "target would be refused as a large head (431), never as a long "
+      "target (414)"}},
+    {"max_uri set too close to max_head",
+     "[proxy]\nmax_head = 4096\nmax_uri = 4033\n",
+     {NULL},
+     {"@:3: max_uri (4033) must be at most max_head - 64 (4032): a longer "
+      "target would be refused as a large head (431), never as a long "
+      "target (414)"}},
     {"out of bounds",
      "[proxy]\nmax_head = 1023\nmax_headers = 129\nmax_connections = 0\n"
      "[store]\nmap_size = 1K\ncache_entries = -1\n",
