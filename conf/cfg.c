@@ -941,6 +941,31 @@ cfg_free(struct tm_config *c)
     memset(c, 0, sizeof(*c));
 }
 
+bool
+cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
+                      void (*changed)(void *arg, const char *key,
+                                      const char *kept),
+                      void *arg)
+{
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        void *dst = cfg_singleton(nw, o->sect);
+        const void *src = cfg_singleton((struct tm_config *)old, o->sect);
+        char key[96], kept[256];
+
+        if (!(o->flags & CFG_RESTART) || cfg_opt_same(o, dst, src)) {
+            continue;
+        }
+        if (cfg_opt_copy(o, dst, src) != NULL) {
+            return false;
+        }
+        snprintf(key, sizeof(key), "[%s] %s", cfg_sect_name(o->sect), o->key);
+        cfg_opt_show(o, src, kept, sizeof(kept));
+        changed(arg, key, kept);
+    }
+    return true;
+}
+
 void
 cfg_errors_free(struct cfg_errors *errs)
 {

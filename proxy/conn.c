@@ -110,6 +110,7 @@ struct client {
     bool up_eof;     /* the upstream sent FIN */
     bool dead;       /* closed; freed at the end of the turn */
     bool read_tmo;   /* a read timeout is set on bev */
+    size_t read_hi;  /* bev's read high watermark */
     bool dirty;      /* has output to write this turn */
     bool bp_up;      /* client reads paused: upstream output full */
     bool bp_down;    /* upstream reads paused: client output full */
@@ -149,6 +150,15 @@ static struct evbuffer *
 c_out(struct client *c)
 {
     return bufferevent_get_output(c->bev);
+}
+
+/* The [proxy] settings c works under: those of its request's generation
+ * while a request runs, so that a reload changes nothing of a request
+ * under way (token header, timeouts, limits); else the current ones. */
+static const struct cfg_proxy *
+pcfg(const struct client *c)
+{
+    return &(c->gen != NULL ? c->gen->cfg : c->px->cfg)->proxy;
 }
 
 /* The request is over. Its buffer stays for the next one, unless the
@@ -241,7 +251,7 @@ client_timeouts(struct client *c, bool read)
         return;
     }
     c->read_tmo = read;
-    ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
+    ms_to_tv(pcfg(c)->idle_timeout_ms, &tv);
     bufferevent_set_timeouts(c->bev, read ? &tv : NULL, &tv);
 }
 
@@ -263,7 +273,7 @@ static void
 after_local_answer(struct client *c)
 {
     const struct http_request *h = &c->rq->h;
-    uint64_t limit = (uint64_t)c->px->cfg->proxy.discard_limit;
+    uint64_t limit = (uint64_t)pcfg(c)->discard_limit;
 
     c->state = CS_HEAD;
     if (!c->close_after && h->expect_continue && h->body != HTTP_BODY_NONE) {
@@ -374,7 +384,7 @@ static void
 write_request_head(struct client *c, struct evbuffer *out)
 {
     const struct http_request *h = &c->rq->h;
-    const struct cfg_proxy *pc = &c->px->cfg->proxy;
+    const struct cfg_proxy *pc = pcfg(c);
     const struct cfg_upstream *u = up_cfg(c->pool);
     const char *target = h->target.p;
     size_t tlen = h->target.len;
@@ -437,8 +447,7 @@ attach(struct client *c, struct up_conn *uc)
 {
     struct bufferevent *ub = up_bev(uc);
     const struct cfg_upstream *u = up_cfg(c->pool);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
-    struct timeval tv;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
 
     c->up = uc;
     c->state = CS_FORWARD;
@@ -452,12 +461,12 @@ attach(struct client *c, struct up_conn *uc)
     c->req_sent_whole = c->req_done;
     c->body_seen = 0;
     c->body_moved = c->body_mark = 0;
-    if (!c->req_done && c->px->cfg->proxy.min_body_rate > 0) {
-        timer_arm(c, c->px->cfg->proxy.body_rate_window_ms);
+    if (!c->req_done && pcfg(c)->min_body_rate > 0) {
+        timer_arm(c, pcfg(c)->body_rate_window_ms);
     }
     http_chunked_init(&c->req_chunk);
-    c->req_chunk.forbid[0] = c->px->cfg->proxy.token_header;
-    c->req_chunk.forbid[1] = c->px->cfg->proxy.resource_header;
+    c->req_chunk.forbid[0] = pcfg(c)->token_header;
+    c->req_chunk.forbid[1] = pcfg(c)->resource_header;
     up_timeouts(uc, u->timeout_ms);
     bufferevent_setwatermark(ub, EV_READ, 0, buf);
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
@@ -475,7 +484,6 @@ attach(struct client *c, struct up_conn *uc)
     mark_dirty(c);
     /* A client that stops sending its body or reading its answer must
      * not hold the upstream connection forever. */
-    ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
     client_timeouts(c, !c->req_done);
     pump_request_body(c);
 }
@@ -714,16 +722,16 @@ match_route(const struct tm_config *cfg, const struct http_request *h,
 }
 
 static struct up_pool *
-default_pool(struct tm_proxy *px)
+default_pool(const struct gen *g)
 {
-    const struct tm_config *cfg = px->cfg;
+    const struct tm_config *cfg = g->cfg;
 
     for (size_t i = 0; i < cfg->nupstreams; i++) {
         if (strcmp(cfg->upstreams[i].name, "default") == 0) {
-            return px->pools[i];
+            return g->pools[i];
         }
     }
-    return cfg->nupstreams > 0 ? px->pools[0] : NULL;
+    return cfg->nupstreams > 0 ? g->pools[0] : NULL;
 }
 
 /* Whether name is cfgname written with '_' for '-' (Fencing_Token): some
@@ -775,7 +783,7 @@ static void
 handle_request(struct client *c)
 {
     struct tm_proxy *px = c->px;
-    const struct cfg_proxy *pc = &px->cfg->proxy;
+    const struct cfg_proxy *pc;
     const struct http_request *h = &c->rq->h;
     struct tm_slice caps[TM_MAX_CAPTURES];
     const struct cfg_route *r;
@@ -785,7 +793,9 @@ handle_request(struct client *c)
     const char *why;
 
     px->stats.requests++;
+    /* Everything below reads the request's generation, to its end. */
     c->gen = gen_hold(px);
+    pc = &c->gen->cfg->proxy;
     c->route = NULL;
     c->route_name = NULL;
     c->max_body = UINT64_MAX;
@@ -814,7 +824,7 @@ handle_request(struct client *c)
         return;
     }
 
-    r = match_route(px->cfg, h, caps);
+    r = match_route(c->gen->cfg, h, caps);
     if (r == NULL) {
         if (pc->unmatched_reject) {
             struct problem p = {.status = 404,
@@ -822,7 +832,7 @@ handle_request(struct client *c)
             refuse(c, &p, "unmatched");
             return;
         }
-        c->pool = default_pool(px);
+        c->pool = default_pool(c->gen);
         if (c->pool == NULL) {
             struct problem p = {.status = 404,
                                 .detail = "no route matches this request"};
@@ -837,7 +847,7 @@ handle_request(struct client *c)
     c->route = r;
     c->route_name = r->name;
     c->mode = r->mode;
-    c->pool = px->pools[r->upstream_idx];
+    c->pool = c->gen->pools[r->upstream_idx];
     c->max_body = r->max_body > 0 ? (uint64_t)r->max_body : UINT64_MAX;
     if (h->body == HTTP_BODY_LENGTH && h->content_length > c->max_body) {
         struct problem p = {.status = 413};
@@ -986,6 +996,22 @@ parse_error(struct client *c, enum http_rc rc)
     answer(c, &p);
 }
 
+/* Between requests: read up to buffer_size, and at least a whole head,
+ * as the current configuration says (a reload may change both). */
+static void
+read_watermark(struct client *c)
+{
+    size_t hi = (size_t)pcfg(c)->buffer_size;
+
+    if (hi < c->px->limits.max_head + 1) {
+        hi = c->px->limits.max_head + 1;
+    }
+    if (hi != c->read_hi) {
+        c->read_hi = hi;
+        bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+    }
+}
+
 /* In CS_HEAD: parse the next head if it is complete. */
 static void
 read_head(struct client *c)
@@ -1005,13 +1031,14 @@ read_head(struct client *c)
     if (len == 0) {
         if (c->timer_is_head || !evtimer_pending(c->timer, NULL)) {
             c->timer_is_head = false;
-            timer_arm(c, px->cfg->proxy.idle_timeout_ms);
+            timer_arm(c, pcfg(c)->idle_timeout_ms);
         }
         return;
     }
     if (!c->timer_is_head) {
         c->timer_is_head = true;
-        timer_arm(c, px->cfg->proxy.header_timeout_ms);
+        timer_arm(c, pcfg(c)->header_timeout_ms);
+        read_watermark(c);
     }
     if (c->rq == NULL) {
         c->rq = malloc(sizeof(*c->rq) + 1024);
@@ -1155,7 +1182,7 @@ closing(struct client *c)
 static void
 client_pump(struct client *c)
 {
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
 
     for (;;) {
         if (c->dead) {
@@ -1227,6 +1254,7 @@ finish_exchange(struct client *c, bool up_ok)
 {
     bool reuse = up_ok && c->resp_keep_alive && c->req_done &&
                  c->resp_kind != HTTP_BODY_CLOSE;
+    uint64_t discard = (uint64_t)pcfg(c)->discard_limit; /* the request's */
 
     evtimer_del(c->timer);
     up_put(c->up, reuse);
@@ -1247,9 +1275,8 @@ finish_exchange(struct client *c, bool up_ok)
         /* The upstream answered before the whole body arrived: read the
          * rest and drop it (write_response_head made sure it is small). */
         c->state = CS_DISCARD;
-        c->discard_left = c->req_kind == HTTP_BODY_LENGTH
-                              ? c->req_left
-                              : (uint64_t)c->px->cfg->proxy.discard_limit;
+        c->discard_left =
+            c->req_kind == HTTP_BODY_LENGTH ? c->req_left : discard;
     }
     client_pump(c);
 }
@@ -1260,7 +1287,7 @@ upstream_failed(struct client *c, int status, const char *why)
 {
     struct problem p = {.status = status, .detail = why};
     bool timed_out = status == 504;
-    int grace = timed_out ? c->px->cfg->proxy.order_grace_ms : 0;
+    int grace = timed_out ? pcfg(c)->order_grace_ms : 0;
 
     evtimer_del(c->timer);
     log_error("conn=%" PRIu64 " upstream %s: %s: route=%s resource=%s "
@@ -1317,7 +1344,7 @@ pause_down(struct client *c)
 static void
 drained(struct client *c)
 {
-    size_t half = (size_t)c->px->cfg->proxy.buffer_size / 2;
+    size_t half = (size_t)pcfg(c)->buffer_size / 2;
 
     if (c->bp_up && c->up != NULL &&
         evbuffer_get_length(bufferevent_get_output(up_bev(c->up))) <= half) {
@@ -1348,7 +1375,7 @@ pump_request_body(struct client *c)
 {
     struct bufferevent *ub = up_bev(c->up);
     struct evbuffer *in = c_in(c), *out = bufferevent_get_output(ub);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
     size_t len = evbuffer_get_length(in);
 
     if (c->req_done) {
@@ -1401,9 +1428,7 @@ static void
 up_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
-    (void)buf;
     written(bev);
     drained(c);
 }
@@ -1454,7 +1479,7 @@ write_response_head(struct client *c, const struct http_response *r)
     }
     if (final && !c->req_done &&
         (c->req_kind != HTTP_BODY_LENGTH ||
-         c->req_left > (uint64_t)c->px->cfg->proxy.discard_limit)) {
+         c->req_left > (uint64_t)pcfg(c)->discard_limit)) {
         /* An early answer: the rest of the body is too much to drop. */
         c->close_after = true;
     }
@@ -1536,7 +1561,7 @@ pump_response(struct client *c)
 {
     struct bufferevent *ub = up_bev(c->up);
     struct evbuffer *in = bufferevent_get_input(ub), *out = c_out(c);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
     size_t len;
     bool done = false;
 
@@ -1639,9 +1664,7 @@ static void
 client_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
-    (void)buf;
     written(bev);
     if (c->bp_up || c->bp_down || c->bp_answers) {
         drained(c);
@@ -1677,7 +1700,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     }
     if (c->state == CS_FORWARD && c->req_sent_whole && c->slot != NULL) {
         /* The upstream may still apply this write. */
-        grace = c->px->cfg->proxy.order_grace_ms;
+        grace = pcfg(c)->order_grace_ms;
     }
     client_close(c, grace);
 }
@@ -1688,7 +1711,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 static void
 body_rate_check(struct client *c)
 {
-    const struct cfg_proxy *pc = &c->px->cfg->proxy;
+    const struct cfg_proxy *pc = pcfg(c);
     uint64_t want =
         (uint64_t)pc->min_body_rate * (uint64_t)pc->body_rate_window_ms / 1000;
 
@@ -1773,7 +1796,6 @@ client_accept(struct tm_proxy *px, int fd)
 {
     const struct cfg_proxy *pc = &px->cfg->proxy;
     struct client *c;
-    size_t hi;
     int one = 1;
 
     c = calloc(1, sizeof(*c));
@@ -1804,11 +1826,7 @@ client_accept(struct tm_proxy *px, int fd)
         free(c);
         return;
     }
-    hi = (size_t)pc->buffer_size;
-    if (hi < px->limits.max_head + 1) {
-        hi = px->limits.max_head + 1;
-    }
-    bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+    read_watermark(c);
     bufferevent_setwatermark(c->bev, EV_WRITE, (size_t)pc->buffer_size / 2, 0);
     bufferevent_setcb(c->bev, client_read_cb, client_write_cb, client_event_cb,
                       c);
