@@ -111,6 +111,12 @@ struct client {
     bool dead;       /* closed; freed at the end of the turn */
     bool read_tmo;   /* a read timeout is set on bev */
     size_t read_hi;  /* bev's read high watermark */
+    bool served;     /* a request head was read: between requests now,
+                      * the wait is idle_timeout_ms, not header_timeout_ms */
+    bool idle;       /* on px's idle list: waiting for a head, nothing
+                      * buffered either way (reclaimable) */
+    struct client *idle_prev;
+    struct client *idle_next;
     bool dirty;      /* has output to write this turn */
     bool bp_up;      /* client reads paused: upstream output full */
     bool bp_down;    /* upstream reads paused: client output full */
@@ -996,6 +1002,72 @@ parse_error(struct client *c, enum http_rc rc)
     answer(c, &p);
 }
 
+/* ---- idle connections ------------------------------------------------
+ * A connection waiting for a request head with nothing buffered, or
+ * lingering after its last answer went out, can be closed without losing
+ * anything: at max_connections the oldest such one makes room for a new
+ * connection (as nginx reuses its keep-alive and waiting connections),
+ * so silent or forgotten connections cannot lock real clients out.
+ * px->idle_first is the oldest. */
+
+static void
+idle_enter(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+
+    if (c->idle) {
+        return;
+    }
+    c->idle = true;
+    c->idle_next = NULL;
+    c->idle_prev = px->idle_last;
+    if (px->idle_last != NULL) {
+        px->idle_last->idle_next = c;
+    } else {
+        px->idle_first = c;
+    }
+    px->idle_last = c;
+}
+
+static void
+idle_leave(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+
+    if (!c->idle) {
+        return;
+    }
+    if (c->idle_prev != NULL) {
+        c->idle_prev->idle_next = c->idle_next;
+    } else {
+        px->idle_first = c->idle_next;
+    }
+    if (c->idle_next != NULL) {
+        c->idle_next->idle_prev = c->idle_prev;
+    } else {
+        px->idle_last = c->idle_prev;
+    }
+    c->idle = false;
+    c->idle_prev = c->idle_next = NULL;
+}
+
+bool
+client_evict_idle(struct tm_proxy *px)
+{
+    for (struct client *c = px->idle_first; c != NULL; c = c->idle_next) {
+        /* An answer still on its way out is not given up. */
+        if (evbuffer_get_length(c_out(c)) == 0 &&
+            evbuffer_get_length(c_in(c)) == 0) {
+            log_debug("conn=%" PRIu64 " closed while idle: max_connections "
+                      "reached",
+                      c->id);
+            client_close(c, 0);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Between requests: read up to buffer_size, and at least a whole head,
  * as the current configuration says (a reload may change both). */
 static void
@@ -1029,12 +1101,17 @@ read_head(struct client *c)
         return;
     }
     if (len == 0) {
+        /* Before its first request a connection gets header_timeout_ms
+         * to start one: a silent connection is not a keep-alive one. */
         if (c->timer_is_head || !evtimer_pending(c->timer, NULL)) {
             c->timer_is_head = false;
-            timer_arm(c, pcfg(c)->idle_timeout_ms);
+            timer_arm(c, c->served ? pcfg(c)->idle_timeout_ms
+                                   : pcfg(c)->header_timeout_ms);
         }
+        idle_enter(c);
         return;
     }
+    idle_leave(c);
     if (!c->timer_is_head) {
         c->timer_is_head = true;
         timer_arm(c, pcfg(c)->header_timeout_ms);
@@ -1074,6 +1151,7 @@ read_head(struct client *c)
     memcpy(c->rq->bytes, p, h->head_len);
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
+    c->served = true;
     if (log_get_level() >= LOG_INFO) {
         clock_gettime(CLOCK_MONOTONIC, &c->t0);
     }
@@ -1174,6 +1252,8 @@ closing(struct client *c)
         c->read_tmo = false;
         bufferevent_enable(c->bev, EV_READ);
         timer_arm(c, LINGER_MS);
+        /* The answer is out: at max_connections, lingering gives way. */
+        idle_enter(c);
     }
     linger_read(c);
 }
@@ -1191,6 +1271,7 @@ client_pump(struct client *c)
         switch (c->state) {
         case CS_HEAD:
             if (c->px->draining && evbuffer_get_length(c_in(c)) == 0) {
+                idle_leave(c);
                 c->close_after = true;
                 c->state = CS_CLOSING;
                 continue;
@@ -1870,6 +1951,7 @@ client_close(struct client *c, int grace_ms)
         *pp = c->dirty_next;
         c->dirty = false;
     }
+    idle_leave(c);
     bufferevent_free(c->bev);
     event_free(c->timer);
     event_free(c->kick);

@@ -53,8 +53,10 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     (void)l;
     (void)sa;
     (void)socklen;
-    if (px->nclients >= (size_t)px->cfg->proxy.max_connections) {
-        /* Refuse at once: a connection we cannot serve should not wait. */
+    if (px->nclients >= (size_t)px->cfg->proxy.max_connections &&
+        !client_evict_idle(px)) {
+        /* Every connection is busy with a request: refuse at once, a
+         * connection we cannot serve should not wait. */
         static uint64_t refused;
         if (refused++ % 1000 == 0) {
             log_warn("max_connections (%d) reached: refusing connections",
