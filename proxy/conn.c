@@ -167,8 +167,6 @@ pcfg(const struct client *c)
     return &(c->gen != NULL ? c->gen->cfg : c->px->cfg)->proxy;
 }
 
-/* The request is over. Its buffer stays for the next one, unless the
- * connection goes idle (see read_head). */
 /* ---- writing ----------------------------------------------------------
  * Output is written directly at the end of the loop turn, and EV_WRITE is
  * enabled on a bufferevent only while the kernel cannot take everything:
@@ -967,7 +965,7 @@ rebase(struct http_request *h, const char *from, char *to)
 }
 
 static void
-parse_error(struct client *c, enum http_rc rc)
+parse_error(struct client *c, enum http_rc rc, const char *why)
 {
     struct problem p = {.status = 400};
 
@@ -996,8 +994,7 @@ parse_error(struct client *c, enum http_rc rc)
     c->have_rq = false;
     recent_refusal(&c->px->recent, p.status, "malformed", NULL, NULL, 0, 0);
     log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->id, p.status, p.detail,
-             c->rq != NULL && c->rq->h.error != NULL ? ": " : "",
-             c->rq != NULL && c->rq->h.error != NULL ? c->rq->h.error : "");
+             why != NULL ? ": " : "", why != NULL ? why : "");
     c->close_after = true;
     answer(c, &p);
 }
@@ -1084,6 +1081,28 @@ read_watermark(struct client *c)
     }
 }
 
+/* Make c->rq hold a head of len bytes (1 KiB at least). false when out
+ * of memory. */
+static bool
+request_space(struct client *c, size_t len)
+{
+    struct request *rq;
+
+    if (len < 1024) {
+        len = 1024;
+    }
+    if (c->rq != NULL && c->rq->cap >= len) {
+        return true;
+    }
+    rq = realloc(c->rq, sizeof(*c->rq) + len);
+    if (rq == NULL) {
+        return false;
+    }
+    c->rq = rq;
+    c->rq->cap = len;
+    return true;
+}
+
 /* In CS_HEAD: parse the next head if it is complete. */
 static void
 read_head(struct client *c)
@@ -1108,6 +1127,11 @@ read_head(struct client *c)
             timer_arm(c, c->served ? pcfg(c)->idle_timeout_ms
                                    : pcfg(c)->header_timeout_ms);
         }
+        /* The head buffer is kept while requests follow each other
+         * (pipelined), and given back while the connection waits: ten
+         * thousand idle keep-alive connections hold no request space. */
+        free(c->rq);
+        c->rq = NULL;
         idle_enter(c);
         return;
     }
@@ -1117,15 +1141,9 @@ read_head(struct client *c)
         timer_arm(c, pcfg(c)->header_timeout_ms);
         read_watermark(c);
     }
-    if (c->rq == NULL) {
-        c->rq = malloc(sizeof(*c->rq) + 1024);
-        if (c->rq == NULL) {
-            client_close(c, 0);
-            return;
-        }
-        c->rq->cap = 1024;
-    }
-    h = &c->rq->h;
+    /* Parse into the loop's scratch space: a connection holds request
+     * space only once its head is complete. */
+    h = px->scratch;
     p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
     rc = http_parse_request(p, n, &px->limits, h);
     if (rc == HTTP_INCOMPLETE) {
@@ -1135,19 +1153,15 @@ read_head(struct client *c)
         return;
     }
     if (rc != HTTP_OK) {
-        parse_error(c, rc);
+        parse_error(c, rc, h->error);
         return;
     }
-    if (h->head_len > c->rq->cap) {
-        struct request *bigger = realloc(c->rq, sizeof(*c->rq) + h->head_len);
-        if (bigger == NULL) {
-            client_close(c, 0);
-            return;
-        }
-        c->rq = bigger;
-        h = &c->rq->h;
-        c->rq->cap = h->head_len;
+    if (!request_space(c, h->head_len)) {
+        client_close(c, 0);
+        return;
     }
+    c->rq->h = *h;
+    h = &c->rq->h;
     memcpy(c->rq->bytes, p, h->head_len);
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
@@ -1921,7 +1935,9 @@ client_accept(struct tm_proxy *px, int fd)
         px->clients->prev = c;
     }
     px->clients = c;
-    px->nclients++;
+    if (++px->nclients > px->conn_peak) {
+        px->conn_peak = px->nclients;
+    }
     px->stats.conns_total++;
     client_pump(c);
 }

@@ -76,6 +76,8 @@ struct tm_proxy {
     struct http_request *scratch; /* parse space, one loop thread */
     struct http_response *scratch_resp;
     size_t nclients;
+    size_t conn_peak; /* most clients at once since memory was given back */
+    struct event *trimmer; /* gives memory back after a burst has gone */
     uint64_t next_id;
     struct tm_stats stats;
     struct metrics *metrics; /* labelled counters and histograms */
