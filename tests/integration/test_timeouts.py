@@ -12,18 +12,18 @@ from conftest import (Closed, assert_problem, build_request,
 
 
 def closed_within(c, lo, hi):
-    """The connection closes no sooner than lo and no later than hi
-    seconds from now; an answer before the close may be a 408."""
+    """The connection closes, with no answer (there is no request to
+    answer), no sooner than lo and no later than hi seconds from now."""
     t0 = time.monotonic()
-    assert c.closed(timeout=hi * slow()) or _timeout_answer(c, hi), \
-        "still open after %.1fs" % hi
+    assert c.closed(timeout=hi * slow()), \
+        "still open after %.1fs, or bytes came: %r" % (hi, bytes(c.reader.buf))
     took = time.monotonic() - t0
     assert took >= lo, "closed after %.2fs, sooner than %.2fs" % (took, lo)
     return took
 
 
 def _timeout_answer(c, hi):
-    """tidemark may answer 408 before closing."""
+    """A 408 raced the last byte the slowloris test trickled."""
     if not c.reader.buf:
         return False
     r = read_response(c.reader)
@@ -241,7 +241,7 @@ def test_upstream_connect_timeout(tidemark, upstream):
         t0 = time.monotonic()
         r = tm.put("ct", token=1, timeout=20)
         took = time.monotonic() - t0
-        assert r.status in (502, 504), r
+        assert r.status == 502, r
         assert_problem(r, r.status)
         assert 0.4 <= took <= 3 * slow(), took
     finally:
