@@ -14,6 +14,8 @@
 #                 postgres)
 #   bench-locks-raw  the seed's Redis scripts and lease-row SQL pair
 #                 without tidemark (redis-benchmark, pgbench): the baseline
+#   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
+#                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
 #   format-check  clang-format --dry-run over every C file
 #   install       PREFIX=/usr/local: binary, example config
 #   deb           the Debian package, into out/
@@ -50,7 +52,7 @@ TM_LIB := $(BUILD)/libtidemark.a
 endif
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
-        bench-locks-raw \
+        bench-locks-raw bench-conns \
         format-check install clean deb test-deb fuzz
 
 all: $(TM_BIN) $(TM_LIB)
@@ -114,6 +116,9 @@ bench-locks: deps all
 
 bench-locks-raw: deps
 	sh tests/bench/locks_raw.sh
+
+bench-conns: all
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/conns.py
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')

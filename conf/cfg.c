@@ -717,6 +717,22 @@ sect_origin(const struct raw_sect *s, struct origin *at)
     return at;
 }
 
+/* Where key of s was set, tried in order; else where s is. */
+static const struct origin *
+keys_origin(const struct raw_sect *s, const char *const *keys,
+            struct origin *at)
+{
+    for (; *keys != NULL; keys++) {
+        for (size_t i = 0; i < cfg_nopts; i++) {
+            if (cfg_opts[i].sect == s->kind &&
+                strcmp(cfg_opts[i].key, *keys) == 0 && s->vals[i].set) {
+                return &s->vals[i].at;
+            }
+        }
+    }
+    return sect_origin(s, at);
+}
+
 static void *
 sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
          size_t *nroute)
@@ -894,6 +910,13 @@ build(struct loader *l, struct tm_config *c)
             expand_headers(l, s, obj);
         }
         /* A bad value was reported; "needs" would only repeat it. */
+        if (s->kind == CFG_PROXY && l->errs->n == before &&
+            cfg_check_proxy(&c->proxy, buf, sizeof(buf)) != NULL) {
+            static const char *const keys[] = {"max_uri", "max_head", NULL};
+            struct origin at;
+
+            add_err(l, keys_origin(s, keys, &at), "%s", buf);
+        }
         if (s->kind == CFG_STORE && l->errs->n == before &&
             cfg_check_store(&c->store, buf, sizeof(buf)) != NULL) {
             struct origin at;
@@ -1066,6 +1089,31 @@ cfg_free(struct tm_config *c)
     }
     free(c->routes);
     memset(c, 0, sizeof(*c));
+}
+
+bool
+cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
+                      void (*changed)(void *arg, const char *key,
+                                      const char *kept),
+                      void *arg)
+{
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        void *dst = cfg_singleton(nw, o->sect);
+        const void *src = cfg_singleton((struct tm_config *)old, o->sect);
+        char key[96], kept[256];
+
+        if (!(o->flags & CFG_RESTART) || cfg_opt_same(o, dst, src)) {
+            continue;
+        }
+        if (cfg_opt_copy(o, dst, src) != NULL) {
+            return false;
+        }
+        snprintf(key, sizeof(key), "[%s] %s", cfg_sect_name(o->sect), o->key);
+        cfg_opt_show(o, src, kept, sizeof(kept));
+        changed(arg, key, kept);
+    }
+    return true;
 }
 
 void

@@ -111,6 +111,13 @@ struct client {
     bool up_eof;     /* the upstream sent FIN */
     bool dead;       /* closed; freed at the end of the turn */
     bool read_tmo;   /* a read timeout is set on bev */
+    size_t read_hi;  /* bev's read high watermark */
+    bool served;     /* a request head was read: between requests now,
+                      * the wait is idle_timeout_ms, not header_timeout_ms */
+    bool idle;       /* on px's idle list: waiting for a head, nothing
+                      * buffered either way (reclaimable) */
+    struct client *idle_prev;
+    struct client *idle_next;
     bool dirty;      /* has output to write this turn */
     bool bp_up;      /* client reads paused: upstream output full */
     bool bp_down;    /* upstream reads paused: client output full */
@@ -152,8 +159,15 @@ c_out(struct client *c)
     return bufferevent_get_output(c->bev);
 }
 
-/* The request is over. Its buffer stays for the next one, unless the
- * connection goes idle (see read_head). */
+/* The [proxy] settings c works under: those of its request's generation
+ * while a request runs, so that a reload changes nothing of a request
+ * under way (token header, timeouts, limits); else the current ones. */
+static const struct cfg_proxy *
+pcfg(const struct client *c)
+{
+    return &(c->gen != NULL ? c->gen->cfg : c->px->cfg)->proxy;
+}
+
 /* ---- writing ----------------------------------------------------------
  * Output is written directly at the end of the loop turn, and EV_WRITE is
  * enabled on a bufferevent only while the kernel cannot take everything:
@@ -242,7 +256,7 @@ client_timeouts(struct client *c, bool read)
         return;
     }
     c->read_tmo = read;
-    ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
+    ms_to_tv(pcfg(c)->idle_timeout_ms, &tv);
     bufferevent_set_timeouts(c->bev, read ? &tv : NULL, &tv);
 }
 
@@ -264,7 +278,7 @@ static void
 after_local_answer(struct client *c)
 {
     const struct http_request *h = &c->rq->h;
-    uint64_t limit = (uint64_t)c->px->cfg->proxy.discard_limit;
+    uint64_t limit = (uint64_t)pcfg(c)->discard_limit;
 
     c->state = CS_HEAD;
     if (!c->close_after && h->expect_continue && h->body != HTTP_BODY_NONE) {
@@ -377,7 +391,7 @@ static void
 write_request_head(struct client *c, struct evbuffer *out)
 {
     const struct http_request *h = &c->rq->h;
-    const struct cfg_proxy *pc = &c->px->cfg->proxy;
+    const struct cfg_proxy *pc = pcfg(c);
     const struct cfg_upstream *u = up_cfg(c->pool);
     const char *target = h->target.p;
     size_t tlen = h->target.len;
@@ -440,8 +454,7 @@ attach(struct client *c, struct up_conn *uc)
 {
     struct bufferevent *ub = up_bev(uc);
     const struct cfg_upstream *u = up_cfg(c->pool);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
-    struct timeval tv;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
 
     c->up = uc;
     c->state = CS_FORWARD;
@@ -455,12 +468,12 @@ attach(struct client *c, struct up_conn *uc)
     c->req_sent_whole = c->req_done;
     c->body_seen = 0;
     c->body_moved = c->body_mark = 0;
-    if (!c->req_done && c->px->cfg->proxy.min_body_rate > 0) {
-        timer_arm(c, c->px->cfg->proxy.body_rate_window_ms);
+    if (!c->req_done && pcfg(c)->min_body_rate > 0) {
+        timer_arm(c, pcfg(c)->body_rate_window_ms);
     }
     http_chunked_init(&c->req_chunk);
-    c->req_chunk.forbid[0] = c->px->cfg->proxy.token_header;
-    c->req_chunk.forbid[1] = c->px->cfg->proxy.resource_header;
+    c->req_chunk.forbid[0] = pcfg(c)->token_header;
+    c->req_chunk.forbid[1] = pcfg(c)->resource_header;
     up_timeouts(uc, u->timeout_ms);
     bufferevent_setwatermark(ub, EV_READ, 0, buf);
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
@@ -482,7 +495,6 @@ attach(struct client *c, struct up_conn *uc)
     mark_dirty(c);
     /* A client that stops sending its body or reading its answer must
      * not hold the upstream connection forever. */
-    ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
     client_timeouts(c, !c->req_done);
     pump_request_body(c);
 }
@@ -721,16 +733,16 @@ match_route(const struct tm_config *cfg, const struct http_request *h,
 }
 
 static struct up_pool *
-default_pool(struct tm_proxy *px)
+default_pool(const struct gen *g)
 {
-    const struct tm_config *cfg = px->cfg;
+    const struct tm_config *cfg = g->cfg;
 
     for (size_t i = 0; i < cfg->nupstreams; i++) {
         if (strcmp(cfg->upstreams[i].name, "default") == 0) {
-            return px->pools[i];
+            return g->pools[i];
         }
     }
-    return cfg->nupstreams > 0 ? px->pools[0] : NULL;
+    return cfg->nupstreams > 0 ? g->pools[0] : NULL;
 }
 
 /* A request that tries to hide a fencing header: the token or resource
@@ -755,7 +767,7 @@ static void
 handle_request(struct client *c)
 {
     struct tm_proxy *px = c->px;
-    const struct cfg_proxy *pc = &px->cfg->proxy;
+    const struct cfg_proxy *pc;
     const struct http_request *h = &c->rq->h;
     struct tm_slice caps[TM_MAX_CAPTURES];
     const struct cfg_route *r;
@@ -765,7 +777,9 @@ handle_request(struct client *c)
     const char *why;
 
     px->stats.requests++;
+    /* Everything below reads the request's generation, to its end. */
     c->gen = gen_hold(px);
+    pc = &c->gen->cfg->proxy;
     c->route = NULL;
     c->route_name = NULL;
     c->max_body = UINT64_MAX;
@@ -794,7 +808,7 @@ handle_request(struct client *c)
         return;
     }
 
-    r = match_route(px->cfg, h, caps);
+    r = match_route(c->gen->cfg, h, caps);
     if (r == NULL) {
         if (pc->unmatched_reject) {
             struct problem p = {.status = 404,
@@ -802,7 +816,7 @@ handle_request(struct client *c)
             refuse(c, &p, "unmatched");
             return;
         }
-        c->pool = default_pool(px);
+        c->pool = default_pool(c->gen);
         if (c->pool == NULL) {
             struct problem p = {.status = 404,
                                 .detail = "no route matches this request"};
@@ -817,7 +831,7 @@ handle_request(struct client *c)
     c->route = r;
     c->route_name = r->name;
     c->mode = r->mode;
-    c->pool = px->pools[r->upstream_idx];
+    c->pool = c->gen->pools[r->upstream_idx];
     c->max_body = r->max_body > 0 ? (uint64_t)r->max_body : UINT64_MAX;
     if (h->body == HTTP_BODY_LENGTH && h->content_length > c->max_body) {
         struct problem p = {.status = 413};
@@ -931,7 +945,7 @@ rebase(struct http_request *h, const char *from, char *to)
 }
 
 static void
-parse_error(struct client *c, enum http_rc rc)
+parse_error(struct client *c, enum http_rc rc, const char *why)
 {
     struct problem p = {.status = 400};
 
@@ -960,10 +974,113 @@ parse_error(struct client *c, enum http_rc rc)
     c->have_rq = false;
     recent_refusal(&c->px->recent, p.status, "malformed", NULL, NULL, 0, 0);
     log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->id, p.status, p.detail,
-             c->rq != NULL && c->rq->h.error != NULL ? ": " : "",
-             c->rq != NULL && c->rq->h.error != NULL ? c->rq->h.error : "");
+             why != NULL ? ": " : "", why != NULL ? why : "");
     c->close_after = true;
     answer(c, &p);
+}
+
+/* ---- idle connections ------------------------------------------------
+ * A connection waiting for a request head with nothing buffered, or
+ * lingering after its last answer went out, can be closed without losing
+ * anything: at max_connections the oldest such one makes room for a new
+ * connection (as nginx reuses its keep-alive and waiting connections),
+ * so silent or forgotten connections cannot lock real clients out.
+ * px->idle_first is the oldest. */
+
+static void
+idle_enter(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+
+    if (c->idle) {
+        return;
+    }
+    c->idle = true;
+    c->idle_next = NULL;
+    c->idle_prev = px->idle_last;
+    if (px->idle_last != NULL) {
+        px->idle_last->idle_next = c;
+    } else {
+        px->idle_first = c;
+    }
+    px->idle_last = c;
+}
+
+static void
+idle_leave(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+
+    if (!c->idle) {
+        return;
+    }
+    if (c->idle_prev != NULL) {
+        c->idle_prev->idle_next = c->idle_next;
+    } else {
+        px->idle_first = c->idle_next;
+    }
+    if (c->idle_next != NULL) {
+        c->idle_next->idle_prev = c->idle_prev;
+    } else {
+        px->idle_last = c->idle_prev;
+    }
+    c->idle = false;
+    c->idle_prev = c->idle_next = NULL;
+}
+
+bool
+client_evict_idle(struct tm_proxy *px)
+{
+    for (struct client *c = px->idle_first; c != NULL; c = c->idle_next) {
+        /* An answer still on its way out is not given up. */
+        if (evbuffer_get_length(c_out(c)) == 0 &&
+            evbuffer_get_length(c_in(c)) == 0) {
+            log_debug("conn=%" PRIu64 " closed while idle: max_connections "
+                      "reached",
+                      c->id);
+            client_close(c, 0);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Between requests: read up to buffer_size, and at least a whole head,
+ * as the current configuration says (a reload may change both). */
+static void
+read_watermark(struct client *c)
+{
+    size_t hi = (size_t)pcfg(c)->buffer_size;
+
+    if (hi < c->px->limits.max_head + 1) {
+        hi = c->px->limits.max_head + 1;
+    }
+    if (hi != c->read_hi) {
+        c->read_hi = hi;
+        bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+    }
+}
+
+/* Make c->rq hold a head of len bytes (1 KiB at least). false when out
+ * of memory. */
+static bool
+request_space(struct client *c, size_t len)
+{
+    struct request *rq;
+
+    if (len < 1024) {
+        len = 1024;
+    }
+    if (c->rq != NULL && c->rq->cap >= len) {
+        return true;
+    }
+    rq = realloc(c->rq, sizeof(*c->rq) + len);
+    if (rq == NULL) {
+        return false;
+    }
+    c->rq = rq;
+    c->rq->cap = len;
+    return true;
 }
 
 /* In CS_HEAD: parse the next head if it is complete. */
@@ -985,25 +1102,30 @@ read_head(struct client *c)
         return;
     }
     if (len == 0) {
+        /* Before its first request a connection gets header_timeout_ms
+         * to start one: a silent connection is not a keep-alive one. */
         if (c->timer_is_head || !evtimer_pending(c->timer, NULL)) {
             c->timer_is_head = false;
-            timer_arm(c, px->cfg->proxy.idle_timeout_ms);
+            timer_arm(c, c->served ? pcfg(c)->idle_timeout_ms
+                                   : pcfg(c)->header_timeout_ms);
         }
+        /* The head buffer is kept while requests follow each other
+         * (pipelined), and given back while the connection waits: ten
+         * thousand idle keep-alive connections hold no request space. */
+        free(c->rq);
+        c->rq = NULL;
+        idle_enter(c);
         return;
     }
+    idle_leave(c);
     if (!c->timer_is_head) {
         c->timer_is_head = true;
-        timer_arm(c, px->cfg->proxy.header_timeout_ms);
+        timer_arm(c, pcfg(c)->header_timeout_ms);
+        read_watermark(c);
     }
-    if (c->rq == NULL) {
-        c->rq = malloc(sizeof(*c->rq) + 1024);
-        if (c->rq == NULL) {
-            client_close(c, 0);
-            return;
-        }
-        c->rq->cap = 1024;
-    }
-    h = &c->rq->h;
+    /* Parse into the loop's scratch space: a connection holds request
+     * space only once its head is complete. */
+    h = px->scratch;
     p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
     rc = http_parse_request(p, n, &px->limits, fence, h);
     if (rc == HTTP_INCOMPLETE) {
@@ -1013,22 +1135,19 @@ read_head(struct client *c)
         return;
     }
     if (rc != HTTP_OK) {
-        parse_error(c, rc);
+        parse_error(c, rc, h->error);
         return;
     }
-    if (h->head_len > c->rq->cap) {
-        struct request *bigger = realloc(c->rq, sizeof(*c->rq) + h->head_len);
-        if (bigger == NULL) {
-            client_close(c, 0);
-            return;
-        }
-        c->rq = bigger;
-        h = &c->rq->h;
-        c->rq->cap = h->head_len;
+    if (!request_space(c, h->head_len)) {
+        client_close(c, 0);
+        return;
     }
+    c->rq->h = *h;
+    h = &c->rq->h;
     memcpy(c->rq->bytes, p, h->head_len);
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
+    c->served = true;
     if (log_get_level() >= LOG_INFO) {
         clock_gettime(CLOCK_MONOTONIC, &c->t0);
     }
@@ -1129,6 +1248,8 @@ closing(struct client *c)
         c->read_tmo = false;
         bufferevent_enable(c->bev, EV_READ);
         timer_arm(c, LINGER_MS);
+        /* The answer is out: at max_connections, lingering gives way. */
+        idle_enter(c);
     }
     linger_read(c);
 }
@@ -1137,7 +1258,7 @@ closing(struct client *c)
 static void
 client_pump(struct client *c)
 {
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
 
     for (;;) {
         if (c->dead) {
@@ -1146,6 +1267,7 @@ client_pump(struct client *c)
         switch (c->state) {
         case CS_HEAD:
             if (c->px->draining && evbuffer_get_length(c_in(c)) == 0) {
+                idle_leave(c);
                 c->close_after = true;
                 c->state = CS_CLOSING;
                 continue;
@@ -1209,6 +1331,7 @@ finish_exchange(struct client *c, bool up_ok)
 {
     bool reuse = up_ok && c->resp_keep_alive && c->req_done &&
                  c->resp_kind != HTTP_BODY_CLOSE;
+    uint64_t discard = (uint64_t)pcfg(c)->discard_limit; /* the request's */
 
     evtimer_del(c->timer);
     up_put(c->up, reuse);
@@ -1229,9 +1352,8 @@ finish_exchange(struct client *c, bool up_ok)
         /* The upstream answered before the whole body arrived: read the
          * rest and drop it (write_response_head made sure it is small). */
         c->state = CS_DISCARD;
-        c->discard_left = c->req_kind == HTTP_BODY_LENGTH
-                              ? c->req_left
-                              : (uint64_t)c->px->cfg->proxy.discard_limit;
+        c->discard_left =
+            c->req_kind == HTTP_BODY_LENGTH ? c->req_left : discard;
     }
     client_pump(c);
 }
@@ -1242,7 +1364,7 @@ upstream_failed(struct client *c, int status, const char *why)
 {
     struct problem p = {.status = status, .detail = why};
     bool timed_out = status == 504;
-    int grace = timed_out ? c->px->cfg->proxy.order_grace_ms : 0;
+    int grace = timed_out ? pcfg(c)->order_grace_ms : 0;
 
     evtimer_del(c->timer);
     log_error("conn=%" PRIu64 " upstream %s: %s: route=%s resource=%s "
@@ -1299,7 +1421,7 @@ pause_down(struct client *c)
 static void
 drained(struct client *c)
 {
-    size_t half = (size_t)c->px->cfg->proxy.buffer_size / 2;
+    size_t half = (size_t)pcfg(c)->buffer_size / 2;
 
     if (c->bp_up && c->up != NULL &&
         evbuffer_get_length(bufferevent_get_output(up_bev(c->up))) <= half) {
@@ -1330,7 +1452,7 @@ pump_request_body(struct client *c)
 {
     struct bufferevent *ub = up_bev(c->up);
     struct evbuffer *in = c_in(c), *out = bufferevent_get_output(ub);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
     size_t len = evbuffer_get_length(in);
 
     if (c->req_done) {
@@ -1383,9 +1505,7 @@ static void
 up_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
-    (void)buf;
     written(bev);
     drained(c);
 }
@@ -1449,7 +1569,7 @@ write_response_head(struct client *c, const struct http_response *r)
     }
     if (final && !c->req_done &&
         (c->req_kind != HTTP_BODY_LENGTH ||
-         c->req_left > (uint64_t)c->px->cfg->proxy.discard_limit)) {
+         c->req_left > (uint64_t)pcfg(c)->discard_limit)) {
         /* An early answer: the rest of the body is too much to drop. */
         c->close_after = true;
     }
@@ -1535,7 +1655,7 @@ pump_response(struct client *c)
 {
     struct bufferevent *ub = up_bev(c->up);
     struct evbuffer *in = bufferevent_get_input(ub), *out = c_out(c);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
     size_t len;
     bool done = false;
 
@@ -1638,9 +1758,7 @@ static void
 client_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
-    (void)buf;
     written(bev);
     if (c->bp_up || c->bp_down || c->bp_answers) {
         drained(c);
@@ -1676,7 +1794,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     }
     if (c->state == CS_FORWARD && c->req_sent_whole && c->slot != NULL) {
         /* The upstream may still apply this write. */
-        grace = c->px->cfg->proxy.order_grace_ms;
+        grace = pcfg(c)->order_grace_ms;
     }
     client_close(c, grace);
 }
@@ -1687,7 +1805,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 static void
 body_rate_check(struct client *c)
 {
-    const struct cfg_proxy *pc = &c->px->cfg->proxy;
+    const struct cfg_proxy *pc = pcfg(c);
     uint64_t want =
         (uint64_t)pc->min_body_rate * (uint64_t)pc->body_rate_window_ms / 1000;
 
@@ -1772,7 +1890,6 @@ client_accept(struct tm_proxy *px, int fd)
 {
     const struct cfg_proxy *pc = &px->cfg->proxy;
     struct client *c;
-    size_t hi;
     int one = 1;
 
     c = calloc(1, sizeof(*c));
@@ -1803,11 +1920,7 @@ client_accept(struct tm_proxy *px, int fd)
         free(c);
         return;
     }
-    hi = (size_t)pc->buffer_size;
-    if (hi < px->limits.max_head + 1) {
-        hi = px->limits.max_head + 1;
-    }
-    bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+    read_watermark(c);
     bufferevent_setwatermark(c->bev, EV_WRITE, (size_t)pc->buffer_size / 2, 0);
     bufferevent_setcb(c->bev, client_read_cb, client_write_cb, client_event_cb,
                       c);
@@ -1821,7 +1934,9 @@ client_accept(struct tm_proxy *px, int fd)
         px->clients->prev = c;
     }
     px->clients = c;
-    px->nclients++;
+    if (++px->nclients > px->conn_peak) {
+        px->conn_peak = px->nclients;
+    }
     px->stats.conns_total++;
     client_pump(c);
 }
@@ -1851,6 +1966,7 @@ client_close(struct client *c, int grace_ms)
         *pp = c->dirty_next;
         c->dirty = false;
     }
+    idle_leave(c);
     bufferevent_free(c->bev);
     event_free(c->timer);
     event_free(c->kick);

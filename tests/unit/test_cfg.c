@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "../../conf/cfg.h"
+#include "../../conf/cfg_opts.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_ENV 24
@@ -140,6 +141,7 @@ test_defaults(void **state)
     assert_int_equal(l.c.proxy.header_timeout_ms, 10000);
     assert_int_equal(l.c.proxy.idle_timeout_ms, 60000);
     assert_int_equal(l.c.proxy.max_head, 16384);
+    assert_int_equal(l.c.proxy.max_uri, 8192);
     assert_int_equal(l.c.proxy.max_headers, 100);
     assert_int_equal(l.c.proxy.max_connections, 10000);
     assert_int_equal(l.c.proxy.order_grace_ms, 1000);
@@ -224,6 +226,7 @@ test_every_key(void **state)
         "header_timeout_ms = 5\n"
         "idle_timeout_ms = 6\n"
         "max_head = 1024\n"
+        "max_uri = 960\n"
         "max_headers = 128\n"
         "max_connections = 7\n"
         "order_grace_ms = 0\n"
@@ -294,6 +297,7 @@ test_every_key(void **state)
     assert_int_equal(l.c.proxy.header_timeout_ms, 5);
     assert_int_equal(l.c.proxy.idle_timeout_ms, 6);
     assert_int_equal(l.c.proxy.max_head, 1024);
+    assert_int_equal(l.c.proxy.max_uri, 960);
     assert_int_equal(l.c.proxy.max_headers, 128);
     assert_int_equal(l.c.proxy.max_connections, 7);
     assert_int_equal(l.c.proxy.order_grace_ms, 0);
@@ -408,6 +412,20 @@ static const struct err_case err_cases[] = {
       "@:6: token_header: must be a header name (letters, digits, '-')",
       "@:8: type: must be one of lmdb, postgres, redis or etcd",
       "@:9: map_size: must be a size in bytes, like 1073741824 or 1G"}},
+    /* 414 must stay reachable: a target over max_uri is seen before the
+     * head runs over max_head. */
+    {"max_uri not below max_head",
+     "[proxy]\nmax_head = 4096\n",
+     {NULL},
+     {"@:2: max_uri (8192) must be at most max_head - 64 (4032): a longer "
+      "target would be refused as a large head (431), never as a long "
+      "target (414)"}},
+    {"max_uri set too close to max_head",
+     "[proxy]\nmax_head = 4096\nmax_uri = 4033\n",
+     {NULL},
+     {"@:3: max_uri (4033) must be at most max_head - 64 (4032): a longer "
+      "target would be refused as a large head (431), never as a long "
+      "target (414)"}},
     {"out of bounds",
      "[proxy]\nmax_head = 1023\nmax_headers = 129\nmax_connections = 0\n"
      "[store]\nmap_size = 1K\ncache_entries = -1\n",
@@ -986,6 +1004,207 @@ test_fuzz_regressions(void **state)
     unload(&l);
 }
 
+/* ---- reload: restart-only keys, from the option table --------------- */
+
+/* A value away from the reload base's for every key of the singleton
+ * sections; "@1" and "@2" stand for two secret files. */
+static const struct {
+    const char *sect, *key, *value;
+} reload_changes[] = {
+    {"proxy", "listen", "127.0.0.1:9999"},
+    {"proxy", "unmatched", "reject"},
+    {"proxy", "token_header", "X-T"},
+    {"proxy", "resource_header", "X-R"},
+    {"proxy", "header_timeout_ms", "5"},
+    {"proxy", "idle_timeout_ms", "6"},
+    {"proxy", "max_head", "32768"},
+    {"proxy", "max_uri", "4096"},
+    {"proxy", "max_headers", "50"},
+    {"proxy", "max_connections", "7"},
+    {"proxy", "order_grace_ms", "0"},
+    {"proxy", "min_body_rate", "5"},
+    {"proxy", "body_rate_window_ms", "500"},
+    {"proxy", "discard_limit", "0"},
+    {"proxy", "buffer_size", "4096"},
+    {"proxy", "log_format", "json"},
+    {"proxy", "drain_timeout_ms", "0"},
+    {"proxy", "log_level", "debug"},
+    {"admin", "listen", "127.0.0.1:9998"},
+    {"admin", "token_file", "@2"},
+    {"store", "type", "redis"},
+    {"store", "path", "/tmp/x.lmdb"},
+    {"store", "map_size", "2M"},
+    {"store", "dsn", "host=b password=hush"},
+    {"store", "url", "redis://:hush@b:2"},
+    {"store", "endpoints", "http://b:2"},
+    {"store", "pool_size", "3"},
+    {"store", "wait_replicas", "1"},
+    {"store", "cache_entries", "16"},
+    {"store", "timeout_ms", "9"},
+    {"locks", "backend", "redis"},
+    {"locks", "url", "redis://:hush@b:2"},
+    {"locks", "dsn", "host=b password=hush"},
+    {"locks", "pool_size", "3"},
+    {"locks", "timeout_ms", "9"},
+    {"locks", "path", "/tmp/l.lmdb"},
+    {"locks", "map_size", "2M"},
+    {"locks", "eager", "no"},
+    {"locks", "max_ttl_ms", "5"},
+    {"locks", "max_wait_ms", "0"},
+    {"tokens", "key_file", "@2"},
+};
+
+struct said {
+    size_t n;
+    char key[96];
+    char kept[256];
+};
+
+static void
+record_change(void *arg, const char *key, const char *kept)
+{
+    struct said *s = arg;
+
+    s->n++;
+    snprintf(s->key, sizeof(s->key), "%s", key);
+    snprintf(s->kept, sizeof(s->kept), "%s", kept);
+}
+
+/* Appends "key: kept; " to the string at arg (512 bytes). */
+static void
+append_change(void *arg, const char *key, const char *kept)
+{
+    char *buf = arg;
+    size_t n = strlen(buf);
+
+    snprintf(buf + n, 512 - n, "%s: %s; ", key, kept);
+}
+
+static const char *
+reload_value(const struct cfg_opt *o, const char *key1, const char *key2)
+{
+    for (size_t i = 0; i < ARRAY_LEN(reload_changes); i++) {
+        if (strcmp(reload_changes[i].sect, cfg_sect_name(o->sect)) == 0 &&
+            strcmp(reload_changes[i].key, o->key) == 0) {
+            const char *v = reload_changes[i].value;
+
+            return strcmp(v, "@1") == 0   ? key1
+                   : strcmp(v, "@2") == 0 ? key2
+                                          : v;
+        }
+    }
+    fail_msg("[%s] %s has no value in reload_changes: every key is tested",
+             cfg_sect_name(o->sect), o->key);
+    return NULL;
+}
+
+/* TIDEMARK_<SECT>_<KEY>=value */
+static void
+env_var(char *buf, size_t len, const struct cfg_opt *o, const char *value)
+{
+    size_t n = (size_t)snprintf(
+        buf, len, "TIDEMARK_%s_%s=", cfg_sect_name(o->sect), o->key);
+
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = (char)(buf[i] >= 'a' && buf[i] <= 'z' ? buf[i] - 32 : buf[i]);
+    }
+    snprintf(buf + n, len - n, "%s", value);
+}
+
+/* For every key of [proxy], [admin], [store], [locks] and [tokens]: a
+ * reload that changes only that key reports it (and keeps the running
+ * value) exactly when the table says it needs a restart; else the new
+ * value stands and nothing is said. Keys of [upstream] and [route]
+ * sections are all reloadable. */
+static void
+test_reload_restart_only(void **state)
+{
+    char *key1 = write_key("0123456789abcdef0123456789abcdef", 0600);
+    char *key2 = write_key("fedcba9876543210fedcba9876543210", 0600);
+    char ini[1024];
+    size_t restart = 0;
+
+    snprintf(ini, sizeof(ini),
+             "[store]\ndsn = host=a\nurl = redis://a:1\n"
+             "endpoints = http://a:1\n"
+             "[locks]\nurl = redis://a:1\ndsn = host=a\n"
+             "[tokens]\nkey_file = %s\n"
+             "[admin]\ntoken_file = %s\n" UP_DEFAULT,
+             key1, key1);
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        char var[256];
+        const char *env[] = {var, NULL};
+        struct loaded old, nw;
+        struct said said = {0};
+        void *a, *b;
+
+        if (cfg_sect_named(o->sect)) {
+            assert_false(o->flags & CFG_RESTART);
+            continue;
+        }
+        if (o->flags & CFG_RESTART) {
+            assert_true(cfg_opt_comparable(o));
+            restart++;
+        }
+        env_var(var, sizeof(var), o, reload_value(o, key1, key2));
+        load_ok(&old, ini, NULL);
+        load_ok(&nw, ini, env);
+        a = cfg_singleton(&old.c, o->sect);
+        b = cfg_singleton(&nw.c, o->sect);
+        if (cfg_opt_comparable(o) && cfg_opt_same(o, a, b)) {
+            fail_msg("%s did not change the value", var);
+        }
+        assert_true(cfg_keep_restart_only(&nw.c, &old.c, record_change, &said));
+        if (o->flags & CFG_RESTART) {
+            char want[96], shown[256];
+
+            snprintf(want, sizeof(want), "[%s] %s", cfg_sect_name(o->sect),
+                     o->key);
+            cfg_opt_show(o, a, shown, sizeof(shown));
+            assert_int_equal(said.n, 1);
+            assert_string_equal(said.key, want);
+            assert_string_equal(said.kept, shown);
+            assert_null(strstr(said.kept, "hush"));
+            assert_true(cfg_opt_same(o, a, b));
+        } else {
+            assert_int_equal(said.n, 0);
+        }
+        unload(&old);
+        unload(&nw);
+    }
+    /* listen twice, [store] 10, [locks] 10, [tokens] key_file */
+    assert_int_equal(restart, 23);
+    unlink(key1);
+    unlink(key2);
+    free(key1);
+    free(key2);
+}
+
+/* What the log says is kept, as a file would write it. */
+static void
+test_reload_kept_values(void **state)
+{
+    const char *env[] = {"TIDEMARK_LOCKS_TIMEOUT_MS=9",
+                         "TIDEMARK_LOCKS_EAGER=no", "TIDEMARK_STORE_DSN=host=z",
+                         "TIDEMARK_STORE_MAP_SIZE=2M", NULL};
+    struct loaded old, nw;
+    char said[512] = "";
+
+    load_ok(&old, UP_DEFAULT, NULL);
+    load_ok(&nw, UP_DEFAULT, env);
+    assert_true(cfg_keep_restart_only(&nw.c, &old.c, append_change, said));
+    assert_string_equal(said, "[store] map_size: 1073741824; [store] dsn: "
+                              "(none); [locks] timeout_ms: 2000; [locks] "
+                              "eager: yes; ");
+    assert_int_equal(nw.c.locks.timeout_ms, 2000);
+    assert_true(nw.c.locks.eager);
+    assert_null(nw.c.store.dsn);
+    assert_int_equal(nw.c.store.map_size, 1073741824);
+    unload(&old);
+    unload(&nw);
+}
+
 int
 main(void)
 {
@@ -1006,6 +1225,8 @@ main(void)
         cmocka_unit_test(test_errors_append),
         cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_fuzz_regressions),
+        cmocka_unit_test(test_reload_restart_only),
+        cmocka_unit_test(test_reload_kept_values),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
