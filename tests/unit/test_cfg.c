@@ -1031,6 +1031,7 @@ static const struct {
     {"proxy", "log_level", "debug"},
     {"admin", "listen", "127.0.0.1:9998"},
     {"admin", "token_file", "@2"},
+    {"admin", "allowed_hosts", "ops.example"},
     {"store", "type", "redis"},
     {"store", "path", "/tmp/x.lmdb"},
     {"store", "map_size", "2M"},
