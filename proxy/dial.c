@@ -120,17 +120,17 @@ dial_resolve(const char *host, int port, struct dial_list *out, char *err,
 
 void
 dial_log_failure(const char *who, const struct dial_list *list, size_t i,
-                 int err, size_t next)
+                 const char *why, size_t next)
 {
     if (list->n < 2) {
         return;
     }
     if (next < list->n) {
         log_warn("%s: connect to %s failed: %s; trying %s", who,
-                 list->a[i].text, strerror(err), list->a[next].text);
+                 list->a[i].text, why, list->a[next].text);
     } else {
         log_warn("%s: connect to %s failed: %s; no address left", who,
-                 list->a[i].text, strerror(err));
+                 list->a[i].text, why);
     }
 }
 
@@ -173,7 +173,7 @@ give_up_on(struct dial *d, int err)
     close(d->fd);
     d->fd = -1;
     d->err = err;
-    dial_log_failure(d->who, d->list, i, err, more ? (i + 1) % n : n);
+    dial_log_failure(d->who, d->list, i, strerror(err), more ? (i + 1) % n : n);
     if (!more) {
         if (d->tried + 1 < n) {
             d->err = ETIMEDOUT; /* addresses left, but no time */

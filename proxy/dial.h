@@ -42,12 +42,12 @@ int dial_share_ms(int64_t left_ms, size_t n);
 /* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
 int64_t dial_now_ms(void);
 
-/* Log that address i of list failed with errno err: "WHO: connect to A
- * failed: why; trying B" when next (index of the address tried next) is
- * below list->n, else without the last part. Silent for a list of one
- * address: the caller's own error line says it all. */
+/* Log that address i of list failed, why: "WHO: connect to A failed:
+ * why; trying B" when next (the index tried next) is below list->n,
+ * else "...; no address left". Silent for a list of one address: the
+ * caller's own error line says it all. */
 void dial_log_failure(const char *who, const struct dial_list *list, size_t i,
-                      int err, size_t next);
+                      const char *why, size_t next);
 
 struct dial;
 

@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from conftest import (REPO, Upstream, assert_problem, free_port, slow,
-                      wait_ready, wait_until)
+import servers
+from conftest import (REPO, STORE_ROUTES, Upstream, assert_problem,
+                      free_port, slow, wait_ready, wait_until)
 
 FAKEHOSTS = REPO / "tests" / "preload" / "fakehosts.so"
 HOSTS = "dual.test=::1,127.0.0.1 v4first.test=127.0.0.1,::1"
@@ -139,3 +140,70 @@ def test_every_address_silent_is_one_502_within_connect_timeout(
                             % (hole.port, hole.port))
     finally:
         hole.close()
+
+
+# ------------------------------------------------------------- stores
+
+
+def store_at(tidemark, fakehosts, section):
+    cfg = dict(STORE_ROUTES)
+    cfg["store"] = section
+    tm = tidemark(config=cfg, env=fakehosts)
+    wait_ready(tm)
+    return tm
+
+
+def test_redis_on_ipv4_behind_a_name_whose_first_address_is_ipv6(
+        tidemark, upstream, fakehosts, store_servers):
+    """hiredis alone connects to one address of a name; tidemark gives it
+    each address of dual.test in turn."""
+    redis = store_servers("redis")
+    tm = store_at(tidemark, fakehosts, {
+        "type": "redis", "url": "redis://dual.test:%d" % redis.port,
+        "path": None})
+    assert tm.put("r1", token=1).status == 200
+    assert tm.log_lines("redis [store]: connect to [::1]:%d failed: "
+                        "Connection refused; trying 127.0.0.1:%d"
+                        % (redis.port, redis.port))
+
+
+class Redis6(servers.Redis):
+    """A Redis listening on ::1 only."""
+
+    def argv(self):
+        return [("::1" if a == "127.0.0.1" else a)
+                for a in super().argv()]
+
+    def ready(self):
+        try:
+            s = socket.create_connection(("::1", self.port), timeout=1)
+            s.sendall(b"PING\r\n")
+            ok = s.recv(64) == b"+PONG\r\n"
+            s.close()
+            return ok
+        except OSError:
+            return False
+
+
+@pytest.fixture(scope="module")
+def redis6():
+    r = Redis6()
+    r.start()
+    yield r
+    r.destroy()
+
+
+def test_ipv6_only_redis_behind_a_name_whose_first_address_is_ipv4(
+        tidemark, upstream, fakehosts, redis6):
+    tm = store_at(tidemark, fakehosts, {
+        "type": "redis", "url": "redis://v4first.test:%d" % redis6.port,
+        "path": None})
+    assert tm.put("r2", token=1).status == 200
+    assert tm.log_lines("connect to 127.0.0.1:%d failed" % redis6.port)
+
+
+def test_ipv6_only_redis_by_address(tidemark, upstream, fakehosts, redis6):
+    tm = store_at(tidemark, fakehosts, {
+        "type": "redis", "url": "redis://[::1]:%d" % redis6.port,
+        "path": None})
+    assert tm.put("r3", token=1).status == 200
