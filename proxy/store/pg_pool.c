@@ -315,7 +315,16 @@ conn_read(struct pg_conn *c)
 static void
 connect_poll(struct pg_conn *c)
 {
-    switch (PQconnectPoll(c->pg)) {
+    PostgresPollingStatusType st = PQconnectPoll(c->pg);
+
+    /* libpq moves on to the host's next address when one fails, on a new
+     * socket that often has the old one's number: the kernel dropped the
+     * old one from the poll set at close, so watch afresh each time. */
+    if (c->ev != NULL) {
+        event_free(c->ev);
+        c->ev = NULL;
+    }
+    switch (st) {
     case PGRES_POLLING_READING:
         if (!conn_watch(c, EV_READ)) {
             conn_fail(c, "cannot watch the socket");
@@ -406,7 +415,9 @@ conn_start(struct pg_conn *c)
         return;
     }
     c->state = PC_CONNECTING;
-    /* libpq leaves connect_timeout to the caller of PQconnectPoll. */
+    /* libpq leaves connect_timeout to the caller of PQconnectPoll: one
+     * deadline for every address of the host, which libpq tries in turn
+     * (a refused one costs nothing, a silent one all of it). */
     conn_deadline(c, ms > PG_CONNECT_MIN_MS ? ms : PG_CONNECT_MIN_MS);
     if (!conn_watch(c, EV_WRITE)) {
         conn_fail(c, "cannot watch the socket");

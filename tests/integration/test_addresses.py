@@ -207,3 +207,30 @@ def test_ipv6_only_redis_by_address(tidemark, upstream, fakehosts, redis6):
         "type": "redis", "url": "redis://[::1]:%d" % redis6.port,
         "path": None})
     assert tm.put("r3", token=1).status == 200
+
+
+def test_etcd_on_ipv4_behind_a_name_whose_first_address_is_ipv6(
+        tidemark, upstream, fakehosts, store_servers):
+    """Each address of an endpoint is a target: a raise refused on ::1 is
+    sent to 127.0.0.1 within its deadline."""
+    etcd = store_servers("etcd")
+    tm = store_at(tidemark, fakehosts, {
+        "type": "etcd", "endpoints": "http://dual.test:%d" % etcd.port,
+        "path": None, "pool_size": "1"})
+    for i in range(3):
+        assert tm.put("e%d" % i, token=1).status == 200
+    assert tm.log_lines("etcd [store]: dual.test:%d ([::1]:%d) gave no "
+                        "answer; trying 127.0.0.1:%d"
+                        % (etcd.port, etcd.port, etcd.port))
+
+
+def test_postgres_on_ipv4_behind_a_name_whose_first_address_is_ipv6(
+        tidemark, upstream, fakehosts, store_servers):
+    """libpq (since PostgreSQL 10) tries every address of a host itself,
+    within the one connect tidemark gives it."""
+    pg = store_servers("postgres")
+    tm = store_at(tidemark, fakehosts, {
+        "type": "postgres", "path": None,
+        "dsn": "host=dual.test port=%d user=postgres dbname=postgres"
+               % pg.port})
+    assert tm.put("p1", token=1).status == 200
