@@ -15,6 +15,7 @@
 
 #include "../dial.h"
 #include "../log.h"
+#include "coldq.h"
 
 #define REDIS_BACKOFF_MIN_MS 50
 #define REDIS_BACKOFF_MAX_MS 2000
@@ -45,6 +46,7 @@ struct redis_conn {
     bool dialing;             /* ac is connecting, not connected yet */
     char why[128];            /* why the address being tried failed */
     struct event *connect_ev; /* its share of the deadline; next one */
+    struct coldq *cold;       /* calls waiting for the first connection */
     char who[32];             /* "redis [store]" */
     bool closing;
     bool ever_ready;
@@ -278,6 +280,7 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
         log_info("redis: %s usable again (%s)", c->peer, c->what);
     }
     c->ever_ready = true;
+    coldq_up(c->cold);
     c->failures = 0;
     c->backoff_ms = REDIS_BACKOFF_MIN_MS;
 }
@@ -537,6 +540,12 @@ redis_conn_eval(struct redis_conn *c, size_t script, int argc,
 
 /* ---- the rest -------------------------------------------------------- */
 
+struct coldq *
+redis_conn_coldq(struct redis_conn *c)
+{
+    return c->cold;
+}
+
 bool
 redis_conn_ready(const struct redis_conn *c)
 {
@@ -594,6 +603,7 @@ conn_release(struct redis_conn *c)
     if (c->connect_ev != NULL) {
         event_free(c->connect_ev);
     }
+    coldq_free(c->cold);
     free(c->host);
     free(c->user);
     free(c->password);
@@ -638,8 +648,10 @@ redis_conn_new(struct event_base *base, const char *url, const char *what,
     c->retry_ev = evtimer_new(base, on_retry, c);
     c->watch_ev = event_new(base, -1, EV_PERSIST, on_watch, c);
     c->connect_ev = evtimer_new(base, on_connect_timer, c);
+    c->cold = coldq_new(base, c->timeout_ms);
     snprintf(c->who, sizeof(c->who), "redis %s", what);
-    if (c->retry_ev == NULL || c->watch_ev == NULL || c->connect_ev == NULL) {
+    if (c->retry_ev == NULL || c->watch_ev == NULL || c->connect_ev == NULL ||
+        c->cold == NULL) {
         snprintf(err, errlen, "redis: cannot set up events");
         conn_release(c);
         return NULL;
@@ -658,6 +670,8 @@ redis_conn_free(struct redis_conn *c)
         return;
     }
     c->closing = true;
+    coldq_free(c->cold); /* answers the calls still waiting */
+    c->cold = NULL;
     evtimer_del(c->retry_ev);
     event_del(c->watch_ev);
     evtimer_del(c->connect_ev);

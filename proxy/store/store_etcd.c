@@ -18,6 +18,7 @@
 #include "../dial.h"
 #include "../log.h"
 #include "../queue.h"
+#include "coldq.h"
 #include "store.h"
 #include "store_defer.h"
 
@@ -113,6 +114,7 @@ struct etcd_store {
     bool full_logged;
     unsigned failures;
     struct store_defer *defer;
+    struct coldq *cold;       /* calls waiting for etcd's first answer */
     struct etcd_req **sorted; /* scratch: ETCD_RAISES_MAX */
     struct jtok *toks;        /* scratch: ETCD_JSON_TOKENS_MAX */
 };
@@ -505,6 +507,7 @@ set_up(struct etcd_store *s)
     }
     s->ready = true;
     s->ever_ready = true;
+    coldq_up(s->cold);
     s->failures = 0;
 }
 
@@ -944,12 +947,20 @@ start_probe(struct etcd_store *s)
 
 /* ---- the ops --------------------------------------------------------- */
 
+extern const struct store_ops store_etcd_ops;
+
 static void
 enqueue(struct etcd_store *s, const char *res, size_t len, int64_t token,
         bool is_get, store_cb cb, void *arg)
 {
     struct etcd_req *r;
 
+    /* Until etcd has answered once, a call waits for it (coldq.h). */
+    if (!s->closing && !s->ready &&
+        coldq_park_store(s->cold, (struct store *)s, &store_etcd_ops, is_get,
+                         res, len, token, cb, arg)) {
+        return;
+    }
     if (s->closing) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
@@ -1007,6 +1018,8 @@ etcd_ready(struct store *st)
 static void
 etcd_free(struct etcd_store *s)
 {
+    coldq_free(s->cold); /* answers the calls still waiting */
+    s->cold = NULL;
     for (int i = 0; s->slots != NULL && i < s->nslots; i++) {
         struct etcd_slot *sl = &s->slots[i];
         struct req_list l = sl->batch;
@@ -1184,8 +1197,10 @@ etcd_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     s->kick_ev = event_new(base, -1, 0, on_kick, s);
     s->probe_ev = evtimer_new(base, on_probe_timer, s);
     s->defer = store_defer_new(base);
-    if (s->slots == NULL || s->sorted == NULL || s->toks == NULL ||
-        s->kick_ev == NULL || s->probe_ev == NULL || s->defer == NULL) {
+    s->cold = coldq_new(base, s->timeout_ms);
+    if (s->cold == NULL || s->slots == NULL || s->sorted == NULL ||
+        s->toks == NULL || s->kick_ev == NULL || s->probe_ev == NULL ||
+        s->defer == NULL) {
         snprintf(err, errlen, "etcd: out of memory");
         etcd_free(s);
         return NULL;
