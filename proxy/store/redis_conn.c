@@ -268,6 +268,13 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
             "redis: %s: SCRIPT LOAD answered %s: %s is not usable", c->peer,
             rep->type == REDIS_REPLY_ERROR ? rep->str : "an unexpected reply",
             c->what);
+        /* A Redis still loading its data (LOADING) connects but refuses
+         * scripts: a connection kept as it is would never be ready. Drop
+         * it (once its pending replies are in) and connect again. */
+        if (ac == c->ac && c->loaded < c->nscripts &&
+            !(ac->c.flags & REDIS_DISCONNECTING)) {
+            redisAsyncDisconnect(ac);
+        }
         return;
     }
     if (ac != c->ac || c->loaded >= c->nscripts) {

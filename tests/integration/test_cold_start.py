@@ -100,3 +100,41 @@ def test_lock_acquire_at_cold_start_waits_for_the_backend(
     r = c.read_response()
     assert r.status == 201, r
     c.close()
+
+
+def test_redis_still_loading_its_data_becomes_usable(tidemark, upstream):
+    """A Redis that accepts while it loads its append-only file answers
+    LOADING to SCRIPT LOAD: the connection is dropped and made again until
+    the scripts load, not kept unusable for ever (a restarted Redis with
+    a large file, as after the conformance suite on a fast disk)."""
+    import socket
+    import subprocess
+    import servers
+
+    r = servers.Redis(extra=["--key-load-delay", "500",
+                             "--loading-process-events-interval-bytes",
+                             "1024"])
+    r.start()
+    try:
+        s = socket.create_connection(("127.0.0.1", r.port))
+        n = 3000
+        s.sendall(b"".join(b"*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1\r\nv\r\n"
+                           % (len(str(j)) + 1, j) for j in range(n)))
+        got = b""
+        while got.count(b"+OK") < n:
+            got += s.recv(65536)
+        s.close()
+        r.stop()
+        # Started again without waiting: it loads for about 1.5 s.
+        log = open(r.log_path, "ab")
+        r.proc = subprocess.Popen(r.argv(), stdout=log, stderr=log,
+                                  cwd=r.dir, start_new_session=True)
+        log.close()
+        cfg = dict(STORE_ROUTES)
+        cfg["store"] = {"type": "redis", "url": r.url, "path": None}
+        tm = tidemark(config=cfg)
+        tm.wait_log("LOADING", timeout=10)
+        wait_ready(tm, 200, timeout=20)
+        assert tm.put("loaded", token=1).status == 200
+    finally:
+        r.destroy()
