@@ -81,11 +81,13 @@ deps:
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: $(TM_BIN) tests/preload/failsync.so
+PRELOADS := tests/preload/failsync.so tests/preload/fakehosts.so
+
+integration: $(TM_BIN) $(PRELOADS)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \
 	    tests/integration
 
-tests/preload/failsync.so: tests/preload/failsync.c
+tests/preload/%.so: tests/preload/%.c
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
 test: deps

@@ -502,16 +502,21 @@ class Upstream:
     X-Test-Split-Ms: N        pause N ms between the head and the body
     """
 
-    def __init__(self, tls=None):
+    def __init__(self, tls=None, host="127.0.0.1"):
         # tls: an ssl.SSLContext (server side) to serve HTTPS instead.
+        # host: the one address listened on ("::1": IPv6 only).
         self.tls = tls
         self.tls_failures = 0
-        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        v6 = ":" in host
+        self.lsock = socket.socket(
+            socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_STREAM)
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
+        if v6:
+            self.lsock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        self.lsock.bind((host, 0))
         self.lsock.listen(128)
         self.port = self.lsock.getsockname()[1]
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "http://%s:%d" % ("[%s]" % host if v6 else host, self.port)
         self.cond = threading.Condition()
         self.requests = []
         self.conns = {}
