@@ -58,6 +58,11 @@ check_bytes(const char *raw, size_t len, bool name)
         size_t n = 0, k;
         bool esc;
 
+        /* The common case first: a raw printable ASCII byte. */
+        if (raw[i] > 0x20 && raw[i] < 0x7f && raw[i] != '%') {
+            i++;
+            continue;
+        }
         /* Decode up to one UTF-8 sequence's worth of bytes. */
         at[0] = i;
         do {
