@@ -1081,6 +1081,7 @@ cfg_free(struct tm_config *c)
         struct cfg_route *r = &c->routes[i];
 
         free(r->name);
+        methods_free(&r->methods);
         tmpl_free(&r->path);
         rtmpl_free(&r->resource);
         free(r->path_src);

@@ -57,7 +57,7 @@ struct cfg_upstream {
 
 struct cfg_route {
     char *name;
-    unsigned methods; /* enum tm_method bits; 0 means every method */
+    struct tm_methods methods; /* none: every method */
     struct tm_tmpl path;
     char *path_src; /* the path template as written */
     bool resource_from_header;

@@ -805,43 +805,13 @@ set_methods(const struct cfg_opt *o, void *obj, const char *v, char *buf,
             size_t len)
 {
     struct cfg_route *r = obj;
-    unsigned bits = 0;
-    const char *p = v;
-    size_t count = 0;
-    bool star = false;
+    struct tm_methods m;
 
-    for (;;) {
-        size_t n;
-
-        p += strspn(p, " \t");
-        if (*p == '\0') {
-            break;
-        }
-        n = strcspn(p, " \t");
-        count++;
-        if (n == 1 && p[0] == '*') {
-            star = true;
-        } else {
-            unsigned bit = method_bit(p, n);
-
-            if (bit == 0) {
-                snprintf(buf, len,
-                         "unknown method '%.*s' (GET HEAD POST PUT PATCH "
-                         "DELETE OPTIONS, or *)",
-                         (int)(n > 32 ? 32 : n), p);
-                return buf;
-            }
-            bits |= bit;
-        }
-        p += n;
+    if (!methods_parse(&m, v, buf, len)) {
+        return buf;
     }
-    if (count == 0) {
-        return "must name methods, or * for every method";
-    }
-    if (star && count > 1) {
-        return "* stands alone: it means every method";
-    }
-    r->methods = bits;
+    methods_free(&r->methods);
+    r->methods = m;
     return NULL;
 }
 

@@ -9,6 +9,7 @@
 
 /* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
 #include "../conf/cfg.h"
+#include "../policies/canon.h"
 #include "log.h"
 #include "metrics.h"
 #include "up.h"
@@ -228,14 +229,22 @@ marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
 {
     struct tm_proxy *px = a->px;
     struct mark_get *mg;
+    char name[TM_RESOURCE_MAX + 1];
     char *res;
     size_t len;
+    const char *why;
 
-    res = evhttp_uridecode(path, 0, &len);
-    if (res == NULL || len == 0 || len > TM_RESOURCE_MAX ||
-        memchr(res, '\0', len) != NULL) {
-        free(res);
-        reply_problem(req, 400, "bad resource name", NULL);
+    /* The one canonical name, as routes, locks and signatures use. */
+    if (!canon_name(path, strlen(path), name, sizeof(name), &len, &why)) {
+        char detail[160];
+
+        snprintf(detail, sizeof(detail), "bad resource name: %s", why);
+        reply_problem(req, 400, detail, NULL);
+        return;
+    }
+    res = strdup(name);
+    if (res == NULL) {
+        evhttp_send_error(req, 500, NULL);
         return;
     }
     mg = calloc(1, sizeof(*mg));

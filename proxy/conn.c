@@ -15,8 +15,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "../policies/canon.h"
 #include "../policies/decide.h"
 #include "../policies/hname.h"
+#include "../policies/reqcheck.h"
 #include "../policies/route.h"
 #include "../policies/token.h"
 #include "log.h"
@@ -46,7 +48,9 @@ enum cstate {
  * per connection and reused while the connection stays busy. */
 struct request {
     struct http_request h;
-    size_t cap; /* bytes[] capacity */
+    struct tm_slice cpath; /* the canonical path (canon_path), in bytes[]
+                            * after the head; "*" for OPTIONS * */
+    size_t cap;            /* bytes[] capacity */
     char bytes[];
 };
 
@@ -714,21 +718,74 @@ start_raise(struct client *c)
 
 /* ---- a new request --------------------------------------------------- */
 
+/* The first route whose methods and path template match the request,
+ * matched against its canonical path (so captures are canonical), or
+ * NULL. */
 static const struct cfg_route *
-match_route(const struct tm_config *cfg, const struct http_request *h,
+match_route(const struct tm_config *cfg, const struct request *rq,
             struct tm_slice caps[TM_MAX_CAPTURES])
 {
-    unsigned bit = method_bit(h->method.p, h->method.len);
+    const struct http_request *h = &rq->h;
 
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct cfg_route *r = &cfg->routes[i];
-        if (r->methods != 0 && (r->methods & bit) == 0) {
+        if (!methods_has(&r->methods, h->method.p, h->method.len)) {
             continue;
         }
-        if (tmpl_match(&r->path, h->path.p, h->path.len, caps)) {
+        if (tmpl_match(&r->path, rq->cpath.p, rq->cpath.len, caps)) {
             return r;
         }
     }
+    return NULL;
+}
+
+/* A request that could reach the backend as another method than the one
+ * its routes were matched with: a lower-case method, a method override
+ * header or a _method query parameter. NULL when clean, else the 400's
+ * detail. */
+static const char *
+method_disguised(const struct http_request *h)
+{
+    const char *why = reqcheck_method(h->method.p, h->method.len);
+    const char *q = h->path.p + h->path.len;
+    const char *end = h->target.p + h->target.len;
+
+    if (why != NULL) {
+        return why;
+    }
+    for (size_t i = 0; i < h->nheaders; i++) {
+        struct tm_slice n = h->headers[i].name;
+        if (reqcheck_override_header(n.p, n.len)) {
+            return REQCHECK_OVERRIDE_DETAIL;
+        }
+    }
+    if (q < end && *q == '?' &&
+        reqcheck_override_query(q + 1, (size_t)(end - q - 1))) {
+        return REQCHECK_OVERRIDE_DETAIL;
+    }
+    return NULL;
+}
+
+/* Read the request path into its canonical form, after the head in
+ * rq->bytes (read_head made room: it is never longer than the path).
+ * "OPTIONS *" stays "*". NULL, or why the path is refused. */
+static const char *
+canonical_path(struct request *rq)
+{
+    const struct http_request *h = &rq->h;
+    char *out = rq->bytes + h->head_len;
+    size_t len = 0;
+    const char *why = NULL;
+
+    if (h->path.len == 1 && h->path.p[0] == '*') {
+        rq->cpath = h->path;
+        return NULL;
+    }
+    if (!canon_path(h->path.p, h->path.len, out, h->path.len + 1, &len, &why)) {
+        return why;
+    }
+    rq->cpath.p = out;
+    rq->cpath.len = len;
     return NULL;
 }
 
@@ -775,6 +832,7 @@ handle_request(struct client *c)
     int ti = -1, ri;
     enum decision d;
     const char *why;
+    char detail[160];
 
     px->stats.requests++;
     /* Everything below reads the request's generation, to its end. */
@@ -789,6 +847,17 @@ handle_request(struct client *c)
     c->mark = 0;
     c->close_after = !h->keep_alive;
 
+    if ((why = method_disguised(h)) != NULL) {
+        decision(c, OUT_INVALID);
+        refuse_status(c, 400, "invalid", why);
+        return;
+    }
+    if ((why = canonical_path(c->rq)) != NULL) {
+        snprintf(detail, sizeof(detail), "the request path: %s", why);
+        decision(c, OUT_INVALID);
+        refuse_status(c, 400, "invalid", detail);
+        return;
+    }
     if (slice_eq(h->method, "TRACE")) {
         /* TRACE would echo what tidemark adds, credentials included. */
         struct problem p = {.status = 405};
@@ -808,7 +877,7 @@ handle_request(struct client *c)
         return;
     }
 
-    r = match_route(c->gen->cfg, h, caps);
+    r = match_route(c->gen->cfg, c->rq, caps);
     if (r == NULL) {
         if (pc->unmatched_reject) {
             struct problem p = {.status = 404,
@@ -847,17 +916,16 @@ handle_request(struct client *c)
             refuse_status(c, 400, "invalid", "more than one resource header");
             return;
         }
-        if (ri >= 0 && h->headers[ri].value.len > 0 &&
-            h->headers[ri].value.len <= TM_RESOURCE_MAX) {
-            c->rlen = h->headers[ri].value.len;
-            memcpy(c->resource, h->headers[ri].value.p, c->rlen);
-            c->resource[c->rlen] = '\0';
-        } else if (r->mode != TM_MODE_OFF) {
+        if (ri < 0) {
+            snprintf(detail, sizeof(detail), "the resource header is missing");
+        } else if (!canon_name(h->headers[ri].value.p, h->headers[ri].value.len,
+                               c->resource, sizeof(c->resource), &c->rlen,
+                               &why)) {
+            snprintf(detail, sizeof(detail), "the resource header: %s", why);
+        }
+        if (c->rlen == 0 && r->mode != TM_MODE_OFF) {
             decision(c, OUT_INVALID);
-            refuse_status(c, 400, "invalid",
-                          ri < 0 ? "the resource header is missing"
-                                 : "the resource header is empty or too "
-                                   "long");
+            refuse_status(c, 400, "invalid", detail);
             return;
         }
     } else {
@@ -1138,7 +1206,8 @@ read_head(struct client *c)
         parse_error(c, rc, h->error);
         return;
     }
-    if (!request_space(c, h->head_len)) {
+    /* Room for the head and, after it, the canonical path. */
+    if (!request_space(c, h->head_len + h->path.len + 1)) {
         client_close(c, 0);
         return;
     }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../policies/utf8.h"
+
 struct evbuffer;
 
 struct problem {
@@ -54,13 +56,5 @@ void json_escape(struct evbuffer *out, const char *s, size_t len);
  * bytes left): *take bytes of input, as themselves (NULL) or as the
  * escape returned (in esc, or a constant). json_escape's one rule. */
 const char *json_piece(const char *s, size_t len, size_t *take, char esc[8]);
-
-/* The length (1 to 4) of the well-formed UTF-8 sequence s starts with
- * (RFC 3629: no overlongs, surrogates or code points past U+10FFFF), or
- * 0 when it starts with none or len is 0. */
-size_t utf8_seq(const char *s, size_t len);
-
-/* Whether all of s is well-formed UTF-8. */
-bool utf8_valid(const char *s, size_t len);
 
 #endif

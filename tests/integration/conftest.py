@@ -16,6 +16,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 import zlib
 from pathlib import Path
 
@@ -1124,13 +1125,15 @@ class Tidemark:
             c.close()
 
     def mark(self, resource):
-        """The mark on the control port, None when it has none."""
+        """The mark on the control port, None when it has none. resource
+        is percent-encoded text, as in the URL; the answer names the
+        resource decoded (its canonical form)."""
         st, _, body = self.admin("GET", "/v1/marks/%s" % resource)
         if st == 404:
             return None
         assert st == 200, (st, body)
         doc = json.loads(body)
-        assert doc["resource"] == resource, doc
+        assert doc["resource"] == urllib.parse.unquote(resource), doc
         return doc["high_water"]
 
 

@@ -158,7 +158,12 @@ CASES = [
     ("bad-map-size", with_key("store", "map_size = huge"), None),
     ("bad-store-type", with_key("store", "type = floppy"), None),
     ("bad-mode", with_key("route docs", "mode = strict"), None),
-    ("bad-method", with_key("route docs", "methods = PUT FETCH"), None),
+    ("bad-method", with_key("route docs", "methods = PUT put"), None),
+    ("bad-method-token", with_key("route docs", "methods = PUT P(T"), None),
+    ("path-not-canonical",
+     with_key("route docs", "path = /v1/documents/{doc}/"), "canonical"),
+    ("resource-not-canonical",
+     with_key("route docs", "resource = documents//{doc}"), "canonical"),
     ("route-unknown-upstream", appended(
         "[route r]\npath = /r/{id}\nresource = r/{id}\nupstream = nosuch\n",
         {1, 4}), None),

@@ -54,6 +54,21 @@ struct loaded {
 };
 
 /* Load text with the given environment (NULL-terminated, may be NULL). */
+/* The route's methods, space-separated, are want ("" for every method). */
+static void
+assert_methods(const struct tm_methods *m, const char *want)
+{
+    char got[512] = "";
+    size_t n = 0;
+
+    for (size_t i = 0; i < m->n; i++) {
+        n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s", i ? " " : "",
+                              m->v[i].name);
+        assert_int_equal(m->v[i].len, strlen(m->v[i].name));
+    }
+    assert_string_equal(got, want);
+}
+
 static void
 load(struct loaded *l, const char *text, const char *const *env)
 {
@@ -199,8 +214,7 @@ test_section_defaults(void **state)
     r = &l.c.routes[0];
     assert_string_equal(r->name, "documents");
     assert_int_equal(r->line, 3);
-    assert_int_equal(r->methods,
-                     TM_M_PUT | TM_M_POST | TM_M_PATCH | TM_M_DELETE);
+    assert_methods(&r->methods, "PUT POST PATCH DELETE");
     assert_int_equal(r->mode, TM_MODE_CORRECTNESS);
     assert_int_equal(r->verify, TM_VERIFY_NONE);
     assert_false(r->resource_from_header);
@@ -268,7 +282,7 @@ test_every_key(void **state)
         "verify = hmac\n"
         "upstream = api\n"
         "[route off]\n"
-        "methods = GET\tOPTIONS\n"
+        "methods = GET\tOPTIONS  PROPFIND MKCOL X-CUSTOM_1\n"
         "path = /o/{a}/{b}\n"
         "resource = o:{b}:{a}\n"
         "mode = off\n";
@@ -332,12 +346,13 @@ test_every_key(void **state)
 
     assert_int_equal(l.c.nroutes, 2);
     assert_string_equal(l.c.routes[0].name, "files");
-    assert_int_equal(l.c.routes[0].methods, 0);
+    assert_methods(&l.c.routes[0].methods, "");
     assert_true(l.c.routes[0].resource_from_header);
     assert_int_equal(l.c.routes[0].mode, TM_MODE_EFFICIENCY);
     assert_int_equal(l.c.routes[0].verify, TM_VERIFY_HMAC);
     assert_int_equal(l.c.routes[0].upstream_idx, 0);
-    assert_int_equal(l.c.routes[1].methods, TM_M_GET | TM_M_OPTIONS);
+    assert_methods(&l.c.routes[1].methods,
+                   "GET OPTIONS PROPFIND MKCOL X-CUSTOM_1");
     assert_int_equal(l.c.routes[1].mode, TM_MODE_OFF);
     assert_int_equal(l.c.routes[1].upstream_idx, 1);
     unload(&l);
@@ -365,8 +380,7 @@ test_example(void **state)
     assert_string_equal(c.upstreams[0].url, "http://127.0.0.1:8080");
     assert_int_equal(c.nroutes, 1);
     assert_string_equal(c.routes[0].name, "documents");
-    assert_int_equal(c.routes[0].methods,
-                     TM_M_PUT | TM_M_POST | TM_M_PATCH | TM_M_DELETE);
+    assert_methods(&c.routes[0].methods, "PUT POST PATCH DELETE");
     assert_int_equal(c.routes[0].mode, TM_MODE_CORRECTNESS);
     cfg_free(&c);
     cfg_errors_free(&errs);
@@ -466,18 +480,31 @@ static const struct err_case err_cases[] = {
      {"@:4: path: {x*} must be the last segment",
       "@:8: resource: {y} is not a capture of the path",
       "@:10: path: a path template must start with '/'"}},
+    {"templates not in canonical form",
+     UP_DEFAULT "[route a]\npath = /a/{x}/\nresource = a/{x}\n"
+                "[route b]\npath = /b/{x}\nresource = b//{x}\n"
+                "[route c]\npath = /c%2F/{x}\nresource = c\n"
+                "[route d]\npath = /d/{x}\nresource = d%20{x}\n",
+     {NULL},
+     {"@:4: path: not in canonical form: it reads as \"/a/{x}\" (see "
+      "Resource names in the README)",
+      "@:8: resource: not in canonical form: it reads as \"b/{x}\" (see "
+      "Resource names in the README)",
+      "@:10: path: an encoded slash (%2F) in a path: backends read it in "
+      "different ways",
+      "@:14: resource: not in canonical form: it reads as \"d {x}\" (see "
+      "Resource names in the README)"}},
     {"bad methods",
-     UP_DEFAULT "[route a]\nmethods = PUT FETCH\npath = /a\nresource = a\n"
+     UP_DEFAULT "[route a]\nmethods = PUT FE(CH\npath = /a\nresource = a\n"
                 "[route b]\nmethods = * GET\npath = /b\nresource = b\n"
                 "[route c]\nmethods =\npath = /c\nresource = c\n"
                 "[route d]\nmethods = put\npath = /d\nresource = d\n",
      {NULL},
-     {"@:4: methods: unknown method 'FETCH' (GET HEAD POST PUT PATCH "
-      "DELETE OPTIONS, or *)",
+     {"@:4: methods: 'FE(CH' is not a method token (RFC 9110)",
       "@:8: methods: * stands alone: it means every method",
       "@:12: methods: must name methods, or * for every method",
-      "@:16: methods: unknown method 'put' (GET HEAD POST PUT PATCH "
-      "DELETE OPTIONS, or *)"}},
+      "@:16: methods: methods are upper case: 'put' (a backend may run a "
+      "lower-case method as the upper-case one)"}},
     {"missing required keys",
      "[upstream default]\ntimeout_ms = 5\n[route r]\nmode = off\n",
      {NULL},
