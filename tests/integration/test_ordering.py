@@ -1,15 +1,18 @@
 """Ordering after the check: per resource, a write with a higher token
 reaches the upstream only after every in-flight write with a lower token
 has finished; after a 504 the resource stays closed to higher tokens for
-the grace period after the timed-out connection closed."""
+the grace period after the timed-out connection closed; after a start,
+fenced writes wait the grace period (the previous process's writes may
+still be in flight); sidecars sharing a store order only their own."""
 
 import random
 import threading
 import time
+import uuid
 
 import pytest
 
-from conftest import assert_problem, slow
+from conftest import assert_problem, slow, wait_ready
 
 
 class Async:
@@ -275,3 +278,31 @@ def test_after_kill9_fenced_writes_wait_for_the_previous_process(tidemark,
     assert time.monotonic() - t0 < 0.5 * slow()
     st, _, body = tm.admin("GET", "/readyz")
     assert st == 200 and b"order:" not in body, body
+
+
+def test_two_sidecars_order_only_their_own_writes(tidemark, upstream,
+                                                  store_servers):
+    """What the README says of several sidecars on one store: the mark is
+    shared (a token below it is refused through either), but each orders
+    only its own writes. A slow write with token 7 through A is applied
+    after token 8 through B; both are answered 200."""
+    srv = store_servers("redis")
+    # order_grace_ms = 0: no wait after the start on a shared store.
+    cfg = {"store": {"type": "redis", "url": srv.url, "path": None},
+           "proxy": {"order_grace_ms": "0"}}
+    a = tidemark(config=cfg)
+    b = tidemark(config=cfg)
+    wait_ready(a)
+    wait_ready(b)
+    doc = "two-" + uuid.uuid4().hex
+    t7 = Async(put, a, doc, 7, "s7", [("X-Test-Hold", "s7")])
+    s7 = upstream.wait_request("X-Test-Id", "s7")
+    assert put(b, doc, 8, "s8").status == 200
+    upstream.release("s7")
+    assert t7.get().status == 200
+    s8 = upstream.find("X-Test-Id", "s8")[0]
+    applied = sorted((s7, s8), key=lambda s: s.applied)
+    assert [s.header("X-Test-Token") for s in applied] == ["8", "7"]
+    # the mark is shared: 7 is now refused through either sidecar
+    assert_problem(put(a, doc, 7, "s7b"), 409)
+    assert_problem(put(b, doc, 7, "s7c"), 409)
