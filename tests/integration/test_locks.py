@@ -16,8 +16,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import (FAILSYNC, REPO, assert_problem, run_check, slow,
-                      wait_until)
+from conftest import (FAILSYNC, REPO, assert_problem, free_port, run_check,
+                      slow, wait_until)
 
 KEY = "0123456789abcdef0123456789abcdef"
 
@@ -342,6 +342,21 @@ def test_acquire_is_strictly_above_the_mark(tidemark, upstream,
     assert api.release("documents/s", new["token"]).status == 204
     assert_lease(api.acquire("documents/s"), "documents/s",
                  fence=new["fence"] + 1)
+
+
+@pytest.mark.parametrize("eager", ["yes", "no"])
+def test_acquire_without_the_mark_store_is_503(tidemark, eager):
+    """A fence must be above the mark: while the mark store cannot be
+    read, no lease is handed out (and none is left behind)."""
+    tm = tidemark(config={
+        "locks": {"eager": eager},
+        "store": {"type": "redis", "path": None,
+                  "url": "redis://127.0.0.1:%d" % free_port()}})
+    api = lock_api(tm)
+    r = api.acquire("documents/n")
+    doc = assert_problem(r, 503)
+    assert "mark store" in doc["detail"], doc
+    assert api.get("documents/n").status == 404
 
 
 def test_backend_restart_keeps_the_fence(tidemark, lock_backend):
