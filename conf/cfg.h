@@ -20,7 +20,8 @@ struct cfg_proxy {
     int max_uri;             /* bytes of request-target (below max_head) */
     int max_headers;         /* header fields in one head */
     int max_connections;     /* client connections at once */
-    int order_grace_ms;      /* after a 504, resource closed this long */
+    int order_grace_ms;      /* after a 504, resource closed this long;
+                              * after a start, fenced writes wait this long */
     int discard_limit;       /* body bytes read and dropped after a refusal */
     int min_body_rate;       /* request body bytes/s; 0: no minimum */
     int body_rate_window_ms; /* over which min_body_rate is measured */

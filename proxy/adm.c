@@ -12,6 +12,7 @@
 #include "../policies/canon.h"
 #include "log.h"
 #include "metrics.h"
+#include "order.h"
 #include "up.h"
 #include "adm_page.h"
 #include "problem.h"
@@ -105,22 +106,30 @@ simple(struct evhttp_request *req, int code, const char *text)
 /* 503 while the data path cannot fence (the store is unusable) or
  * tidemark is draining. The lock backend is reported in the body only:
  * fenced writes still pass without it, so a load balancer should keep
- * sending them. */
+ * sending them; so is the hold after a start (fenced writes wait, they
+ * are not refused). */
 static void
 readyz(struct adm *a, struct evhttp_request *req)
 {
     bool store = a->px->sops->ready(a->px->store);
     bool ready = store && !a->px->draining;
+    int64_t held = order_hold_left(a->px->order);
     const char *locks = "";
-    char text[96];
+    char hold[80] = "";
+    char text[192];
 
     if (a->locks != NULL) {
         locks = adm_locks_ready(a->locks) ? "\nlocks: ready"
                                           : "\nlocks: unavailable";
     }
-    snprintf(text, sizeof(text), "%s\nstore: %s%s%s",
+    if (held > 0) {
+        snprintf(hold, sizeof(hold),
+                 "\norder: fenced writes held after start, %" PRId64 " ms left",
+                 held);
+    }
+    snprintf(text, sizeof(text), "%s\nstore: %s%s%s%s",
              ready ? "ready" : "not ready", store ? "ready" : "unavailable",
-             locks, a->px->draining ? "\ndraining" : "");
+             locks, hold, a->px->draining ? "\ndraining" : "");
     simple(req, ready ? 200 : 503, text);
 }
 
@@ -160,6 +169,13 @@ metrics(struct adm *a, struct evhttp_request *req)
                         "connections.\n# TYPE tidemark_connections "
                         "gauge\ntidemark_connections %zu\n",
                         a->px->nclients);
+    evbuffer_add_printf(b,
+                        "# HELP tidemark_order_start_hold_ms Milliseconds "
+                        "left during which fenced writes wait after start "
+                        "(writes of the previous process may be in "
+                        "flight).\n# TYPE tidemark_order_start_hold_ms "
+                        "gauge\ntidemark_order_start_hold_ms %" PRId64 "\n",
+                        order_hold_left(a->px->order));
     metrics_write(a->px->metrics, a->px->sops->name, b);
     evbuffer_add_printf(b, "# HELP tidemark_upstream_connections Pooled "
                            "upstream connections by state.\n# TYPE "

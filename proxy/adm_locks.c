@@ -538,10 +538,10 @@ raised(void *arg, enum store_result res, int64_t mark)
     }
     if (res == STORE_STALE && !c->refloored && mark < INT64_MAX &&
         c->req != NULL) {
-        /* The mark is above the counter: tokens were issued elsewhere,
-         * or the counter's store was reset. Refusing would refuse every
-         * acquire forever; instead give this lease back and take it
-         * again with a fence above the mark, once. */
+        /* The mark passed the fence after floor_read read it (a token
+         * issued elsewhere, another sidecar). Refusing could refuse
+         * every acquire while that goes on; instead give this lease
+         * back and take it again with a fence above the mark, once. */
         log_warn("locks: %s: the resource's mark %" PRId64 " is above the "
                  "new fence %" PRId64 ": taking the lock again above it",
                  c->name, mark, c->fence);
@@ -639,14 +639,67 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     call_finish(c);
 }
 
+/* The store's mark of c's resource is read: ask the backend for a lease
+ * whose fence is above it. */
 static void
-start_acquire(struct lock_call *c)
+floor_read(void *arg, enum store_result res, int64_t mark)
 {
+    struct lock_call *c = arg;
     struct adm_locks *al = c->al;
+    struct lock_queue *q = c->q;
 
+    c->in_flight = false;
+    if (al == NULL || al->closing) {
+        call_detach(c);
+        call_finish(c);
+        return;
+    }
+    if (res == STORE_ACCEPTED && mark > 0) {
+        marks_put(al->px->marks, c->name, c->len, mark);
+    }
+    /* The cache is a lower bound of the mark: it can only lift the
+     * floor (a store that lost marks, as Redis on failover). */
+    mark = res == STORE_ACCEPTED ? mark : 0;
+    if (mark < marks_get(al->px->marks, c->name, c->len)) {
+        mark = marks_get(al->px->marks, c->name, c->len);
+    }
+    if (res != STORE_ACCEPTED || mark == INT64_MAX || c->req == NULL) {
+        if (q != NULL && q->head == c) {
+            q->trying = false;
+        }
+        if (res != STORE_ACCEPTED) {
+            refuse(c, 503,
+                   "the mark store cannot be read: a fence must be above "
+                   "the resource's mark; no new work starts");
+        } else if (mark == INT64_MAX) {
+            refuse(c, 503,
+                   "the resource's mark is at the largest token: "
+                   "no fence is above it");
+        }
+        call_finish(c);
+        return;
+    }
+    if (c->min_fence <= mark) {
+        c->min_fence = mark + 1;
+    }
     c->in_flight = true;
     al->ops->acquire(al->b, c->name, c->len, c->ttl_ms, c->min_fence, acquired,
                      c);
+}
+
+/* Every try at the lease first reads the resource's mark from the store,
+ * not only the cache: a fence equal to the mark is a token that a holder
+ * may be writing with already (the counter behind the mark: a restored
+ * lease file, a lost Redis increment, tokens issued elsewhere, another
+ * sidecar), and both would pass the fence. The backend then hands out at
+ * least mark + 1, eager or not. */
+static void
+start_acquire(struct lock_call *c)
+{
+    struct tm_proxy *px = c->al->px;
+
+    c->in_flight = true;
+    px->sops->get(px->store, c->name, c->len, floor_read, c);
 }
 
 static void

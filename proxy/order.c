@@ -1,10 +1,12 @@
 /* order.c: per-resource gates. A gate exists while its resource has a
  * write in flight, queued or in its grace period; the table holds at most
- * as many gates as there are client connections. */
+ * as many gates as there are client connections. After a start, a hold
+ * queues every write until it ends. */
 #include "order.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -36,6 +38,8 @@ struct order {
     struct gate **table;
     size_t nbuckets; /* power of two */
     size_t ngates;
+    struct event *hold; /* while every write waits (after a start) */
+    int64_t hold_end;   /* monotonic ms */
 };
 
 static uint64_t
@@ -90,6 +94,9 @@ order_free(struct order *o)
             free(g);
             g = next;
         }
+    }
+    if (o->hold != NULL) {
+        event_free(o->hold);
     }
     free(o->table);
     free(o);
@@ -200,7 +207,7 @@ order_enter(struct order *o, const char *res, size_t len, int64_t token,
     s->arg = arg;
     /* Equal tokens are the same holder: they need not wait for each other.
      * Behind a queued write, a new one waits too, to keep arrival order. */
-    if (g->queue == NULL && token <= lowest_flying(g)) {
+    if (o->hold == NULL && g->queue == NULL && token <= lowest_flying(g)) {
         list_push(&g->flying, s);
         *now = true;
     } else {
@@ -216,7 +223,7 @@ order_enter(struct order *o, const char *res, size_t len, int64_t token,
 static void
 gate_wake(struct order *o, struct gate *g)
 {
-    for (;;) {
+    while (o->hold == NULL) {
         int64_t low = INT64_MAX;
         struct order_slot *s, *next;
         bool woke = false;
@@ -298,6 +305,70 @@ order_leave(struct order *o, struct order_slot *s, int grace_ms)
         return;
     }
     slot_finish(s);
+}
+
+/* The hold ended: every resource's queued writes go, lowest token
+ * first. */
+static void
+hold_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct order *o = arg;
+
+    (void)fd;
+    (void)what;
+    event_free(o->hold);
+    o->hold = NULL;
+    log_info("order: fenced writes held since the start go now (%zu "
+             "resources waited)",
+             o->ngates);
+    for (size_t i = 0; i < o->nbuckets; i++) {
+        struct gate *g = o->table[i];
+
+        while (g != NULL) {
+            struct gate *next = g->hnext; /* gate_wake may free g */
+
+            gate_wake(o, g);
+            g = next;
+        }
+    }
+}
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool
+order_hold(struct order *o, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+    if (ms <= 0 || o->hold != NULL) {
+        return true;
+    }
+    o->hold = evtimer_new(o->base, hold_done, o);
+    if (o->hold == NULL || evtimer_add(o->hold, &tv) != 0) {
+        if (o->hold != NULL) {
+            event_free(o->hold);
+            o->hold = NULL;
+        }
+        return false;
+    }
+    o->hold_end = mono_ms() + ms;
+    return true;
+}
+
+int64_t
+order_hold_left(const struct order *o)
+{
+    int64_t left = o->hold != NULL ? o->hold_end - mono_ms() : 0;
+
+    /* At least 1 while held: the timer may not have run yet. */
+    return o->hold == NULL ? 0 : left > 0 ? left : 1;
 }
 
 size_t

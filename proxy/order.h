@@ -32,6 +32,16 @@ struct order_slot *order_enter(struct order *o, const char *res, size_t len,
  * Also cancels a slot still queued. The slot is gone after this. */
 void order_leave(struct order *o, struct order_slot *s, int grace_ms);
 
+/* Hold every write that enters for ms from now, on every resource: after
+ * a start, writes the previous process forwarded may still reach the
+ * backend, and the in-memory list of them is gone. When the hold ends,
+ * the writes queued meanwhile go per resource in token order. ms <= 0:
+ * no hold. false when the timer cannot be armed (nothing is held). */
+bool order_hold(struct order *o, int ms);
+
+/* Milliseconds left of the hold, 0 when none. */
+int64_t order_hold_left(const struct order *o);
+
 /* Resources with writes in flight or queued. */
 size_t order_active(const struct order *o);
 

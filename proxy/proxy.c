@@ -22,6 +22,7 @@
 #include "order.h"
 #include "proxy_int.h"
 #include "store/store.h"
+#include "store/store_lmdb.h"
 #include "up.h"
 
 /* After a burst of connections has gone (the count fell by 1024 or more
@@ -276,6 +277,31 @@ tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
              kept == 1 ? "s" : "");
 }
 
+/* After a start, the writes the previous process forwarded may still
+ * reach the backend (kill -9, OOM: the backend goes on with a request
+ * whose client is gone), and their list died with it: hold fenced writes
+ * for order_grace_ms, as after a 504, so that none overtakes them. An
+ * lmdb store that held no mark at open never let a fenced write through:
+ * nothing to wait for. */
+static bool
+start_hold(struct tm_proxy *px, char *err, size_t errlen)
+{
+    int ms = px->cfg->proxy.order_grace_ms;
+
+    if (ms <= 0 ||
+        (px->sops == &store_lmdb_ops && store_lmdb_fresh(px->store))) {
+        return true;
+    }
+    if (!order_hold(px->order, ms)) {
+        snprintf(err, errlen, "cannot arm the timer of the start hold");
+        return false;
+    }
+    log_info("holding fenced writes for %d ms after start: writes of the "
+             "previous process may still be in flight (order_grace_ms)",
+             ms);
+    return true;
+}
+
 struct tm_proxy *
 tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
              size_t errlen)
@@ -331,6 +357,9 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
         if (px->adm == NULL) {
             goto fail;
         }
+    }
+    if (!start_hold(px, err, errlen)) {
+        goto fail;
     }
     log_info("listening on %s (store %s, %zu routes)", cfg->proxy.listen,
              cfg->store.type, cfg->nroutes);

@@ -39,9 +39,10 @@ struct lock_ops {
                                  const struct cfg_locks *cfg, char *err,
                                  size_t errlen);
     /* Take the lease when none is live: the fence becomes the counter
-     * plus one, or min_fence when that is higher (0: no floor; eager
-     * fencing uses it to get above a mark issued elsewhere), and the
-     * counter follows. LOCK_OK or LOCK_BUSY. */
+     * plus one, or min_fence when that is higher (0: no floor), and the
+     * counter follows. The lock service passes the resource's mark plus
+     * one, so a fence is never one that a mark already holds. LOCK_OK
+     * or LOCK_BUSY. */
     void (*acquire)(struct lock_backend *b, const char *name, size_t len,
                     int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg);
     /* Reset a live lease whose fence is fence to ttl_ms from now. LOCK_OK

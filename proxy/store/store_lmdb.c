@@ -102,6 +102,7 @@ struct lmdb_store {
 
     /* Loop thread only. */
     bool full_logged;
+    bool fresh; /* no mark at open */
 
     /* The writer thread's (open's, before it starts). */
     struct journal *journal;
@@ -711,6 +712,28 @@ lmdb_free(struct lmdb_store *s)
     free(s);
 }
 
+/* Whether LMDB holds no mark (the epoch key aside). Open, before the
+ * writer starts: no other transaction is open. */
+static bool
+holds_no_mark(struct lmdb_store *s)
+{
+    MDB_val key = {.mv_size = EPOCH_KEY_LEN, .mv_data = (void *)EPOCH_KEY};
+    MDB_val val;
+    MDB_txn *txn;
+    MDB_stat st;
+    bool none = false;
+
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != 0) {
+        return false;
+    }
+    if (mdb_stat(txn, s->dbi, &st) == 0) {
+        none = st.ms_entries == 0 ||
+               (st.ms_entries == 1 && mdb_get(txn, s->dbi, &key, &val) == 0);
+    }
+    mdb_txn_abort(txn);
+    return none;
+}
+
 /* Open PATH-journal and bring LMDB up to it. */
 static bool
 open_journal(struct lmdb_store *s, size_t *replayed, char *err, size_t errlen)
@@ -784,8 +807,11 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
     s->map_size =
         mdb_env_info(s->env, &info) == 0 ? info.me_mapsize : (size_t)map_size;
-    if (!open_journal(s, &replayed, err, errlen) ||
-        !lmdb_worker_start(s->w, err, errlen)) {
+    if (!open_journal(s, &replayed, err, errlen)) {
+        goto fail;
+    }
+    s->fresh = holds_no_mark(s);
+    if (!lmdb_worker_start(s->w, err, errlen)) {
         goto fail;
     }
     if (dead > 0) {
@@ -825,6 +851,12 @@ store_lmdb_stats(struct store *st, struct store_lmdb_stats *out)
     lmdb_worker_lock(s->w);
     *out = s->stats;
     lmdb_worker_unlock(s->w);
+}
+
+bool
+store_lmdb_fresh(struct store *st)
+{
+    return to_lmdb(st)->fresh;
 }
 
 const struct store_ops store_lmdb_ops = {

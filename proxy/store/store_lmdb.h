@@ -3,6 +3,7 @@
 #ifndef TM_STORE_LMDB_H
 #define TM_STORE_LMDB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "store.h"
@@ -27,5 +28,9 @@ struct store_lmdb_stats {
 /* Copy the counters of s, which must have been opened by
  * store_lmdb_ops. Loop thread. */
 void store_lmdb_stats(struct store *s, struct store_lmdb_stats *out);
+
+/* Whether s, opened by store_lmdb_ops, held no mark when it was opened:
+ * then no fenced write can have been forwarded through it before. */
+bool store_lmdb_fresh(struct store *s);
 
 #endif

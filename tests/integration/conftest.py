@@ -456,6 +456,8 @@ class UpstreamRequest:
         self.head_time = None   # head parsed
         self.arrival = None     # head and body read
         self.answered = None    # just before the response was written
+        self.applied = None     # the write took effect (answered, or
+                                # X-Test-Apply-Late after the client left)
         self.outcome = None     # answered | dropped | closed | ...
 
     def header(self, name):
@@ -487,6 +489,9 @@ class Upstream:
     X-Test-Status: N          answer with status N (default 200)
     X-Test-Delay-Ms: N        wait N ms before answering
     X-Test-Hold: NAME         wait until the test calls release(NAME)
+    X-Test-Apply-Late: 1      with X-Test-Hold: a client that leaves does
+                              not cancel the write; it takes effect
+                              (applied) at the release, answered to nobody
     X-Test-Close: 1           answer with Connection: close, then close
     X-Test-Close-After: 1     answer (keep-alive), then close silently
     X-Test-Drop: 1            read the request, close without answering
@@ -753,6 +758,8 @@ class Upstream:
                 if self.release_everything:
                     ev.set()
             how = self._wait(c, event=ev)
+            if how == "closed" and req.header("X-Test-Apply-Late"):
+                return self._apply_late(req, ev)
             if how != "released":
                 req.outcome = how
                 return False
@@ -810,7 +817,7 @@ class Upstream:
         if close:
             lines.append("Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        req.answered = time.monotonic()
+        req.answered = req.applied = time.monotonic()
         sock.sendall(head)
         split = req.header("X-Test-Split-Ms")
         if split is not None:
@@ -821,6 +828,19 @@ class Upstream:
         if close or close_after:
             return False
         return True
+
+    def _apply_late(self, req, ev):
+        """A backend that goes on with a write whose client is gone: it
+        takes effect at the release."""
+        while not ev.wait(0.01):
+            if self.stopping.is_set():
+                req.outcome = "stopped"
+                return False
+        with self.cond:
+            req.applied = time.monotonic()
+            req.outcome = "applied-late"
+            self.cond.notify_all()
+        return False
 
     def _send_body(self, sock, body, length, chunk):
         if body is None:

@@ -16,8 +16,8 @@ import urllib.parse
 
 import pytest
 
-from conftest import (FAILSYNC, REPO, assert_problem, run_check, slow,
-                      wait_until)
+from conftest import (FAILSYNC, REPO, assert_problem, free_port, run_check,
+                      slow, wait_until)
 
 KEY = "0123456789abcdef0123456789abcdef"
 
@@ -299,6 +299,64 @@ def test_eager_acquire_gets_above_a_mark_issued_elsewhere(tidemark,
     assert_lease(api.acquire("documents/x"), "documents/x", fence=1002)
     # below the mark only once: a counter ahead needs no floor
     assert tm.mark("documents/x") == 1002
+
+
+@pytest.mark.parametrize("eager", ["yes", "no"])
+@pytest.mark.parametrize("ahead", [1, 0])
+def test_acquire_is_strictly_above_the_mark(tidemark, upstream,
+                                            lock_backend, eager, ahead):
+    """The lock's counter is one behind the mark (ahead = 1: a restored
+    lease file, a lost Redis increment, a token issued elsewhere) or
+    equal to it (ahead = 0). The next acquire, eager or not, gets a
+    fence above the mark, also with the mark cache empty (a restart),
+    so the holder of the mark's token and the new holder never both
+    write with 200."""
+    tm = tidemark(config={"locks": {"eager": eager}})
+    api = lock_api(tm)
+    for fence in (1, 2):
+        assert_lease(api.acquire("documents/s"), "documents/s", fence=fence)
+        assert api.release("documents/s", str(fence)).status == 204
+    old = 2 + ahead                  # the counter is at 2
+    assert tm.put("s", token=old, headers=[("X-Test-Id", "old1")]).status \
+        == 200
+    assert tm.mark("documents/s") == old
+    api.close()
+    tm.restart()                     # the mark cache starts empty
+    if lock_backend[1] is not None:
+        wait_locks_ready(tm)
+    api = lock_api(tm)
+    new = assert_lease(api.acquire("documents/s"), "documents/s")
+    assert new["fence"] == old + 1, new
+    if eager == "yes":
+        assert tm.mark("documents/s") == new["fence"]
+        assert_problem(tm.put("s", token=old,
+                              headers=[("X-Test-Id", "old2")]), 409)
+        assert tm.put("s", token=new["token"]).status == 200
+    else:
+        assert tm.mark("documents/s") == old
+        assert tm.put("s", token=new["token"]).status == 200
+        assert_problem(tm.put("s", token=old,
+                              headers=[("X-Test-Id", "old2")]), 409)
+    assert upstream.find("X-Test-Id", "old2") == []
+    # the counter followed the floor: the next fence is one above it
+    assert api.release("documents/s", new["token"]).status == 204
+    assert_lease(api.acquire("documents/s"), "documents/s",
+                 fence=new["fence"] + 1)
+
+
+@pytest.mark.parametrize("eager", ["yes", "no"])
+def test_acquire_without_the_mark_store_is_503(tidemark, eager):
+    """A fence must be above the mark: while the mark store cannot be
+    read, no lease is handed out (and none is left behind)."""
+    tm = tidemark(config={
+        "locks": {"eager": eager},
+        "store": {"type": "redis", "path": None,
+                  "url": "redis://127.0.0.1:%d" % free_port()}})
+    api = lock_api(tm)
+    r = api.acquire("documents/n")
+    doc = assert_problem(r, 503)
+    assert "mark store" in doc["detail"], doc
+    assert api.get("documents/n").status == 404
 
 
 def test_backend_restart_keeps_the_fence(tidemark, lock_backend):

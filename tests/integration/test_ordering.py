@@ -1,15 +1,18 @@
 """Ordering after the check: per resource, a write with a higher token
 reaches the upstream only after every in-flight write with a lower token
 has finished; after a 504 the resource stays closed to higher tokens for
-the grace period after the timed-out connection closed."""
+the grace period after the timed-out connection closed; after a start,
+fenced writes wait the grace period (the previous process's writes may
+still be in flight); sidecars sharing a store order only their own."""
 
 import random
 import threading
 import time
+import uuid
 
 import pytest
 
-from conftest import assert_problem, slow
+from conftest import assert_problem, slow, wait_ready
 
 
 class Async:
@@ -228,3 +231,91 @@ def test_after_502_with_closed_connection_no_grace(tidemark, upstream):
     t0 = time.monotonic()
     assert put(tm, "d", 8, "d8").status == 200
     assert time.monotonic() - t0 < 2 * slow()
+
+
+@pytest.mark.parametrize("kind", ["lmdb", "redis"])
+def test_after_kill9_fenced_writes_wait_for_the_previous_process(
+        tidemark, upstream, store_servers, kind):
+    """kill -9 while the write of token 1 is still at the backend, which
+    goes on with it after tidemark's connection closed and applies it
+    late. The new process knows nothing of it: it holds fenced writes for
+    order_grace_ms after its start, so token 2 does not overtake it; the
+    backend applies 1, then 2."""
+    grace = 1.5
+    cfg = {"proxy": {"order_grace_ms": str(int(grace * 1e3))}}
+    doc = "k-" + uuid.uuid4().hex
+    if kind == "redis":
+        cfg["store"] = {"type": "redis", "url": store_servers("redis").url,
+                        "path": None}
+    tm = tidemark(config=cfg)
+    wait_ready(tm)
+    t1 = Async(put, tm, doc, 1, "k1",
+               [("X-Test-Hold", "k1"), ("X-Test-Apply-Late", "1")])
+    s1 = upstream.wait_request("X-Test-Id", "k1")
+    if kind == "lmdb":
+        # a store that held no mark at start had nothing in flight
+        assert tm.log_lines("holding fenced writes") == []
+    else:
+        # a shared store cannot tell: every start waits
+        assert len(tm.log_lines("holding fenced writes")) == 1
+    tm.kill9()
+    t1.t.join(10 * slow())
+    upstream.wait_for(lambda: upstream.conns[s1.conn_id].closed,
+                      what="the killed process's connection to close")
+    assert s1.applied is None
+    before_start = time.monotonic()
+    tm.start()
+    tm.wait_log("holding fenced writes for 1500 ms after start",
+                count=1 if kind == "lmdb" else 2)
+    wait_ready(tm)
+    st, _, body = tm.admin("GET", "/readyz")
+    assert st == 200 and b"order: fenced writes held after start" in body, \
+        body
+    t2 = Async(put, tm, doc, 2, "k2")
+    not_arrived(upstream, "k2", 0.3)
+    upstream.release("k1")          # the backend applies token 1, late
+    upstream.wait_for(lambda: s1.applied, what="token 1 to be applied")
+    r2 = t2.get()
+    assert r2.status == 200, r2
+    s2 = upstream.find("X-Test-Id", "k2")[0]
+    applied = sorted((s1, s2), key=lambda s: s.applied)
+    assert [s.header("X-Test-Token") for s in applied] == ["1", "2"]
+    assert s2.arrival >= before_start + grace, \
+        "token 2 arrived %.3fs after the restart, grace %.1fs" % (
+            s2.arrival - before_start, grace)
+    assert s2.arrival - before_start < grace + 3 * slow()
+    # the hold ends once: later writes go at once
+    t0 = time.monotonic()
+    assert put(tm, doc, 3, "k3").status == 200
+    assert put(tm, "o-" + doc, 1, "o1").status == 200
+    assert time.monotonic() - t0 < 0.5 * slow()
+    st, _, body = tm.admin("GET", "/readyz")
+    assert st == 200 and b"order:" not in body, body
+
+
+def test_two_sidecars_order_only_their_own_writes(tidemark, upstream,
+                                                  store_servers):
+    """What the README says of several sidecars on one store: the mark is
+    shared (a token below it is refused through either), but each orders
+    only its own writes. A slow write with token 7 through A is applied
+    after token 8 through B; both are answered 200."""
+    srv = store_servers("redis")
+    # order_grace_ms = 0: no wait after the start on a shared store.
+    cfg = {"store": {"type": "redis", "url": srv.url, "path": None},
+           "proxy": {"order_grace_ms": "0"}}
+    a = tidemark(config=cfg)
+    b = tidemark(config=cfg)
+    wait_ready(a)
+    wait_ready(b)
+    doc = "two-" + uuid.uuid4().hex
+    t7 = Async(put, a, doc, 7, "s7", [("X-Test-Hold", "s7")])
+    s7 = upstream.wait_request("X-Test-Id", "s7")
+    assert put(b, doc, 8, "s8").status == 200
+    upstream.release("s7")
+    assert t7.get().status == 200
+    s8 = upstream.find("X-Test-Id", "s8")[0]
+    applied = sorted((s7, s8), key=lambda s: s.applied)
+    assert [s.header("X-Test-Token") for s in applied] == ["8", "7"]
+    # the mark is shared: 7 is now refused through either sidecar
+    assert_problem(put(a, doc, 7, "s7b"), 409)
+    assert_problem(put(b, doc, 7, "s7c"), 409)

@@ -36,6 +36,9 @@ def unique():
 def start(tidemark, st, name=None, **store_keys):
     cfg = dict(ROUTES)
     cfg["store"] = st.section(**store_keys)
+    # Not about ordering: no wait after the start, which a shared store
+    # always has (test_ordering tests it on Redis).
+    cfg["proxy"] = {"order_grace_ms": "0"}
     tm = tidemark(config=cfg, name=name)
     wait_ready(tm)
     return tm

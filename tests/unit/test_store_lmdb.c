@@ -725,6 +725,46 @@ test_journal_replay(void **state)
     store_close(f);
 }
 
+/* fresh: no mark at open, so no fenced write went through the store
+ * before (tidemark then needs no hold after its start). Marks only the
+ * journal holds count too. */
+static void
+test_fresh(void **state)
+{
+    struct fixture *f = *state;
+    char jpath[160];
+    char err[256];
+    struct journal *j;
+
+    store_open(f);
+    assert_true(store_lmdb_fresh(f->st));
+    store_close(f);
+    store_open(f); /* reopened, still without a mark */
+    assert_true(store_lmdb_fresh(f->st));
+    assert_int_equal(raise_wait(f, "a", 5).res, STORE_ACCEPTED);
+    assert_true(store_lmdb_fresh(f->st)); /* as it was at open */
+    store_close(f);
+    store_open(f);
+    assert_false(store_lmdb_fresh(f->st));
+    store_close(f);
+
+    /* A store whose only mark is in the journal (kill -9 before a
+     * checkpoint). */
+    snprintf(f->path, sizeof(f->path), "%s/journal-only.mdb", f->dir);
+    store_open(f);
+    store_close(f);
+    snprintf(jpath, sizeof(jpath), "%s-journal", f->path);
+    j = journal_open(jpath, err, sizeof(err));
+    assert_non_null(j);
+    journal_restart(j, 0); /* no checkpoint yet: epoch 0 */
+    assert_int_equal(journal_add(j, "b", 1, 3), 0);
+    assert_int_equal(journal_sync(j), 0);
+    journal_close(j);
+    store_open(f);
+    assert_false(store_lmdb_fresh(f->st));
+    store_close(f);
+}
+
 /* A million resources fit in a modest map, survive a reopen, and every
  * one of them keeps its own mark. */
 static void
@@ -816,6 +856,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_journal_replay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
         cmocka_unit_test_setup_teardown(test_million_resources, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),

@@ -1,0 +1,121 @@
+/* test_order.c: the ordering gates: a higher token waits for lower ones in
+ * flight, equal tokens go together, and the hold after a start keeps
+ * every write until it ends, then lets them go in token order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "../../proxy/order.h"
+
+struct write {
+    int64_t token;
+    struct order_slot *slot;
+    int went; /* order of go() calls, from 1; 0: not yet */
+};
+
+static int gone;
+
+static void
+on_go(void *arg)
+{
+    struct write *w = arg;
+
+    assert_int_equal(w->went, 0);
+    w->went = ++gone;
+}
+
+static void
+enter(struct order *o, const char *res, struct write *w, int64_t token,
+      bool want_now)
+{
+    bool now = !want_now;
+
+    memset(w, 0, sizeof(*w));
+    w->token = token;
+    w->slot = order_enter(o, res, strlen(res), token, on_go, w, &now);
+    assert_non_null(w->slot);
+    assert_int_equal(now, want_now);
+    if (now) {
+        w->went = ++gone;
+    }
+}
+
+static void
+test_higher_waits_for_lower(void **state)
+{
+    struct event_base *base = event_base_new();
+    struct order *o = order_new(base);
+    struct write a, b, c;
+
+    (void)state;
+    gone = 0;
+    enter(o, "r", &a, 7, true);
+    enter(o, "r", &b, 7, true); /* the same holder */
+    enter(o, "r", &c, 8, false);
+    order_leave(o, a.slot, 0);
+    assert_int_equal(c.went, 0);
+    order_leave(o, b.slot, 0);
+    assert_int_equal(c.went, 3);
+    order_leave(o, c.slot, 0);
+    assert_int_equal(order_active(o), 0);
+    order_free(o);
+    event_base_free(base);
+}
+
+static void
+test_hold_after_start(void **state)
+{
+    struct event_base *base = event_base_new();
+    struct order *o = order_new(base);
+    struct write w3, w1, w1b, s5, gone9;
+
+    (void)state;
+    gone = 0;
+    assert_int_equal(order_hold_left(o), 0);
+    assert_true(order_hold(o, 50));
+    assert_true(order_hold_left(o) > 0 && order_hold_left(o) <= 50);
+    enter(o, "r", &w3, 3, false);
+    enter(o, "r", &w1, 1, false);
+    enter(o, "r", &w1b, 1, false);
+    enter(o, "s", &s5, 5, false);
+    enter(o, "t", &gone9, 9, false);
+    order_leave(o, gone9.slot, 0); /* a client that left while held */
+    assert_int_equal(order_active(o), 2);
+    /* Until the hold ends: 1, no event is left. */
+    assert_int_equal(event_base_dispatch(base), 1);
+    assert_int_equal(order_hold_left(o), 0);
+    /* Per resource, the lowest token goes first; 3 waits for both 1s. */
+    assert_true(w1.went > 0 && w1b.went > 0 && s5.went > 0);
+    assert_int_equal(w3.went, 0);
+    assert_int_equal(gone9.went, 0);
+    order_leave(o, w1.slot, 0);
+    assert_int_equal(w3.went, 0);
+    order_leave(o, w1b.slot, 0);
+    assert_int_equal(w3.went, 4);
+    /* Once over, the hold is over: a new resource goes at once. */
+    enter(o, "u", &gone9, 2, true);
+    order_leave(o, gone9.slot, 0);
+    order_leave(o, w3.slot, 0);
+    order_leave(o, s5.slot, 0);
+    assert_int_equal(order_active(o), 0);
+    assert_true(order_hold(o, 0)); /* no hold */
+    assert_int_equal(order_hold_left(o), 0);
+    order_free(o);
+    event_base_free(base);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_higher_waits_for_lower),
+        cmocka_unit_test(test_hold_after_start),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
