@@ -24,7 +24,7 @@ rclone"
 S3DIR="$(cd "$(dirname "$0")" && pwd)/s3"
 
 s3_install() {
-    if [ -f "$S3DIR/node_modules/s3rver/package.json" ]; then
+    if [ -f "$S3DIR/node_modules/@20minutes/s3rver/package.json" ]; then
         return 0
     fi
     echo "deps: npm ci in $S3DIR (the S3 server for the tests)"

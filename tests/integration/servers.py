@@ -513,15 +513,16 @@ class NginxDav(DavServer):
         super().stop(sig, timeout)
 
 
-S3RVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                      "s3", "node_modules", "s3rver", "bin", "s3rver.js")
+S3DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "s3")
 
 
 class S3rver(Server):
-    """s3rver (npm, installed into tests/s3 by make deps): an S3 server
-    on disk that checks AWS signatures (V2 and V4) with the access key
-    S3RVER and the secret S3RVER. Buckets are path-style; the bucket
-    self.bucket exists from the start."""
+    """s3rver (npm, installed into tests/s3 by make deps; serve.js runs
+    its command line): an S3 server on disk that checks AWS signatures,
+    V2 and V4 (the Host, every signed header, the payload hash), with the
+    access key S3RVER and the secret S3RVER. Buckets are path-style; the
+    bucket self.bucket exists from the start."""
 
     name = "s3rver"
     access_key = "S3RVER"
@@ -532,14 +533,14 @@ class S3rver(Server):
     def available(cls):
         if _find("node") is None:
             return "node is not installed (make deps)"
-        if not os.path.exists(S3RVER):
+        if not os.path.exists(os.path.join(S3DIR, "node_modules")):
             return "s3rver is not installed in tests/s3 (make deps)"
         return None
 
     def argv(self):
         data = os.path.join(self.dir, "data")
         os.makedirs(data, exist_ok=True)
-        return [_find("node"), os.path.abspath(S3RVER), "-d", data,
+        return [_find("node"), os.path.join(S3DIR, "serve.js"), "-d", data,
                 "-a", "127.0.0.1", "-p", str(self.port),
                 "--no-vhost-buckets", "--configure-bucket", self.bucket]
 

@@ -268,14 +268,29 @@ def assert_stale(status, headers, body, resource, token, mark):
 
 
 def rclone(*args, env=None, tmp=None):
-    """Run rclone with a config from the environment only."""
-    e = dict(os.environ)
+    """Run rclone with a config from the environment only (and none of
+    the AWS SDK's variables: AWS_CA_BUNDLE makes it refuse rclone's own
+    HTTP transport)."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("AWS_", "RCLONE_"))}
     e.update(env or {})
     e["RCLONE_CONFIG"] = os.devnull
     return subprocess.run(["rclone", "--retries", "1", "--low-level-retries",
                            "1", "--contimeout", "5s", "--timeout", "20s"]
                           + list(args), capture_output=True, env=e,
                           timeout=60 * slow())
+
+
+# ------------------------------------------------------------- examples
+
+
+@NEEDS_CANON_DAV
+@pytest.mark.parametrize("name", ["webdav", "s3"])
+def test_example_configuration_passes_check(name):
+    """tidemark -c conf/examples/NAME.ini --check, as shipped."""
+    path = EXAMPLES / ("%s.ini" % name)
+    rc, lines = run_check(path)
+    assert (rc, lines) == (0, ["%s: ok" % path])
 
 
 # ---------------------------------------------------------------- WebDAV
@@ -494,3 +509,288 @@ def test_dav_write_without_token_is_refused(dav):
     st, h, body = client_put("requests", dav.url + "/dav/" + name, b"x")
     assert st == 428, (st, h, body)
     assert get_direct(dav, "/dav/" + name)[0] == 404
+
+
+# -------------------------------------------------------------------- S3
+
+
+boto3 = pytest.importorskip("boto3")
+from botocore.config import Config  # noqa: E402
+from botocore.exceptions import ClientError  # noqa: E402
+
+BUCKET = S3rver.bucket
+
+
+def s3_client(url, token=None, when="before-send"):
+    """A boto3 S3 client for url (path-style, SigV4, no retries). With a
+    token, a handler adds Fencing-Token to every request at `when`:
+    before-send (after signing: the way that works) or before-sign."""
+    c = boto3.client(
+        "s3", endpoint_url=url, region_name="us-east-1",
+        aws_access_key_id=S3rver.access_key,
+        aws_secret_access_key=S3rver.secret_key,
+        config=Config(signature_version="s3v4",
+                      s3={"addressing_style": "path"},
+                      retries={"max_attempts": 1, "mode": "standard"}))
+    if token is not None:
+        def add_token(request, **kw):
+            request.headers["Fencing-Token"] = token
+        c.meta.events.register(when + ".s3", add_token)
+    return c
+
+
+def client_error(call, *args, **kw):
+    """The ClientError a boto3 call raises: (status, error code, headers)."""
+    with pytest.raises(ClientError) as e:
+        call(*args, **kw)
+    r = e.value.response
+    return (r["ResponseMetadata"]["HTTPStatusCode"], r["Error"]["Code"],
+            r["ResponseMetadata"]["HTTPHeaders"])
+
+
+def s3_body(s3, key):
+    """The object as the backend itself has it (read straight from it,
+    signed), or None when it has none."""
+    try:
+        return s3_client(s3.direct).get_object(Bucket=BUCKET,
+                                               Key=key)["Body"].read()
+    except ClientError as e:
+        if e.response["Error"]["Code"] == "NoSuchKey":
+            return None
+        raise
+
+
+def s3_setup(s3, prefix):
+    """A wrote v1 to KEY, its lease ran out, B took the lock and wrote
+    v2. (key, resource, A's token, B's token)."""
+    key = unique(prefix)
+    res = "s3/%s/%s" % (BUCKET, key)
+    a = s3.lock(res, ttl_ms=200)
+    r = s3_client(s3.url, a).put_object(Bucket=BUCKET, Key=key,
+                                        Body=b"v1 from A")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 200, r
+    b = s3.takeover(res)
+    assert int(b) > int(a)
+    r = s3_client(s3.url, b).put_object(Bucket=BUCKET, Key=key,
+                                        Body=b"v2 from B")
+    assert r["ResponseMetadata"]["HTTPHeaders"]["fencing-high-water"] == b
+    return key, res, a, b
+
+
+def test_s3_paused_holder_is_refused_and_the_new_data_stays(s3):
+    key, res, a, b = s3_setup(s3, "paused")
+    st, code, h = client_error(s3_client(s3.url, a).put_object,
+                               Bucket=BUCKET, Key=key, Body=b"stale from A")
+    assert (st, code) == (409, "409"), h
+    assert h["content-type"] == "application/problem+json", h
+    assert h["fencing-high-water"] == b, h
+    assert s3_body(s3, key) == b"v2 from B"
+    s3.unlock(res, b)
+
+
+@NEEDS_SMUG
+def test_s3_stale_answer_names_its_kind(s3):
+    key, res, a, b = s3_setup(s3, "kind")
+    st, _, h = client_error(s3_client(s3.url, a).put_object,
+                            Bucket=BUCKET, Key=key, Body=b"stale")
+    assert st == 409
+    assert h.get("tidemark-error") == "stale-token", h
+
+
+RCLONE_S3 = {"RCLONE_CONFIG_TMS3_TYPE": "s3",
+             "RCLONE_CONFIG_TMS3_PROVIDER": "Other",
+             "RCLONE_CONFIG_TMS3_ACCESS_KEY_ID": S3rver.access_key,
+             "RCLONE_CONFIG_TMS3_SECRET_ACCESS_KEY": S3rver.secret_key,
+             "RCLONE_CONFIG_TMS3_REGION": "us-east-1",
+             "RCLONE_CONFIG_TMS3_FORCE_PATH_STYLE": "true",
+             "RCLONE_CONFIG_TMS3_NO_CHECK_BUCKET": "true"}
+
+
+def test_s3_rclone_writes_with_its_token_and_not_with_a_stale_one(s3,
+                                                                   tmp_path):
+    """rclone's --header adds the token to each request after the SDK
+    signed it, so it is never signed."""
+    key, res, a, b = s3_setup(s3, "rclone")
+    env = dict(RCLONE_S3, RCLONE_CONFIG_TMS3_ENDPOINT=s3.url)
+    src = tmp_path / "f.txt"
+    src.write_bytes(b"stale from A through rclone")
+    p = rclone("--header", "Fencing-Token: %s" % a, "copyto", str(src),
+               "tms3:%s/%s" % (BUCKET, key), env=env)
+    assert p.returncode != 0, p
+    assert b"409" in p.stderr, p.stderr
+    assert s3_body(s3, key) == b"v2 from B"
+    src.write_bytes(b"v3 from B through rclone")
+    p = rclone("--header", "Fencing-Token: %s" % b, "copyto", str(src),
+               "tms3:%s/%s" % (BUCKET, key), env=env)
+    assert p.returncode == 0, p.stderr
+    assert s3_body(s3, key) == b"v3 from B through rclone"
+    # Reads without a token: a listing and the object.
+    p = rclone("lsjson", "tms3:" + BUCKET, env=env)
+    assert p.returncode == 0, p.stderr
+    assert key in [e["Path"] for e in json.loads(p.stdout)]
+    p = rclone("cat", "tms3:%s/%s" % (BUCKET, key), env=env)
+    assert (p.returncode, p.stdout) == (0, b"v3 from B through rclone"), \
+        p.stderr
+    s3.unlock(res, b)
+
+
+def test_s3_reads_need_no_token(s3):
+    key, res, a, b = s3_setup(s3, "read")
+    c = s3_client(s3.url)
+    assert c.get_object(Bucket=BUCKET, Key=key)["Body"].read() == \
+        b"v2 from B"
+    assert c.head_object(Bucket=BUCKET, Key=key)["ContentLength"] == 9
+    keys = [o["Key"] for o in c.list_objects_v2(
+        Bucket=BUCKET, Prefix=key)["Contents"]]
+    assert keys == [key]
+    assert BUCKET in [x["Name"] for x in c.list_buckets()["Buckets"]]
+    c.head_bucket(Bucket=BUCKET)
+    # Unsigned reads (the server allows them) too.
+    r = requests.get("%s/%s/%s" % (s3.url, BUCKET, key), timeout=10)
+    assert (r.status_code, r.content) == (200, b"v2 from B")
+
+
+def test_s3_stale_delete_is_refused(s3):
+    key, res, a, b = s3_setup(s3, "delete")
+    st, code, h = client_error(s3_client(s3.url, a).delete_object,
+                               Bucket=BUCKET, Key=key)
+    assert st == 409, (code, h)
+    assert s3_body(s3, key) == b"v2 from B"
+
+
+def test_s3_stale_copy_onto_the_key_is_refused(s3):
+    """CopyObject is a PUT on the destination key: fenced by it."""
+    key, res, a, b = s3_setup(s3, "copy")
+    own = key + "-own"
+    s3_client(s3.url, a).put_object(Bucket=BUCKET, Key=own, Body=b"stale")
+    st, code, h = client_error(
+        s3_client(s3.url, a).copy_object, Bucket=BUCKET, Key=key,
+        CopySource={"Bucket": BUCKET, "Key": own})
+    assert st == 409, (code, h)
+    assert s3_body(s3, key) == b"v2 from B"
+
+
+def test_s3_stale_multipart_completion_is_refused(s3):
+    """A starts a multipart upload while it holds the lock and uploads a
+    part, then pauses; B takes over and writes; A's completion (a POST
+    on the key) is refused, and so is another part."""
+    key = unique("multipart")
+    res = "s3/%s/%s" % (BUCKET, key)
+    a = s3.lock(res, ttl_ms=300)
+    ca = s3_client(s3.url, a)
+    up = ca.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    part = ca.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=1,
+                          Body=b"stale from A, in parts")
+    b = s3.takeover(res)
+    s3_client(s3.url, b).put_object(Bucket=BUCKET, Key=key,
+                                    Body=b"v2 from B")
+    st, _, _ = client_error(ca.upload_part, Bucket=BUCKET, Key=key,
+                            UploadId=up, PartNumber=2, Body=b"more")
+    assert st == 409
+    st, _, _ = client_error(
+        ca.complete_multipart_upload, Bucket=BUCKET, Key=key, UploadId=up,
+        MultipartUpload={"Parts": [{"ETag": part["ETag"],
+                                    "PartNumber": 1}]})
+    assert st == 409
+    assert s3_body(s3, key) == b"v2 from B"
+    s3.unlock(res, b)
+
+
+@NEEDS_DAV
+def test_s3_multi_object_delete_is_refused(s3):
+    """POST /BUCKET?delete names its keys in the body, not the path: on
+    an s3 route it is refused (400), whatever the token."""
+    key, res, a, b = s3_setup(s3, "multidelete")
+    st, code, h = client_error(
+        s3_client(s3.url, a).delete_objects, Bucket=BUCKET,
+        Delete={"Objects": [{"Key": key}]})
+    assert st == 400, (code, h)
+    assert h["content-type"] == "application/problem+json", h
+    assert s3_body(s3, key) == b"v2 from B"
+
+
+@NEEDS_DAV
+def test_s3_form_upload_is_refused(s3):
+    """A browser form POST to the bucket names its key in the form: on
+    an s3 route it is refused (400), whatever the token."""
+    key, res, a, b = s3_setup(s3, "form")
+    r = requests.post("%s/%s" % (s3.url, BUCKET),
+                      headers={"Fencing-Token": a},
+                      data={"key": key}, files={"file": ("f", b"stale")},
+                      timeout=10)
+    assert r.status_code == 400, (r.status_code, r.headers, r.content)
+    assert s3_body(s3, key) == b"v2 from B"
+
+
+@NEEDS_CANON
+@pytest.mark.parametrize("how,target,method,status", [
+    ("percent-encoded letter", lambda k: "/%s/%%%02X%s" % (
+        BUCKET, ord(k[0]), k[1:]), "PUT", 409),
+    ("encoded slash", lambda k: "/%s/x%%2F%s" % (BUCKET, k), "PUT", 400),
+    ("lowercase method", lambda k: "/%s/%s" % (BUCKET, k), "put", 400),
+], ids=["percent-encoded-letter", "encoded-slash", "lowercase-method"])
+def test_s3_other_spelling_of_the_key(s3, how, target, method, status):
+    """Unsigned requests (the server takes anonymous writes): the key
+    spelled otherwise is the same mark, or the request is refused."""
+    key, res, a, b = s3_setup(s3, "spell")
+    st, h, out = curl("--path-as-is", "-X", method, "-H",
+                      "Fencing-Token: %s" % a, "--data-binary", "@-",
+                      s3.url + target(key), data=b"stale, " + how.encode())
+    assert st == status, (how, st, h, out)
+    assert s3_body(s3, key) == b"v2 from B"
+
+
+def test_s3_signature_covers_the_host_tidemark_forwards(s3, tmp_path):
+    """The client signs the Host it sends to tidemark; with host =
+    upstream tidemark would send the backend's address instead and every
+    signed request fails. The example keeps host = preserve."""
+    key, res, a, b = s3_setup(s3, "host")
+    tm = example_tidemark(tmp_path / "tm-host-upstream", "s3", "s3",
+                          s3.direct,
+                          extra={"TIDEMARK_UPSTREAM_S3_HOST": "upstream"})
+    try:
+        url = "http://127.0.0.1:%d" % tm.port
+        st, code, _ = client_error(s3_client(url).get_object,
+                                   Bucket=BUCKET, Key=key)
+        assert (st, code) == (403, "SignatureDoesNotMatch")
+    finally:
+        tm.check_teardown()
+
+
+def test_s3_a_signed_token_header_breaks_the_signature(s3):
+    """Added before signing, Fencing-Token is in SignedHeaders; tidemark
+    removes it, so the backend's signature check fails: add it after
+    signing (boto3: before-send). The mark still rises to the token:
+    tidemark cannot know the backend will refuse."""
+    key, res, a, b = s3_setup(s3, "signed")
+    c = s3_client(s3.url, str(int(b) + 1), when="before-sign")
+    st, code, _ = client_error(c.put_object, Bucket=BUCKET, Key=key,
+                               Body=b"v3, signed token")
+    assert (st, code) == (403, "SignatureDoesNotMatch")
+    assert s3_body(s3, key) == b"v2 from B"
+
+
+def test_s3_curl_aws_sigv4_signs_every_header_it_is_given(s3):
+    """curl --aws-sigv4 signs each -H header, the token too: it can read
+    through tidemark, but its writes fail the backend's check."""
+    key, res, a, b = s3_setup(s3, "curl")
+    sig = ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "%s:%s" % (
+        S3rver.access_key, S3rver.secret_key),
+        "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+    st, h, out = curl(*sig, "%s/%s/%s" % (s3.url, BUCKET, key))
+    assert (st, out) == (200, b"v2 from B"), h
+    st, h, out = curl(*sig, "-X", "PUT", "-H", "Fencing-Token: %s" % b,
+                      "--data-binary", "@-", "%s/%s/%s" % (s3.url, BUCKET,
+                                                          key),
+                      data=b"v3 from curl")
+    assert st == 403, (st, h, out)
+    assert b"SignatureDoesNotMatch" in out
+    assert s3_body(s3, key) == b"v2 from B"
+
+
+def test_s3_unrouted_and_tokenless_writes_are_refused(s3):
+    key = unique("notoken")
+    st, code, h = client_error(s3_client(s3.url).put_object, Bucket=BUCKET,
+                               Key=key, Body=b"x")
+    assert st == 428, (code, h)
+    assert s3_body(s3, key) is None
