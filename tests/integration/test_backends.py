@@ -22,19 +22,18 @@ paths of its own. Shown here:
 import itertools
 import json
 import os
-import re
-import shutil
 import subprocess
 import urllib.parse
 import xml.etree.ElementTree as ET
 
+import boto3
 import pytest
+import requests
+from botocore.config import Config
+from botocore.exceptions import ClientError
 
-from conftest import REPO, Tidemark, assert_problem, run_check, slow, \
-    wait_until
+from conftest import REPO, Tidemark, run_check, slow, wait_until
 from servers import Apache, NginxDav, S3rver
-
-requests = pytest.importorskip("requests")
 
 EXAMPLES = REPO / "conf" / "examples"
 
@@ -514,10 +513,6 @@ def test_dav_write_without_token_is_refused(dav):
 # -------------------------------------------------------------------- S3
 
 
-boto3 = pytest.importorskip("boto3")
-from botocore.config import Config  # noqa: E402
-from botocore.exceptions import ClientError  # noqa: E402
-
 BUCKET = S3rver.bucket
 
 
@@ -768,6 +763,7 @@ def test_s3_a_signed_token_header_breaks_the_signature(s3):
                                Body=b"v3, signed token")
     assert (st, code) == (403, "SignatureDoesNotMatch")
     assert s3_body(s3, key) == b"v2 from B"
+    assert s3.tm.mark(res) == int(b) + 1
 
 
 def test_s3_curl_aws_sigv4_signs_every_header_it_is_given(s3):
