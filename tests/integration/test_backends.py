@@ -50,7 +50,7 @@ NEEDS_DAV = pytest.mark.xfail(
     "uploads refused)")
 NEEDS_CANON_DAV = pytest.mark.xfail(
     strict=True, reason="needs branches canon (PROPFIND in methods) and "
-    "dav (profile) for the example configurations to load")
+    "dav (profile) for the example configurations to pass --check")
 NEEDS_SMUG = pytest.mark.xfail(
     strict=True, reason="needs branch smug: Tidemark-Error on answers "
     "tidemark makes itself")
@@ -481,7 +481,7 @@ def propfind_hrefs(body):
             root.iter("{DAV:}href")]
 
 
-@NEEDS_CANON_DAV
+@NEEDS_CANON
 @pytest.mark.parametrize("target", ["/dav/", "/dav/{name}"])
 def test_dav_propfind_needs_no_token(dav, target):
     name, path, a, b = dav_setup(dav, "propfind")
@@ -491,7 +491,7 @@ def test_dav_propfind_needs_no_token(dav, target):
     assert path in propfind_hrefs(body), body
 
 
-@NEEDS_CANON_DAV
+@NEEDS_CANON
 def test_dav_rclone_lists_without_a_token(dav, tmp_path):
     name, path, a, b = dav_setup(dav, "rclone-ls")
     env = {"RCLONE_CONFIG_TM_TYPE": "webdav",
