@@ -71,6 +71,7 @@ CORE_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS",
 
 
 def _strip(text, profile, methods):
+    """text without its profile lines, and with only the core methods."""
     out = []
     for line in text.splitlines():
         key = line.split("=", 1)[0].strip()
@@ -87,10 +88,9 @@ def _strip(text, profile, methods):
 
 def _today(src, tmp):
     """TEMPORARY, until branches canon and dav are merged: the example
-    as it is when this binary takes it, else without the keys it does
-    not know yet (profile = ..., or method names beyond the core ones, or
-    both),
-    so that what works today is tested through the same file.
+    as it is when this binary takes it, else without what it does not
+    know yet (profile = ..., or method names beyond the core ones, or
+    both), so that what works today is tested through the same file.
     test_example_configuration_passes_check fails while this is needed."""
     text = src.read_text()
     for profile, methods in ((False, False), (True, False), (False, True),
