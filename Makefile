@@ -14,6 +14,8 @@
 #                 postgres)
 #   bench-locks-raw  the seed's Redis scripts and lease-row SQL pair
 #                 without tidemark (redis-benchmark, pgbench): the baseline
+#   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
+#                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
 #   format-check  clang-format --dry-run over every C file
 #   install       PREFIX=/usr/local: binary, example config
 #   deb           the Debian package, into out/
@@ -50,7 +52,7 @@ TM_LIB := $(BUILD)/libtidemark.a
 endif
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
-        bench-locks-raw \
+        bench-locks-raw bench-conns \
         format-check install clean deb test-deb fuzz
 
 all: $(TM_BIN) $(TM_LIB)
@@ -79,11 +81,13 @@ deps:
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: $(TM_BIN) tests/preload/failsync.so
+PRELOADS := tests/preload/failsync.so tests/preload/fakehosts.so
+
+integration: $(TM_BIN) $(PRELOADS)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \
 	    tests/integration
 
-tests/preload/failsync.so: tests/preload/failsync.c
+tests/preload/%.so: tests/preload/%.c
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
 
 test: deps
@@ -114,6 +118,9 @@ bench-locks: deps all
 
 bench-locks-raw: deps
 	sh tests/bench/locks_raw.sh
+
+bench-conns: all
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/conns.py
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')

@@ -62,6 +62,7 @@ struct loader {
     struct raw_sect *sects;
     size_t nsects;
     char *const *envp;
+    char *env_links; /* service-link variables set aside (env_link) */
 };
 
 static void add_err(struct loader *l, const struct origin *at, const char *fmt,
@@ -488,6 +489,140 @@ env_key_eq(const char *name, size_t len, const char *key)
     return true;
 }
 
+/*
+ * Kubernetes "service links". For every Service S of a pod's namespace
+ * (unless the pod sets enableServiceLinks: false), every container gets,
+ * with S upper-cased and '-' made '_':
+ *   S_SERVICE_HOST, S_SERVICE_PORT, S_SERVICE_PORT_<PORTNAME>, S_PORT,
+ *   S_PORT_<n>_<TCP|UDP|SCTP>, and that with _PROTO, _PORT or _ADDR.
+ * A Service named tidemark, or tidemark-anything, so makes TIDEMARK_
+ * variables that name no key. Such a variable is set aside instead of
+ * refused when it has one of these shapes for some S that is TIDEMARK or
+ * TIDEMARK_ followed by [A-Z0-9_], and S_SERVICE_HOST and S_SERVICE_PORT
+ * are both in the environment: Kubernetes always sets the two together,
+ * a typo does not (a lone TIDEMARK_PROXY_PORT stays an error).
+ */
+
+/* Whether tail (after S, starting with '_') is a service link's. */
+static bool
+link_tail(const char *t, size_t n)
+{
+    static const char *const protos[] = {"_TCP", "_UDP", "_SCTP"};
+    static const char *const parts[] = {"_PROTO", "_PORT", "_ADDR"};
+    size_t d = 0;
+
+#define IS(lit) (n == strlen(lit) && memcmp(t, lit, n) == 0)
+#define STARTS(lit) (n >= strlen(lit) && memcmp(t, lit, strlen(lit)) == 0)
+    if (IS("_SERVICE_HOST") || IS("_SERVICE_PORT") || IS("_PORT")) {
+        return true;
+    }
+    if (STARTS("_SERVICE_PORT_")) {
+        return n > strlen("_SERVICE_PORT_");
+    }
+    if (!STARTS("_PORT_")) {
+        return false;
+    }
+#undef IS
+#undef STARTS
+    t += 6;
+    n -= 6;
+    while (d < n && t[d] >= '0' && t[d] <= '9') {
+        d++;
+    }
+    if (d == 0 || d > 5) {
+        return false;
+    }
+    t += d;
+    n -= d;
+    for (size_t i = 0; i < 3; i++) {
+        size_t pl = strlen(protos[i]);
+
+        if (n < pl || memcmp(t, protos[i], pl) != 0) {
+            continue;
+        }
+        if (n == pl) {
+            return true;
+        }
+        for (size_t j = 0; j < 3; j++) {
+            if (n - pl == strlen(parts[j]) &&
+                memcmp(t + pl, parts[j], n - pl) == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Whether envp holds the variable s[0..slen) followed by suffix. */
+static bool
+env_has(char *const *envp, const char *s, size_t slen, const char *suffix)
+{
+    size_t n = strlen(suffix);
+
+    for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+        const char *e = envp[i];
+
+        if (strncmp(e, s, slen) == 0 && strncmp(e + slen, suffix, n) == 0 &&
+            e[slen + n] == '=') {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether var[0..nlen) is a Kubernetes service link (above). */
+static bool
+env_link(char *const *envp, const char *var, size_t nlen)
+{
+    const size_t base = strlen(ENV_PREFIX) - 1; /* "TIDEMARK" */
+
+    for (size_t s = base; s < nlen; s++) {
+        if (var[s] != '_') {
+            continue;
+        }
+        if (link_tail(var + s, nlen - s) &&
+            env_has(envp, var, s, "_SERVICE_HOST") &&
+            env_has(envp, var, s, "_SERVICE_PORT")) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The service part may only hold what Kubernetes makes of a Service
+ * name: upper-case letters, digits and '_'. */
+static bool
+env_link_chars(const char *var, size_t nlen)
+{
+    for (size_t i = 0; i < nlen; i++) {
+        char c = var[i];
+
+        if (!(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') && c != '_') {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Note var[0..nlen) among the service links set aside. */
+static void
+note_link(struct loader *l, const char *var, size_t nlen)
+{
+    size_t have = l->env_links != NULL ? strlen(l->env_links) : 0;
+    char *s = realloc(l->env_links, have + nlen + 2);
+
+    if (s == NULL) {
+        l->oom = true;
+        return;
+    }
+    if (have > 0) {
+        s[have++] = ' ';
+    }
+    memcpy(s + have, var, nlen);
+    s[have + nlen] = '\0';
+    l->env_links = s;
+}
+
 /* One TIDEMARK_ variable: find the one section and key it names and
  * replace the file's value. */
 static void
@@ -503,6 +638,7 @@ apply_env(struct loader *l, const char *var)
     struct origin at = {0, NULL};
     struct raw_val *v;
     char *value;
+    bool link;
 
     if (eq == NULL) {
         return;
@@ -535,9 +671,18 @@ apply_env(struct loader *l, const char *var)
             }
         }
     }
-    if (hits != 1) {
+    link = env_link_chars(var, nlen) && env_link(l->envp, var, nlen);
+    if (hits == 0 && link) {
+        note_link(l, var, nlen);
+        free(at.env);
+        return;
+    }
+    if (hits != 1 || link) {
         add_err(l, &at, "%s",
                 hits == 0 ? "names no section and key of the configuration"
+                : link    ? "is both a key's override and a Kubernetes "
+                            "service link (a Service named tidemark-...): set "
+                            "enableServiceLinks: false or rename the section"
                           : "names more than one section and key; rename "
                             "a section");
         free(at.env);
@@ -570,6 +715,22 @@ sect_origin(const struct raw_sect *s, struct origin *at)
         }
     }
     return at;
+}
+
+/* Where key of s was set, tried in order; else where s is. */
+static const struct origin *
+keys_origin(const struct raw_sect *s, const char *const *keys,
+            struct origin *at)
+{
+    for (; *keys != NULL; keys++) {
+        for (size_t i = 0; i < cfg_nopts; i++) {
+            if (cfg_opts[i].sect == s->kind &&
+                strcmp(cfg_opts[i].key, *keys) == 0 && s->vals[i].set) {
+                return &s->vals[i].at;
+            }
+        }
+    }
+    return sect_origin(s, at);
 }
 
 static void *
@@ -749,6 +910,13 @@ build(struct loader *l, struct tm_config *c)
             expand_headers(l, s, obj);
         }
         /* A bad value was reported; "needs" would only repeat it. */
+        if (s->kind == CFG_PROXY && l->errs->n == before &&
+            cfg_check_proxy(&c->proxy, buf, sizeof(buf)) != NULL) {
+            static const char *const keys[] = {"max_uri", "max_head", NULL};
+            struct origin at;
+
+            add_err(l, keys_origin(s, keys, &at), "%s", buf);
+        }
         if (s->kind == CFG_STORE && l->errs->n == before &&
             cfg_check_store(&c->store, buf, sizeof(buf)) != NULL) {
             struct origin at;
@@ -814,6 +982,7 @@ free_loader(struct loader *l)
     free(l->sects);
     free(l->line);
     free(l->err_keys);
+    free(l->env_links);
 }
 
 bool
@@ -848,6 +1017,8 @@ cfg_load(struct tm_config *c, const char *path, char *const *envp,
         }
     }
     build(&l, c);
+    c->env_links = l.env_links;
+    l.env_links = NULL;
     if (l.oom) {
         add_err(&l, NULL, "%s", "out of memory");
     }
@@ -860,12 +1031,14 @@ void
 cfg_free(struct tm_config *c)
 {
     free(c->file);
+    free(c->env_links);
     free(c->proxy.listen);
     free(c->proxy.token_header);
     free(c->proxy.resource_header);
     free(c->proxy.log_level);
     free(c->admin.listen);
     free(c->admin.token_file);
+    free(c->admin.allowed_hosts);
     if (c->admin.token != NULL) {
         explicit_bzero(c->admin.token, c->admin.token_len);
         free(c->admin.token);
@@ -908,6 +1081,7 @@ cfg_free(struct tm_config *c)
         struct cfg_route *r = &c->routes[i];
 
         free(r->name);
+        methods_free(&r->methods);
         tmpl_free(&r->path);
         rtmpl_free(&r->resource);
         free(r->path_src);
@@ -916,6 +1090,31 @@ cfg_free(struct tm_config *c)
     }
     free(c->routes);
     memset(c, 0, sizeof(*c));
+}
+
+bool
+cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
+                      void (*changed)(void *arg, const char *key,
+                                      const char *kept),
+                      void *arg)
+{
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        void *dst = cfg_singleton(nw, o->sect);
+        const void *src = cfg_singleton((struct tm_config *)old, o->sect);
+        char key[96], kept[256];
+
+        if (!(o->flags & CFG_RESTART) || cfg_opt_same(o, dst, src)) {
+            continue;
+        }
+        if (cfg_opt_copy(o, dst, src) != NULL) {
+            return false;
+        }
+        snprintf(key, sizeof(key), "[%s] %s", cfg_sect_name(o->sect), o->key);
+        cfg_opt_show(o, src, kept, sizeof(kept));
+        changed(arg, key, kept);
+    }
+    return true;
 }
 
 void

@@ -17,6 +17,7 @@ struct cfg_proxy {
     int header_timeout_ms;   /* whole request head must arrive within */
     int idle_timeout_ms;     /* keep-alive client connection idle */
     int max_head;            /* bytes: request line + headers */
+    int max_uri;             /* bytes of request-target (below max_head) */
     int max_headers;         /* header fields in one head */
     int max_connections;     /* client connections at once */
     int order_grace_ms;      /* after a 504, resource closed this long */
@@ -56,7 +57,7 @@ struct cfg_upstream {
 
 struct cfg_route {
     char *name;
-    unsigned methods; /* enum tm_method bits; 0 means every method */
+    struct tm_methods methods; /* none: every method */
     struct tm_tmpl path;
     char *path_src; /* the path template as written */
     bool resource_from_header;
@@ -88,6 +89,7 @@ struct cfg_admin {
     char *token_file;     /* path as written; NULL: no token */
     unsigned char *token; /* the bearer token (a secret) */
     size_t token_len;
+    char *allowed_hosts; /* names separated by spaces; "" none */
 };
 
 /* The lock service on the control port. */
@@ -122,6 +124,8 @@ struct tm_config {
     size_t nupstreams;
     struct cfg_route *routes; /* file order */
     size_t nroutes;
+    char *env_links; /* Kubernetes service-link variables set aside,
+                      * names separated by spaces; NULL: none */
 };
 
 /* Problems found while loading, each "FILE:LINE: message". */
@@ -137,6 +141,18 @@ struct cfg_errors {
 bool cfg_load(struct tm_config *c, const char *path, char *const *envp,
               struct cfg_errors *errs) __attribute__((warn_unused_result));
 void cfg_free(struct tm_config *c);
+
+/* For a reload: every key the option table marks restart-only (a
+ * listener, the store, the lock backend, the token key) whose value in
+ * nw differs from old takes old's value again, so that nw says what
+ * runs. Each such key is reported once through changed, with its name
+ * ("[locks] timeout_ms") and the value kept as a file would write it
+ * ("2000"; "(secret)" for a password). false when out of memory: nw is
+ * then half-kept and must not be used. */
+bool cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
+                           void (*changed)(void *arg, const char *key,
+                                           const char *kept),
+                           void *arg) __attribute__((warn_unused_result));
 void cfg_errors_free(struct cfg_errors *errs);
 
 /* Split "host:port" or "[v6]:port" into parts (malloc'd, caller frees).

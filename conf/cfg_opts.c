@@ -15,6 +15,7 @@
 
 #include <libpq-fe.h>
 
+#include "../policies/origin.h"
 #include "../policies/route.h"
 #include "../policies/token.h"
 
@@ -461,6 +462,30 @@ set_admin_token_file(const struct cfg_opt *o, void *obj, const char *v,
     return msg != NULL ? msg : store_str(&a->token_file, v);
 }
 
+/* [admin] allowed_hosts: host names (no ports) separated by spaces,
+ * kept as written; policies/origin.c reads the list. */
+static const char *
+set_allowed_hosts(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+                  size_t len)
+{
+    const char *p = v;
+
+    (void)buf;
+    (void)len;
+    while (*p != '\0') {
+        size_t n;
+
+        p += strspn(p, " \t");
+        n = strcspn(p, " \t");
+        if (n > 0 && !origin_name_ok(p, n)) {
+            return "must be host names (letters, digits, '-', '.', '_'; no "
+                   "port) separated by spaces";
+        }
+        p += n;
+    }
+    return store_str(FIELD(obj, o, char *), v);
+}
+
 /* Decimal integer, optionally scaled by a binary suffix K, M, G or T. */
 static bool
 parse_int(const char *v, bool suffix, int64_t *out)
@@ -780,43 +805,13 @@ set_methods(const struct cfg_opt *o, void *obj, const char *v, char *buf,
             size_t len)
 {
     struct cfg_route *r = obj;
-    unsigned bits = 0;
-    const char *p = v;
-    size_t count = 0;
-    bool star = false;
+    struct tm_methods m;
 
-    for (;;) {
-        size_t n;
-
-        p += strspn(p, " \t");
-        if (*p == '\0') {
-            break;
-        }
-        n = strcspn(p, " \t");
-        count++;
-        if (n == 1 && p[0] == '*') {
-            star = true;
-        } else {
-            unsigned bit = method_bit(p, n);
-
-            if (bit == 0) {
-                snprintf(buf, len,
-                         "unknown method '%.*s' (GET HEAD POST PUT PATCH "
-                         "DELETE OPTIONS, or *)",
-                         (int)(n > 32 ? 32 : n), p);
-                return buf;
-            }
-            bits |= bit;
-        }
-        p += n;
+    if (!methods_parse(&m, v, buf, len)) {
+        return buf;
     }
-    if (count == 0) {
-        return "must name methods, or * for every method";
-    }
-    if (star && count > 1) {
-        return "* stands alone: it means every method";
-    }
-    r->methods = bits;
+    methods_free(&r->methods);
+    r->methods = m;
     return NULL;
 }
 
@@ -888,7 +883,7 @@ static const char *const log_format_choices[] = {"text", "json", NULL};
  * choices, flags, help. */
 const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "listen", "127.0.0.1:7070", set_listen,
-     offsetof(struct cfg_proxy, listen), NONE, 0,
+     offsetof(struct cfg_proxy, listen), NONE, CFG_RESTART,
      "host:port for application traffic"},
     {CFG_PROXY, "unmatched", "pass", set_choice_bool,
      offsetof(struct cfg_proxy, unmatched_reject), CHOICE(unmatched_choices), 0,
@@ -908,6 +903,9 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "max_head", "16384", set_int,
      offsetof(struct cfg_proxy, max_head), INT(1024, 1048576), 0,
      "bytes of request line and headers (431 beyond)"},
+    {CFG_PROXY, "max_uri", "8192", set_int, offsetof(struct cfg_proxy, max_uri),
+     INT(256, 1048576 - CFG_URI_SLACK), 0,
+     "bytes of request-target (414 beyond); at most max_head - 64"},
     {CFG_PROXY, "max_headers", "100", set_int,
      offsetof(struct cfg_proxy, max_headers), INT(1, 128), 0,
      "header fields in one request head"},
@@ -941,70 +939,79 @@ const struct cfg_opt cfg_opts[] = {
      "error | warn | info | debug"},
 
     {CFG_ADMIN, "listen", "127.0.0.1:7071", set_listen,
-     offsetof(struct cfg_admin, listen), NONE, CFG_EMPTY_OK,
+     offsetof(struct cfg_admin, listen), NONE, CFG_EMPTY_OK | CFG_RESTART,
      "host:port of the control port; empty: none"},
     {CFG_ADMIN, "token_file", "", set_admin_token_file, 0, NONE, CFG_EMPTY_OK,
      "file holding a bearer token the lock service and marks API require"},
+    {CFG_ADMIN, "allowed_hosts", "", set_allowed_hosts,
+     offsetof(struct cfg_admin, allowed_hosts), NONE, CFG_EMPTY_OK,
+     "Host names the control port answers besides its address and "
+     "loopback"},
 
     {CFG_STORE, "type", "lmdb", set_choice_str,
-     offsetof(struct cfg_store, type), CHOICE(type_choices), 0,
+     offsetof(struct cfg_store, type), CHOICE(type_choices), CFG_RESTART,
      "lmdb | postgres | redis | etcd"},
     {CFG_STORE, "path", "./data/marks.lmdb", set_str,
-     offsetof(struct cfg_store, path), NONE, CFG_EMPTY_OK,
+     offsetof(struct cfg_store, path), NONE, CFG_EMPTY_OK | CFG_RESTART,
      "lmdb: the database file"},
     {CFG_STORE, "map_size", "1073741824", set_size,
-     offsetof(struct cfg_store, map_size), INT(1048576, INT64_C(1) << 44), 0,
-     "lmdb: largest database size in bytes (K, M, G, T suffixes)"},
+     offsetof(struct cfg_store, map_size), INT(1048576, INT64_C(1) << 44),
+     CFG_RESTART, "lmdb: largest database size in bytes (K, M, G, T suffixes)"},
     {CFG_STORE, "dsn", NULL, set_dsn, offsetof(struct cfg_store, dsn), NONE,
-     CFG_EMPTY_OK, "postgres: a libpq connection string or URI"},
+     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
+     "postgres: a libpq connection string or URI"},
     {CFG_STORE, "url", NULL, set_redis_url, offsetof(struct cfg_store, url),
-     NONE, CFG_EMPTY_OK, "redis: redis://host:port[/db]"},
+     NONE, CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
+     "redis: redis://host:port[/db]"},
     {CFG_STORE, "endpoints", NULL, set_endpoints,
-     offsetof(struct cfg_store, endpoints), NONE, CFG_EMPTY_OK,
+     offsetof(struct cfg_store, endpoints), NONE, CFG_EMPTY_OK | CFG_RESTART,
      "etcd: http://host:port, comma-separated"},
     {CFG_STORE, "pool_size", "2", set_int,
-     offsetof(struct cfg_store, pool_size), INT(1, 64), 0,
+     offsetof(struct cfg_store, pool_size), INT(1, 64), CFG_RESTART,
      "postgres, etcd: connections to the store"},
     {CFG_STORE, "wait_replicas", "0", set_int,
-     offsetof(struct cfg_store, wait_replicas), INT(0, 64), 0,
+     offsetof(struct cfg_store, wait_replicas), INT(0, 64), CFG_RESTART,
      "redis: a raise is accepted once this many replicas have it (WAIT)"},
     {CFG_STORE, "cache_entries", "100000", set_int,
-     offsetof(struct cfg_store, cache_entries), INT(16, 100000000), 0,
+     offsetof(struct cfg_store, cache_entries), INT(16, 100000000), CFG_RESTART,
      "marks kept in memory"},
     {CFG_STORE, "timeout_ms", "2000", set_int,
-     offsetof(struct cfg_store, timeout_ms), INT(1, 600000), 0,
+     offsetof(struct cfg_store, timeout_ms), INT(1, 600000), CFG_RESTART,
      "one raise, end to end"},
 
     {CFG_LOCKS, "backend", "lmdb", set_choice_str,
-     offsetof(struct cfg_locks, backend), CHOICE(lock_backend_choices), 0,
-     "where leases live: lmdb | redis | postgres"},
+     offsetof(struct cfg_locks, backend), CHOICE(lock_backend_choices),
+     CFG_RESTART, "where leases live: lmdb | redis | postgres"},
     {CFG_LOCKS, "url", NULL, set_redis_url, offsetof(struct cfg_locks, url),
-     NONE, CFG_EMPTY_OK, "redis: redis://host:port[/db]"},
+     NONE, CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
+     "redis: redis://host:port[/db]"},
     {CFG_LOCKS, "dsn", NULL, set_dsn, offsetof(struct cfg_locks, dsn), NONE,
-     CFG_EMPTY_OK, "postgres: a libpq connection string or URI"},
+     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
+     "postgres: a libpq connection string or URI"},
     {CFG_LOCKS, "pool_size", "2", set_int,
-     offsetof(struct cfg_locks, pool_size), INT(1, 64), 0,
+     offsetof(struct cfg_locks, pool_size), INT(1, 64), CFG_RESTART,
      "postgres: connections to the lease table"},
     {CFG_LOCKS, "timeout_ms", "2000", set_int,
-     offsetof(struct cfg_locks, timeout_ms), INT(1, 600000), 0,
+     offsetof(struct cfg_locks, timeout_ms), INT(1, 600000), CFG_RESTART,
      "redis, postgres: one lock operation, end to end"},
     {CFG_LOCKS, "path", "./data/locks.lmdb", set_str,
-     offsetof(struct cfg_locks, path), NONE, 0,
+     offsetof(struct cfg_locks, path), NONE, CFG_RESTART,
      "lmdb: the lease file (not the [store] file)"},
     {CFG_LOCKS, "map_size", "268435456", set_size,
-     offsetof(struct cfg_locks, map_size), INT(1048576, INT64_C(1) << 44), 0,
+     offsetof(struct cfg_locks, map_size), INT(1048576, INT64_C(1) << 44),
+     CFG_RESTART,
      "lmdb: largest lease file size in bytes (K, M, G, T suffixes)"},
     {CFG_LOCKS, "eager", "yes", set_bool, offsetof(struct cfg_locks, eager),
-     CHOICE(bool_choices), 0,
+     CHOICE(bool_choices), CFG_RESTART,
      "yes: an acquire raises the resource's mark to the new fence"},
     {CFG_LOCKS, "max_ttl_ms", "3600000", set_int,
-     offsetof(struct cfg_locks, max_ttl_ms), INT(1, 86400000), 0,
+     offsetof(struct cfg_locks, max_ttl_ms), INT(1, 86400000), CFG_RESTART,
      "longest lease an acquire or extend may ask for"},
     {CFG_LOCKS, "max_wait_ms", "60000", set_int,
-     offsetof(struct cfg_locks, max_wait_ms), INT(0, 3600000), 0,
+     offsetof(struct cfg_locks, max_wait_ms), INT(0, 3600000), CFG_RESTART,
      "longest ?wait_ms= an acquire may ask for"},
 
-    {CFG_TOKENS, "key_file", NULL, set_key_file, 0, NONE, 0,
+    {CFG_TOKENS, "key_file", NULL, set_key_file, 0, NONE, CFG_RESTART,
      "file holding the HMAC key that signs issued tokens (mode 600)"},
 
     {CFG_UPSTREAM, "url", NULL, set_upstream_url, 0, NONE, CFG_REQUIRED,
@@ -1050,6 +1057,207 @@ const struct cfg_opt cfg_opts[] = {
 
 const size_t cfg_nopts = sizeof(cfg_opts) / sizeof(cfg_opts[0]);
 
+/* ---- options as values: compare, copy, show (reload) -------------- */
+
+/* The field type behind an option, told by its setter. */
+enum opt_type {
+    OT_OTHER = 0, /* parsed into several fields: not comparable */
+    OT_INT,
+    OT_SIZE,
+    OT_BOOL_FIRST,  /* bool, true for the first choice (yes) */
+    OT_BOOL_SECOND, /* bool, true for the second choice */
+    OT_STR,
+    OT_KEY, /* [tokens] key_file: the file's name and bytes */
+};
+
+static enum opt_type
+opt_type(const struct cfg_opt *o)
+{
+    static const struct {
+        cfg_set_fn set;
+        enum opt_type type;
+    } types[] = {
+        {set_int, OT_INT},         {set_size, OT_SIZE},
+        {set_bool, OT_BOOL_FIRST}, {set_choice_bool, OT_BOOL_SECOND},
+        {set_str, OT_STR},         {set_choice_str, OT_STR},
+        {set_listen, OT_STR},      {set_header_name, OT_STR},
+        {set_redis_url, OT_STR},   {set_dsn, OT_STR},
+        {set_endpoints, OT_STR},   {set_section_ref, OT_STR},
+        {set_key_file, OT_KEY},
+    };
+
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (types[i].set == o->set) {
+            return types[i].type;
+        }
+    }
+    return OT_OTHER;
+}
+
+bool
+cfg_opt_comparable(const struct cfg_opt *o)
+{
+    return opt_type(o) != OT_OTHER;
+}
+
+static bool
+same_str(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) ||
+           (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+bool
+cfg_opt_same(const struct cfg_opt *o, const void *a, const void *b)
+{
+    const struct cfg_tokens *ta = a, *tb = b;
+
+    switch (opt_type(o)) {
+    case OT_INT:
+        return *FIELD(a, o, const int) == *FIELD(b, o, const int);
+    case OT_SIZE:
+        return *FIELD(a, o, const int64_t) == *FIELD(b, o, const int64_t);
+    case OT_BOOL_FIRST:
+    case OT_BOOL_SECOND:
+        return *FIELD(a, o, const bool) == *FIELD(b, o, const bool);
+    case OT_STR:
+        return same_str(*FIELD(a, o, char *const), *FIELD(b, o, char *const));
+    case OT_KEY:
+        return same_str(ta->key_file, tb->key_file) &&
+               ta->key_len == tb->key_len &&
+               (ta->key_len == 0 || memcmp(ta->key, tb->key, ta->key_len) == 0);
+    case OT_OTHER:
+        break;
+    }
+    return false;
+}
+
+/* *dst = a copy of n bytes at src (NULL stays NULL). */
+static bool
+dup_bytes(void *dst, const void *src, size_t n)
+{
+    void *copy = NULL;
+
+    if (src != NULL && (copy = malloc(n + 1)) == NULL) {
+        return false;
+    }
+    if (copy != NULL) {
+        memcpy(copy, src, n);
+        ((char *)copy)[n] = '\0';
+    }
+    *(void **)dst = copy;
+    return true;
+}
+
+static const char *
+copy_key(struct cfg_tokens *d, const struct cfg_tokens *s)
+{
+    if (d->key != NULL) {
+        explicit_bzero(d->key, d->key_len);
+    }
+    free(d->key);
+    free(d->key_file);
+    d->key = NULL;
+    d->key_file = NULL;
+    d->key_len = 0;
+    if (!dup_bytes(&d->key, s->key, s->key_len) ||
+        !dup_bytes(&d->key_file, s->key_file,
+                   s->key_file != NULL ? strlen(s->key_file) : 0)) {
+        return oom;
+    }
+    d->key_len = s->key_len;
+    return NULL;
+}
+
+const char *
+cfg_opt_copy(const struct cfg_opt *o, void *dst, const void *src)
+{
+    char *const *from;
+    char *copy;
+
+    switch (opt_type(o)) {
+    case OT_INT:
+        *FIELD(dst, o, int) = *FIELD(src, o, const int);
+        return NULL;
+    case OT_SIZE:
+        *FIELD(dst, o, int64_t) = *FIELD(src, o, const int64_t);
+        return NULL;
+    case OT_BOOL_FIRST:
+    case OT_BOOL_SECOND:
+        *FIELD(dst, o, bool) = *FIELD(src, o, const bool);
+        return NULL;
+    case OT_STR:
+        from = FIELD(src, o, char *const);
+        if (!dup_bytes(&copy, *from, *from != NULL ? strlen(*from) : 0)) {
+            return oom;
+        }
+        free(*FIELD(dst, o, char *));
+        *FIELD(dst, o, char *) = copy;
+        return NULL;
+    case OT_KEY:
+        return copy_key(dst, src);
+    case OT_OTHER:
+        break;
+    }
+    return "cannot be copied";
+}
+
+void
+cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf, size_t len)
+{
+    const char *s = NULL;
+
+    switch (opt_type(o)) {
+    case OT_INT:
+        snprintf(buf, len, "%d", *FIELD(obj, o, const int));
+        return;
+    case OT_SIZE:
+        snprintf(buf, len, "%lld", (long long)*FIELD(obj, o, const int64_t));
+        return;
+    case OT_BOOL_FIRST:
+        s = o->choices[*FIELD(obj, o, const bool) ? 0 : 1];
+        break;
+    case OT_BOOL_SECOND:
+        s = o->choices[*FIELD(obj, o, const bool) ? 1 : 0];
+        break;
+    case OT_STR:
+        s = *FIELD(obj, o, char *const);
+        break;
+    case OT_KEY:
+        s = ((const struct cfg_tokens *)obj)->key_file;
+        break;
+    case OT_OTHER:
+        s = "?";
+        break;
+    }
+    if ((o->flags & CFG_SECRET) && s != NULL && s[0] != '\0') {
+        s = "(secret)";
+    }
+    snprintf(buf, len, "%s",
+             s == NULL      ? "(none)"
+             : s[0] == '\0' ? "(empty)"
+                            : s);
+}
+
+void *
+cfg_singleton(struct tm_config *c, enum cfg_sect s)
+{
+    switch (s) {
+    case CFG_PROXY:
+        return &c->proxy;
+    case CFG_ADMIN:
+        return &c->admin;
+    case CFG_STORE:
+        return &c->store;
+    case CFG_LOCKS:
+        return &c->locks;
+    case CFG_TOKENS:
+        return &c->tokens;
+    default:
+        return NULL;
+    }
+}
+
 const char *
 cfg_sect_name(enum cfg_sect s)
 {
@@ -1083,6 +1291,20 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     }
     if (need != NULL && (v == NULL || !*v)) {
         snprintf(buf, len, "[locks] backend %s needs %s", l->backend, need);
+        return buf;
+    }
+    return NULL;
+}
+
+const char *
+cfg_check_proxy(const struct cfg_proxy *p, char *buf, size_t len)
+{
+    if (p->max_uri > p->max_head - CFG_URI_SLACK) {
+        snprintf(buf, len,
+                 "max_uri (%d) must be at most max_head - %d (%d): a longer "
+                 "target would be refused as a large head (431), never as "
+                 "a long target (414)",
+                 p->max_uri, CFG_URI_SLACK, p->max_head - CFG_URI_SLACK);
         return buf;
     }
     return NULL;

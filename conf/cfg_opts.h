@@ -25,6 +25,10 @@ enum cfg_flag {
     CFG_EMPTY_OK = 1u << 1, /* "key =" is a value, not a mistake */
     CFG_REPEAT = 1u << 2,   /* may be given many times: the setter gets
                              * the values joined by '\n' */
+    CFG_RESTART = 1u << 3,  /* read once at start (a listener, a store,
+                             * the lock backend): a reload keeps the
+                             * running value and says so */
+    CFG_SECRET = 1u << 4,   /* may hold a password: never logged */
 };
 
 struct cfg_opt;
@@ -52,6 +56,26 @@ struct cfg_opt {
 extern const struct cfg_opt cfg_opts[];
 extern const size_t cfg_nopts;
 
+/* Whether the fields of o in objects a and b (of o's section) hold the
+ * same value. Only for options whose field type the table knows: every
+ * CFG_RESTART option is one (cfg_opt_comparable). */
+bool cfg_opt_comparable(const struct cfg_opt *o);
+bool cfg_opt_same(const struct cfg_opt *o, const void *a, const void *b);
+
+/* Copy o's value from src into dst (both of o's section), freeing what
+ * dst held. NULL, or a message (out of memory). */
+const char *cfg_opt_copy(const struct cfg_opt *o, void *dst, const void *src);
+
+/* o's value in obj as a file would write it ("2000", "yes", a path),
+ * into buf; "(none)" or "(empty)" when unset. A CFG_SECRET value is
+ * written as "(secret)". */
+void cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf,
+                  size_t len);
+
+/* The object of singleton section s in c: &c->proxy, ...; NULL for
+ * named sections. */
+void *cfg_singleton(struct tm_config *c, enum cfg_sect s);
+
 /* Section and upstream names: letters, digits, '_', '-' and '.'. */
 bool cfg_name_ok(const char *s, size_t n);
 
@@ -63,6 +87,15 @@ bool cfg_sect_named(enum cfg_sect s);
 /* Section-level check of [locks] once every key is set: redis needs url,
  * postgres dsn. NULL when fine. */
 const char *cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len);
+
+/* max_uri must leave this much of max_head for the method, the version
+ * and Host, so that a target over max_uri is seen (414) before the head
+ * runs over max_head (431). */
+#define CFG_URI_SLACK 64
+
+/* Section-level check of [proxy] once every key is set: max_uri leaves
+ * CFG_URI_SLACK bytes of max_head. NULL when fine. */
+const char *cfg_check_proxy(const struct cfg_proxy *p, char *buf, size_t len);
 
 /* Section-level check of [store] once every key is set: the chosen type's
  * own key is present. NULL when fine. */

@@ -3,6 +3,8 @@
  * globals; compiling allocates, matching and expanding do not. */
 #include "route.h"
 
+#include "canon.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,32 @@ name_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Whether the template text src is already in canonical form (a path's
+ * or a name's), as the requests and names it is compared with are. */
+static bool
+canonical_text(const char *src, bool path, char *err, size_t errlen)
+{
+    size_t len = strlen(src), olen = 0;
+    char *out = malloc(len + 2);
+    const char *why = "out of memory";
+    bool ok;
+
+    ok =
+        out != NULL && (path ? canon_path(src, len, out, len + 2, &olen, &why)
+                             : canon_name(src, len, out, len + 2, &olen, &why));
+    if (!ok) {
+        set_err(err, errlen, "%s", why);
+    } else if (olen != len || memcmp(out, src, len) != 0) {
+        set_err(err, errlen,
+                "not in canonical form: it reads as \"%s\" (see Resource "
+                "names in the README)",
+                out);
+        ok = false;
+    }
+    free(out);
+    return ok;
 }
 
 /* Append a segment to *segs (n elements). The literal, when given, is
@@ -143,6 +171,9 @@ tmpl_compile(struct tm_tmpl *t, const char *src, char *err, size_t errlen)
         set_err(err, errlen, "a path template has no query or fragment");
         return false;
     }
+    if (!canonical_text(src, true, err, errlen)) {
+        return false;
+    }
     p = src + 1;
     for (;;) {
         const char *slash = strchr(p, '/');
@@ -244,6 +275,9 @@ rtmpl_compile(struct tm_rtmpl *r, const char *src, const struct tm_tmpl *path,
         set_err(err, errlen, "empty resource template");
         return false;
     }
+    if (!canonical_text(src, false, err, errlen)) {
+        return false;
+    }
     while (*p != '\0') {
         const char *open = strpbrk(p, "{}");
         size_t len = open != NULL ? (size_t)(open - p) : strlen(p);
@@ -333,24 +367,107 @@ rtmpl_expand(const struct tm_rtmpl *r,
     return n;
 }
 
-unsigned
-method_bit(const char *name, size_t len)
+/* RFC 9110 tchar, upper-case letters only. */
+static bool
+method_char(char c)
 {
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } methods[] = {
-        {"GET", TM_M_GET},         {"HEAD", TM_M_HEAD},
-        {"POST", TM_M_POST},       {"PUT", TM_M_PUT},
-        {"PATCH", TM_M_PATCH},     {"DELETE", TM_M_DELETE},
-        {"OPTIONS", TM_M_OPTIONS},
-    };
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
 
-    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-        if (strlen(methods[i].name) == len &&
-            memcmp(methods[i].name, name, len) == 0) {
-            return methods[i].bit;
+/* Check one method token of a route and append it to m. */
+static bool
+method_add(struct tm_methods *m, const char *p, size_t n, char *err,
+           size_t errlen)
+{
+    struct tm_method *v;
+
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] >= 'a' && p[i] <= 'z') {
+            set_err(err, errlen,
+                    "methods are upper case: '%.*s' (a backend may run a "
+                    "lower-case method as the upper-case one)",
+                    (int)(n > TM_METHOD_MAX ? TM_METHOD_MAX : n), p);
+            return false;
+        }
+        if (!method_char(p[i])) {
+            set_err(err, errlen, "'%.*s' is not a method token (RFC 9110)",
+                    (int)(n > TM_METHOD_MAX ? TM_METHOD_MAX : n), p);
+            return false;
         }
     }
-    return 0;
+    if (n > TM_METHOD_MAX) {
+        set_err(err, errlen, "a method is at most %d characters: '%.*s...'",
+                TM_METHOD_MAX, TM_METHOD_MAX, p);
+        return false;
+    }
+    v = realloc(m->v, (m->n + 1) * sizeof(*v));
+    if (v == NULL) {
+        set_err(err, errlen, "out of memory");
+        return false;
+    }
+    m->v = v;
+    memcpy(v[m->n].name, p, n);
+    v[m->n].name[n] = '\0';
+    v[m->n].len = n;
+    m->n++;
+    return true;
+}
+
+bool
+methods_parse(struct tm_methods *m, const char *src, char *err, size_t errlen)
+{
+    const char *p = src;
+    size_t count = 0;
+    bool star = false;
+
+    memset(m, 0, sizeof(*m));
+    for (;;) {
+        size_t n;
+
+        p += strspn(p, " \t");
+        if (*p == '\0') {
+            break;
+        }
+        n = strcspn(p, " \t");
+        count++;
+        if (n == 1 && p[0] == '*') {
+            star = true;
+        } else if (!method_add(m, p, n, err, errlen)) {
+            methods_free(m);
+            return false;
+        }
+        p += n;
+    }
+    if (count == 0) {
+        set_err(err, errlen, "must name methods, or * for every method");
+        return false;
+    }
+    if (star && count > 1) {
+        set_err(err, errlen, "* stands alone: it means every method");
+        methods_free(m);
+        return false;
+    }
+    return true;
+}
+
+void
+methods_free(struct tm_methods *m)
+{
+    free(m->v);
+    memset(m, 0, sizeof(*m));
+}
+
+bool
+methods_has(const struct tm_methods *m, const char *name, size_t len)
+{
+    if (m->n == 0) {
+        return true;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        if (m->v[i].len == len && memcmp(m->v[i].name, name, len) == 0) {
+            return true;
+        }
+    }
+    return false;
 }

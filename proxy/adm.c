@@ -9,11 +9,13 @@
 
 /* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
 #include "../conf/cfg.h"
+#include "../policies/canon.h"
 #include "log.h"
 #include "metrics.h"
 #include "up.h"
 #include "adm_page.h"
 #include "problem.h"
+#include "../policies/origin.h"
 #include "proxy_int.h"
 #include "adm_int.h"
 #include "store/store.h"
@@ -21,6 +23,8 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <sys/queue.h>
+#include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
 #include <strings.h>
 
@@ -28,6 +32,8 @@ struct adm {
     struct tm_proxy *px;
     struct evhttp *http;
     struct adm_locks *locks;
+    char *host;    /* [admin] listen's host, as bound (restart-only) */
+    unsigned port; /* and its port */
 };
 
 /* A marks lookup in flight; req is NULL once the connection closed. */
@@ -56,6 +62,8 @@ adm_reply_problem(struct evhttp_request *req, const struct problem *p)
         evhttp_send_error(req, 500, NULL);
         return;
     }
+    evhttp_add_header(evhttp_request_get_output_headers(req), PROBLEM_HEADER,
+                      problem_kind(p));
     if (p->retry_after > 0) {
         char v[16];
 
@@ -221,14 +229,22 @@ marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
 {
     struct tm_proxy *px = a->px;
     struct mark_get *mg;
+    char name[TM_RESOURCE_MAX + 1];
     char *res;
     size_t len;
+    const char *why;
 
-    res = evhttp_uridecode(path, 0, &len);
-    if (res == NULL || len == 0 || len > TM_RESOURCE_MAX ||
-        memchr(res, '\0', len) != NULL) {
-        free(res);
-        reply_problem(req, 400, "bad resource name", NULL);
+    /* The one canonical name, as routes, locks and signatures use. */
+    if (!canon_name(path, strlen(path), name, sizeof(name), &len, &why)) {
+        char detail[160];
+
+        snprintf(detail, sizeof(detail), "bad resource name: %s", why);
+        reply_problem(req, 400, detail, NULL);
+        return;
+    }
+    res = strdup(name);
+    if (res == NULL) {
+        evhttp_send_error(req, 500, NULL);
         return;
     }
     mg = calloc(1, sizeof(*mg));
@@ -266,6 +282,64 @@ authorized(const struct adm *a, struct evhttp_request *req)
     return n == ac->token_len && CRYPTO_memcmp(h, ac->token, n) == 0;
 }
 
+/* The value of header name in req, p == NULL when absent; false when
+ * the header is given more than once. */
+static bool
+one_header(struct evhttp_request *req, const char *name, struct tm_slice *out)
+{
+    struct evkeyvalq *hs = evhttp_request_get_input_headers(req);
+    struct evkeyval *kv;
+
+    out->p = NULL;
+    out->len = 0;
+    for (kv = TAILQ_FIRST(hs); kv != NULL; kv = TAILQ_NEXT(kv, next)) {
+        if (strcasecmp(kv->key, name) != 0) {
+            continue;
+        }
+        if (out->p != NULL) {
+            return false;
+        }
+        out->p = kv->value;
+        out->len = strlen(kv->value);
+    }
+    return true;
+}
+
+/* Before any route, for every request: a web page of another origin
+ * (Origin, Sec-Fetch-Site) or a Host that is not ours (DNS rebinding)
+ * is refused (policies/origin.h). Replies and returns false then. */
+static bool
+origin_allowed(const struct adm *a, struct evhttp_request *req,
+               const char *path)
+{
+    struct origin_self self = {
+        {a->host, strlen(a->host)}, a->port, a->px->cfg->admin.allowed_hosts};
+    struct tm_slice host, origin, site;
+    enum origin_verdict v;
+    struct problem p = {0};
+
+    if (!one_header(req, "Host", &host) ||
+        !one_header(req, "Origin", &origin) ||
+        !one_header(req, "Sec-Fetch-Site", &site)) {
+        p.status = 400;
+        p.detail = "Host, Origin or Sec-Fetch-Site is given more than once";
+    } else {
+        v = origin_check(&self, host, origin, site);
+        if (v == ORIGIN_OK) {
+            return true;
+        }
+        p.status = origin_status(v);
+        p.detail = origin_reason(v);
+    }
+    if (p.status == 400) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
+                          "close");
+    }
+    log_warn("admin: refused %s: %s", path, p.detail);
+    adm_reply_problem(req, &p);
+    return false;
+}
+
 static void
 dispatch(struct evhttp_request *req, void *arg)
 {
@@ -282,6 +356,9 @@ dispatch(struct evhttp_request *req, void *arg)
     }
     memcpy(path, uri, n);
     path[n] = '\0';
+    if (!origin_allowed(a, req, path)) {
+        return;
+    }
     if (strncmp(path, "/v1/", 4) == 0 && !authorized(a, req)) {
         struct problem p = {.status = 401,
                             .detail = "this call needs the control port's "
@@ -366,7 +443,8 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
                  px->cfg->admin.listen);
         goto fail;
     }
-    free(host);
+    a->host = host;
+    a->port = (unsigned)atoi(port);
     free(port);
     return a;
 fail:
@@ -390,5 +468,6 @@ adm_free(struct adm *a)
     if (a->locks != NULL) {
         adm_locks_free(a->locks);
     }
+    free(a->host);
     free(a);
 }

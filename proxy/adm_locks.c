@@ -11,6 +11,7 @@
 
 /* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
 #include "../conf/cfg.h"
+#include "../policies/canon.h"
 #include "../policies/token.h"
 #include "locks/lock.h"
 #include "log.h"
@@ -886,24 +887,24 @@ adm_locks_serve(struct adm_locks *al, struct evhttp_request *req,
     struct evkeyvalq q = {0};
     struct lock_call *c;
     size_t len = 0;
-    char *name;
+    char name[TM_RESOURCE_MAX + 1];
+    const char *why;
 
     TAILQ_INIT(&q);
-    name = evhttp_uridecode(path, 0, &len);
-    /* UTF-8 on every backend: Postgres keeps names as text, and the
-     * name comes back in JSON. */
-    if (name == NULL || len == 0 || len > TM_RESOURCE_MAX ||
-        memchr(name, '\0', len) != NULL || !utf8_valid(name, len)) {
-        struct problem p = {
-            .status = 400,
-            .detail = "bad lock name: 1 to 512 bytes of UTF-8, no NUL"};
+    /* The one canonical name (UTF-8 on every backend: Postgres keeps
+     * names as text, and the name comes back in JSON). */
+    if (!canon_name(path, strlen(path), name, sizeof(name), &len, &why)) {
+        char detail[200];
+        struct problem p = {.status = 400, .detail = detail};
 
-        free(name);
+        snprintf(detail, sizeof(detail),
+                 "bad lock name: %s (1 to 512 bytes of UTF-8 in canonical "
+                 "form)",
+                 why);
         adm_reply_problem(req, &p);
         return;
     }
     c = call_new(al, req, name, len);
-    free(name);
     if (c == NULL) {
         evhttp_send_error(req, 500, NULL);
         return;

@@ -79,23 +79,21 @@ mode_name(enum tm_mode m)
                                    : "correctness";
 }
 
+/* The route's methods as written, space-separated ("*": every method);
+ * cut with "..." when they do not fit in buf. */
 static void
-methods_text(unsigned bits, char *buf, size_t len)
+methods_text(const struct tm_methods *m, char *buf, size_t len)
 {
-    static const char *names[] = {"GET",   "HEAD",   "POST",   "PUT",
-                                  "PATCH", "DELETE", "OPTIONS"};
     size_t n = 0;
 
-    buf[0] = '\0';
-    if (bits == 0) {
-        snprintf(buf, len, "*");
-        return;
-    }
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if ((bits & (1u << i)) && n + 9 < len) {
-            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "",
-                                  names[i]);
+    snprintf(buf, len, "%s", m->n == 0 ? "*" : "");
+    for (size_t i = 0; i < m->n; i++) {
+        if (n + m->v[i].len + 5 > len) {
+            snprintf(buf + n, len - n, " ...");
+            return;
         }
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? " " : "",
+                              m->v[i].name);
     }
 }
 
@@ -109,9 +107,9 @@ adm_recent_json(const struct tm_proxy *px, struct evbuffer *b)
     evbuffer_add(b, "{\"routes\":[", 11);
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct cfg_route *rt = &cfg->routes[i];
-        char methods[64];
+        char methods[256];
 
-        methods_text(rt->methods, methods, sizeof(methods));
+        methods_text(&rt->methods, methods, sizeof(methods));
         evbuffer_add(b, i ? ",{" : "{", i ? 2 : 1);
         json_field(b, "name", rt->name, true);
         json_field(b, "methods", methods, false);

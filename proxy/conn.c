@@ -15,7 +15,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "../policies/canon.h"
 #include "../policies/decide.h"
+#include "../policies/hname.h"
+#include "../policies/reqcheck.h"
 #include "../policies/route.h"
 #include "../policies/token.h"
 #include "log.h"
@@ -45,7 +48,9 @@ enum cstate {
  * per connection and reused while the connection stays busy. */
 struct request {
     struct http_request h;
-    size_t cap; /* bytes[] capacity */
+    struct tm_slice cpath; /* the canonical path (canon_path), in bytes[]
+                            * after the head; "*" for OPTIONS * */
+    size_t cap;            /* bytes[] capacity */
     char bytes[];
 };
 
@@ -110,6 +115,13 @@ struct client {
     bool up_eof;     /* the upstream sent FIN */
     bool dead;       /* closed; freed at the end of the turn */
     bool read_tmo;   /* a read timeout is set on bev */
+    size_t read_hi;  /* bev's read high watermark */
+    bool served;     /* a request head was read: between requests now,
+                      * the wait is idle_timeout_ms, not header_timeout_ms */
+    bool idle;       /* on px's idle list: waiting for a head, nothing
+                      * buffered either way (reclaimable) */
+    struct client *idle_prev;
+    struct client *idle_next;
     bool dirty;      /* has output to write this turn */
     bool bp_up;      /* client reads paused: upstream output full */
     bool bp_down;    /* upstream reads paused: client output full */
@@ -151,8 +163,15 @@ c_out(struct client *c)
     return bufferevent_get_output(c->bev);
 }
 
-/* The request is over. Its buffer stays for the next one, unless the
- * connection goes idle (see read_head). */
+/* The [proxy] settings c works under: those of its request's generation
+ * while a request runs, so that a reload changes nothing of a request
+ * under way (token header, timeouts, limits); else the current ones. */
+static const struct cfg_proxy *
+pcfg(const struct client *c)
+{
+    return &(c->gen != NULL ? c->gen->cfg : c->px->cfg)->proxy;
+}
+
 /* ---- writing ----------------------------------------------------------
  * Output is written directly at the end of the loop turn, and EV_WRITE is
  * enabled on a bufferevent only while the kernel cannot take everything:
@@ -241,7 +260,7 @@ client_timeouts(struct client *c, bool read)
         return;
     }
     c->read_tmo = read;
-    ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
+    ms_to_tv(pcfg(c)->idle_timeout_ms, &tv);
     bufferevent_set_timeouts(c->bev, read ? &tv : NULL, &tv);
 }
 
@@ -263,7 +282,7 @@ static void
 after_local_answer(struct client *c)
 {
     const struct http_request *h = &c->rq->h;
-    uint64_t limit = (uint64_t)c->px->cfg->proxy.discard_limit;
+    uint64_t limit = (uint64_t)pcfg(c)->discard_limit;
 
     c->state = CS_HEAD;
     if (!c->close_after && h->expect_continue && h->body != HTTP_BODY_NONE) {
@@ -350,17 +369,19 @@ is_header(struct tm_slice name, const char *cfgname)
 }
 
 /* A client header the upstream must not get from the client: named by
- * strip_header, or one the sidecar sets itself with add_header. */
+ * strip_header, or one the sidecar sets itself with add_header, in any
+ * spelling the upstream may read as that name (X_Forwarded_User behind
+ * a CGI gateway is X-Forwarded-User: hname.h). */
 static bool
 upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
 {
     for (size_t i = 0; i < u->nstrip; i++) {
-        if (slice_ieq(name, u->strip[i])) {
+        if (hname_same(name.p, name.len, u->strip[i])) {
             return true;
         }
     }
     for (size_t i = 0; i < u->nadd; i++) {
-        if (slice_ieq(name, u->add[i].name)) {
+        if (hname_same(name.p, name.len, u->add[i].name)) {
             return true;
         }
     }
@@ -374,7 +395,7 @@ static void
 write_request_head(struct client *c, struct evbuffer *out)
 {
     const struct http_request *h = &c->rq->h;
-    const struct cfg_proxy *pc = &c->px->cfg->proxy;
+    const struct cfg_proxy *pc = pcfg(c);
     const struct cfg_upstream *u = up_cfg(c->pool);
     const char *target = h->target.p;
     size_t tlen = h->target.len;
@@ -437,8 +458,7 @@ attach(struct client *c, struct up_conn *uc)
 {
     struct bufferevent *ub = up_bev(uc);
     const struct cfg_upstream *u = up_cfg(c->pool);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
-    struct timeval tv;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
 
     c->up = uc;
     c->state = CS_FORWARD;
@@ -452,12 +472,12 @@ attach(struct client *c, struct up_conn *uc)
     c->req_sent_whole = c->req_done;
     c->body_seen = 0;
     c->body_moved = c->body_mark = 0;
-    if (!c->req_done && c->px->cfg->proxy.min_body_rate > 0) {
-        timer_arm(c, c->px->cfg->proxy.body_rate_window_ms);
+    if (!c->req_done && pcfg(c)->min_body_rate > 0) {
+        timer_arm(c, pcfg(c)->body_rate_window_ms);
     }
     http_chunked_init(&c->req_chunk);
-    c->req_chunk.forbid[0] = c->px->cfg->proxy.token_header;
-    c->req_chunk.forbid[1] = c->px->cfg->proxy.resource_header;
+    c->req_chunk.forbid[0] = pcfg(c)->token_header;
+    c->req_chunk.forbid[1] = pcfg(c)->resource_header;
     up_timeouts(uc, u->timeout_ms);
     bufferevent_setwatermark(ub, EV_READ, 0, buf);
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
@@ -469,13 +489,16 @@ attach(struct client *c, struct up_conn *uc)
     if (c->rq->h.expect_continue && !c->req_done &&
         evbuffer_get_length(c_in(c)) == 0) {
         /* The decision is made and the upstream is ready: ask for the
-         * body. The upstream gets no Expect, so sends no 100 of its own. */
-        evbuffer_add(c_out(c), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+         * body. The upstream gets no Expect, so sends no 100 of its own.
+         * Like every answer tidemark makes itself, it says so. */
+        static const char cont[] =
+            "HTTP/1.1 100 Continue\r\n" PROBLEM_HEADER ": continue\r\n\r\n";
+
+        evbuffer_add(c_out(c), cont, sizeof(cont) - 1);
     }
     mark_dirty(c);
     /* A client that stops sending its body or reading its answer must
      * not hold the upstream connection forever. */
-    ms_to_tv(c->px->cfg->proxy.idle_timeout_ms, &tv);
     client_timeouts(c, !c->req_done);
     pump_request_body(c);
 }
@@ -695,73 +718,99 @@ start_raise(struct client *c)
 
 /* ---- a new request --------------------------------------------------- */
 
+/* The first route whose methods and path template match the request,
+ * matched against its canonical path (so captures are canonical), or
+ * NULL. */
 static const struct cfg_route *
-match_route(const struct tm_config *cfg, const struct http_request *h,
+match_route(const struct tm_config *cfg, const struct request *rq,
             struct tm_slice caps[TM_MAX_CAPTURES])
 {
-    unsigned bit = method_bit(h->method.p, h->method.len);
+    const struct http_request *h = &rq->h;
 
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct cfg_route *r = &cfg->routes[i];
-        if (r->methods != 0 && (r->methods & bit) == 0) {
+        if (!methods_has(&r->methods, h->method.p, h->method.len)) {
             continue;
         }
-        if (tmpl_match(&r->path, h->path.p, h->path.len, caps)) {
+        if (tmpl_match(&r->path, rq->cpath.p, rq->cpath.len, caps)) {
             return r;
         }
     }
     return NULL;
 }
 
-static struct up_pool *
-default_pool(struct tm_proxy *px)
+/* A request that could reach the backend as another method than the one
+ * its routes were matched with: a lower-case method, a method override
+ * header or a _method query parameter. NULL when clean, else the 400's
+ * detail. */
+static const char *
+method_disguised(const struct http_request *h)
 {
-    const struct tm_config *cfg = px->cfg;
+    const char *why = reqcheck_method(h->method.p, h->method.len);
+    const char *q = h->path.p + h->path.len;
+    const char *end = h->target.p + h->target.len;
+
+    if (why != NULL) {
+        return why;
+    }
+    for (size_t i = 0; i < h->nheaders; i++) {
+        struct tm_slice n = h->headers[i].name;
+        if (reqcheck_override_header(n.p, n.len)) {
+            return REQCHECK_OVERRIDE_DETAIL;
+        }
+    }
+    if (q < end && *q == '?' &&
+        reqcheck_override_query(q + 1, (size_t)(end - q - 1))) {
+        return REQCHECK_OVERRIDE_DETAIL;
+    }
+    return NULL;
+}
+
+/* Read the request path into its canonical form, after the head in
+ * rq->bytes (read_head made room: it is never longer than the path).
+ * "OPTIONS *" stays "*". NULL, or why the path is refused. */
+static const char *
+canonical_path(struct request *rq)
+{
+    const struct http_request *h = &rq->h;
+    char *out = rq->bytes + h->head_len;
+    size_t len = 0;
+    const char *why = NULL;
+
+    if (h->path.len == 1 && h->path.p[0] == '*') {
+        rq->cpath = h->path;
+        return NULL;
+    }
+    if (!canon_path(h->path.p, h->path.len, out, h->path.len + 1, &len, &why)) {
+        return why;
+    }
+    rq->cpath.p = out;
+    rq->cpath.len = len;
+    return NULL;
+}
+
+static struct up_pool *
+default_pool(const struct gen *g)
+{
+    const struct tm_config *cfg = g->cfg;
 
     for (size_t i = 0; i < cfg->nupstreams; i++) {
         if (strcmp(cfg->upstreams[i].name, "default") == 0) {
-            return px->pools[i];
+            return g->pools[i];
         }
     }
-    return cfg->nupstreams > 0 ? px->pools[0] : NULL;
+    return cfg->nupstreams > 0 ? g->pools[0] : NULL;
 }
 
-/* Whether name is cfgname written with '_' for '-' (Fencing_Token): some
- * servers read the two alike, so such a header could smuggle a token. */
-static bool
-underscore_variant(struct tm_slice name, const char *cfgname)
-{
-    size_t n = strlen(cfgname);
-    bool differs = false;
-
-    if (name.len != n) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char a = name.p[i], b = cfgname[i];
-        if (a == '_' && b == '-') {
-            differs = true;
-            continue;
-        }
-        if ((a | 0x20) != (b | 0x20)) {
-            return false;
-        }
-    }
-    return differs;
-}
-
-/* A request that tries to hide or smuggle a fencing header: the token or
- * resource header named in Connection (a proxy would drop it, another
- * might not), or written with underscores. NULL when clean. */
+/* A request that tries to hide a fencing header: the token or resource
+ * header named in Connection (a proxy would drop it, another might not).
+ * NULL when clean. (The parser has refused the other spellings of these
+ * names.) */
 static const char *
 smuggled_header(const struct cfg_proxy *pc, const struct http_request *h)
 {
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
-        if (underscore_variant(f->name, pc->token_header) ||
-            underscore_variant(f->name, pc->resource_header)) {
-            return "a fencing header written with underscores";
-        }
         if (f->hop && (is_header(f->name, pc->token_header) ||
                        is_header(f->name, pc->resource_header))) {
             return "a fencing header named in Connection";
@@ -775,7 +824,7 @@ static void
 handle_request(struct client *c)
 {
     struct tm_proxy *px = c->px;
-    const struct cfg_proxy *pc = &px->cfg->proxy;
+    const struct cfg_proxy *pc;
     const struct http_request *h = &c->rq->h;
     struct tm_slice caps[TM_MAX_CAPTURES];
     const struct cfg_route *r;
@@ -783,9 +832,12 @@ handle_request(struct client *c)
     int ti = -1, ri;
     enum decision d;
     const char *why;
+    char detail[160];
 
     px->stats.requests++;
+    /* Everything below reads the request's generation, to its end. */
     c->gen = gen_hold(px);
+    pc = &c->gen->cfg->proxy;
     c->route = NULL;
     c->route_name = NULL;
     c->max_body = UINT64_MAX;
@@ -795,6 +847,17 @@ handle_request(struct client *c)
     c->mark = 0;
     c->close_after = !h->keep_alive;
 
+    if ((why = method_disguised(h)) != NULL) {
+        decision(c, OUT_INVALID);
+        refuse_status(c, 400, "invalid", why);
+        return;
+    }
+    if ((why = canonical_path(c->rq)) != NULL) {
+        snprintf(detail, sizeof(detail), "the request path: %s", why);
+        decision(c, OUT_INVALID);
+        refuse_status(c, 400, "invalid", detail);
+        return;
+    }
     if (slice_eq(h->method, "TRACE")) {
         /* TRACE would echo what tidemark adds, credentials included. */
         struct problem p = {.status = 405};
@@ -814,7 +877,7 @@ handle_request(struct client *c)
         return;
     }
 
-    r = match_route(px->cfg, h, caps);
+    r = match_route(c->gen->cfg, c->rq, caps);
     if (r == NULL) {
         if (pc->unmatched_reject) {
             struct problem p = {.status = 404,
@@ -822,7 +885,7 @@ handle_request(struct client *c)
             refuse(c, &p, "unmatched");
             return;
         }
-        c->pool = default_pool(px);
+        c->pool = default_pool(c->gen);
         if (c->pool == NULL) {
             struct problem p = {.status = 404,
                                 .detail = "no route matches this request"};
@@ -837,7 +900,7 @@ handle_request(struct client *c)
     c->route = r;
     c->route_name = r->name;
     c->mode = r->mode;
-    c->pool = px->pools[r->upstream_idx];
+    c->pool = c->gen->pools[r->upstream_idx];
     c->max_body = r->max_body > 0 ? (uint64_t)r->max_body : UINT64_MAX;
     if (h->body == HTTP_BODY_LENGTH && h->content_length > c->max_body) {
         struct problem p = {.status = 413};
@@ -853,17 +916,16 @@ handle_request(struct client *c)
             refuse_status(c, 400, "invalid", "more than one resource header");
             return;
         }
-        if (ri >= 0 && h->headers[ri].value.len > 0 &&
-            h->headers[ri].value.len <= TM_RESOURCE_MAX) {
-            c->rlen = h->headers[ri].value.len;
-            memcpy(c->resource, h->headers[ri].value.p, c->rlen);
-            c->resource[c->rlen] = '\0';
-        } else if (r->mode != TM_MODE_OFF) {
+        if (ri < 0) {
+            snprintf(detail, sizeof(detail), "the resource header is missing");
+        } else if (!canon_name(h->headers[ri].value.p, h->headers[ri].value.len,
+                               c->resource, sizeof(c->resource), &c->rlen,
+                               &why)) {
+            snprintf(detail, sizeof(detail), "the resource header: %s", why);
+        }
+        if (c->rlen == 0 && r->mode != TM_MODE_OFF) {
             decision(c, OUT_INVALID);
-            refuse_status(c, 400, "invalid",
-                          ri < 0 ? "the resource header is missing"
-                                 : "the resource header is empty or too "
-                                   "long");
+            refuse_status(c, 400, "invalid", detail);
             return;
         }
     } else {
@@ -951,7 +1013,7 @@ rebase(struct http_request *h, const char *from, char *to)
 }
 
 static void
-parse_error(struct client *c, enum http_rc rc)
+parse_error(struct client *c, enum http_rc rc, const char *why)
 {
     struct problem p = {.status = 400};
 
@@ -980,10 +1042,113 @@ parse_error(struct client *c, enum http_rc rc)
     c->have_rq = false;
     recent_refusal(&c->px->recent, p.status, "malformed", NULL, NULL, 0, 0);
     log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->id, p.status, p.detail,
-             c->rq != NULL && c->rq->h.error != NULL ? ": " : "",
-             c->rq != NULL && c->rq->h.error != NULL ? c->rq->h.error : "");
+             why != NULL ? ": " : "", why != NULL ? why : "");
     c->close_after = true;
     answer(c, &p);
+}
+
+/* ---- idle connections ------------------------------------------------
+ * A connection waiting for a request head with nothing buffered, or
+ * lingering after its last answer went out, can be closed without losing
+ * anything: at max_connections the oldest such one makes room for a new
+ * connection (as nginx reuses its keep-alive and waiting connections),
+ * so silent or forgotten connections cannot lock real clients out.
+ * px->idle_first is the oldest. */
+
+static void
+idle_enter(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+
+    if (c->idle) {
+        return;
+    }
+    c->idle = true;
+    c->idle_next = NULL;
+    c->idle_prev = px->idle_last;
+    if (px->idle_last != NULL) {
+        px->idle_last->idle_next = c;
+    } else {
+        px->idle_first = c;
+    }
+    px->idle_last = c;
+}
+
+static void
+idle_leave(struct client *c)
+{
+    struct tm_proxy *px = c->px;
+
+    if (!c->idle) {
+        return;
+    }
+    if (c->idle_prev != NULL) {
+        c->idle_prev->idle_next = c->idle_next;
+    } else {
+        px->idle_first = c->idle_next;
+    }
+    if (c->idle_next != NULL) {
+        c->idle_next->idle_prev = c->idle_prev;
+    } else {
+        px->idle_last = c->idle_prev;
+    }
+    c->idle = false;
+    c->idle_prev = c->idle_next = NULL;
+}
+
+bool
+client_evict_idle(struct tm_proxy *px)
+{
+    for (struct client *c = px->idle_first; c != NULL; c = c->idle_next) {
+        /* An answer still on its way out is not given up. */
+        if (evbuffer_get_length(c_out(c)) == 0 &&
+            evbuffer_get_length(c_in(c)) == 0) {
+            log_debug("conn=%" PRIu64 " closed while idle: max_connections "
+                      "reached",
+                      c->id);
+            client_close(c, 0);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Between requests: read up to buffer_size, and at least a whole head,
+ * as the current configuration says (a reload may change both). */
+static void
+read_watermark(struct client *c)
+{
+    size_t hi = (size_t)pcfg(c)->buffer_size;
+
+    if (hi < c->px->limits.max_head + 1) {
+        hi = c->px->limits.max_head + 1;
+    }
+    if (hi != c->read_hi) {
+        c->read_hi = hi;
+        bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+    }
+}
+
+/* Make c->rq hold a head of len bytes (1 KiB at least). false when out
+ * of memory. */
+static bool
+request_space(struct client *c, size_t len)
+{
+    struct request *rq;
+
+    if (len < 1024) {
+        len = 1024;
+    }
+    if (c->rq != NULL && c->rq->cap >= len) {
+        return true;
+    }
+    rq = realloc(c->rq, sizeof(*c->rq) + len);
+    if (rq == NULL) {
+        return false;
+    }
+    c->rq = rq;
+    c->rq->cap = len;
+    return true;
 }
 
 /* In CS_HEAD: parse the next head if it is complete. */
@@ -994,6 +1159,8 @@ read_head(struct client *c)
     struct evbuffer *in = c_in(c);
     size_t len = evbuffer_get_length(in);
     size_t n = len < px->limits.max_head + 1 ? len : px->limits.max_head + 1;
+    const char *fence[2] = {px->cfg->proxy.token_header,
+                            px->cfg->proxy.resource_header};
     struct http_request *h;
     enum http_rc rc;
     char *p;
@@ -1003,27 +1170,32 @@ read_head(struct client *c)
         return;
     }
     if (len == 0) {
+        /* Before its first request a connection gets header_timeout_ms
+         * to start one: a silent connection is not a keep-alive one. */
         if (c->timer_is_head || !evtimer_pending(c->timer, NULL)) {
             c->timer_is_head = false;
-            timer_arm(c, px->cfg->proxy.idle_timeout_ms);
+            timer_arm(c, c->served ? pcfg(c)->idle_timeout_ms
+                                   : pcfg(c)->header_timeout_ms);
         }
+        /* The head buffer is kept while requests follow each other
+         * (pipelined), and given back while the connection waits: ten
+         * thousand idle keep-alive connections hold no request space. */
+        free(c->rq);
+        c->rq = NULL;
+        idle_enter(c);
         return;
     }
+    idle_leave(c);
     if (!c->timer_is_head) {
         c->timer_is_head = true;
-        timer_arm(c, px->cfg->proxy.header_timeout_ms);
+        timer_arm(c, pcfg(c)->header_timeout_ms);
+        read_watermark(c);
     }
-    if (c->rq == NULL) {
-        c->rq = malloc(sizeof(*c->rq) + 1024);
-        if (c->rq == NULL) {
-            client_close(c, 0);
-            return;
-        }
-        c->rq->cap = 1024;
-    }
-    h = &c->rq->h;
+    /* Parse into the loop's scratch space: a connection holds request
+     * space only once its head is complete. */
+    h = px->scratch;
     p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-    rc = http_parse_request(p, n, &px->limits, h);
+    rc = http_parse_request(p, n, &px->limits, fence, h);
     if (rc == HTTP_INCOMPLETE) {
         if (c->client_eof) {
             client_close(c, 0);
@@ -1031,22 +1203,20 @@ read_head(struct client *c)
         return;
     }
     if (rc != HTTP_OK) {
-        parse_error(c, rc);
+        parse_error(c, rc, h->error);
         return;
     }
-    if (h->head_len > c->rq->cap) {
-        struct request *bigger = realloc(c->rq, sizeof(*c->rq) + h->head_len);
-        if (bigger == NULL) {
-            client_close(c, 0);
-            return;
-        }
-        c->rq = bigger;
-        h = &c->rq->h;
-        c->rq->cap = h->head_len;
+    /* Room for the head and, after it, the canonical path. */
+    if (!request_space(c, h->head_len + h->path.len + 1)) {
+        client_close(c, 0);
+        return;
     }
+    c->rq->h = *h;
+    h = &c->rq->h;
     memcpy(c->rq->bytes, p, h->head_len);
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
+    c->served = true;
     if (log_get_level() >= LOG_INFO) {
         clock_gettime(CLOCK_MONOTONIC, &c->t0);
     }
@@ -1147,6 +1317,8 @@ closing(struct client *c)
         c->read_tmo = false;
         bufferevent_enable(c->bev, EV_READ);
         timer_arm(c, LINGER_MS);
+        /* The answer is out: at max_connections, lingering gives way. */
+        idle_enter(c);
     }
     linger_read(c);
 }
@@ -1155,7 +1327,7 @@ closing(struct client *c)
 static void
 client_pump(struct client *c)
 {
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
 
     for (;;) {
         if (c->dead) {
@@ -1164,6 +1336,7 @@ client_pump(struct client *c)
         switch (c->state) {
         case CS_HEAD:
             if (c->px->draining && evbuffer_get_length(c_in(c)) == 0) {
+                idle_leave(c);
                 c->close_after = true;
                 c->state = CS_CLOSING;
                 continue;
@@ -1227,6 +1400,7 @@ finish_exchange(struct client *c, bool up_ok)
 {
     bool reuse = up_ok && c->resp_keep_alive && c->req_done &&
                  c->resp_kind != HTTP_BODY_CLOSE;
+    uint64_t discard = (uint64_t)pcfg(c)->discard_limit; /* the request's */
 
     evtimer_del(c->timer);
     up_put(c->up, reuse);
@@ -1247,9 +1421,8 @@ finish_exchange(struct client *c, bool up_ok)
         /* The upstream answered before the whole body arrived: read the
          * rest and drop it (write_response_head made sure it is small). */
         c->state = CS_DISCARD;
-        c->discard_left = c->req_kind == HTTP_BODY_LENGTH
-                              ? c->req_left
-                              : (uint64_t)c->px->cfg->proxy.discard_limit;
+        c->discard_left =
+            c->req_kind == HTTP_BODY_LENGTH ? c->req_left : discard;
     }
     client_pump(c);
 }
@@ -1260,7 +1433,7 @@ upstream_failed(struct client *c, int status, const char *why)
 {
     struct problem p = {.status = status, .detail = why};
     bool timed_out = status == 504;
-    int grace = timed_out ? c->px->cfg->proxy.order_grace_ms : 0;
+    int grace = timed_out ? pcfg(c)->order_grace_ms : 0;
 
     evtimer_del(c->timer);
     log_error("conn=%" PRIu64 " upstream %s: %s: route=%s resource=%s "
@@ -1317,7 +1490,7 @@ pause_down(struct client *c)
 static void
 drained(struct client *c)
 {
-    size_t half = (size_t)c->px->cfg->proxy.buffer_size / 2;
+    size_t half = (size_t)pcfg(c)->buffer_size / 2;
 
     if (c->bp_up && c->up != NULL &&
         evbuffer_get_length(bufferevent_get_output(up_bev(c->up))) <= half) {
@@ -1348,7 +1521,7 @@ pump_request_body(struct client *c)
 {
     struct bufferevent *ub = up_bev(c->up);
     struct evbuffer *in = c_in(c), *out = bufferevent_get_output(ub);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
     size_t len = evbuffer_get_length(in);
 
     if (c->req_done) {
@@ -1401,9 +1574,7 @@ static void
 up_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
-    (void)buf;
     written(bev);
     drained(c);
 }
@@ -1426,7 +1597,20 @@ add_header_i64(struct evbuffer *out, const char *prefix, int64_t v)
     evbuffer_add(out, buf + n, sizeof(buf) - n);
 }
 
-/* Write the response head as the client gets it. */
+/* A header of the upstream's answer that only tidemark may set:
+ * Tidemark-Error (which says tidemark answered) and Fencing-High-Water
+ * (which says the fence accepted this write), in any spelling a client
+ * may read as theirs. An upstream cannot fake either. */
+static bool
+ours_only(struct tm_slice name)
+{
+    return hname_same(name.p, name.len, PROBLEM_HEADER) ||
+           hname_same(name.p, name.len, "Fencing-High-Water");
+}
+
+/* Write the response head as the client gets it. Fencing-High-Water
+ * only on the final answer to a fenced write that was accepted (mark >
+ * 0: set on acceptance only). */
 static void
 write_response_head(struct client *c, const struct http_response *r)
 {
@@ -1444,7 +1628,7 @@ write_response_head(struct client *c, const struct http_response *r)
     evbuffer_add(out, "\r\n", 2);
     for (size_t i = 0; i < r->nheaders; i++) {
         const struct http_header *f = &r->headers[i];
-        if (f->hop) {
+        if (f->hop || ours_only(f->name)) {
             continue;
         }
         evbuffer_add(out, f->name.p, f->name.len);
@@ -1454,7 +1638,7 @@ write_response_head(struct client *c, const struct http_response *r)
     }
     if (final && !c->req_done &&
         (c->req_kind != HTTP_BODY_LENGTH ||
-         c->req_left > (uint64_t)c->px->cfg->proxy.discard_limit)) {
+         c->req_left > (uint64_t)pcfg(c)->discard_limit)) {
         /* An early answer: the rest of the body is too much to drop. */
         c->close_after = true;
     }
@@ -1507,8 +1691,12 @@ read_response_head(struct client *c)
             return false;
         }
         if (r->status < 200) {
-            mark_dirty(c);
-            write_response_head(c, r);
+            /* An HTTP/1.0 client gets no interim answer (RFC 9110
+             * 15.2): it would read it as the final one. */
+            if (c->rq->h.minor == 1) {
+                mark_dirty(c);
+                write_response_head(c, r);
+            }
             evbuffer_drain(in, r->head_len);
             continue;
         }
@@ -1536,7 +1724,7 @@ pump_response(struct client *c)
 {
     struct bufferevent *ub = up_bev(c->up);
     struct evbuffer *in = bufferevent_get_input(ub), *out = c_out(c);
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
+    size_t buf = (size_t)pcfg(c)->buffer_size;
     size_t len;
     bool done = false;
 
@@ -1639,9 +1827,7 @@ static void
 client_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
-    size_t buf = (size_t)c->px->cfg->proxy.buffer_size;
 
-    (void)buf;
     written(bev);
     if (c->bp_up || c->bp_down || c->bp_answers) {
         drained(c);
@@ -1677,7 +1863,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     }
     if (c->state == CS_FORWARD && c->req_sent_whole && c->slot != NULL) {
         /* The upstream may still apply this write. */
-        grace = c->px->cfg->proxy.order_grace_ms;
+        grace = pcfg(c)->order_grace_ms;
     }
     client_close(c, grace);
 }
@@ -1688,7 +1874,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
 static void
 body_rate_check(struct client *c)
 {
-    const struct cfg_proxy *pc = &c->px->cfg->proxy;
+    const struct cfg_proxy *pc = pcfg(c);
     uint64_t want =
         (uint64_t)pc->min_body_rate * (uint64_t)pc->body_rate_window_ms / 1000;
 
@@ -1773,7 +1959,6 @@ client_accept(struct tm_proxy *px, int fd)
 {
     const struct cfg_proxy *pc = &px->cfg->proxy;
     struct client *c;
-    size_t hi;
     int one = 1;
 
     c = calloc(1, sizeof(*c));
@@ -1804,11 +1989,7 @@ client_accept(struct tm_proxy *px, int fd)
         free(c);
         return;
     }
-    hi = (size_t)pc->buffer_size;
-    if (hi < px->limits.max_head + 1) {
-        hi = px->limits.max_head + 1;
-    }
-    bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+    read_watermark(c);
     bufferevent_setwatermark(c->bev, EV_WRITE, (size_t)pc->buffer_size / 2, 0);
     bufferevent_setcb(c->bev, client_read_cb, client_write_cb, client_event_cb,
                       c);
@@ -1822,7 +2003,9 @@ client_accept(struct tm_proxy *px, int fd)
         px->clients->prev = c;
     }
     px->clients = c;
-    px->nclients++;
+    if (++px->nclients > px->conn_peak) {
+        px->conn_peak = px->nclients;
+    }
     px->stats.conns_total++;
     client_pump(c);
 }
@@ -1852,6 +2035,7 @@ client_close(struct client *c, int grace_ms)
         *pp = c->dirty_next;
         c->dirty = false;
     }
+    idle_leave(c);
     bufferevent_free(c->bev);
     event_free(c->timer);
     event_free(c->kick);

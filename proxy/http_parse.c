@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "../policies/hname.h"
+
 /* Character classes, one bit each, looked up in char_class[]. */
 enum {
     CC_TCHAR = 1,  /* token: methods, field names, codings */
@@ -761,19 +763,42 @@ parse_cl(struct tm_slice v, struct framing *f, const char **err)
     return HTTP_OK;
 }
 
+/* A field that is not a framing or fencing header but that some server
+ * would read as one (Transfer_Encoding, Fencing.Token: hname.h): it
+ * would frame or fence the message there and not here. NULL when it is
+ * none; fence holds the fencing header names (NULL entries unused). */
+static const char *
+variant_of(struct tm_slice name, const char *const *fence)
+{
+    if (hname_variant(name.p, name.len, "content-length") ||
+        hname_variant(name.p, name.len, "transfer-encoding")) {
+        return "a framing header in another spelling";
+    }
+    for (size_t i = 0; fence != NULL && i < 2; i++) {
+        if (fence[i] != NULL && hname_variant(name.p, name.len, fence[i])) {
+            return "a fencing header in another spelling";
+        }
+    }
+    return NULL;
+}
+
 /* One pass over the fields: framing, Host, Expect, and the hop flags,
  * the Connection-named ones last since Connection may come after them. */
 static enum http_rc
-read_fields(struct http_header *h, size_t n, bool request, struct framing *f,
-            const char **err)
+read_fields(struct http_header *h, size_t n, bool request,
+            const char *const *fence, struct framing *f, const char **err)
 {
     enum http_rc rc = HTTP_OK;
+    const char *why;
 
     memset(f, 0, offsetof(struct framing, opts));
     f->nopts = 0;
     for (size_t i = 0; i < n && rc == HTTP_OK; i++) {
         switch (hdr_kind(h[i].name)) {
         case HK_OTHER:
+            if ((why = variant_of(h[i].name, fence)) != NULL) {
+                rc = fail(err, HTTP_BAD, why);
+            }
             break;
         case HK_HOP:
             h[i].hop = true;
@@ -838,7 +863,7 @@ min_size(size_t a, size_t b)
 
 enum http_rc
 http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
-                   struct http_request *req)
+                   const char *const *fence, struct http_request *req)
 {
     static const struct tm_slice empty = {"", 0};
     const char *p = buf;
@@ -874,7 +899,7 @@ http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
     }
     req->head_len = (size_t)(p - buf);
 
-    rc = read_fields(req->headers, req->nheaders, true, &f, &req->error);
+    rc = read_fields(req->headers, req->nheaders, true, fence, &f, &req->error);
     if (rc != HTTP_OK) {
         return rc;
     }
@@ -938,7 +963,8 @@ http_parse_response(const char *buf, size_t len, const struct http_limits *lim,
     }
     resp->head_len = (size_t)(p - buf);
 
-    rc = read_fields(resp->headers, resp->nheaders, false, &f, &resp->error);
+    rc = read_fields(resp->headers, resp->nheaders, false, NULL, &f,
+                     &resp->error);
     if (rc != HTTP_OK) {
         return rc;
     }
@@ -1009,26 +1035,59 @@ http_chunked_init(struct http_chunked *c)
     c->state = CH_SIZE;
 }
 
-/* A trailer field may not carry framing, routing or a fencing header. */
+/* The names a trailer field may not have: framing, routing, then the
+ * fencing headers (forbid[]). Bit i of tmatch stands for name i. */
+#define TRAILER_FRAMING 3
+
+static const char *
+refused_name(const struct http_chunked *c, size_t i)
+{
+    static const char *const framing[TRAILER_FRAMING] = {
+        "content-length", "transfer-encoding", "host"};
+
+    return i < TRAILER_FRAMING ? framing[i] : c->forbid[i - TRAILER_FRAMING];
+}
+
+/* A new trailer field name begins: it may still be any refused name. */
+static void
+trailer_name_start(struct http_chunked *c)
+{
+    c->tmatch = 0;
+    for (size_t i = 0; i < TRAILER_FRAMING + 2; i++) {
+        if (refused_name(c, i) != NULL) {
+            c->tmatch |= 1u << i;
+        }
+    }
+    c->tname_len = 0;
+}
+
+/* ch is the next byte of the trailer field name: drop the refused names
+ * it no longer may be. Compares one byte per name, so a name of any
+ * length is checked without being kept. */
+static void
+trailer_name_byte(struct http_chunked *c, char ch)
+{
+    for (size_t i = 0; c->tmatch != 0 && i < TRAILER_FRAMING + 2; i++) {
+        const char *n = refused_name(c, i);
+
+        if ((c->tmatch & (1u << i)) &&
+            (n[c->tname_len] == '\0' ||
+             !hname_byte_same(ch, n[c->tname_len]))) {
+            c->tmatch &= ~(1u << i);
+        }
+    }
+    c->tname_len++;
+}
+
+/* At the colon: whether the whole name is one of the refused ones. */
 static const char *
 trailer_name_check(const struct http_chunked *c)
 {
-    static const char *const framing[] = {"content-length", "transfer-encoding",
-                                          "host"};
-    struct tm_slice n = {c->tname, c->tname_len};
-
-    if (c->tname_len > sizeof(c->tname)) {
-        return NULL; /* longer than any name refused here */
-    }
-    for (size_t i = 0; i < sizeof(framing) / sizeof(framing[0]); i++) {
-        if (slice_is(n, framing[i], strlen(framing[i]))) {
-            return "framing field in trailer";
-        }
-    }
-    for (size_t i = 0; i < 2; i++) {
-        if (c->forbid[i] != NULL &&
-            slice_is(n, c->forbid[i], strlen(c->forbid[i]))) {
-            return "fencing header in trailer";
+    for (size_t i = 0; i < TRAILER_FRAMING + 2; i++) {
+        if ((c->tmatch & (1u << i)) &&
+            refused_name(c, i)[c->tname_len] == '\0') {
+            return i < TRAILER_FRAMING ? "framing field in trailer"
+                                       : "fencing header in trailer";
         }
     }
     return NULL;
@@ -1107,8 +1166,8 @@ chunk_byte(struct http_chunked *c, char ch)
             c->state = CH_END_LF;
         } else if (is_tchar(ch)) {
             c->state = CH_TRAILER_NAME;
-            c->tname[0] = ch;
-            c->tname_len = 1;
+            trailer_name_start(c);
+            trailer_name_byte(c, ch);
         } else {
             return is_ows(ch) ? "obs-fold in trailer"
                               : bad_byte(ch, "invalid trailer field name");
@@ -1119,10 +1178,7 @@ chunk_byte(struct http_chunked *c, char ch)
             c->state = CH_TRAILER_VALUE;
             return trailer_name_check(c);
         } else if (is_tchar(ch)) {
-            if (c->tname_len < sizeof(c->tname)) {
-                c->tname[c->tname_len] = ch;
-            }
-            c->tname_len++;
+            trailer_name_byte(c, ch);
         } else {
             return is_ows(ch) ? "whitespace before colon in trailer"
                               : bad_byte(ch, "invalid trailer field name");

@@ -91,12 +91,17 @@ struct http_response {
  * repeated or invalid Host, CONNECT and authority-form targets, '*'
  * except with OPTIONS, absolute-form without a path, a '#' or a byte
  * outside 0x21-0x7e in the target, Connection naming Content-Length or
- * Host, more than 32 Connection options. Unknown transfer codings before
- * a final chunked: HTTP_NOT_IMPL. Versions other than 1.0/1.1 (but well
- * formed): HTTP_BAD_VERSION. Hop-by-hop fields get hop set: the standard
- * ones, Transfer-Encoding included, and those named in Connection. */
+ * Host, more than 32 Connection options, and a field that some server
+ * reads as Content-Length, Transfer-Encoding or one of the fencing
+ * headers but that is spelled otherwise (Transfer_Encoding, Fencing.Token:
+ * hname.h). fence: the fencing header names, two entries, NULL entries
+ * (or fence NULL) unused. Unknown transfer codings before a final
+ * chunked: HTTP_NOT_IMPL. Versions other than 1.0/1.1 (but well formed):
+ * HTTP_BAD_VERSION. Hop-by-hop fields get hop set: the standard ones,
+ * Transfer-Encoding included, and those named in Connection. */
 enum http_rc http_parse_request(const char *buf, size_t len,
                                 const struct http_limits *lim,
+                                const char *const *fence,
                                 struct http_request *req);
 
 /* Parse one response head. head_request: the request was HEAD (no body
@@ -105,7 +110,8 @@ enum http_rc http_parse_request(const char *buf, size_t len,
  * same framing rules as requests apply: ambiguous framing is HTTP_BAD,
  * and so is any transfer coding but chunked. Status codes outside
  * 100-599 are HTTP_BAD; the reason phrase may be empty, with or without
- * its SP. keep_alive is false for HTTP_BODY_CLOSE. */
+ * its SP. Content-Length or Transfer-Encoding in another spelling is
+ * HTTP_BAD here too. keep_alive is false for HTTP_BODY_CLOSE. */
 enum http_rc http_parse_response(const char *buf, size_t len,
                                  const struct http_limits *lim,
                                  bool head_request, struct http_response *resp);
@@ -127,15 +133,16 @@ struct http_chunked {
     /* Trailer fields refused by name besides the framing ones (set after
      * http_chunked_init; NULL entries are unused): the fencing headers. */
     const char *forbid[2];
-    char tname[40]; /* the trailer field name being read */
-    size_t tname_len;
+    size_t tname_len; /* bytes of the trailer field name read so far */
+    unsigned tmatch;  /* refused names it may still be, one bit each */
 };
 
 void http_chunked_init(struct http_chunked *c);
 
 /* Trailer fields named Content-Length, Transfer-Encoding, Host or in
- * forbid[] are refused: a trailer must not change framing or routing, nor
- * carry a token the check never saw. */
+ * forbid[], in any spelling a server may read as that name (hname.h),
+ * are refused: a trailer must not change framing or routing, nor carry
+ * a token the check never saw. Names of any length are checked. */
 
 /* Feed n bytes at p. Returns how many bytes of p belong to the body (all
  * n unless the body ends inside p; then the rest is the next message).

@@ -256,6 +256,9 @@ main(int argc, char **argv)
     level = log_level_parse(cfg.proxy.log_level);
     log_set_sink(cfg.proxy.log_json ? log_json : log_text, NULL,
                  level < 0 ? LOG_INFO : level);
+    if (cfg.env_links != NULL) {
+        log_info("env: ignored as Kubernetes service links: %s", cfg.env_links);
+    }
     signal(SIGPIPE, SIG_IGN);
     raise_nofile(cfg.proxy.max_connections);
 

@@ -71,62 +71,6 @@ problem_reason(int status)
     return kind_of(status)->reason;
 }
 
-size_t
-utf8_seq(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    uint32_t cp;
-    size_t n;
-
-    if (len == 0) {
-        return 0;
-    }
-    if (p[0] < 0x80) {
-        return 1;
-    }
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        n = 2;
-        cp = p[0] & 0x1f;
-    } else if ((p[0] & 0xf0) == 0xe0) {
-        n = 3;
-        cp = p[0] & 0x0f;
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        n = 4;
-        cp = p[0] & 0x07;
-    } else {
-        return 0;
-    }
-    if (len < n) {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff)) {
-        return 0;
-    }
-    return n;
-}
-
-bool
-utf8_valid(const char *s, size_t len)
-{
-    while (len > 0) {
-        size_t k = utf8_seq(s, len);
-
-        if (k == 0) {
-            return false;
-        }
-        s += k;
-        len -= k;
-    }
-    return true;
-}
-
 const char *
 json_piece(const char *s, size_t len, size_t *take, char esc[8])
 {
@@ -199,6 +143,14 @@ escape_into(char *buf, size_t cap, size_t *n, const char *s)
     }
 }
 
+const char *
+problem_kind(const struct problem *p)
+{
+    const char *t = p->type != NULL ? p->type : kind_of(p->status)->type;
+
+    return strncmp(t, "urn:tidemark:", 13) == 0 ? t + 13 : t;
+}
+
 size_t
 problem_body(char *body, size_t cap, const struct problem *p)
 {
@@ -241,9 +193,10 @@ problem_write(struct evbuffer *out, const struct problem *p, bool close)
     h = (size_t)snprintf(head, sizeof(head),
                          "HTTP/1.1 %d %s\r\n"
                          "Content-Type: application/problem+json\r\n"
-                         "Content-Length: %zu\r\n",
-                         p->status, k->reason, n);
-    if (p->status == 409) {
+                         "Content-Length: %zu\r\n"
+                         "Tidemark-Error: %s\r\n",
+                         p->status, k->reason, n, problem_kind(p));
+    if (p->status == 409 && p->type == NULL) {
         h += (size_t)snprintf(head + h, sizeof(head) - h,
                               "Fencing-High-Water: %" PRId64 "\r\n", p->mark);
     }

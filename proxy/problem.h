@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../policies/utf8.h"
+
 struct evbuffer;
 
 struct problem {
@@ -28,8 +30,19 @@ struct problem {
 /* Write p's JSON body into body (cap >= PROBLEM_BODY_MAX); its length. */
 size_t problem_body(char *body, size_t cap, const struct problem *p);
 
-/* Append a whole response (head and JSON body) for p to out. close adds
- * "Connection: close". */
+/* The header on every answer tidemark makes itself, so that a client
+ * can tell them from the upstream's answers with the same status (an
+ * upstream's own is never passed on). Its value is problem_kind(). */
+#define PROBLEM_HEADER "Tidemark-Error"
+
+/* The short name of p's problem type: its type URI without
+ * "urn:tidemark:" (stale-token, missing-token, bad-gateway...). */
+const char *problem_kind(const struct problem *p);
+
+/* Append a whole response (head and JSON body) for p to out, with
+ * Tidemark-Error, and Fencing-High-Water on a stale-token 409 (the mark
+ * that refused it; on no other answer). close adds "Connection:
+ * close". */
 void problem_write(struct evbuffer *out, const struct problem *p, bool close);
 
 /* The reason phrase for a status tidemark answers with. */
@@ -43,13 +56,5 @@ void json_escape(struct evbuffer *out, const char *s, size_t len);
  * bytes left): *take bytes of input, as themselves (NULL) or as the
  * escape returned (in esc, or a constant). json_escape's one rule. */
 const char *json_piece(const char *s, size_t len, size_t *take, char esc[8]);
-
-/* The length (1 to 4) of the well-formed UTF-8 sequence s starts with
- * (RFC 3629: no overlongs, surrogates or code points past U+10FFFF), or
- * 0 when it starts with none or len is 0. */
-size_t utf8_seq(const char *s, size_t len);
-
-/* Whether all of s is well-formed UTF-8. */
-bool utf8_valid(const char *s, size_t len);
 
 #endif

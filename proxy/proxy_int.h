@@ -66,14 +66,18 @@ struct tm_proxy {
     struct order *order;
     struct up_pool **pools; /* gen->pools */
     struct adm *adm;
-    struct client *clients;       /* every open client connection */
-    struct client *graveyard;     /* closed, freed at the end of the turn */
-    struct event *reaper;         /* frees the graveyard */
+    struct client *clients;    /* every open client connection */
+    struct client *graveyard;  /* closed, freed at the end of the turn */
+    struct event *reaper;      /* frees the graveyard */
+    struct client *idle_first; /* waiting for a head, oldest first */
+    struct client *idle_last;
     struct client *dirty;         /* connections with output to write */
     struct event *flusher;        /* writes it at the end of the turn */
     struct http_request *scratch; /* parse space, one loop thread */
     struct http_response *scratch_resp;
     size_t nclients;
+    size_t conn_peak; /* most clients at once since memory was given back */
+    struct event *trimmer; /* gives memory back after a burst has gone */
     uint64_t next_id;
     struct tm_stats stats;
     struct metrics *metrics; /* labelled counters and histograms */
@@ -89,6 +93,11 @@ void client_accept(struct tm_proxy *px, int fd);
 /* conn.c: close every client connection that is between requests; when
  * force, close every connection. */
 void client_close_idle(struct tm_proxy *px, bool force);
+
+/* conn.c: close the connection that has waited longest for a request
+ * head with nothing buffered, to make room for a new one. false when
+ * there is none. */
+bool client_evict_idle(struct tm_proxy *px);
 
 /* conn.c: write what this turn produced. */
 void client_flush_all(struct tm_proxy *px);

@@ -1,10 +1,10 @@
-/* up.c: upstream connection pools. One pool per [upstream]: the address
- * is resolved once at startup; idle keep-alive connections are kept most
- * recently used first and dropped when the upstream closes them. */
+/* up.c: upstream connection pools. One pool per [upstream]: the host is
+ * resolved once at startup, and a connection tries its addresses in turn
+ * (dial.c); idle keep-alive connections are kept most recently used first
+ * and dropped when the upstream closes them. */
 #include "up.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 
@@ -24,6 +25,7 @@
 #include <openssl/x509v3.h>
 
 #include "../conf/cfg.h"
+#include "dial.h"
 #include "log.h"
 
 /* Idle connections are closed after this, well before the keep-alive
@@ -33,8 +35,10 @@
 
 struct up_conn {
     struct up_pool *pool;
-    struct bufferevent *bev;
-    struct up_conn *next; /* idle list */
+    struct bufferevent *bev; /* NULL while dialing */
+    struct dial *dial;       /* while the socket connects */
+    int64_t deadline;        /* of the connect, TLS handshake included */
+    struct up_conn *next;    /* idle list */
     struct up_conn *prev;
     up_ready_cb cb;
     void *arg;
@@ -51,8 +55,9 @@ struct up_pool {
     SSL_CTX *tls;         /* https upstreams */
     SSL_SESSION *session; /* the last one, resumed by new connections */
     bool host_is_ip;
-    struct sockaddr_storage addr;
-    socklen_t addrlen;
+    struct dial_list addrs;
+    size_t good;  /* the address that connected last: tried first */
+    char who[96]; /* "upstream NAME", for log lines */
     struct up_conn *idle;
     size_t nidle;
     size_t nbusy;
@@ -151,30 +156,23 @@ struct up_pool *
 up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
             size_t errlen)
 {
-    struct addrinfo hints, *res = NULL;
     struct up_pool *p;
-    int rc;
+    char why[256];
 
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(cfg->host, cfg->port, &hints, &res);
-    if (rc != 0 || res == NULL) {
-        snprintf(err, errlen, "upstream %s: cannot resolve %s: %s", cfg->name,
-                 cfg->host, gai_strerror(rc));
-        return NULL;
-    }
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
-        freeaddrinfo(res);
         snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!dial_resolve(cfg->host, atoi(cfg->port), &p->addrs, why,
+                      sizeof(why))) {
+        snprintf(err, errlen, "upstream %s: %s", cfg->name, why);
+        free(p);
         return NULL;
     }
     p->base = base;
     p->cfg = cfg;
-    memcpy(&p->addr, res->ai_addr, res->ai_addrlen);
-    p->addrlen = res->ai_addrlen;
-    freeaddrinfo(res);
+    snprintf(p->who, sizeof(p->who), "upstream %s", cfg->name);
     if (cfg->tls && !tls_setup(p, err, errlen)) {
         up_pool_free(p);
         return NULL;
@@ -206,7 +204,10 @@ conn_free(struct up_conn *uc)
     if (uc->idle) {
         idle_unlink(uc);
     }
-    bufferevent_free(uc->bev);
+    dial_cancel(uc->dial);
+    if (uc->bev != NULL) {
+        bufferevent_free(uc->bev);
+    }
     free(uc);
 }
 
@@ -275,65 +276,74 @@ up_take_idle(struct up_pool *p)
     return uc;
 }
 
+/* The connection is made (ok) or not (err: why): tell the caller. */
 static void
-connect_event_cb(struct bufferevent *bev, short what, void *arg)
+connect_done(struct up_conn *uc, bool ok, int err)
 {
-    struct up_conn *uc = arg;
     up_ready_cb cb = uc->cb;
     int one = 1;
 
-    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
-    bufferevent_set_timeouts(bev, NULL, NULL);
-    uc->tmo_ms = 0;
-    if (what & BEV_EVENT_CONNECTED) {
-        setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
+    if (ok) {
+        bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
+        bufferevent_set_timeouts(uc->bev, NULL, NULL);
+        uc->tmo_ms = 0;
+        setsockopt(bufferevent_getfd(uc->bev), IPPROTO_TCP, TCP_NODELAY, &one,
                    sizeof(one));
-        if (uc->pool->tls != NULL) {
-            SSL *ssl = bufferevent_openssl_get_ssl(bev);
-            SSL_SESSION *sess = SSL_get1_session(ssl);
-            if (sess != NULL) {
-                if (uc->pool->session != NULL) {
-                    SSL_SESSION_free(uc->pool->session);
-                }
-                uc->pool->session = sess;
-            }
-        }
         uc->busy = true;
         uc->pool->nbusy++;
         cb(uc->arg, uc, true);
         return;
     }
-    if (what & BEV_EVENT_TIMEOUT) {
-        errno = ETIMEDOUT;
-    } else if (uc->pool->tls != NULL) {
-        tls_log_failure(uc);
-        errno = EPROTO;
-    }
+    errno = err;
     cb(uc->arg, uc, false);
     conn_free(uc);
 }
 
-struct up_conn *
-up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
+/* The TLS handshake ended. */
+static void
+handshake_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-    struct up_conn *uc;
-    struct timeval tv;
+    struct up_conn *uc = arg;
 
-    uc = calloc(1, sizeof(*uc));
-    if (uc == NULL) {
-        return NULL;
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    if (what & BEV_EVENT_CONNECTED) {
+        SSL *ssl = bufferevent_openssl_get_ssl(bev);
+        SSL_SESSION *sess = SSL_get1_session(ssl);
+
+        if (sess != NULL) {
+            if (uc->pool->session != NULL) {
+                SSL_SESSION_free(uc->pool->session);
+            }
+            uc->pool->session = sess;
+        }
+        connect_done(uc, true, 0);
+        return;
     }
-    uc->pool = p;
-    uc->cb = cb;
-    uc->arg = arg;
+    if (what & BEV_EVENT_TIMEOUT) {
+        connect_done(uc, false, ETIMEDOUT);
+        return;
+    }
+    tls_log_failure(uc);
+    connect_done(uc, false, EPROTO);
+}
+
+/* The socket is connected: wrap it in a bufferevent, plain or TLS (the
+ * handshake gets what is left of the connect deadline). false when out
+ * of memory: the socket is closed. */
+static bool
+conn_wrap(struct up_conn *uc, int fd)
+{
+    struct up_pool *p = uc->pool;
+
     if (p->tls != NULL) {
         SSL *ssl = tls_session(p);
+
         if (ssl == NULL) {
-            free(uc);
-            return NULL;
+            close(fd);
+            return false;
         }
         /* On failure the bufferevent frees ssl (BEV_OPT_CLOSE_ON_FREE). */
-        uc->bev = bufferevent_openssl_socket_new(p->base, -1, ssl,
+        uc->bev = bufferevent_openssl_socket_new(p->base, fd, ssl,
                                                  BUFFEREVENT_SSL_CONNECTING,
                                                  BEV_OPT_CLOSE_ON_FREE);
         if (uc->bev != NULL) {
@@ -342,18 +352,56 @@ up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
             bufferevent_openssl_set_allow_dirty_shutdown(uc->bev, 1);
         }
     } else {
-        uc->bev = bufferevent_socket_new(p->base, -1, BEV_OPT_CLOSE_ON_FREE);
+        uc->bev = bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE);
     }
     if (uc->bev == NULL) {
-        free(uc);
+        close(fd);
+        return false;
+    }
+    return true;
+}
+
+static void
+on_dialed(void *arg, int fd, int err, size_t index)
+{
+    struct up_conn *uc = arg;
+    struct timeval tv;
+
+    uc->dial = NULL;
+    if (fd < 0) {
+        connect_done(uc, false, err);
+        return;
+    }
+    uc->pool->good = index;
+    if (!conn_wrap(uc, fd)) {
+        connect_done(uc, false, ENOMEM);
+        return;
+    }
+    if (uc->pool->tls == NULL) {
+        connect_done(uc, true, 0);
+        return;
+    }
+    ms_to_tv(dial_share_ms(uc->deadline - dial_now_ms(), 1), &tv);
+    bufferevent_set_timeouts(uc->bev, &tv, &tv);
+    bufferevent_setcb(uc->bev, NULL, NULL, handshake_event_cb, uc);
+}
+
+struct up_conn *
+up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
+{
+    struct up_conn *uc;
+
+    uc = calloc(1, sizeof(*uc));
+    if (uc == NULL) {
         return NULL;
     }
-    ms_to_tv(p->cfg->connect_timeout_ms, &tv);
-    bufferevent_set_timeouts(uc->bev, &tv, &tv);
-    bufferevent_setcb(uc->bev, NULL, NULL, connect_event_cb, uc);
-    if (bufferevent_socket_connect(uc->bev, (struct sockaddr *)&p->addr,
-                                   (int)p->addrlen) != 0) {
-        bufferevent_free(uc->bev);
+    uc->pool = p;
+    uc->cb = cb;
+    uc->arg = arg;
+    uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
+    uc->dial = dial_start(p->base, &p->addrs, p->good,
+                          p->cfg->connect_timeout_ms, p->who, on_dialed, uc);
+    if (uc->dial == NULL) {
         free(uc);
         return NULL;
     }
@@ -368,6 +416,10 @@ up_put(struct up_conn *uc, bool reusable)
     if (uc->busy) {
         uc->busy = false;
         p->nbusy--;
+    }
+    if (uc->bev == NULL) {
+        conn_free(uc); /* still dialing */
+        return;
     }
     bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
     if (!reusable || p->nidle >= (size_t)p->cfg->max_idle ||

@@ -15,7 +15,8 @@ struct up_conn;
 /* Called once when a connection is ready (ok) or could not be made. */
 typedef void (*up_ready_cb)(void *arg, struct up_conn *uc, bool ok);
 
-/* Resolve cfg's host now (at startup). NULL with err on failure. */
+/* Resolve cfg's host now (at startup), keeping every address it has.
+ * NULL with err on failure. */
 struct up_pool *up_pool_new(struct event_base *base,
                             const struct cfg_upstream *cfg, char *err,
                             size_t errlen);
@@ -25,9 +26,12 @@ void up_pool_free(struct up_pool *p);
  * the caller's until up_put. */
 struct up_conn *up_take_idle(struct up_pool *p);
 
-/* Start a new connection; cb runs later on the loop, exactly once, unless
- * the caller gives the connection back with up_put first. When ok is
- * false the pool frees the connection after cb returns. */
+/* Start a new connection: the host's addresses are tried in turn (the one
+ * that connected last first), all within connect_timeout_ms, TLS
+ * handshake included; each failed address is logged. cb runs later on
+ * the loop, exactly once, unless the caller gives the connection back
+ * with up_put first. When ok is false errno says why (ETIMEDOUT: the
+ * deadline passed) and the pool frees the connection after cb returns. */
 struct up_conn *up_connect(struct up_pool *p, up_ready_cb cb, void *arg);
 
 /* Give the connection back: to the pool when reusable (and there is

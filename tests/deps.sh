@@ -10,14 +10,14 @@ set -eu
 # clients they drive (curl, requests, boto3, rclone). Bench: wrk and
 # nginx. Fuzz: clang. Format: clang-format (make format-check). Package:
 # debhelper, build-essential, systemd (systemd-analyze verify). Page:
-# chromium (headless).
+# chromium (headless). The Kubernetes example's test: python3-yaml.
 PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
 wrk nginx-light haproxy redis-server postgresql etcd-server clang
 clang-format lmdb-utils debhelper build-essential systemd chromium
-apache2 libnginx-mod-http-dav-ext nodejs python3-requests python3-boto3
-rclone"
+python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
+python3-boto3 rclone"
 
 # The S3 server of the integration tests (s3rver, pinned with its
 # dependencies in tests/s3/package-lock.json) comes from npm.

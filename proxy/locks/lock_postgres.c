@@ -16,6 +16,7 @@
 #include "../../conf/cfg.h"
 #include "../log.h"
 #include "../queue.h"
+#include "../store/coldq.h"
 #include "../store/pg_pool.h"
 
 /*
@@ -384,11 +385,27 @@ static const struct pg_pool_ops pool_ops = {
 
 /* ---- operations ------------------------------------------------------ */
 
+extern const struct lock_ops lock_postgres_ops;
+
 static void
 submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
        int64_t fence, int64_t ttl_ms, int64_t floor, lock_cb cb, void *arg)
 {
-    struct pl_req *r = len <= 65536 ? malloc(sizeof(*r) + len + 1) : NULL;
+    static const enum coldq_lock_op cold_op[] = {
+        [PL_ACQUIRE] = COLDQ_ACQUIRE,
+        [PL_RELEASE] = COLDQ_RELEASE,
+        [PL_EXTEND] = COLDQ_EXTEND,
+        [PL_GET] = COLDQ_GET,
+    };
+    struct pl_req *r;
+
+    if (len > 0 && !s->closing && !pg_pool_any_up(s->pool) &&
+        coldq_park_lock(pg_pool_coldq(s->pool), (struct lock_backend *)s,
+                        &lock_postgres_ops, cold_op[op], name, len,
+                        op == PL_ACQUIRE ? floor : fence, ttl_ms, cb, arg)) {
+        return; /* the first connection is being made */
+    }
+    r = len <= 65536 ? malloc(sizeof(*r) + len + 1) : NULL;
 
     if (r == NULL) {
         r = malloc(sizeof(*r) + 1);

@@ -12,6 +12,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "../store/coldq.h"
 #include "../store/redis_conn.h"
 
 /*
@@ -247,6 +248,8 @@ out:
 }
 
 /* Send one script for name. Keys are built here; nargs extra ARGVs. */
+extern const struct lock_ops lock_redis_ops;
+
 static void
 run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
     int64_t fence, int64_t ttl_ms, int64_t floor, lock_cb cb, void *arg)
@@ -257,7 +260,20 @@ run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
     const char *argv[5];
     size_t lens[5];
     int argc = 0;
+    static const enum coldq_lock_op cold_op[] = {
+        [RL_S_ACQUIRE] = COLDQ_ACQUIRE,
+        [RL_S_RELEASE] = COLDQ_RELEASE,
+        [RL_S_EXTEND] = COLDQ_EXTEND,
+        [RL_S_STATUS] = COLDQ_GET,
+    };
 
+    /* Before the first connection is up, wait for it (coldq.h). */
+    if (!s->closing && !redis_conn_ready(s->conn) &&
+        coldq_park_lock(redis_conn_coldq(s->conn), (struct lock_backend *)s,
+                        &lock_redis_ops, cold_op[op], name, len,
+                        op == RL_S_ACQUIRE ? floor : fence, ttl_ms, cb, arg)) {
+        return;
+    }
     r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
     if (r == NULL) {
         r = malloc(sizeof(*r) + 1);

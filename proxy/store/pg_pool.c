@@ -10,6 +10,7 @@
 #include <event2/event.h>
 
 #include "../log.h"
+#include "coldq.h"
 
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 2000
@@ -52,6 +53,7 @@ struct pg_pool {
     void *owner;
     struct pg_conn *conns;
     struct event *kick_ev; /* end of turn: pg_pool_dispatch */
+    struct coldq *cold;    /* calls waiting for the first connection */
     bool kick_armed;
     bool closing;
     bool ever_ready;
@@ -198,6 +200,7 @@ conn_ready(struct pg_conn *c)
     c->failures = 0;
     c->backoff_ms = PG_BACKOFF_MIN_MS;
     s->ever_ready = true;
+    coldq_up(s->cold);
     pg_pool_dispatch(s);
 }
 
@@ -315,7 +318,16 @@ conn_read(struct pg_conn *c)
 static void
 connect_poll(struct pg_conn *c)
 {
-    switch (PQconnectPoll(c->pg)) {
+    PostgresPollingStatusType st = PQconnectPoll(c->pg);
+
+    /* libpq moves on to the host's next address when one fails, on a new
+     * socket that often has the old one's number: the kernel dropped the
+     * old one from the poll set at close, so watch afresh each time. */
+    if (c->ev != NULL) {
+        event_free(c->ev);
+        c->ev = NULL;
+    }
+    switch (st) {
     case PGRES_POLLING_READING:
         if (!conn_watch(c, EV_READ)) {
             conn_fail(c, "cannot watch the socket");
@@ -406,7 +418,9 @@ conn_start(struct pg_conn *c)
         return;
     }
     c->state = PC_CONNECTING;
-    /* libpq leaves connect_timeout to the caller of PQconnectPoll. */
+    /* libpq leaves connect_timeout to the caller of PQconnectPoll: one
+     * deadline for every address of the host, which libpq tries in turn
+     * (a refused one costs nothing, a silent one all of it). */
     conn_deadline(c, ms > PG_CONNECT_MIN_MS ? ms : PG_CONNECT_MIN_MS);
     if (!conn_watch(c, EV_WRITE)) {
         conn_fail(c, "cannot watch the socket");
@@ -414,6 +428,12 @@ conn_start(struct pg_conn *c)
 }
 
 /* ---- the owner's side ------------------------------------------------ */
+
+struct coldq *
+pg_pool_coldq(struct pg_pool *p)
+{
+    return p->cold;
+}
 
 bool
 pg_pool_any_up(const struct pg_pool *p)
@@ -478,6 +498,8 @@ pg_pool_free(struct pg_pool *s)
         return;
     }
     s->closing = true;
+    coldq_free(s->cold);
+    s->cold = NULL;
     for (int i = 0; s->conns != NULL && i < s->npool; i++) {
         struct pg_conn *c = &s->conns[i];
 
@@ -543,7 +565,9 @@ pg_pool_new(struct event_base *base, const char *dsn, const char *what,
     s->dsn = strdup(dsn);
     s->conns = calloc((size_t)s->npool, sizeof(*s->conns));
     s->kick_ev = event_new(base, -1, 0, on_kick, s);
-    if (s->dsn == NULL || s->conns == NULL || s->kick_ev == NULL) {
+    s->cold = coldq_new(base, s->timeout_ms);
+    if (s->dsn == NULL || s->conns == NULL || s->kick_ev == NULL ||
+        s->cold == NULL) {
         snprintf(err, errlen, "postgres: out of memory");
         pg_pool_free(s);
         return NULL;

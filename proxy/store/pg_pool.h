@@ -62,6 +62,9 @@ struct pg_pool *pg_pool_new(struct event_base *base, const char *dsn,
                             void *owner, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* The calls that wait for the pool's first connection (coldq.h). */
+struct coldq *pg_pool_coldq(struct pg_pool *p);
+
 /* Some connection is up (set up and prepared). */
 bool pg_pool_any_up(const struct pg_pool *p);
 

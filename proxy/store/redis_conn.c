@@ -1,6 +1,7 @@
 /* redis_conn.c: the Redis connection the mark store and the lock backend
- * share: connect and reconnect with backoff, scripts loaded at each
- * connect, EVALSHA with NOSCRIPT reload, a watchdog. */
+ * share: connect (to each address of the host in turn) and reconnect with
+ * backoff, scripts loaded at each connect, EVALSHA with NOSCRIPT reload,
+ * a watchdog. */
 #include "redis_conn.h"
 
 #include <stdint.h>
@@ -12,7 +13,9 @@
 #include <hiredis/adapters/libevent.h>
 #include <openssl/sha.h>
 
+#include "../dial.h"
 #include "../log.h"
+#include "coldq.h"
 
 #define REDIS_BACKOFF_MIN_MS 50
 #define REDIS_BACKOFF_MAX_MS 2000
@@ -34,6 +37,17 @@ struct redis_conn {
     size_t loaded; /* scripts this connection has loaded */
 
     redisAsyncContext *ac; /* NULL while down */
+    /* hiredis resolves a name itself but connects to its first IPv4
+     * address only: it is given the addresses of addrs one by one. */
+    struct dial_list addrs;
+    size_t addr;              /* the address that connected last: tried first */
+    size_t tried;             /* addresses of this connect given up on */
+    int64_t deadline;         /* of this connect, across the addresses */
+    bool dialing;             /* ac is connecting, not connected yet */
+    char why[128];            /* why the address being tried failed */
+    struct event *connect_ev; /* its share of the deadline; next one */
+    struct coldq *cold;       /* calls waiting for the first connection */
+    char who[32];             /* "redis [store]" */
     bool closing;
     bool ever_ready;
     int backoff_ms;
@@ -150,7 +164,8 @@ static void
 on_watch(evutil_socket_t fd, short what, void *arg)
 {
     struct redis_conn *c = arg;
-    bool waiting = c->ac != NULL && c->ac->replies.head != NULL;
+    /* A connect has its own deadline (connect_ev). */
+    bool waiting = c->ac != NULL && !c->dialing && c->ac->replies.head != NULL;
 
     (void)fd;
     (void)what;
@@ -185,21 +200,23 @@ static void
 on_connect(const redisAsyncContext *ac, int status)
 {
     struct redis_conn *c = ac->data;
+    struct timeval now = {0, 0};
 
+    evtimer_del(c->connect_ev);
+    c->dialing = false;
     if (status != REDIS_OK) {
         /* hiredis frees ac after this returns; queued commands get a
-         * NULL reply first. */
-        if (c->failures == 0 || c->failures % 50 == 0) {
-            log_error("redis: cannot connect to %s: %s; retrying", c->peer,
-                      ac->errstr);
-        }
-        c->failures++;
+         * NULL reply first. The next address is tried from the loop,
+         * not from inside hiredis. */
+        snprintf(c->why, sizeof(c->why), "%s", ac->errstr);
         c->ac = NULL;
         c->loaded = 0;
-        schedule_retry(c);
+        evtimer_add(c->connect_ev, &now);
         return;
     }
-    log_info("redis: connected to %s (%s)", c->peer, c->what);
+    c->addr = (c->addr + c->tried) % c->addrs.n;
+    log_info("redis: connected to %s (%s, %s)", c->peer,
+             c->addrs.a[c->addr].text, c->what);
 }
 
 static void
@@ -209,6 +226,7 @@ on_disconnect(const redisAsyncContext *ac, int status)
 
     c->ac = NULL;
     c->loaded = 0;
+    c->dialing = false;
     if (c->closing) {
         return;
     }
@@ -250,6 +268,13 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
             "redis: %s: SCRIPT LOAD answered %s: %s is not usable", c->peer,
             rep->type == REDIS_REPLY_ERROR ? rep->str : "an unexpected reply",
             c->what);
+        /* A Redis still loading its data (LOADING) connects but refuses
+         * scripts: a connection kept as it is would never be ready. Drop
+         * it (once its pending replies are in) and connect again. */
+        if (ac == c->ac && c->loaded < c->nscripts &&
+            !(ac->c.flags & REDIS_DISCONNECTING)) {
+            redisAsyncDisconnect(ac);
+        }
         return;
     }
     if (ac != c->ac || c->loaded >= c->nscripts) {
@@ -262,6 +287,7 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
         log_info("redis: %s usable again (%s)", c->peer, c->what);
     }
     c->ever_ready = true;
+    coldq_up(c->cold);
     c->failures = 0;
     c->backoff_ms = REDIS_BACKOFF_MIN_MS;
 }
@@ -301,28 +327,70 @@ load_scripts(struct redis_conn *c)
     }
 }
 
-static void
-connect_now(struct redis_conn *c)
-{
-    redisAsyncContext *ac;
+static void try_addr(struct redis_conn *c);
 
-    if (c->closing || c->ac != NULL) {
+/* The address being tried failed (c->why says why): the next one while
+ * the connect's deadline allows, else wait and start over. */
+static void
+addr_failed(struct redis_conn *c)
+{
+    size_t n = c->addrs.n;
+    size_t i = (c->addr + c->tried) % n;
+    bool more = c->tried + 1 < n && dial_now_ms() < c->deadline;
+
+    dial_log_failure(c->who, &c->addrs, i, c->why, more ? (i + 1) % n : n);
+    if (more) {
+        c->tried++;
+        try_addr(c);
         return;
     }
-    ac = redisAsyncConnect(c->host, c->port);
+    if (c->failures == 0 || c->failures % 50 == 0) {
+        log_error("redis: cannot connect to %s: %s; retrying", c->peer, c->why);
+    }
+    c->failures++;
+    schedule_retry(c);
+}
+
+/* The address being tried ran out of its share of the deadline, or
+ * on_connect saw it fail. */
+static void
+on_connect_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct redis_conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->ac != NULL) {
+        redisAsyncContext *ac = c->ac;
+
+        snprintf(c->why, sizeof(c->why), "Connection timed out");
+        c->ac = NULL;
+        c->dialing = false;
+        c->loaded = 0;
+        redisAsyncFree(ac); /* not connected: no on_disconnect */
+    }
+    addr_failed(c);
+}
+
+/* Start connecting to the address being tried, with its share of the
+ * deadline; AUTH, SELECT and the scripts are queued behind the connect. */
+static void
+try_addr(struct redis_conn *c)
+{
+    const struct dial_addr *a = &c->addrs.a[(c->addr + c->tried) % c->addrs.n];
+    int ms = dial_share_ms(c->deadline - dial_now_ms(), c->addrs.n - c->tried);
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    redisAsyncContext *ac = redisAsyncConnect(a->ip, c->port);
+
     if (ac == NULL) {
         log_error("redis: out of memory");
         schedule_retry(c);
         return;
     }
     if (ac->err != 0) {
-        if (c->failures == 0 || c->failures % 50 == 0) {
-            log_error("redis: cannot connect to %s: %s; retrying", c->peer,
-                      ac->errstr);
-        }
-        c->failures++;
+        snprintf(c->why, sizeof(c->why), "%s", ac->errstr);
         redisAsyncFree(ac);
-        schedule_retry(c);
+        addr_failed(c);
         return;
     }
     ac->data = c;
@@ -336,6 +404,8 @@ connect_now(struct redis_conn *c)
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     c->ac = ac;
     c->loaded = 0;
+    c->dialing = true;
+    evtimer_add(c->connect_ev, &tv);
     /* Queued now, sent once connected, before any caller's command. */
     if (c->password != NULL) {
         if (c->user != NULL) {
@@ -350,6 +420,31 @@ connect_now(struct redis_conn *c)
     }
     load_scripts(c);
     redisAsyncCommand(ac, on_appendfsync, NULL, "CONFIG GET appendfsync");
+}
+
+/* Resolve the host now (a blocking getaddrinfo, as hiredis would) and
+ * try its addresses in order, the one that connected last first, all
+ * within timeout_ms. */
+static void
+connect_now(struct redis_conn *c)
+{
+    if (c->closing || c->ac != NULL) {
+        return;
+    }
+    if (!dial_resolve(c->host, c->port, &c->addrs, c->why, sizeof(c->why))) {
+        if (c->failures == 0 || c->failures % 50 == 0) {
+            log_error("redis: %s; retrying", c->why);
+        }
+        c->failures++;
+        schedule_retry(c);
+        return;
+    }
+    if (c->addr >= c->addrs.n) {
+        c->addr = 0;
+    }
+    c->tried = 0;
+    c->deadline = dial_now_ms() + c->timeout_ms;
+    try_addr(c);
 }
 
 /* ---- EVALSHA --------------------------------------------------------- */
@@ -452,6 +547,12 @@ redis_conn_eval(struct redis_conn *c, size_t script, int argc,
 
 /* ---- the rest -------------------------------------------------------- */
 
+struct coldq *
+redis_conn_coldq(struct redis_conn *c)
+{
+    return c->cold;
+}
+
 bool
 redis_conn_ready(const struct redis_conn *c)
 {
@@ -506,6 +607,10 @@ conn_release(struct redis_conn *c)
     if (c->watch_ev != NULL) {
         event_free(c->watch_ev);
     }
+    if (c->connect_ev != NULL) {
+        event_free(c->connect_ev);
+    }
+    coldq_free(c->cold);
     free(c->host);
     free(c->user);
     free(c->password);
@@ -549,7 +654,11 @@ redis_conn_new(struct event_base *base, const char *url, const char *what,
     }
     c->retry_ev = evtimer_new(base, on_retry, c);
     c->watch_ev = event_new(base, -1, EV_PERSIST, on_watch, c);
-    if (c->retry_ev == NULL || c->watch_ev == NULL) {
+    c->connect_ev = evtimer_new(base, on_connect_timer, c);
+    c->cold = coldq_new(base, c->timeout_ms);
+    snprintf(c->who, sizeof(c->who), "redis %s", what);
+    if (c->retry_ev == NULL || c->watch_ev == NULL || c->connect_ev == NULL ||
+        c->cold == NULL) {
         snprintf(err, errlen, "redis: cannot set up events");
         conn_release(c);
         return NULL;
@@ -568,8 +677,11 @@ redis_conn_free(struct redis_conn *c)
         return;
     }
     c->closing = true;
+    coldq_free(c->cold); /* answers the calls still waiting */
+    c->cold = NULL;
     evtimer_del(c->retry_ev);
     event_del(c->watch_ev);
+    evtimer_del(c->connect_ev);
     if (c->ac != NULL) {
         redisAsyncContext *ac = c->ac;
 

@@ -35,6 +35,9 @@ struct redis_conn *redis_conn_new(struct event_base *base, const char *url,
                                   size_t errlen)
     __attribute__((warn_unused_result));
 
+/* The calls that wait for the first connection (coldq.h). */
+struct coldq *redis_conn_coldq(struct redis_conn *c);
+
 /* Connected, and every script loaded on this connection. */
 bool redis_conn_ready(const struct redis_conn *c);
 

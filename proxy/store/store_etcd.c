@@ -1,6 +1,7 @@
 /* store_etcd.c: marks in etcd through its v3 JSON gateway (POST
  * /v3/kv/txn) on evhttp: the raises of a loop turn in one transaction of
- * per-resource compare-and-swaps, a connection pool, endpoint failover. */
+ * per-resource compare-and-swaps, a connection pool, failover across the
+ * endpoints and the addresses of their names. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,8 +15,10 @@
 #include <openssl/evp.h>
 
 #include "../../conf/cfg.h"
+#include "../dial.h"
 #include "../log.h"
 #include "../queue.h"
+#include "coldq.h"
 #include "store.h"
 #include "store_defer.h"
 
@@ -67,15 +70,22 @@ struct req_list {
     QUEUE_FIELDS(struct etcd_req);
 };
 
+/* One address of an endpoint: evhttp connects to the first address of a
+ * name only, so each address of each endpoint is a target of its own
+ * (resolved at startup), tried in order. */
 struct endpoint {
-    char *host;
+    char *addr; /* numeric, for evhttp; the name when it did not resolve */
     int port;
+    char host[300]; /* the Host header: the endpoint as written */
+    char text[64];  /* the address, for log lines: "[::1]:2379" */
 };
 
 struct etcd_slot {
     struct etcd_store *s;
     int id;
-    int ep; /* index into endpoints */
+    int ep;           /* index into endpoints */
+    int tries;        /* endpoints the batch in flight was sent to */
+    int64_t deadline; /* of the batch in flight, across endpoints */
     /* One per endpoint, made when first used, freed at close only: a
      * connection is never freed from inside its own callback. */
     struct evhttp_connection **conns;
@@ -96,6 +106,7 @@ struct etcd_store {
     struct event *probe_ev;
     struct evhttp_connection **probe_conns; /* one per endpoint */
     int probe_ep;
+    int probe_round; /* probes failed in a row, up to one per endpoint */
     bool probing;
     bool ready;
     bool ever_ready;
@@ -103,6 +114,7 @@ struct etcd_store {
     bool full_logged;
     unsigned failures;
     struct store_defer *defer;
+    struct coldq *cold;       /* calls waiting for etcd's first answer */
     struct etcd_req **sorted; /* scratch: ETCD_RAISES_MAX */
     struct jtok *toks;        /* scratch: ETCD_JSON_TOKENS_MAX */
 };
@@ -478,7 +490,7 @@ set_down(struct etcd_store *s, struct etcd_slot *sl, const char *why)
     const struct endpoint *ep = &s->eps[sl->ep];
 
     if (s->ready || s->failures % 50 == 0) {
-        log_error("etcd: %s:%d: %s", ep->host, ep->port, why);
+        log_error("etcd: %s (%s): %s", ep->host, ep->text, why);
     }
     s->failures++;
     s->ready = false;
@@ -495,6 +507,7 @@ set_up(struct etcd_store *s)
     }
     s->ready = true;
     s->ever_ready = true;
+    coldq_up(s->cold);
     s->failures = 0;
 }
 
@@ -507,7 +520,7 @@ ep_conn(struct etcd_store *s, struct evhttp_connection **slot, int i,
         const struct endpoint *ep = &s->eps[i];
         struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
 
-        *slot = evhttp_connection_base_new(s->base, NULL, ep->host,
+        *slot = evhttp_connection_base_new(s->base, NULL, ep->addr,
                                            (unsigned short)ep->port);
         if (*slot == NULL) {
             return NULL;
@@ -617,6 +630,30 @@ answer_get(struct etcd_slot *sl, const char *text, int len)
     return true;
 }
 
+static bool send_batch(struct etcd_slot *sl);
+
+/* No answer from the slot's endpoint (refused, closed, timed out): send
+ * the batch to the next one while its deadline allows. Sending twice is
+ * safe: a raise's compare-and-swap answers the same the second time. A
+ * silent endpoint takes the whole deadline (evhttp has no connect
+ * timeout of its own); the slot's next batch goes elsewhere. */
+static bool
+try_next(struct etcd_slot *sl)
+{
+    struct etcd_store *s = sl->s;
+    int next = (sl->ep + 1) % s->neps;
+
+    if (s->closing || sl->tries + 1 >= s->neps ||
+        dial_now_ms() + 1 >= sl->deadline) {
+        return false;
+    }
+    log_warn("etcd [store]: %s (%s) gave no answer; trying %s",
+             s->eps[sl->ep].host, s->eps[sl->ep].text, s->eps[next].text);
+    sl->ep = next;
+    sl->tries++;
+    return send_batch(sl);
+}
+
 static void
 on_response(struct evhttp_request *req, void *arg)
 {
@@ -629,6 +666,9 @@ on_response(struct evhttp_request *req, void *arg)
 
     if (!sl->busy) {
         return; /* answered already (closing) */
+    }
+    if (code == 0 && try_next(sl)) {
+        return;
     }
     sl->busy = false;
     done = sl->batch;
@@ -654,9 +694,9 @@ on_response(struct evhttp_request *req, void *arg)
             /* etcd's errors are JSON with a message: quote its start. */
             int shown = text == NULL ? 0 : len > 160 ? 160 : (int)len;
 
-            log_error("etcd: %s:%d answered %d with %s: %zu %s refused: "
+            log_error("etcd: %s (%s) answered %d with %s: %zu %s refused: "
                       "%.*s",
-                      s->eps[sl->ep].host, s->eps[sl->ep].port, code,
+                      s->eps[sl->ep].host, s->eps[sl->ep].text, code,
                       code == 200 ? "a body that is not the expected JSON"
                                   : "an error",
                       done.n, done.head->is_get ? "read" : "raises", shown,
@@ -679,10 +719,15 @@ send_batch(struct etcd_slot *sl)
     struct evhttp_request *req;
     struct evbuffer *out;
     const char *path;
-    char host[300];
 
     if (conn == NULL) {
         return false;
+    }
+    {
+        int ms = dial_share_ms(sl->deadline - dial_now_ms(), 1);
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+        evhttp_connection_set_timeout_tv(conn, &tv);
     }
     req = evhttp_request_new(on_response, sl);
     if (req == NULL) {
@@ -745,9 +790,8 @@ send_batch(struct etcd_slot *sl)
         }
         evbuffer_add_printf(out, "]}");
     }
-    snprintf(host, sizeof(host), "%s:%d", s->eps[sl->ep].host,
-             s->eps[sl->ep].port);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Host", host);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Host",
+                      s->eps[sl->ep].host);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "application/json");
     /* On failure libevent has freed req and does not call on_response. */
@@ -791,6 +835,8 @@ dispatch(struct etcd_store *s)
             }
         }
         sl->busy = true;
+        sl->tries = 0;
+        sl->deadline = dial_now_ms() + s->timeout_ms;
         if (!send_batch(sl)) {
             struct req_list failed = sl->batch;
 
@@ -826,16 +872,24 @@ on_probe(struct evhttp_request *req, void *arg)
         return;
     }
     if (code == 200) {
+        s->probe_round = 0;
         set_up(s);
         start_probe(s);
         return;
     }
     if (s->ready) {
-        log_error("etcd: %s:%d: the status probe failed (%d)",
-                  s->eps[s->probe_ep].host, s->eps[s->probe_ep].port, code);
+        log_error("etcd: %s (%s): the status probe failed (%d)",
+                  s->eps[s->probe_ep].host, s->eps[s->probe_ep].text, code);
         s->ready = false;
     }
     s->probe_ep = (s->probe_ep + 1) % s->neps; /* try the next one */
+    if (++s->probe_round < s->neps) {
+        struct timeval now = {0, 0};
+
+        evtimer_add(s->probe_ev, &now); /* at once: another address */
+        return;
+    }
+    s->probe_round = 0;
     start_probe(s);
 }
 
@@ -846,7 +900,6 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
     const struct endpoint *ep = &s->eps[s->probe_ep];
     struct evhttp_connection *conn;
     struct evhttp_request *req;
-    char host[300];
 
     (void)fd;
     (void)what;
@@ -863,8 +916,7 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
         start_probe(s);
         return;
     }
-    snprintf(host, sizeof(host), "%s:%d", ep->host, ep->port);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Host", host);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Host", ep->host);
     evbuffer_add(evhttp_request_get_output_buffer(req), "{}", 2);
     s->probing = true;
     if (evhttp_make_request(conn, req, EVHTTP_REQ_POST,
@@ -895,12 +947,20 @@ start_probe(struct etcd_store *s)
 
 /* ---- the ops --------------------------------------------------------- */
 
+extern const struct store_ops store_etcd_ops;
+
 static void
 enqueue(struct etcd_store *s, const char *res, size_t len, int64_t token,
         bool is_get, store_cb cb, void *arg)
 {
     struct etcd_req *r;
 
+    /* Until etcd has answered once, a call waits for it (coldq.h). */
+    if (!s->closing && !s->ready &&
+        coldq_park_store(s->cold, (struct store *)s, &store_etcd_ops, is_get,
+                         res, len, token, cb, arg)) {
+        return;
+    }
     if (s->closing) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
@@ -958,6 +1018,8 @@ etcd_ready(struct store *st)
 static void
 etcd_free(struct etcd_store *s)
 {
+    coldq_free(s->cold); /* answers the calls still waiting */
+    s->cold = NULL;
     for (int i = 0; s->slots != NULL && i < s->nslots; i++) {
         struct etcd_slot *sl = &s->slots[i];
         struct req_list l = sl->batch;
@@ -989,13 +1051,63 @@ etcd_free(struct etcd_store *s)
     }
     store_defer_free(s->defer);
     for (int i = 0; s->eps != NULL && i < s->neps; i++) {
-        free(s->eps[i].host);
+        free(s->eps[i].addr);
     }
     free(s->eps);
     free(s->slots);
     free(s->sorted);
     free(s->toks);
     free(s);
+}
+
+/* Add one target per address of name (the endpoint's host; hostport,
+ * hplen bytes, is its "host:port" as written, the Host header), in the
+ * resolver's order. A name that does not resolve now is kept as one
+ * target that evhttp resolves at each connect. */
+static bool
+add_targets(struct etcd_store *s, const char *name, int hplen,
+            const char *hostport, int port, char *err, size_t errlen)
+{
+    struct dial_list *l = malloc(sizeof(*l));
+    char why[256];
+    size_t n;
+
+    if (l == NULL) {
+        snprintf(err, errlen, "etcd: out of memory");
+        return false;
+    }
+    if (!dial_resolve(name, port, l, why, sizeof(why))) {
+        log_warn("etcd: %s; trying it again at each connect", why);
+        l->n = 0;
+    }
+    n = l->n > 0 ? l->n : 1;
+    for (size_t i = 0; i < n; i++) {
+        struct endpoint *eps =
+            realloc(s->eps, (size_t)(s->neps + 1) * sizeof(*eps));
+        struct endpoint *ep;
+
+        if (eps == NULL) {
+            free(l);
+            snprintf(err, errlen, "etcd: out of memory");
+            return false;
+        }
+        s->eps = eps;
+        ep = &eps[s->neps];
+        memset(ep, 0, sizeof(*ep));
+        ep->port = port;
+        ep->addr = strdup(l->n > 0 ? l->a[i].ip : name);
+        snprintf(ep->host, sizeof(ep->host), "%.*s", hplen, hostport);
+        snprintf(ep->text, sizeof(ep->text), "%s",
+                 l->n > 0 ? l->a[i].text : "not resolved");
+        s->neps++;
+        if (ep->addr == NULL) {
+            free(l);
+            snprintf(err, errlen, "etcd: out of memory");
+            return false;
+        }
+    }
+    free(l);
+    return true;
 }
 
 /* Split "http://h:p, http://h:p" (checked by the config loader). */
@@ -1007,7 +1119,6 @@ parse_endpoints(struct etcd_store *s, const char *v, char *err, size_t errlen)
     for (;;) {
         size_t n = strcspn(p, ",");
         const char *a, *e, *colon;
-        struct endpoint *eps;
 
         while (n > 0 && (*p == ' ' || *p == '\t')) {
             p++;
@@ -1035,22 +1146,21 @@ parse_endpoints(struct etcd_store *s, const char *v, char *err, size_t errlen)
             snprintf(err, errlen, "etcd: [store] endpoints need a port");
             return false;
         }
-        eps = realloc(s->eps, (size_t)(s->neps + 1) * sizeof(*eps));
-        if (eps == NULL) {
-            snprintf(err, errlen, "etcd: out of memory");
-            return false;
-        }
-        s->eps = eps;
-        if (*a == '[') {
-            eps[s->neps].host = strndup(a + 1, (size_t)(colon - a - 2));
-        } else {
-            eps[s->neps].host = strndup(a, (size_t)(colon - a));
-        }
-        eps[s->neps].port = atoi(colon + 1);
-        s->neps++;
-        if (eps[s->neps - 1].host == NULL) {
-            snprintf(err, errlen, "etcd: out of memory");
-            return false;
+        {
+            char name[256];
+            size_t hl =
+                *a == '[' ? (size_t)(colon - a - 2) : (size_t)(colon - a);
+
+            if (hl >= sizeof(name)) {
+                snprintf(err, errlen, "etcd: [store] endpoint host too long");
+                return false;
+            }
+            memcpy(name, *a == '[' ? a + 1 : a, hl);
+            name[hl] = '\0';
+            if (!add_targets(s, name, (int)(e - a), a, atoi(colon + 1), err,
+                             errlen)) {
+                return false;
+            }
         }
         if (p[n] == '\0') {
             return true;
@@ -1087,8 +1197,10 @@ etcd_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     s->kick_ev = event_new(base, -1, 0, on_kick, s);
     s->probe_ev = evtimer_new(base, on_probe_timer, s);
     s->defer = store_defer_new(base);
-    if (s->slots == NULL || s->sorted == NULL || s->toks == NULL ||
-        s->kick_ev == NULL || s->probe_ev == NULL || s->defer == NULL) {
+    s->cold = coldq_new(base, s->timeout_ms);
+    if (s->cold == NULL || s->slots == NULL || s->sorted == NULL ||
+        s->toks == NULL || s->kick_ev == NULL || s->probe_ev == NULL ||
+        s->defer == NULL) {
         snprintf(err, errlen, "etcd: out of memory");
         etcd_free(s);
         return NULL;

@@ -16,6 +16,7 @@
 #include "../../conf/cfg.h"
 #include "../log.h"
 #include "../queue.h"
+#include "coldq.h"
 #include "pg_pool.h"
 #include "store.h"
 #include "store_defer.h"
@@ -533,12 +534,20 @@ static const struct pg_pool_ops pool_ops = {
     .all_down = pool_all_down,
 };
 
+extern const struct store_ops store_postgres_ops;
+
 static void
 enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
         bool is_get, store_cb cb, void *arg)
 {
     struct pg_req *r;
 
+    if (!s->closing && !pg_pool_any_up(s->pool) &&
+        coldq_park_store(pg_pool_coldq(s->pool), (struct store *)s,
+                         &store_postgres_ops, is_get, res, len, token, cb,
+                         arg)) {
+        return; /* the first connection is being made */
+    }
     if (s->closing || !pg_pool_any_up(s->pool)) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;

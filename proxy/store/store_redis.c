@@ -12,6 +12,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "coldq.h"
 #include "redis_conn.h"
 #include "store.h"
 #include "store_defer.h"
@@ -337,6 +338,19 @@ req_new(struct redis_store *s, const char *res, size_t len, int64_t token,
     return r;
 }
 
+extern const struct store_ops store_redis_ops;
+
+/* Before the first connection is up (scripts loaded), a call waits for
+ * it (coldq.h): true when parked. */
+static bool
+cold_park(struct redis_store *s, bool is_get, const char *res, size_t len,
+          int64_t token, store_cb cb, void *arg)
+{
+    return !s->closing && !redis_conn_ready(s->conn) &&
+           coldq_park_store(redis_conn_coldq(s->conn), (struct store *)s,
+                            &store_redis_ops, is_get, res, len, token, cb, arg);
+}
+
 static void
 redis_raise(struct store *st, const char *res, size_t len, int64_t token,
             store_cb cb, void *arg)
@@ -344,6 +358,9 @@ redis_raise(struct store *st, const char *res, size_t len, int64_t token,
     struct redis_store *s = to_redis(st);
     struct redis_req *r;
 
+    if (cold_park(s, false, res, len, token, cb, arg)) {
+        return;
+    }
     if (s->closing || redis_conn_ac(s->conn) == NULL) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
@@ -398,6 +415,9 @@ redis_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
     struct redis_store *s = to_redis(st);
     struct redis_req *r;
 
+    if (cold_park(s, true, res, len, 0, cb, arg)) {
+        return;
+    }
     if (s->closing || redis_conn_ac(s->conn) == NULL) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;

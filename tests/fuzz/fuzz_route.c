@@ -1,6 +1,9 @@
 /* fuzz_route.c: libFuzzer target for path templates, resource templates,
  * matching and expansion. The input is "PATH_TEMPLATE\nRESOURCE\nPATH";
- * missing parts are empty. Any violated invariant aborts. */
+ * missing parts are empty. The path is matched as it is and, as the
+ * daemon does, in canonical form; there the resource name is canonical
+ * (canon_name reads it, escaped, as itself). Any violated invariant
+ * aborts. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -8,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../policies/canon.h"
 #include "../../policies/route.h"
 
 #define SEP '\n'
@@ -117,6 +121,45 @@ match_check(const struct tm_tmpl *t, const char *path, size_t len,
     check(pos == len + 1, "match stops short of the end of the path");
 }
 
+/* The daemon's way: match the canonical path; the expansion must be a
+ * canonical name. */
+static void
+canonical_check(const struct tm_tmpl *t, const struct tm_rtmpl *r,
+                const char *path, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    struct tm_slice caps[TM_MAX_CAPTURES];
+    char *cpath = malloc(len + 1);
+    char res[TM_RESOURCE_MAX + 1], back[TM_RESOURCE_MAX + 1];
+    char esc[3 * TM_RESOURCE_MAX + 1];
+    size_t clen, n, elen = 0, blen;
+    const char *why;
+
+    if (cpath == NULL) {
+        abort();
+    }
+    if (canon_path(path, len, cpath, len + 1, &clen, &why) &&
+        tmpl_match(t, cpath, clen, caps)) {
+        match_check(t, cpath, clen, caps);
+        n = rtmpl_expand(r, caps, res, sizeof(res));
+        for (size_t i = 0; i < n; i++) {
+            unsigned char b = (unsigned char)res[i];
+            if (b == '/' || (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9')) {
+                esc[elen++] = (char)b;
+            } else {
+                esc[elen++] = '%';
+                esc[elen++] = hex[b >> 4];
+                esc[elen++] = hex[b & 15];
+            }
+        }
+        check(n == 0 ||
+                  (canon_name(esc, elen, back, sizeof(back), &blen, &why) &&
+                   blen == n && memcmp(back, res, n) == 0),
+              "a resource expanded from a canonical path is not canonical");
+    }
+    free(cpath);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -172,6 +215,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* A small buffer, sized by the input, to exercise the limits. */
         expand_check(&r, caps, 1 + (size_t)(tlen + rlen + plen) % 32);
     }
+    canonical_check(&t, &r, path, plen);
     rtmpl_free(&r);
     tmpl_free(&t);
 out:

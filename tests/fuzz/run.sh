@@ -21,15 +21,17 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
-ALL="http_request http_response token route config"
+ALL="http_request http_response token route config origin canon"
 
 # The project sources and libraries each target needs.
 sources() {
     case $1 in
-    http_request | http_response) echo proxy/http_parse.c ;;
+    http_request | http_response) echo proxy/http_parse.c policies/hname.c ;;
     token) echo policies/token.c ;;
-    route) echo policies/route.c ;;
-    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c ;;
+    route) echo policies/route.c policies/canon.c policies/utf8.c ;;
+    origin) echo policies/origin.c ;;
+    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c ;;
+    canon) echo policies/canon.c policies/utf8.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 import zlib
 from pathlib import Path
 
@@ -428,6 +429,10 @@ def assert_problem(resp, status):
     for field in ("type", "title", "status", "detail"):
         assert field in doc, (field, doc)
     assert doc["status"] == status, doc
+    # Every answer tidemark makes itself says so in a header: the short
+    # name of its problem type.
+    assert resp.header("Tidemark-Error") == \
+        doc["type"].rsplit(":", 1)[-1], resp
     return doc
 
 
@@ -498,16 +503,21 @@ class Upstream:
     X-Test-Split-Ms: N        pause N ms between the head and the body
     """
 
-    def __init__(self, tls=None):
+    def __init__(self, tls=None, host="127.0.0.1"):
         # tls: an ssl.SSLContext (server side) to serve HTTPS instead.
+        # host: the one address listened on ("::1": IPv6 only).
         self.tls = tls
         self.tls_failures = 0
-        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        v6 = ":" in host
+        self.lsock = socket.socket(
+            socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_STREAM)
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
+        if v6:
+            self.lsock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        self.lsock.bind((host, 0))
         self.lsock.listen(128)
         self.port = self.lsock.getsockname()[1]
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "http://%s:%d" % ("[%s]" % host if v6 else host, self.port)
         self.cond = threading.Condition()
         self.requests = []
         self.conns = {}
@@ -1115,13 +1125,15 @@ class Tidemark:
             c.close()
 
     def mark(self, resource):
-        """The mark on the control port, None when it has none."""
+        """The mark on the control port, None when it has none. resource
+        is percent-encoded text, as in the URL; the answer names the
+        resource decoded (its canonical form)."""
         st, _, body = self.admin("GET", "/v1/marks/%s" % resource)
         if st == 404:
             return None
         assert st == 200, (st, body)
         doc = json.loads(body)
-        assert doc["resource"] == resource, doc
+        assert doc["resource"] == urllib.parse.unquote(resource), doc
         return doc["high_water"]
 
 

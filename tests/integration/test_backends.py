@@ -40,20 +40,10 @@ EXAMPLES = REPO / "conf" / "examples"
 # Marks for the tests that wait for features being built on other
 # branches; strict, so that the merge that brings the feature turns them
 # into failures (XPASS) until the mark is removed.
-NEEDS_CANON = pytest.mark.xfail(
-    strict=True, reason="needs branch canon: canonical paths (percent-"
-    "decoding, dot and empty segments, %2F refused), any method token in "
-    "routes, lowercase methods and method overrides refused")
 NEEDS_DAV = pytest.mark.xfail(
     strict=True, reason="needs branch dav: route profile = webdav | s3 "
     "(MOVE/COPY fence their Destination; S3 multi-object delete and form "
     "uploads refused)")
-NEEDS_CANON_DAV = pytest.mark.xfail(
-    strict=True, reason="needs branches canon (PROPFIND in methods) and "
-    "dav (profile) for the example configurations to pass --check")
-NEEDS_SMUG = pytest.mark.xfail(
-    strict=True, reason="needs branch smug: Tidemark-Error on answers "
-    "tidemark makes itself")
 
 _names = itertools.count(1)
 
@@ -294,7 +284,7 @@ def rclone(*args, env=None, tmp=None):
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param("webdav", marks=NEEDS_CANON_DAV),
+    pytest.param("webdav", marks=NEEDS_DAV),
     pytest.param("s3", marks=NEEDS_DAV)])
 def test_example_configuration_passes_check(name):
     """tidemark -c conf/examples/NAME.ini --check, as shipped."""
@@ -355,7 +345,6 @@ def test_dav_rclone_with_a_stale_token_cannot_overwrite(dav, tmp_path):
     dav.unlock("dav/" + name, b)
 
 
-@NEEDS_SMUG
 def test_dav_stale_answer_names_its_kind(dav):
     name, path, a, b = dav_setup(dav, "kind")
     st, h, _ = client_put("curl", dav.url + path, b"stale", a)
@@ -447,7 +436,6 @@ SPELLINGS = [
 ]
 
 
-@NEEDS_CANON
 @pytest.mark.parametrize("how,spell", SPELLINGS, ids=[s[0] for s in
                                                       SPELLINGS])
 def test_dav_other_spelling_of_the_path_is_the_same_mark(dav, how, spell):
@@ -460,7 +448,6 @@ def test_dav_other_spelling_of_the_path_is_the_same_mark(dav, how, spell):
     assert get_direct(dav, path) == (200, b"v2 from B")
 
 
-@NEEDS_CANON
 @pytest.mark.parametrize("how,args", [
     ("encoded slash", ("-X", "PUT", "{url}/dav/x%2F{name}")),
     ("lowercase method", ("-X", "put", "{url}/dav/{name}")),
@@ -499,7 +486,6 @@ def propfind_hrefs(body):
             root.iter("{DAV:}href")]
 
 
-@NEEDS_CANON
 @pytest.mark.parametrize("target", ["/dav/", "/dav/{name}"])
 def test_dav_propfind_needs_no_token(dav, target):
     name, path, a, b = dav_setup(dav, "propfind")
@@ -509,7 +495,6 @@ def test_dav_propfind_needs_no_token(dav, target):
     assert path in propfind_hrefs(body), body
 
 
-@NEEDS_CANON
 def test_dav_rclone_lists_without_a_token(dav, tmp_path):
     name, path, a, b = dav_setup(dav, "rclone-ls")
     env = {"RCLONE_CONFIG_TM_TYPE": "webdav",
@@ -609,7 +594,6 @@ def test_s3_paused_holder_is_refused_and_the_new_data_stays(s3):
     s3.unlock(res, b)
 
 
-@NEEDS_SMUG
 def test_s3_stale_answer_names_its_kind(s3):
     key, res, a, b = s3_setup(s3, "kind")
     st, _, h = client_error(s3_client(s3.url, a).put_object,
@@ -743,7 +727,6 @@ def test_s3_form_upload_is_refused(s3):
     assert s3_body(s3, key) == b"v2 from B"
 
 
-@NEEDS_CANON
 @pytest.mark.parametrize("how,target,method,status", [
     ("percent-encoded letter", lambda k: "/%s/%%%02X%s" % (
         BUCKET, ord(k[0]), k[1:]), "PUT", 409),

@@ -158,7 +158,12 @@ CASES = [
     ("bad-map-size", with_key("store", "map_size = huge"), None),
     ("bad-store-type", with_key("store", "type = floppy"), None),
     ("bad-mode", with_key("route docs", "mode = strict"), None),
-    ("bad-method", with_key("route docs", "methods = PUT FETCH"), None),
+    ("bad-method", with_key("route docs", "methods = PUT put"), None),
+    ("bad-method-token", with_key("route docs", "methods = PUT P(T"), None),
+    ("path-not-canonical",
+     with_key("route docs", "path = /v1/documents/{doc}/"), "canonical"),
+    ("resource-not-canonical",
+     with_key("route docs", "resource = documents//{doc}"), "canonical"),
     ("route-unknown-upstream", appended(
         "[route r]\npath = /r/{id}\nresource = r/{id}\nupstream = nosuch\n",
         {1, 4}), None),
@@ -296,6 +301,52 @@ def test_unknown_env_variable_is_an_error(tmp_path, name):
     p, rc, lines = check_text(tmp_path, BASE, env={name: "1"})
     assert rc == 1, lines
     assert any(name in ln for ln in lines), lines
+
+
+# What Kubernetes puts in every pod of a namespace with a Service named
+# tidemark (here with a port named http) and one named tidemark-admin.
+K8S_LINKS = {
+    "TIDEMARK_SERVICE_HOST": "10.96.0.10",
+    "TIDEMARK_SERVICE_PORT": "7070",
+    "TIDEMARK_SERVICE_PORT_HTTP": "7070",
+    "TIDEMARK_PORT": "tcp://10.96.0.10:7070",
+    "TIDEMARK_PORT_7070_TCP": "tcp://10.96.0.10:7070",
+    "TIDEMARK_PORT_7070_TCP_PROTO": "tcp",
+    "TIDEMARK_PORT_7070_TCP_PORT": "7070",
+    "TIDEMARK_PORT_7070_TCP_ADDR": "10.96.0.10",
+    "TIDEMARK_ADMIN_SERVICE_HOST": "10.96.0.11",
+    "TIDEMARK_ADMIN_SERVICE_PORT": "7071",
+    "TIDEMARK_ADMIN_PORT": "tcp://10.96.0.11:7071",
+    "TIDEMARK_ADMIN_PORT_7071_TCP": "tcp://10.96.0.11:7071",
+    "TIDEMARK_ADMIN_PORT_7071_TCP_PROTO": "tcp",
+    "TIDEMARK_ADMIN_PORT_7071_TCP_PORT": "7071",
+    "TIDEMARK_ADMIN_PORT_7071_TCP_ADDR": "10.96.0.11",
+}
+
+
+def test_kubernetes_service_links_do_not_stop_startup(tidemark, upstream):
+    tm = tidemark(start=False,
+                  env=dict(K8S_LINKS, TIDEMARK_ROUTE_DOCS_MODE="efficiency"))
+    p, rc, lines = check_text(tm.dir, BASE, env=K8S_LINKS)
+    assert rc == 0, lines
+    tm.start()
+    # Set aside in one line; the real override beside them applied.
+    line = tm.wait_log("env: ignored as Kubernetes service links:")[0]
+    for name in K8S_LINKS:
+        assert (" " + name + " ") in line + " ", (name, line)
+    assert tm.put("k", token=None).status == 200   # efficiency
+
+
+def test_typos_stay_errors_beside_service_links(tmp_path):
+    env = dict(K8S_LINKS, TIDEMARK_PROXY_LISTN="127.0.0.1:1",
+               TIDEMARK_PROXY_PORT="7070")
+    p, rc, lines = check_text(tmp_path, BASE, env=env)
+    assert rc == 1
+    assert lines == [
+        "env:TIDEMARK_PROXY_LISTN: names no section and key of the "
+        "configuration",
+        "env:TIDEMARK_PROXY_PORT: names no section and key of the "
+        "configuration"], lines
 
 
 def test_env_override_valid_value_passes_check(tmp_path):

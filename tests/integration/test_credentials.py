@@ -38,6 +38,27 @@ def test_add_header_repeatable_and_strip_header(tidemark, upstream):
     assert SECRET not in tm.log()
 
 
+def test_client_cannot_slip_a_header_past_by_spelling(tidemark, upstream):
+    """A backend behind a CGI/WSGI-style gateway reads X_Api_Key as
+    X-Api-Key: the client's spelling of a header the sidecar sets or
+    strips is dropped too."""
+    tm = tidemark({"upstream default": {
+        "add_header": "X-Api-Key: ${API_KEY}",
+        "strip_header": "X-Remote-User"}},
+        env={"API_KEY": SECRET})
+    r = tm.request("GET", "/plain", headers=[("X_Api_Key", "forged"),
+                                              ("x.api.key", "forged"),
+                                              ("X_Remote_User", "admin"),
+                                              ("X-Remote-Users", "kept")])
+    assert r.status == 200, r
+    seen = upstream.requests[-1]
+    names = [k for k, _ in seen.headers]
+    assert seen.header_all("X-Api-Key") == [SECRET], seen
+    for gone in ("X_Api_Key", "x.api.key", "X_Remote_User"):
+        assert gone not in names, seen
+    assert seen.header("X-Remote-Users") == "kept"
+
+
 def test_unset_variable_is_a_check_error_naming_only_the_variable(
         tidemark, tmp_path):
     tm = tidemark({"upstream default": {

@@ -128,7 +128,18 @@ MALFORMED = [
          b"Content-Length: 0\r\n\r\n"),
     case("connection-content-length", P + b"Connection: Content-Length\r\n"
          b"Content-Length: 5\r\n\r\nhello"),
+    # Framing in a spelling a CGI/WSGI-style gateway reads as the real
+    # name: HAProxy and nginx may pass it on as an ordinary header (the
+    # table shows what they do); tidemark refuses it (below).
+    case("transfer_encoding-beside-cl", P + b"Transfer_Encoding: chunked\r\n"
+         b"Content-Length: 5\r\n\r\n0\r\n\r\n"),
+    case("content_length-underscore", P + b"Content_Length: 5\r\n"
+         b"Content-Length: 0\r\n\r\nhello"),
 ]
+
+# Cases tidemark refuses whatever HAProxy and nginx do.
+REFUSED_BY_TIDEMARK = ("transfer_encoding-beside-cl",
+                       "content_length-underscore", "fencing_token-underscore")
 
 CONTROLS = [
     case("ctl-get", b"GET {T} HTTP/1.1\r\n" + H + b"{F}\r\n",
@@ -711,6 +722,16 @@ def test_tidemark_never_forwards_what_haproxy_and_nginx_refuse(
     assert not out["tidemark"]["forwarded"], (
         "tidemark forwarded what both HAProxy and nginx refuse:\n" +
         row(outcomes["results"], name, variant))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", REFUSED_BY_TIDEMARK)
+def test_tidemark_refuses_framing_and_fencing_in_other_spellings(
+        outcomes, name, variant):
+    out = outcomes["results"][(name, variant)]
+    assert not out["tidemark"]["forwarded"], (
+        "tidemark forwarded a header some server reads as framing or "
+        "fencing:\n" + row(outcomes["results"], name, variant))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

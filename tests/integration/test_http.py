@@ -115,6 +115,25 @@ def test_framing_error_on_fenced_route_moves_no_mark(tidemark, upstream):
     assert tm.mark("documents/f") == 3
 
 
+def test_unknown_transfer_coding_is_501(tidemark, upstream):
+    tm = tidemark()
+    with tm.conn() as c:
+        c.send(b"POST /plain HTTP/1.1\r\nHost: a\r\n"
+               b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n")
+        assert_problem(c.read_response(), 501)
+        expect_closed(c)
+    assert upstream.count() == 0
+
+
+def test_other_http_version_is_505(tidemark, upstream):
+    tm = tidemark()
+    with tm.conn() as c:
+        c.send(b"GET /plain HTTP/1.2\r\nHost: a\r\n\r\n")
+        assert_problem(c.read_response(), 505)
+        expect_closed(c)
+    assert upstream.count() == 0
+
+
 def test_head_too_large_is_431(tidemark, upstream):
     tm = tidemark()
     with tm.conn() as c:
@@ -134,14 +153,42 @@ def test_too_many_headers_is_431(tidemark, upstream):
     assert upstream.count() == 0
 
 
-def test_long_target_is_refused(tidemark, upstream):
+def test_long_target_is_414(tidemark, upstream):
+    # max_uri (8192 by default) is below max_head (16384): a target over
+    # it is a 414 even though the whole head would fit.
+    tm = tidemark()
+    with tm.conn() as c:
+        c.send(build_request("GET", "/" + "x" * 8192))
+        assert_problem(c.read_response(), 414)
+        expect_closed(c)
+    assert upstream.count() == 0
+
+
+def test_target_of_max_uri_bytes_passes(tidemark, upstream):
+    tm = tidemark()
+    target = "/" + "x" * 8191
+    with tm.conn() as c:
+        r = c.request("GET", target)
+        assert r.status == 200, r
+    assert upstream.requests[-1].target == target
+
+
+def test_long_target_past_max_head_is_still_414(tidemark, upstream):
     tm = tidemark()
     with tm.conn() as c:
         c.send(build_request("GET", "/" + "x" * 20000))
-        r = c.read_response()
-        assert r.status in (414, 431), r
+        assert_problem(c.read_response(), 414)
         expect_closed(c)
     assert upstream.count() == 0
+
+
+def test_max_uri_is_configurable(tidemark, upstream):
+    tm = tidemark(config={"proxy": {"max_uri": "300"}})
+    with tm.conn() as c:
+        assert c.request("GET", "/" + "y" * 299).status == 200
+        c.send(build_request("GET", "/" + "y" * 300))
+        assert_problem(c.read_response(), 414)
+        expect_closed(c)
 
 
 def test_large_head_within_limits_passes(tidemark, upstream):
@@ -640,7 +687,8 @@ def test_expect_continue_accepted(tidemark, upstream):
         # The token is accepted: tidemark asks for the body itself.
         c.sock.settimeout(5 * slow())
         head = c.reader.read_until(b"\r\n\r\n")
-        assert head == b"HTTP/1.1 100 Continue\r\n\r\n", head
+        assert head == (b"HTTP/1.1 100 Continue\r\n"
+                        b"Tidemark-Error: continue\r\n\r\n"), head
         c.send(b"hello")
         r = c.read_response()
         assert r.status == 200, r

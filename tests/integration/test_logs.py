@@ -52,20 +52,26 @@ def test_warn_level_drops_request_lines(tidemark, upstream):
 
 
 def test_json_log_stays_utf8_with_any_resource_bytes(tidemark, upstream):
-    """A resource header may carry any obs-text byte; the JSON log line
-    shows it as U+FFFD, and every line is still UTF-8 JSON."""
+    """A resource header may carry any obs-text byte; one that is not
+    UTF-8 is refused (400: not a canonical name), UTF-8 is logged as
+    itself, and every line is still UTF-8 JSON."""
     tm = tidemark({"proxy": {"log_format": "json"},
                    "route hdr": {"path": "/v1/hdr/{rest*}",
                                  "resource": "header"}})
-    res = "accounts/\xff"
-    r = tm.request("PUT", "/v1/hdr/x", token=5, resource=res, body=b"x")
+    r = tm.request("PUT", "/v1/hdr/x", token=5, resource="accounts/\xff",
+                   body=b"x")
+    assert r.status == 400, r
+    utf8 = "accounts/\u00e9".encode().decode("latin-1")  # sent as UTF-8
+    r = tm.request("PUT", "/v1/hdr/x", token=5, resource=utf8, body=b"x")
     assert r.status == 200, r
-    r = tm.request("PUT", "/v1/hdr/x", token=4, resource=res, body=b"x")
+    r = tm.request("PUT", "/v1/hdr/x", token=4, resource=utf8, body=b"x")
     assert r.status == 409, r
-    tm.wait_log("refused")
+    tm.wait_log("refused", count=2)
     raw = tm.log_path.read_bytes()
     objs = [json.loads(ln) for ln in raw.decode("utf-8").splitlines()
             if not ln.startswith("====")]
     refused = [o for o in objs if "refused" in o["msg"]]
-    assert len(refused) == 1, objs
-    assert refused[0]["resource"] == "accounts/\ufffd", refused
+    assert len(refused) == 2, objs
+    assert "not UTF-8" in refused[0]["msg"], refused
+    assert refused[0].get("resource", "-") == "-", refused
+    assert refused[1]["resource"] == "accounts/\u00e9", refused

@@ -4,7 +4,7 @@ configuration stays; keys that need a restart say so."""
 import signal
 import threading
 
-from conftest import build_request, render_ini
+from conftest import build_request, render_ini, slow, wait_until
 
 
 def rewrite(tm, sections):
@@ -77,11 +77,79 @@ def test_bad_file_is_refused_whole(tidemark, upstream):
 def test_restart_only_keys_say_so(tidemark, upstream):
     tm = tidemark()
     sections = base_sections(tm, upstream)
-    sections["store"]["cache_entries"] = "5000"
+    sections["store"].update({"cache_entries": "5000", "timeout_ms": "7",
+                              "pool_size": "5", "map_size": "2G",
+                              "dsn": "host=db password=hush"})
+    sections["locks"] = {"timeout_ms": "9", "pool_size": "4",
+                         "max_ttl_ms": "5"}
+    sections["proxy"]["max_uri"] = "300"  # reloadable: applies at once
     rewrite(tm, sections)
     hup(tm, "reloaded", 1)
-    assert tm.log_lines("[store] changed; it takes effect after a restart")
+    for key, kept in (("[store] map_size", "1073741824"),
+                      ("[store] dsn", "(none)"),
+                      ("[store] pool_size", "2"),
+                      ("[store] cache_entries", "100000"),
+                      ("[store] timeout_ms", "2000"),
+                      ("[locks] pool_size", "2"),
+                      ("[locks] timeout_ms", "2000"),
+                      ("[locks] max_ttl_ms", "3600000")):
+        line = "reload: %s changed: needs a restart; keeping %s" % (key, kept)
+        assert len(tm.log_lines(line)) == 1, (line, tm.log()[-3000:])
+    assert len(tm.log_lines("needs a restart")) == 8
+    assert tm.log_lines("reloaded: 1 routes, 1 upstreams; 8 changed keys "
+                        "wait for a restart")
+    assert "hush" not in tm.log()
+    # The lock service still runs with the old max_ttl_ms (5 would refuse).
+    st, _, body = tm.admin("POST", "/v1/locks/documents/k?ttl_ms=60000")
+    assert st == 201, body
+    # The reloadable key took effect.
+    with tm.conn() as c:
+        c.send(build_request("GET", "/" + "x" * 300))
+        assert c.read_response().status == 414
     assert tm.put("c", token=1).status == 200
+    # A second reload of the same file changes nothing more.
+    hup(tm, "reloaded", 2)
+    assert len(tm.log_lines("needs a restart")) == 16
+
+
+def test_request_under_way_keeps_its_generation(tidemark, upstream):
+    """A write parsed before a reload and forwarded after it is stripped
+    of the token header of its own generation, not of the new one."""
+    tm = tidemark()
+    rewrite(tm, base_sections(tm, upstream))
+    done = {}
+
+    def put(name, token, headers):
+        done[name] = tm.put("g", token=token, headers=headers)
+
+    first = threading.Thread(target=put,
+                             args=("first", 1, [("X-Test-Hold", "g1")]))
+    first.start()
+    upstream.wait_request("X-Test-Hold", "g1")
+    # The second write is accepted (mark 2) and waits for its turn behind
+    # the first one, which the upstream holds.
+    second = threading.Thread(target=put,
+                              args=("second", 2, [("X-Test-Id", "g2")]))
+    second.start()
+    wait_until(lambda: tm.mark("documents/g") == 2, 5 * slow(),
+               "the second write accepted")
+    sections = base_sections(tm, upstream)
+    sections["proxy"]["token_header"] = "X-Other-Token"
+    rewrite(tm, sections)
+    hup(tm, "reloaded", 1)
+    upstream.release("g1")
+    first.join(10)
+    second.join(10)
+    assert done["first"].status == 200, done["first"]
+    assert done["second"].status == 200, done["second"]
+    seen = upstream.find("X-Test-Id", "g2")
+    assert len(seen) == 1
+    assert seen[0].header("Fencing-Token") is None, seen[0]
+    # New requests read the new header.
+    r = tm.request("PUT", "/v1/documents/g", headers=[("X-Other-Token", "3")],
+                   body=b"z")
+    assert r.status == 200, r
+    assert tm.mark("documents/g") == 3
 
 
 def test_reload_changes_limits(tidemark, upstream):

@@ -260,6 +260,9 @@ def test_postgres_batches_share_commits(tidemark, upstream, store_servers):
 
 def test_postgres_names_that_are_not_text(tidemark, upstream,
                                           store_servers):
+    """A resource name is canonical UTF-8 before it reaches any store, so
+    bytes Postgres cannot keep as text are a 400 at the door (the store
+    keeps its hashed form for them, now unreachable from requests)."""
     st = StoreUnderTest("postgres", store_servers("postgres"))
     cfg = {"route hdr": {"path": "/v1/hdr/{rest*}", "resource": "header",
                          "mode": "correctness"},
@@ -271,14 +274,8 @@ def test_postgres_names_that_are_not_text(tidemark, upstream,
         r = c.request("PUT", "/v1/hdr/x", [("Fencing-Token", "8"),
                                              ("Fencing-Resource", name)],
                       b"v")
-        assert r.status == 200, r
-        r = c.request("PUT", "/v1/hdr/x", [("Fencing-Token", "7"),
-                                             ("Fencing-Resource", name)],
-                      b"v")
-        assert r.status == 409, r
-    out = st.server.sql("SELECT count(*) FROM tidemark_marks WHERE "
-                        "resource LIKE E'\\x01sha256:%'")
-    assert int(out) >= 1
+        assert r.status == 400, r
+    assert upstream.count() == 0
 
 
 def test_postgres_garbage_server(tidemark, upstream, garbage):

@@ -11,6 +11,9 @@ CASES = [
     ("list", [("Fencing-Token", "5, 6")]),
     ("underscore", [("Fencing-Token", "5"), ("Fencing_Token", "9")]),
     ("underscore alone", [("fencing_token", "9")]),
+    ("dot", [("Fencing-Token", "5"), ("Fencing.Token", "9")]),
+    ("resource underscore", [("Fencing-Token", "5"),
+                             ("Fencing_Resource", "other")]),
     ("named in Connection", [("Connection", "Fencing-Token"),
                              ("Fencing-Token", "5")]),
     ("resource named in Connection", [("Connection", "fencing-resource"),
@@ -43,7 +46,14 @@ TRAILERS = [("token", "Fencing-Token", "9"),
             ("token lowercase", "fencing-token", "9"),
             ("resource", "Fencing-Resource", "other"),
             ("content-length", "Content-Length", "5"),
-            ("host", "Host", "evil.example")]
+            ("host", "Host", "evil.example"),
+            # Every spelling a server may read as one of these names.
+            ("token underscore", "Fencing_Token", "9"),
+            ("token dot", "FENCING.TOKEN", "9"),
+            ("resource underscore", "fencing_resource", "other"),
+            ("content-length underscore", "Content_Length", "5"),
+            ("transfer-encoding underscore", "Transfer_Encoding", "chunked"),
+            ("host upper", "HOST", "evil.example")]
 
 
 @pytest.mark.parametrize("name,field,val", TRAILERS,
@@ -76,3 +86,25 @@ def test_harmless_trailer_passes(tidemark, upstream):
                              chunked(b"hello", trailers=[("X-Sum", "1")])))
         assert c.read_response().status == 200
     assert upstream.find("X-Test-Id", "tr2")[0].body == b"hello"
+
+
+def test_configured_token_header_in_other_spellings(tidemark, upstream):
+    """The configured name, not only the default, is refused in every
+    spelling, in the head and in trailers, however long it is."""
+    from conftest import chunked
+    name = "X-Application-Specific-Lock-Fencing-Token"
+    tm = tidemark(config={"proxy": {"token_header": name}})
+    r = tm.request("PUT", "/v1/documents/cfg",
+                   headers=[(name, "3"), (name.replace("-", "_"), "9")],
+                   body=b"x")
+    assert r.status == 400, r
+    with tm.conn() as c:
+        c.send(build_request("PUT", "/v1/documents/cfg",
+                             [(name, "3"), ("Transfer-Encoding", "chunked"),
+                              ("X-Test-Id", "cfg")],
+                             chunked(b"hello", trailers=[
+                                 (name.lower().replace("-", "_"), "9")])))
+        assert c.read_response().status == 400
+        assert c.closed()
+    assert upstream.find("X-Test-Id", "cfg") == []
+    assert tm.put("cfg", headers=[(name, "3")]).status == 200

@@ -14,9 +14,10 @@
 #include <cmocka.h>
 
 #include "../../conf/cfg.h"
+#include "../../conf/cfg_opts.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_ENV 8
+#define MAX_ENV 24
 #define MAX_WANT 8
 
 /* Write text to a new temporary file; returns its malloc'd path. */
@@ -53,6 +54,21 @@ struct loaded {
 };
 
 /* Load text with the given environment (NULL-terminated, may be NULL). */
+/* The route's methods, space-separated, are want ("" for every method). */
+static void
+assert_methods(const struct tm_methods *m, const char *want)
+{
+    char got[512] = "";
+    size_t n = 0;
+
+    for (size_t i = 0; i < m->n; i++) {
+        n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%s", i ? " " : "",
+                              m->v[i].name);
+        assert_int_equal(m->v[i].len, strlen(m->v[i].name));
+    }
+    assert_string_equal(got, want);
+}
+
 static void
 load(struct loaded *l, const char *text, const char *const *env)
 {
@@ -140,6 +156,7 @@ test_defaults(void **state)
     assert_int_equal(l.c.proxy.header_timeout_ms, 10000);
     assert_int_equal(l.c.proxy.idle_timeout_ms, 60000);
     assert_int_equal(l.c.proxy.max_head, 16384);
+    assert_int_equal(l.c.proxy.max_uri, 8192);
     assert_int_equal(l.c.proxy.max_headers, 100);
     assert_int_equal(l.c.proxy.max_connections, 10000);
     assert_int_equal(l.c.proxy.order_grace_ms, 1000);
@@ -197,8 +214,7 @@ test_section_defaults(void **state)
     r = &l.c.routes[0];
     assert_string_equal(r->name, "documents");
     assert_int_equal(r->line, 3);
-    assert_int_equal(r->methods,
-                     TM_M_PUT | TM_M_POST | TM_M_PATCH | TM_M_DELETE);
+    assert_methods(&r->methods, "PUT POST PATCH DELETE");
     assert_int_equal(r->mode, TM_MODE_CORRECTNESS);
     assert_int_equal(r->verify, TM_VERIFY_NONE);
     assert_false(r->resource_from_header);
@@ -224,6 +240,7 @@ test_every_key(void **state)
         "header_timeout_ms = 5\n"
         "idle_timeout_ms = 6\n"
         "max_head = 1024\n"
+        "max_uri = 960\n"
         "max_headers = 128\n"
         "max_connections = 7\n"
         "order_grace_ms = 0\n"
@@ -265,7 +282,7 @@ test_every_key(void **state)
         "verify = hmac\n"
         "upstream = api\n"
         "[route off]\n"
-        "methods = GET\tOPTIONS\n"
+        "methods = GET\tOPTIONS  PROPFIND MKCOL X-CUSTOM_1\n"
         "path = /o/{a}/{b}\n"
         "resource = o:{b}:{a}\n"
         "mode = off\n";
@@ -294,6 +311,7 @@ test_every_key(void **state)
     assert_int_equal(l.c.proxy.header_timeout_ms, 5);
     assert_int_equal(l.c.proxy.idle_timeout_ms, 6);
     assert_int_equal(l.c.proxy.max_head, 1024);
+    assert_int_equal(l.c.proxy.max_uri, 960);
     assert_int_equal(l.c.proxy.max_headers, 128);
     assert_int_equal(l.c.proxy.max_connections, 7);
     assert_int_equal(l.c.proxy.order_grace_ms, 0);
@@ -328,12 +346,13 @@ test_every_key(void **state)
 
     assert_int_equal(l.c.nroutes, 2);
     assert_string_equal(l.c.routes[0].name, "files");
-    assert_int_equal(l.c.routes[0].methods, 0);
+    assert_methods(&l.c.routes[0].methods, "");
     assert_true(l.c.routes[0].resource_from_header);
     assert_int_equal(l.c.routes[0].mode, TM_MODE_EFFICIENCY);
     assert_int_equal(l.c.routes[0].verify, TM_VERIFY_HMAC);
     assert_int_equal(l.c.routes[0].upstream_idx, 0);
-    assert_int_equal(l.c.routes[1].methods, TM_M_GET | TM_M_OPTIONS);
+    assert_methods(&l.c.routes[1].methods,
+                   "GET OPTIONS PROPFIND MKCOL X-CUSTOM_1");
     assert_int_equal(l.c.routes[1].mode, TM_MODE_OFF);
     assert_int_equal(l.c.routes[1].upstream_idx, 1);
     unload(&l);
@@ -361,8 +380,7 @@ test_example(void **state)
     assert_string_equal(c.upstreams[0].url, "http://127.0.0.1:8080");
     assert_int_equal(c.nroutes, 1);
     assert_string_equal(c.routes[0].name, "documents");
-    assert_int_equal(c.routes[0].methods,
-                     TM_M_PUT | TM_M_POST | TM_M_PATCH | TM_M_DELETE);
+    assert_methods(&c.routes[0].methods, "PUT POST PATCH DELETE");
     assert_int_equal(c.routes[0].mode, TM_MODE_CORRECTNESS);
     cfg_free(&c);
     cfg_errors_free(&errs);
@@ -408,6 +426,20 @@ static const struct err_case err_cases[] = {
       "@:6: token_header: must be a header name (letters, digits, '-')",
       "@:8: type: must be one of lmdb, postgres, redis or etcd",
       "@:9: map_size: must be a size in bytes, like 1073741824 or 1G"}},
+    /* 414 must stay reachable: a target over max_uri is seen before the
+     * head runs over max_head. */
+    {"max_uri not below max_head",
+     "[proxy]\nmax_head = 4096\n",
+     {NULL},
+     {"@:2: max_uri (8192) must be at most max_head - 64 (4032): a longer "
+      "target would be refused as a large head (431), never as a long "
+      "target (414)"}},
+    {"max_uri set too close to max_head",
+     "[proxy]\nmax_head = 4096\nmax_uri = 4033\n",
+     {NULL},
+     {"@:3: max_uri (4033) must be at most max_head - 64 (4032): a longer "
+      "target would be refused as a large head (431), never as a long "
+      "target (414)"}},
     {"out of bounds",
      "[proxy]\nmax_head = 1023\nmax_headers = 129\nmax_connections = 0\n"
      "[store]\nmap_size = 1K\ncache_entries = -1\n",
@@ -448,18 +480,31 @@ static const struct err_case err_cases[] = {
      {"@:4: path: {x*} must be the last segment",
       "@:8: resource: {y} is not a capture of the path",
       "@:10: path: a path template must start with '/'"}},
+    {"templates not in canonical form",
+     UP_DEFAULT "[route a]\npath = /a/{x}/\nresource = a/{x}\n"
+                "[route b]\npath = /b/{x}\nresource = b//{x}\n"
+                "[route c]\npath = /c%2F/{x}\nresource = c\n"
+                "[route d]\npath = /d/{x}\nresource = d%20{x}\n",
+     {NULL},
+     {"@:4: path: not in canonical form: it reads as \"/a/{x}\" (see "
+      "Resource names in the README)",
+      "@:8: resource: not in canonical form: it reads as \"b/{x}\" (see "
+      "Resource names in the README)",
+      "@:10: path: an encoded slash (%2F) in a path: backends read it in "
+      "different ways",
+      "@:14: resource: not in canonical form: it reads as \"d {x}\" (see "
+      "Resource names in the README)"}},
     {"bad methods",
-     UP_DEFAULT "[route a]\nmethods = PUT FETCH\npath = /a\nresource = a\n"
+     UP_DEFAULT "[route a]\nmethods = PUT FE(CH\npath = /a\nresource = a\n"
                 "[route b]\nmethods = * GET\npath = /b\nresource = b\n"
                 "[route c]\nmethods =\npath = /c\nresource = c\n"
                 "[route d]\nmethods = put\npath = /d\nresource = d\n",
      {NULL},
-     {"@:4: methods: unknown method 'FETCH' (GET HEAD POST PUT PATCH "
-      "DELETE OPTIONS, or *)",
+     {"@:4: methods: 'FE(CH' is not a method token (RFC 9110)",
       "@:8: methods: * stands alone: it means every method",
       "@:12: methods: must name methods, or * for every method",
-      "@:16: methods: unknown method 'put' (GET HEAD POST PUT PATCH "
-      "DELETE OPTIONS, or *)"}},
+      "@:16: methods: methods are upper case: 'put' (a backend may run a "
+      "lower-case method as the upper-case one)"}},
     {"missing required keys",
      "[upstream default]\ntimeout_ms = 5\n[route r]\nmode = off\n",
      {NULL},
@@ -553,6 +598,35 @@ static const struct err_case err_cases[] = {
      "",
      {"TIDEMARK_STORE_TYPE=redis", NULL},
      {"env:TIDEMARK_STORE_TYPE: [store] type redis needs url"}},
+    {"env: service-link shapes without the Service's pair are typos",
+     UP_DEFAULT,
+     {"TIDEMARK_PROXY_LISTN=127.0.0.1:1", "TIDEMARK_PROXY_PORT=7070",
+      "TIDEMARK_X_SERVICE_HOST=10.0.0.1",
+      "TIDEMARK_PORT_7070_TCP=tcp://10.0.0.1:7070",
+      "TIDEMARK_Y_SERVICE_PORT=80", "TIDEMARK_Y_PORT=tcp://10.0.0.2:80",
+      "TIDEMARK_y_SERVICE_HOST=10.0.0.3", "TIDEMARK_y_SERVICE_PORT=80", NULL},
+     {"env:TIDEMARK_PROXY_LISTN: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_PROXY_PORT: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_X_SERVICE_HOST: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_PORT_7070_TCP: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_Y_SERVICE_PORT: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_Y_PORT: names no section and key of the configuration",
+      "env:TIDEMARK_y_SERVICE_HOST: names no section and key of the "
+      "configuration",
+      "env:TIDEMARK_y_SERVICE_PORT: names no section and key of the "
+      "configuration"}},
+    {"env: a service link that would override a key",
+     "[upstream api-service]\nurl = http://a\n",
+     {"TIDEMARK_UPSTREAM_API_SERVICE_HOST=10.0.0.3",
+      "TIDEMARK_UPSTREAM_API_SERVICE_PORT=80", NULL},
+     {"env:TIDEMARK_UPSTREAM_API_SERVICE_HOST: is both a key's override and "
+      "a Kubernetes service link (a Service named tidemark-...): set "
+      "enableServiceLinks: false or rename the section"}},
     {"env names two sections",
      "[upstream my-api]\nurl = http://a\n[upstream my_api]\nurl = http://b\n",
      {"TIDEMARK_UPSTREAM_MY_API_URL=http://c", NULL},
@@ -655,6 +729,60 @@ test_env_overrides(void **state)
     assert_int_equal(l.c.routes[0].mode, TM_MODE_EFFICIENCY);
     assert_string_equal(l.c.routes[1].upstream, "my-api");
     assert_int_equal(l.c.routes[1].upstream_idx, 1);
+    unload(&l);
+}
+
+/* What Kubernetes injects for Services named tidemark, tidemark-admin
+ * (inside [admin]'s namespace) and tidemark-upstream-default: set aside,
+ * named in env_links; real overrides beside them still apply. */
+static void
+test_env_service_links(void **state)
+{
+    static const char *const env[] = {
+        "TIDEMARK_SERVICE_HOST=10.96.0.10",
+        "TIDEMARK_SERVICE_PORT=7070",
+        "TIDEMARK_SERVICE_PORT_HTTP=7070",
+        "TIDEMARK_SERVICE_PORT_ADMIN_API=7071",
+        "TIDEMARK_PORT=tcp://10.96.0.10:7070",
+        "TIDEMARK_PORT_7070_TCP=tcp://10.96.0.10:7070",
+        "TIDEMARK_PORT_7070_TCP_PROTO=tcp",
+        "TIDEMARK_PORT_7070_TCP_PORT=7070",
+        "TIDEMARK_PORT_7070_TCP_ADDR=10.96.0.10",
+        "TIDEMARK_PORT_9000_UDP_ADDR=10.96.0.10",
+        "TIDEMARK_PORT_9001_SCTP=sctp://10.96.0.10:9001",
+        "TIDEMARK_ADMIN_SERVICE_HOST=10.96.0.11",
+        "TIDEMARK_ADMIN_SERVICE_PORT=7071",
+        "TIDEMARK_ADMIN_PORT=tcp://10.96.0.11:7071",
+        "TIDEMARK_ADMIN_PORT_7071_TCP_ADDR=10.96.0.11",
+        "TIDEMARK_UPSTREAM_DEFAULT_SERVICE_HOST=10.96.0.12",
+        "TIDEMARK_UPSTREAM_DEFAULT_SERVICE_PORT=80",
+        "TIDEMARK_UPSTREAM_DEFAULT_PORT=tcp://10.96.0.12:80",
+        "TIDEMARK_ADMIN_LISTEN=0.0.0.0:7171",
+        "TIDEMARK_UPSTREAM_DEFAULT_URL=http://h",
+        NULL,
+    };
+    struct loaded l;
+
+    load_ok(&l, "[upstream default]\n", env);
+    assert_string_equal(l.c.admin.listen, "0.0.0.0:7171");
+    assert_string_equal(l.c.upstreams[0].url, "http://h");
+    assert_non_null(l.c.env_links);
+    assert_string_equal(
+        l.c.env_links,
+        "TIDEMARK_SERVICE_HOST TIDEMARK_SERVICE_PORT "
+        "TIDEMARK_SERVICE_PORT_HTTP TIDEMARK_SERVICE_PORT_ADMIN_API "
+        "TIDEMARK_PORT TIDEMARK_PORT_7070_TCP TIDEMARK_PORT_7070_TCP_PROTO "
+        "TIDEMARK_PORT_7070_TCP_PORT TIDEMARK_PORT_7070_TCP_ADDR "
+        "TIDEMARK_PORT_9000_UDP_ADDR TIDEMARK_PORT_9001_SCTP "
+        "TIDEMARK_ADMIN_SERVICE_HOST TIDEMARK_ADMIN_SERVICE_PORT "
+        "TIDEMARK_ADMIN_PORT TIDEMARK_ADMIN_PORT_7071_TCP_ADDR "
+        "TIDEMARK_UPSTREAM_DEFAULT_SERVICE_HOST "
+        "TIDEMARK_UPSTREAM_DEFAULT_SERVICE_PORT "
+        "TIDEMARK_UPSTREAM_DEFAULT_PORT");
+    unload(&l);
+    /* None: NULL. */
+    load_ok(&l, "[upstream default]\nurl = http://h\n", NULL);
+    assert_null(l.c.env_links);
     unload(&l);
 }
 
@@ -903,6 +1031,208 @@ test_fuzz_regressions(void **state)
     unload(&l);
 }
 
+/* ---- reload: restart-only keys, from the option table --------------- */
+
+/* A value away from the reload base's for every key of the singleton
+ * sections; "@1" and "@2" stand for two secret files. */
+static const struct {
+    const char *sect, *key, *value;
+} reload_changes[] = {
+    {"proxy", "listen", "127.0.0.1:9999"},
+    {"proxy", "unmatched", "reject"},
+    {"proxy", "token_header", "X-T"},
+    {"proxy", "resource_header", "X-R"},
+    {"proxy", "header_timeout_ms", "5"},
+    {"proxy", "idle_timeout_ms", "6"},
+    {"proxy", "max_head", "32768"},
+    {"proxy", "max_uri", "4096"},
+    {"proxy", "max_headers", "50"},
+    {"proxy", "max_connections", "7"},
+    {"proxy", "order_grace_ms", "0"},
+    {"proxy", "min_body_rate", "5"},
+    {"proxy", "body_rate_window_ms", "500"},
+    {"proxy", "discard_limit", "0"},
+    {"proxy", "buffer_size", "4096"},
+    {"proxy", "log_format", "json"},
+    {"proxy", "drain_timeout_ms", "0"},
+    {"proxy", "log_level", "debug"},
+    {"admin", "listen", "127.0.0.1:9998"},
+    {"admin", "token_file", "@2"},
+    {"admin", "allowed_hosts", "ops.example"},
+    {"store", "type", "redis"},
+    {"store", "path", "/tmp/x.lmdb"},
+    {"store", "map_size", "2M"},
+    {"store", "dsn", "host=b password=hush"},
+    {"store", "url", "redis://:hush@b:2"},
+    {"store", "endpoints", "http://b:2"},
+    {"store", "pool_size", "3"},
+    {"store", "wait_replicas", "1"},
+    {"store", "cache_entries", "16"},
+    {"store", "timeout_ms", "9"},
+    {"locks", "backend", "redis"},
+    {"locks", "url", "redis://:hush@b:2"},
+    {"locks", "dsn", "host=b password=hush"},
+    {"locks", "pool_size", "3"},
+    {"locks", "timeout_ms", "9"},
+    {"locks", "path", "/tmp/l.lmdb"},
+    {"locks", "map_size", "2M"},
+    {"locks", "eager", "no"},
+    {"locks", "max_ttl_ms", "5"},
+    {"locks", "max_wait_ms", "0"},
+    {"tokens", "key_file", "@2"},
+};
+
+struct said {
+    size_t n;
+    char key[96];
+    char kept[256];
+};
+
+static void
+record_change(void *arg, const char *key, const char *kept)
+{
+    struct said *s = arg;
+
+    s->n++;
+    snprintf(s->key, sizeof(s->key), "%s", key);
+    snprintf(s->kept, sizeof(s->kept), "%s", kept);
+}
+
+/* Appends "key: kept; " to the string at arg (512 bytes). */
+static void
+append_change(void *arg, const char *key, const char *kept)
+{
+    char *buf = arg;
+    size_t n = strlen(buf);
+
+    snprintf(buf + n, 512 - n, "%s: %s; ", key, kept);
+}
+
+static const char *
+reload_value(const struct cfg_opt *o, const char *key1, const char *key2)
+{
+    for (size_t i = 0; i < ARRAY_LEN(reload_changes); i++) {
+        if (strcmp(reload_changes[i].sect, cfg_sect_name(o->sect)) == 0 &&
+            strcmp(reload_changes[i].key, o->key) == 0) {
+            const char *v = reload_changes[i].value;
+
+            return strcmp(v, "@1") == 0   ? key1
+                   : strcmp(v, "@2") == 0 ? key2
+                                          : v;
+        }
+    }
+    fail_msg("[%s] %s has no value in reload_changes: every key is tested",
+             cfg_sect_name(o->sect), o->key);
+    return NULL;
+}
+
+/* TIDEMARK_<SECT>_<KEY>=value */
+static void
+env_var(char *buf, size_t len, const struct cfg_opt *o, const char *value)
+{
+    size_t n = (size_t)snprintf(
+        buf, len, "TIDEMARK_%s_%s=", cfg_sect_name(o->sect), o->key);
+
+    for (size_t i = 0; i < n; i++) {
+        buf[i] = (char)(buf[i] >= 'a' && buf[i] <= 'z' ? buf[i] - 32 : buf[i]);
+    }
+    snprintf(buf + n, len - n, "%s", value);
+}
+
+/* For every key of [proxy], [admin], [store], [locks] and [tokens]: a
+ * reload that changes only that key reports it (and keeps the running
+ * value) exactly when the table says it needs a restart; else the new
+ * value stands and nothing is said. Keys of [upstream] and [route]
+ * sections are all reloadable. */
+static void
+test_reload_restart_only(void **state)
+{
+    char *key1 = write_key("0123456789abcdef0123456789abcdef", 0600);
+    char *key2 = write_key("fedcba9876543210fedcba9876543210", 0600);
+    char ini[1024];
+    size_t restart = 0;
+
+    snprintf(ini, sizeof(ini),
+             "[store]\ndsn = host=a\nurl = redis://a:1\n"
+             "endpoints = http://a:1\n"
+             "[locks]\nurl = redis://a:1\ndsn = host=a\n"
+             "[tokens]\nkey_file = %s\n"
+             "[admin]\ntoken_file = %s\n" UP_DEFAULT,
+             key1, key1);
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        char var[256];
+        const char *env[] = {var, NULL};
+        struct loaded old, nw;
+        struct said said = {0};
+        void *a, *b;
+
+        if (cfg_sect_named(o->sect)) {
+            assert_false(o->flags & CFG_RESTART);
+            continue;
+        }
+        if (o->flags & CFG_RESTART) {
+            assert_true(cfg_opt_comparable(o));
+            restart++;
+        }
+        env_var(var, sizeof(var), o, reload_value(o, key1, key2));
+        load_ok(&old, ini, NULL);
+        load_ok(&nw, ini, env);
+        a = cfg_singleton(&old.c, o->sect);
+        b = cfg_singleton(&nw.c, o->sect);
+        if (cfg_opt_comparable(o) && cfg_opt_same(o, a, b)) {
+            fail_msg("%s did not change the value", var);
+        }
+        assert_true(cfg_keep_restart_only(&nw.c, &old.c, record_change, &said));
+        if (o->flags & CFG_RESTART) {
+            char want[96], shown[256];
+
+            snprintf(want, sizeof(want), "[%s] %s", cfg_sect_name(o->sect),
+                     o->key);
+            cfg_opt_show(o, a, shown, sizeof(shown));
+            assert_int_equal(said.n, 1);
+            assert_string_equal(said.key, want);
+            assert_string_equal(said.kept, shown);
+            assert_null(strstr(said.kept, "hush"));
+            assert_true(cfg_opt_same(o, a, b));
+        } else {
+            assert_int_equal(said.n, 0);
+        }
+        unload(&old);
+        unload(&nw);
+    }
+    /* listen twice, [store] 10, [locks] 10, [tokens] key_file */
+    assert_int_equal(restart, 23);
+    unlink(key1);
+    unlink(key2);
+    free(key1);
+    free(key2);
+}
+
+/* What the log says is kept, as a file would write it. */
+static void
+test_reload_kept_values(void **state)
+{
+    const char *env[] = {"TIDEMARK_LOCKS_TIMEOUT_MS=9",
+                         "TIDEMARK_LOCKS_EAGER=no", "TIDEMARK_STORE_DSN=host=z",
+                         "TIDEMARK_STORE_MAP_SIZE=2M", NULL};
+    struct loaded old, nw;
+    char said[512] = "";
+
+    load_ok(&old, UP_DEFAULT, NULL);
+    load_ok(&nw, UP_DEFAULT, env);
+    assert_true(cfg_keep_restart_only(&nw.c, &old.c, append_change, said));
+    assert_string_equal(said, "[store] map_size: 1073741824; [store] dsn: "
+                              "(none); [locks] timeout_ms: 2000; [locks] "
+                              "eager: yes; ");
+    assert_int_equal(nw.c.locks.timeout_ms, 2000);
+    assert_true(nw.c.locks.eager);
+    assert_null(nw.c.store.dsn);
+    assert_int_equal(nw.c.store.map_size, 1073741824);
+    unload(&old);
+    unload(&nw);
+}
+
 int
 main(void)
 {
@@ -916,12 +1246,15 @@ main(void)
         cmocka_unit_test(test_long_line),
         cmocka_unit_test(test_env_overrides),
         cmocka_unit_test(test_env_singletons),
+        cmocka_unit_test(test_env_service_links),
         cmocka_unit_test(test_upstream_urls),
         cmocka_unit_test(test_no_secrets_in_errors),
         cmocka_unit_test(test_split_hostport),
         cmocka_unit_test(test_errors_append),
         cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_fuzz_regressions),
+        cmocka_unit_test(test_reload_restart_only),
+        cmocka_unit_test(test_reload_kept_values),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

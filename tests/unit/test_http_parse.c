@@ -17,6 +17,8 @@
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 static const struct http_limits lim_std = {8192, 100, 4096};
+/* The fencing header names, as the proxy passes them by default. */
+static const char *const fence[2] = {"Fencing-Token", "Fencing-Resource"};
 
 /* Every parse in these tests reads an exact-size heap copy, so that ASan
  * sees any read past len. */
@@ -41,7 +43,7 @@ req_rc(const char *p, size_t n, const struct http_limits *lim)
 {
     static struct http_request req;
     char *b = dup_exact(p, n);
-    enum http_rc rc = http_parse_request(b, n, lim, &req);
+    enum http_rc rc = http_parse_request(b, n, lim, fence, &req);
 
     if (rc == HTTP_INCOMPLETE || rc == HTTP_OK) {
         assert_null(req.error);
@@ -315,6 +317,39 @@ static const struct req_case req_cases[] = {
     ERR("host short escape", "GET / HTTP/1.1\r\nHost: a%2\r\n\r\n", HTTP_BAD),
     ERR("host obs-text", "GET / HTTP/1.1\r\nHost: \xe9\r\n\r\n", HTTP_BAD),
 
+    /* Framing and fencing headers in a spelling some server reads as
+     * theirs (hname.h): refused, never forwarded as ordinary fields. */
+    ERR("te underscore", P11 "Transfer_Encoding: chunked\r\n\r\n", HTTP_BAD),
+    ERR("te underscore beside cl",
+        P11 "Transfer_Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+        HTTP_BAD),
+    ERR("te dot", P11 "transfer.encoding: chunked\r\n\r\n", HTTP_BAD),
+    ERR("te tilde upper", P11 "TRANSFER~ENCODING: chunked\r\n\r\n", HTTP_BAD),
+    ERR("cl underscore", P11 "Content_Length: 5\r\n\r\n", HTTP_BAD),
+    ERR("cl underscore beside cl",
+        P11 "Content-Length: 5\r\ncontent_length: 50\r\n\r\n", HTTP_BAD),
+    ERR("cl plus", P11 "Content+Length: 5\r\n\r\n", HTTP_BAD),
+    ERR("cl backquote", P11 "content`length: 5\r\n\r\n", HTTP_BAD),
+    ERR("token underscore", H11 "Fencing_Token: 5\r\n\r\n", HTTP_BAD),
+    ERR("token dot lower", H11 "fencing.token: 5\r\n\r\n", HTTP_BAD),
+    ERR("token underscore beside token",
+        H11 "Fencing-Token: 5\r\nFENCING_TOKEN: 9\r\n\r\n", HTTP_BAD),
+    ERR("resource underscore", H11 "Fencing_Resource: r\r\n\r\n", HTTP_BAD),
+    ERR("resource star", H11 "Fencing*Resource: r\r\n\r\n", HTTP_BAD),
+    OK_("token exact, any case", H11 "fENCING-tOKEN: 5\r\n\r\n", HTTP_BODY_NONE,
+        0, true, false),
+    OK_("token longer name", H11 "Fencing_Token_X: 5\r\n\r\n", HTTP_BODY_NONE,
+        0, true, false),
+    OK_("te shorter name", P11 "Transfer_Encodin: chunked\r\n\r\n",
+        HTTP_BODY_NONE, 0, true, false),
+    OK_("te percent-encoded stays a name",
+        P11 "Transfer-%45ncoding: chunked\r\nContent-Length: 1\r\n\r\n",
+        HTTP_BODY_LENGTH, 1, true, false),
+    OK_("content-encoding chunked",
+        P11 "Content-Encoding: chunked\r\n"
+            "Content-Length: 1\r\n\r\n",
+        HTTP_BODY_LENGTH, 1, true, false),
+
     /* Connection. */
     ERR("connection content-length",
         P11 "Connection: content-length\r\n"
@@ -334,7 +369,7 @@ check_req_case(const struct req_case *c)
 {
     static struct http_request req;
     char *b = dup_exact(c->raw, c->len);
-    enum http_rc rc = http_parse_request(b, c->len, &lim_std, &req);
+    enum http_rc rc = http_parse_request(b, c->len, &lim_std, fence, &req);
 
     if (rc != c->rc) {
         fail_msg("%s: rc %d, want %d (%s)", c->name, rc, c->rc,
@@ -409,11 +444,12 @@ test_request_pipelined(void **state)
         assert_non_null(b);
         memcpy(b, c->raw, c->len);
         memcpy(b + c->len, next, sizeof(next) - 1);
-        assert_int_equal(http_parse_request(b, n, &lim_std, &req), HTTP_OK);
+        assert_int_equal(http_parse_request(b, n, &lim_std, fence, &req),
+                         HTTP_OK);
         assert_int_equal(req.head_len, c->len);
-        assert_int_equal(
-            http_parse_request(b + req.head_len, n - c->len, &lim_std, &req),
-            HTTP_OK);
+        assert_int_equal(http_parse_request(b + req.head_len, n - c->len,
+                                            &lim_std, fence, &req),
+                         HTTP_OK);
         assert_int_equal(req.head_len, sizeof(next) - 1);
         assert_true(slice_eq(req.method, "DELETE"));
         assert_true(slice_eq(req.path, "/z"));
@@ -430,8 +466,9 @@ test_request_fields(void **state)
     static struct http_request req;
 
     (void)state;
-    assert_int_equal(http_parse_request(raw, sizeof(raw) - 1, &lim_std, &req),
-                     HTTP_OK);
+    assert_int_equal(
+        http_parse_request(raw, sizeof(raw) - 1, &lim_std, fence, &req),
+        HTTP_OK);
     assert_int_equal(req.head_len, sizeof(raw) - 1 - 3);
     assert_true(slice_eq(req.method, "PUT"));
     assert_true(slice_eq(req.target, "/a/b?c=d&e"));
@@ -455,15 +492,17 @@ test_request_fields(void **state)
 
     static const char absf[] =
         "GET http://h.example:8080/p/q?r HTTP/1.0\r\n\r\n";
-    assert_int_equal(http_parse_request(absf, sizeof(absf) - 1, &lim_std, &req),
-                     HTTP_OK);
+    assert_int_equal(
+        http_parse_request(absf, sizeof(absf) - 1, &lim_std, fence, &req),
+        HTTP_OK);
     assert_true(slice_eq(req.target, "http://h.example:8080/p/q?r"));
     assert_true(slice_eq(req.path, "/p/q"));
     assert_int_equal(req.minor, 0);
 
     static const char star[] = "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n";
-    assert_int_equal(http_parse_request(star, sizeof(star) - 1, &lim_std, &req),
-                     HTTP_OK);
+    assert_int_equal(
+        http_parse_request(star, sizeof(star) - 1, &lim_std, fence, &req),
+        HTTP_OK);
     assert_true(slice_eq(req.path, "*"));
 }
 
@@ -493,8 +532,9 @@ test_request_hop(void **state)
     static struct http_request req;
 
     (void)state;
-    assert_int_equal(http_parse_request(raw, sizeof(raw) - 1, &lim_std, &req),
-                     HTTP_OK);
+    assert_int_equal(
+        http_parse_request(raw, sizeof(raw) - 1, &lim_std, fence, &req),
+        HTTP_OK);
     assert_int_equal(req.nheaders, NELEM(hop));
     for (size_t i = 0; i < NELEM(hop); i++) {
         if (req.headers[i].hop != hop[i]) {
@@ -572,7 +612,7 @@ test_request_limits(void **state)
     assert_int_equal(req_rc(big, lim.max_head - 1, &lim), HTTP_INCOMPLETE);
     assert_int_equal(req_rc(big, lim.max_head, &lim), HTTP_HEAD_TOO_LARGE);
     assert_int_equal(req_rc(big, sizeof(big), &lim), HTTP_HEAD_TOO_LARGE);
-    assert_int_equal(http_parse_request(big, sizeof(big), &lim, &req),
+    assert_int_equal(http_parse_request(big, sizeof(big), &lim, fence, &req),
                      HTTP_HEAD_TOO_LARGE);
     assert_non_null(req.error);
     assert_int_equal(req_rc("", 0, &lim), HTTP_INCOMPLETE);
@@ -657,6 +697,12 @@ static const struct resp_case resp_cases[] = {
     RERR("connection content-length",
          "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\n"
          "Content-Length: 1\r\n\r\n"),
+    RERR("te underscore", "HTTP/1.1 200 OK\r\nTransfer_Encoding: chunked\r\n"
+                          "Content-Length: 1\r\n\r\n"),
+    RERR("cl underscore", "HTTP/1.1 200 OK\r\nContent_Length: 1\r\n\r\n"),
+    R("token underscore is no fencing header here",
+      "HTTP/1.1 200 OK\r\nFencing_Token: 1\r\nContent-Length: 0\r\n\r\n", false,
+      HTTP_OK, 200, HTTP_BODY_NONE, 0, true),
     RERR("two digits", "HTTP/1.1 20 OK\r\n\r\n"),
     RERR("four digits", "HTTP/1.1 2000 OK\r\n\r\n"),
     RERR("letters", "HTTP/1.1 abc OK\r\n\r\n"),
@@ -1035,7 +1081,7 @@ test_mutations(void **state)
         }
         b = dup_exact(buf, len);
         if (kind == 0) {
-            rc = http_parse_request(b, len, &lim_std, &req);
+            rc = http_parse_request(b, len, &lim_std, fence, &req);
             if (rc == HTTP_OK) {
                 assert_true(req.head_len <= len);
                 assert_in(req.method, b, len);
@@ -1084,6 +1130,26 @@ test_chunked_trailer_names(void **state)
         {"5\r\nhello\r\n0\r\nTRANSFER-ENCODING: x\r\n\r\n", false},
         {"5\r\nhello\r\n0\r\nHost: a\r\n\r\n", false},
         {"5\r\nhello\r\n0\r\nFencing-Token-Extra: 9\r\n\r\n", true},
+        /* Every spelling a server may read as a refused name. */
+        {"5\r\nhello\r\n0\r\nFencing_Token: 9\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nFENCING.TOKEN: 9\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nfencing_resource: x\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nContent_Length: 5\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\ncontent~length: 5\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nTransfer_Encoding: chunked\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nhOST: a\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nX-Sum: 1\r\nFencing_Token: 9\r\n\r\n", false},
+        {"5\r\nhello\r\n0\r\nFencing_Token_: 9\r\n\r\n", true},
+        {"5\r\nhello\r\n0\r\nFencing_Toke: 9\r\n\r\n", true},
+        {"5\r\nhello\r\n0\r\nHosts: a\r\n\r\n", true},
+        {"5\r\nhello\r\n0\r\nHos: a\r\n\r\n", true},
+        /* A configured name longer than any buffer still counts. */
+        {"5\r\nhello\r\n0\r\nX-A-Very-Long-Configured-Fencing-Token-"
+         "Header-Name: 9\r\n\r\n",
+         false},
+        {"5\r\nhello\r\n0\r\nx_a_very_long_configured_fencing_token_"
+         "header_name: 9\r\n\r\n",
+         false},
         {"5\r\nhello\r\n0\r\nX-Very-Long-Trailer-Name-That-Goes-On-"
          "And-On: 1\r\n\r\n",
          true},
@@ -1098,7 +1164,10 @@ test_chunked_trailer_names(void **state)
 
             http_chunked_init(&c);
             c.forbid[0] = "Fencing-Token";
-            c.forbid[1] = "Fencing-Resource";
+            c.forbid[1] = strstr(cases[i].body, "onfigured") != NULL
+                              ? "X-A-Very-Long-Configured-Fencing-Token-"
+                                "Header-Name"
+                              : "Fencing-Resource";
             a = http_chunked_feed(&c, cases[i].body, split);
             if (a != (size_t)-1 && split < n && !c.done) {
                 b = http_chunked_feed(&c, cases[i].body + split, n - split);

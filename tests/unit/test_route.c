@@ -1,5 +1,5 @@
 /* test_route.c: path templates (compile, match), resource templates
- * (compile, expand) and method bits, each against a table. */
+ * (compile, expand) and route methods, each against a table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +22,24 @@ static const struct compile_case compile_cases[] = {
     {"/v1/documents/{doc}", NULL},
     {"/files/{key*}", NULL},
     {"/", NULL},
-    {"/a/", NULL},
+    {"/a/", "not in canonical form: it reads as \"/a\" (see Resource "
+            "names in the README)"},
+    {"/a//{b}", "not in canonical form: it reads as \"/a/{b}\" (see "
+                "Resource names in the README)"},
+    {"/a/./{b}", "not in canonical form: it reads as \"/a/{b}\" (see "
+                 "Resource names in the README)"},
+    {"/a%20b", "not in canonical form: it reads as \"/a b\" (see Resource "
+               "names in the README)"},
+    {"/a;v=1", "not in canonical form: it reads as \"/a\" (see Resource "
+               "names in the README)"},
+    {"/a b/{c}", NULL},
+    {"/\xc3\xa9t\xc3\xa9/{c}", NULL},
+    {"/a/..", "not in canonical form: it reads as \"/\" (see Resource "
+              "names in the README)"},
+    {"/..", "'..' goes above the root"},
+    {"/a%2Fb", "an encoded slash (%2F) in a path: backends read it in "
+               "different ways"},
+    {"/a%zz", "a '%' must be followed by two hex digits"},
     {"/b/{x}/c/{y_2}", NULL},
     {"/{a}/{b}/{c}/{d}/{e}/{f}/{g}/{h}", NULL},
     {"", "a path template must start with '/'"},
@@ -94,8 +111,6 @@ static const struct match_case match_cases[] = {
     {"/{all*}", "/", false, {NULL}},
     {"/", "/", true, {NULL}},
     {"/", "/a", false, {NULL}},
-    {"/a/", "/a/", true, {NULL}},
-    {"/a/", "/a", false, {NULL}},
     {"/a", "/a/", false, {NULL}},
     {"/a", "/a", true, {NULL}},
     {"/a", "/ab", false, {NULL}},
@@ -104,7 +119,6 @@ static const struct match_case match_cases[] = {
     {"/b/{x}/c/{y}", "/b/1/d/2", false, {NULL}},
     {"/b/{x}/c/{y}", "/b/1/c", false, {NULL}},
     {"/b/{x}/{rest*}", "/b/1/2/3", true, {"1", "2/3"}},
-    {"/a//{x}", "/a//1", true, {"1"}},
     {"/a/{x}", "/a//1", false, {NULL}},
 };
 
@@ -181,6 +195,29 @@ static const struct resource_case resource_cases[] = {
     {"/v1/x/{doc}", "x/{{doc}}", NULL, "unbalanced '{'", false},
     {"/v1/x/{doc}", "x/doc}", NULL, "unbalanced '}'", false},
     {"/v1/x/{doc}", "x/{}", NULL, "{} is not a capture of the path", false},
+    {"/v1/x/{doc}", "x/{doc}/", NULL,
+     "not in canonical form: it reads as \"x/{doc}\" (see Resource names "
+     "in the README)",
+     false},
+    {"/v1/x/{doc}", "/x/{doc}", NULL,
+     "not in canonical form: it reads as \"x/{doc}\" (see Resource names "
+     "in the README)",
+     false},
+    {"/v1/x/{doc}", "x/./{doc}", NULL,
+     "not in canonical form: it reads as \"x/{doc}\" (see Resource names "
+     "in the README)",
+     false},
+    {"/v1/x/{doc}", "x+{doc}", NULL,
+     "not in canonical form: it reads as \"x {doc}\" (see Resource names "
+     "in the README)",
+     false},
+    {"/v1/x/{doc}", "x%{doc}", NULL, "a '%' must be followed by two hex digits",
+     false},
+    {"/v1/x/{doc}", "x%2F{doc}", NULL,
+     "not in canonical form: it reads as \"x/{doc}\" (see Resource names "
+     "in the README)",
+     false},
+    {"/v1/x/{doc}", "x y/{doc}", "/v1/x/a b", "x y/a b", true},
 };
 
 static void
@@ -237,41 +274,96 @@ test_expand_bounds(void **state)
     tmpl_free(&t);
 }
 
-struct method_case {
-    const char *name;
-    unsigned bit;
+struct methods_case {
+    const char *src;
+    const char *err; /* NULL: parses */
+    const char *yes[4];
+    const char *no[4];
 };
 
-static const struct method_case method_cases[] = {
-    {"GET", TM_M_GET},
-    {"HEAD", TM_M_HEAD},
-    {"POST", TM_M_POST},
-    {"PUT", TM_M_PUT},
-    {"PATCH", TM_M_PATCH},
-    {"DELETE", TM_M_DELETE},
-    {"OPTIONS", TM_M_OPTIONS},
-    {"put", 0},
-    {"Put", 0},
-    {"PUTS", 0},
-    {"PU", 0},
-    {"", 0},
-    {"CONNECT", 0},
-    {"TRACE", 0},
+static const struct methods_case methods_cases[] = {
+    {"PUT DELETE MKCOL MOVE COPY PROPPATCH",
+     NULL,
+     {"PUT", "MKCOL", "PROPPATCH", "COPY"},
+     {"PROPFIND", "GET", "put", "PUTS"}},
+    {"*", NULL, {"GET", "PROPFIND", "put", "X"}, {NULL}},
+    {" \tLOCK\tUNLOCK  REPORT SEARCH ",
+     NULL,
+     {"LOCK", "UNLOCK", "REPORT", "SEARCH"},
+     {"LOC", "LOCKS", "", "Lock"}},
+    {"X-1!#$%&'*+-.^_`|~", NULL, {"X-1!#$%&'*+-.^_`|~"}, {"X-1"}},
+    {"", "must name methods, or * for every method", {NULL}, {NULL}},
+    {"  ", "must name methods, or * for every method", {NULL}, {NULL}},
+    {"* PUT", "* stands alone: it means every method", {NULL}, {NULL}},
+    {"PUT *", "* stands alone: it means every method", {NULL}, {NULL}},
+    {"PUT put",
+     "methods are upper case: 'put' (a backend may run a lower-case method "
+     "as the upper-case one)",
+     {NULL},
+     {NULL}},
+    {"Mkcol",
+     "methods are upper case: 'Mkcol' (a backend may run a lower-case "
+     "method as the upper-case one)",
+     {NULL},
+     {NULL}},
+    {"PU(T", "'PU(T' is not a method token (RFC 9110)", {NULL}, {NULL}},
+    {"PUT/", "'PUT/' is not a method token (RFC 9110)", {NULL}, {NULL}},
+    {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+     "a method is at most 32 characters: "
+     "'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA...'",
+     {NULL},
+     {NULL}},
+    {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+     NULL,
+     {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+     {"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}},
 };
 
 static void
-test_method_bit(void **state)
+test_methods(void **state)
 {
-    for (size_t i = 0; i < ARRAY_LEN(method_cases); i++) {
-        const struct method_case *c = &method_cases[i];
+    for (size_t i = 0; i < ARRAY_LEN(methods_cases); i++) {
+        const struct methods_case *c = &methods_cases[i];
+        struct tm_methods m;
+        char err[160] = "";
+        bool ok = methods_parse(&m, c->src, err, sizeof(err));
 
-        if (method_bit(c->name, strlen(c->name)) != c->bit) {
-            fail_msg("method_bit(\"%s\") = %u, want %u", c->name,
-                     method_bit(c->name, strlen(c->name)), c->bit);
+        if (ok != (c->err == NULL)) {
+            fail_msg("methods_parse(\"%s\"): %s (%s)", c->src,
+                     ok ? "parsed" : "refused", err);
         }
+        if (!ok) {
+            assert_string_equal(err, c->err);
+            assert_null(m.v);
+            assert_int_equal(m.n, 0);
+            continue;
+        }
+        for (size_t j = 0; j < 4 && c->yes[j] != NULL; j++) {
+            if (!methods_has(&m, c->yes[j], strlen(c->yes[j]))) {
+                fail_msg("\"%s\" does not have %s", c->src, c->yes[j]);
+            }
+        }
+        for (size_t j = 0; j < 4 && c->no[j] != NULL; j++) {
+            if (methods_has(&m, c->no[j], strlen(c->no[j]))) {
+                fail_msg("\"%s\" has %s", c->src, c->no[j]);
+            }
+        }
+        methods_free(&m);
     }
-    /* A slice: "PUT" out of "PUTX". */
-    assert_int_equal(method_bit("PUTX", 3), TM_M_PUT);
+}
+
+/* The request method is a slice: "PUT" out of "PUTX" is PUT. */
+static void
+test_methods_slice(void **state)
+{
+    struct tm_methods m;
+    char err[128];
+
+    assert_true(methods_parse(&m, "PUT", err, sizeof(err)));
+    assert_true(methods_has(&m, "PUTX", 3));
+    assert_false(methods_has(&m, "PUTX", 4));
+    assert_false(methods_has(&m, "PUTX", 2));
+    methods_free(&m);
 }
 
 int
@@ -280,7 +372,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compile),       cmocka_unit_test(test_match),
         cmocka_unit_test(test_match_slice),   cmocka_unit_test(test_resource),
-        cmocka_unit_test(test_expand_bounds), cmocka_unit_test(test_method_bit),
+        cmocka_unit_test(test_expand_bounds), cmocka_unit_test(test_methods),
+        cmocka_unit_test(test_methods_slice),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,312 @@
+/* coldq.c: the calls that wait for a shared backend's first connection:
+ * a FIFO whose head is the next to expire (every call waits as long). */
+#include "coldq.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "../queue.h"
+
+#define COLDQ_MAX 65536
+
+struct parked {
+    struct parked *next;
+    coldq_fn fn;
+    void *arg;
+    int64_t until; /* ms, CLOCK_MONOTONIC */
+};
+
+struct parked_list {
+    QUEUE_FIELDS(struct parked);
+};
+
+struct coldq {
+    struct event_base *base;
+    int timeout_ms;
+    bool up;
+    bool full_logged;
+    struct parked_list list;
+    struct event *expire_ev; /* for the head */
+    struct event *run_ev;    /* up: run them all */
+};
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+arm_expire(struct coldq *q)
+{
+    int64_t ms;
+    struct timeval tv;
+
+    if (q->list.head == NULL) {
+        evtimer_del(q->expire_ev);
+        return;
+    }
+    ms = q->list.head->until - now_ms();
+    ms = ms < 0 ? 0 : ms;
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+    evtimer_add(q->expire_ev, &tv);
+}
+
+/* Take the head and call it: the list may change inside fn. */
+static void
+pop_call(struct coldq *q, bool up)
+{
+    struct parked *p;
+
+    QUEUE_POP(&q->list, p);
+    p->fn(p->arg, up);
+    free(p);
+}
+
+static void
+on_expire(evutil_socket_t fd, short what, void *arg)
+{
+    struct coldq *q = arg;
+    int64_t now = now_ms();
+
+    (void)fd;
+    (void)what;
+    while (q->list.head != NULL && q->list.head->until <= now) {
+        pop_call(q, false);
+    }
+    arm_expire(q);
+}
+
+static void
+on_run(evutil_socket_t fd, short what, void *arg)
+{
+    struct coldq *q = arg;
+    size_t n = q->list.n;
+
+    (void)fd;
+    (void)what;
+    /* Only those parked before: a call made again may not park anew
+     * (coldq_waiting is false), but stay safe. */
+    while (n-- > 0 && q->list.head != NULL) {
+        pop_call(q, true);
+    }
+    arm_expire(q);
+}
+
+struct coldq *
+coldq_new(struct event_base *base, int timeout_ms)
+{
+    struct coldq *q = calloc(1, sizeof(*q));
+
+    if (q == NULL) {
+        return NULL;
+    }
+    q->base = base;
+    q->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
+    q->expire_ev = evtimer_new(base, on_expire, q);
+    q->run_ev = event_new(base, -1, 0, on_run, q);
+    if (q->expire_ev == NULL || q->run_ev == NULL) {
+        coldq_free(q);
+        return NULL;
+    }
+    return q;
+}
+
+bool
+coldq_waiting(const struct coldq *q)
+{
+    return !q->up;
+}
+
+bool
+coldq_park(struct coldq *q, coldq_fn fn, void *arg)
+{
+    struct parked *p;
+
+    if (q->up ||
+        !queue_admit(q->list.n, COLDQ_MAX, &q->full_logged, "cold start",
+                     "calls are waiting for the first connection")) {
+        return false;
+    }
+    p = malloc(sizeof(*p));
+    if (p == NULL) {
+        return false;
+    }
+    p->fn = fn;
+    p->arg = arg;
+    p->until = now_ms() + q->timeout_ms;
+    QUEUE_PUSH(&q->list, p);
+    if (q->list.n == 1) {
+        arm_expire(q);
+    }
+    return true;
+}
+
+void
+coldq_up(struct coldq *q)
+{
+    if (q->up) {
+        return;
+    }
+    q->up = true;
+    if (q->list.head != NULL) {
+        event_active(q->run_ev, EV_TIMEOUT, 1);
+    }
+}
+
+void
+coldq_free(struct coldq *q)
+{
+    if (q == NULL) {
+        return;
+    }
+    q->up = true; /* nothing parks from the callbacks */
+    while (q->list.head != NULL) {
+        pop_call(q, false);
+    }
+    if (q->expire_ev != NULL) {
+        event_free(q->expire_ev);
+    }
+    if (q->run_ev != NULL) {
+        event_free(q->run_ev);
+    }
+    free(q);
+}
+
+/* ---- parked store and lock calls --------------------------------- */
+
+struct store_call {
+    struct store *st;
+    const struct store_ops *ops;
+    bool is_get;
+    int64_t token;
+    store_cb cb;
+    void *arg;
+    size_t len;
+    char res[];
+};
+
+static void
+store_call_run(void *arg, bool up)
+{
+    struct store_call *c = arg;
+
+    if (!up) {
+        c->cb(c->arg, STORE_ERROR, 0);
+    } else if (c->is_get) {
+        c->ops->get(c->st, c->res, c->len, c->cb, c->arg);
+    } else {
+        c->ops->raise(c->st, c->res, c->len, c->token, c->cb, c->arg);
+    }
+    free(c);
+}
+
+bool
+coldq_park_store(struct coldq *q, struct store *st, const struct store_ops *ops,
+                 bool is_get, const char *res, size_t len, int64_t token,
+                 store_cb cb, void *arg)
+{
+    struct store_call *c;
+
+    if (!coldq_waiting(q) || len > 65536) {
+        return false;
+    }
+    c = malloc(sizeof(*c) + len + 1);
+    if (c == NULL) {
+        return false;
+    }
+    *c = (struct store_call){.st = st,
+                             .ops = ops,
+                             .is_get = is_get,
+                             .token = token,
+                             .cb = cb,
+                             .arg = arg,
+                             .len = len};
+    memcpy(c->res, res, len);
+    c->res[len] = '\0';
+    if (!coldq_park(q, store_call_run, c)) {
+        free(c);
+        return false;
+    }
+    return true;
+}
+
+struct lock_call {
+    struct lock_backend *b;
+    const struct lock_ops *ops;
+    enum coldq_lock_op op;
+    int64_t fence;
+    int64_t ttl_ms;
+    lock_cb cb;
+    void *arg;
+    size_t len;
+    char name[];
+};
+
+static void
+lock_call_run(void *arg, bool up)
+{
+    struct lock_call *c = arg;
+
+    if (!up) {
+        c->cb(c->arg, LOCK_ERROR, 0, 0);
+        free(c);
+        return;
+    }
+    switch (c->op) {
+    case COLDQ_ACQUIRE:
+        c->ops->acquire(c->b, c->name, c->len, c->ttl_ms, c->fence, c->cb,
+                        c->arg);
+        break;
+    case COLDQ_EXTEND:
+        c->ops->extend(c->b, c->name, c->len, c->fence, c->ttl_ms, c->cb,
+                       c->arg);
+        break;
+    case COLDQ_RELEASE:
+        c->ops->release(c->b, c->name, c->len, c->fence, c->cb, c->arg);
+        break;
+    case COLDQ_GET:
+        c->ops->get(c->b, c->name, c->len, c->cb, c->arg);
+        break;
+    }
+    free(c);
+}
+
+bool
+coldq_park_lock(struct coldq *q, struct lock_backend *b,
+                const struct lock_ops *ops, enum coldq_lock_op op,
+                const char *name, size_t len, int64_t fence, int64_t ttl_ms,
+                lock_cb cb, void *arg)
+{
+    struct lock_call *c;
+
+    if (!coldq_waiting(q) || len > 65536) {
+        return false;
+    }
+    c = malloc(sizeof(*c) + len + 1);
+    if (c == NULL) {
+        return false;
+    }
+    *c = (struct lock_call){.b = b,
+                            .ops = ops,
+                            .op = op,
+                            .fence = fence,
+                            .ttl_ms = ttl_ms,
+                            .cb = cb,
+                            .arg = arg,
+                            .len = len};
+    memcpy(c->name, name, len);
+    c->name[len] = '\0';
+    if (!coldq_park(q, lock_call_run, c)) {
+        free(c);
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,64 @@
+/* coldq.h: calls that reach a shared store or lock backend while it makes
+ * its first connection wait for it, each up to the backend's timeout_ms,
+ * instead of failing at once. Once the backend has been up, an outage
+ * fails fast as before: only a cold start waits. */
+#ifndef TM_COLDQ_H
+#define TM_COLDQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../locks/lock.h"
+#include "store.h"
+
+struct event_base;
+struct coldq;
+
+/* up: the backend is up, make the call now; false: it did not come up in
+ * time (or is closing), answer an error. Exactly once per parked call,
+ * never from inside coldq_park. */
+typedef void (*coldq_fn)(void *arg, bool up);
+
+/* A queue whose calls wait up to timeout_ms each. NULL: out of memory. */
+struct coldq *coldq_new(struct event_base *base, int timeout_ms)
+    __attribute__((warn_unused_result));
+
+/* The backend has never been up: calls should park. NULL is never. */
+bool coldq_waiting(const struct coldq *q);
+
+/* Park fn(arg). false (fn never called) when not waiting, the queue is
+ * full (COLDQ_MAX, logged once) or out of memory. */
+bool coldq_park(struct coldq *q, coldq_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+
+/* The backend is up: every parked call runs fn(arg, true) on the next
+ * pass of the loop, in order; coldq_waiting is false from now on. */
+void coldq_up(struct coldq *q);
+
+/* fn(arg, false) for every parked call, now; then free. NULL is fine. */
+void coldq_free(struct coldq *q);
+
+/* A store's raise (is_get false) or get, parked: made again through
+ * ops on st when up, answered STORE_ERROR otherwise. Copies res. */
+bool coldq_park_store(struct coldq *q, struct store *st,
+                      const struct store_ops *ops, bool is_get, const char *res,
+                      size_t len, int64_t token, store_cb cb, void *arg)
+    __attribute__((warn_unused_result));
+
+enum coldq_lock_op {
+    COLDQ_ACQUIRE = 0, /* fence: min_fence */
+    COLDQ_EXTEND,
+    COLDQ_RELEASE,
+    COLDQ_GET,
+};
+
+/* A lock operation, parked: made again through ops on b when up,
+ * answered LOCK_ERROR otherwise. Copies name. */
+bool coldq_park_lock(struct coldq *q, struct lock_backend *b,
+                     const struct lock_ops *ops, enum coldq_lock_op op,
+                     const char *name, size_t len, int64_t fence,
+                     int64_t ttl_ms, lock_cb cb, void *arg)
+    __attribute__((warn_unused_result));
+
+#endif
