@@ -946,6 +946,15 @@ build(struct loader *l, struct tm_config *c)
             add_err(l, &at, "[route %s]: verify = hmac needs [tokens] key_file",
                     r->name);
         }
+        if (r->profile == TM_PROFILE_WEBDAV && r->resource_from_header) {
+            struct origin at = {s->line, NULL};
+
+            /* A MOVE onto this route is named by the template. */
+            add_err(l, &at,
+                    "[route %s]: profile = webdav needs a resource template, "
+                    "not header",
+                    r->name);
+        }
         if (r->upstream == NULL) {
             continue;
         }

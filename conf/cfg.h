@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../policies/profile.h"
 #include "../policies/route.h"
 
 struct cfg_proxy {
@@ -66,9 +67,10 @@ struct cfg_route {
     char *resource_src; /* the resource template as written */
     enum tm_mode mode;
     enum tm_verify verify;
-    char *upstream;      /* name */
-    size_t upstream_idx; /* index into tm_config.upstreams */
-    int64_t max_body;    /* request body bytes; 0: no limit */
+    enum tm_profile profile; /* the backend's protocol: its write methods */
+    char *upstream;          /* name */
+    size_t upstream_idx;     /* index into tm_config.upstreams */
+    int64_t max_body;        /* request body bytes; 0: no limit */
     int line;
 };
 

@@ -338,6 +338,21 @@ set_verify(const struct cfg_opt *o, void *obj, const char *v, char *buf,
 }
 
 static const char *
+set_profile(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+            size_t len)
+{
+    static const enum tm_profile profiles[] = {
+        TM_PROFILE_HTTP, TM_PROFILE_WEBDAV, TM_PROFILE_S3};
+    int i = choice(o, v, buf, len);
+
+    if (i < 0) {
+        return buf;
+    }
+    ((struct cfg_route *)obj)->profile = profiles[i];
+    return NULL;
+}
+
+static const char *
 set_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
          size_t len)
 {
@@ -869,6 +884,7 @@ static const char *const type_choices[] = {"lmdb", "postgres", "redis", "etcd",
 static const char *const mode_choices[] = {"correctness", "efficiency", "off",
                                            NULL};
 static const char *const verify_choices[] = {"none", "hmac", NULL};
+static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
 static const char *const bool_choices[] = {"yes", "no", NULL};
 static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
                                                    NULL};
@@ -1047,6 +1063,9 @@ const struct cfg_opt cfg_opts[] = {
      "correctness | efficiency | off"},
     {CFG_ROUTE, "verify", "none", set_verify, 0, CHOICE(verify_choices), 0,
      "none | hmac"},
+    {CFG_ROUTE, "profile", "http", set_profile, 0, CHOICE(profile_choices), 0,
+     "http | webdav | s3: the backend's protocol, which says what a request "
+     "writes besides its path"},
     {CFG_ROUTE, "max_body", "0", set_size, offsetof(struct cfg_route, max_body),
      INT(0, INT64_MAX), 0,
      "largest request body in bytes (K M G T); 0: no limit"},

@@ -217,6 +217,7 @@ test_section_defaults(void **state)
     assert_methods(&r->methods, "PUT POST PATCH DELETE");
     assert_int_equal(r->mode, TM_MODE_CORRECTNESS);
     assert_int_equal(r->verify, TM_VERIFY_NONE);
+    assert_int_equal(r->profile, TM_PROFILE_HTTP);
     assert_false(r->resource_from_header);
     assert_string_equal(r->upstream, "default");
     assert_int_equal(r->upstream_idx, 0);
@@ -285,7 +286,8 @@ test_every_key(void **state)
         "methods = GET\tOPTIONS  PROPFIND MKCOL X-CUSTOM_1\n"
         "path = /o/{a}/{b}\n"
         "resource = o:{b}:{a}\n"
-        "mode = off\n";
+        "mode = off\n"
+        "profile = s3\n";
     struct loaded l;
 
     char *keyf = write_key("0123456789abcdef\n", 0600);
@@ -354,6 +356,8 @@ test_every_key(void **state)
     assert_methods(&l.c.routes[1].methods,
                    "GET OPTIONS PROPFIND MKCOL X-CUSTOM_1");
     assert_int_equal(l.c.routes[1].mode, TM_MODE_OFF);
+    assert_int_equal(l.c.routes[0].profile, TM_PROFILE_HTTP);
+    assert_int_equal(l.c.routes[1].profile, TM_PROFILE_S3);
     assert_int_equal(l.c.routes[1].upstream_idx, 1);
     unload(&l);
 }
@@ -505,6 +509,13 @@ static const struct err_case err_cases[] = {
       "@:12: methods: must name methods, or * for every method",
       "@:16: methods: methods are upper case: 'put' (a backend may run a "
       "lower-case method as the upper-case one)"}},
+    {"profiles",
+     UP_DEFAULT "[route a]\nprofile = ftp\npath = /a\nresource = a\n"
+                "[route b]\nprofile = webdav\npath = /b\nresource = header\n",
+     {NULL},
+     {"@:4: profile: must be one of http, webdav or s3",
+      "@:7: [route b]: profile = webdav needs a resource template, not "
+      "header"}},
     {"missing required keys",
      "[upstream default]\ntimeout_ms = 5\n[route r]\nmode = off\n",
      {NULL},
