@@ -6,6 +6,7 @@ unfenced because its path matched no per-key route."""
 import pytest
 
 from conftest import assert_problem
+from test_ordering import Async, not_arrived
 
 ROUTES = {
     # methods lists no COPY or MOVE: the webdav profile adds its writes.
@@ -103,6 +104,21 @@ def test_move_stale_at_its_source_raises_nothing(tm, upstream):
     assert doc["high_water"] == 9, doc
     assert tm.mark("files/new") is None
     assert seen(upstream, "MOVE") == []
+
+
+@pytest.mark.parametrize("held", ["src2", "dst2"])
+def test_move_waits_for_writes_in_flight_on_both_ends(tm, upstream, held):
+    """A MOVE takes its turn in the ordering gate of both resources."""
+    put = Async(tm.request, "PUT", "/dav/" + held, token=5, timeout=30,
+                headers=[("X-Test-Id", "p5"), ("X-Test-Hold", "h5")])
+    upstream.wait_request("X-Test-Id", "p5")
+    move = Async(dav, tm, "MOVE", "/dav/src2", "/dav/dst2", token=6,
+                 headers=[("X-Test-Id", "m6")])
+    not_arrived(upstream, "m6")
+    upstream.release("h5")
+    assert put.get().status == 200
+    assert move.get().status == 200
+    assert tm.mark("files/src2") == tm.mark("files/dst2") == 6
 
 
 def test_move_onto_itself_is_one_resource(tm, upstream):
