@@ -79,6 +79,22 @@ def test_move_with_a_path_destination(tm, upstream):
     assert tm.mark("files/p1") == 2 and tm.mark("files/p2") == 2
 
 
+def test_destination_checked_against_an_absolute_form_target(tm, upstream):
+    """The request's authority is its absolute-form target's, not Host's
+    (RFC 9112 3.2.2)."""
+    with tm.conn() as c:
+        r = c.request("MOVE", "http://Real.Test/dav/af",
+                      [("Fencing-Token", "2"),
+                       ("Destination", "http://real.test/dav/ag")])
+        assert r.status == 200, r
+        r = c.request("MOVE", "http://real.test/dav/af",
+                      [("Fencing-Token", "2"),
+                       ("Destination", "http://%s/dav/ag" % HOST)])
+        doc = assert_problem(r, 400)
+        assert "another host" in doc["detail"], doc
+    assert tm.mark("files/ag") == 2
+
+
 def test_copy_raises_only_the_destination(tm, upstream):
     r = dav(tm, "COPY", "/dav/c", "http://%s:80/dav/d" % HOST, token=4)
     assert r.status == 200, r
