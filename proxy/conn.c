@@ -1163,7 +1163,7 @@ dav_request(struct client *c, const struct cfg_route *r,
     char path[DAV_DEST_MAX];
     const struct cfg_route *dr;
     const char *why = NULL;
-    enum decision d1, d2;
+    enum decision d1, d2, d;
 
     if (pool == NULL || (!dav && !pool_fenced(g, TM_PROFILE_WEBDAV, pool))) {
         return false;
@@ -1223,11 +1223,13 @@ dav_request(struct client *c, const struct cfg_route *r,
     if (d2 == DECIDE_ACCEPT) {
         c->src_mark = c->token;
     }
-    if (d1 != DECIDE_STALE && d2 == DECIDE_STALE) {
-        stale_on(c, c->src, marks_get(c->px->marks, c->src, c->src_len));
-        return true;
+    d = decide_pair(d1, d2);
+    if (d != d1 && (d == DECIDE_STALE || d == DECIDE_FORBIDDEN)) {
+        /* Refused for the source: the answer names it. */
+        memcpy(c->resource, c->src, c->src_len + 1);
+        c->rlen = c->src_len;
     }
-    act(c, decide_pair(d1, d2));
+    act(c, d);
     return true;
 }
 

@@ -3,6 +3,8 @@ Destination, S3's multi-object delete and form uploads name their keys in
 the body. Each is fenced at what it writes, or refused; never passed
 unfenced because its path matched no per-key route."""
 
+import json
+
 import pytest
 
 from conftest import assert_problem
@@ -280,3 +282,30 @@ def test_s3_posts_elsewhere_pass(tm, upstream):
     r = tm.request("POST", "/other?delete", body=b"<Delete/>")
     assert r.status == 200, r
     assert upstream.count() == 1
+
+
+# ------------------------------------------------------- signed tokens
+
+
+def test_signed_tokens_on_both_ends(tidemark, upstream, tmp_path):
+    """With verify = hmac each end is verified under its own route: a
+    token signed for the Destination copies onto it, but a MOVE would
+    also write the source, for which that token is borrowed."""
+    key = tmp_path / "token.key"
+    key.write_text("0123456789abcdef0123456789abcdef\n")
+    key.chmod(0o600)
+    config = dict(ROUTES)
+    config["tokens"] = {"key_file": str(key)}
+    config["route files"] = dict(ROUTES["route files"], verify="hmac")
+    tm = tidemark(config=config)
+    st, _, body = tm.admin("POST", "/v1/locks/files/b?ttl_ms=60000")
+    assert st == 201, body
+    token = json.loads(body)["token"]
+    assert "." in token
+    r = dav(tm, "COPY", "/dav/a", "/dav/b", token=token)
+    assert r.status == 200, r
+    doc = assert_problem(dav(tm, "MOVE", "/dav/a", "/dav/b", token=token),
+                         403)
+    assert doc["resource"] == "files/a", doc
+    assert tm.mark("files/a") is None
+    assert len(seen(upstream, "MOVE")) == 0
