@@ -184,6 +184,26 @@ def test_destination_missing_or_twice_is_400(tm, upstream):
     assert upstream.count() == 0
 
 
+@pytest.mark.parametrize("dest", [
+    "/dav/%66", "/dav/x/../f", "/dav/./f", "/dav//f/", "/dav/f;v=1",
+    "http://%s/dav/%%66" % HOST,
+])
+def test_destination_spellings_reach_one_mark(tm, upstream, dest):
+    """The Destination is canonicalized like a request path: every
+    spelling of the fenced file reaches its mark."""
+    assert tm.request("PUT", "/dav/f", token=5).status == 200
+    doc = assert_problem(dav(tm, "MOVE", "/dav/tmp", dest, token=3), 409)
+    assert doc["resource"] == "files/f", doc
+    assert seen(upstream, "MOVE") == []
+
+
+@pytest.mark.parametrize("dest", ["/dav/a%2Fb", "/dav/%zz", "/dav/%c3",
+                                  "/dav/%00", "/dav/../../etc"])
+def test_destination_the_canon_refuses_is_400(tm, upstream, dest):
+    assert_problem(dav(tm, "MOVE", "/dav/a", dest, token=3), 400)
+    assert seen(upstream, "MOVE") == []
+
+
 @pytest.mark.parametrize("dest", ["/open/x", "/nowhere/x", "/dav"])
 def test_destination_not_under_a_fenced_route_is_400(tm, upstream, dest):
     r = dav(tm, "MOVE", "/dav/u", dest, token=3)
@@ -251,9 +271,12 @@ def test_s3_form_upload_is_400(tm, upstream):
     assert upstream.count() == 0
 
 
-def test_s3_rename_is_400(tm, upstream):
+@pytest.mark.parametrize("name", ["x-amz-rename-source",
+                                  "X_Amz_Rename_Source"])
+def test_s3_rename_is_400(tm, upstream, name):
+    """In any spelling a gateway may read as the header (hname.h)."""
     r = tm.request("PUT", "/bucket/new?renameObject", token=9, headers=[
-        ("x-amz-rename-source", "/bucket/old")])
+        (name, "/bucket/old")])
     doc = assert_problem(r, 400)
     assert "rename" in doc["detail"], doc
     assert upstream.count() == 0

@@ -72,8 +72,14 @@ static const struct dest_case dest_cases[] = {
     {"//h/a", "h", NULL, "the Destination is not an absolute URI or path"},
     {"a/b", "h", NULL, "the Destination is not an absolute URI or path"},
     {"?a", "h", NULL, "the Destination is not an absolute URI or path"},
-    /* the path is canonicalized; what canon_path refuses is refused */
+    /* the path is canonicalized (raw is forwarded as written); what
+     * canon_path refuses is refused */
+    {"/a/%62", "h", "/a/b", "/a/%62"},
+    {"http://h/a/./c/../b/", "h", "/a/b", "/a/./c/../b/"},
+    {"/a//b;p=1?q", "h", "/a/b", "/a//b;p=1?q"},
     {"/a/%2Fb", "h", NULL, NULL},
+    {"/a/%zz", "h", NULL, NULL},
+    {"/..", "h", NULL, NULL},
     {"http://h/a/%2fb", "h", NULL, NULL},
 };
 
