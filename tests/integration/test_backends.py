@@ -37,14 +37,6 @@ from servers import Apache, NginxDav, S3rver
 
 EXAMPLES = REPO / "conf" / "examples"
 
-# Marks for the tests that wait for features being built on other
-# branches; strict, so that the merge that brings the feature turns them
-# into failures (XPASS) until the mark is removed.
-NEEDS_DAV = pytest.mark.xfail(
-    strict=True, reason="needs branch dav: route profile = webdav | s3 "
-    "(MOVE/COPY fence their Destination; S3 multi-object delete and form "
-    "uploads refused)")
-
 _names = itertools.count(1)
 
 
@@ -283,9 +275,7 @@ def rclone(*args, env=None, tmp=None):
 # ------------------------------------------------------------- examples
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param("webdav", marks=NEEDS_DAV),
-    pytest.param("s3", marks=NEEDS_DAV)])
+@pytest.mark.parametrize("name", ["webdav", "s3"])
 def test_example_configuration_passes_check(name):
     """tidemark -c conf/examples/NAME.ini --check, as shipped."""
     path = EXAMPLES / ("%s.ini" % name)
@@ -378,7 +368,6 @@ def test_dav_stale_method_on_the_path_is_refused(dav, method, body):
         assert get_direct(dav, "/dav/%s-away" % name)[0] == 404
 
 
-@NEEDS_DAV
 def test_dav_copy_only_reads_its_source(dav):
     """A COPY from B's path reads it: A's stale token may copy it to a
     path of its own (whose mark it then holds); B's data stays."""
@@ -394,7 +383,6 @@ def test_dav_copy_only_reads_its_source(dav):
     assert dav.tm.mark("dav/%s-away" % name) == int(a)
 
 
-@NEEDS_DAV
 @pytest.mark.parametrize("method", ["MOVE", "COPY"])
 def test_dav_move_or_copy_onto_a_fenced_path_is_refused(dav, method):
     """A writes a file of its own (no mark yet: passes), then MOVEs or
@@ -701,7 +689,6 @@ def test_s3_stale_multipart_completion_is_refused(s3):
     s3.unlock(res, b)
 
 
-@NEEDS_DAV
 def test_s3_multi_object_delete_is_refused(s3):
     """POST /BUCKET?delete names its keys in the body, not the path: on
     an s3 route it is refused (400), whatever the token."""
@@ -714,7 +701,6 @@ def test_s3_multi_object_delete_is_refused(s3):
     assert s3_body(s3, key) == b"v2 from B"
 
 
-@NEEDS_DAV
 def test_s3_form_upload_is_refused(s3):
     """A browser form POST to the bucket names its key in the form: on
     an s3 route it is refused (400), whatever the token."""
