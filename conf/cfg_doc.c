@@ -99,7 +99,7 @@ cfg_doc_ini(FILE *f)
 struct checker {
     const char *name;
     struct cfg_errors *errs;
-    size_t before;
+    bool failed; /* a problem was found (even one lost to memory) */
 };
 
 static void doc_err(struct checker *k, int line, const char *fmt, ...)
@@ -122,23 +122,15 @@ doc_err(struct checker *k, int line, const char *fmt, ...)
     } else {
         snprintf(full, sizeof(full), "%s: %s", k->name, msg);
     }
+    k->failed = true;
     msgs = realloc(k->errs->msgs, (k->errs->n + 1) * sizeof(*msgs));
     if (msgs == NULL) {
-        k->before = SIZE_MAX;
         return;
     }
     k->errs->msgs = msgs;
-    if ((msgs[k->errs->n] = strdup(full)) == NULL) {
-        k->before = SIZE_MAX;
-        return;
+    if ((msgs[k->errs->n] = strdup(full)) != NULL) {
+        k->errs->n++;
     }
-    k->errs->n++;
-}
-
-static bool
-checker_ok(const struct checker *k)
-{
-    return k->before == k->errs->n;
 }
 
 /* The next line of *text into line (without its '\n'), NUL-terminated
@@ -315,7 +307,7 @@ man_entry_line(struct checker *k, struct man_entry *e, const char *line,
 bool
 cfg_doc_check_man(const char *name, const char *text, struct cfg_errors *errs)
 {
-    struct checker k = {name, errs, errs->n};
+    struct checker k = {name, errs, false};
     struct man_entry e = {.opt = -1};
     enum cfg_sect sect = CFG_NSECT;
     bool in_config = false, after_tp = false;
@@ -371,7 +363,7 @@ cfg_doc_check_man(const char *name, const char *text, struct cfg_errors *errs)
     man_entry_end(&k, &e);
     missing(&k, seen, "documented under .SH CONFIGURATION");
     free(seen);
-    return checker_ok(&k);
+    return !k.failed;
 }
 
 /* ---- the example INI ---------------------------------------------- */
@@ -441,7 +433,7 @@ ini_key(struct checker *k, int opt, bool commented, const char *value,
 bool
 cfg_doc_check_ini(const char *name, const char *text, struct cfg_errors *errs)
 {
-    struct checker k = {name, errs, errs->n};
+    struct checker k = {name, errs, false};
     int *seen = calloc(cfg_nopts, sizeof(*seen));
     int *here = calloc(cfg_nopts, sizeof(*here));
     enum cfg_sect sect = CFG_NSECT;
@@ -504,7 +496,7 @@ cfg_doc_check_ini(const char *name, const char *text, struct cfg_errors *errs)
     missing(&k, seen, "in the example");
     free(seen);
     free(here);
-    return checker_ok(&k);
+    return !k.failed;
 }
 
 /* ---- the README --------------------------------------------------- */
@@ -537,7 +529,7 @@ bool
 cfg_doc_check_readme(const char *name, const char *text,
                      struct cfg_errors *errs)
 {
-    struct checker k = {name, errs, errs->n};
+    struct checker k = {name, errs, false};
     enum cfg_sect sect = CFG_NSECT;
     bool in_ini = false, in_code = false;
     char line[1024], value[256];
@@ -576,5 +568,5 @@ cfg_doc_check_readme(const char *name, const char *text,
             s = end + 1;
         }
     }
-    return checker_ok(&k);
+    return !k.failed;
 }
