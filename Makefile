@@ -17,6 +17,9 @@
 #   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
 #                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
 #   format-check  clang-format --dry-run over every C file
+#   check-docs    tidemark.8, conf/tidemark.ini and README.md against the
+#                 option table (keys, defaults, restart marks); cfgdoc man
+#                 and cfgdoc ini write entries for a new key
 #   install       PREFIX=/usr/local: binary, example config
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
@@ -53,7 +56,7 @@ endif
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
         bench-locks-raw bench-conns \
-        format-check install clean deb test-deb fuzz
+        format-check install clean deb test-deb fuzz check-docs
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -70,6 +73,15 @@ $(TM_LIB): $(LIB_OBJ)
 
 $(TM_BIN): $(BUILD)/proxy/main.o $(TM_LIB)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The option table as documentation: cfgdoc man | ini | check.
+$(BUILD)/tools/cfgdoc: conf/tools/cfgdoc.c $(TM_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TM_LIB) $(LDLIBS)
+
+check-docs: $(BUILD)/tools/cfgdoc
+	$(BUILD)/tools/cfgdoc check packaging/tidemark.8 conf/tidemark.ini \
+	    README.md
 
 $(BUILD)/tests/%: tests/unit/%.c $(TM_LIB)
 	@mkdir -p $(dir $@)
@@ -97,6 +109,7 @@ test: deps
 	$(MAKE) integration
 	FUZZ_SECONDS=5 $(MAKE) fuzz
 	sh packaging/check-manpage.sh
+	$(MAKE) check-docs
 	$(MAKE) test-deb
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \

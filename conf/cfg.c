@@ -784,7 +784,7 @@ apply_sect(struct loader *l, const struct raw_sect *s, void *obj)
             continue;
         }
         buf[0] = '\0';
-        msg = o->set(o, obj, v->set ? v->value : o->def, buf, sizeof(buf));
+        msg = cfg_opt_set(o, obj, v->set ? v->value : o->def, buf, sizeof(buf));
         if (msg != NULL) {
             add_err(l, v->set ? &v->at : NULL, "%s: %s", o->key, msg);
         }
@@ -1036,68 +1036,29 @@ cfg_load(struct tm_config *c, const char *path, char *const *envp,
     return !l.oom && errs->n == before;
 }
 
+/* Every option's fields are freed by the table (cfg_opt_drop); what is
+ * left is the sections' names and arrays. */
 void
 cfg_free(struct tm_config *c)
 {
-    free(c->file);
-    free(c->env_links);
-    free(c->proxy.listen);
-    free(c->proxy.token_header);
-    free(c->proxy.resource_header);
-    free(c->proxy.log_level);
-    free(c->admin.listen);
-    free(c->admin.token_file);
-    free(c->admin.allowed_hosts);
-    if (c->admin.token != NULL) {
-        explicit_bzero(c->admin.token, c->admin.token_len);
-        free(c->admin.token);
-    }
-    free(c->store.type);
-    free(c->store.path);
-    free(c->store.dsn);
-    free(c->store.url);
-    free(c->store.endpoints);
-    free(c->locks.backend);
-    free(c->locks.path);
-    free(c->locks.url);
-    free(c->locks.dsn);
-    free(c->tokens.key_file);
-    if (c->tokens.key != NULL) {
-        explicit_bzero(c->tokens.key, c->tokens.key_len);
-        free(c->tokens.key);
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        void *obj;
+
+        for (size_t j = 0; (obj = cfg_sect_obj(c, o->sect, j)) != NULL; j++) {
+            cfg_opt_drop(o, obj);
+        }
     }
     for (size_t i = 0; i < c->nupstreams; i++) {
-        struct cfg_upstream *u = &c->upstreams[i];
-
-        free(u->name);
-        free(u->url);
-        free(u->host);
-        free(u->port);
-        free(u->host_header);
-        free(u->ca_file);
-        for (size_t j = 0; j < u->nadd; j++) {
-            free(u->add[j].name);
-            free(u->add[j].value);
-        }
-        free(u->add);
-        for (size_t j = 0; j < u->nstrip; j++) {
-            free(u->strip[j]);
-        }
-        free(u->strip);
+        free(c->upstreams[i].name);
+    }
+    for (size_t i = 0; i < c->nroutes; i++) {
+        free(c->routes[i].name);
     }
     free(c->upstreams);
-    for (size_t i = 0; i < c->nroutes; i++) {
-        struct cfg_route *r = &c->routes[i];
-
-        free(r->name);
-        methods_free(&r->methods);
-        tmpl_free(&r->path);
-        rtmpl_free(&r->resource);
-        free(r->path_src);
-        free(r->resource_src);
-        free(r->upstream);
-    }
     free(c->routes);
+    free(c->file);
+    free(c->env_links);
     memset(c, 0, sizeof(*c));
 }
 
