@@ -855,8 +855,10 @@ start_raise(struct client *c, bool src)
 /* ---- a new request --------------------------------------------------- */
 
 /* The first route for method on path (a canonical path, so captures are
- * canonical), or NULL. A route applies to the methods it lists and to
- * its profile's write methods. */
+ * canonical), or NULL. A route applies to the methods it lists and, when
+ * it fences (mode is not off), to its profile's write methods: on an off
+ * route they would pass unfenced the writes that a later, fenced route of
+ * the same path would have caught. */
 static const struct cfg_route *
 match_route(const struct tm_config *cfg, struct tm_slice method,
             struct tm_slice path, struct tm_slice caps[TM_MAX_CAPTURES])
@@ -864,7 +866,8 @@ match_route(const struct tm_config *cfg, struct tm_slice method,
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct cfg_route *r = &cfg->routes[i];
         if (!methods_has(&r->methods, method.p, method.len) &&
-            !profile_write_method(r->profile, method)) {
+            (r->mode == TM_MODE_OFF ||
+             !profile_write_method(r->profile, method))) {
             continue;
         }
         if (tmpl_match(&r->path, path.p, path.len, caps)) {

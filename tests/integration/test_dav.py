@@ -332,3 +332,20 @@ def test_signed_tokens_on_both_ends(tidemark, upstream, tmp_path):
     assert doc["resource"] == "files/a", doc
     assert tm.mark("files/a") is None
     assert len(seen(upstream, "MOVE")) == 0
+
+
+def test_a_profile_adds_no_writes_to_an_off_route(tidemark, upstream):
+    """A read route with a profile and mode = off, before the fenced route
+    of the same path: the profile's write methods must not match it, or a
+    PUT or MOVE would pass unfenced; they reach the fenced route."""
+    tm = tidemark(config={
+        "route reads": {"methods": "GET PROPFIND", "path": "/dav/{key*}",
+                        "resource": "files/{key*}", "mode": "off",
+                        "profile": "webdav"},
+        "route files": {"methods": "PUT", "path": "/dav/{key*}",
+                        "resource": "files/{key*}", "profile": "webdav"},
+    })
+    assert_problem(tm.request("PUT", "/dav/x", body=b"v"), 428)
+    assert_problem(dav(tm, "MOVE", "/dav/y", "/dav/x"), 428)
+    assert upstream.count() == 0
+    assert tm.request("PROPFIND", "/dav/x").status == 200
