@@ -48,48 +48,11 @@ def unique(prefix):
 # ------------------------------------------------------- configurations
 
 
-CORE_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS",
-                "*"}
-
-
-def _strip(text, profile, methods):
-    """text without its profile lines, and with only the core methods."""
-    out = []
-    for line in text.splitlines():
-        key = line.split("=", 1)[0].strip()
-        if profile and key == "profile":
-            continue
-        if methods and key == "methods":
-            value, _, comment = line.split("=", 1)[1].partition(";")
-            kept = [m for m in value.split() if m in CORE_METHODS]
-            line = "methods = %s%s" % (" ".join(kept),
-                                       " ;" + comment if comment else "")
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def _today(src, tmp):
-    """TEMPORARY, until branches canon and dav are merged: the example
-    as it is when this binary takes it, else without what it does not
-    know yet (profile = ..., or method names beyond the core ones, or
-    both), so that what works today is tested through the same file.
-    test_example_configuration_passes_check fails while this is needed."""
-    text = src.read_text()
-    for profile, methods in ((False, False), (True, False), (False, True),
-                             (True, True)):
-        out = _strip(text, profile, methods)
-        probe = tmp / src.name
-        probe.write_text(out)
-        if run_check(probe)[0] == 0:
-            return out
-    return text
-
-
 def example_tidemark(tmp, name, upstream_section, upstream_url, extra=None):
     """A tidemark running conf/examples/NAME.ini, with its listen
     addresses and upstream URL given as TIDEMARK_* variables."""
     tmp.mkdir(parents=True, exist_ok=True)
-    text = _today(EXAMPLES / ("%s.ini" % name), tmp)
+    text = (EXAMPLES / ("%s.ini" % name)).read_text()
     tm = Tidemark(tmp, ini=text)
     sect = upstream_section.upper()
     tm.env.update({
