@@ -349,9 +349,9 @@ problem_out(struct lock_call *c, struct problem *p)
         return;
     }
     p->resource = c->name;
-    log_at(p->status == 423 || p->status == 404 ? LOG_DEBUG
-           : p->status >= 500                   ? LOG_WARN
-                                                : LOG_INFO,
+    log_at(p->status == 423 || p->status == 404 ? TM_LOG_DEBUG
+           : p->status >= 500                   ? TM_LOG_WARN
+                                                : TM_LOG_INFO,
            "locks: refused %d: name=%s fence=%" PRId64 ": %s", p->status,
            c->name, c->fence, p->detail != NULL ? p->detail : "-");
     adm_reply_problem(c->req, p);

@@ -341,8 +341,8 @@ refuse(struct client *c, struct problem *p, const char *reason)
      * its job (info); the rest say something is wrong (warn). */
     log_at(p->status == 409 || p->status == 428 || p->status == 400 ||
                    p->status == 403
-               ? LOG_INFO
-               : LOG_WARN,
+               ? TM_LOG_INFO
+               : TM_LOG_WARN,
            "conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
            "token=%" PRId64 " mark=%" PRId64 "%s%s",
            c->id, p->status, reason, c->route_name ? c->route_name : "-",
@@ -1217,7 +1217,7 @@ read_head(struct client *c)
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
     c->served = true;
-    if (log_get_level() >= LOG_INFO) {
+    if (log_get_level() >= TM_LOG_INFO) {
         clock_gettime(CLOCK_MONOTONIC, &c->t0);
     }
     evbuffer_drain(in, h->head_len);
@@ -1409,7 +1409,7 @@ finish_exchange(struct client *c, bool up_ok)
         order_leave(c->px->order, c->slot, 0);
         c->slot = NULL;
     }
-    if (log_get_level() >= LOG_INFO) {
+    if (log_get_level() >= TM_LOG_INFO) {
         log_request(c);
     }
     request_free(c);

@@ -7,10 +7,10 @@
 
 static log_sink sink_fn;
 static void *sink_arg;
-static enum log_level max_level = LOG_INFO;
+static enum tm_log_level max_level = TM_LOG_INFO;
 
 void
-log_set_sink(log_sink sink, void *arg, enum log_level level)
+log_set_sink(log_sink sink, void *arg, enum tm_log_level level)
 {
     sink_fn = sink;
     sink_arg = arg;
@@ -36,7 +36,7 @@ log_level_parse(const char *name)
 }
 
 void
-log_write(enum log_level level, const char *fmt, ...)
+log_write(enum tm_log_level level, const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;

@@ -34,7 +34,7 @@ timestamp(char *buf, size_t len)
 }
 
 static void
-log_text(void *arg, enum log_level level, const char *msg)
+log_text(void *arg, enum tm_log_level level, const char *msg)
 {
     char when[48];
 
@@ -66,7 +66,7 @@ json_str(FILE *f, const char *s, size_t n)
 /* One JSON object a line: ts, level, msg, and every key=value word of the
  * message as a field of its own (conn=7 route=docs token=5 ...). */
 static void
-log_json(void *arg, enum log_level level, const char *msg)
+log_json(void *arg, enum tm_log_level level, const char *msg)
 {
     char when[48];
     const char *p = msg;
@@ -175,7 +175,7 @@ reload(struct daemon_state *d)
     cfg_errors_free(&errs);
     level = log_level_parse(cfg->proxy.log_level);
     log_set_sink(cfg->proxy.log_json ? log_json : log_text, NULL,
-                 level < 0 ? LOG_INFO : level);
+                 level < 0 ? TM_LOG_INFO : level);
     d->drain_ms = cfg->proxy.drain_timeout_ms;
     tm_proxy_reload(d->px, cfg);
 }
@@ -255,7 +255,7 @@ main(int argc, char **argv)
     }
     level = log_level_parse(cfg.proxy.log_level);
     log_set_sink(cfg.proxy.log_json ? log_json : log_text, NULL,
-                 level < 0 ? LOG_INFO : level);
+                 level < 0 ? TM_LOG_INFO : level);
     if (cfg.env_links != NULL) {
         log_info("env: ignored as Kubernetes service links: %s", cfg.env_links);
     }

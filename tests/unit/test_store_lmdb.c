@@ -51,15 +51,15 @@ struct fixture {
 };
 
 static void
-on_log(void *arg, enum log_level level, const char *msg)
+on_log(void *arg, enum tm_log_level level, const char *msg)
 {
     struct fixture *f = arg;
 
-    if (level == LOG_ERROR) {
+    if (level == TM_LOG_ERROR) {
         f->errors_logged++;
         snprintf(f->lastlog, sizeof(f->lastlog), "%s", msg);
     }
-    if (level == LOG_INFO && strstr(msg, "replayed") != NULL) {
+    if (level == TM_LOG_INFO && strstr(msg, "replayed") != NULL) {
         snprintf(f->lastinfo, sizeof(f->lastinfo), "%s", msg);
     }
     if (getenv("TEST_VERBOSE") != NULL) {
@@ -197,7 +197,7 @@ setup(void **state)
     if (f->ops == NULL) {
         return -1;
     }
-    log_set_sink(on_log, f, LOG_INFO);
+    log_set_sink(on_log, f, TM_LOG_INFO);
     cur = f;
     *state = f;
     return 0;
@@ -212,7 +212,7 @@ teardown(void **state)
     if (f->st != NULL) {
         f->ops->close(f->st);
     }
-    log_set_sink(NULL, NULL, LOG_INFO);
+    log_set_sink(NULL, NULL, TM_LOG_INFO);
     event_base_free(f->base);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
     if (system(cmd) != 0) {
