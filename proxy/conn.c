@@ -557,6 +557,7 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)fd;
     (void)what;
     if (c->state == CS_ORDER) {
@@ -1575,6 +1576,7 @@ up_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     written(bev);
     drained(c);
 }
@@ -1785,6 +1787,7 @@ pump_response(struct client *c)
 static void
 up_read_cb(struct bufferevent *bev, void *arg)
 {
+    lib_enter(&((struct client *)arg)->px->log);
     (void)bev;
     pump_response(arg);
 }
@@ -1794,6 +1797,7 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (what & BEV_EVENT_TIMEOUT) {
         upstream_failed(c, 504, "no answer in time (timeout_ms)");
@@ -1815,6 +1819,7 @@ client_read_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (c->state == CS_FORWARD) {
         pump_request_body(c);
@@ -1828,6 +1833,7 @@ client_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     written(bev);
     if (c->bp_up || c->bp_down || c->bp_answers) {
         drained(c);
@@ -1842,6 +1848,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     struct client *c = arg;
     int grace = 0;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (c->state == CS_CLOSING) {
         client_close(c, 0);
@@ -1911,6 +1918,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)fd;
     (void)what;
     switch (c->state) {

@@ -50,6 +50,8 @@ struct fixture {
     int errors_logged;
 };
 
+static struct tm_log test_log;
+
 static void
 on_log(void *arg, enum tm_log_level level, const char *msg)
 {
@@ -197,7 +199,8 @@ setup(void **state)
     if (f->ops == NULL) {
         return -1;
     }
-    log_set_sink(on_log, f, TM_LOG_INFO);
+    test_log = (struct tm_log){on_log, f, TM_LOG_INFO};
+    lib_enter(&test_log);
     cur = f;
     *state = f;
     return 0;
@@ -212,7 +215,7 @@ teardown(void **state)
     if (f->st != NULL) {
         f->ops->close(f->st);
     }
-    log_set_sink(NULL, NULL, TM_LOG_INFO);
+    lib_enter(NULL);
     event_base_free(f->base);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
     if (system(cmd) != 0) {
