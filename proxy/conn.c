@@ -27,6 +27,7 @@
 #include "order.h"
 #include "problem.h"
 #include "proxy_int.h"
+#include "sendbuf.h"
 #include "store/store.h"
 #include "up.h"
 
@@ -194,7 +195,8 @@ flush_bev(struct bufferevent *bev, bool direct)
     /* A socket bufferevent keeps the front of its output frozen so that
      * only it drains the buffer; it thaws it to write, and so do we. */
     evbuffer_unfreeze(out, 1);
-    n = evbuffer_write(out, bufferevent_getfd(bev));
+    n = sendbuf_write(out, bufferevent_getfd(bev));
+
     evbuffer_freeze(out, 1);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
         /* Let the bufferevent meet the error and report it. */
