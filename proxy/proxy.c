@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -434,8 +435,26 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     return true;
 }
 
+int
+tm_proxy_port(const struct tm_proxy *px)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (px->listener == NULL ||
+        getsockname(evconnlistener_get_fd(px->listener), (struct sockaddr *)&ss,
+                    &len) != 0) {
+        return 0;
+    }
+    if (ss.ss_family == AF_INET6) {
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
 static void
 drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
+
 {
     struct tm_proxy *px = arg;
 

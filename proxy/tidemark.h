@@ -115,7 +115,12 @@ TM_API struct tm_proxy *tm_proxy_new(struct event_base *base,
                                      const struct tm_options *opts, char *err,
                                      size_t errlen) TM_MUST_USE;
 
+/* The TCP port the proxy listens on, as bound (listen = 127.0.0.1:0 lets
+ * the system pick one); 0 when it does not listen any more (draining). */
+TM_API int tm_proxy_port(const struct tm_proxy *px);
+
 /* Apply a new configuration, whole or not at all; takes cfg. Routes,
+
  * upstreams, limits and modes apply to new requests; requests under way
  * finish under the configuration they started with. Keys that need a
  * restart (listen addresses, the store, the lock service, the token key,
