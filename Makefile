@@ -122,6 +122,9 @@ embed: $(TM_BIN) $(TM_LIB) $(TM_SYMS)
 	    sh tests/embed/build.sh $(CC) "$(CFLAGS)" "$(LDFLAGS)" \
 	    examples/embed.c $(BUILD)/embed
 	$(BUILD)/embed
+	PKG_CONFIG_PATH=$(STAGE)/usr/local/lib/pkgconfig \
+	PKG_CONFIG_SYSROOT_DIR=$(STAGE) \
+	    sh tests/embed/readme.sh $(CC) "$(CFLAGS)" "$(LDFLAGS)" $(BUILD)
 
 PRELOADS := tests/preload/failsync.so tests/preload/fakehosts.so
 

@@ -132,8 +132,18 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
     struct sockaddr_storage ss;
     int sslen = sizeof(ss);
     struct evconnlistener *l;
+    char host[256];
+    size_t n = strlen(addr);
 
-    if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &sslen) != 0) {
+    /* libevent refuses port 0 written out; without a port it is 0, and the
+     * system picks one. */
+    if (n > 2 && n < sizeof(host) && strcmp(addr + n - 2, ":0") == 0) {
+        snprintf(host, sizeof(host), "%.*s", (int)(n - 2), addr);
+    } else {
+        snprintf(host, sizeof(host), "%s", addr);
+    }
+    if (evutil_parse_sockaddr_port(host, (struct sockaddr *)&ss, &sslen) != 0) {
+
         snprintf(err, errlen, "cannot parse listen address %s", addr);
         return NULL;
     }
@@ -344,11 +354,14 @@ tm_proxy_new(struct event_base *base, struct tm_config *cfg,
     const struct tm_log *prev;
     bool ok;
 
-    if (px == NULL) {
-        snprintf(err, errlen, "out of memory");
+    if (cfg == NULL || px == NULL) {
+        snprintf(err, errlen,
+                 cfg == NULL ? "no configuration" : "out of memory");
+        free(px);
         tm_config_free(cfg);
         return NULL;
     }
+
     px->base = base;
     px->first = cfg;
     px->log.level = -1;
