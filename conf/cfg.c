@@ -49,6 +49,7 @@ enum reading {
 
 struct loader {
     const char *file;
+    const char *text; /* the file's contents, given: cfg_load_string */
     struct cfg_errors *errs;
     size_t errs_before; /* errs->n when loading started */
     int *err_keys;      /* per new error: where it sorts */
@@ -449,7 +450,8 @@ read_file(struct loader *l)
 {
     int rc;
 
-    l->fp = fopen(l->file, "r");
+    l->fp = l->text != NULL ? fmemopen((void *)l->text, strlen(l->text), "r")
+                            : fopen(l->file, "r");
     if (l->fp == NULL) {
         add_err(l, NULL, "cannot open: %s", strerror(errno));
         return;
@@ -994,9 +996,10 @@ free_loader(struct loader *l)
     free(l->env_links);
 }
 
-bool
-cfg_load(struct tm_config *c, const char *path, char *const *envp,
-         struct cfg_errors *errs)
+/* cfg_load, from text when it is not NULL (path names it then). */
+static bool
+load(struct tm_config *c, const char *path, const char *text, char *const *envp,
+     struct cfg_errors *errs)
 {
     struct loader l;
     size_t before = errs->n;
@@ -1004,6 +1007,7 @@ cfg_load(struct tm_config *c, const char *path, char *const *envp,
     memset(c, 0, sizeof(*c));
     memset(&l, 0, sizeof(l));
     l.file = path;
+    l.text = text;
     l.envp = envp;
     l.errs = errs;
     l.errs_before = errs->n;
@@ -1034,6 +1038,20 @@ cfg_load(struct tm_config *c, const char *path, char *const *envp,
     sort_errs(&l);
     free_loader(&l);
     return !l.oom && errs->n == before;
+}
+
+bool
+cfg_load(struct tm_config *c, const char *path, char *const *envp,
+         struct cfg_errors *errs)
+{
+    return load(c, path, NULL, envp, errs);
+}
+
+bool
+cfg_load_string(struct tm_config *c, const char *name, const char *text,
+                char *const *envp, struct cfg_errors *errs)
+{
+    return load(c, name, text, envp, errs);
 }
 
 /* Every option's fields are freed by the table (cfg_opt_drop); what is

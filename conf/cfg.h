@@ -143,6 +143,11 @@ struct cfg_errors {
  * even on failure and must be released with cfg_free. */
 bool cfg_load(struct tm_config *c, const char *path, char *const *envp,
               struct cfg_errors *errs) __attribute__((warn_unused_result));
+/* As cfg_load, from the INI text (NUL-terminated) instead of a file;
+ * name stands for the file name in messages. */
+bool cfg_load_string(struct tm_config *c, const char *name, const char *text,
+                     char *const *envp, struct cfg_errors *errs)
+    __attribute__((warn_unused_result));
 void cfg_free(struct tm_config *c);
 
 /* For a reload: every key the option table marks restart-only (a

@@ -629,8 +629,17 @@ static const char *
 check_listen(const char *v, char *buf, size_t len)
 {
     char *host, *port;
+    size_t n = strlen(v);
+    char probe[256];
+    const char *check = v;
 
-    if (!cfg_split_hostport(v, &host, &port)) {
+    /* Port 0: the system picks a free one when the listener binds (an
+     * embedding program asks tm_proxy_port which). */
+    if (n > 2 && n < sizeof(probe) && strcmp(v + n - 2, ":0") == 0) {
+        snprintf(probe, sizeof(probe), "%.*s:1", (int)(n - 2), v);
+        check = probe;
+    }
+    if (!cfg_split_hostport(check, &host, &port)) {
         return "must be host:port or [v6]:port";
     }
     free(host);

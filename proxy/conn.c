@@ -28,6 +28,7 @@
 #include "order.h"
 #include "problem.h"
 #include "proxy_int.h"
+#include "sendbuf.h"
 #include "store/store.h"
 #include "up.h"
 
@@ -208,7 +209,8 @@ flush_bev(struct bufferevent *bev, bool direct)
     /* A socket bufferevent keeps the front of its output frozen so that
      * only it drains the buffer; it thaws it to write, and so do we. */
     evbuffer_unfreeze(out, 1);
-    n = evbuffer_write(out, bufferevent_getfd(bev));
+    n = sendbuf_write(out, bufferevent_getfd(bev));
+
     evbuffer_freeze(out, 1);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
         /* Let the bufferevent meet the error and report it. */
@@ -359,8 +361,8 @@ refuse(struct client *c, struct problem *p, const char *reason)
      * its job (info); the rest say something is wrong (warn). */
     log_at(p->status == 409 || p->status == 428 || p->status == 400 ||
                    p->status == 403
-               ? LOG_INFO
-               : LOG_WARN,
+               ? TM_LOG_INFO
+               : TM_LOG_WARN,
            "conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
            "token=%" PRId64 " mark=%" PRId64 "%s%s",
            c->id, p->status, reason, c->route_name ? c->route_name : "-",
@@ -615,6 +617,7 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)fd;
     (void)what;
     if (c->state == CS_ORDER) {
@@ -1640,7 +1643,7 @@ read_head(struct client *c)
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
     c->served = true;
-    if (log_get_level() >= LOG_INFO) {
+    if (log_get_level() >= TM_LOG_INFO) {
         clock_gettime(CLOCK_MONOTONIC, &c->t0);
     }
     evbuffer_drain(in, h->head_len);
@@ -1829,7 +1832,7 @@ finish_exchange(struct client *c, bool up_ok)
     up_put(c->up, reuse);
     c->up = NULL;
     leave_order(c, 0);
-    if (log_get_level() >= LOG_INFO) {
+    if (log_get_level() >= TM_LOG_INFO) {
         log_request(c);
     }
     request_free(c);
@@ -1992,6 +1995,7 @@ up_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     written(bev);
     drained(c);
 }
@@ -2202,6 +2206,7 @@ pump_response(struct client *c)
 static void
 up_read_cb(struct bufferevent *bev, void *arg)
 {
+    lib_enter(&((struct client *)arg)->px->log);
     (void)bev;
     pump_response(arg);
 }
@@ -2211,6 +2216,7 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (what & BEV_EVENT_TIMEOUT) {
         upstream_failed(c, 504, "no answer in time (timeout_ms)");
@@ -2232,6 +2238,7 @@ client_read_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (c->state == CS_FORWARD) {
         pump_request_body(c);
@@ -2245,6 +2252,7 @@ client_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     written(bev);
     if (c->bp_up || c->bp_down || c->bp_answers) {
         drained(c);
@@ -2259,6 +2267,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     struct client *c = arg;
     int grace = 0;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (c->state == CS_CLOSING) {
         client_close(c, 0);
@@ -2325,6 +2334,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)fd;
     (void)what;
     switch (c->state) {

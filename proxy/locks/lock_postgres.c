@@ -128,6 +128,7 @@ struct pl_list {
 
 struct pg_locks {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct pg_pool *pool;
     int npool;
     struct pl_req **inflight; /* by connection */
@@ -197,6 +198,7 @@ run_answered(struct pg_locks *s)
 static void
 on_answer(evutil_socket_t fd, short what, void *arg)
 {
+    lib_enter(((struct pg_locks *)arg)->log);
     (void)fd;
     (void)what;
     run_answered(arg);
@@ -508,6 +510,7 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     s->base = base;
+    s->log = log_current();
     s->npool = cfg->pool_size > 0 ? cfg->pool_size : 2;
     if (gethostname(host, sizeof(host)) != 0) {
         snprintf(host, sizeof(host), "unknown");

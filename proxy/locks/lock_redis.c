@@ -90,6 +90,7 @@ struct rl_req;
 
 struct redis_locks {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct redis_conn *conn;
     struct event *defer_ev;  /* answers given without Redis */
     struct rl_req *deferred; /* LIFO; order among errors does not matter */
@@ -151,6 +152,7 @@ drain_deferred(struct redis_locks *s)
 static void
 on_deferred(evutil_socket_t fd, short what, void *arg)
 {
+    lib_enter(((struct redis_locks *)arg)->log);
     (void)fd;
     (void)what;
     drain_deferred(arg);
@@ -398,6 +400,7 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     s->base = base;
+    s->log = log_current();
     s->defer_ev = event_new(base, -1, 0, on_deferred, s);
     if (s->defer_ev == NULL) {
         snprintf(err, errlen, "locks: cannot set up events");
