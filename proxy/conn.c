@@ -15,12 +15,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "../policies/canon.h"
 #include "../policies/decide.h"
 #include "../policies/hname.h"
-#include "../policies/profile.h"
-#include "../policies/reqcheck.h"
 #include "../policies/route.h"
+#include "../policies/screen.h"
 #include "../policies/token.h"
 #include "log.h"
 #include "marks.h"
@@ -50,9 +48,7 @@ enum cstate {
  * per connection and reused while the connection stays busy. */
 struct request {
     struct http_request h;
-    struct tm_slice cpath; /* the canonical path (canon_path), in bytes[]
-                            * after the head; "*" for OPTIONS * */
-    size_t cap;            /* bytes[] capacity */
+    size_t cap; /* bytes[] capacity */
     char bytes[];
 };
 
@@ -61,7 +57,7 @@ struct raise_req {
     struct client *c;
     struct tm_proxy *px;
     struct timespec t0;
-    bool src; /* the source of a MOVE, not c->resource */
+    bool src; /* the source of a MOVE, not c->sc.resource */
     size_t len;
     char res[];
 };
@@ -78,28 +74,17 @@ struct client {
     bool timer_is_head; /* the head timeout runs (not idle) */
 
     struct request *rq;
-    bool have_rq;    /* rq holds the current request */
-    struct gen *gen; /* the configuration the request runs under */
-    const struct cfg_route *route;
-    const char *route_name;
-    enum tm_mode mode;
-    char resource[TM_RESOURCE_MAX + 1];
-    size_t rlen;
+    bool have_rq;     /* rq holds the current request */
+    struct gen *gen;  /* the configuration the request runs under */
+    struct screen sc; /* route, mode, resources: screen_request */
     int64_t token;
     int64_t mark; /* sent in Fencing-High-Water when > 0 */
     struct order_slot *slot;
     int order_wait; /* slots still queued */
     bool raise_res; /* resource's mark must still be asked */
     bool raise_src; /* src's mark must still be asked */
-    /* A WebDAV MOVE or COPY fenced at its Destination: resource names
-     * the Destination, src the source that a MOVE also writes (src_len
-     * 0: none); dest_raw is the Destination's path and query as the
-     * client wrote it, forwarded under the upstream's authority. */
-    char src[TM_RESOURCE_MAX + 1];
-    size_t src_len;
     int64_t src_mark;
     struct order_slot *src_slot;
-    struct tm_slice dest_raw;
     struct raise_req *raise;
     struct up_pool *pool;
     struct up_conn *up;
@@ -109,7 +94,6 @@ struct client {
     struct http_chunked req_chunk;
     bool req_done;
     bool req_sent_whole;
-    uint64_t max_body;     /* the route's limit; UINT64_MAX: none */
     struct timespec up_t0; /* the request went to the upstream */
     struct timespec t0;    /* the head was read */
     int resp_status;
@@ -348,14 +332,14 @@ answer(struct client *c, const struct problem *p)
 }
 
 /* Answer p, log it once with its reason and keep it on the page. The
- * problem names c->resource unless it names one of its own. */
+ * problem names c->sc.resource unless it names one of its own. */
 static void
 refuse(struct client *c, struct problem *p, const char *reason)
 {
     if (p->resource == NULL) {
-        p->resource = c->rlen > 0 ? c->resource : NULL;
+        p->resource = c->sc.rlen > 0 ? c->sc.resource : NULL;
     }
-    recent_refusal(&c->px->recent, p->status, reason, c->route_name,
+    recent_refusal(&c->px->recent, p->status, reason, c->sc.route_name,
                    p->resource, c->token, c->mark);
     /* Refusals of stale, missing and malformed tokens are the proxy doing
      * its job (info); the rest say something is wrong (warn). */
@@ -365,7 +349,7 @@ refuse(struct client *c, struct problem *p, const char *reason)
                : TM_LOG_WARN,
            "conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
            "token=%" PRId64 " mark=%" PRId64 "%s%s",
-           c->id, p->status, reason, c->route_name ? c->route_name : "-",
+           c->id, p->status, reason, c->sc.route_name ? c->sc.route_name : "-",
            p->resource != NULL ? p->resource : "-", c->token, c->mark,
            p->detail ? ": " : "", p->detail ? p->detail : "");
     answer(c, p);
@@ -415,7 +399,7 @@ upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
 static void
 write_destination(struct client *c, struct evbuffer *out, struct tm_slice host)
 {
-    struct tm_slice raw = c->dest_raw;
+    struct tm_slice raw = c->sc.dest_raw;
 
     evbuffer_add_printf(out, "Destination: %s://",
                         up_cfg(c->pool)->tls ? "https" : "http");
@@ -459,7 +443,7 @@ write_request_head(struct client *c, struct evbuffer *out)
     evbuffer_add(out, "\r\n", 2);
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
-        if (c->dest_raw.p != NULL && is_header(f->name, "Destination")) {
+        if (c->sc.dest_raw.p != NULL && is_header(f->name, "Destination")) {
             write_destination(c, out, host);
             continue;
         }
@@ -654,7 +638,7 @@ decision(struct client *c, enum outcome o)
         st->bypassed++;
         break;
     }
-    metrics_decision(c->px->metrics, c->route_name, o);
+    metrics_decision(c->px->metrics, c->sc.route_name, o);
 }
 
 static void stale_on(struct client *c, const char *res, int64_t mark);
@@ -665,15 +649,16 @@ static void stale_on(struct client *c, const char *res, int64_t mark);
 static bool
 overtaken(struct client *c)
 {
-    int64_t m = marks_get(c->px->marks, c->resource, c->rlen);
+    int64_t m = marks_get(c->px->marks, c->sc.resource, c->sc.rlen);
 
     if (m > c->token) {
-        stale_on(c, c->resource, m);
+        stale_on(c, c->sc.resource, m);
         return true;
     }
-    m = c->src_len > 0 ? marks_get(c->px->marks, c->src, c->src_len) : 0;
+    m = c->sc.src_len > 0 ? marks_get(c->px->marks, c->sc.src, c->sc.src_len)
+                          : 0;
     if (m > c->token) {
-        stale_on(c, c->src, m);
+        stale_on(c, c->sc.src, m);
         return true;
     }
     return false;
@@ -699,17 +684,18 @@ enter_order(struct client *c, const char *res, size_t len,
 static void
 forward_fenced(struct client *c)
 {
-    if (c->src_len > 0 && overtaken(c)) {
+    if (c->sc.src_len > 0 && overtaken(c)) {
         return;
     }
     decision(c, OUT_ACCEPTED);
-    recent_mark(&c->px->recent, c->resource, c->mark);
-    if (c->src_len > 0) {
-        recent_mark(&c->px->recent, c->src, c->src_mark);
+    recent_mark(&c->px->recent, c->sc.resource, c->mark);
+    if (c->sc.src_len > 0) {
+        recent_mark(&c->px->recent, c->sc.src, c->src_mark);
     }
     c->order_wait = 0;
-    if (!enter_order(c, c->resource, c->rlen, &c->slot) ||
-        (c->src_len > 0 && !enter_order(c, c->src, c->src_len, &c->src_slot))) {
+    if (!enter_order(c, c->sc.resource, c->sc.rlen, &c->slot) ||
+        (c->sc.src_len > 0 &&
+         !enter_order(c, c->sc.src, c->sc.src_len, &c->src_slot))) {
         leave_order(c, 0);
         refuse_status(c, 503, "out of memory", "try again");
         client_pump(c);
@@ -748,7 +734,7 @@ stale_on(struct client *c, const char *res, int64_t mark)
 static void
 stale(struct client *c)
 {
-    stale_on(c, c->resource, c->mark);
+    stale_on(c, c->sc.resource, c->mark);
 }
 
 static void start_raise(struct client *c, bool src);
@@ -801,7 +787,7 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     if (res == STORE_ERROR) {
         c->px->stats.store_errors++;
     }
-    d = decide_store(c->mode, res != STORE_ERROR, res == STORE_STALE);
+    d = decide_store(c->sc.mode, res != STORE_ERROR, res == STORE_STALE);
     switch (d) {
     case DECIDE_ACCEPT:
         if (src) {
@@ -814,12 +800,12 @@ raise_done(void *arg, enum store_result res, int64_t mark)
         next_raise(c);
         break;
     case DECIDE_STALE:
-        stale_on(c, src ? c->src : c->resource, mark);
+        stale_on(c, src ? c->sc.src : c->sc.resource, mark);
         break;
     case DECIDE_FORWARD:
         log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
                  "token=%" PRId64 " forwarded unfenced (efficiency)",
-                 c->id, c->route_name, c->resource, c->token);
+                 c->id, c->sc.route_name, c->sc.resource, c->token);
         decision(c, OUT_BYPASSED);
         start_forward(c);
         break;
@@ -830,13 +816,13 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     client_pump(c);
 }
 
-/* Ask the store to raise the mark of c->resource, or of c->src. */
+/* Ask the store to raise the mark of c->sc.resource, or of c->sc.src. */
 static void
 start_raise(struct client *c, bool src)
 {
     struct tm_proxy *px = c->px;
-    const char *res = src ? c->src : c->resource;
-    size_t len = src ? c->src_len : c->rlen;
+    const char *res = src ? c->sc.src : c->sc.resource;
+    size_t len = src ? c->sc.src_len : c->sc.rlen;
     struct raise_req *rr = malloc(sizeof(*rr) + len + 1);
 
     if (rr == NULL) {
@@ -856,235 +842,6 @@ start_raise(struct client *c, bool src)
 }
 
 /* ---- a new request --------------------------------------------------- */
-
-/* The first route for method on path (a canonical path, so captures are
- * canonical), or NULL. A route applies to the methods it lists and, when
- * it fences (mode is not off), to its profile's write methods: on an off
- * route they would pass unfenced the writes that a later, fenced route of
- * the same path would have caught. */
-static const struct cfg_route *
-match_route(const struct tm_config *cfg, struct tm_slice method,
-            struct tm_slice path, struct tm_slice caps[TM_MAX_CAPTURES])
-{
-    for (size_t i = 0; i < cfg->nroutes; i++) {
-        const struct cfg_route *r = &cfg->routes[i];
-        if (!methods_has(&r->methods, method.p, method.len) &&
-            (r->mode == TM_MODE_OFF ||
-             !profile_write_method(r->profile, method))) {
-            continue;
-        }
-        if (tmpl_match(&r->path, path.p, path.len, caps)) {
-            return r;
-        }
-    }
-    return NULL;
-}
-
-/* A request that could reach the backend as another method than the one
- * its routes were matched with: a lower-case method, a method override
- * header or a _method query parameter. NULL when clean, else the 400's
- * detail. */
-static const char *
-method_disguised(const struct http_request *h)
-{
-    const char *why = reqcheck_method(h->method.p, h->method.len);
-    const char *q = h->path.p + h->path.len;
-    const char *end = h->target.p + h->target.len;
-
-    if (why != NULL) {
-        return why;
-    }
-    for (size_t i = 0; i < h->nheaders; i++) {
-        struct tm_slice n = h->headers[i].name;
-        if (reqcheck_override_header(n.p, n.len)) {
-            return REQCHECK_OVERRIDE_DETAIL;
-        }
-    }
-    if (q < end && *q == '?' &&
-        reqcheck_override_query(q + 1, (size_t)(end - q - 1))) {
-        return REQCHECK_OVERRIDE_DETAIL;
-    }
-    return NULL;
-}
-
-/* Read the request path into its canonical form, after the head in
- * rq->bytes (read_head made room: it is never longer than the path).
- * "OPTIONS *" stays "*". NULL, or why the path is refused. */
-static const char *
-canonical_path(struct request *rq)
-{
-    const struct http_request *h = &rq->h;
-    char *out = rq->bytes + h->head_len;
-    size_t len = 0;
-    const char *why = NULL;
-
-    if (h->path.len == 1 && h->path.p[0] == '*') {
-        rq->cpath = h->path;
-        return NULL;
-    }
-    if (!canon_path(h->path.p, h->path.len, out, h->path.len + 1, &len, &why)) {
-        return why;
-    }
-    rq->cpath.p = out;
-    rq->cpath.len = len;
-    return NULL;
-}
-
-static struct up_pool *
-default_pool(const struct gen *g)
-{
-    const struct tm_config *cfg = g->cfg;
-
-    for (size_t i = 0; i < cfg->nupstreams; i++) {
-        if (strcmp(cfg->upstreams[i].name, "default") == 0) {
-            return g->pools[i];
-        }
-    }
-    return cfg->nupstreams > 0 ? g->pools[0] : NULL;
-}
-
-/* A request that tries to hide a fencing header: the token or resource
- * header named in Connection (a proxy would drop it, another might not).
- * NULL when clean. (The parser has refused the other spellings of these
- * names.) */
-static const char *
-smuggled_header(const struct cfg_proxy *pc, const struct http_request *h)
-{
-    for (size_t i = 0; i < h->nheaders; i++) {
-        const struct http_header *f = &h->headers[i];
-        if (f->hop && (is_header(f->name, pc->token_header) ||
-                       is_header(f->name, pc->resource_header))) {
-            return "a fencing header named in Connection";
-        }
-    }
-    return NULL;
-}
-
-/* ---- requests that write elsewhere (profile = webdav | s3) ---------- */
-
-static bool
-fences(const struct cfg_route *r, enum tm_profile p)
-{
-    return r != NULL && r->profile == p && r->mode != TM_MODE_OFF;
-}
-
-/* The upstream a request on r (NULL: unmatched) goes to under g. */
-static struct up_pool *
-route_pool(const struct gen *g, const struct cfg_route *r)
-{
-    return r != NULL ? g->pools[r->upstream_idx] : default_pool(g);
-}
-
-/* Whether a route of profile p fences requests that go to pool. */
-static bool
-pool_fenced(const struct gen *g, enum tm_profile p, struct up_pool *pool)
-{
-    for (size_t i = 0; i < g->cfg->nroutes; i++) {
-        const struct cfg_route *r = &g->cfg->routes[i];
-        if (fences(r, p) && g->pools[r->upstream_idx] == pool) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The request's query (after '?', without it); empty when none. */
-static struct tm_slice
-request_query(const struct http_request *h)
-{
-    const char *end = h->target.p + h->target.len;
-    const char *q = h->path.p != NULL ? h->path.p + h->path.len : end;
-    struct tm_slice v = {q, 0};
-
-    if (q < end && *q == '?') {
-        v.p = q + 1;
-        v.len = (size_t)(end - v.p);
-    }
-    return v;
-}
-
-/* The request's own authority: an absolute-form target's, else Host's
- * (empty when there is none). */
-static struct tm_slice
-request_authority(const struct http_request *h)
-{
-    struct tm_slice a = {"", 0};
-    const char *t = h->target.p;
-    int hi;
-
-    if (h->target.len > 0 && t[0] != '/' && t[0] != '*' && h->path.p != NULL) {
-        const char *start = memchr(t, ':', h->target.len);
-        if (start != NULL && start + 3 <= h->path.p) {
-            a.p = start + 3; /* past "://" */
-            a.len = (size_t)(h->path.p - a.p);
-        }
-        return a;
-    }
-    hi = http_find_header(h->headers, h->nheaders, 0, "Host");
-    return hi >= 0 ? h->headers[hi].value : a;
-}
-
-/* Why an S3 request must be refused, or NULL: it writes keys its path
- * does not name (multi-object delete, form upload, rename) on an
- * upstream with fenced s3 routes, and its path is one such route's or
- * above it (the bucket), where the keys it names may be fenced. A
- * rename names its source key in a header: refused on the whole
- * upstream. */
-static const char *
-s3_refusal(const struct gen *g, const struct http_request *h,
-           struct tm_slice path, struct up_pool *pool)
-{
-    struct tm_slice caps[TM_MAX_CAPTURES];
-    bool form = false, rename = false;
-    const char *why;
-
-    if (!pool_fenced(g, TM_PROFILE_S3, pool)) {
-        return NULL;
-    }
-    for (size_t i = 0; i < h->nheaders; i++) {
-        const struct http_header *f = &h->headers[i];
-        /* In any spelling a gateway may read as the header (hname.h). */
-        if (hname_same(f->name.p, f->name.len, "Content-Type")) {
-            form = form || media_is_form(f->value);
-        } else if (hname_same(f->name.p, f->name.len, "x-amz-rename-source")) {
-            rename = true;
-        }
-    }
-    why = s3_elsewhere(h->method, request_query(h), form, rename);
-    if (why == NULL || rename) {
-        return why;
-    }
-    for (size_t i = 0; i < g->cfg->nroutes; i++) {
-        const struct cfg_route *r = &g->cfg->routes[i];
-        if (fences(r, TM_PROFILE_S3) && g->pools[r->upstream_idx] == pool &&
-            (tmpl_above(&r->path, path.p, path.len) ||
-             tmpl_match(&r->path, path.p, path.len, caps))) {
-            return why;
-        }
-    }
-    return NULL;
-}
-
-/* Take r as the request's route: its mode, upstream
- * and body limit. false when the request was refused (413). */
-static bool
-use_route(struct client *c, const struct cfg_route *r, enum tm_mode mode)
-{
-    const struct http_request *h = &c->rq->h;
-
-    c->route = r;
-    c->route_name = r->name;
-    c->mode = mode;
-    c->pool = c->gen->pools[r->upstream_idx];
-    c->max_body = r->max_body > 0 ? (uint64_t)r->max_body : UINT64_MAX;
-    if (h->body == HTTP_BODY_LENGTH && h->content_length > c->max_body) {
-        struct problem p = {.status = 413};
-        c->close_after = true;
-        refuse(c, &p, "too large");
-        return false;
-    }
-    return true;
-}
 
 /* The token's status for res under verify v; ti: the token header's
  * index, or -1. Sets c->token. */
@@ -1109,134 +866,13 @@ decide_one(struct client *c, enum token_status ts, const char *res, size_t len)
 {
     struct tm_proxy *px = c->px;
     enum decision d = decide_request(
-        c->mode, ts, c->token, len > 0 ? marks_get(px->marks, res, len) : 0);
+        c->sc.mode, ts, c->token, len > 0 ? marks_get(px->marks, res, len) : 0);
 
     if (d == DECIDE_ACCEPT && px->sops->shared) {
         /* Another sidecar may have raised the mark past the cached one. */
         d = DECIDE_RAISE;
     }
     return d;
-}
-
-static void act(struct client *c, enum decision d);
-
-/* The Destination of a COPY or MOVE, parsed and canonicalized into path
- * (DAV_DEST_MAX bytes), and the route that matches it for the same
- * method. NULL with *why when there is no usable Destination. */
-static const struct cfg_route *
-dav_dest_route(struct client *c, char *path,
-               struct tm_slice caps[TM_MAX_CAPTURES], const char **why)
-{
-    const struct http_request *h = &c->rq->h;
-    int di = http_find_header(h->headers, h->nheaders, 0, "Destination");
-    struct tm_slice dpath = {path, 0};
-
-    if (di < 0) {
-        *why = "a COPY or MOVE needs a Destination";
-        return NULL;
-    }
-    if (http_find_header(h->headers, h->nheaders, (size_t)di + 1,
-                         "Destination") >= 0) {
-        *why = "more than one Destination header";
-        return NULL;
-    }
-    if (!dav_destination(h->headers[di].value, request_authority(h), path,
-                         DAV_DEST_MAX, &dpath.len, &c->dest_raw, why)) {
-        c->dest_raw.p = NULL;
-        return NULL;
-    }
-    *why = NULL;
-    return match_route(c->gen->cfg, h->method, dpath, caps);
-}
-
-/* A COPY or MOVE on an upstream where WebDAV is fenced: fenced at its
- * Destination, and at its source too when r (the source's route) fences
- * it and either the request is a MOVE or r is no webdav route (to which
- * a COPY writes its own path); both marks checked with the same token
- * and raised, the Destination's first. false when it is none of
- * tidemark's business (go on as for any request); true when it was
- * answered or is under way. */
-static bool
-dav_request(struct client *c, const struct cfg_route *r,
-            struct tm_slice caps[TM_MAX_CAPTURES], int ti)
-{
-    const struct gen *g = c->gen;
-    struct up_pool *pool = route_pool(g, r);
-    bool dav = fences(r, TM_PROFILE_WEBDAV);
-    bool src = r != NULL && r->mode != TM_MODE_OFF &&
-               (!dav || dav_method(c->rq->h.method) == DAV_MOVE);
-    struct tm_slice dcaps[TM_MAX_CAPTURES];
-    char path[DAV_DEST_MAX];
-    const struct cfg_route *dr;
-    const char *why = NULL;
-    enum decision d1, d2, d;
-
-    if (pool == NULL || (!dav && !pool_fenced(g, TM_PROFILE_WEBDAV, pool))) {
-        return false;
-    }
-    dr = dav_dest_route(c, path, dcaps, &why);
-    if (why == NULL && (dr == NULL || dr->mode == TM_MODE_OFF ||
-                        g->pools[dr->upstream_idx] != pool)) {
-        if (!dav) {
-            c->dest_raw.p = NULL;
-            return false; /* as any request on r, or unmatched */
-        }
-        why = "the Destination is not under a fenced route";
-    }
-    if (why == NULL &&
-        (dr->resource_from_header || (src && r->resource_from_header))) {
-        why = "a COPY or MOVE onto a fenced Destination from or to a route "
-              "with resource = header";
-    }
-    if (why != NULL) {
-        c->route_name = r != NULL ? r->name : NULL;
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid", why);
-        return true;
-    }
-    /* The stricter mode of the two ends (correctness < efficiency). */
-    if (!use_route(c, dav || src ? r : dr,
-                   (dav || src) && r->mode < dr->mode ? r->mode : dr->mode)) {
-        return true;
-    }
-    c->rlen =
-        rtmpl_expand(&dr->resource, dcaps, c->resource, sizeof(c->resource));
-    if (src) {
-        c->src_len = rtmpl_expand(&r->resource, caps, c->src, sizeof(c->src));
-        if (c->src_len == 0) {
-            c->rlen = 0;
-        } else if (c->src_len == c->rlen &&
-                   memcmp(c->src, c->resource, c->rlen) == 0) {
-            c->src_len = 0; /* one resource: one mark */
-        }
-    }
-    if (c->rlen == 0) {
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid", "the resource name is too long");
-        return true;
-    }
-    d1 = decide_one(c, check_token(c, ti, dr->verify, c->resource, c->rlen),
-                    c->resource, c->rlen);
-    d2 = c->src_len == 0
-             ? d1
-             : decide_one(c, check_token(c, ti, r->verify, c->src, c->src_len),
-                          c->src, c->src_len);
-    c->raise_res = d1 == DECIDE_RAISE;
-    c->raise_src = c->src_len > 0 && d2 == DECIDE_RAISE;
-    if (d1 == DECIDE_ACCEPT) {
-        c->mark = c->token;
-    }
-    if (d2 == DECIDE_ACCEPT) {
-        c->src_mark = c->token;
-    }
-    d = decide_pair(d1, d2);
-    if (d != d1 && (d == DECIDE_STALE || d == DECIDE_FORBIDDEN)) {
-        /* Refused for the source: the answer names it. */
-        memcpy(c->resource, c->src, c->src_len + 1);
-        c->rlen = c->src_len;
-    }
-    act(c, d);
-    return true;
 }
 
 /* Do what the decision before the store says. */
@@ -1259,7 +895,7 @@ act(struct client *c, enum decision d)
         next_raise(c);
         break;
     case DECIDE_STALE:
-        c->mark = marks_get(px->marks, c->resource, c->rlen);
+        c->mark = marks_get(px->marks, c->sc.resource, c->sc.rlen);
         stale(c);
         break;
     case DECIDE_MISSING: {
@@ -1286,135 +922,67 @@ act(struct client *c, enum decision d)
     }
 }
 
-/* Route, resource, token, decision. */
+/* Screen the request, then decide on its token(s). */
 static void
 handle_request(struct client *c)
 {
     struct tm_proxy *px = c->px;
-    const struct cfg_proxy *pc;
-    const struct http_request *h = &c->rq->h;
-    struct tm_slice caps[TM_MAX_CAPTURES];
-    const struct cfg_route *r;
-    int ti = -1, ri;
-    enum decision d;
-    const char *why;
-    char detail[160];
+    struct screen *s = &c->sc;
+    int ti;
+    enum decision d1, d2, d;
 
     px->stats.requests++;
     /* Everything below reads the request's generation, to its end. */
     c->gen = gen_hold(px);
-    pc = &c->gen->cfg->proxy;
-    c->route = NULL;
-    c->route_name = NULL;
-    c->max_body = UINT64_MAX;
-    c->rlen = 0;
-    c->resource[0] = '\0';
-    c->src_len = 0;
-    c->src[0] = '\0';
-    c->raise_res = c->raise_src = false;
-    c->dest_raw.p = NULL;
-    c->dest_raw.len = 0;
     c->token = 0;
     c->mark = 0;
     c->src_mark = 0;
-    c->close_after = !h->keep_alive;
-
-    if ((why = method_disguised(h)) != NULL) {
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid", why);
-        return;
-    }
-    if ((why = canonical_path(c->rq)) != NULL) {
-        snprintf(detail, sizeof(detail), "the request path: %s", why);
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid", detail);
-        return;
-    }
-    if (slice_eq(h->method, "TRACE")) {
-        /* TRACE would echo what tidemark adds, credentials included. */
-        struct problem p = {.status = 405};
-        refuse(c, &p, "method");
-        return;
-    }
-    if ((why = smuggled_header(pc, h)) != NULL) {
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid", why);
-        return;
-    }
-    ti = http_find_header(h->headers, h->nheaders, 0, pc->token_header);
-    if (ti >= 0 && http_find_header(h->headers, h->nheaders, (size_t)ti + 1,
-                                    pc->token_header) >= 0) {
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid", "more than one token header");
-        return;
-    }
-
-    r = match_route(c->gen->cfg, h->method, c->rq->cpath, caps);
-    if (route_pool(c->gen, r) != NULL &&
-        (why = s3_refusal(c->gen, h, c->rq->cpath, route_pool(c->gen, r))) !=
-            NULL) {
-        c->route_name = r != NULL ? r->name : NULL;
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid", why);
-        return;
-    }
-    if (dav_method(h->method) != DAV_NONE && dav_request(c, r, caps, ti)) {
-        return;
-    }
-    if (r == NULL) {
-        if (pc->unmatched_reject) {
-            struct problem p = {.status = 404,
-                                .detail = "no route matches this request"};
-            refuse(c, &p, "unmatched");
-            return;
+    c->raise_res = c->raise_src = false;
+    c->close_after = !c->rq->h.keep_alive;
+    switch (screen_request(c->gen->cfg, &c->rq->h,
+                           c->rq->bytes + c->rq->h.head_len, s)) {
+    case SCREEN_REFUSE: {
+        struct problem p = {.status = s->status, .detail = s->detail};
+        if (s->invalid) {
+            decision(c, OUT_INVALID);
         }
-        c->pool = default_pool(c->gen);
-        if (c->pool == NULL) {
-            struct problem p = {.status = 404,
-                                .detail = "no route matches this request"};
-            refuse(c, &p, "unmatched");
-            return;
+        if (s->close) {
+            c->close_after = true;
         }
-        c->mode = TM_MODE_OFF;
+        refuse(c, &p, s->reason);
+        return;
+    }
+    case SCREEN_PASS:
+        c->pool = c->gen->pools[s->upstream];
         decision(c, OUT_BYPASSED);
         start_forward(c);
         return;
+    default:
+        break;
     }
-    if (!use_route(c, r, r->mode)) {
-        return;
+    c->pool = c->gen->pools[s->upstream];
+    ti = s->token_idx;
+    d1 = decide_one(c, check_token(c, ti, s->verify, s->resource, s->rlen),
+                    s->resource, s->rlen);
+    d2 = s->src_len == 0
+             ? d1
+             : decide_one(c,
+                          check_token(c, ti, s->src_verify, s->src, s->src_len),
+                          s->src, s->src_len);
+    c->raise_res = d1 == DECIDE_RAISE;
+    c->raise_src = s->src_len > 0 && d2 == DECIDE_RAISE;
+    if (d1 == DECIDE_ACCEPT) {
+        c->mark = c->token;
     }
-
-    if (r->resource_from_header) {
-        ri = http_find_header(h->headers, h->nheaders, 0, pc->resource_header);
-        if (ri >= 0 && http_find_header(h->headers, h->nheaders, (size_t)ri + 1,
-                                        pc->resource_header) >= 0) {
-            refuse_status(c, 400, "invalid", "more than one resource header");
-            return;
-        }
-        if (ri < 0) {
-            snprintf(detail, sizeof(detail), "the resource header is missing");
-        } else if (!canon_name(h->headers[ri].value.p, h->headers[ri].value.len,
-                               c->resource, sizeof(c->resource), &c->rlen,
-                               &why)) {
-            snprintf(detail, sizeof(detail), "the resource header: %s", why);
-        }
-        if (c->rlen == 0 && r->mode != TM_MODE_OFF) {
-            decision(c, OUT_INVALID);
-            refuse_status(c, 400, "invalid", detail);
-            return;
-        }
-    } else {
-        c->rlen =
-            rtmpl_expand(&r->resource, caps, c->resource, sizeof(c->resource));
-        if (c->rlen == 0) {
-            decision(c, OUT_INVALID);
-            refuse_status(c, 400, "invalid", "the resource name is too long");
-            return;
-        }
+    if (d2 == DECIDE_ACCEPT) {
+        c->src_mark = c->token;
     }
-    d = decide_one(c, check_token(c, ti, r->verify, c->resource, c->rlen),
-                   c->resource, c->rlen);
-    c->raise_res = d == DECIDE_RAISE;
+    d = decide_pair(d1, d2);
+    if (d != d1 && (d == DECIDE_STALE || d == DECIDE_FORBIDDEN)) {
+        /* Refused for the source: the answer names it. */
+        memcpy(s->resource, s->src, s->src_len + 1);
+        s->rlen = s->src_len;
+    }
     act(c, d);
 }
 
@@ -1817,8 +1385,9 @@ log_request(const struct client *c)
     log_info("conn=%" PRIu64 " request method=%.*s path=%.*s status=%d "
              "route=%s resource=%s token=%" PRId64 " mark=%" PRId64 " ms=%.3f",
              c->id, (int)h->method.len, h->method.p, (int)h->path.len,
-             h->path.p, c->resp_status, c->route_name ? c->route_name : "-",
-             c->rlen > 0 ? c->resource : "-", c->token, c->mark, ms);
+             h->path.p, c->resp_status,
+             c->sc.route_name ? c->sc.route_name : "-",
+             c->sc.rlen > 0 ? c->sc.resource : "-", c->token, c->mark, ms);
 }
 
 static void
@@ -1862,8 +1431,8 @@ upstream_failed(struct client *c, int status, const char *why)
     log_error("conn=%" PRIu64 " upstream %s: %s: route=%s resource=%s "
               "token=%" PRId64,
               c->id, up_cfg(c->pool)->name, why,
-              c->route_name ? c->route_name : "-",
-              c->rlen > 0 ? c->resource : "-", c->token);
+              c->sc.route_name ? c->sc.route_name : "-",
+              c->sc.rlen > 0 ? c->sc.resource : "-", c->token);
     if (timed_out) {
         c->px->stats.upstream_timeouts++;
     } else {
@@ -1965,7 +1534,7 @@ pump_request_body(struct client *c)
             return;
         }
         c->body_seen += take;
-        if (c->body_seen > c->max_body) {
+        if (c->body_seen > c->sc.max_body) {
             /* The upstream never gets the end of this body. */
             c->close_after = true;
             upstream_failed(c, 413, "chunked request body over max_body");
@@ -2357,7 +1926,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
         c->px->stats.store_errors++;
         log_error("conn=%" PRIu64 " store did not answer in %d ms", c->id,
                   c->px->cfg->store.timeout_ms);
-        if (c->mode == TM_MODE_EFFICIENCY) {
+        if (c->sc.mode == TM_MODE_EFFICIENCY) {
             decision(c, OUT_BYPASSED);
             start_forward(c);
         } else {

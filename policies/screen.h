@@ -1,0 +1,79 @@
+/* screen.h: the checks a request head passes before any token is read:
+ * how it is spelled, which route takes it, which resources it writes.
+ * Pure: reads a configuration and a parsed head, does no I/O. */
+#ifndef TM_SCREEN_H
+#define TM_SCREEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../conf/cfg.h"
+#include "../proxy/http_parse.h"
+#include "route.h"
+#include "slice.h"
+
+enum screen_verdict {
+    SCREEN_FENCE = 0, /* a route takes it: decide on its token */
+    SCREEN_PASS,      /* no route takes it: forwarded unfenced */
+    SCREEN_REFUSE,    /* answered locally: status, reason, detail */
+};
+
+/* What screen_request found. The slices point into the head and the
+ * path buffer the caller gave. */
+struct screen {
+    enum screen_verdict verdict;
+    /* SCREEN_REFUSE */
+    int status;         /* 400, 404, 405 or 413 */
+    const char *reason; /* one word for the log: invalid, method, ... */
+    const char *detail; /* NULL, static text or detail_buf */
+    bool invalid;       /* counted as an invalid token decision */
+    bool close;         /* the connection closes after the answer */
+    char detail_buf[160];
+    /* The route (NULL: unmatched) and its name, set once known, also on
+     * a refusal that follows. */
+    const struct cfg_route *route;
+    const char *route_name;
+    enum tm_mode mode;
+    size_t upstream;       /* index into cfg->upstreams (not on a refusal) */
+    uint64_t max_body;     /* the route's limit; UINT64_MAX: none */
+    int token_idx;         /* index of the token header, or -1 */
+    struct tm_slice cpath; /* the canonical path; "*" for OPTIONS * */
+    /* What a fenced request writes: resource (rlen 0: nothing, on an
+     * off route with resource = header), and for a WebDAV MOVE or COPY
+     * fenced at its Destination also src, the source it writes (src_len
+     * 0: none). Each is checked with its own route's verify. */
+    char resource[TM_RESOURCE_MAX + 1];
+    size_t rlen;
+    enum tm_verify verify;
+    char src[TM_RESOURCE_MAX + 1];
+    size_t src_len;
+    enum tm_verify src_verify;
+    /* The Destination's path and query as the client wrote it, to be
+     * forwarded under the upstream's authority; p NULL: forward the
+     * header as it is. */
+    struct tm_slice dest_raw;
+};
+
+/* Screen the request head h under cfg. path_buf (h->path.len + 1 bytes)
+ * receives the canonical path. Refuses, in this order: a disguised
+ * method (lower case, override header or _method parameter), a path
+ * that has no canonical form, TRACE, a fencing header named in
+ * Connection, two token headers, an S3 request that writes keys its
+ * path does not name (profile = s3), a COPY or MOVE whose Destination
+ * is unusable (profile = webdav), no route under unmatched = reject or
+ * no upstream, a Content-Length over the route's max_body, two or a
+ * bad resource header, a resource name too long. Returns s->verdict. */
+enum screen_verdict screen_request(const struct tm_config *cfg,
+                                   const struct http_request *h, char *path_buf,
+                                   struct screen *s);
+
+/* The first route for method on path (a canonical path, so captures are
+ * canonical), or NULL. A route applies to the methods it lists and, when
+ * it fences (mode is not off), to its profile's write methods. */
+const struct cfg_route *screen_route(const struct tm_config *cfg,
+                                     struct tm_slice method,
+                                     struct tm_slice path,
+                                     struct tm_slice caps[TM_MAX_CAPTURES]);
+
+#endif

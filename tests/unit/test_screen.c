@@ -1,0 +1,284 @@
+/* test_screen.c: the request checks before any token is read, on parsed
+ * heads under one configuration: each refusal with its status and
+ * whether it counts as invalid, the route and resources of what passes,
+ * WebDAV's Destination and S3's writes elsewhere. No sockets. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../conf/cfg.h"
+#include "../../policies/screen.h"
+#include "../../proxy/http_parse.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char ini[] = "[proxy]\n"
+                          "listen = 127.0.0.1:0\n"
+                          "[upstream default]\n"
+                          "url = http://127.0.0.1:1\n"
+                          "[upstream other]\n"
+                          "url = http://127.0.0.1:2\n"
+                          "[store]\n"
+                          "path = /nonexistent/marks.lmdb\n"
+                          "[route docs]\n"
+                          "methods = PUT POST DELETE\n"
+                          "path = /v1/docs/{doc}\n"
+                          "resource = docs/{doc}\n"
+                          "max_body = 100\n"
+                          "[route byheader]\n"
+                          "methods = PUT\n"
+                          "path = /h/{x*}\n"
+                          "resource = header\n"
+                          "[route offheader]\n"
+                          "methods = PUT\n"
+                          "path = /oh/{x*}\n"
+                          "resource = header\n"
+                          "mode = off\n"
+                          "[route files]\n"
+                          "methods = PUT DELETE\n"
+                          "path = /dav/{key*}\n"
+                          "resource = files/{key*}\n"
+                          "profile = webdav\n"
+                          "[route bucket]\n"
+                          "methods = PUT\n"
+                          "path = /bucket/{key*}\n"
+                          "resource = bucket/{key*}\n"
+                          "profile = s3\n"
+                          "[route elsewhere]\n"
+                          "methods = PUT\n"
+                          "path = /else/{x}\n"
+                          "resource = else/{x}\n"
+                          "upstream = other\n";
+
+struct fixture {
+    struct tm_config cfg;
+    struct http_request h;
+    char head[2048];
+    char path[1024];
+    struct screen s;
+};
+
+static int
+setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct cfg_errors errs = {0};
+
+    assert_non_null(f);
+    if (!cfg_load_string(&f->cfg, "test.ini", ini, NULL, &errs)) {
+        for (size_t i = 0; i < errs.n; i++) {
+            fprintf(stderr, "%s\n", errs.msgs[i]);
+        }
+        fail();
+    }
+    cfg_errors_free(&errs);
+    *state = f;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    cfg_free(&f->cfg);
+    free(f);
+    return 0;
+}
+
+/* Screen the request line and headers (CRLF-separated, without the
+ * final empty line) under the fixture's configuration. */
+static enum screen_verdict
+screen(struct fixture *f, const char *head)
+{
+    struct http_limits lim = {8192, 64, 4096};
+    const char *fence[2] = {f->cfg.proxy.token_header,
+                            f->cfg.proxy.resource_header};
+    int n = snprintf(f->head, sizeof(f->head), "%s\r\n\r\n", head);
+
+    assert_true(n > 0 && (size_t)n < sizeof(f->head));
+    assert_int_equal(http_parse_request(f->head, (size_t)n, &lim, fence, &f->h),
+                     HTTP_OK);
+    assert_true(f->h.path.len < sizeof(f->path));
+    return screen_request(&f->cfg, &f->h, f->path, &f->s);
+}
+
+struct refusal {
+    const char *head;
+    int status;
+    bool invalid;
+    const char *detail; /* a part of it; NULL: none */
+};
+
+static void
+test_refusals(void **state)
+{
+    static const struct refusal cases[] = {
+        {"put /v1/docs/a HTTP/1.1\r\nHost: x", 400, true, "lower-case"},
+        {"PUT /v1/docs/a HTTP/1.1\r\nHost: x\r\nX-HTTP-Method-Override: "
+         "DELETE",
+         400, true, "method overrides"},
+        {"POST /v1/docs/a?_method=DELETE HTTP/1.1\r\nHost: x", 400, true,
+         "method overrides"},
+        {"PUT /v1/docs/%2F HTTP/1.1\r\nHost: x", 400, true,
+         "the request path: "},
+        {"TRACE /v1/docs/a HTTP/1.1\r\nHost: x", 405, false, NULL},
+        {"PUT /v1/docs/a HTTP/1.1\r\nHost: x\r\nConnection: "
+         "Fencing-Token\r\nFencing-Token: 1",
+         400, true, "named in Connection"},
+        {"PUT /v1/docs/a HTTP/1.1\r\nHost: x\r\nFencing-Token: "
+         "1\r\nFencing-Token: 2",
+         400, true, "more than one token header"},
+        {"PUT /v1/docs/a HTTP/1.1\r\nHost: x\r\nContent-Length: 101", 413,
+         false, NULL},
+        {"PUT /h/a HTTP/1.1\r\nHost: x", 400, true,
+         "the resource header is missing"},
+        {"PUT /h/a HTTP/1.1\r\nHost: x\r\nFencing-Resource: "
+         "a\r\nFencing-Resource: b",
+         400, false, "more than one resource header"},
+        {"MOVE /dav/a HTTP/1.1\r\nHost: x", 400, true, "needs a Destination"},
+        {"MOVE /dav/a HTTP/1.1\r\nHost: x\r\nDestination: /dav/b\r\n"
+         "Destination: /dav/c",
+         400, true, "more than one Destination"},
+        {"MOVE /dav/a HTTP/1.1\r\nHost: x\r\nDestination: /elsewhere", 400,
+         true, "not under a fenced route"},
+        {"POST /bucket?delete HTTP/1.1\r\nHost: x", 400, true, NULL},
+    };
+    struct fixture *f = *state;
+
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        const struct refusal *c = &cases[i];
+        enum screen_verdict v = screen(f, c->head);
+        if (v != SCREEN_REFUSE || f->s.status != c->status ||
+            f->s.invalid != c->invalid ||
+            (c->detail != NULL &&
+             (f->s.detail == NULL || strstr(f->s.detail, c->detail) == NULL))) {
+            fail_msg("case %zu (%s): verdict %d status %d invalid %d "
+                     "detail %s",
+                     i, c->head, v, f->s.status, f->s.invalid,
+                     f->s.detail ? f->s.detail : "(none)");
+        }
+    }
+}
+
+static void
+test_a_fenced_route(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(
+        screen(f, "PUT /v1/docs/a%2Dz HTTP/1.1\r\nHost: x\r\nFencing-Token: 7"),
+        SCREEN_FENCE);
+    assert_string_equal(f->s.route_name, "docs");
+    assert_int_equal(f->s.mode, TM_MODE_CORRECTNESS);
+    assert_string_equal(f->s.resource, "docs/a-z");
+    assert_int_equal(f->s.rlen, strlen("docs/a-z"));
+    assert_int_equal(f->s.src_len, 0);
+    assert_int_equal(f->s.token_idx, 1);
+    assert_int_equal(f->s.max_body, 100);
+    assert_int_equal(f->s.upstream, 0);
+    assert_null(f->s.dest_raw.p);
+    assert_int_equal(
+        screen(f, "PUT /else/b HTTP/1.1\r\nHost: x\r\nContent-Length: 500"),
+        SCREEN_FENCE);
+    assert_int_equal(f->s.upstream, 1);
+    assert_int_equal(f->s.token_idx, -1);
+    assert_int_equal(f->s.max_body, UINT64_MAX);
+}
+
+static void
+test_unmatched_passes_to_default(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(screen(f, "GET /nowhere HTTP/1.1\r\nHost: x"),
+                     SCREEN_PASS);
+    assert_null(f->s.route);
+    assert_int_equal(f->s.mode, TM_MODE_OFF);
+    assert_int_equal(f->s.upstream, 0);
+    f->cfg.proxy.unmatched_reject = true;
+    assert_int_equal(screen(f, "GET /nowhere HTTP/1.1\r\nHost: x"),
+                     SCREEN_REFUSE);
+    assert_int_equal(f->s.status, 404);
+    assert_false(f->s.invalid);
+    f->cfg.proxy.unmatched_reject = false;
+}
+
+static void
+test_resource_from_header(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(screen(f, "PUT /h/a HTTP/1.1\r\nHost: x\r\n"
+                               "Fencing-Resource: my/thing"),
+                     SCREEN_FENCE);
+    assert_string_equal(f->s.resource, "my/thing");
+    /* An off route forwards without a resource. */
+    assert_int_equal(screen(f, "PUT /oh/a HTTP/1.1\r\nHost: x"), SCREEN_FENCE);
+    assert_int_equal(f->s.mode, TM_MODE_OFF);
+    assert_int_equal(f->s.rlen, 0);
+}
+
+static void
+test_dav_move_writes_both_ends(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_int_equal(screen(f, "MOVE /dav/a HTTP/1.1\r\nHost: x\r\n"
+                               "Destination: http://x/dav/b?q"),
+                     SCREEN_FENCE);
+    assert_string_equal(f->s.route_name, "files");
+    assert_string_equal(f->s.resource, "files/b");
+    assert_string_equal(f->s.src, "files/a");
+    assert_int_equal(f->s.dest_raw.len, strlen("/dav/b?q"));
+    assert_memory_equal(f->s.dest_raw.p, "/dav/b?q", f->s.dest_raw.len);
+    /* A COPY on a webdav route writes its Destination only. */
+    assert_int_equal(screen(f, "COPY /dav/a HTTP/1.1\r\nHost: x\r\n"
+                               "Destination: /dav/b"),
+                     SCREEN_FENCE);
+    assert_string_equal(f->s.resource, "files/b");
+    assert_int_equal(f->s.src_len, 0);
+    /* Onto itself: one resource, one mark. */
+    assert_int_equal(screen(f, "MOVE /dav/a HTTP/1.1\r\nHost: x\r\n"
+                               "Destination: /dav/a"),
+                     SCREEN_FENCE);
+    assert_int_equal(f->s.src_len, 0);
+}
+
+static void
+test_route_match_is_first_in_file_order(void **state)
+{
+    struct fixture *f = *state;
+    struct tm_slice caps[TM_MAX_CAPTURES];
+    struct tm_slice m = {"PUT", 3}, get = {"GET", 3}, p = {"/v1/docs/a", 10};
+    const struct cfg_route *r = screen_route(&f->cfg, m, p, caps);
+
+    assert_non_null(r);
+    assert_string_equal(r->name, "docs");
+    assert_null(screen_route(&f->cfg, get, p, caps));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_fenced_route, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unmatched_passes_to_default, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_resource_from_header, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dav_move_writes_both_ends, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_route_match_is_first_in_file_order,
+                                        setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
