@@ -1,9 +1,11 @@
-/* conn.c: one client connection: read a request head, decide, wait for
- * the store and the resource's turn, forward over a pooled upstream
- * connection, stream both bodies with back-pressure, answer in order. */
-#include <errno.h>
+/* conn.c: a client connection: accept it, read its request heads, run
+ * each request through its stages (admit.c, then exchange.c), drop what
+ * a request answered locally still sends, linger and close. Each stage
+ * reports back through one completion here; the connection's state
+ * changes in client_set_state only. */
+#include <assert.h>
 #include <inttypes.h>
-#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -15,976 +17,226 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "../policies/decide.h"
-#include "../policies/hname.h"
-#include "../policies/route.h"
-#include "../policies/screen.h"
-#include "../policies/token.h"
+#include "admit.h"
+#include "client_io.h"
+#include "exchange.h"
 #include "log.h"
-#include "marks.h"
-#include "metrics.h"
-#include "order.h"
 #include "problem.h"
 #include "proxy_int.h"
-#include "sendbuf.h"
-#include "store/store.h"
-#include "up.h"
+#include "request.h"
 
 #define LINGER_MS 2000 /* read and drop after a closing answer */
 #define LINGER_BYTES (1 << 20)
-#define MAX_RESPONSE_HEAD 65536
 
+/* The life of a connection: HEAD -> ADMIT -> EXCHANGE -> HEAD for each
+ * request; a request answered locally goes on to DISCARD (its body) or
+ * CLOSING; CLOSING ends in client_close. */
 enum cstate {
     CS_HEAD = 0, /* waiting for a request head */
-    CS_STORE,    /* waiting for the store's answer */
-    CS_ORDER,    /* waiting for the resource's turn */
-    CS_CONNECT,  /* waiting for an upstream connection */
-    CS_FORWARD,  /* exchanging with the upstream */
+    CS_ADMIT,    /* admit.c: checks, the store, the resource's turn */
+    CS_EXCHANGE, /* exchange.c: connecting, then exchanging */
     CS_DISCARD,  /* answered locally; dropping the request body */
     CS_CLOSING,  /* flushing the last answer, then lingering */
 };
 
-/* The current request: its parsed head and a copy of its bytes. Kept
- * per connection and reused while the connection stays busy. */
-struct request {
-    struct http_request h;
-    size_t cap; /* bytes[] capacity */
-    char bytes[];
-};
-
-/* A store call in flight. c is NULL once nobody waits for it. */
-struct raise_req {
-    struct client *c;
-    struct tm_proxy *px;
-    struct timespec t0;
-    bool src; /* the source of a MOVE, not c->sc.resource */
-    size_t len;
-    char res[];
-};
-
 struct client {
-    struct tm_proxy *px;
+    struct cio io; /* first: px->dirty links &c->io */
     struct client *next;
     struct client *prev;
-    uint64_t id;
-    struct bufferevent *bev;
-    struct event *timer; /* idle, head, store and linger timeouts */
-    struct event *kick;  /* deferred: the resource's turn came */
     enum cstate state;
     bool timer_is_head; /* the head timeout runs (not idle) */
-
+    bool served;        /* a request head was read: between requests now,
+                         * the wait is idle_timeout_ms, not
+                         * header_timeout_ms */
+    bool idle;          /* on px's idle list: waiting for a head, nothing
+                         * buffered either way (reclaimable) */
+    bool bp_answers;    /* client reads paused: answers not read */
+    bool pumping;       /* client_pump runs: completions leave the next
+                         * step to it */
+    bool have_rq;       /* rq holds the current request */
     struct request *rq;
-    bool have_rq;     /* rq holds the current request */
-    struct gen *gen;  /* the configuration the request runs under */
-    struct screen sc; /* route, mode, resources: screen_request */
-    int64_t token;
-    int64_t mark; /* sent in Fencing-High-Water when > 0 */
-    struct order_slot *slot;
-    int order_wait; /* slots still queued */
-    bool raise_res; /* resource's mark must still be asked */
-    bool raise_src; /* src's mark must still be asked */
-    int64_t src_mark;
-    struct order_slot *src_slot;
-    struct raise_req *raise;
-    struct up_pool *pool;
-    struct up_conn *up;
-
-    enum http_body req_kind;
-    uint64_t req_left;
-    struct http_chunked req_chunk;
-    bool req_done;
-    bool req_sent_whole;
-    struct timespec up_t0; /* the request went to the upstream */
-    struct timespec t0;    /* the head was read */
-    int resp_status;
-    uint64_t body_seen;  /* chunked bytes forwarded so far */
-    uint64_t body_moved; /* body bytes moved to the upstream */
-    uint64_t body_mark;  /* body_moved when the rate window began */
-
-    bool resp_started;
-    enum http_body resp_kind;
-    uint64_t resp_left;
-    struct http_chunked resp_chunk;
-    bool resp_keep_alive;
-
+    struct admit ad;
+    struct exchange ex;
     uint64_t discard_left;
     size_t linger_left;
-    bool close_after;
-    bool client_eof; /* the client sent FIN */
-    bool up_eof;     /* the upstream sent FIN */
-    bool dead;       /* closed; freed at the end of the turn */
-    bool read_tmo;   /* a read timeout is set on bev */
-    size_t read_hi;  /* bev's read high watermark */
-    bool served;     /* a request head was read: between requests now,
-                      * the wait is idle_timeout_ms, not header_timeout_ms */
-    bool idle;       /* on px's idle list: waiting for a head, nothing
-                      * buffered either way (reclaimable) */
+    size_t read_hi; /* bev's read high watermark */
     struct client *idle_prev;
     struct client *idle_next;
-    bool dirty;      /* has output to write this turn */
-    bool bp_up;      /* client reads paused: upstream output full */
-    bool bp_down;    /* upstream reads paused: client output full */
-    bool bp_answers; /* client reads paused: answers not read */
-    struct client *dirty_next;
 };
 
 static void client_pump(struct client *c);
 static void client_close(struct client *c, int grace_ms);
-static void pump_request_body(struct client *c);
-static bool pump_response(struct client *c);
-static void drained(struct client *c);
 
-static void
-ms_to_tv(int ms, struct timeval *tv)
+static struct client *
+client_of(struct cio *io)
 {
-    tv->tv_sec = ms / 1000;
-    tv->tv_usec = (ms % 1000) * 1000;
-}
-
-static void
-timer_arm(struct client *c, int ms)
-{
-    struct timeval tv;
-
-    ms_to_tv(ms, &tv);
-    evtimer_add(c->timer, &tv);
-}
-
-static struct evbuffer *
-c_in(struct client *c)
-{
-    return bufferevent_get_input(c->bev);
-}
-
-static struct evbuffer *
-c_out(struct client *c)
-{
-    return bufferevent_get_output(c->bev);
+    return (struct client *)((char *)io - offsetof(struct client, io));
 }
 
 /* The [proxy] settings c works under: those of its request's generation
  * while a request runs, so that a reload changes nothing of a request
- * under way (token header, timeouts, limits); else the current ones. */
+ * under way; else the current ones. */
 static const struct cfg_proxy *
 pcfg(const struct client *c)
 {
-    return &(c->gen != NULL ? c->gen->cfg : c->px->cfg)->proxy;
+    return c->have_rq ? c->rq->pc : &c->io.px->cfg->proxy;
 }
 
-/* ---- writing ----------------------------------------------------------
- * Output is written directly at the end of the loop turn, and EV_WRITE is
- * enabled on a bufferevent only while the kernel cannot take everything:
- * no epoll_ctl per answer in the common case. */
+/* The one place the state changes; the table is the machine. */
+static void
+client_set_state(struct client *c, enum cstate s)
+{
+    static const unsigned next[] = {
+        [CS_HEAD] = 1u << CS_HEAD | 1u << CS_ADMIT | 1u << CS_CLOSING,
+        [CS_ADMIT] = 1u << CS_EXCHANGE | 1u << CS_HEAD | 1u << CS_DISCARD |
+                     1u << CS_CLOSING,
+        [CS_EXCHANGE] = 1u << CS_HEAD | 1u << CS_DISCARD | 1u << CS_CLOSING,
+        [CS_DISCARD] = 1u << CS_DISCARD | 1u << CS_HEAD | 1u << CS_CLOSING,
+        [CS_CLOSING] = 1u << CS_CLOSING,
+    };
+
+    assert(next[c->state] & (1u << s));
+    c->state = s;
+}
+
+/* A completion came: go on, unless client_pump is running already (it
+ * takes the next step itself when the completion returns). */
+static void
+resume(struct client *c)
+{
+    if (!c->pumping) {
+        client_pump(c);
+    }
+}
+
+/* ---- the request -------------------------------------------------------- */
 
 static void
-flush_bev(struct bufferevent *bev, bool direct)
+request_end(struct client *c)
 {
-    struct evbuffer *out = bufferevent_get_output(bev);
-    int n;
+    if (c->have_rq) {
+        c->have_rq = false;
+        gen_drop(c->io.px, c->rq->gen);
+        c->rq->gen = NULL;
+    }
+}
 
-    if (evbuffer_get_length(out) == 0 ||
-        (bufferevent_get_enabled(bev) & EV_WRITE)) {
+/* tidemark answered the current request itself: the body it announced
+ * may still be on its way; read and drop it within discard_limit, or
+ * close. */
+static void
+answered(struct client *c)
+{
+    const struct http_request *h;
+    uint64_t limit;
+    enum cstate s = CS_HEAD;
+
+    if (!c->have_rq) {
+        client_set_state(c, CS_CLOSING);
         return;
     }
-    if (!direct) {
-        bufferevent_enable(bev, EV_WRITE);
-        return;
-    }
-    /* A socket bufferevent keeps the front of its output frozen so that
-     * only it drains the buffer; it thaws it to write, and so do we. */
-    evbuffer_unfreeze(out, 1);
-    n = sendbuf_write(out, bufferevent_getfd(bev));
-
-    evbuffer_freeze(out, 1);
-    if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        /* Let the bufferevent meet the error and report it. */
-        bufferevent_enable(bev, EV_WRITE);
-        return;
-    }
-    if (evbuffer_get_length(out) > 0) {
-        bufferevent_enable(bev, EV_WRITE);
-    }
-}
-
-static void
-mark_dirty(struct client *c)
-{
-    struct tm_proxy *px = c->px;
-
-    if (c->dirty) {
-        return;
-    }
-    c->dirty = true;
-    c->dirty_next = px->dirty;
-    px->dirty = c;
-    event_active(px->flusher, EV_TIMEOUT, 1);
-}
-
-void
-client_flush_all(struct tm_proxy *px)
-{
-    while (px->dirty != NULL) {
-        struct client *c = px->dirty;
-        px->dirty = c->dirty_next;
-        c->dirty = false;
-        c->dirty_next = NULL;
-        if (c->up != NULL && c->state == CS_FORWARD) {
-            flush_bev(up_bev(c->up), !up_tls(c->up));
-        }
-        flush_bev(c->bev, true);
-        if (c->bp_up || c->bp_down || c->bp_answers) {
-            drained(c);
-        }
-    }
-}
-
-/* Called when a write event drained a buffer: back to direct writes. */
-static void
-written(struct bufferevent *bev)
-{
-    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-        bufferevent_disable(bev, EV_WRITE);
-    }
-}
-
-/* The client's bufferevent always has a write timeout (it only runs while
- * the kernel cannot take an answer); a read timeout only while a request
- * body is expected. Changed only when it changes: each change re-adds
- * libevent's events. */
-static void
-client_timeouts(struct client *c, bool read)
-{
-    struct timeval tv;
-
-    if (c->read_tmo == read) {
-        return;
-    }
-    c->read_tmo = read;
-    ms_to_tv(pcfg(c)->idle_timeout_ms, &tv);
-    bufferevent_set_timeouts(c->bev, read ? &tv : NULL, &tv);
-}
-
-static void
-request_free(struct client *c)
-{
-    c->have_rq = false;
-    if (c->gen != NULL) {
-        gen_drop(c->px, c->gen);
-        c->gen = NULL;
-    }
-}
-
-/* ---- answers tidemark makes itself ---------------------------------- */
-
-/* After a local answer the request's body may still be on its way; read
- * and drop it within discard_limit, or close. */
-static void
-after_local_answer(struct client *c)
-{
-    const struct http_request *h = &c->rq->h;
-    uint64_t limit = (uint64_t)pcfg(c)->discard_limit;
-
-    c->state = CS_HEAD;
-    if (!c->close_after && h->expect_continue && h->body != HTTP_BODY_NONE) {
+    h = &c->rq->h;
+    limit = (uint64_t)c->rq->pc->discard_limit;
+    if (!c->io.close_after && h->expect_continue && h->body != HTTP_BODY_NONE) {
         /* The client may or may not send the body it announced. */
-        c->close_after = true;
+        c->io.close_after = true;
     }
-    if (!c->close_after && h->body == HTTP_BODY_LENGTH &&
+    if (!c->io.close_after && h->body == HTTP_BODY_LENGTH &&
         h->content_length > 0) {
         if (h->content_length > limit) {
-            c->close_after = true;
+            c->io.close_after = true;
         } else {
-            c->state = CS_DISCARD;
-            c->req_kind = HTTP_BODY_LENGTH;
+            s = CS_DISCARD;
+            body_in_start(&c->io.body, HTTP_BODY_LENGTH, h->content_length,
+                          NULL);
             c->discard_left = h->content_length;
         }
-    } else if (!c->close_after && h->body == HTTP_BODY_CHUNKED) {
-        c->state = CS_DISCARD;
-        c->req_kind = HTTP_BODY_CHUNKED;
-        http_chunked_init(&c->req_chunk);
+    } else if (!c->io.close_after && h->body == HTTP_BODY_CHUNKED) {
+        s = CS_DISCARD;
+        body_in_start(&c->io.body, HTTP_BODY_CHUNKED, 0, NULL);
         c->discard_left = limit;
     }
-    request_free(c);
-    if (c->close_after) {
-        c->state = CS_CLOSING;
-    }
+    request_end(c);
+    client_set_state(c, c->io.close_after ? CS_CLOSING : s);
 }
 
-/* Answer the current request locally (p describes the problem) and move
- * on: discard its body, or close. */
+/* The upstream's answer is out: the next request, or the rest of this
+ * one's body to drop first (the upstream answered before it came). */
 static void
-answer(struct client *c, const struct problem *p)
+exchanged_whole(struct client *c)
 {
-    if (p->status == 400 || p->status == 431 || p->status == 414 ||
-        p->status == 501 || p->status == 505 || p->status == 408) {
-        c->close_after = true;
-    }
-    if (c->have_rq && !c->rq->h.keep_alive) {
-        c->close_after = true;
-    }
-    problem_write(c_out(c), p, c->close_after);
-    mark_dirty(c);
-    if (c->have_rq) {
-        after_local_answer(c);
+    uint64_t limit = (uint64_t)c->rq->pc->discard_limit; /* the request's */
+    const struct body_in *b = &c->io.body;
+
+    request_end(c);
+    bufferevent_enable(c->io.bev, EV_READ);
+    if (c->io.close_after) {
+        client_set_state(c, CS_CLOSING);
+    } else if (!b->done) {
+        /* write_response_head made sure what is left is small. */
+        client_set_state(c, CS_DISCARD);
+        c->discard_left = b->kind == HTTP_BODY_LENGTH ? b->left : limit;
     } else {
-        c->state = CS_CLOSING;
+        client_set_state(c, CS_HEAD);
     }
 }
 
-/* Answer p, log it once with its reason and keep it on the page. The
- * problem names c->sc.resource unless it names one of its own. */
+/* admit.c's completion. */
 static void
-refuse(struct client *c, struct problem *p, const char *reason)
-{
-    if (p->resource == NULL) {
-        p->resource = c->sc.rlen > 0 ? c->sc.resource : NULL;
-    }
-    recent_refusal(&c->px->recent, p->status, reason, c->sc.route_name,
-                   p->resource, c->token, c->mark);
-    /* Refusals of stale, missing and malformed tokens are the proxy doing
-     * its job (info); the rest say something is wrong (warn). */
-    log_at(p->status == 409 || p->status == 428 || p->status == 400 ||
-                   p->status == 403
-               ? TM_LOG_INFO
-               : TM_LOG_WARN,
-           "conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
-           "token=%" PRId64 " mark=%" PRId64 "%s%s",
-           c->id, p->status, reason, c->sc.route_name ? c->sc.route_name : "-",
-           p->resource != NULL ? p->resource : "-", c->token, c->mark,
-           p->detail ? ": " : "", p->detail ? p->detail : "");
-    answer(c, p);
-}
-
-static void
-refuse_status(struct client *c, int status, const char *reason,
-              const char *detail)
-{
-    struct problem p = {.status = status, .detail = detail};
-
-    refuse(c, &p, reason);
-}
-
-/* ---- forwarding ------------------------------------------------------ */
-
-static bool
-is_header(struct tm_slice name, const char *cfgname)
-{
-    return slice_ieq(name, cfgname);
-}
-
-/* A client header the upstream must not get from the client: named by
- * strip_header, or one the sidecar sets itself with add_header, in any
- * spelling the upstream may read as that name (X_Forwarded_User behind
- * a CGI gateway is X-Forwarded-User: hname.h). */
-static bool
-upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
-{
-    for (size_t i = 0; i < u->nstrip; i++) {
-        if (hname_same(name.p, name.len, u->strip[i])) {
-            return true;
-        }
-    }
-    for (size_t i = 0; i < u->nadd; i++) {
-        if (hname_same(name.p, name.len, u->add[i].name)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The Destination of a fenced COPY or MOVE as the upstream gets it: its
- * path and query as the client wrote them, under the upstream's scheme
- * and the Host the upstream gets, so that a server which checks that a
- * Destination is its own (Apache mod_dav, nginx) sees its own name. */
-static void
-write_destination(struct client *c, struct evbuffer *out, struct tm_slice host)
-{
-    struct tm_slice raw = c->sc.dest_raw;
-
-    evbuffer_add_printf(out, "Destination: %s://",
-                        up_cfg(c->pool)->tls ? "https" : "http");
-    evbuffer_add(out, host.p, host.len);
-    if (raw.len == 0 || raw.p[0] != '/') {
-        evbuffer_add(out, "/", 1);
-    }
-    evbuffer_add(out, raw.p, raw.len);
-    evbuffer_add(out, "\r\n", 2);
-}
-
-/* Write the request head as the upstream gets it: origin-form target,
- * the upstream's Host, fencing and hop-by-hop headers removed, Via
- * added. */
-static void
-write_request_head(struct client *c, struct evbuffer *out)
-{
-    const struct http_request *h = &c->rq->h;
-    const struct cfg_proxy *pc = pcfg(c);
-    const struct cfg_upstream *u = up_cfg(c->pool);
-    const char *target = h->target.p;
-    size_t tlen = h->target.len;
-    struct tm_slice host = {u->host_header, strlen(u->host_header)};
-    int hi;
-
-    if (tlen > 0 && target[0] != '/' && h->path.p != NULL) {
-        /* absolute-form: send the path and query only */
-        tlen -= (size_t)(h->path.p - target);
-        target = h->path.p;
-    }
-    evbuffer_add(out, h->method.p, h->method.len);
-    evbuffer_add(out, " ", 1);
-    evbuffer_add(out, target, tlen);
-    evbuffer_add(out, h->minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
-    if (u->host_preserve &&
-        (hi = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
-        host = h->headers[hi].value;
-    }
-    evbuffer_add(out, "Host: ", 6);
-    evbuffer_add(out, host.p, host.len);
-    evbuffer_add(out, "\r\n", 2);
-    for (size_t i = 0; i < h->nheaders; i++) {
-        const struct http_header *f = &h->headers[i];
-        if (c->sc.dest_raw.p != NULL && is_header(f->name, "Destination")) {
-            write_destination(c, out, host);
-            continue;
-        }
-        if (f->hop || is_header(f->name, "Host") ||
-            (h->expect_continue && is_header(f->name, "Expect")) ||
-            is_header(f->name, pc->token_header) ||
-            is_header(f->name, pc->resource_header) ||
-            ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name))) {
-            continue;
-        }
-        evbuffer_add(out, f->name.p, f->name.len);
-        evbuffer_add(out, ": ", 2);
-        evbuffer_add(out, f->value.p, f->value.len);
-        evbuffer_add(out, "\r\n", 2);
-    }
-    for (size_t i = 0; i < u->nadd; i++) {
-        evbuffer_add(out, u->add[i].name, strlen(u->add[i].name));
-        evbuffer_add(out, ": ", 2);
-        evbuffer_add(out, u->add[i].value, strlen(u->add[i].value));
-        evbuffer_add(out, "\r\n", 2);
-    }
-    if (h->body == HTTP_BODY_CHUNKED) {
-        evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
-    }
-    if (h->minor == 0) {
-        evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-    }
-    evbuffer_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
-}
-
-static void up_read_cb(struct bufferevent *bev, void *arg);
-static void up_write_cb(struct bufferevent *bev, void *arg);
-static void up_event_cb(struct bufferevent *bev, short what, void *arg);
-
-static void
-attach(struct client *c, struct up_conn *uc)
-{
-    struct bufferevent *ub = up_bev(uc);
-    const struct cfg_upstream *u = up_cfg(c->pool);
-    size_t buf = (size_t)pcfg(c)->buffer_size;
-
-    c->up = uc;
-    c->state = CS_FORWARD;
-    clock_gettime(CLOCK_MONOTONIC, &c->up_t0);
-    c->resp_started = false;
-    c->up_eof = false;
-    c->req_kind = c->rq->h.body;
-    c->req_left = c->rq->h.content_length;
-    c->req_done = c->req_kind == HTTP_BODY_NONE ||
-                  (c->req_kind == HTTP_BODY_LENGTH && c->req_left == 0);
-    c->req_sent_whole = c->req_done;
-    c->body_seen = 0;
-    c->body_moved = c->body_mark = 0;
-    if (!c->req_done && pcfg(c)->min_body_rate > 0) {
-        timer_arm(c, pcfg(c)->body_rate_window_ms);
-    }
-    http_chunked_init(&c->req_chunk);
-    c->req_chunk.forbid[0] = pcfg(c)->token_header;
-    c->req_chunk.forbid[1] = pcfg(c)->resource_header;
-    up_timeouts(uc, u->timeout_ms);
-    bufferevent_setwatermark(ub, EV_READ, 0, buf);
-    bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
-    bufferevent_setcb(ub, up_read_cb, up_write_cb, up_event_cb, c);
-    c->bp_up = c->bp_down = false;
-    bufferevent_disable(ub, EV_WRITE);
-    bufferevent_enable(ub, EV_READ);
-    write_request_head(c, bufferevent_get_output(ub));
-    if (c->rq->h.expect_continue && !c->req_done &&
-        evbuffer_get_length(c_in(c)) == 0) {
-        /* The decision is made and the upstream is ready: ask for the
-         * body. The upstream gets no Expect, so sends no 100 of its own.
-         * Like every answer tidemark makes itself, it says so. */
-        static const char cont[] =
-            "HTTP/1.1 100 Continue\r\n" PROBLEM_HEADER ": continue\r\n\r\n";
-
-        evbuffer_add(c_out(c), cont, sizeof(cont) - 1);
-    }
-    mark_dirty(c);
-    /* A client that stops sending its body or reading its answer must
-     * not hold the upstream connection forever. */
-    client_timeouts(c, !c->req_done);
-    pump_request_body(c);
-}
-
-static void
-up_ready(void *arg, struct up_conn *uc, bool ok)
+admitted(void *arg, enum admit_end end)
 {
     struct client *c = arg;
 
-    if (!ok) {
-        int err = errno;
-        c->up = NULL;
-        c->px->stats.upstream_errors++;
-        metrics_upstream_error(c->px->metrics, up_cfg(c->pool)->name,
-                               err == ETIMEDOUT);
-        log_error("conn=%" PRIu64 " upstream %s: connect failed: %s", c->id,
-                  up_cfg(c->pool)->name, strerror(err));
-        refuse_status(c, 502, "upstream unreachable",
-                      "the upstream could not be reached");
-        client_pump(c);
-        return;
+    if (end == ADMIT_GO) {
+        client_set_state(c, CS_EXCHANGE);
+        exchange_start(&c->ex, c->rq);
+    } else {
+        answered(c);
     }
-    attach(c, uc);
+    resume(c);
 }
 
+/* exchange.c's completion: the upstream connection is given back. */
 static void
-start_forward(struct client *c)
-{
-    struct up_conn *uc = up_take_idle(c->pool);
-
-    if (uc != NULL) {
-        attach(c, uc);
-        return;
-    }
-    c->state = CS_CONNECT;
-    c->up = up_connect(c->pool, up_ready, c);
-    if (c->up == NULL) {
-        c->px->stats.upstream_errors++;
-        metrics_upstream_error(c->px->metrics, up_cfg(c->pool)->name, false);
-        refuse_status(c, 502, "upstream unreachable",
-                      "cannot open a connection to the upstream");
-        client_pump(c);
-    }
-}
-
-/* One of the request's queued slots may go; it forwards once none is
- * queued. */
-static void
-order_go(void *arg)
+exchanged(void *arg, enum xchg_end end, int grace_ms)
 {
     struct client *c = arg;
 
-    if (--c->order_wait == 0) {
-        event_active(c->kick, EV_TIMEOUT, 1);
-    }
-}
-
-/* The request's writes are over (or never started): free its slots. */
-static void
-leave_order(struct client *c, int grace_ms)
-{
-    if (c->slot != NULL) {
-        order_leave(c->px->order, c->slot, grace_ms);
-        c->slot = NULL;
-    }
-    if (c->src_slot != NULL) {
-        order_leave(c->px->order, c->src_slot, grace_ms);
-        c->src_slot = NULL;
-    }
-    c->order_wait = 0;
-}
-
-static void
-kick_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct client *c = arg;
-
-    lib_enter(&c->px->log);
-    (void)fd;
-    (void)what;
-    if (c->state == CS_ORDER) {
-        start_forward(c);
-    }
-}
-
-/* Count a decision, overall and for the request's route. */
-static void
-decision(struct client *c, enum outcome o)
-{
-    struct tm_stats *st = &c->px->stats;
-
-    switch (o) {
-    case OUT_ACCEPTED:
-        st->accepted++;
-        break;
-    case OUT_STALE:
-        st->stale++;
-        break;
-    case OUT_MISSING:
-        st->missing++;
-        break;
-    case OUT_INVALID:
-        st->invalid++;
-        break;
-    case OUT_FORBIDDEN:
-        st->forbidden++;
-        break;
-    case OUT_STORE_ERROR:
-        st->unavailable++;
+    admit_leave(&c->ad, grace_ms);
+    switch (end) {
+    case XCHG_CLOSE:
+        client_close(c, 0);
+        return;
+    case XCHG_ANSWERED:
+        answered(c);
         break;
     default:
-        st->bypassed++;
+        exchanged_whole(c);
         break;
     }
-    metrics_decision(c->px->metrics, c->sc.route_name, o);
+    resume(c);
 }
 
-static void stale_on(struct client *c, const char *res, int64_t mark);
-
-/* A MOVE's second raise took a store round trip: a higher token may have
- * been accepted on its first resource meanwhile, and forwarding now
- * would reach the backend after that newer write. Stale then. */
-static bool
-overtaken(struct client *c)
-{
-    int64_t m = marks_get(c->px->marks, c->sc.resource, c->sc.rlen);
-
-    if (m > c->token) {
-        stale_on(c, c->sc.resource, m);
-        return true;
-    }
-    m = c->sc.src_len > 0 ? marks_get(c->px->marks, c->sc.src, c->sc.src_len)
-                          : 0;
-    if (m > c->token) {
-        stale_on(c, c->sc.src, m);
-        return true;
-    }
-    return false;
-}
-
-/* Take the resource's turn in the ordering gate: one more slot queued
- * when it must wait. false when out of memory. */
-static bool
-enter_order(struct client *c, const char *res, size_t len,
-            struct order_slot **slot)
-{
-    bool now = false;
-
-    *slot = order_enter(c->px->order, res, len, c->token, order_go, c, &now);
-    if (*slot != NULL && !now) {
-        c->order_wait++;
-    }
-    return *slot != NULL;
-}
-
-/* The write is accepted on every resource it writes: wait for the turn
- * of each, then forward. */
+/* A head is in c->rq: run it through its stages. */
 static void
-forward_fenced(struct client *c)
+request_begin(struct client *c)
 {
-    if (c->sc.src_len > 0 && overtaken(c)) {
-        return;
-    }
-    decision(c, OUT_ACCEPTED);
-    recent_mark(&c->px->recent, c->sc.resource, c->mark);
-    if (c->sc.src_len > 0) {
-        recent_mark(&c->px->recent, c->sc.src, c->src_mark);
-    }
-    c->order_wait = 0;
-    if (!enter_order(c, c->sc.resource, c->sc.rlen, &c->slot) ||
-        (c->sc.src_len > 0 &&
-         !enter_order(c, c->sc.src, c->sc.src_len, &c->src_slot))) {
-        leave_order(c, 0);
-        refuse_status(c, 503, "out of memory", "try again");
-        client_pump(c);
-        return;
-    }
-    if (c->order_wait == 0) {
-        start_forward(c);
-    } else {
-        c->state = CS_ORDER;
-    }
-}
-
-/* ---- the store ------------------------------------------------------- */
-
-static void
-unavailable(struct client *c, const char *why)
-{
-    struct problem p = {.status = 503, .detail = why, .retry_after = 1};
-
-    decision(c, OUT_STORE_ERROR);
-    refuse(c, &p, "unavailable");
-}
-
-/* 409: the token is below res's mark. */
-static void
-stale_on(struct client *c, const char *res, int64_t mark)
-{
-    struct problem p = {
-        .status = 409, .token = c->token, .mark = mark, .resource = res};
-
-    c->mark = mark;
-    decision(c, OUT_STALE);
-    refuse(c, &p, "stale");
-}
-
-static void
-stale(struct client *c)
-{
-    stale_on(c, c->sc.resource, c->mark);
-}
-
-static void start_raise(struct client *c, bool src);
-
-/* Ask the store for the next mark that needs it (the Destination's
- * first, then a MOVE's source); forward once none does. */
-static void
-next_raise(struct client *c)
-{
-    if (c->raise_res) {
-        start_raise(c, false);
-    } else if (c->raise_src) {
-        start_raise(c, true);
-    } else {
-        forward_fenced(c);
-    }
-}
-
-static void
-raise_done(void *arg, enum store_result res, int64_t mark)
-{
-    struct raise_req *rr = arg;
-    struct client *c = rr->c;
-    bool src = rr->src;
-    enum decision d;
-
-    metrics_store(rr->px->metrics, metrics_since(&rr->t0), res != STORE_ERROR);
-    if (res != STORE_ERROR && mark > 0) {
-        marks_put(rr->px->marks, rr->res, rr->len, mark);
-    }
-    if (res == STORE_ACCEPTED) {
-        /* A store with several connections can answer a lower token
-         * after a higher one on the same resource (committed in that
-         * order, answered out of it). The higher one may be on its way
-         * to the backend already: forwarding this one now would reach
-         * the backend after a newer write, so it is stale. */
-        int64_t known = marks_get(rr->px->marks, rr->res, rr->len);
-
-        if (known > mark) {
-            res = STORE_STALE;
-            mark = known;
-        }
-    }
-    free(rr);
-    if (c == NULL) {
-        return;
-    }
-    c->raise = NULL;
-    evtimer_del(c->timer);
-    if (res == STORE_ERROR) {
-        c->px->stats.store_errors++;
-    }
-    d = decide_store(c->sc.mode, res != STORE_ERROR, res == STORE_STALE);
-    switch (d) {
-    case DECIDE_ACCEPT:
-        if (src) {
-            c->src_mark = mark;
-            c->raise_src = false;
-        } else {
-            c->mark = mark;
-            c->raise_res = false;
-        }
-        next_raise(c);
-        break;
-    case DECIDE_STALE:
-        stale_on(c, src ? c->sc.src : c->sc.resource, mark);
-        break;
-    case DECIDE_FORWARD:
-        log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
-                 "token=%" PRId64 " forwarded unfenced (efficiency)",
-                 c->id, c->sc.route_name, c->sc.resource, c->token);
-        decision(c, OUT_BYPASSED);
-        start_forward(c);
-        break;
-    default:
-        unavailable(c, "the mark store cannot be used; try again");
-        break;
-    }
-    client_pump(c);
-}
-
-/* Ask the store to raise the mark of c->sc.resource, or of c->sc.src. */
-static void
-start_raise(struct client *c, bool src)
-{
-    struct tm_proxy *px = c->px;
-    const char *res = src ? c->sc.src : c->sc.resource;
-    size_t len = src ? c->sc.src_len : c->sc.rlen;
-    struct raise_req *rr = malloc(sizeof(*rr) + len + 1);
-
-    if (rr == NULL) {
-        unavailable(c, "out of memory");
-        return;
-    }
-    rr->c = c;
-    rr->px = px;
-    rr->src = src;
-    clock_gettime(CLOCK_MONOTONIC, &rr->t0);
-    rr->len = len;
-    memcpy(rr->res, res, len + 1);
-    c->raise = rr;
-    c->state = CS_STORE;
-    timer_arm(c, px->cfg->store.timeout_ms);
-    px->sops->raise(px->store, rr->res, rr->len, c->token, raise_done, rr);
-}
-
-/* ---- a new request --------------------------------------------------- */
-
-/* The token's status for res under verify v; ti: the token header's
- * index, or -1. Sets c->token. */
-static enum token_status
-check_token(struct client *c, int ti, enum tm_verify v, const char *res,
-            size_t len)
-{
-    const struct cfg_tokens *tk = c->px->tokens;
-    const struct http_header *f;
-
-    if (ti < 0) {
-        return TOKEN_MISSING;
-    }
-    f = &c->rq->h.headers[ti];
-    return token_check(v, tk->key, tk->key_len, res, len, f->value.p,
-                       f->value.len, &c->token);
-}
-
-/* The decision for one resource before the store. */
-static enum decision
-decide_one(struct client *c, enum token_status ts, const char *res, size_t len)
-{
-    struct tm_proxy *px = c->px;
-    enum decision d = decide_request(
-        c->sc.mode, ts, c->token, len > 0 ? marks_get(px->marks, res, len) : 0);
-
-    if (d == DECIDE_ACCEPT && px->sops->shared) {
-        /* Another sidecar may have raised the mark past the cached one. */
-        d = DECIDE_RAISE;
-    }
-    return d;
-}
-
-/* Do what the decision before the store says. */
-static void
-act(struct client *c, enum decision d)
-{
-    struct tm_proxy *px = c->px;
-
-    switch (d) {
-    case DECIDE_FORWARD:
-        decision(c, OUT_BYPASSED);
-        start_forward(c);
-        break;
-    case DECIDE_ACCEPT:
-        c->mark = c->token;
-        c->src_mark = c->token;
-        forward_fenced(c);
-        break;
-    case DECIDE_RAISE:
-        next_raise(c);
-        break;
-    case DECIDE_STALE:
-        c->mark = marks_get(px->marks, c->sc.resource, c->sc.rlen);
-        stale(c);
-        break;
-    case DECIDE_MISSING: {
-        struct problem p = {.status = 428};
-        decision(c, OUT_MISSING);
-        refuse(c, &p, "missing");
-        break;
-    }
-    case DECIDE_FORBIDDEN:
-        decision(c, OUT_FORBIDDEN);
-        refuse_status(c, 403, "forbidden",
-                      "the token is unsigned, forged or issued for another "
-                      "resource");
-        break;
-    case DECIDE_INVALID:
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid",
-                      "the token must be decimal digits, 1 to "
-                      "9223372036854775807");
-        break;
-    default:
-        unavailable(c, "the mark store cannot be used; try again");
-        break;
-    }
-}
-
-/* Screen the request, then decide on its token(s). */
-static void
-handle_request(struct client *c)
-{
-    struct tm_proxy *px = c->px;
-    struct screen *s = &c->sc;
-    int ti;
-    enum decision d1, d2, d;
+    struct tm_proxy *px = c->io.px;
+    struct request *rq = c->rq;
 
     px->stats.requests++;
     /* Everything below reads the request's generation, to its end. */
-    c->gen = gen_hold(px);
-    c->token = 0;
-    c->mark = 0;
-    c->src_mark = 0;
-    c->raise_res = c->raise_src = false;
-    c->close_after = !c->rq->h.keep_alive;
-    switch (screen_request(c->gen->cfg, &c->rq->h,
-                           c->rq->bytes + c->rq->h.head_len, s)) {
-    case SCREEN_REFUSE: {
-        struct problem p = {.status = s->status, .detail = s->detail};
-        if (s->invalid) {
-            decision(c, OUT_INVALID);
-        }
-        if (s->close) {
-            c->close_after = true;
-        }
-        refuse(c, &p, s->reason);
-        return;
-    }
-    case SCREEN_PASS:
-        c->pool = c->gen->pools[s->upstream];
-        decision(c, OUT_BYPASSED);
-        start_forward(c);
-        return;
-    default:
-        break;
-    }
-    c->pool = c->gen->pools[s->upstream];
-    ti = s->token_idx;
-    d1 = decide_one(c, check_token(c, ti, s->verify, s->resource, s->rlen),
-                    s->resource, s->rlen);
-    d2 = s->src_len == 0
-             ? d1
-             : decide_one(c,
-                          check_token(c, ti, s->src_verify, s->src, s->src_len),
-                          s->src, s->src_len);
-    c->raise_res = d1 == DECIDE_RAISE;
-    c->raise_src = s->src_len > 0 && d2 == DECIDE_RAISE;
-    if (d1 == DECIDE_ACCEPT) {
-        c->mark = c->token;
-    }
-    if (d2 == DECIDE_ACCEPT) {
-        c->src_mark = c->token;
-    }
-    d = decide_pair(d1, d2);
-    if (d != d1 && (d == DECIDE_STALE || d == DECIDE_FORBIDDEN)) {
-        /* Refused for the source: the answer names it. */
-        memcpy(s->resource, s->src, s->src_len + 1);
-        s->rlen = s->src_len;
-    }
-    act(c, d);
+    rq->gen = gen_hold(px);
+    rq->pc = &rq->gen->cfg->proxy;
+    rq->pool = NULL;
+    rq->token = rq->mark = rq->src_mark = 0;
+    c->have_rq = true;
+    c->io.close_after = !rq->h.keep_alive;
+    client_set_state(c, CS_ADMIT);
+    admit_start(&c->ad, rq);
 }
+
+/* ---- request heads ------------------------------------------------------ */
 
 /* Rebase the parsed head's slices from the input buffer into copy. */
 static void
@@ -1032,16 +284,16 @@ parse_error(struct client *c, enum http_rc rc, const char *why)
         p.detail = "malformed or ambiguous request";
         break;
     }
-    c->px->stats.bad_requests++;
-    c->have_rq = false;
-    recent_refusal(&c->px->recent, p.status, "malformed", NULL, NULL, 0, 0);
-    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->id, p.status, p.detail,
-             why != NULL ? ": " : "", why != NULL ? why : "");
-    c->close_after = true;
-    answer(c, &p);
+    c->io.px->stats.bad_requests++;
+    recent_refusal(&c->io.px->recent, p.status, "malformed", NULL, NULL, 0, 0);
+    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->io.id, p.status,
+             p.detail, why != NULL ? ": " : "", why != NULL ? why : "");
+    c->io.close_after = true;
+    cio_answer(&c->io, &p, false);
+    answered(c);
 }
 
-/* ---- idle connections ------------------------------------------------
+/* ---- idle connections ----------------------------------------------------
  * A connection waiting for a request head with nothing buffered, or
  * lingering after its last answer went out, can be closed without losing
  * anything: at max_connections the oldest such one makes room for a new
@@ -1052,7 +304,7 @@ parse_error(struct client *c, enum http_rc rc, const char *why)
 static void
 idle_enter(struct client *c)
 {
-    struct tm_proxy *px = c->px;
+    struct tm_proxy *px = c->io.px;
 
     if (c->idle) {
         return;
@@ -1071,7 +323,7 @@ idle_enter(struct client *c)
 static void
 idle_leave(struct client *c)
 {
-    struct tm_proxy *px = c->px;
+    struct tm_proxy *px = c->io.px;
 
     if (!c->idle) {
         return;
@@ -1095,11 +347,11 @@ client_evict_idle(struct tm_proxy *px)
 {
     for (struct client *c = px->idle_first; c != NULL; c = c->idle_next) {
         /* An answer still on its way out is not given up. */
-        if (evbuffer_get_length(c_out(c)) == 0 &&
-            evbuffer_get_length(c_in(c)) == 0) {
+        if (evbuffer_get_length(cio_out(&c->io)) == 0 &&
+            evbuffer_get_length(cio_in(&c->io)) == 0) {
             log_debug("conn=%" PRIu64 " closed while idle: max_connections "
                       "reached",
-                      c->id);
+                      c->io.id);
             client_close(c, 0);
             return true;
         }
@@ -1114,12 +366,12 @@ read_watermark(struct client *c)
 {
     size_t hi = (size_t)pcfg(c)->buffer_size;
 
-    if (hi < c->px->limits.max_head + 1) {
-        hi = c->px->limits.max_head + 1;
+    if (hi < c->io.px->limits.max_head + 1) {
+        hi = c->io.px->limits.max_head + 1;
     }
     if (hi != c->read_hi) {
         c->read_hi = hi;
-        bufferevent_setwatermark(c->bev, EV_READ, 0, hi);
+        bufferevent_setwatermark(c->io.bev, EV_READ, 0, hi);
     }
 }
 
@@ -1145,12 +397,32 @@ request_space(struct client *c, size_t len)
     return true;
 }
 
-/* In CS_HEAD: parse the next head if it is complete. */
+/* Nothing buffered: wait for a head, and give the head space back. */
 static void
+await_head(struct client *c)
+{
+    /* Before its first request a connection gets header_timeout_ms to
+     * start one: a silent connection is not a keep-alive one. */
+    if (c->timer_is_head || !evtimer_pending(c->io.timer, NULL)) {
+        c->timer_is_head = false;
+        cio_timer_arm(&c->io, c->served ? pcfg(c)->idle_timeout_ms
+                                        : pcfg(c)->header_timeout_ms);
+    }
+    /* The head buffer is kept while requests follow each other
+     * (pipelined), and given back while the connection waits: ten
+     * thousand idle keep-alive connections hold no request space. */
+    free(c->rq);
+    c->rq = NULL;
+    idle_enter(c);
+}
+
+/* In CS_HEAD: parse the next head if it is complete and begin its
+ * request. true when a head was taken. */
+static bool
 read_head(struct client *c)
 {
-    struct tm_proxy *px = c->px;
-    struct evbuffer *in = c_in(c);
+    struct tm_proxy *px = c->io.px;
+    struct evbuffer *in = cio_in(&c->io);
     size_t len = evbuffer_get_length(in);
     size_t n = len < px->limits.max_head + 1 ? len : px->limits.max_head + 1;
     const char *fence[2] = {px->cfg->proxy.token_header,
@@ -1159,30 +431,18 @@ read_head(struct client *c)
     enum http_rc rc;
     char *p;
 
-    if (len == 0 && c->client_eof) {
-        client_close(c, 0);
-        return;
-    }
     if (len == 0) {
-        /* Before its first request a connection gets header_timeout_ms
-         * to start one: a silent connection is not a keep-alive one. */
-        if (c->timer_is_head || !evtimer_pending(c->timer, NULL)) {
-            c->timer_is_head = false;
-            timer_arm(c, c->served ? pcfg(c)->idle_timeout_ms
-                                   : pcfg(c)->header_timeout_ms);
+        if (c->io.client_eof) {
+            client_close(c, 0);
+        } else {
+            await_head(c);
         }
-        /* The head buffer is kept while requests follow each other
-         * (pipelined), and given back while the connection waits: ten
-         * thousand idle keep-alive connections hold no request space. */
-        free(c->rq);
-        c->rq = NULL;
-        idle_enter(c);
-        return;
+        return false;
     }
     idle_leave(c);
     if (!c->timer_is_head) {
         c->timer_is_head = true;
-        timer_arm(c, pcfg(c)->header_timeout_ms);
+        cio_timer_arm(&c->io, pcfg(c)->header_timeout_ms);
         read_watermark(c);
     }
     /* Parse into the loop's scratch space: a connection holds request
@@ -1191,94 +451,59 @@ read_head(struct client *c)
     p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
     rc = http_parse_request(p, n, &px->limits, fence, h);
     if (rc == HTTP_INCOMPLETE) {
-        if (c->client_eof) {
+        if (c->io.client_eof) {
             client_close(c, 0);
         }
-        return;
+        return false;
     }
     if (rc != HTTP_OK) {
         parse_error(c, rc, h->error);
-        return;
+        return false;
     }
     /* Room for the head and, after it, the canonical path. */
     if (!request_space(c, h->head_len + h->path.len + 1)) {
         client_close(c, 0);
-        return;
+        return false;
     }
     c->rq->h = *h;
     h = &c->rq->h;
     memcpy(c->rq->bytes, p, h->head_len);
     rebase(h, p, c->rq->bytes);
-    c->have_rq = true;
     c->served = true;
     if (log_get_level() >= TM_LOG_INFO) {
-        clock_gettime(CLOCK_MONOTONIC, &c->t0);
+        clock_gettime(CLOCK_MONOTONIC, &c->rq->t0);
     }
     evbuffer_drain(in, h->head_len);
-    evtimer_del(c->timer);
+    cio_timer_stop(&c->io);
     c->timer_is_head = false;
-    handle_request(c);
-}
-
-/* Feed ch the bytes at the front of in that belong to its chunked body;
- * return how many they are, or (size_t)-1 on a framing error. */
-static size_t
-chunked_span(struct evbuffer *in, struct http_chunked *ch)
-{
-    size_t len = evbuffer_get_length(in), take = 0;
-    struct evbuffer_ptr pos;
-
-    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
-    while (take < len && !ch->done) {
-        struct evbuffer_iovec v;
-        size_t used;
-        if (evbuffer_peek(in, -1, &pos, &v, 1) < 1) {
-            break;
-        }
-        used = http_chunked_feed(ch, v.iov_base, v.iov_len);
-        if (used == (size_t)-1) {
-            return used;
-        }
-        take += used;
-        evbuffer_ptr_set(in, &pos, used, EVBUFFER_PTR_ADD);
-    }
-    return take;
+    request_begin(c);
+    return true;
 }
 
 /* In CS_DISCARD: drop the body of a request answered locally. */
 static void
 discard_body(struct client *c)
 {
-    struct evbuffer *in = c_in(c);
-    size_t len = evbuffer_get_length(in), n;
+    struct evbuffer *in = cio_in(&c->io);
+    size_t n = body_in_take(&c->io.body, in);
 
-    if (c->req_kind == HTTP_BODY_LENGTH) {
-        n = len < c->discard_left ? len : (size_t)c->discard_left;
-        evbuffer_drain(in, n);
-        c->discard_left -= n;
-        if (c->discard_left == 0) {
-            c->state = CS_HEAD;
-        }
-        return;
-    }
-    n = chunked_span(in, &c->req_chunk);
     if (n == (size_t)-1 || n > c->discard_left) {
-        c->state = CS_CLOSING;
+        client_set_state(c, CS_CLOSING);
         return;
     }
     c->discard_left -= n;
     evbuffer_drain(in, n);
-    if (c->req_chunk.done) {
-        c->state = CS_HEAD;
+    if (c->io.body.done) {
+        client_set_state(c, CS_HEAD);
     }
 }
 
-/* ---- closing --------------------------------------------------------- */
+/* ---- closing ------------------------------------------------------------ */
 
 static void
 linger_read(struct client *c)
 {
-    struct evbuffer *in = c_in(c);
+    struct evbuffer *in = cio_in(&c->io);
     size_t len = evbuffer_get_length(in);
 
     evbuffer_drain(in, len);
@@ -1295,184 +520,84 @@ linger_read(struct client *c)
 static void
 closing(struct client *c)
 {
-    if (evbuffer_get_length(c_out(c)) > 0) {
-        bufferevent_enable(c->bev, EV_WRITE);
+    struct bufferevent *bev = c->io.bev;
+
+    if (evbuffer_get_length(cio_out(&c->io)) > 0) {
+        bufferevent_enable(bev, EV_WRITE);
         return;
     }
-    if (c->client_eof) {
+    if (c->io.client_eof) {
         client_close(c, 0);
         return;
     }
     if (c->linger_left == 0) {
         c->linger_left = LINGER_BYTES;
-        shutdown(bufferevent_getfd(c->bev), SHUT_WR);
-        bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
-        bufferevent_set_timeouts(c->bev, NULL, NULL);
-        c->read_tmo = false;
-        bufferevent_enable(c->bev, EV_READ);
-        timer_arm(c, LINGER_MS);
+        shutdown(bufferevent_getfd(bev), SHUT_WR);
+        bufferevent_setwatermark(bev, EV_READ, 0, 0);
+        cio_no_timeouts(&c->io);
+        bufferevent_enable(bev, EV_READ);
+        cio_timer_arm(&c->io, LINGER_MS);
         /* The answer is out: at max_connections, lingering gives way. */
         idle_enter(c);
     }
     linger_read(c);
 }
 
+/* In CS_HEAD: one step; false when the connection must wait. */
+static bool
+head_step(struct client *c)
+{
+    if (c->io.px->draining && evbuffer_get_length(cio_in(&c->io)) == 0) {
+        idle_leave(c);
+        c->io.close_after = true;
+        client_set_state(c, CS_CLOSING);
+        return true;
+    }
+    if (evbuffer_get_length(cio_out(&c->io)) >= (size_t)pcfg(c)->buffer_size) {
+        /* The client is not reading its answers: wait. */
+        c->bp_answers = true;
+        bufferevent_disable(c->io.bev, EV_READ);
+        return false;
+    }
+    if (!c->io.client_eof) {
+        bufferevent_enable(c->io.bev, EV_READ);
+    }
+    /* A request answered at once leaves the next pipelined head to
+     * this loop. */
+    return read_head(c) || c->state != CS_HEAD;
+}
+
 /* Run the connection forward as far as it goes without waiting. */
 static void
 client_pump(struct client *c)
 {
-    size_t buf = (size_t)pcfg(c)->buffer_size;
+    bool go = true;
 
-    for (;;) {
-        if (c->dead) {
-            return;
-        }
+    c->pumping = true;
+    while (go && !c->io.dead) {
         switch (c->state) {
         case CS_HEAD:
-            if (c->px->draining && evbuffer_get_length(c_in(c)) == 0) {
-                idle_leave(c);
-                c->close_after = true;
-                c->state = CS_CLOSING;
-                continue;
-            }
-            if (evbuffer_get_length(c_out(c)) >= buf) {
-                /* The client is not reading its answers: wait. */
-                c->bp_answers = true;
-                bufferevent_disable(c->bev, EV_READ);
-                return;
-            }
-            if (!c->client_eof) {
-                bufferevent_enable(c->bev, EV_READ);
-            }
-            read_head(c);
-            if (c->dead || c->state == CS_HEAD) {
-                return;
-            }
-            continue;
+            go = head_step(c);
+            break;
         case CS_DISCARD:
             discard_body(c);
             if (c->state == CS_DISCARD) {
-                if (c->client_eof) {
+                if (c->io.client_eof) {
                     client_close(c, 0);
                 }
-                return;
+                go = false;
             }
-            continue;
+            break;
         case CS_CLOSING:
             closing(c);
-            return;
+            go = false;
+            break;
         default:
-            return;
+            go = false; /* a stage runs; its completion resumes */
+            break;
         }
     }
-}
-
-/* ---- the exchange with the upstream ---------------------------------- */
-
-/* The upstream's answer is complete (or the exchange failed after the
- * answer began): release what the request held and go on. */
-/* The access log: one line per forwarded request (refusals have theirs). */
-static void
-log_request(const struct client *c)
-{
-    const struct http_request *h = &c->rq->h;
-    struct timespec t1;
-    double ms;
-
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    ms = (double)(t1.tv_sec - c->t0.tv_sec) * 1e3 +
-         (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e6;
-    log_info("conn=%" PRIu64 " request method=%.*s path=%.*s status=%d "
-             "route=%s resource=%s token=%" PRId64 " mark=%" PRId64 " ms=%.3f",
-             c->id, (int)h->method.len, h->method.p, (int)h->path.len,
-             h->path.p, c->resp_status,
-             c->sc.route_name ? c->sc.route_name : "-",
-             c->sc.rlen > 0 ? c->sc.resource : "-", c->token, c->mark, ms);
-}
-
-static void
-finish_exchange(struct client *c, bool up_ok)
-{
-    bool reuse = up_ok && c->resp_keep_alive && c->req_done &&
-                 c->resp_kind != HTTP_BODY_CLOSE;
-    uint64_t discard = (uint64_t)pcfg(c)->discard_limit; /* the request's */
-
-    evtimer_del(c->timer);
-    up_put(c->up, reuse);
-    c->up = NULL;
-    leave_order(c, 0);
-    if (log_get_level() >= TM_LOG_INFO) {
-        log_request(c);
-    }
-    request_free(c);
-    c->bp_up = c->bp_down = false;
-    client_timeouts(c, false);
-    bufferevent_enable(c->bev, EV_READ);
-    c->state = c->close_after ? CS_CLOSING : CS_HEAD;
-    if (!c->req_done && !c->close_after) {
-        /* The upstream answered before the whole body arrived: read the
-         * rest and drop it (write_response_head made sure it is small). */
-        c->state = CS_DISCARD;
-        c->discard_left =
-            c->req_kind == HTTP_BODY_LENGTH ? c->req_left : discard;
-    }
-    client_pump(c);
-}
-
-/* The exchange failed before an answer reached the client. */
-static void
-upstream_failed(struct client *c, int status, const char *why)
-{
-    struct problem p = {.status = status, .detail = why};
-    bool timed_out = status == 504;
-    int grace = timed_out ? pcfg(c)->order_grace_ms : 0;
-
-    evtimer_del(c->timer);
-    log_error("conn=%" PRIu64 " upstream %s: %s: route=%s resource=%s "
-              "token=%" PRId64,
-              c->id, up_cfg(c->pool)->name, why,
-              c->sc.route_name ? c->sc.route_name : "-",
-              c->sc.rlen > 0 ? c->sc.resource : "-", c->token);
-    if (timed_out) {
-        c->px->stats.upstream_timeouts++;
-    } else {
-        c->px->stats.upstream_errors++;
-    }
-    if (status == 502 || status == 504) {
-        metrics_upstream_error(c->px->metrics, up_cfg(c->pool)->name,
-                               timed_out);
-    }
-    up_put(c->up, false);
-    c->up = NULL;
-    leave_order(c, grace);
-    client_timeouts(c, false);
-    if (c->resp_started) {
-        /* Part of the answer is out: only closing can tell the client. */
-        client_close(c, 0);
-        return;
-    }
-    if (!c->req_done) {
-        c->close_after = true;
-    }
-    c->mark = 0;
-    answer(c, &p);
-    client_pump(c);
-}
-
-/* Back-pressure: a side stops reading while the other side's output holds
- * buffer_size bytes, and starts again once it is down to half. */
-static void
-pause_up(struct client *c)
-{
-    c->bp_up = true;
-    bufferevent_disable(c->bev, EV_READ);
-}
-
-static void
-pause_down(struct client *c)
-{
-    c->bp_down = true;
-    bufferevent_disable(up_bev(c->up), EV_READ);
+    c->pumping = false;
 }
 
 /* After output was written: resume what waited for room. */
@@ -1481,336 +606,46 @@ drained(struct client *c)
 {
     size_t half = (size_t)pcfg(c)->buffer_size / 2;
 
-    if (c->bp_up && c->up != NULL &&
-        evbuffer_get_length(bufferevent_get_output(up_bev(c->up))) <= half) {
-        c->bp_up = false;
-        bufferevent_enable(c->bev, EV_READ);
-        pump_request_body(c);
-        if (c->dead) {
-            return;
-        }
+    exchange_drained(&c->ex);
+    if (c->io.dead) {
+        return;
     }
-    if (c->bp_down && c->up != NULL && evbuffer_get_length(c_out(c)) <= half) {
-        c->bp_down = false;
-        bufferevent_enable(up_bev(c->up), EV_READ);
-        pump_response(c);
-        if (c->dead) {
-            return;
-        }
-    }
-    if (c->bp_answers && evbuffer_get_length(c_out(c)) <= half) {
+    if (c->bp_answers && evbuffer_get_length(cio_out(&c->io)) <= half) {
         c->bp_answers = false;
         client_pump(c);
     }
 }
 
-/* Move request body bytes from the client to the upstream. */
-static void
-pump_request_body(struct client *c)
+void
+client_flush_all(struct tm_proxy *px)
 {
-    struct bufferevent *ub = up_bev(c->up);
-    struct evbuffer *in = c_in(c), *out = bufferevent_get_output(ub);
-    size_t buf = (size_t)pcfg(c)->buffer_size;
-    size_t len = evbuffer_get_length(in);
-
-    if (c->req_done) {
-        return;
-    }
-    if (c->req_kind == HTTP_BODY_LENGTH) {
-        size_t n = len < c->req_left ? len : (size_t)c->req_left;
-        evbuffer_remove_buffer(in, out, n);
-        c->body_moved += n;
-        c->req_left -= n;
-        c->req_done = c->req_left == 0;
-        mark_dirty(c);
-    } else {
-        size_t take = chunked_span(in, &c->req_chunk);
-        if (take == (size_t)-1) {
-            c->close_after = true;
-            upstream_failed(c, 400,
-                            c->req_chunk.error != NULL
-                                ? c->req_chunk.error
-                                : "malformed chunked request body");
-            return;
+    while (px->dirty != NULL) {
+        struct cio *io = px->dirty;
+        struct client *c = client_of(io);
+        px->dirty = io->dirty_next;
+        io->dirty = false;
+        io->dirty_next = NULL;
+        if (c->state == CS_EXCHANGE) {
+            exchange_flush(&c->ex);
         }
-        c->body_seen += take;
-        if (c->body_seen > c->sc.max_body) {
-            /* The upstream never gets the end of this body. */
-            c->close_after = true;
-            upstream_failed(c, 413, "chunked request body over max_body");
-            return;
+        bev_flush(io->bev, true);
+        if (c->bp_answers || exchange_paused(&c->ex)) {
+            drained(c);
         }
-        evbuffer_remove_buffer(in, out, take);
-        c->body_moved += take;
-        c->req_done = c->req_chunk.done;
-        mark_dirty(c);
-    }
-    if (c->req_done) {
-        c->req_sent_whole = true;
-        evtimer_del(c->timer); /* the body rate check, if any */
-        client_timeouts(c, false);
-        if (c->client_eof) {
-            bufferevent_disable(c->bev, EV_READ);
-        }
-        return;
-    }
-    if (evbuffer_get_length(out) >= buf) {
-        pause_up(c);
     }
 }
 
-static void
-up_write_cb(struct bufferevent *bev, void *arg)
-{
-    struct client *c = arg;
-
-    lib_enter(&c->px->log);
-    written(bev);
-    drained(c);
-}
-
-/* Append "<prefix><v>\r\n" without printf: this runs per answer. */
-static void
-add_header_i64(struct evbuffer *out, const char *prefix, int64_t v)
-{
-    char buf[24];
-    size_t n = sizeof(buf);
-    uint64_t u = v < 0 ? 0 : (uint64_t)v;
-
-    buf[--n] = '\n';
-    buf[--n] = '\r';
-    do {
-        buf[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u > 0);
-    evbuffer_add(out, prefix, strlen(prefix));
-    evbuffer_add(out, buf + n, sizeof(buf) - n);
-}
-
-/* A header of the upstream's answer that only tidemark may set:
- * Tidemark-Error (which says tidemark answered) and Fencing-High-Water
- * (which says the fence accepted this write), in any spelling a client
- * may read as theirs. An upstream cannot fake either. */
-static bool
-ours_only(struct tm_slice name)
-{
-    return hname_same(name.p, name.len, PROBLEM_HEADER) ||
-           hname_same(name.p, name.len, "Fencing-High-Water");
-}
-
-/* Write the response head as the client gets it. Fencing-High-Water
- * only on the final answer to a fenced write that was accepted (mark >
- * 0: set on acceptance only). */
-static void
-write_response_head(struct client *c, const struct http_response *r)
-{
-    struct evbuffer *out = c_out(c);
-    bool final = r->status >= 200;
-    char line[32] = "HTTP/1.1 ";
-
-    /* Statuses are three digits (the parser checks). */
-    line[9] = (char)('0' + r->status / 100);
-    line[10] = (char)('0' + r->status / 10 % 10);
-    line[11] = (char)('0' + r->status % 10);
-    line[12] = ' ';
-    evbuffer_add(out, line, 13);
-    evbuffer_add(out, r->reason.p, r->reason.len);
-    evbuffer_add(out, "\r\n", 2);
-    for (size_t i = 0; i < r->nheaders; i++) {
-        const struct http_header *f = &r->headers[i];
-        if (f->hop || ours_only(f->name)) {
-            continue;
-        }
-        evbuffer_add(out, f->name.p, f->name.len);
-        evbuffer_add(out, ": ", 2);
-        evbuffer_add(out, f->value.p, f->value.len);
-        evbuffer_add(out, "\r\n", 2);
-    }
-    if (final && !c->req_done &&
-        (c->req_kind != HTTP_BODY_LENGTH ||
-         c->req_left > (uint64_t)pcfg(c)->discard_limit)) {
-        /* An early answer: the rest of the body is too much to drop. */
-        c->close_after = true;
-    }
-    if (final) {
-        if (r->body == HTTP_BODY_CHUNKED) {
-            evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
-        }
-        if (c->mark > 0) {
-            add_header_i64(out, "Fencing-High-Water: ", c->mark);
-        }
-        if (c->close_after) {
-            evbuffer_add(out, "Connection: close\r\n", 19);
-        } else if (c->rq->h.minor == 0) {
-            evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-        }
-    }
-    evbuffer_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
-}
-
-/* Parse response heads (1xx first) until the final one is out. false
- * when the exchange ended or the head is incomplete. */
-static bool
-read_response_head(struct client *c)
-{
-    struct bufferevent *ub = up_bev(c->up);
-    struct evbuffer *in = bufferevent_get_input(ub);
-    struct http_response *r = c->px->scratch_resp;
-    struct http_limits lim = c->px->limits;
-
-    lim.max_head = MAX_RESPONSE_HEAD;
-    lim.max_headers = HTTP_MAX_HEADERS;
-    while (!c->resp_started) {
-        size_t len = evbuffer_get_length(in);
-        size_t n = len < lim.max_head + 1 ? len : lim.max_head + 1;
-        enum http_rc rc;
-        char *p;
-
-        if (len == 0) {
-            return false;
-        }
-        p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-        rc = http_parse_response(p, n, &lim, slice_eq(c->rq->h.method, "HEAD"),
-                                 r);
-        if (rc == HTTP_INCOMPLETE) {
-            return false;
-        }
-        if (rc != HTTP_OK || r->status == 101 ||
-            (r->body == HTTP_BODY_CHUNKED && c->rq->h.minor == 0)) {
-            upstream_failed(c, 502, "malformed or ambiguous answer");
-            return false;
-        }
-        if (r->status < 200) {
-            /* An HTTP/1.0 client gets no interim answer (RFC 9110
-             * 15.2): it would read it as the final one. */
-            if (c->rq->h.minor == 1) {
-                mark_dirty(c);
-                write_response_head(c, r);
-            }
-            evbuffer_drain(in, r->head_len);
-            continue;
-        }
-        c->resp_started = true;
-        c->resp_status = r->status;
-        metrics_upstream_ok(c->px->metrics, up_cfg(c->pool)->name,
-                            metrics_since(&c->up_t0));
-        c->resp_kind = r->body;
-        c->resp_left = r->content_length;
-        c->resp_keep_alive = r->keep_alive;
-        http_chunked_init(&c->resp_chunk);
-        if (r->body == HTTP_BODY_CLOSE) {
-            c->close_after = true;
-        }
-        write_response_head(c, r);
-        evbuffer_drain(in, r->head_len);
-    }
-    return true;
-}
-
-/* Move response bytes from the upstream to the client. Returns false
- * when the exchange with this upstream connection is over. */
-static bool
-pump_response(struct client *c)
-{
-    struct bufferevent *ub = up_bev(c->up);
-    struct evbuffer *in = bufferevent_get_input(ub), *out = c_out(c);
-    size_t buf = (size_t)pcfg(c)->buffer_size;
-    size_t len;
-    bool done = false;
-
-    if (!read_response_head(c)) {
-        if (c->dead || c->up == NULL) {
-            return false;
-        }
-        if (c->up_eof) {
-            upstream_failed(c, 502,
-                            "closed the connection before "
-                            "answering");
-            return false;
-        }
-        return true;
-    }
-    mark_dirty(c);
-    len = evbuffer_get_length(in);
-    switch (c->resp_kind) {
-    case HTTP_BODY_NONE:
-        done = true;
-        break;
-    case HTTP_BODY_LENGTH: {
-        size_t n = len < c->resp_left ? len : (size_t)c->resp_left;
-        evbuffer_remove_buffer(in, out, n);
-        c->resp_left -= n;
-        done = c->resp_left == 0;
-        break;
-    }
-    case HTTP_BODY_CHUNKED: {
-        size_t take = chunked_span(in, &c->resp_chunk);
-        if (take == (size_t)-1) {
-            upstream_failed(c, 502, "malformed chunked answer");
-            return false;
-        }
-        evbuffer_remove_buffer(in, out, take);
-        done = c->resp_chunk.done;
-        break;
-    }
-    case HTTP_BODY_CLOSE:
-        evbuffer_add_buffer(out, in);
-        done = c->up_eof;
-        break;
-    }
-    if (done) {
-        finish_exchange(c, !c->up_eof && evbuffer_get_length(in) == 0);
-        return false;
-    }
-    if (c->up_eof && evbuffer_get_length(in) == 0) {
-        upstream_failed(c, 502, "closed the connection mid-answer");
-        return false;
-    }
-    if (evbuffer_get_length(out) >= buf) {
-        pause_down(c);
-    }
-    return true;
-}
-
-static void
-up_read_cb(struct bufferevent *bev, void *arg)
-{
-    lib_enter(&((struct client *)arg)->px->log);
-    (void)bev;
-    pump_response(arg);
-}
-
-static void
-up_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-    struct client *c = arg;
-
-    lib_enter(&c->px->log);
-    (void)bev;
-    if (what & BEV_EVENT_TIMEOUT) {
-        upstream_failed(c, 504, "no answer in time (timeout_ms)");
-        return;
-    }
-    if (what & BEV_EVENT_EOF) {
-        /* What is still buffered may complete the answer. */
-        c->up_eof = true;
-        pump_response(c);
-        return;
-    }
-    upstream_failed(c, 502, "connection error");
-}
-
-/* ---- client callbacks ------------------------------------------------ */
+/* ---- the client's callbacks --------------------------------------------- */
 
 static void
 client_read_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
-    lib_enter(&c->px->log);
+    lib_enter(&c->io.px->log);
     (void)bev;
-    if (c->state == CS_FORWARD) {
-        pump_request_body(c);
+    if (c->state == CS_EXCHANGE) {
+        exchange_client_readable(&c->ex);
         return;
     }
     client_pump(c);
@@ -1821,9 +656,9 @@ client_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
-    lib_enter(&c->px->log);
-    written(bev);
-    if (c->bp_up || c->bp_down || c->bp_answers) {
+    lib_enter(&c->io.px->log);
+    bev_written(bev);
+    if (c->bp_answers || exchange_paused(&c->ex)) {
         drained(c);
         return;
     }
@@ -1834,68 +669,35 @@ static void
 client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct client *c = arg;
+    bool body_due =
+        c->state == CS_EXCHANGE && c->ex.attached && !c->io.body.done;
     int grace = 0;
 
-    lib_enter(&c->px->log);
+    lib_enter(&c->io.px->log);
     (void)bev;
     if (c->state == CS_CLOSING) {
         client_close(c, 0);
         return;
     }
-    if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
-        !(c->state == CS_FORWARD && !c->req_done)) {
+    if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) && !body_due) {
         /* A half-close: answer what was asked, then close. */
-        c->client_eof = true;
-        c->close_after = true;
+        c->io.client_eof = true;
+        c->io.close_after = true;
         if (c->state == CS_HEAD || c->state == CS_DISCARD) {
             client_pump(c);
         }
         return;
     }
     if (what & BEV_EVENT_TIMEOUT) {
-        log_info("conn=%" PRIu64 " client %s timed out", c->id,
+        log_info("conn=%" PRIu64 " client %s timed out", c->io.id,
                  (what & BEV_EVENT_READING) ? "request body" : "answer");
     }
-    if (c->state == CS_FORWARD && c->req_sent_whole && c->slot != NULL) {
+    if (c->state == CS_EXCHANGE && exchange_sent_whole(&c->ex) &&
+        admit_in_order(&c->ad)) {
         /* The upstream may still apply this write. */
         grace = pcfg(c)->order_grace_ms;
     }
     client_close(c, grace);
-}
-
-/* In CS_FORWARD, every body_rate_window_ms while the body comes in: a
- * client sending slower than min_body_rate is cut off. Windows in which
- * tidemark itself stopped reading (the upstream was slow) do not count. */
-static void
-body_rate_check(struct client *c)
-{
-    const struct cfg_proxy *pc = pcfg(c);
-    uint64_t want =
-        (uint64_t)pc->min_body_rate * (uint64_t)pc->body_rate_window_ms / 1000;
-
-    if (c->req_done) {
-        return;
-    }
-    if (!c->bp_up && c->body_moved - c->body_mark < want) {
-        struct problem p = {.status = 408,
-                            .detail = "the request body came too slowly"};
-        log_info("conn=%" PRIu64 " request body under min_body_rate (%" PRIu64
-                 " bytes in %d ms)",
-                 c->id, c->body_moved - c->body_mark, pc->body_rate_window_ms);
-        up_put(c->up, false);
-        c->up = NULL;
-        leave_order(c, 0);
-        c->close_after = true;
-        if (c->resp_started) {
-            client_close(c, 0);
-            return;
-        }
-        answer(c, &p);
-        client_pump(c);
-        return;
-    }
-    c->body_mark = c->body_moved;
-    timer_arm(c, pc->body_rate_window_ms);
 }
 
 static void
@@ -1903,7 +705,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
 
-    lib_enter(&c->px->log);
+    lib_enter(&c->io.px->log);
     (void)fd;
     (void)what;
     switch (c->state) {
@@ -1912,40 +714,47 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
             struct problem p = {.status = 408,
                                 .detail = "the request head did not "
                                           "arrive in time"};
-            log_info("conn=%" PRIu64 " header timeout", c->id);
-            c->close_after = true;
-            answer(c, &p);
+            log_info("conn=%" PRIu64 " header timeout", c->io.id);
+            c->io.close_after = true;
+            cio_answer(&c->io, &p, false);
+            answered(c);
             client_pump(c);
             return;
         }
         client_close(c, 0);
         return;
-    case CS_STORE:
-        c->raise->c = NULL;
-        c->raise = NULL;
-        c->px->stats.store_errors++;
-        log_error("conn=%" PRIu64 " store did not answer in %d ms", c->id,
-                  c->px->cfg->store.timeout_ms);
-        if (c->sc.mode == TM_MODE_EFFICIENCY) {
-            decision(c, OUT_BYPASSED);
-            start_forward(c);
-        } else {
-            unavailable(c, "the mark store did not answer in time");
-        }
-        client_pump(c);
+    case CS_ADMIT:
+        admit_timeout(&c->ad);
+        return;
+    case CS_EXCHANGE:
+        exchange_timer(&c->ex);
         return;
     case CS_CLOSING:
         client_close(c, 0);
-        return;
-    case CS_FORWARD:
-        body_rate_check(c);
         return;
     default:
         return;
     }
 }
 
-/* ---- life cycle ------------------------------------------------------ */
+/* ---- life cycle --------------------------------------------------------- */
+
+/* Free what a client that never started holds; fd when it has no
+ * bufferevent yet. */
+static void
+client_abort(struct client *c, int fd)
+{
+    if (c->io.bev != NULL) {
+        bufferevent_free(c->io.bev);
+    } else {
+        evutil_closesocket(fd);
+    }
+    if (c->io.timer != NULL) {
+        event_free(c->io.timer);
+    }
+    admit_fini(&c->ad, 0);
+    free(c);
+}
 
 void
 client_accept(struct tm_proxy *px, int fd)
@@ -1953,6 +762,7 @@ client_accept(struct tm_proxy *px, int fd)
     const struct cfg_proxy *pc = &px->cfg->proxy;
     struct client *c;
     int one = 1;
+    bool ok;
 
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -1962,35 +772,26 @@ client_accept(struct tm_proxy *px, int fd)
     /* An answer may leave in pieces (head, then body): Nagle's algorithm
      * against the client's delayed ACK would hold the last piece ~40 ms. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    c->px = px;
-    c->id = ++px->next_id;
-    c->bev = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    c->timer = evtimer_new(px->base, timer_cb, c);
-    c->kick = event_new(px->base, -1, 0, kick_cb, c);
-    if (c->bev == NULL || c->timer == NULL || c->kick == NULL) {
-        if (c->bev != NULL) {
-            bufferevent_free(c->bev);
-        } else {
-            evutil_closesocket(fd);
-        }
-        if (c->timer != NULL) {
-            event_free(c->timer);
-        }
-        if (c->kick != NULL) {
-            event_free(c->kick);
-        }
-        free(c);
+    c->io.px = px;
+    c->io.id = ++px->next_id;
+    c->io.bev = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->io.timer = evtimer_new(px->base, timer_cb, c);
+    ok = admit_init(&c->ad, px, &c->io, admitted, c);
+    exchange_init(&c->ex, &c->io, exchanged, c);
+    if (c->io.bev == NULL || c->io.timer == NULL || !ok) {
+        client_abort(c, fd);
         return;
     }
     read_watermark(c);
-    bufferevent_setwatermark(c->bev, EV_WRITE, (size_t)pc->buffer_size / 2, 0);
-    bufferevent_setcb(c->bev, client_read_cb, client_write_cb, client_event_cb,
-                      c);
-    c->read_tmo = true; /* so that the call below sets the write one */
-    client_timeouts(c, false);
+    bufferevent_setwatermark(c->io.bev, EV_WRITE, (size_t)pc->buffer_size / 2,
+                             0);
+    bufferevent_setcb(c->io.bev, client_read_cb, client_write_cb,
+                      client_event_cb, c);
+    c->io.read_tmo = true; /* so that the call below sets the write one */
+    cio_timeouts(&c->io, false, pc->idle_timeout_ms);
     /* A new bufferevent has EV_WRITE enabled; writes go direct. */
-    bufferevent_disable(c->bev, EV_WRITE);
-    bufferevent_enable(c->bev, EV_READ);
+    bufferevent_disable(c->io.bev, EV_WRITE);
+    bufferevent_enable(c->io.bev, EV_READ);
     c->next = px->clients;
     if (px->clients != NULL) {
         px->clients->prev = c;
@@ -2006,32 +807,17 @@ client_accept(struct tm_proxy *px, int fd)
 static void
 client_close(struct client *c, int grace_ms)
 {
-    struct tm_proxy *px = c->px;
+    struct tm_proxy *px = c->io.px;
 
-    if (c->raise != NULL) {
-        c->raise->c = NULL;
-    }
-    if (c->up != NULL) {
-        up_put(c->up, false);
-    }
-    leave_order(c, grace_ms);
-    c->raise = NULL;
-    c->up = NULL;
-    if (c->dirty) {
-        struct client **pp = &px->dirty;
-        while (*pp != c) {
-            pp = &(*pp)->dirty_next;
-        }
-        *pp = c->dirty_next;
-        c->dirty = false;
-    }
+    exchange_close(&c->ex);
+    admit_fini(&c->ad, grace_ms);
+    cio_unlist(&c->io);
     idle_leave(c);
-    bufferevent_free(c->bev);
-    event_free(c->timer);
-    event_free(c->kick);
-    c->bev = NULL;
-    c->timer = c->kick = NULL;
-    request_free(c);
+    bufferevent_free(c->io.bev);
+    event_free(c->io.timer);
+    c->io.bev = NULL;
+    c->io.timer = NULL;
+    request_end(c);
     free(c->rq);
     c->rq = NULL;
     if (c->prev != NULL) {
@@ -2043,8 +829,8 @@ client_close(struct client *c, int grace_ms)
         c->next->prev = c->prev;
     }
     px->nclients--;
-    /* Callers up the stack may still look at c->dead: free it later. */
-    c->dead = true;
+    /* Callers up the stack may still look at io.dead: free it later. */
+    c->io.dead = true;
     c->prev = NULL;
     c->next = px->graveyard;
     px->graveyard = c;
@@ -2070,9 +856,10 @@ client_close_idle(struct tm_proxy *px, bool force)
         next = c->next;
         if (force) {
             client_close(c, 0);
-        } else if (c->state == CS_HEAD && evbuffer_get_length(c_in(c)) == 0) {
-            c->close_after = true;
-            c->state = CS_CLOSING;
+        } else if (c->state == CS_HEAD &&
+                   evbuffer_get_length(cio_in(&c->io)) == 0) {
+            c->io.close_after = true;
+            client_set_state(c, CS_CLOSING);
             client_pump(c);
         }
     }

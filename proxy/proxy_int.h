@@ -22,6 +22,7 @@ struct order;
 struct up_pool;
 struct adm;
 struct client;
+struct cio;
 struct metrics;
 
 /* Counters shown on the control port. */
@@ -76,7 +77,7 @@ struct tm_proxy {
     struct event *reaper;      /* frees the graveyard */
     struct client *idle_first; /* waiting for a head, oldest first */
     struct client *idle_last;
-    struct client *dirty;         /* connections with output to write */
+    struct cio *dirty;            /* client connections with output to write */
     struct event *flusher;        /* writes it at the end of the turn */
     struct http_request *scratch; /* parse space, one loop thread */
     struct http_response *scratch_resp;
@@ -107,7 +108,13 @@ bool client_evict_idle(struct tm_proxy *px);
 /* conn.c: write what this turn produced. */
 void client_flush_all(struct tm_proxy *px);
 
-/* proxy.c: take and drop a reference to the current generation. */
+/* gen.c: a generation for cfg with its pools (owned: cfg is freed with
+ * it). NULL with err on failure. */
+struct gen *gen_new(struct event_base *base, struct tm_config *cfg, bool owned,
+                    char *err, size_t errlen);
+void gen_free(struct gen *g);
+/* gen.c: take and drop a reference to the current generation; the last
+ * drop of a retired one frees it. */
 struct gen *gen_hold(struct tm_proxy *px);
 void gen_drop(struct tm_proxy *px, struct gen *g);
 

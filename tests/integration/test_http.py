@@ -245,6 +245,20 @@ def test_pipelined_refusal_in_the_middle(tidemark, upstream):
     assert tm.mark("documents/pp") == 6
 
 
+def test_pipelined_after_a_refusal_without_body(tidemark, upstream):
+    """A request answered at once, with no body to drop, leaves the next
+    pipelined head to be read without waiting for more bytes."""
+    tm = tidemark()
+    with tm.conn() as c:
+        c.send(build_request("TRACE", "/t1") + build_request("GET", "/t2"))
+        r1 = c.read_response()
+        assert r1.status == 405, r1
+        r2 = c.read_response()
+        assert r2.status == 200, r2
+        assert r2.header("X-Echo-Target") == "/t2"
+        expect_open_and_quiet(c)
+
+
 # ----------------------------------------------------------- keep-alive
 
 

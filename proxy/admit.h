@@ -1,0 +1,68 @@
+/* admit.h: whether a request goes to its upstream, and when: the
+ * request checks (policies/screen.h), the token and the decision table,
+ * the store's raise of the mark, and the resource's turn in the
+ * ordering gate. One stage of a client connection: it answers its own
+ * refusals and reports once, through done, how the request came out. */
+#ifndef TM_ADMIT_H
+#define TM_ADMIT_H
+
+#include <stdbool.h>
+
+#include "../policies/decide.h"
+#include "metrics.h"
+
+struct tm_proxy;
+struct cio;
+struct event;
+struct order_slot;
+struct raise_req;
+struct request;
+
+enum admit_end {
+    ADMIT_GO = 0,  /* forward it to rq->pool (its order slots held) */
+    ADMIT_REFUSED, /* answered locally on the client's output */
+};
+
+typedef void (*admit_done_cb)(void *arg, enum admit_end end);
+
+struct admit {
+    struct tm_proxy *px;
+    struct cio *io; /* the client's: answers, the store timeout */
+    struct request *rq;
+    struct event *kick; /* deferred: the resource's turn came */
+    struct raise_req *raise;
+    struct order_slot *slot;     /* rq->sc.resource's turn */
+    struct order_slot *src_slot; /* rq->sc.src's turn */
+    int order_wait;              /* slots still queued */
+    bool waiting;                /* for its turn */
+    bool raise_res;              /* resource's mark must still be asked */
+    bool raise_src;              /* src's mark must still be asked */
+    admit_done_cb done;
+    void *arg;
+};
+
+/* Set a up for a connection; false when out of memory. */
+bool admit_init(struct admit *a, struct tm_proxy *px, struct cio *io,
+                admit_done_cb done, void *arg);
+/* The connection closes: forget a raise in flight, leave the order
+ * slots (grace_ms: as admit_leave), free what init took. */
+void admit_fini(struct admit *a, int grace_ms);
+
+/* Screen rq (its head parsed, rq->gen held), decide on its token, ask
+ * the store when the decision needs it, wait for the resource's turn.
+ * done runs exactly once: maybe before this returns, maybe later from
+ * the loop. */
+void admit_start(struct admit *a, struct request *rq);
+
+/* The store did not answer within store.timeout_ms (the client's timer
+ * ran out while a raise was in flight). */
+void admit_timeout(struct admit *a);
+
+/* The request's writes are over (or never started): leave its order
+ * slots. grace_ms > 0 when the upstream may still apply the write. */
+void admit_leave(struct admit *a, int grace_ms);
+
+/* Whether the request holds a turn in the ordering gate. */
+bool admit_in_order(const struct admit *a);
+
+#endif
