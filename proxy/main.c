@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "../conf/cfg.h"
+#include "evmem.h"
 #include "log.h"
 #include "problem.h"
 #include "tidemark.h"
@@ -261,6 +262,8 @@ main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     raise_nofile(cfg.proxy.max_connections);
+    /* Memory a burst of connections took can then go back (evmem.h). */
+    evmem_install();
 
     d.drain_ms = cfg.proxy.drain_timeout_ms;
     d.file = file;
