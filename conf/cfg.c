@@ -740,24 +740,13 @@ sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
          size_t *nroute)
 {
     switch (s->kind) {
-    case CFG_PROXY:
-        return &c->proxy;
-    case CFG_ADMIN:
-        return &c->admin;
-    case CFG_STORE:
-        return &c->store;
-    case CFG_LOCKS:
-        return &c->locks;
-    case CFG_TOKENS:
-        return &c->tokens;
     case CFG_UPSTREAM:
         return &c->upstreams[(*nup)++];
     case CFG_ROUTE:
         return &c->routes[(*nroute)++];
-    case CFG_NSECT:
-        break;
+    default:
+        return cfg_singleton(c, s->kind);
     }
-    return NULL;
 }
 
 /* Run every option of s's kind through its setter: the value from the

@@ -3,6 +3,8 @@
  * a template lies below a path. Pure: no I/O, no globals, no allocation. */
 #include "profile.h"
 
+#include "ascii.h"
+
 #include <string.h>
 #include <strings.h>
 
@@ -221,22 +223,6 @@ dav_destination(struct tm_slice value, struct tm_slice authority, char *out,
 
 /* ---- S3 ------------------------------------------------------------- */
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    c = (char)(c | 0x20);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static char
-lower(char c)
-{
-    return c >= 'A' && c <= 'Z' ? (char)(c + ('a' - 'A')) : c;
-}
-
 /* Whether the raw name n (percent-encoded, '+' for space) decodes to
  * name, compared without case. */
 static bool
@@ -246,14 +232,14 @@ param_name_is(const char *n, size_t len, const char *name)
 
     for (size_t i = 0; i < len; i++, j++) {
         char c = n[i];
-        if (c == '%' && i + 2 < len && hexval(n[i + 1]) >= 0 &&
-            hexval(n[i + 2]) >= 0) {
-            c = (char)(hexval(n[i + 1]) * 16 + hexval(n[i + 2]));
+        if (c == '%' && i + 2 < len && ascii_hexval(n[i + 1]) >= 0 &&
+            ascii_hexval(n[i + 2]) >= 0) {
+            c = (char)(ascii_hexval(n[i + 1]) * 16 + ascii_hexval(n[i + 2]));
             i += 2;
         } else if (c == '+') {
             c = ' ';
         }
-        if (j >= want || lower(c) != lower(name[j])) {
+        if (j >= want || ascii_lower(c) != ascii_lower(name[j])) {
             return false;
         }
     }

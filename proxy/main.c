@@ -229,6 +229,11 @@ main(int argc, char **argv)
     }
     read_settings(&d, cfg);
     raise_nofile(&d, cfg);
+    /* Memory a burst of connections took can then go back. */
+    if (!tm_event_memory_install()) {
+        fprintf(stderr, "tidemark: libevent's small allocations stay in "
+                        "the heap (no address space for their region)\n");
+    }
     d.file = file;
     d.base = event_base_new();
     if (d.base == NULL) {

@@ -28,11 +28,12 @@
 
 /* After a burst of connections has gone (the count fell by 1024 or more
  * to a quarter of its peak), give the freed memory back to the system:
- * glibc keeps freed heap pages that small live allocations (libevent
- * keeps a slot per descriptor ever used) pin between them, and only
- * trims the top of the heap by itself. A second later, because libevent
- * frees a closed bufferevent's buffers in its own later callbacks.
- * Measured with make bench-conns. */
+ * glibc only trims the top of the heap by itself, and keeps freed pages
+ * below a live allocation. (libevent's slot per descriptor ever used
+ * would pin one page per connection; the daemon keeps those out of the
+ * heap, evmem.h.) A second later, because libevent frees a closed
+ * bufferevent's buffers in its own later callbacks. Measured with make
+ * bench-conns. */
 static void
 trim_cb(evutil_socket_t fd, short what, void *arg)
 {

@@ -120,7 +120,6 @@ TM_API struct tm_proxy *tm_proxy_new(struct event_base *base,
 TM_API int tm_proxy_port(const struct tm_proxy *px);
 
 /* Apply a new configuration, whole or not at all; takes cfg. Routes,
-
  * upstreams, limits and modes apply to new requests; requests under way
  * finish under the configuration they started with. Keys that need a
  * restart (listen addresses, the store, the lock service, the token key,
@@ -140,6 +139,17 @@ TM_API void tm_proxy_drain(struct tm_proxy *px, int timeout_ms,
  * loop's thread but not from within done or a log sink: for example once
  * done has stopped the loop. NULL is fine. */
 TM_API void tm_proxy_free(struct tm_proxy *px);
+
+/* ---- process-wide, optional ---------------------------------------------- */
+
+/* Give libevent's smallest allocations (among them a slot per descriptor
+ * number, which it keeps until its loop ends) a memory region of their
+ * own, so that the memory a burst of connections took can go back to the
+ * system once they have gone: otherwise those slots pin the heap pages
+ * around them. Process-wide (event_set_mem_functions): call it once,
+ * before any other libevent call, or not at all. false when the region
+ * cannot be reserved; nothing changed then. */
+TM_API bool tm_event_memory_install(void);
 
 #ifdef __cplusplus
 }
