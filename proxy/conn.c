@@ -20,6 +20,7 @@
 #include "admit.h"
 #include "client_io.h"
 #include "exchange.h"
+#include "head.h"
 #include "log.h"
 #include "problem.h"
 #include "proxy_int.h"
@@ -238,58 +239,16 @@ request_begin(struct client *c)
 
 /* ---- request heads ------------------------------------------------------ */
 
-/* Rebase the parsed head's slices from the input buffer into copy. */
+/* The head was refused: answer p and close. */
 static void
-rebase(struct http_request *h, const char *from, char *to)
+parse_error(struct client *c, struct problem *p, const char *why)
 {
-#define REBASE(s)                                                              \
-    do {                                                                       \
-        if ((s).p != NULL) {                                                   \
-            (s).p = to + ((s).p - from);                                       \
-        }                                                                      \
-    } while (0)
-    REBASE(h->method);
-    REBASE(h->target);
-    REBASE(h->path);
-    for (size_t i = 0; i < h->nheaders; i++) {
-        REBASE(h->headers[i].name);
-        REBASE(h->headers[i].value);
-    }
-#undef REBASE
-}
-
-static void
-parse_error(struct client *c, enum http_rc rc, const char *why)
-{
-    struct problem p = {.status = 400};
-
-    switch (rc) {
-    case HTTP_HEAD_TOO_LARGE:
-        p.status = 431;
-        p.detail = "the request head is too large";
-        break;
-    case HTTP_URI_TOO_LONG:
-        p.status = 414;
-        p.detail = "the request target is too long";
-        break;
-    case HTTP_NOT_IMPL:
-        p.status = 501;
-        p.detail = "unsupported transfer coding";
-        break;
-    case HTTP_BAD_VERSION:
-        p.status = 505;
-        p.detail = "only HTTP/1.0 and HTTP/1.1 are served";
-        break;
-    default:
-        p.detail = "malformed or ambiguous request";
-        break;
-    }
     c->io.px->stats.bad_requests++;
-    recent_refusal(&c->io.px->recent, p.status, "malformed", NULL, NULL, 0, 0);
-    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->io.id, p.status,
-             p.detail, why != NULL ? ": " : "", why != NULL ? why : "");
+    recent_refusal(&c->io.px->recent, p->status, "malformed", NULL, NULL, 0, 0);
+    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->io.id, p->status,
+             p->detail, why != NULL ? ": " : "", why != NULL ? why : "");
     c->io.close_after = true;
-    cio_answer(&c->io, &p, false);
+    cio_answer(&c->io, p, false);
     answered(c);
 }
 
@@ -375,28 +334,6 @@ read_watermark(struct client *c)
     }
 }
 
-/* Make c->rq hold a head of len bytes (1 KiB at least). false when out
- * of memory. */
-static bool
-request_space(struct client *c, size_t len)
-{
-    struct request *rq;
-
-    if (len < 1024) {
-        len = 1024;
-    }
-    if (c->rq != NULL && c->rq->cap >= len) {
-        return true;
-    }
-    rq = realloc(c->rq, sizeof(*c->rq) + len);
-    if (rq == NULL) {
-        return false;
-    }
-    c->rq = rq;
-    c->rq->cap = len;
-    return true;
-}
-
 /* Nothing buffered: wait for a head, and give the head space back. */
 static void
 await_head(struct client *c)
@@ -416,22 +353,16 @@ await_head(struct client *c)
     idle_enter(c);
 }
 
-/* In CS_HEAD: parse the next head if it is complete and begin its
+/* In CS_HEAD: take the next head if it is complete and begin its
  * request. true when a head was taken. */
 static bool
 read_head(struct client *c)
 {
-    struct tm_proxy *px = c->io.px;
     struct evbuffer *in = cio_in(&c->io);
-    size_t len = evbuffer_get_length(in);
-    size_t n = len < px->limits.max_head + 1 ? len : px->limits.max_head + 1;
-    const char *fence[2] = {px->cfg->proxy.token_header,
-                            px->cfg->proxy.resource_header};
-    struct http_request *h;
-    enum http_rc rc;
-    char *p;
+    struct problem p;
+    const char *why = NULL;
 
-    if (len == 0) {
+    if (evbuffer_get_length(in) == 0) {
         if (c->io.client_eof) {
             client_close(c, 0);
         } else {
@@ -445,35 +376,25 @@ read_head(struct client *c)
         cio_timer_arm(&c->io, pcfg(c)->header_timeout_ms);
         read_watermark(c);
     }
-    /* Parse into the loop's scratch space: a connection holds request
-     * space only once its head is complete. */
-    h = px->scratch;
-    p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-    rc = http_parse_request(p, n, &px->limits, fence, h);
-    if (rc == HTTP_INCOMPLETE) {
+    switch (head_take(c->io.px, in, &c->rq, &p, &why)) {
+    case HEAD_WAIT:
         if (c->io.client_eof) {
             client_close(c, 0);
         }
         return false;
-    }
-    if (rc != HTTP_OK) {
-        parse_error(c, rc, h->error);
+    case HEAD_BAD:
+        parse_error(c, &p, why);
         return false;
-    }
-    /* Room for the head and, after it, the canonical path. */
-    if (!request_space(c, h->head_len + h->path.len + 1)) {
+    case HEAD_NOMEM:
         client_close(c, 0);
         return false;
+    default:
+        break;
     }
-    c->rq->h = *h;
-    h = &c->rq->h;
-    memcpy(c->rq->bytes, p, h->head_len);
-    rebase(h, p, c->rq->bytes);
     c->served = true;
     if (log_get_level() >= TM_LOG_INFO) {
         clock_gettime(CLOCK_MONOTONIC, &c->rq->t0);
     }
-    evbuffer_drain(in, h->head_len);
     cio_timer_stop(&c->io);
     c->timer_is_head = false;
     request_begin(c);
