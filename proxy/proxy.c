@@ -491,6 +491,10 @@ tm_proxy_free(struct tm_proxy *px)
     free(px->scratch);
     free(px->scratch_resp);
     tm_config_free(px->first);
+    /* Back to the caller's sink, or to none if it was this proxy's. */
+    if (prev == &px->log) {
+        prev = NULL;
+    }
     free(px);
-    lib_leave(prev == &px->log ? NULL : prev);
+    lib_leave(prev);
 }
