@@ -20,7 +20,6 @@
 #include "proxy_int.h"
 #include "adm_int.h"
 #include "store/store.h"
-#include "store/store_lmdb.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -153,15 +152,8 @@ metrics(struct adm *a, struct evhttp_request *req)
             st->bad_requests);
     COUNTER("tidemark_connections_total", "Client connections accepted.",
             st->conns_total);
-    if (a->px->sops == &store_lmdb_ops) {
-        struct store_lmdb_stats ls;
-
-        store_lmdb_stats(a->px->store, &ls);
-        COUNTER("tidemark_lmdb_journal_syncs_total",
-                "Groups of raises written to the journal and synced.",
-                ls.commits);
-        COUNTER("tidemark_lmdb_checkpoints_total",
-                "LMDB commits that retired the journal.", ls.checkpoints);
+    if (a->px->sops->metrics != NULL) {
+        a->px->sops->metrics(a->px->store, b);
     }
 #undef COUNTER
     evbuffer_add_printf(b,

@@ -22,7 +22,6 @@
 #include "order.h"
 #include "proxy_int.h"
 #include "store/store.h"
-#include "store/store_lmdb.h"
 #include "up.h"
 
 /* After a burst of connections has gone (the count fell by 1024 or more
@@ -280,16 +279,15 @@ tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
 /* After a start, the writes the previous process forwarded may still
  * reach the backend (kill -9, OOM: the backend goes on with a request
  * whose client is gone), and their list died with it: hold fenced writes
- * for order_grace_ms, as after a 504, so that none overtakes them. An
- * lmdb store that held no mark at open never let a fenced write through:
- * nothing to wait for. */
+ * for order_grace_ms, as after a 504, so that none overtakes them. A
+ * store that held no mark at open (the store's fresh, where it knows)
+ * never let a fenced write through: nothing to wait for. */
 static bool
 start_hold(struct tm_proxy *px, char *err, size_t errlen)
 {
     int ms = px->cfg->proxy.order_grace_ms;
 
-    if (ms <= 0 ||
-        (px->sops == &store_lmdb_ops && store_lmdb_fresh(px->store))) {
+    if (ms <= 0 || (px->sops->fresh != NULL && px->sops->fresh(px->store))) {
         return true;
     }
     if (!order_hold(px->order, ms)) {
