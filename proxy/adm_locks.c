@@ -13,13 +13,12 @@
 #include "../conf/cfg.h"
 #include "../policies/canon.h"
 #include "../policies/token.h"
+#include "fence.h"
 #include "locks/lock.h"
 #include "log.h"
-#include "marks.h"
 #include "problem.h"
 #include "proxy_int.h"
 #include "adm_int.h"
-#include "store/store.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -513,6 +512,7 @@ refloor_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         return;
     }
     start_acquire(c);
+    call_finish(c);
 }
 
 static void
@@ -526,9 +526,6 @@ raised(void *arg, enum store_result res, int64_t mark)
         call_detach(c);
         call_finish(c);
         return;
-    }
-    if (res != STORE_ERROR && mark > 0) {
-        marks_put(al->px->marks, c->name, c->len, mark);
     }
     if (res == STORE_ACCEPTED && c->req != NULL &&
         lease_out(c, 201, c->ttl_ms)) {
@@ -574,7 +571,6 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     struct lock_call *c = arg;
     struct adm_locks *al = c->al;
     struct lock_queue *q = c->q;
-    struct tm_proxy *px = al->px;
 
     c->in_flight = false;
     if (q != NULL && q->head == c) {
@@ -601,8 +597,13 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             return;
         }
         if (al->cfg->eager) {
+            if (fence_raise(al->px->fence, c->name, c->len, fence, raised, c) ==
+                NULL) {
+                refuse(c, 503, "out of memory");
+                give_back(c);
+                return;
+            }
             c->in_flight = true;
-            px->sops->raise(px->store, c->name, c->len, fence, raised, c);
             return;
         }
         if (!lease_out(c, 201, ttl_ms)) {
@@ -654,15 +655,8 @@ floor_read(void *arg, enum store_result res, int64_t mark)
         call_finish(c);
         return;
     }
-    if (res == STORE_ACCEPTED && mark > 0) {
-        marks_put(al->px->marks, c->name, c->len, mark);
-    }
-    /* The cache is a lower bound of the mark: it can only lift the
-     * floor (a store that lost marks, as Redis on failover). */
-    mark = res == STORE_ACCEPTED ? mark : 0;
-    if (mark < marks_get(al->px->marks, c->name, c->len)) {
-        mark = marks_get(al->px->marks, c->name, c->len);
-    }
+    /* fence_get lifted the mark to the cached one: a store that lost
+     * marks (Redis on a failover) does not lower the floor. */
     if (res != STORE_ACCEPTED || mark == INT64_MAX || c->req == NULL) {
         if (q != NULL && q->head == c) {
             q->trying = false;
@@ -692,24 +686,34 @@ floor_read(void *arg, enum store_result res, int64_t mark)
  * may be writing with already (the counter behind the mark: a restored
  * lease file, a lost Redis increment, tokens issued elsewhere, another
  * sidecar), and both would pass the fence. The backend then hands out at
- * least mark + 1, eager or not. */
+ * least mark + 1, eager or not. The caller then calls call_finish (c
+ * goes when it could not be asked: answered 503). */
 static void
 start_acquire(struct lock_call *c)
 {
-    struct tm_proxy *px = c->al->px;
+    struct lock_queue *q = c->q;
 
+    if (!fence_get(c->al->px->fence, c->name, c->len, floor_read, c)) {
+        if (q != NULL && q->head == c) {
+            q->trying = false;
+        }
+        refuse(c, 503, "out of memory");
+        return;
+    }
     c->in_flight = true;
-    px->sops->get(px->store, c->name, c->len, floor_read, c);
 }
 
 static void
 queue_try(struct lock_queue *q)
 {
-    if (q->head == NULL || q->trying) {
+    struct lock_call *c = q->head;
+
+    if (c == NULL || q->trying) {
         return;
     }
     q->trying = true;
-    start_acquire(q->head);
+    start_acquire(c);
+    call_finish(c);
 }
 
 static void

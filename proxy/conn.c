@@ -21,13 +21,12 @@
 #include "../policies/reqcheck.h"
 #include "../policies/route.h"
 #include "../policies/token.h"
+#include "fence.h"
 #include "log.h"
-#include "marks.h"
 #include "metrics.h"
 #include "order.h"
 #include "problem.h"
 #include "proxy_int.h"
-#include "store/store.h"
 #include "up.h"
 
 #define LINGER_MS 2000 /* read and drop after a closing answer */
@@ -54,15 +53,6 @@ struct request {
     char bytes[];
 };
 
-/* A store call in flight. c is NULL once nobody waits for it. */
-struct raise_req {
-    struct client *c;
-    struct tm_proxy *px;
-    struct timespec t0;
-    size_t len;
-    char res[];
-};
-
 struct client {
     struct tm_proxy *px;
     struct client *next;
@@ -85,7 +75,7 @@ struct client {
     int64_t token;
     int64_t mark; /* sent in Fencing-High-Water when > 0 */
     struct order_slot *slot;
-    struct raise_req *raise;
+    struct fence_call *raise;
     struct up_pool *pool;
     struct up_conn *up;
 
@@ -641,31 +631,9 @@ stale(struct client *c)
 static void
 raise_done(void *arg, enum store_result res, int64_t mark)
 {
-    struct raise_req *rr = arg;
-    struct client *c = rr->c;
+    struct client *c = arg;
     enum decision d;
 
-    metrics_store(rr->px->metrics, metrics_since(&rr->t0), res != STORE_ERROR);
-    if (res != STORE_ERROR && mark > 0) {
-        marks_put(rr->px->marks, rr->res, rr->len, mark);
-    }
-    if (res == STORE_ACCEPTED) {
-        /* A store with several connections can answer a lower token
-         * after a higher one on the same resource (committed in that
-         * order, answered out of it). The higher one may be on its way
-         * to the backend already: forwarding this one now would reach
-         * the backend after a newer write, so it is stale. */
-        int64_t known = marks_get(rr->px->marks, rr->res, rr->len);
-
-        if (known > mark) {
-            res = STORE_STALE;
-            mark = known;
-        }
-    }
-    free(rr);
-    if (c == NULL) {
-        return;
-    }
     c->raise = NULL;
     evtimer_del(c->timer);
     if (res == STORE_ERROR) {
@@ -699,21 +667,15 @@ static void
 start_raise(struct client *c)
 {
     struct tm_proxy *px = c->px;
-    struct raise_req *rr = malloc(sizeof(*rr) + c->rlen + 1);
 
-    if (rr == NULL) {
+    c->raise =
+        fence_raise(px->fence, c->resource, c->rlen, c->token, raise_done, c);
+    if (c->raise == NULL) {
         unavailable(c, "out of memory");
         return;
     }
-    rr->c = c;
-    rr->px = px;
-    clock_gettime(CLOCK_MONOTONIC, &rr->t0);
-    rr->len = c->rlen;
-    memcpy(rr->res, c->resource, c->rlen + 1);
-    c->raise = rr;
     c->state = CS_STORE;
     timer_arm(c, px->cfg->store.timeout_ms);
-    px->sops->raise(px->store, rr->res, rr->len, c->token, raise_done, rr);
 }
 
 /* ---- a new request --------------------------------------------------- */
@@ -830,6 +792,7 @@ handle_request(struct client *c)
     const struct cfg_route *r;
     enum token_status ts = TOKEN_MISSING;
     int ti = -1, ri;
+    int64_t known;
     enum decision d;
     const char *why;
     char detail[160];
@@ -945,13 +908,8 @@ handle_request(struct client *c)
                          h->headers[ti].value.p, h->headers[ti].value.len,
                          &c->token);
     }
-    d = decide_request(r->mode, ts, c->token,
-                       c->rlen > 0 ? marks_get(px->marks, c->resource, c->rlen)
-                                   : 0);
-    if (d == DECIDE_ACCEPT && px->sops->shared) {
-        /* Another sidecar may have raised the mark past the cached one. */
-        d = DECIDE_RAISE;
-    }
+    known = fence_check(px->fence, c->resource, c->rlen, c->token);
+    d = decide_request(r->mode, ts, c->token, known);
     switch (d) {
     case DECIDE_FORWARD:
         decision(c, OUT_BYPASSED);
@@ -965,7 +923,7 @@ handle_request(struct client *c)
         start_raise(c);
         break;
     case DECIDE_STALE:
-        c->mark = marks_get(px->marks, c->resource, c->rlen);
+        c->mark = known;
         stale(c);
         break;
     case DECIDE_MISSING: {
@@ -1928,7 +1886,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
         client_close(c, 0);
         return;
     case CS_STORE:
-        c->raise->c = NULL;
+        fence_cancel(c->raise);
         c->raise = NULL;
         c->px->stats.store_errors++;
         log_error("conn=%" PRIu64 " store did not answer in %d ms", c->id,
@@ -2015,9 +1973,7 @@ client_close(struct client *c, int grace_ms)
 {
     struct tm_proxy *px = c->px;
 
-    if (c->raise != NULL) {
-        c->raise->c = NULL;
-    }
+    fence_cancel(c->raise);
     if (c->up != NULL) {
         up_put(c->up, false);
     }

@@ -16,8 +16,8 @@
 
 #include "../conf/cfg.h"
 #include "adm.h"
+#include "fence.h"
 #include "log.h"
-#include "marks.h"
 #include "metrics.h"
 #include "order.h"
 #include "proxy_int.h"
@@ -287,7 +287,7 @@ start_hold(struct tm_proxy *px, char *err, size_t errlen)
 {
     int ms = px->cfg->proxy.order_grace_ms;
 
-    if (ms <= 0 || (px->sops->fresh != NULL && px->sops->fresh(px->store))) {
+    if (ms <= 0 || fence_fresh(px->fence)) {
         return true;
     }
     if (!order_hold(px->order, ms)) {
@@ -305,6 +305,7 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
              size_t errlen)
 {
     struct tm_proxy *px = calloc(1, sizeof(*px));
+    const struct store_ops *sops;
 
     if (px == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -319,12 +320,11 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
     px->reaper = event_new(base, -1, 0, reaper_cb, px);
     px->flusher = event_new(base, -1, 0, flusher_cb, px);
     px->trimmer = evtimer_new(base, trim_cb, px);
-    px->marks = marks_new((size_t)cfg->store.cache_entries);
     px->order = order_new(base);
     px->metrics = metrics_new();
     if (px->metrics == NULL || px->scratch == NULL ||
         px->scratch_resp == NULL || px->reaper == NULL || px->flusher == NULL ||
-        px->trimmer == NULL || px->marks == NULL || px->order == NULL) {
+        px->trimmer == NULL || px->order == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -334,14 +334,14 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
         goto fail;
     }
     px->pools = px->gen->pools;
-    px->sops = store_find(cfg->store.type);
-    if (px->sops == NULL) {
+    sops = store_find(cfg->store.type);
+    if (sops == NULL) {
         snprintf(err, errlen, "store type %s is not available",
                  cfg->store.type);
         goto fail;
     }
-    px->store = px->sops->open(base, &cfg->store, err, errlen);
-    if (px->store == NULL) {
+    px->fence = fence_open(base, sops, &cfg->store, px->metrics, err, errlen);
+    if (px->fence == NULL) {
         goto fail;
     }
     px->listener =
@@ -414,10 +414,8 @@ tm_proxy_free(struct tm_proxy *px)
         client_close_idle(px, true);
         client_reap(px);
     }
-    if (px->store != NULL) {
-        /* Runs the callbacks of pending raises; nobody waits for them. */
-        px->sops->close(px->store);
-    }
+    /* Runs the callbacks of pending raises; nobody waits for them. */
+    fence_close(px->fence);
     while (px->retired != NULL) {
         struct gen *g = px->retired;
         px->retired = g->next;
@@ -428,7 +426,6 @@ tm_proxy_free(struct tm_proxy *px)
     }
     order_free(px->order);
     metrics_free(px->metrics);
-    marks_free(px->marks);
     if (px->reaper != NULL) {
         event_free(px->reaper);
     }
