@@ -18,6 +18,7 @@
 #include "../queue.h"
 #include "../store/coldq.h"
 #include "../store/pg_pool.h"
+#include "../store/store_defer.h"
 
 /*
  * The table: the seed's lease row, tidemark_leases (name text PRIMARY
@@ -132,8 +133,7 @@ struct pg_locks {
     int npool;
     struct pl_req **inflight; /* by connection */
     struct pl_list pending;
-    struct pl_list answered; /* answered without the server */
-    struct event *answer_ev; /* run answered */
+    struct store_defer *defer; /* answers given without the server */
     bool closing;
     bool full_logged;
     char owner[128];
@@ -171,35 +171,6 @@ req_answer(struct pl_req *r)
 {
     r->cb(r->arg, r->res, r->out_fence, r->out_ttl);
     free(r);
-}
-
-/* Answer r with an error on a later pass of the loop. */
-static void
-defer_error(struct pg_locks *s, struct pl_req *r)
-{
-    r->res = LOCK_ERROR;
-    r->out_fence = 0;
-    r->out_ttl = 0;
-    list_push(&s->answered, r);
-    event_active(s->answer_ev, 0, 1);
-}
-
-static void
-run_answered(struct pg_locks *s)
-{
-    struct pl_req *r;
-
-    while ((r = list_pop(&s->answered)) != NULL) {
-        req_answer(r);
-    }
-}
-
-static void
-on_answer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    run_answered(arg);
 }
 
 /* A bigint column; false when NULL or not a number. */
@@ -405,15 +376,20 @@ submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
                         op == PL_ACQUIRE ? floor : fence, ttl_ms, cb, arg)) {
         return; /* the first connection is being made */
     }
-    r = len <= 65536 ? malloc(sizeof(*r) + len + 1) : NULL;
-
+    if (len == 0 || len > 65536 || s->closing || !pg_pool_any_up(s->pool)) {
+        store_defer_lock(s->defer, cb, arg, LOCK_ERROR);
+        return;
+    }
+    if (!queue_admit(s->pending.n, PL_QUEUE_MAX, &s->full_logged,
+                     "locks: postgres",
+                     "operations are waiting for a connection")) {
+        store_defer_lock(s->defer, cb, arg, LOCK_ERROR);
+        return;
+    }
+    r = malloc(sizeof(*r) + len + 1);
     if (r == NULL) {
-        r = malloc(sizeof(*r) + 1);
-        if (r == NULL) {
-            log_error("locks: out of memory: a lock callback is lost");
-            return;
-        }
-        len = 0;
+        store_defer_lock(s->defer, cb, arg, LOCK_ERROR);
+        return;
     }
     *r = (struct pl_req){.op = op,
                          .cb = cb,
@@ -425,16 +401,6 @@ submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
                          .len = len};
     memcpy(r->name, name, len);
     r->name[len] = '\0';
-    if (len == 0 || s->closing || !pg_pool_any_up(s->pool)) {
-        defer_error(s, r);
-        return;
-    }
-    if (!queue_admit(s->pending.n, PL_QUEUE_MAX, &s->full_logged,
-                     "locks: postgres",
-                     "operations are waiting for a connection")) {
-        defer_error(s, r);
-        return;
-    }
     list_push(&s->pending, r);
     pg_pool_dispatch_soon(s->pool);
 }
@@ -484,10 +450,7 @@ locks_free(struct pg_locks *s)
     pg_pool_free(s->pool);
     s->pool = NULL;
     pool_all_down(s);
-    run_answered(s);
-    if (s->answer_ev != NULL) {
-        event_free(s->answer_ev);
-    }
+    store_defer_free(s->defer);
     free(s->inflight);
     free(s);
 }
@@ -516,8 +479,8 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     snprintf(s->owner, sizeof(s->owner), "tidemark@%s:%ld", host,
              (long)getpid());
     s->inflight = calloc((size_t)s->npool, sizeof(*s->inflight));
-    s->answer_ev = event_new(base, -1, 0, on_answer, s);
-    if (s->inflight == NULL || s->answer_ev == NULL) {
+    s->defer = store_defer_new(base);
+    if (s->inflight == NULL || s->defer == NULL) {
         snprintf(err, errlen, "locks: out of memory");
         locks_free(s);
         return NULL;

@@ -8,12 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/event.h>
-
 #include "../../conf/cfg.h"
 #include "../log.h"
 #include "../store/coldq.h"
 #include "../store/redis_conn.h"
+#include "../store/store_defer.h"
 
 /*
  * Keys. The lease of name N is "lock:{N}" holding its fence as a decimal
@@ -91,20 +90,16 @@ struct rl_req;
 struct redis_locks {
     struct event_base *base;
     struct redis_conn *conn;
-    struct event *defer_ev;  /* answers given without Redis */
-    struct rl_req *deferred; /* LIFO; order among errors does not matter */
+    struct store_defer *defer; /* answers given without Redis */
     bool closing;
 };
 
 struct rl_req {
-    struct rl_req *next; /* in deferred */
-    struct redis_locks *s;
     enum rl_script op;
     lock_cb cb;
     void *arg;
-    int64_t fence;        /* extend, release: the caller's */
-    int64_t ttl_ms;       /* acquire, extend: asked for */
-    enum lock_result res; /* deferred answers */
+    int64_t fence;  /* extend, release: the caller's */
+    int64_t ttl_ms; /* acquire, extend: asked for */
     size_t len;
     char name[]; /* len bytes and a NUL */
 };
@@ -135,38 +130,13 @@ parse_dec(const redisReply *rep, bool zero_ok, int64_t *out)
     return true;
 }
 
-/* Run every deferred answer, including those its callbacks defer. */
+/* Answer r with an error on a later pass of the loop (never inside the
+ * call that started it), and free it. */
 static void
-drain_deferred(struct redis_locks *s)
+defer_error(struct redis_locks *s, struct rl_req *r)
 {
-    while (s->deferred != NULL) {
-        struct rl_req *r = s->deferred;
-
-        s->deferred = r->next;
-        r->cb(r->arg, r->res, 0, 0);
-        free(r);
-    }
-}
-
-static void
-on_deferred(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    drain_deferred(arg);
-}
-
-/* Answer r with res on a later pass of the loop (never inside the call
- * that started it). */
-static void
-defer_answer(struct rl_req *r, enum lock_result res)
-{
-    struct redis_locks *s = r->s;
-
-    r->res = res;
-    r->next = s->deferred;
-    s->deferred = r;
-    event_active(s->defer_ev, 0, 1);
+    store_defer_lock(s->defer, r->cb, r->arg, LOCK_ERROR);
+    free(r);
 }
 
 /* The reply of one script, for r's operation. */
@@ -276,18 +246,10 @@ run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
     }
     r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
     if (r == NULL) {
-        r = malloc(sizeof(*r) + 1);
-        if (r == NULL) {
-            log_error("locks: out of memory: a lock callback is lost");
-            return;
-        }
-        *r = (struct rl_req){.s = s, .op = op, .cb = cb, .arg = arg};
-        r->name[0] = '\0';
-        defer_answer(r, LOCK_ERROR);
+        store_defer_lock(s->defer, cb, arg, LOCK_ERROR);
         return;
     }
-    *r = (struct rl_req){.s = s,
-                         .op = op,
+    *r = (struct rl_req){.op = op,
                          .cb = cb,
                          .arg = arg,
                          .fence = fence,
@@ -304,7 +266,7 @@ run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
     memcpy(fence_key + 7, name, len);
     fence_key[7 + len] = '}';
     if (s->closing) {
-        defer_answer(r, LOCK_ERROR);
+        defer_error(s, r);
         return;
     }
     switch (op) {
@@ -342,7 +304,7 @@ run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
         break;
     }
     if (!redis_conn_eval(s->conn, op, argc, argv, lens, on_reply, NULL, r)) {
-        defer_answer(r, LOCK_ERROR);
+        defer_error(s, r);
     }
 }
 
@@ -398,8 +360,8 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     s->base = base;
-    s->defer_ev = event_new(base, -1, 0, on_deferred, s);
-    if (s->defer_ev == NULL) {
+    s->defer = store_defer_new(base);
+    if (s->defer == NULL) {
         snprintf(err, errlen, "locks: cannot set up events");
         free(s);
         return NULL;
@@ -410,7 +372,7 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
                              sizeof(rl_scripts) / sizeof(rl_scripts[0]),
                              cfg->timeout_ms, err, errlen);
     if (s->conn == NULL) {
-        event_free(s->defer_ev);
+        store_defer_free(s->defer);
         free(s);
         return NULL;
     }
@@ -428,8 +390,7 @@ rl_close(struct lock_backend *b)
     s->closing = true;
     /* Answers every script in flight (callbacks run now). */
     redis_conn_free(s->conn);
-    drain_deferred(s);
-    event_free(s->defer_ev);
+    store_defer_free(s->defer);
     free(s);
 }
 
