@@ -89,6 +89,25 @@ struct adm_locks {
 
 static void queue_try(struct lock_queue *q);
 
+/* Ask the backend for kind on c's lock; cb(c, ...) answers. c is in
+ * flight until then. */
+static void
+submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
+{
+    struct adm_locks *al = c->al;
+    struct lock_op op = {.kind = kind,
+                         .name = c->name,
+                         .len = c->len,
+                         .ttl_ms = c->ttl_ms,
+                         .fence = c->fence,
+                         .min_fence = c->min_fence,
+                         .cb = cb,
+                         .arg = c};
+
+    c->in_flight = true;
+    al->ops->submit(al->b, &op);
+}
+
 /* ---- calls and queues ------------------------------------------------ */
 
 static void conn_closed(struct evhttp_connection *conn, void *arg);
@@ -480,8 +499,7 @@ give_back(struct lock_call *c)
         call_finish(c);
         return;
     }
-    c->in_flight = true;
-    al->ops->release(al->b, c->name, c->len, c->fence, orphan_released, c);
+    submit(c, LOCK_OP_RELEASE, orphan_released);
 }
 
 static void start_acquire(struct lock_call *c);
@@ -544,8 +562,7 @@ raised(void *arg, enum store_result res, int64_t mark)
                  c->name, mark, c->fence);
         c->refloored = true;
         c->min_fence = mark + 1;
-        c->in_flight = true;
-        al->ops->release(al->b, c->name, c->len, c->fence, refloor_released, c);
+        submit(c, LOCK_OP_RELEASE, refloor_released);
         return;
     }
     if (res == STORE_STALE) {
@@ -676,9 +693,7 @@ floor_read(void *arg, enum store_result res, int64_t mark)
     if (c->min_fence <= mark) {
         c->min_fence = mark + 1;
     }
-    c->in_flight = true;
-    al->ops->acquire(al->b, c->name, c->len, c->ttl_ms, c->min_fence, acquired,
-                     c);
+    submit(c, LOCK_OP_ACQUIRE, acquired);
 }
 
 /* Every try at the lease first reads the resource's mark from the store,
@@ -976,21 +991,17 @@ adm_locks_serve(struct adm_locks *al, struct evhttp_request *req,
         break;
     case EVHTTP_REQ_PATCH:
         if (parse_token(c, &q) && parse_ttl(c, &q)) {
-            c->in_flight = true;
-            al->ops->extend(al->b, c->name, c->len, c->fence, c->ttl_ms,
-                            extended, c);
+            submit(c, LOCK_OP_EXTEND, extended);
         }
         break;
     case EVHTTP_REQ_DELETE:
         if (parse_token(c, &q)) {
-            c->in_flight = true;
-            al->ops->release(al->b, c->name, c->len, c->fence, released, c);
+            submit(c, LOCK_OP_RELEASE, released);
         }
         break;
     case EVHTTP_REQ_GET:
     case EVHTTP_REQ_HEAD:
-        c->in_flight = true;
-        al->ops->get(al->b, c->name, c->len, looked_up, c);
+        submit(c, LOCK_OP_STATUS, looked_up);
         break;
     default:
         refuse(c, 400, "locks take POST, PATCH, DELETE and GET");

@@ -359,78 +359,58 @@ static const struct pg_pool_ops pool_ops = {
 extern const struct lock_ops lock_postgres_ops;
 
 static void
-submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
-       int64_t fence, int64_t ttl_ms, int64_t floor, lock_cb cb, void *arg)
+pl_submit(struct lock_backend *b, const struct lock_op *op)
 {
-    static const enum coldq_lock_op cold_op[] = {
-        [PL_ACQUIRE] = COLDQ_ACQUIRE,
-        [PL_RELEASE] = COLDQ_RELEASE,
-        [PL_EXTEND] = COLDQ_EXTEND,
-        [PL_GET] = COLDQ_GET,
-    };
+    struct pg_locks *s = to_locks(b);
+    size_t len = op->len;
     struct pl_req *r;
+    enum pl_op pop = PL_GET;
 
+    switch (op->kind) {
+    case LOCK_OP_ACQUIRE:
+        pop = PL_ACQUIRE;
+        break;
+    case LOCK_OP_EXTEND:
+        pop = PL_EXTEND;
+        break;
+    case LOCK_OP_RELEASE:
+        pop = PL_RELEASE;
+        break;
+    case LOCK_OP_STATUS:
+        pop = PL_GET;
+        break;
+    }
     if (len > 0 && !s->closing && !pg_pool_any_up(s->pool) &&
-        coldq_park_lock(pg_pool_coldq(s->pool), (struct lock_backend *)s,
-                        &lock_postgres_ops, cold_op[op], name, len,
-                        op == PL_ACQUIRE ? floor : fence, ttl_ms, cb, arg)) {
+        coldq_park_lock(pg_pool_coldq(s->pool), b, &lock_postgres_ops, op)) {
         return; /* the first connection is being made */
     }
     if (len == 0 || len > 65536 || s->closing || !pg_pool_any_up(s->pool)) {
-        store_defer_lock(s->defer, cb, arg, LOCK_ERROR);
+        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     if (!queue_admit(s->pending.n, PL_QUEUE_MAX, &s->full_logged,
                      "locks: postgres",
                      "operations are waiting for a connection")) {
-        store_defer_lock(s->defer, cb, arg, LOCK_ERROR);
+        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     r = malloc(sizeof(*r) + len + 1);
     if (r == NULL) {
-        store_defer_lock(s->defer, cb, arg, LOCK_ERROR);
+        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
-    *r = (struct pl_req){.op = op,
-                         .cb = cb,
-                         .arg = arg,
-                         .fence = fence,
-                         .ttl_ms = ttl_ms,
-                         .floor = floor > 0 ? floor : 0,
+    *r = (struct pl_req){.op = pop,
+                         .cb = op->cb,
+                         .arg = op->arg,
+                         .fence = op->fence,
+                         .ttl_ms = op->ttl_ms,
+                         .floor = op->min_fence > 0 ? op->min_fence : 0,
                          .res = LOCK_ERROR,
                          .len = len};
-    memcpy(r->name, name, len);
+    memcpy(r->name, op->name, len);
     r->name[len] = '\0';
     list_push(&s->pending, r);
     pg_pool_dispatch_soon(s->pool);
-}
-
-static void
-pl_acquire(struct lock_backend *b, const char *name, size_t len, int64_t ttl_ms,
-           int64_t min_fence, lock_cb cb, void *arg)
-{
-    submit(to_locks(b), PL_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb, arg);
-}
-
-static void
-pl_extend(struct lock_backend *b, const char *name, size_t len, int64_t fence,
-          int64_t ttl_ms, lock_cb cb, void *arg)
-{
-    submit(to_locks(b), PL_EXTEND, name, len, fence, ttl_ms, 0, cb, arg);
-}
-
-static void
-pl_release(struct lock_backend *b, const char *name, size_t len, int64_t fence,
-           lock_cb cb, void *arg)
-{
-    submit(to_locks(b), PL_RELEASE, name, len, fence, 0, 0, cb, arg);
-}
-
-static void
-pl_get(struct lock_backend *b, const char *name, size_t len, lock_cb cb,
-       void *arg)
-{
-    submit(to_locks(b), PL_GET, name, len, 0, 0, 0, cb, arg);
 }
 
 static bool
@@ -512,10 +492,7 @@ pl_close(struct lock_backend *b)
 const struct lock_ops lock_postgres_ops = {
     .name = "postgres",
     .open = pl_open,
-    .acquire = pl_acquire,
-    .extend = pl_extend,
-    .release = pl_release,
-    .get = pl_get,
+    .submit = pl_submit,
     .ready = pl_ready,
     .close = pl_close,
 };
