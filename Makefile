@@ -1,12 +1,16 @@
 # tidemark: a sidecar proxy that enforces fencing tokens.
 #
 # Targets:
-#   all           ./tidemark and libtidemark.a (default)
+#   all           ./tidemark and libtidemark.a (default): the archive
+#                 exports only the tm_* calls of proxy/tidemark.h
 #   demo          deps, build, run tidemark in front of a demo backend
 #   deps          install the Debian packages for build, tests and bench
 #   test          deps, format-check, unit, integration, fuzz, package
 #   test-asan     the same suites against an ASan + UBSan build
 #   unit          unit tests only
+#   embed         the embedding example (examples/embed.c), built with
+#                 pkg-config against a staged make install, and run; and
+#                 the check that libtidemark.a exports only tm_* symbols
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
 #   bench         wrk: bare upstream vs nginx vs tidemark, with ratios
 #   bench-locks   wrk: lock+release pairs/s and hot-lock tries/wins on
@@ -17,7 +21,12 @@
 #   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
 #                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
 #   format-check  clang-format --dry-run over every C file
-#   install       PREFIX=/usr/local: binary, example config
+#   check-docs    tidemark.8, conf/tidemark.ini and README.md against the
+#                 option table (keys, defaults, restart marks); cfgdoc man
+#                 and cfgdoc ini write entries for a new key
+#   install       PREFIX=/usr/local, DESTDIR: binary, libtidemark.a,
+#                 tidemark.h, tidemark.pc, example config, man page
+#                 (LIBDIR, INCLUDEDIR, MANDIR override the places)
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
 #   fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (60)
@@ -35,6 +44,10 @@ TM_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 PYTEST  := /usr/bin/python3 -m pytest
 PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
+VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)
 
 LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
                     proxy/locks/*.c)
@@ -50,10 +63,14 @@ else
 TM_BIN := $(BUILD)/tidemark
 TM_LIB := $(BUILD)/libtidemark.a
 endif
+# Every object, every symbol: for the unit tests, which call internals.
+INT_LIB := $(BUILD)/libtidemark-internal.a
+# The calls tidemark.h declares: the only global symbols of $(TM_LIB).
+TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
-        bench-locks-raw bench-conns \
-        format-check install clean deb test-deb fuzz
+        bench-locks-raw bench-conns embed \
+        format-check install clean deb test-deb fuzz check-docs
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -64,22 +81,62 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(TM_LIB): $(LIB_OBJ)
+$(INT_LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+$(TM_SYMS): proxy/tidemark.h
+	@mkdir -p $(dir $@)
+	grep -o '\btm_[a-z0-9_]*(' $< | tr -d '(' | sort -u > $@
+
+# The public archive: one relocatable object made of every object, in
+# which every global symbol but the calls of tidemark.h is made local, so
+# that an embedder's own symbols (log_write, store_find, ...) cannot
+# clash with the library's.
+$(TM_LIB): $(LIB_OBJ) $(TM_SYMS)
+	rm -f $@ $(BUILD)/libtidemark.o
+	$(LD) -r -o $(BUILD)/libtidemark.o $(LIB_OBJ)
+	objcopy --keep-global-symbols=$(TM_SYMS) $(BUILD)/libtidemark.o
+	ar rcs $@ $(BUILD)/libtidemark.o
+
+# The daemon links the public archive: it uses tidemark.h alone.
 $(TM_BIN): $(BUILD)/proxy/main.o $(TM_LIB)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(TM_LIB)
+# The option table as documentation: cfgdoc man | ini | check.
+$(BUILD)/tools/cfgdoc: conf/tools/cfgdoc.c $(INT_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TM_LIB) $(LDLIBS) -lcmocka
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INT_LIB) $(LDLIBS)
+
+check-docs: $(BUILD)/tools/cfgdoc
+	$(BUILD)/tools/cfgdoc check packaging/tidemark.8 conf/tidemark.ini \
+	    README.md
+
+$(BUILD)/tests/%: tests/unit/%.c $(INT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INT_LIB) $(LDLIBS) -lcmocka
 
 deps:
 	@sh tests/deps.sh
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# Install into a staging tree, build the example with pkg-config against
+# it, run it; and check the archive's symbols.
+STAGE := $(abspath $(BUILD)/stage)
+embed: $(TM_BIN) $(TM_LIB) $(TM_SYMS)
+	sh tests/check-symbols.sh $(TM_LIB) $(TM_SYMS)
+	rm -rf $(STAGE)
+	$(MAKE) --no-print-directory install DESTDIR=$(STAGE) PREFIX=/usr/local
+	PKG_CONFIG_PATH=$(STAGE)/usr/local/lib/pkgconfig \
+	PKG_CONFIG_SYSROOT_DIR=$(STAGE) \
+	    sh tests/embed/build.sh $(CC) "$(CFLAGS)" "$(LDFLAGS)" \
+	    examples/embed.c $(BUILD)/embed
+	$(BUILD)/embed
+	PKG_CONFIG_PATH=$(STAGE)/usr/local/lib/pkgconfig \
+	PKG_CONFIG_SYSROOT_DIR=$(STAGE) \
+	    sh tests/embed/readme.sh $(CC) "$(CFLAGS)" "$(LDFLAGS)" $(BUILD)
 
 PRELOADS := tests/preload/failsync.so tests/preload/fakehosts.so
 
@@ -94,9 +151,11 @@ test: deps
 	$(MAKE) format-check
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) embed
 	$(MAKE) integration
 	FUZZ_SECONDS=5 $(MAKE) fuzz
 	sh packaging/check-manpage.sh
+	$(MAKE) check-docs
 	$(MAKE) test-deb
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -108,7 +167,7 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \
-	    LDFLAGS="-fsanitize=address,undefined" unit integration
+	    LDFLAGS="-fsanitize=address,undefined" unit embed integration
 
 bench: deps all
 	sh tests/bench/run.sh
@@ -125,10 +184,19 @@ bench-conns: all
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
 
-install: all
-	install -D -m 0755 tidemark $(DESTDIR)$(PREFIX)/bin/tidemark
+install: $(TM_BIN) $(TM_LIB)
+	install -D -m 0755 $(TM_BIN) $(DESTDIR)$(PREFIX)/bin/tidemark
+	install -D -m 0644 $(TM_LIB) $(DESTDIR)$(LIBDIR)/libtidemark.a
+	install -D -m 0644 proxy/tidemark.h $(DESTDIR)$(INCLUDEDIR)/tidemark.h
+	@mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@REQUIRES@|$(PKGS)|' \
+	    packaging/tidemark.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/tidemark.pc
 	install -D -m 0644 conf/tidemark.ini \
 	    $(DESTDIR)$(PREFIX)/share/tidemark/tidemark.ini
+	install -D -m 0644 packaging/tidemark.8 \
+	    $(DESTDIR)$(MANDIR)/man8/tidemark.8
 
 deb:
 	sh packaging/build-deb.sh out

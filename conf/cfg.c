@@ -49,6 +49,7 @@ enum reading {
 
 struct loader {
     const char *file;
+    const char *text; /* the file's contents, given: cfg_load_string */
     struct cfg_errors *errs;
     size_t errs_before; /* errs->n when loading started */
     int *err_keys;      /* per new error: where it sorts */
@@ -449,7 +450,8 @@ read_file(struct loader *l)
 {
     int rc;
 
-    l->fp = fopen(l->file, "r");
+    l->fp = l->text != NULL ? fmemopen((void *)l->text, strlen(l->text), "r")
+                            : fopen(l->file, "r");
     if (l->fp == NULL) {
         add_err(l, NULL, "cannot open: %s", strerror(errno));
         return;
@@ -738,24 +740,13 @@ sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
          size_t *nroute)
 {
     switch (s->kind) {
-    case CFG_PROXY:
-        return &c->proxy;
-    case CFG_ADMIN:
-        return &c->admin;
-    case CFG_STORE:
-        return &c->store;
-    case CFG_LOCKS:
-        return &c->locks;
-    case CFG_TOKENS:
-        return &c->tokens;
     case CFG_UPSTREAM:
         return &c->upstreams[(*nup)++];
     case CFG_ROUTE:
         return &c->routes[(*nroute)++];
-    case CFG_NSECT:
-        break;
+    default:
+        return cfg_singleton(c, s->kind);
     }
-    return NULL;
 }
 
 /* Run every option of s's kind through its setter: the value from the
@@ -784,7 +775,7 @@ apply_sect(struct loader *l, const struct raw_sect *s, void *obj)
             continue;
         }
         buf[0] = '\0';
-        msg = o->set(o, obj, v->set ? v->value : o->def, buf, sizeof(buf));
+        msg = cfg_opt_set(o, obj, v->set ? v->value : o->def, buf, sizeof(buf));
         if (msg != NULL) {
             add_err(l, v->set ? &v->at : NULL, "%s: %s", o->key, msg);
         }
@@ -946,6 +937,15 @@ build(struct loader *l, struct tm_config *c)
             add_err(l, &at, "[route %s]: verify = hmac needs [tokens] key_file",
                     r->name);
         }
+        if (r->profile == TM_PROFILE_WEBDAV && r->resource_from_header) {
+            struct origin at = {s->line, NULL};
+
+            /* A MOVE onto this route is named by the template. */
+            add_err(l, &at,
+                    "[route %s]: profile = webdav needs a resource template, "
+                    "not header",
+                    r->name);
+        }
         if (r->upstream == NULL) {
             continue;
         }
@@ -985,9 +985,10 @@ free_loader(struct loader *l)
     free(l->env_links);
 }
 
-bool
-cfg_load(struct tm_config *c, const char *path, char *const *envp,
-         struct cfg_errors *errs)
+/* cfg_load, from text when it is not NULL (path names it then). */
+static bool
+load(struct tm_config *c, const char *path, const char *text, char *const *envp,
+     struct cfg_errors *errs)
 {
     struct loader l;
     size_t before = errs->n;
@@ -995,6 +996,7 @@ cfg_load(struct tm_config *c, const char *path, char *const *envp,
     memset(c, 0, sizeof(*c));
     memset(&l, 0, sizeof(l));
     l.file = path;
+    l.text = text;
     l.envp = envp;
     l.errs = errs;
     l.errs_before = errs->n;
@@ -1027,68 +1029,43 @@ cfg_load(struct tm_config *c, const char *path, char *const *envp,
     return !l.oom && errs->n == before;
 }
 
+bool
+cfg_load(struct tm_config *c, const char *path, char *const *envp,
+         struct cfg_errors *errs)
+{
+    return load(c, path, NULL, envp, errs);
+}
+
+bool
+cfg_load_string(struct tm_config *c, const char *name, const char *text,
+                char *const *envp, struct cfg_errors *errs)
+{
+    return load(c, name, text, envp, errs);
+}
+
+/* Every option's fields are freed by the table (cfg_opt_drop); what is
+ * left is the sections' names and arrays. */
 void
 cfg_free(struct tm_config *c)
 {
-    free(c->file);
-    free(c->env_links);
-    free(c->proxy.listen);
-    free(c->proxy.token_header);
-    free(c->proxy.resource_header);
-    free(c->proxy.log_level);
-    free(c->admin.listen);
-    free(c->admin.token_file);
-    free(c->admin.allowed_hosts);
-    if (c->admin.token != NULL) {
-        explicit_bzero(c->admin.token, c->admin.token_len);
-        free(c->admin.token);
-    }
-    free(c->store.type);
-    free(c->store.path);
-    free(c->store.dsn);
-    free(c->store.url);
-    free(c->store.endpoints);
-    free(c->locks.backend);
-    free(c->locks.path);
-    free(c->locks.url);
-    free(c->locks.dsn);
-    free(c->tokens.key_file);
-    if (c->tokens.key != NULL) {
-        explicit_bzero(c->tokens.key, c->tokens.key_len);
-        free(c->tokens.key);
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        void *obj;
+
+        for (size_t j = 0; (obj = cfg_sect_obj(c, o->sect, j)) != NULL; j++) {
+            cfg_opt_drop(o, obj);
+        }
     }
     for (size_t i = 0; i < c->nupstreams; i++) {
-        struct cfg_upstream *u = &c->upstreams[i];
-
-        free(u->name);
-        free(u->url);
-        free(u->host);
-        free(u->port);
-        free(u->host_header);
-        free(u->ca_file);
-        for (size_t j = 0; j < u->nadd; j++) {
-            free(u->add[j].name);
-            free(u->add[j].value);
-        }
-        free(u->add);
-        for (size_t j = 0; j < u->nstrip; j++) {
-            free(u->strip[j]);
-        }
-        free(u->strip);
+        free(c->upstreams[i].name);
+    }
+    for (size_t i = 0; i < c->nroutes; i++) {
+        free(c->routes[i].name);
     }
     free(c->upstreams);
-    for (size_t i = 0; i < c->nroutes; i++) {
-        struct cfg_route *r = &c->routes[i];
-
-        free(r->name);
-        methods_free(&r->methods);
-        tmpl_free(&r->path);
-        rtmpl_free(&r->resource);
-        free(r->path_src);
-        free(r->resource_src);
-        free(r->upstream);
-    }
     free(c->routes);
+    free(c->file);
+    free(c->env_links);
     memset(c, 0, sizeof(*c));
 }
 

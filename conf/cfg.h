@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../policies/profile.h"
 #include "../policies/route.h"
 
 struct cfg_proxy {
@@ -66,9 +67,10 @@ struct cfg_route {
     char *resource_src; /* the resource template as written */
     enum tm_mode mode;
     enum tm_verify verify;
-    char *upstream;      /* name */
-    size_t upstream_idx; /* index into tm_config.upstreams */
-    int64_t max_body;    /* request body bytes; 0: no limit */
+    enum tm_profile profile; /* the backend's protocol: its write methods */
+    char *upstream;          /* name */
+    size_t upstream_idx;     /* index into tm_config.upstreams */
+    int64_t max_body;        /* request body bytes; 0: no limit */
     int line;
 };
 
@@ -141,6 +143,11 @@ struct cfg_errors {
  * even on failure and must be released with cfg_free. */
 bool cfg_load(struct tm_config *c, const char *path, char *const *envp,
               struct cfg_errors *errs) __attribute__((warn_unused_result));
+/* As cfg_load, from the INI text (NUL-terminated) instead of a file;
+ * name stands for the file name in messages. */
+bool cfg_load_string(struct tm_config *c, const char *name, const char *text,
+                     char *const *envp, struct cfg_errors *errs)
+    __attribute__((warn_unused_result));
 void cfg_free(struct tm_config *c);
 
 /* For a reload: every key the option table marks restart-only (a

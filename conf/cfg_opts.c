@@ -158,25 +158,33 @@ store_str(char **field, const char *v)
     return NULL;
 }
 
+/* CFG_T_STR: empty when CFG_EMPTY_OK allows it, else checked by the
+ * entry's check. */
 static const char *
 set_str(const struct cfg_opt *o, void *obj, const char *v, char *buf,
         size_t len)
 {
+    const char *msg;
+
     if (v[0] == '\0' && !(o->flags & CFG_EMPTY_OK)) {
         return "must not be empty";
+    }
+    if (v[0] != '\0' && o->ops != NULL && o->ops->check != NULL &&
+        (msg = o->ops->check(v, buf, len)) != NULL) {
+        return msg;
     }
     return store_str(FIELD(obj, o, char *), v);
 }
 
-/* Index of v in o->choices, or an error in buf. */
+/* Index of v in choices, or an error in buf. */
 static int
-choice(const struct cfg_opt *o, const char *v, char *buf, size_t len)
+choice(const char *const *choices, const char *v, char *buf, size_t len)
 {
     size_t n = 0;
     int w;
 
-    for (n = 0; o->choices[n] != NULL; n++) {
-        if (strcmp(o->choices[n], v) == 0) {
+    for (n = 0; choices[n] != NULL; n++) {
+        if (strcmp(choices[n], v) == 0) {
             return (int)n;
         }
     }
@@ -184,7 +192,7 @@ choice(const struct cfg_opt *o, const char *v, char *buf, size_t len)
     for (size_t i = 0; i < n && w >= 0 && (size_t)w < len; i++) {
         const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
 
-        w += snprintf(buf + w, len - (size_t)w, "%s%s", sep, o->choices[i]);
+        w += snprintf(buf + w, len - (size_t)w, "%s%s", sep, choices[i]);
     }
     return -1;
 }
@@ -193,7 +201,7 @@ static const char *
 set_choice_str(const struct cfg_opt *o, void *obj, const char *v, char *buf,
                size_t len)
 {
-    if (choice(o, v, buf, len) < 0) {
+    if (choice(o->choices, v, buf, len) < 0) {
         return buf;
     }
     return store_str(FIELD(obj, o, char *), v);
@@ -255,6 +263,23 @@ set_add_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return NULL;
 }
 
+static void
+drop_add_header(void *obj)
+{
+    struct cfg_upstream *u = obj;
+
+    for (size_t i = 0; i < u->nadd; i++) {
+        free(u->add[i].name);
+        free(u->add[i].value);
+    }
+    free(u->add);
+    u->add = NULL;
+    u->nadd = 0;
+}
+
+static const struct cfg_ops add_header_ops = {NULL, set_add_header,
+                                              drop_add_header};
+
 static const char *
 set_strip_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
                  size_t len)
@@ -294,12 +319,28 @@ set_strip_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return NULL;
 }
 
+static void
+drop_strip_header(void *obj)
+{
+    struct cfg_upstream *u = obj;
+
+    for (size_t i = 0; i < u->nstrip; i++) {
+        free(u->strip[i]);
+    }
+    free(u->strip);
+    u->strip = NULL;
+    u->nstrip = 0;
+}
+
+static const struct cfg_ops strip_header_ops = {NULL, set_strip_header,
+                                                drop_strip_header};
+
 /* A two-way choice into a bool field: true for the second choice. */
 static const char *
-set_choice_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-                size_t len)
+set_flag(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+         size_t len)
 {
-    int i = choice(o, v, buf, len);
+    int i = choice(o->choices, v, buf, len);
 
     if (i < 0) {
         return buf;
@@ -308,40 +349,27 @@ set_choice_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return NULL;
 }
 
+/* CFG_T_ENUM: the choice's index is the enum's value. */
 static const char *
-set_mode(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+set_enum(const struct cfg_opt *o, void *obj, const char *v, char *buf,
          size_t len)
 {
-    static const enum tm_mode modes[] = {TM_MODE_CORRECTNESS,
-                                         TM_MODE_EFFICIENCY, TM_MODE_OFF};
-    int i = choice(o, v, buf, len);
+    int i = choice(o->choices, v, buf, len);
 
     if (i < 0) {
         return buf;
     }
-    ((struct cfg_route *)obj)->mode = modes[i];
+    *FIELD(obj, o, int) = i;
     return NULL;
 }
 
-static const char *
-set_verify(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-           size_t len)
-{
-    static const enum tm_verify verifies[] = {TM_VERIFY_NONE, TM_VERIFY_HMAC};
-    int i = choice(o, v, buf, len);
-
-    if (i < 0) {
-        return buf;
-    }
-    ((struct cfg_route *)obj)->verify = verifies[i];
-    return NULL;
-}
+static const char *const yes_no[] = {"yes", "no", NULL};
 
 static const char *
 set_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
          size_t len)
 {
-    int i = choice(o, v, buf, len);
+    int i = choice(yes_no, v, buf, len);
 
     if (i < 0) {
         return buf;
@@ -350,19 +378,18 @@ set_bool(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return NULL;
 }
 
-/* The key behind [tokens] key_file: a regular file nobody but its owner
- * and group may read, holding TOKEN_KEY_MIN to 4096 bytes (one final
- * newline is not part of the key). Messages name the problem, never the
- * key. */
+/* The largest secret a key file may hold (the table's max). */
+#define SECRET_MAX 4096
+
 /* Read a secret from path: a regular file nobody but its owner (and
- * group) may read, min to 4096 bytes, one final LF dropped. On success
- * *out is malloc'd (the caller frees) and NULL is returned; else a
- * message that never quotes the file. */
+ * group) may read, min to max (at most SECRET_MAX) bytes, one final LF
+ * dropped. On success *out is malloc'd (the caller frees) and NULL is
+ * returned; else a message that never quotes the file. */
 static const char *
-read_secret(const char *path, const char *what, size_t min, unsigned char **out,
-            size_t *outlen, char *buf, size_t len)
+read_secret(const char *path, const char *what, size_t min, size_t max,
+            unsigned char **out, size_t *outlen, char *buf, size_t len)
 {
-    unsigned char key[4097];
+    unsigned char key[SECRET_MAX + 1];
     struct stat st;
     size_t n = 0;
     ssize_t got;
@@ -408,12 +435,12 @@ read_secret(const char *path, const char *what, size_t min, unsigned char **out,
         snprintf(buf, len, "the %s file is empty", what);
         return buf;
     }
-    if (n < min || n > 4096) {
+    if (n < min || n > max) {
         explicit_bzero(key, sizeof(key));
         snprintf(buf, len,
-                 "the %s must be %zu to 4096 bytes (openssl rand "
+                 "the %s must be %zu to %zu bytes (openssl rand "
                  "-hex 32 makes one)",
-                 what, min);
+                 what, min, max);
         return buf;
     }
     *out = malloc(n);
@@ -427,51 +454,83 @@ read_secret(const char *path, const char *what, size_t min, unsigned char **out,
     return NULL;
 }
 
-static const char *
-set_key_file(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-             size_t len)
-{
-    struct cfg_tokens *t = obj;
-    const char *msg;
+/* CFG_T_KEYFILE's fields, after the file's name at o->off. */
+struct keyfile_fields {
+    char *file;
+    unsigned char *bytes;
+    size_t len;
+};
 
-    if (v[0] == '\0') {
-        return "must name the file holding the signing key";
-    }
-    free(t->key);
-    t->key = NULL;
-    msg = read_secret(v, "key", TOKEN_KEY_MIN, &t->key, &t->key_len, buf, len);
-    return msg != NULL ? msg : store_str(&t->key_file, v);
+#define KEYFILE_LAYOUT(type, f, b, n)                                          \
+    _Static_assert(offsetof(type, b) - offsetof(type, f) ==                    \
+                           offsetof(struct keyfile_fields, bytes) &&           \
+                       offsetof(type, n) - offsetof(type, f) ==                \
+                           offsetof(struct keyfile_fields, len),               \
+                   #type ": " #f ", " #b ", " #n " out of order")
+KEYFILE_LAYOUT(struct cfg_tokens, key_file, key, key_len);
+KEYFILE_LAYOUT(struct cfg_admin, token_file, token, token_len);
+
+static unsigned char **
+keyfile_bytes(const struct cfg_opt *o, const void *obj)
+{
+    return (unsigned char **)(void *)((char *)obj + o->off +
+                                      offsetof(struct keyfile_fields, bytes));
 }
 
-/* [admin] token_file: the bearer token the lock service and the marks
- * API require. Empty: none. */
-static const char *
-set_admin_token_file(const struct cfg_opt *o, void *obj, const char *v,
-                     char *buf, size_t len)
+static size_t *
+keyfile_len(const struct cfg_opt *o, const void *obj)
 {
-    struct cfg_admin *a = obj;
+    return (size_t *)(void *)((char *)obj + o->off +
+                              offsetof(struct keyfile_fields, len));
+}
+
+/* Wipe and free a key file's bytes and name. */
+static void
+drop_keyfile(const struct cfg_opt *o, void *obj)
+{
+    unsigned char **bytes = keyfile_bytes(o, obj);
+
+    if (*bytes != NULL) {
+        explicit_bzero(*bytes, *keyfile_len(o, obj));
+    }
+    free(*bytes);
+    free(*FIELD(obj, o, char *));
+    *bytes = NULL;
+    *keyfile_len(o, obj) = 0;
+    *FIELD(obj, o, char *) = NULL;
+}
+
+/* CFG_T_KEYFILE: read the secret the file holds (min to max bytes).
+ * Empty: none, where CFG_EMPTY_OK allows it. Messages call the secret
+ * by the key's name without "_file" (key_file: "the key file"). */
+static const char *
+set_keyfile(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+            size_t len)
+{
+    char what[32];
     const char *msg;
 
-    free(a->token);
-    a->token = NULL;
-    a->token_len = 0;
+    snprintf(what, sizeof(what), "%.*s", (int)strcspn(o->key, "_"), o->key);
+    drop_keyfile(o, obj);
     if (v[0] == '\0') {
-        return NULL;
+        if (o->flags & CFG_EMPTY_OK) {
+            return NULL;
+        }
+        snprintf(buf, len, "must name the file holding the %s", what);
+        return buf;
     }
-    msg = read_secret(v, "token", 16, &a->token, &a->token_len, buf, len);
-    return msg != NULL ? msg : store_str(&a->token_file, v);
+    msg = read_secret(v, what, (size_t)o->min, (size_t)o->max,
+                      keyfile_bytes(o, obj), keyfile_len(o, obj), buf, len);
+    return msg != NULL ? msg : store_str(FIELD(obj, o, char *), v);
 }
 
 /* [admin] allowed_hosts: host names (no ports) separated by spaces,
  * kept as written; policies/origin.c reads the list. */
 static const char *
-set_allowed_hosts(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-                  size_t len)
+check_allowed_hosts(const char *v, char *buf, size_t len)
 {
     const char *p = v;
 
-    (void)buf;
-    (void)len;
     while (*p != '\0') {
         size_t n;
 
@@ -483,7 +542,7 @@ set_allowed_hosts(const struct cfg_opt *o, void *obj, const char *v, char *buf,
         }
         p += n;
     }
-    return store_str(FIELD(obj, o, char *), v);
+    return NULL;
 }
 
 /* Decimal integer, optionally scaled by a binary suffix K, M, G or T. */
@@ -567,36 +626,37 @@ set_size(const struct cfg_opt *o, void *obj, const char *v, char *buf,
 }
 
 static const char *
-set_listen(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-           size_t len)
+check_listen(const char *v, char *buf, size_t len)
 {
     char *host, *port;
+    size_t n = strlen(v);
+    char probe[256];
+    const char *check = v;
 
-    if (v[0] == '\0') {
-        return set_str(o, obj, v, buf, len);
+    /* Port 0: the system picks a free one when the listener binds (an
+     * embedding program asks tm_proxy_port which). */
+    if (n > 2 && n < sizeof(probe) && strcmp(v + n - 2, ":0") == 0) {
+        snprintf(probe, sizeof(probe), "%.*s:1", (int)(n - 2), v);
+        check = probe;
     }
-    if (!cfg_split_hostport(v, &host, &port)) {
+    if (!cfg_split_hostport(check, &host, &port)) {
         return "must be host:port or [v6]:port";
     }
     free(host);
     free(port);
-    return store_str(FIELD(obj, o, char *), v);
+    return NULL;
 }
 
 /* A header name is an RFC 9110 token. */
 static const char *
-set_header_name(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-                size_t len)
+check_header_name(const char *v, char *buf, size_t len)
 {
-    if (v[0] == '\0') {
-        return "must not be empty";
-    }
     for (const char *p = v; *p != '\0'; p++) {
         if (!is_alnum(*p) && strchr("!#$%&'*+-.^_`|~", *p) == NULL) {
             return "must be a header name (letters, digits, '-')";
         }
     }
-    return store_str(FIELD(obj, o, char *), v);
+    return NULL;
 }
 
 static const char *
@@ -662,6 +722,21 @@ set_upstream_url(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return NULL;
 }
 
+static void
+drop_upstream_url(void *obj)
+{
+    struct cfg_upstream *u = obj;
+
+    free(u->url);
+    free(u->host);
+    free(u->port);
+    free(u->host_header);
+    u->url = u->host = u->port = u->host_header = NULL;
+}
+
+static const struct cfg_ops upstream_url_ops = {NULL, set_upstream_url,
+                                                drop_upstream_url};
+
 /* redis://[[user]:password@]host:port[/db] */
 static bool
 redis_url_ok(const char *v)
@@ -703,13 +778,9 @@ redis_url_ok(const char *v)
 }
 
 static const char *
-set_redis_url(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-              size_t len)
+check_redis_url(const char *v, char *buf, size_t len)
 {
-    if (v[0] != '\0' && !redis_url_ok(v)) {
-        return "must be redis://host:port[/db]";
-    }
-    return store_str(FIELD(obj, o, char *), v);
+    return redis_url_ok(v) ? NULL : "must be redis://host:port[/db]";
 }
 
 /* libpq's parse error, first line only, with every quoted part but "="
@@ -746,32 +817,27 @@ dsn_error(char *buf, size_t len, const char *msg)
 
 /* A libpq connection string or URI, as libpq parses it (no I/O). */
 static const char *
-set_dsn(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-        size_t len)
+check_dsn(const char *v, char *buf, size_t len)
 {
     char *msg = NULL;
-    PQconninfoOption *opts;
+    PQconninfoOption *opts = PQconninfoParse(v, &msg);
 
-    if (v[0] != '\0') {
-        opts = PQconninfoParse(v, &msg);
-        if (opts == NULL) {
-            dsn_error(buf, len, msg != NULL ? msg : "out of memory");
-            PQfreemem(msg);
-            return buf;
-        }
-        PQconninfoFree(opts);
+    if (opts == NULL) {
+        dsn_error(buf, len, msg != NULL ? msg : "out of memory");
+        PQfreemem(msg);
+        return buf;
     }
-    return store_str(FIELD(obj, o, char *), v);
+    PQconninfoFree(opts);
+    return NULL;
 }
 
 /* http://host:port[,http://host:port...]; spaces around commas. */
 static const char *
-set_endpoints(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-              size_t len)
+check_endpoints(const char *v, char *buf, size_t len)
 {
     const char *p = v;
 
-    while (v[0] != '\0') {
+    for (;;) {
         size_t n = strcspn(p, ",");
         const char *next = p + n;
         struct tm_slice host, port;
@@ -793,11 +859,10 @@ set_endpoints(const struct cfg_opt *o, void *obj, const char *v, char *buf,
             return "must be http://host:port, comma-separated";
         }
         if (*next == '\0') {
-            break;
+            return NULL;
         }
         p = next + 1;
     }
-    return store_str(FIELD(obj, o, char *), v);
 }
 
 static const char *
@@ -815,6 +880,14 @@ set_methods(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return NULL;
 }
 
+static void
+drop_methods(void *obj)
+{
+    methods_free(&((struct cfg_route *)obj)->methods);
+}
+
+static const struct cfg_ops methods_ops = {NULL, set_methods, drop_methods};
+
 static const char *
 set_path(const struct cfg_opt *o, void *obj, const char *v, char *buf,
          size_t len)
@@ -827,6 +900,18 @@ set_path(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     }
     return store_str(&r->path_src, v);
 }
+
+static void
+drop_path(void *obj)
+{
+    struct cfg_route *r = obj;
+
+    tmpl_free(&r->path);
+    free(r->path_src);
+    r->path_src = NULL;
+}
+
+static const struct cfg_ops path_ops = {NULL, set_path, drop_path};
 
 /* A resource template naming the path's captures, or the word "header".
  * Needs the path compiled first; a missing or bad path is reported on
@@ -851,15 +936,35 @@ set_resource(const struct cfg_opt *o, void *obj, const char *v, char *buf,
     return NULL;
 }
 
+static void
+drop_resource(void *obj)
+{
+    struct cfg_route *r = obj;
+
+    rtmpl_free(&r->resource);
+    free(r->resource_src);
+    r->resource_src = NULL;
+}
+
+static const struct cfg_ops resource_ops = {NULL, set_resource, drop_resource};
+
 static const char *
-set_section_ref(const struct cfg_opt *o, void *obj, const char *v, char *buf,
-                size_t len)
+check_section_ref(const char *v, char *buf, size_t len)
 {
     if (!cfg_name_ok(v, strlen(v))) {
         return "must be the NAME of an [upstream NAME] section";
     }
-    return store_str(FIELD(obj, o, char *), v);
+    return NULL;
 }
+
+static const struct cfg_ops listen_ops = {check_listen, NULL, NULL};
+static const struct cfg_ops header_name_ops = {check_header_name, NULL, NULL};
+static const struct cfg_ops allowed_hosts_ops = {check_allowed_hosts, NULL,
+                                                 NULL};
+static const struct cfg_ops redis_url_ops = {check_redis_url, NULL, NULL};
+static const struct cfg_ops dsn_ops = {check_dsn, NULL, NULL};
+static const struct cfg_ops endpoints_ops = {check_endpoints, NULL, NULL};
+static const struct cfg_ops section_ref_ops = {check_section_ref, NULL, NULL};
 
 static const char *const unmatched_choices[] = {"pass", "reject", NULL};
 static const char *const level_choices[] = {"error", "warn", "info", "debug",
@@ -869,235 +974,260 @@ static const char *const type_choices[] = {"lmdb", "postgres", "redis", "etcd",
 static const char *const mode_choices[] = {"correctness", "efficiency", "off",
                                            NULL};
 static const char *const verify_choices[] = {"none", "hmac", NULL};
-static const char *const bool_choices[] = {"yes", "no", NULL};
+static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
 static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
                                                    NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
-#define NONE 0, 0, NULL
-#define INT(lo, hi) (lo), (hi), NULL
-#define CHOICE(c) 0, 0, (c)
+/* CFG_T_ENUM writes the choice's index as an int. */
+_Static_assert(sizeof(enum tm_mode) == sizeof(int) &&
+                   sizeof(enum tm_verify) == sizeof(int) &&
+                   sizeof(enum tm_profile) == sizeof(int),
+               "an enum option's field is an int");
+_Static_assert(TM_MODE_CORRECTNESS == 0 && TM_MODE_EFFICIENCY == 1 &&
+                   TM_MODE_OFF == 2 && TM_VERIFY_NONE == 0 &&
+                   TM_VERIFY_HMAC == 1 && TM_PROFILE_HTTP == 0 &&
+                   TM_PROFILE_WEBDAV == 1 && TM_PROFILE_S3 == 2,
+               "mode_choices, verify_choices and profile_choices follow the "
+               "enums");
 
-/* Each entry: section, key, default, setter, field offset, bounds or
- * choices, flags, help. */
+#define OFF(sect, field) offsetof(struct sect, field)
+#define NONE 0, 0, NULL, NULL
+#define INT(lo, hi) (lo), (hi), NULL, NULL
+#define CHOICE(c) 0, 0, (c), NULL
+#define OPS(ops) 0, 0, NULL, &(ops)
+
+/* Each entry: section, key, type, default, field offset, bounds (or
+ * choices, or ops), flags, help. */
 const struct cfg_opt cfg_opts[] = {
-    {CFG_PROXY, "listen", "127.0.0.1:7070", set_listen,
-     offsetof(struct cfg_proxy, listen), NONE, CFG_RESTART,
-     "host:port for application traffic"},
-    {CFG_PROXY, "unmatched", "pass", set_choice_bool,
-     offsetof(struct cfg_proxy, unmatched_reject), CHOICE(unmatched_choices), 0,
+    {CFG_PROXY, "listen", CFG_T_STR, "127.0.0.1:7070", OFF(cfg_proxy, listen),
+     OPS(listen_ops), CFG_RESTART, "host:port for application traffic"},
+    {CFG_PROXY, "unmatched", CFG_T_FLAG, "pass",
+     OFF(cfg_proxy, unmatched_reject), CHOICE(unmatched_choices), 0,
      "requests no route matches: pass | reject"},
-    {CFG_PROXY, "token_header", "Fencing-Token", set_header_name,
-     offsetof(struct cfg_proxy, token_header), NONE, 0,
+    {CFG_PROXY, "token_header", CFG_T_STR, "Fencing-Token",
+     OFF(cfg_proxy, token_header), OPS(header_name_ops), 0,
      "request header carrying the fencing token"},
-    {CFG_PROXY, "resource_header", "Fencing-Resource", set_header_name,
-     offsetof(struct cfg_proxy, resource_header), NONE, 0,
+    {CFG_PROXY, "resource_header", CFG_T_STR, "Fencing-Resource",
+     OFF(cfg_proxy, resource_header), OPS(header_name_ops), 0,
      "request header naming the resource (routes with resource = header)"},
-    {CFG_PROXY, "header_timeout_ms", "10000", set_int,
-     offsetof(struct cfg_proxy, header_timeout_ms), INT(1, 3600000), 0,
+    {CFG_PROXY, "header_timeout_ms", CFG_T_INT, "10000",
+     OFF(cfg_proxy, header_timeout_ms), INT(1, 3600000), 0,
      "a request head must arrive within this"},
-    {CFG_PROXY, "idle_timeout_ms", "60000", set_int,
-     offsetof(struct cfg_proxy, idle_timeout_ms), INT(1, 86400000), 0,
+    {CFG_PROXY, "idle_timeout_ms", CFG_T_INT, "60000",
+     OFF(cfg_proxy, idle_timeout_ms), INT(1, 86400000), 0,
      "idle keep-alive client connections are closed after this"},
-    {CFG_PROXY, "max_head", "16384", set_int,
-     offsetof(struct cfg_proxy, max_head), INT(1024, 1048576), 0,
-     "bytes of request line and headers (431 beyond)"},
-    {CFG_PROXY, "max_uri", "8192", set_int, offsetof(struct cfg_proxy, max_uri),
+    {CFG_PROXY, "max_head", CFG_T_INT, "16384", OFF(cfg_proxy, max_head),
+     INT(1024, 1048576), 0, "bytes of request line and headers (431 beyond)"},
+    {CFG_PROXY, "max_uri", CFG_T_INT, "8192", OFF(cfg_proxy, max_uri),
      INT(256, 1048576 - CFG_URI_SLACK), 0,
      "bytes of request-target (414 beyond); at most max_head - 64"},
-    {CFG_PROXY, "max_headers", "100", set_int,
-     offsetof(struct cfg_proxy, max_headers), INT(1, 128), 0,
-     "header fields in one request head"},
-    {CFG_PROXY, "max_connections", "10000", set_int,
-     offsetof(struct cfg_proxy, max_connections), INT(1, 1000000), 0,
+    {CFG_PROXY, "max_headers", CFG_T_INT, "100", OFF(cfg_proxy, max_headers),
+     INT(1, 128), 0, "header fields in one request head"},
+    {CFG_PROXY, "max_connections", CFG_T_INT, "10000",
+     OFF(cfg_proxy, max_connections), INT(1, 1000000), 0,
      "client connections at once"},
-    {CFG_PROXY, "order_grace_ms", "1000", set_int,
-     offsetof(struct cfg_proxy, order_grace_ms), INT(0, 3600000), 0,
+    {CFG_PROXY, "order_grace_ms", CFG_T_INT, "1000",
+     OFF(cfg_proxy, order_grace_ms), INT(0, 3600000), 0,
      "after a 504, the resource stays closed to higher tokens this long"},
-    {CFG_PROXY, "min_body_rate", "0", set_int,
-     offsetof(struct cfg_proxy, min_body_rate), INT(0, 1073741824), 0,
+    {CFG_PROXY, "min_body_rate", CFG_T_INT, "0", OFF(cfg_proxy, min_body_rate),
+     INT(0, 1073741824), 0,
      "request bodies slower than this many bytes/s are cut off (408); 0: "
      "no minimum"},
-    {CFG_PROXY, "body_rate_window_ms", "10000", set_int,
-     offsetof(struct cfg_proxy, body_rate_window_ms), INT(100, 3600000), 0,
+    {CFG_PROXY, "body_rate_window_ms", CFG_T_INT, "10000",
+     OFF(cfg_proxy, body_rate_window_ms), INT(100, 3600000), 0,
      "the window over which min_body_rate is measured"},
-    {CFG_PROXY, "discard_limit", "65536", set_int,
-     offsetof(struct cfg_proxy, discard_limit), INT(0, 1073741824), 0,
+    {CFG_PROXY, "discard_limit", CFG_T_INT, "65536",
+     OFF(cfg_proxy, discard_limit), INT(0, 1073741824), 0,
      "body bytes read and dropped after a refusal, to keep the connection"},
-    {CFG_PROXY, "buffer_size", "65536", set_int,
-     offsetof(struct cfg_proxy, buffer_size), INT(1024, 67108864), 0,
+    {CFG_PROXY, "buffer_size", CFG_T_INT, "65536", OFF(cfg_proxy, buffer_size),
+     INT(1024, 67108864), 0,
      "bytes buffered per direction before reading pauses"},
-    {CFG_PROXY, "log_format", "text", set_choice_bool,
-     offsetof(struct cfg_proxy, log_json), CHOICE(log_format_choices), 0,
+    {CFG_PROXY, "log_format", CFG_T_FLAG, "text", OFF(cfg_proxy, log_json),
+     CHOICE(log_format_choices), 0,
      "text | json: one object a line, key=value pairs as fields"},
-    {CFG_PROXY, "drain_timeout_ms", "10000", set_int,
-     offsetof(struct cfg_proxy, drain_timeout_ms), INT(0, 3600000), 0,
+    {CFG_PROXY, "drain_timeout_ms", CFG_T_INT, "10000",
+     OFF(cfg_proxy, drain_timeout_ms), INT(0, 3600000), 0,
      "on SIGTERM, how long in-flight requests may take"},
-    {CFG_PROXY, "log_level", "info", set_choice_str,
-     offsetof(struct cfg_proxy, log_level), CHOICE(level_choices), 0,
-     "error | warn | info | debug"},
+    {CFG_PROXY, "log_level", CFG_T_CHOICE, "info", OFF(cfg_proxy, log_level),
+     CHOICE(level_choices), 0, "error | warn | info | debug"},
 
-    {CFG_ADMIN, "listen", "127.0.0.1:7071", set_listen,
-     offsetof(struct cfg_admin, listen), NONE, CFG_EMPTY_OK | CFG_RESTART,
+    {CFG_ADMIN, "listen", CFG_T_STR, "127.0.0.1:7071", OFF(cfg_admin, listen),
+     OPS(listen_ops), CFG_EMPTY_OK | CFG_RESTART,
      "host:port of the control port; empty: none"},
-    {CFG_ADMIN, "token_file", "", set_admin_token_file, 0, NONE, CFG_EMPTY_OK,
+    {CFG_ADMIN, "token_file", CFG_T_KEYFILE, "", OFF(cfg_admin, token_file),
+     INT(16, SECRET_MAX), CFG_EMPTY_OK,
      "file holding a bearer token the lock service and marks API require"},
-    {CFG_ADMIN, "allowed_hosts", "", set_allowed_hosts,
-     offsetof(struct cfg_admin, allowed_hosts), NONE, CFG_EMPTY_OK,
+    {CFG_ADMIN, "allowed_hosts", CFG_T_STR, "", OFF(cfg_admin, allowed_hosts),
+     OPS(allowed_hosts_ops), CFG_EMPTY_OK,
      "Host names the control port answers besides its address and "
      "loopback"},
 
-    {CFG_STORE, "type", "lmdb", set_choice_str,
-     offsetof(struct cfg_store, type), CHOICE(type_choices), CFG_RESTART,
-     "lmdb | postgres | redis | etcd"},
-    {CFG_STORE, "path", "./data/marks.lmdb", set_str,
-     offsetof(struct cfg_store, path), NONE, CFG_EMPTY_OK | CFG_RESTART,
-     "lmdb: the database file"},
-    {CFG_STORE, "map_size", "1073741824", set_size,
-     offsetof(struct cfg_store, map_size), INT(1048576, INT64_C(1) << 44),
-     CFG_RESTART, "lmdb: largest database size in bytes (K, M, G, T suffixes)"},
-    {CFG_STORE, "dsn", NULL, set_dsn, offsetof(struct cfg_store, dsn), NONE,
+    {CFG_STORE, "type", CFG_T_CHOICE, "lmdb", OFF(cfg_store, type),
+     CHOICE(type_choices), CFG_RESTART, "lmdb | postgres | redis | etcd"},
+    {CFG_STORE, "path", CFG_T_STR, "./data/marks.lmdb", OFF(cfg_store, path),
+     NONE, CFG_EMPTY_OK | CFG_RESTART, "lmdb: the database file"},
+    {CFG_STORE, "map_size", CFG_T_SIZE, "1G", OFF(cfg_store, map_size),
+     INT(1048576, INT64_C(1) << 44), CFG_RESTART,
+     "lmdb: largest database size in bytes (K, M, G, T suffixes)"},
+    {CFG_STORE, "dsn", CFG_T_STR, NULL, OFF(cfg_store, dsn), OPS(dsn_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
      "postgres: a libpq connection string or URI"},
-    {CFG_STORE, "url", NULL, set_redis_url, offsetof(struct cfg_store, url),
-     NONE, CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
-     "redis: redis://host:port[/db]"},
-    {CFG_STORE, "endpoints", NULL, set_endpoints,
-     offsetof(struct cfg_store, endpoints), NONE, CFG_EMPTY_OK | CFG_RESTART,
+    {CFG_STORE, "url", CFG_T_STR, NULL, OFF(cfg_store, url), OPS(redis_url_ops),
+     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
+    {CFG_STORE, "endpoints", CFG_T_STR, NULL, OFF(cfg_store, endpoints),
+     OPS(endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
      "etcd: http://host:port, comma-separated"},
-    {CFG_STORE, "pool_size", "2", set_int,
-     offsetof(struct cfg_store, pool_size), INT(1, 64), CFG_RESTART,
-     "postgres, etcd: connections to the store"},
-    {CFG_STORE, "wait_replicas", "0", set_int,
-     offsetof(struct cfg_store, wait_replicas), INT(0, 64), CFG_RESTART,
+    {CFG_STORE, "pool_size", CFG_T_INT, "2", OFF(cfg_store, pool_size),
+     INT(1, 64), CFG_RESTART, "postgres, etcd: connections to the store"},
+    {CFG_STORE, "wait_replicas", CFG_T_INT, "0", OFF(cfg_store, wait_replicas),
+     INT(0, 64), CFG_RESTART,
      "redis: a raise is accepted once this many replicas have it (WAIT)"},
-    {CFG_STORE, "cache_entries", "100000", set_int,
-     offsetof(struct cfg_store, cache_entries), INT(16, 100000000), CFG_RESTART,
+    {CFG_STORE, "cache_entries", CFG_T_INT, "100000",
+     OFF(cfg_store, cache_entries), INT(16, 100000000), CFG_RESTART,
      "marks kept in memory"},
-    {CFG_STORE, "timeout_ms", "2000", set_int,
-     offsetof(struct cfg_store, timeout_ms), INT(1, 600000), CFG_RESTART,
-     "one raise, end to end"},
+    {CFG_STORE, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_store, timeout_ms),
+     INT(1, 600000), CFG_RESTART, "one raise, end to end"},
 
-    {CFG_LOCKS, "backend", "lmdb", set_choice_str,
-     offsetof(struct cfg_locks, backend), CHOICE(lock_backend_choices),
-     CFG_RESTART, "where leases live: lmdb | redis | postgres"},
-    {CFG_LOCKS, "url", NULL, set_redis_url, offsetof(struct cfg_locks, url),
-     NONE, CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
-     "redis: redis://host:port[/db]"},
-    {CFG_LOCKS, "dsn", NULL, set_dsn, offsetof(struct cfg_locks, dsn), NONE,
+    {CFG_LOCKS, "backend", CFG_T_CHOICE, "lmdb", OFF(cfg_locks, backend),
+     CHOICE(lock_backend_choices), CFG_RESTART,
+     "where leases live: lmdb | redis | postgres"},
+    {CFG_LOCKS, "url", CFG_T_STR, NULL, OFF(cfg_locks, url), OPS(redis_url_ops),
+     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
+    {CFG_LOCKS, "dsn", CFG_T_STR, NULL, OFF(cfg_locks, dsn), OPS(dsn_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
      "postgres: a libpq connection string or URI"},
-    {CFG_LOCKS, "pool_size", "2", set_int,
-     offsetof(struct cfg_locks, pool_size), INT(1, 64), CFG_RESTART,
-     "postgres: connections to the lease table"},
-    {CFG_LOCKS, "timeout_ms", "2000", set_int,
-     offsetof(struct cfg_locks, timeout_ms), INT(1, 600000), CFG_RESTART,
+    {CFG_LOCKS, "pool_size", CFG_T_INT, "2", OFF(cfg_locks, pool_size),
+     INT(1, 64), CFG_RESTART, "postgres: connections to the lease table"},
+    {CFG_LOCKS, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_locks, timeout_ms),
+     INT(1, 600000), CFG_RESTART,
      "redis, postgres: one lock operation, end to end"},
-    {CFG_LOCKS, "path", "./data/locks.lmdb", set_str,
-     offsetof(struct cfg_locks, path), NONE, CFG_RESTART,
-     "lmdb: the lease file (not the [store] file)"},
-    {CFG_LOCKS, "map_size", "268435456", set_size,
-     offsetof(struct cfg_locks, map_size), INT(1048576, INT64_C(1) << 44),
-     CFG_RESTART,
+    {CFG_LOCKS, "path", CFG_T_STR, "./data/locks.lmdb", OFF(cfg_locks, path),
+     NONE, CFG_RESTART, "lmdb: the lease file (not the [store] file)"},
+    {CFG_LOCKS, "map_size", CFG_T_SIZE, "256M", OFF(cfg_locks, map_size),
+     INT(1048576, INT64_C(1) << 44), CFG_RESTART,
      "lmdb: largest lease file size in bytes (K, M, G, T suffixes)"},
-    {CFG_LOCKS, "eager", "yes", set_bool, offsetof(struct cfg_locks, eager),
-     CHOICE(bool_choices), CFG_RESTART,
+    {CFG_LOCKS, "eager", CFG_T_BOOL, "yes", OFF(cfg_locks, eager), NONE,
+     CFG_RESTART,
      "yes: an acquire raises the resource's mark to the new fence"},
-    {CFG_LOCKS, "max_ttl_ms", "3600000", set_int,
-     offsetof(struct cfg_locks, max_ttl_ms), INT(1, 86400000), CFG_RESTART,
+    {CFG_LOCKS, "max_ttl_ms", CFG_T_INT, "3600000", OFF(cfg_locks, max_ttl_ms),
+     INT(1, 86400000), CFG_RESTART,
      "longest lease an acquire or extend may ask for"},
-    {CFG_LOCKS, "max_wait_ms", "60000", set_int,
-     offsetof(struct cfg_locks, max_wait_ms), INT(0, 3600000), CFG_RESTART,
-     "longest ?wait_ms= an acquire may ask for"},
+    {CFG_LOCKS, "max_wait_ms", CFG_T_INT, "60000", OFF(cfg_locks, max_wait_ms),
+     INT(0, 3600000), CFG_RESTART, "longest ?wait_ms= an acquire may ask for"},
 
-    {CFG_TOKENS, "key_file", NULL, set_key_file, 0, NONE, CFG_RESTART,
+    {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
+     INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,
      "file holding the HMAC key that signs issued tokens (mode 600)"},
 
-    {CFG_UPSTREAM, "url", NULL, set_upstream_url, 0, NONE, CFG_REQUIRED,
-     "http://host[:port] or https://host[:port]"},
-    {CFG_UPSTREAM, "connect_timeout_ms", "2000", set_int,
-     offsetof(struct cfg_upstream, connect_timeout_ms), INT(1, 600000), 0,
+    {CFG_UPSTREAM, "url", CFG_T_CUSTOM, NULL, 0, OPS(upstream_url_ops),
+     CFG_REQUIRED, "http://host[:port] or https://host[:port]"},
+    {CFG_UPSTREAM, "connect_timeout_ms", CFG_T_INT, "2000",
+     OFF(cfg_upstream, connect_timeout_ms), INT(1, 600000), 0,
      "connecting, TLS handshake included"},
-    {CFG_UPSTREAM, "timeout_ms", "30000", set_int,
-     offsetof(struct cfg_upstream, timeout_ms), INT(1, 86400000), 0,
+    {CFG_UPSTREAM, "timeout_ms", CFG_T_INT, "30000",
+     OFF(cfg_upstream, timeout_ms), INT(1, 86400000), 0,
      "waiting for the response head, and between body reads"},
-    {CFG_UPSTREAM, "max_idle", "64", set_int,
-     offsetof(struct cfg_upstream, max_idle), INT(0, 100000), 0,
-     "idle keep-alive connections kept in the pool"},
-    {CFG_UPSTREAM, "ca_file", "", set_str,
-     offsetof(struct cfg_upstream, ca_file), NONE, CFG_EMPTY_OK,
+    {CFG_UPSTREAM, "max_idle", CFG_T_INT, "64", OFF(cfg_upstream, max_idle),
+     INT(0, 100000), 0, "idle keep-alive connections kept in the pool"},
+    {CFG_UPSTREAM, "ca_file", CFG_T_STR, "", OFF(cfg_upstream, ca_file), NONE,
+     CFG_EMPTY_OK,
      "https: PEM file of CAs to verify the upstream; empty: system CAs"},
-    {CFG_UPSTREAM, "add_header", NULL, set_add_header, 0, NONE, CFG_REPEAT,
+    {CFG_UPSTREAM, "add_header", CFG_T_CUSTOM, NULL, 0, OPS(add_header_ops),
+     CFG_REPEAT | CFG_SECRET,
      "NAME: VALUE added to every forwarded request (repeatable; ${VAR} "
      "from the environment); replaces a client header of that name"},
-    {CFG_UPSTREAM, "strip_header", NULL, set_strip_header, 0, NONE, CFG_REPEAT,
-     "a client header removed before forwarding (repeatable)"},
-    {CFG_UPSTREAM, "host", "upstream", set_choice_bool,
-     offsetof(struct cfg_upstream, host_preserve), CHOICE(host_choices), 0,
+    {CFG_UPSTREAM, "strip_header", CFG_T_CUSTOM, NULL, 0, OPS(strip_header_ops),
+     CFG_REPEAT, "a client header removed before forwarding (repeatable)"},
+    {CFG_UPSTREAM, "host", CFG_T_FLAG, "upstream",
+     OFF(cfg_upstream, host_preserve), CHOICE(host_choices), 0,
      "upstream | preserve: the Host header sent upstream"},
 
-    {CFG_ROUTE, "methods", "PUT POST PATCH DELETE", set_methods, 0, NONE, 0,
+    {CFG_ROUTE, "methods", CFG_T_CUSTOM, "PUT POST PATCH DELETE", 0,
+     OPS(methods_ops), 0,
      "methods the route applies to, space-separated; * for every method"},
-    {CFG_ROUTE, "path", NULL, set_path, 0, NONE, CFG_REQUIRED,
+    {CFG_ROUTE, "path", CFG_T_CUSTOM, NULL, 0, OPS(path_ops), CFG_REQUIRED,
      "path template: {name} one segment, {name*} the rest"},
-    {CFG_ROUTE, "resource", NULL, set_resource, 0, NONE, CFG_REQUIRED,
-     "resource template naming the path's captures, or header"},
-    {CFG_ROUTE, "mode", "correctness", set_mode, 0, CHOICE(mode_choices), 0,
-     "correctness | efficiency | off"},
-    {CFG_ROUTE, "verify", "none", set_verify, 0, CHOICE(verify_choices), 0,
-     "none | hmac"},
-    {CFG_ROUTE, "max_body", "0", set_size, offsetof(struct cfg_route, max_body),
+    {CFG_ROUTE, "resource", CFG_T_CUSTOM, NULL, 0, OPS(resource_ops),
+     CFG_REQUIRED, "resource template naming the path's captures, or header"},
+    {CFG_ROUTE, "mode", CFG_T_ENUM, "correctness", OFF(cfg_route, mode),
+     CHOICE(mode_choices), 0, "correctness | efficiency | off"},
+    {CFG_ROUTE, "verify", CFG_T_ENUM, "none", OFF(cfg_route, verify),
+     CHOICE(verify_choices), 0, "none | hmac"},
+    {CFG_ROUTE, "profile", CFG_T_ENUM, "http", OFF(cfg_route, profile),
+     CHOICE(profile_choices), 0,
+     "http | webdav | s3: the backend's protocol, which says what a request "
+     "writes besides its path"},
+    {CFG_ROUTE, "max_body", CFG_T_SIZE, "0", OFF(cfg_route, max_body),
      INT(0, INT64_MAX), 0,
      "largest request body in bytes (K M G T); 0: no limit"},
-    {CFG_ROUTE, "upstream", "default", set_section_ref,
-     offsetof(struct cfg_route, upstream), NONE, 0,
+    {CFG_ROUTE, "upstream", CFG_T_STR, "default", OFF(cfg_route, upstream),
+     OPS(section_ref_ops), 0,
      "NAME of the [upstream NAME] requests are forwarded to"},
 };
 
 const size_t cfg_nopts = sizeof(cfg_opts) / sizeof(cfg_opts[0]);
 
-/* ---- options as values: compare, copy, show (reload) -------------- */
+/* ---- options as values: set, drop, compare, copy, show ------------ */
 
-/* The field type behind an option, told by its setter. */
-enum opt_type {
-    OT_OTHER = 0, /* parsed into several fields: not comparable */
-    OT_INT,
-    OT_SIZE,
-    OT_BOOL_FIRST,  /* bool, true for the first choice (yes) */
-    OT_BOOL_SECOND, /* bool, true for the second choice */
-    OT_STR,
-    OT_KEY, /* [tokens] key_file: the file's name and bytes */
-};
-
-static enum opt_type
-opt_type(const struct cfg_opt *o)
+const char *
+cfg_opt_set(const struct cfg_opt *o, void *obj, const char *v, char *buf,
+            size_t len)
 {
-    static const struct {
-        cfg_set_fn set;
-        enum opt_type type;
-    } types[] = {
-        {set_int, OT_INT},         {set_size, OT_SIZE},
-        {set_bool, OT_BOOL_FIRST}, {set_choice_bool, OT_BOOL_SECOND},
-        {set_str, OT_STR},         {set_choice_str, OT_STR},
-        {set_listen, OT_STR},      {set_header_name, OT_STR},
-        {set_redis_url, OT_STR},   {set_dsn, OT_STR},
-        {set_endpoints, OT_STR},   {set_section_ref, OT_STR},
-        {set_key_file, OT_KEY},
-    };
-
-    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        if (types[i].set == o->set) {
-            return types[i].type;
-        }
+    switch (o->type) {
+    case CFG_T_CUSTOM:
+        return o->ops->set(o, obj, v, buf, len);
+    case CFG_T_INT:
+        return set_int(o, obj, v, buf, len);
+    case CFG_T_SIZE:
+        return set_size(o, obj, v, buf, len);
+    case CFG_T_BOOL:
+        return set_bool(o, obj, v, buf, len);
+    case CFG_T_FLAG:
+        return set_flag(o, obj, v, buf, len);
+    case CFG_T_ENUM:
+        return set_enum(o, obj, v, buf, len);
+    case CFG_T_CHOICE:
+        return set_choice_str(o, obj, v, buf, len);
+    case CFG_T_STR:
+        return set_str(o, obj, v, buf, len);
+    case CFG_T_KEYFILE:
+        return set_keyfile(o, obj, v, buf, len);
     }
-    return OT_OTHER;
+    return "has no type";
+}
+
+void
+cfg_opt_drop(const struct cfg_opt *o, void *obj)
+{
+    switch (o->type) {
+    case CFG_T_CUSTOM:
+        if (o->ops->drop != NULL) {
+            o->ops->drop(obj);
+        }
+        break;
+    case CFG_T_CHOICE:
+    case CFG_T_STR:
+        free(*FIELD(obj, o, char *));
+        *FIELD(obj, o, char *) = NULL;
+        break;
+    case CFG_T_KEYFILE:
+        drop_keyfile(o, obj);
+        break;
+    case CFG_T_INT:
+    case CFG_T_SIZE:
+    case CFG_T_BOOL:
+    case CFG_T_FLAG:
+    case CFG_T_ENUM:
+        break;
+    }
 }
 
 bool
 cfg_opt_comparable(const struct cfg_opt *o)
 {
-    return opt_type(o) != OT_OTHER;
+    return o->type != CFG_T_CUSTOM;
 }
 
 static bool
@@ -1110,23 +1240,25 @@ same_str(const char *a, const char *b)
 bool
 cfg_opt_same(const struct cfg_opt *o, const void *a, const void *b)
 {
-    const struct cfg_tokens *ta = a, *tb = b;
-
-    switch (opt_type(o)) {
-    case OT_INT:
+    switch (o->type) {
+    case CFG_T_INT:
+    case CFG_T_ENUM:
         return *FIELD(a, o, const int) == *FIELD(b, o, const int);
-    case OT_SIZE:
+    case CFG_T_SIZE:
         return *FIELD(a, o, const int64_t) == *FIELD(b, o, const int64_t);
-    case OT_BOOL_FIRST:
-    case OT_BOOL_SECOND:
+    case CFG_T_BOOL:
+    case CFG_T_FLAG:
         return *FIELD(a, o, const bool) == *FIELD(b, o, const bool);
-    case OT_STR:
+    case CFG_T_CHOICE:
+    case CFG_T_STR:
         return same_str(*FIELD(a, o, char *const), *FIELD(b, o, char *const));
-    case OT_KEY:
-        return same_str(ta->key_file, tb->key_file) &&
-               ta->key_len == tb->key_len &&
-               (ta->key_len == 0 || memcmp(ta->key, tb->key, ta->key_len) == 0);
-    case OT_OTHER:
+    case CFG_T_KEYFILE:
+        return same_str(*FIELD(a, o, char *const), *FIELD(b, o, char *const)) &&
+               *keyfile_len(o, a) == *keyfile_len(o, b) &&
+               (*keyfile_len(o, a) == 0 ||
+                memcmp(*keyfile_bytes(o, a), *keyfile_bytes(o, b),
+                       *keyfile_len(o, a)) == 0);
+    case CFG_T_CUSTOM:
         break;
     }
     return false;
@@ -1150,22 +1282,18 @@ dup_bytes(void *dst, const void *src, size_t n)
 }
 
 static const char *
-copy_key(struct cfg_tokens *d, const struct cfg_tokens *s)
+copy_keyfile(const struct cfg_opt *o, void *dst, const void *src)
 {
-    if (d->key != NULL) {
-        explicit_bzero(d->key, d->key_len);
-    }
-    free(d->key);
-    free(d->key_file);
-    d->key = NULL;
-    d->key_file = NULL;
-    d->key_len = 0;
-    if (!dup_bytes(&d->key, s->key, s->key_len) ||
-        !dup_bytes(&d->key_file, s->key_file,
-                   s->key_file != NULL ? strlen(s->key_file) : 0)) {
+    const char *file = *FIELD(src, o, char *const);
+    size_t n = *keyfile_len(o, src);
+
+    drop_keyfile(o, dst);
+    if (!dup_bytes(keyfile_bytes(o, dst), *keyfile_bytes(o, src), n) ||
+        !dup_bytes(FIELD(dst, o, char *), file,
+                   file != NULL ? strlen(file) : 0)) {
         return oom;
     }
-    d->key_len = s->key_len;
+    *keyfile_len(o, dst) = n;
     return NULL;
 }
 
@@ -1175,18 +1303,20 @@ cfg_opt_copy(const struct cfg_opt *o, void *dst, const void *src)
     char *const *from;
     char *copy;
 
-    switch (opt_type(o)) {
-    case OT_INT:
+    switch (o->type) {
+    case CFG_T_INT:
+    case CFG_T_ENUM:
         *FIELD(dst, o, int) = *FIELD(src, o, const int);
         return NULL;
-    case OT_SIZE:
+    case CFG_T_SIZE:
         *FIELD(dst, o, int64_t) = *FIELD(src, o, const int64_t);
         return NULL;
-    case OT_BOOL_FIRST:
-    case OT_BOOL_SECOND:
+    case CFG_T_BOOL:
+    case CFG_T_FLAG:
         *FIELD(dst, o, bool) = *FIELD(src, o, const bool);
         return NULL;
-    case OT_STR:
+    case CFG_T_CHOICE:
+    case CFG_T_STR:
         from = FIELD(src, o, char *const);
         if (!dup_bytes(&copy, *from, *from != NULL ? strlen(*from) : 0)) {
             return oom;
@@ -1194,9 +1324,9 @@ cfg_opt_copy(const struct cfg_opt *o, void *dst, const void *src)
         free(*FIELD(dst, o, char *));
         *FIELD(dst, o, char *) = copy;
         return NULL;
-    case OT_KEY:
-        return copy_key(dst, src);
-    case OT_OTHER:
+    case CFG_T_KEYFILE:
+        return copy_keyfile(o, dst, src);
+    case CFG_T_CUSTOM:
         break;
     }
     return "cannot be copied";
@@ -1207,26 +1337,28 @@ cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf, size_t len)
 {
     const char *s = NULL;
 
-    switch (opt_type(o)) {
-    case OT_INT:
+    switch (o->type) {
+    case CFG_T_INT:
         snprintf(buf, len, "%d", *FIELD(obj, o, const int));
         return;
-    case OT_SIZE:
+    case CFG_T_SIZE:
         snprintf(buf, len, "%lld", (long long)*FIELD(obj, o, const int64_t));
         return;
-    case OT_BOOL_FIRST:
-        s = o->choices[*FIELD(obj, o, const bool) ? 0 : 1];
+    case CFG_T_BOOL:
+        s = yes_no[*FIELD(obj, o, const bool) ? 0 : 1];
         break;
-    case OT_BOOL_SECOND:
+    case CFG_T_FLAG:
         s = o->choices[*FIELD(obj, o, const bool) ? 1 : 0];
         break;
-    case OT_STR:
+    case CFG_T_ENUM:
+        s = o->choices[*FIELD(obj, o, const int)];
+        break;
+    case CFG_T_CHOICE:
+    case CFG_T_STR:
+    case CFG_T_KEYFILE:
         s = *FIELD(obj, o, char *const);
         break;
-    case OT_KEY:
-        s = ((const struct cfg_tokens *)obj)->key_file;
-        break;
-    case OT_OTHER:
+    case CFG_T_CUSTOM:
         s = "?";
         break;
     }
@@ -1255,6 +1387,19 @@ cfg_singleton(struct tm_config *c, enum cfg_sect s)
         return &c->tokens;
     default:
         return NULL;
+    }
+}
+
+void *
+cfg_sect_obj(struct tm_config *c, enum cfg_sect s, size_t i)
+{
+    switch (s) {
+    case CFG_UPSTREAM:
+        return i < c->nupstreams ? &c->upstreams[i] : NULL;
+    case CFG_ROUTE:
+        return i < c->nroutes ? &c->routes[i] : NULL;
+    default:
+        return i == 0 ? cfg_singleton(c, s) : NULL;
     }
 }
 

@@ -1,5 +1,8 @@
 /* cfg_opts.h: the one table of options behind cfg_load (internal to
- * conf/): every key, its section, default, bounds and setter. */
+ * conf/): every key, its section, type, default, bounds, flags and help.
+ * Parsing, cfg_free, reload's restart warnings and the shown (redacted)
+ * values come from it; the man page and conf/tidemark.ini are checked
+ * against it (cfg_doc.h). */
 #ifndef TM_CFG_OPTS_H
 #define TM_CFG_OPTS_H
 
@@ -31,6 +34,23 @@ enum cfg_flag {
     CFG_SECRET = 1u << 4,   /* may hold a password: never logged */
 };
 
+/* What an option's field is: how a value is parsed into it, compared,
+ * copied, shown and freed. The setter is the type's, but for CFG_T_CUSTOM
+ * (several fields, parsed by the entry's ops). */
+enum cfg_type {
+    CFG_T_CUSTOM = 0, /* ops->set parses it, ops->drop frees it */
+    CFG_T_INT,        /* int, between min and max */
+    CFG_T_SIZE,       /* int64_t bytes, K M G T suffixes, min to max */
+    CFG_T_BOOL,       /* bool: yes | no */
+    CFG_T_FLAG,       /* bool: a two-way choice, true for the second */
+    CFG_T_ENUM,       /* an enum whose values are the choices' indices */
+    CFG_T_CHOICE,     /* char *: one of choices, as written */
+    CFG_T_STR,        /* char *: text, checked by ops->check when given */
+    CFG_T_KEYFILE,    /* a file holding a secret, min to max bytes: the
+                       * fields char *NAME_file (off), unsigned char
+                       * *bytes, size_t len, in that order */
+};
+
 struct cfg_opt;
 
 /* Parse value into the section's struct obj. Returns NULL, or a message
@@ -39,16 +59,26 @@ struct cfg_opt;
 typedef const char *(*cfg_set_fn)(const struct cfg_opt *o, void *obj,
                                   const char *value, char *buf, size_t len);
 
+/* What a type leaves to the entry. */
+struct cfg_ops {
+    /* CFG_T_STR: whether a non-empty value is well formed (the value is
+     * stored by the type). NULL: any text. */
+    const char *(*check)(const char *value, char *buf, size_t len);
+    cfg_set_fn set;          /* CFG_T_CUSTOM: parse into the fields */
+    void (*drop)(void *obj); /* CFG_T_CUSTOM: free what set made */
+};
+
 struct cfg_opt {
     enum cfg_sect sect;
     const char *key;
-    const char *def; /* default, as written in a file */
-    cfg_set_fn set;
+    enum cfg_type type;
+    const char *def;            /* default, as written in a file */
     size_t off;                 /* of the field in the section's struct */
-    int64_t min, max;           /* bounds of integers and sizes */
-    const char *const *choices; /* NULL-terminated, for enumerations */
+    int64_t min, max;           /* bounds of integers, sizes, key files */
+    const char *const *choices; /* NULL-terminated: FLAG, ENUM, CHOICE */
+    const struct cfg_ops *ops;  /* STR: check; CUSTOM: set and drop */
     unsigned flags;             /* enum cfg_flag bits */
-    const char *help;
+    const char *help;           /* one line, for the docs and --help */
 };
 
 /* The table, in the order keys are applied within a section (a route's
@@ -56,8 +86,18 @@ struct cfg_opt {
 extern const struct cfg_opt cfg_opts[];
 extern const size_t cfg_nopts;
 
+/* Parse value into o's field(s) of obj (of o's section), freeing what
+ * they held: the type's setter, or the entry's own. NULL, or a message
+ * (static, or in buf) that never repeats the value. */
+const char *cfg_opt_set(const struct cfg_opt *o, void *obj, const char *value,
+                        char *buf, size_t len);
+
+/* Free what o's field(s) of obj hold (secrets wiped first) and clear
+ * them. */
+void cfg_opt_drop(const struct cfg_opt *o, void *obj);
+
 /* Whether the fields of o in objects a and b (of o's section) hold the
- * same value. Only for options whose field type the table knows: every
+ * same value. Only for options of a type but CFG_T_CUSTOM: every
  * CFG_RESTART option is one (cfg_opt_comparable). */
 bool cfg_opt_comparable(const struct cfg_opt *o);
 bool cfg_opt_same(const struct cfg_opt *o, const void *a, const void *b);
@@ -75,6 +115,10 @@ void cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf,
 /* The object of singleton section s in c: &c->proxy, ...; NULL for
  * named sections. */
 void *cfg_singleton(struct tm_config *c, enum cfg_sect s);
+
+/* The i-th object of section kind s in c (a singleton's only one is
+ * i == 0); NULL past the last. */
+void *cfg_sect_obj(struct tm_config *c, enum cfg_sect s, size_t i);
 
 /* Section and upstream names: letters, digits, '_', '-' and '.'. */
 bool cfg_name_ok(const char *s, size_t n);

@@ -57,7 +57,8 @@ fi
 dpkg-buildpackage -b -us -uc -jauto
 
 found=0
-for f in "$tmp"/tidemark_"$version"_*.deb; do
+for f in "$tmp"/tidemark_"$version"_*.deb \
+    "$tmp"/libtidemark-dev_"$version"_*.deb; do
     [ -e "$f" ] || continue
     cp "$f" "$out/"
     echo "build-deb: $out/$(basename "$f")"

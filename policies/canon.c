@@ -3,22 +3,9 @@
  * unambiguous, the second writes the canonical form. */
 #include "canon.h"
 
-#include "utf8.h"
+#include "ascii.h"
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
+#include "utf8.h"
 
 /* The byte at raw[*i], decoded: a %XX escape or the byte itself; *i
  * moves past it and *esc says which. -1 for a '%' without two hex
@@ -34,8 +21,8 @@ next_byte(const char *raw, size_t len, size_t *i, bool *esc)
         *i = k + 1;
         return (unsigned char)raw[k];
     }
-    if (len - k < 3 || (hi = hexval(raw[k + 1])) < 0 ||
-        (lo = hexval(raw[k + 2])) < 0) {
+    if (len - k < 3 || (hi = ascii_hexval(raw[k + 1])) < 0 ||
+        (lo = ascii_hexval(raw[k + 2])) < 0) {
         return -1;
     }
     *esc = true;

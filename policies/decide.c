@@ -44,3 +44,33 @@ decide_store(enum tm_mode mode, bool store_ok, bool stale)
     }
     return DECIDE_ACCEPT;
 }
+
+/* Higher acts first. */
+static int
+rank(enum decision d)
+{
+    switch (d) {
+    case DECIDE_INVALID:
+        return 7;
+    case DECIDE_FORBIDDEN:
+        return 6;
+    case DECIDE_MISSING:
+        return 5;
+    case DECIDE_STALE:
+        return 4;
+    case DECIDE_UNAVAILABLE:
+        return 3;
+    case DECIDE_RAISE:
+        return 2;
+    case DECIDE_ACCEPT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+enum decision
+decide_pair(enum decision a, enum decision b)
+{
+    return rank(b) > rank(a) ? b : a;
+}

@@ -29,4 +29,11 @@ enum decision decide_request(enum tm_mode mode, enum token_status ts,
  * failed; stale is true when it answered stale. */
 enum decision decide_store(enum tm_mode mode, bool store_ok, bool stale);
 
+/* One request, two resources (a WebDAV MOVE writes its Destination and
+ * its source): given each one's decision, the one that acts first. A
+ * refusal wins over going on: invalid, forbidden, missing, stale,
+ * unavailable, in that order; then raise (some mark must be asked),
+ * accept, forward. The caller looks at a first to name the resource. */
+enum decision decide_pair(enum decision a, enum decision b);
+
 #endif

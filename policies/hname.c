@@ -1,6 +1,8 @@
 /* hname.c: the header names a server may read as the same (hname.h). */
 #include "hname.h"
 
+#include "ascii.h"
+
 #include <string.h>
 
 static bool
@@ -10,17 +12,11 @@ is_alnum(char c)
            (c >= 'A' && c <= 'Z');
 }
 
-static char
-lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? (char)(c | 0x20) : c;
-}
-
 bool
 hname_byte_same(char a, char b)
 {
     if (is_alnum(a) || is_alnum(b)) {
-        return lower(a) == lower(b);
+        return ascii_lower(a) == ascii_lower(b);
     }
     return true;
 }
@@ -45,7 +41,7 @@ hname_variant(const char *a, size_t alen, const char *b)
         return false;
     }
     for (size_t i = 0; i < alen; i++) {
-        if (lower(a[i]) != lower(b[i])) {
+        if (ascii_lower(a[i]) != ascii_lower(b[i])) {
             return true;
         }
     }

@@ -1,6 +1,8 @@
 /* reqcheck.c: lower-case methods and method overrides (reqcheck.h). */
 #include "reqcheck.h"
 
+#include "ascii.h"
+
 #include <string.h>
 
 const char *
@@ -45,16 +47,6 @@ reqcheck_override_header(const char *name, size_t len)
            header_is(name, len, "x-method-override");
 }
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    c = (char)(c | 0x20);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* Whether the parameter name p[0..n) reads as "_method". */
 static bool
 param_is_method(const char *p, size_t n)
@@ -65,9 +57,9 @@ param_is_method(const char *p, size_t n)
     for (size_t i = 0; i < n; i++) {
         int c = (unsigned char)p[i];
 
-        if (c == '%' && n - i >= 3 && hexval(p[i + 1]) >= 0 &&
-            hexval(p[i + 2]) >= 0) {
-            c = hexval(p[i + 1]) * 16 + hexval(p[i + 2]);
+        if (c == '%' && n - i >= 3 && ascii_hexval(p[i + 1]) >= 0 &&
+            ascii_hexval(p[i + 2]) >= 0) {
+            c = ascii_hexval(p[i + 1]) * 16 + ascii_hexval(p[i + 2]);
             i += 2;
         }
         if (c == '+' || c == ' ' || c == '.' || c == '[') {

@@ -361,6 +361,7 @@ dispatch(struct evhttp_request *req, void *arg)
     size_t n = strcspn(uri, "?");
     const char *query = uri[n] == '?' ? uri + n + 1 : NULL;
 
+    lib_enter(&a->px->log);
     if (n >= sizeof(path)) {
         reply_problem(req, 414, NULL, NULL);
         return;

@@ -229,6 +229,7 @@ conn_closed(struct evhttp_connection *conn, void *arg)
 {
     struct lock_call *c = arg;
 
+    lib_enter(&c->al->px->log);
     (void)conn;
     c->req = NULL;
     call_finish(c);
@@ -248,6 +249,7 @@ queue_find(struct adm_locks *al, const char *name, size_t len)
 static void
 retry_cb(evutil_socket_t fd, short what, void *arg)
 {
+    lib_enter(&((struct lock_queue *)arg)->al->px->log);
     (void)fd;
     (void)what;
     queue_try(arg);
@@ -293,6 +295,7 @@ peer_cb(evutil_socket_t fd, short what, void *arg)
     char byte;
     ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
 
+    lib_enter(&c->al->px->log);
     (void)what;
     if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
         return; /* bytes of a next request: evhttp reads them later */
@@ -367,9 +370,9 @@ problem_out(struct lock_call *c, struct problem *p)
         return;
     }
     p->resource = c->name;
-    log_at(p->status == 423 || p->status == 404 ? LOG_DEBUG
-           : p->status >= 500                   ? LOG_WARN
-                                                : LOG_INFO,
+    log_at(p->status == 423 || p->status == 404 ? TM_LOG_DEBUG
+           : p->status >= 500                   ? TM_LOG_WARN
+                                                : TM_LOG_INFO,
            "locks: refused %d: name=%s fence=%" PRId64 ": %s", p->status,
            c->name, c->fence, p->detail != NULL ? p->detail : "-");
     adm_reply_problem(c->req, p);
@@ -736,6 +739,7 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct lock_call *c = arg;
 
+    lib_enter(&c->al->px->log);
     (void)fd;
     (void)what;
     if (c->in_flight) {

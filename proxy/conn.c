@@ -18,6 +18,7 @@
 #include "../policies/canon.h"
 #include "../policies/decide.h"
 #include "../policies/hname.h"
+#include "../policies/profile.h"
 #include "../policies/reqcheck.h"
 #include "../policies/route.h"
 #include "../policies/token.h"
@@ -27,6 +28,7 @@
 #include "order.h"
 #include "problem.h"
 #include "proxy_int.h"
+#include "sendbuf.h"
 #include "up.h"
 
 #define LINGER_MS 2000 /* read and drop after a closing answer */
@@ -75,6 +77,18 @@ struct client {
     int64_t token;
     int64_t mark; /* sent in Fencing-High-Water when > 0 */
     struct order_slot *slot;
+    int order_wait; /* slots still queued */
+    bool raise_res; /* resource's mark must still be asked */
+    bool raise_src; /* src's mark must still be asked */
+    /* A WebDAV MOVE or COPY fenced at its Destination: resource names
+     * the Destination, src the source that a MOVE also writes (src_len
+     * 0: none); dest_raw is the Destination's path and query as the
+     * client wrote it, forwarded under the upstream's authority. */
+    char src[TM_RESOURCE_MAX + 1];
+    size_t src_len;
+    int64_t src_mark;
+    struct order_slot *src_slot;
+    struct tm_slice dest_raw;
     struct fence_call *raise;
     struct up_pool *pool;
     struct up_conn *up;
@@ -184,7 +198,8 @@ flush_bev(struct bufferevent *bev, bool direct)
     /* A socket bufferevent keeps the front of its output frozen so that
      * only it drains the buffer; it thaws it to write, and so do we. */
     evbuffer_unfreeze(out, 1);
-    n = evbuffer_write(out, bufferevent_getfd(bev));
+    n = sendbuf_write(out, bufferevent_getfd(bev));
+
     evbuffer_freeze(out, 1);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
         /* Let the bufferevent meet the error and report it. */
@@ -321,22 +336,26 @@ answer(struct client *c, const struct problem *p)
     }
 }
 
+/* Answer p, log it once with its reason and keep it on the page. The
+ * problem names c->resource unless it names one of its own. */
 static void
 refuse(struct client *c, struct problem *p, const char *reason)
 {
-    p->resource = c->rlen > 0 ? c->resource : NULL;
+    if (p->resource == NULL) {
+        p->resource = c->rlen > 0 ? c->resource : NULL;
+    }
     recent_refusal(&c->px->recent, p->status, reason, c->route_name,
                    p->resource, c->token, c->mark);
     /* Refusals of stale, missing and malformed tokens are the proxy doing
      * its job (info); the rest say something is wrong (warn). */
     log_at(p->status == 409 || p->status == 428 || p->status == 400 ||
                    p->status == 403
-               ? LOG_INFO
-               : LOG_WARN,
+               ? TM_LOG_INFO
+               : TM_LOG_WARN,
            "conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
            "token=%" PRId64 " mark=%" PRId64 "%s%s",
            c->id, p->status, reason, c->route_name ? c->route_name : "-",
-           c->rlen > 0 ? c->resource : "-", c->token, c->mark,
+           p->resource != NULL ? p->resource : "-", c->token, c->mark,
            p->detail ? ": " : "", p->detail ? p->detail : "");
     answer(c, p);
 }
@@ -378,6 +397,25 @@ upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
     return false;
 }
 
+/* The Destination of a fenced COPY or MOVE as the upstream gets it: its
+ * path and query as the client wrote them, under the upstream's scheme
+ * and the Host the upstream gets, so that a server which checks that a
+ * Destination is its own (Apache mod_dav, nginx) sees its own name. */
+static void
+write_destination(struct client *c, struct evbuffer *out, struct tm_slice host)
+{
+    struct tm_slice raw = c->dest_raw;
+
+    evbuffer_add_printf(out, "Destination: %s://",
+                        up_cfg(c->pool)->tls ? "https" : "http");
+    evbuffer_add(out, host.p, host.len);
+    if (raw.len == 0 || raw.p[0] != '/') {
+        evbuffer_add(out, "/", 1);
+    }
+    evbuffer_add(out, raw.p, raw.len);
+    evbuffer_add(out, "\r\n", 2);
+}
+
 /* Write the request head as the upstream gets it: origin-form target,
  * the upstream's Host, fencing and hop-by-hop headers removed, Via
  * added. */
@@ -389,7 +427,8 @@ write_request_head(struct client *c, struct evbuffer *out)
     const struct cfg_upstream *u = up_cfg(c->pool);
     const char *target = h->target.p;
     size_t tlen = h->target.len;
-    int host;
+    struct tm_slice host = {u->host_header, strlen(u->host_header)};
+    int hi;
 
     if (tlen > 0 && target[0] != '/' && h->path.p != NULL) {
         /* absolute-form: send the path and query only */
@@ -401,17 +440,18 @@ write_request_head(struct client *c, struct evbuffer *out)
     evbuffer_add(out, target, tlen);
     evbuffer_add(out, h->minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
     if (u->host_preserve &&
-        (host = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
-        evbuffer_add(out, "Host: ", 6);
-        evbuffer_add(out, h->headers[host].value.p, h->headers[host].value.len);
-        evbuffer_add(out, "\r\n", 2);
-    } else {
-        evbuffer_add(out, "Host: ", 6);
-        evbuffer_add(out, u->host_header, strlen(u->host_header));
-        evbuffer_add(out, "\r\n", 2);
+        (hi = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
+        host = h->headers[hi].value;
     }
+    evbuffer_add(out, "Host: ", 6);
+    evbuffer_add(out, host.p, host.len);
+    evbuffer_add(out, "\r\n", 2);
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
+        if (c->dest_raw.p != NULL && is_header(f->name, "Destination")) {
+            write_destination(c, out, host);
+            continue;
+        }
         if (f->hop || is_header(f->name, "Host") ||
             (h->expect_continue && is_header(f->name, "Expect")) ||
             is_header(f->name, pc->token_header) ||
@@ -534,12 +574,31 @@ start_forward(struct client *c)
     }
 }
 
+/* One of the request's queued slots may go; it forwards once none is
+ * queued. */
 static void
 order_go(void *arg)
 {
     struct client *c = arg;
 
-    event_active(c->kick, EV_TIMEOUT, 1);
+    if (--c->order_wait == 0) {
+        event_active(c->kick, EV_TIMEOUT, 1);
+    }
+}
+
+/* The request's writes are over (or never started): free its slots. */
+static void
+leave_order(struct client *c, int grace_ms)
+{
+    if (c->slot != NULL) {
+        order_leave(c->px->order, c->slot, grace_ms);
+        c->slot = NULL;
+    }
+    if (c->src_slot != NULL) {
+        order_leave(c->px->order, c->src_slot, grace_ms);
+        c->src_slot = NULL;
+    }
+    c->order_wait = 0;
 }
 
 static void
@@ -547,6 +606,7 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)fd;
     (void)what;
     if (c->state == CS_ORDER) {
@@ -586,22 +646,68 @@ decision(struct client *c, enum outcome o)
     metrics_decision(c->px->metrics, c->route_name, o);
 }
 
-/* The write is accepted: wait for its turn, then forward. */
-static void
-forward_fenced(struct client *c)
+static void stale_on(struct client *c, const char *res, int64_t mark);
+
+/* A MOVE's second raise took a store round trip: a higher token may have
+ * been accepted on its first resource meanwhile, and forwarding now
+ * would reach the backend after that newer write. Stale then. (The
+ * cached bound fence_check gives is the cached mark itself whenever that
+ * is above the token.) */
+static bool
+overtaken(struct client *c)
+{
+    struct fence *f = c->px->fence;
+    int64_t m = fence_check(f, c->resource, c->rlen, c->token);
+
+    if (m > c->token) {
+        stale_on(c, c->resource, m);
+        return true;
+    }
+    m = c->src_len > 0 ? fence_check(f, c->src, c->src_len, c->token) : 0;
+    if (m > c->token) {
+        stale_on(c, c->src, m);
+        return true;
+    }
+    return false;
+}
+
+/* Take the resource's turn in the ordering gate: one more slot queued
+ * when it must wait. false when out of memory. */
+static bool
+enter_order(struct client *c, const char *res, size_t len,
+            struct order_slot **slot)
 {
     bool now = false;
 
+    *slot = order_enter(c->px->order, res, len, c->token, order_go, c, &now);
+    if (*slot != NULL && !now) {
+        c->order_wait++;
+    }
+    return *slot != NULL;
+}
+
+/* The write is accepted on every resource it writes: wait for the turn
+ * of each, then forward. */
+static void
+forward_fenced(struct client *c)
+{
+    if (c->src_len > 0 && overtaken(c)) {
+        return;
+    }
     decision(c, OUT_ACCEPTED);
     recent_mark(&c->px->recent, c->resource, c->mark);
-    c->slot = order_enter(c->px->order, c->resource, c->rlen, c->token,
-                          order_go, c, &now);
-    if (c->slot == NULL) {
+    if (c->src_len > 0) {
+        recent_mark(&c->px->recent, c->src, c->src_mark);
+    }
+    c->order_wait = 0;
+    if (!enter_order(c, c->resource, c->rlen, &c->slot) ||
+        (c->src_len > 0 && !enter_order(c, c->src, c->src_len, &c->src_slot))) {
+        leave_order(c, 0);
         refuse_status(c, 503, "out of memory", "try again");
         client_pump(c);
         return;
     }
-    if (now) {
+    if (c->order_wait == 0) {
         start_forward(c);
     } else {
         c->state = CS_ORDER;
@@ -619,19 +725,47 @@ unavailable(struct client *c, const char *why)
     refuse(c, &p, "unavailable");
 }
 
+/* 409: the token is below res's mark. */
+static void
+stale_on(struct client *c, const char *res, int64_t mark)
+{
+    struct problem p = {
+        .status = 409, .token = c->token, .mark = mark, .resource = res};
+
+    c->mark = mark;
+    decision(c, OUT_STALE);
+    refuse(c, &p, "stale");
+}
+
 static void
 stale(struct client *c)
 {
-    struct problem p = {.status = 409, .token = c->token, .mark = c->mark};
+    stale_on(c, c->resource, c->mark);
+}
 
-    decision(c, OUT_STALE);
-    refuse(c, &p, "stale");
+static void start_raise(struct client *c, bool src);
+
+/* Ask the store for the next mark that needs it (the Destination's
+ * first, then a MOVE's source); forward once none does. */
+static void
+next_raise(struct client *c)
+{
+    if (c->raise_res) {
+        start_raise(c, false);
+    } else if (c->raise_src) {
+        start_raise(c, true);
+    } else {
+        forward_fenced(c);
+    }
 }
 
 static void
 raise_done(void *arg, enum store_result res, int64_t mark)
 {
     struct client *c = arg;
+    /* The Destination's raise comes first; raise_res is cleared when it
+     * is accepted, so a raise answered after that is the source's. */
+    bool src = !c->raise_res;
     enum decision d;
 
     c->raise = NULL;
@@ -642,12 +776,17 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     d = decide_store(c->mode, res != STORE_ERROR, res == STORE_STALE);
     switch (d) {
     case DECIDE_ACCEPT:
-        c->mark = mark;
-        forward_fenced(c);
+        if (src) {
+            c->src_mark = mark;
+            c->raise_src = false;
+        } else {
+            c->mark = mark;
+            c->raise_res = false;
+        }
+        next_raise(c);
         break;
     case DECIDE_STALE:
-        c->mark = mark;
-        stale(c);
+        stale_on(c, src ? c->src : c->resource, mark);
         break;
     case DECIDE_FORWARD:
         log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
@@ -663,13 +802,15 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     client_pump(c);
 }
 
+/* Ask the store to raise the mark of c->resource, or of c->src. */
 static void
-start_raise(struct client *c)
+start_raise(struct client *c, bool src)
 {
     struct tm_proxy *px = c->px;
+    const char *res = src ? c->src : c->resource;
+    size_t len = src ? c->src_len : c->rlen;
 
-    c->raise =
-        fence_raise(px->fence, c->resource, c->rlen, c->token, raise_done, c);
+    c->raise = fence_raise(px->fence, res, len, c->token, raise_done, c);
     if (c->raise == NULL) {
         unavailable(c, "out of memory");
         return;
@@ -680,21 +821,23 @@ start_raise(struct client *c)
 
 /* ---- a new request --------------------------------------------------- */
 
-/* The first route whose methods and path template match the request,
- * matched against its canonical path (so captures are canonical), or
- * NULL. */
+/* The first route for method on path (a canonical path, so captures are
+ * canonical), or NULL. A route applies to the methods it lists and, when
+ * it fences (mode is not off), to its profile's write methods: on an off
+ * route they would pass unfenced the writes that a later, fenced route of
+ * the same path would have caught. */
 static const struct cfg_route *
-match_route(const struct tm_config *cfg, const struct request *rq,
-            struct tm_slice caps[TM_MAX_CAPTURES])
+match_route(const struct tm_config *cfg, struct tm_slice method,
+            struct tm_slice path, struct tm_slice caps[TM_MAX_CAPTURES])
 {
-    const struct http_request *h = &rq->h;
-
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct cfg_route *r = &cfg->routes[i];
-        if (!methods_has(&r->methods, h->method.p, h->method.len)) {
+        if (!methods_has(&r->methods, method.p, method.len) &&
+            (r->mode == TM_MODE_OFF ||
+             !profile_write_method(r->profile, method))) {
             continue;
         }
-        if (tmpl_match(&r->path, rq->cpath.p, rq->cpath.len, caps)) {
+        if (tmpl_match(&r->path, path.p, path.len, caps)) {
             return r;
         }
     }
@@ -781,6 +924,328 @@ smuggled_header(const struct cfg_proxy *pc, const struct http_request *h)
     return NULL;
 }
 
+/* ---- requests that write elsewhere (profile = webdav | s3) ---------- */
+
+static bool
+fences(const struct cfg_route *r, enum tm_profile p)
+{
+    return r != NULL && r->profile == p && r->mode != TM_MODE_OFF;
+}
+
+/* The upstream a request on r (NULL: unmatched) goes to under g. */
+static struct up_pool *
+route_pool(const struct gen *g, const struct cfg_route *r)
+{
+    return r != NULL ? g->pools[r->upstream_idx] : default_pool(g);
+}
+
+/* Whether a route of profile p fences requests that go to pool. */
+static bool
+pool_fenced(const struct gen *g, enum tm_profile p, struct up_pool *pool)
+{
+    for (size_t i = 0; i < g->cfg->nroutes; i++) {
+        const struct cfg_route *r = &g->cfg->routes[i];
+        if (fences(r, p) && g->pools[r->upstream_idx] == pool) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The request's query (after '?', without it); empty when none. */
+static struct tm_slice
+request_query(const struct http_request *h)
+{
+    const char *end = h->target.p + h->target.len;
+    const char *q = h->path.p != NULL ? h->path.p + h->path.len : end;
+    struct tm_slice v = {q, 0};
+
+    if (q < end && *q == '?') {
+        v.p = q + 1;
+        v.len = (size_t)(end - v.p);
+    }
+    return v;
+}
+
+/* The request's own authority: an absolute-form target's, else Host's
+ * (empty when there is none). */
+static struct tm_slice
+request_authority(const struct http_request *h)
+{
+    struct tm_slice a = {"", 0};
+    const char *t = h->target.p;
+    int hi;
+
+    if (h->target.len > 0 && t[0] != '/' && t[0] != '*' && h->path.p != NULL) {
+        const char *start = memchr(t, ':', h->target.len);
+        if (start != NULL && start + 3 <= h->path.p) {
+            a.p = start + 3; /* past "://" */
+            a.len = (size_t)(h->path.p - a.p);
+        }
+        return a;
+    }
+    hi = http_find_header(h->headers, h->nheaders, 0, "Host");
+    return hi >= 0 ? h->headers[hi].value : a;
+}
+
+/* Why an S3 request must be refused, or NULL: it writes keys its path
+ * does not name (multi-object delete, form upload, rename) on an
+ * upstream with fenced s3 routes, and its path is one such route's or
+ * above it (the bucket), where the keys it names may be fenced. A
+ * rename names its source key in a header: refused on the whole
+ * upstream. */
+static const char *
+s3_refusal(const struct gen *g, const struct http_request *h,
+           struct tm_slice path, struct up_pool *pool)
+{
+    struct tm_slice caps[TM_MAX_CAPTURES];
+    bool form = false, rename = false;
+    const char *why;
+
+    if (!pool_fenced(g, TM_PROFILE_S3, pool)) {
+        return NULL;
+    }
+    for (size_t i = 0; i < h->nheaders; i++) {
+        const struct http_header *f = &h->headers[i];
+        /* In any spelling a gateway may read as the header (hname.h). */
+        if (hname_same(f->name.p, f->name.len, "Content-Type")) {
+            form = form || media_is_form(f->value);
+        } else if (hname_same(f->name.p, f->name.len, "x-amz-rename-source")) {
+            rename = true;
+        }
+    }
+    why = s3_elsewhere(h->method, request_query(h), form, rename);
+    if (why == NULL || rename) {
+        return why;
+    }
+    for (size_t i = 0; i < g->cfg->nroutes; i++) {
+        const struct cfg_route *r = &g->cfg->routes[i];
+        if (fences(r, TM_PROFILE_S3) && g->pools[r->upstream_idx] == pool &&
+            (tmpl_above(&r->path, path.p, path.len) ||
+             tmpl_match(&r->path, path.p, path.len, caps))) {
+            return why;
+        }
+    }
+    return NULL;
+}
+
+/* Take r as the request's route: its mode, upstream
+ * and body limit. false when the request was refused (413). */
+static bool
+use_route(struct client *c, const struct cfg_route *r, enum tm_mode mode)
+{
+    const struct http_request *h = &c->rq->h;
+
+    c->route = r;
+    c->route_name = r->name;
+    c->mode = mode;
+    c->pool = c->gen->pools[r->upstream_idx];
+    c->max_body = r->max_body > 0 ? (uint64_t)r->max_body : UINT64_MAX;
+    if (h->body == HTTP_BODY_LENGTH && h->content_length > c->max_body) {
+        struct problem p = {.status = 413};
+        c->close_after = true;
+        refuse(c, &p, "too large");
+        return false;
+    }
+    return true;
+}
+
+/* The token's status for res under verify v; ti: the token header's
+ * index, or -1. Sets c->token. */
+static enum token_status
+check_token(struct client *c, int ti, enum tm_verify v, const char *res,
+            size_t len)
+{
+    const struct cfg_tokens *tk = c->px->tokens;
+    const struct http_header *f;
+
+    if (ti < 0) {
+        return TOKEN_MISSING;
+    }
+    f = &c->rq->h.headers[ti];
+    return token_check(v, tk->key, tk->key_len, res, len, f->value.p,
+                       f->value.len, &c->token);
+}
+
+/* The decision for one resource before the store, on the cache's bound
+ * (on a shared store, a token equal to the cached mark is asked). */
+static enum decision
+decide_one(struct client *c, enum token_status ts, const char *res, size_t len)
+{
+    return decide_request(c->mode, ts, c->token,
+                          fence_check(c->px->fence, res, len, c->token));
+}
+
+static void act(struct client *c, enum decision d);
+
+/* The Destination of a COPY or MOVE, parsed and canonicalized into path
+ * (DAV_DEST_MAX bytes), and the route that matches it for the same
+ * method. NULL with *why when there is no usable Destination. */
+static const struct cfg_route *
+dav_dest_route(struct client *c, char *path,
+               struct tm_slice caps[TM_MAX_CAPTURES], const char **why)
+{
+    const struct http_request *h = &c->rq->h;
+    int di = http_find_header(h->headers, h->nheaders, 0, "Destination");
+    struct tm_slice dpath = {path, 0};
+
+    if (di < 0) {
+        *why = "a COPY or MOVE needs a Destination";
+        return NULL;
+    }
+    if (http_find_header(h->headers, h->nheaders, (size_t)di + 1,
+                         "Destination") >= 0) {
+        *why = "more than one Destination header";
+        return NULL;
+    }
+    if (!dav_destination(h->headers[di].value, request_authority(h), path,
+                         DAV_DEST_MAX, &dpath.len, &c->dest_raw, why)) {
+        c->dest_raw.p = NULL;
+        return NULL;
+    }
+    *why = NULL;
+    return match_route(c->gen->cfg, h->method, dpath, caps);
+}
+
+/* A COPY or MOVE on an upstream where WebDAV is fenced: fenced at its
+ * Destination, and at its source too when r (the source's route) fences
+ * it and either the request is a MOVE or r is no webdav route (to which
+ * a COPY writes its own path); both marks checked with the same token
+ * and raised, the Destination's first. false when it is none of
+ * tidemark's business (go on as for any request); true when it was
+ * answered or is under way. */
+static bool
+dav_request(struct client *c, const struct cfg_route *r,
+            struct tm_slice caps[TM_MAX_CAPTURES], int ti)
+{
+    const struct gen *g = c->gen;
+    struct up_pool *pool = route_pool(g, r);
+    bool dav = fences(r, TM_PROFILE_WEBDAV);
+    bool src = r != NULL && r->mode != TM_MODE_OFF &&
+               (!dav || dav_method(c->rq->h.method) == DAV_MOVE);
+    struct tm_slice dcaps[TM_MAX_CAPTURES];
+    char path[DAV_DEST_MAX];
+    const struct cfg_route *dr;
+    const char *why = NULL;
+    enum decision d1, d2, d;
+
+    if (pool == NULL || (!dav && !pool_fenced(g, TM_PROFILE_WEBDAV, pool))) {
+        return false;
+    }
+    dr = dav_dest_route(c, path, dcaps, &why);
+    if (why == NULL && (dr == NULL || dr->mode == TM_MODE_OFF ||
+                        g->pools[dr->upstream_idx] != pool)) {
+        if (!dav) {
+            c->dest_raw.p = NULL;
+            return false; /* as any request on r, or unmatched */
+        }
+        why = "the Destination is not under a fenced route";
+    }
+    if (why == NULL &&
+        (dr->resource_from_header || (src && r->resource_from_header))) {
+        why = "a COPY or MOVE onto a fenced Destination from or to a route "
+              "with resource = header";
+    }
+    if (why != NULL) {
+        c->route_name = r != NULL ? r->name : NULL;
+        decision(c, OUT_INVALID);
+        refuse_status(c, 400, "invalid", why);
+        return true;
+    }
+    /* The stricter mode of the two ends (correctness < efficiency). */
+    if (!use_route(c, dav || src ? r : dr,
+                   (dav || src) && r->mode < dr->mode ? r->mode : dr->mode)) {
+        return true;
+    }
+    c->rlen =
+        rtmpl_expand(&dr->resource, dcaps, c->resource, sizeof(c->resource));
+    if (src) {
+        c->src_len = rtmpl_expand(&r->resource, caps, c->src, sizeof(c->src));
+        if (c->src_len == 0) {
+            c->rlen = 0;
+        } else if (c->src_len == c->rlen &&
+                   memcmp(c->src, c->resource, c->rlen) == 0) {
+            c->src_len = 0; /* one resource: one mark */
+        }
+    }
+    if (c->rlen == 0) {
+        decision(c, OUT_INVALID);
+        refuse_status(c, 400, "invalid", "the resource name is too long");
+        return true;
+    }
+    d1 = decide_one(c, check_token(c, ti, dr->verify, c->resource, c->rlen),
+                    c->resource, c->rlen);
+    d2 = c->src_len == 0
+             ? d1
+             : decide_one(c, check_token(c, ti, r->verify, c->src, c->src_len),
+                          c->src, c->src_len);
+    c->raise_res = d1 == DECIDE_RAISE;
+    c->raise_src = c->src_len > 0 && d2 == DECIDE_RAISE;
+    if (d1 == DECIDE_ACCEPT) {
+        c->mark = c->token;
+    }
+    if (d2 == DECIDE_ACCEPT) {
+        c->src_mark = c->token;
+    }
+    d = decide_pair(d1, d2);
+    if (d != d1 && (d == DECIDE_STALE || d == DECIDE_FORBIDDEN)) {
+        /* Refused for the source: the answer names it. */
+        memcpy(c->resource, c->src, c->src_len + 1);
+        c->rlen = c->src_len;
+    }
+    act(c, d);
+    return true;
+}
+
+/* Do what the decision before the store says. */
+static void
+act(struct client *c, enum decision d)
+{
+    struct tm_proxy *px = c->px;
+
+    switch (d) {
+    case DECIDE_FORWARD:
+        decision(c, OUT_BYPASSED);
+        start_forward(c);
+        break;
+    case DECIDE_ACCEPT:
+        c->mark = c->token;
+        c->src_mark = c->token;
+        forward_fenced(c);
+        break;
+    case DECIDE_RAISE:
+        next_raise(c);
+        break;
+    case DECIDE_STALE:
+        /* The token is below the cached mark, which fence_check gives as
+         * is (it lowers only a mark equal to the token). */
+        c->mark = fence_check(px->fence, c->resource, c->rlen, c->token);
+        stale(c);
+        break;
+    case DECIDE_MISSING: {
+        struct problem p = {.status = 428};
+        decision(c, OUT_MISSING);
+        refuse(c, &p, "missing");
+        break;
+    }
+    case DECIDE_FORBIDDEN:
+        decision(c, OUT_FORBIDDEN);
+        refuse_status(c, 403, "forbidden",
+                      "the token is unsigned, forged or issued for another "
+                      "resource");
+        break;
+    case DECIDE_INVALID:
+        decision(c, OUT_INVALID);
+        refuse_status(c, 400, "invalid",
+                      "the token must be decimal digits, 1 to "
+                      "9223372036854775807");
+        break;
+    default:
+        unavailable(c, "the mark store cannot be used; try again");
+        break;
+    }
+}
+
 /* Route, resource, token, decision. */
 static void
 handle_request(struct client *c)
@@ -790,9 +1255,7 @@ handle_request(struct client *c)
     const struct http_request *h = &c->rq->h;
     struct tm_slice caps[TM_MAX_CAPTURES];
     const struct cfg_route *r;
-    enum token_status ts = TOKEN_MISSING;
     int ti = -1, ri;
-    int64_t known;
     enum decision d;
     const char *why;
     char detail[160];
@@ -806,8 +1269,14 @@ handle_request(struct client *c)
     c->max_body = UINT64_MAX;
     c->rlen = 0;
     c->resource[0] = '\0';
+    c->src_len = 0;
+    c->src[0] = '\0';
+    c->raise_res = c->raise_src = false;
+    c->dest_raw.p = NULL;
+    c->dest_raw.len = 0;
     c->token = 0;
     c->mark = 0;
+    c->src_mark = 0;
     c->close_after = !h->keep_alive;
 
     if ((why = method_disguised(h)) != NULL) {
@@ -840,7 +1309,18 @@ handle_request(struct client *c)
         return;
     }
 
-    r = match_route(c->gen->cfg, c->rq, caps);
+    r = match_route(c->gen->cfg, h->method, c->rq->cpath, caps);
+    if (route_pool(c->gen, r) != NULL &&
+        (why = s3_refusal(c->gen, h, c->rq->cpath, route_pool(c->gen, r))) !=
+            NULL) {
+        c->route_name = r != NULL ? r->name : NULL;
+        decision(c, OUT_INVALID);
+        refuse_status(c, 400, "invalid", why);
+        return;
+    }
+    if (dav_method(h->method) != DAV_NONE && dav_request(c, r, caps, ti)) {
+        return;
+    }
     if (r == NULL) {
         if (pc->unmatched_reject) {
             struct problem p = {.status = 404,
@@ -860,15 +1340,7 @@ handle_request(struct client *c)
         start_forward(c);
         return;
     }
-    c->route = r;
-    c->route_name = r->name;
-    c->mode = r->mode;
-    c->pool = c->gen->pools[r->upstream_idx];
-    c->max_body = r->max_body > 0 ? (uint64_t)r->max_body : UINT64_MAX;
-    if (h->body == HTTP_BODY_LENGTH && h->content_length > c->max_body) {
-        struct problem p = {.status = 413};
-        c->close_after = true;
-        refuse(c, &p, "too large");
+    if (!use_route(c, r, r->mode)) {
         return;
     }
 
@@ -900,54 +1372,10 @@ handle_request(struct client *c)
             return;
         }
     }
-
-    if (ti >= 0) {
-        const struct cfg_tokens *tk = px->tokens;
-
-        ts = token_check(r->verify, tk->key, tk->key_len, c->resource, c->rlen,
-                         h->headers[ti].value.p, h->headers[ti].value.len,
-                         &c->token);
-    }
-    known = fence_check(px->fence, c->resource, c->rlen, c->token);
-    d = decide_request(r->mode, ts, c->token, known);
-    switch (d) {
-    case DECIDE_FORWARD:
-        decision(c, OUT_BYPASSED);
-        start_forward(c);
-        break;
-    case DECIDE_ACCEPT:
-        c->mark = c->token;
-        forward_fenced(c);
-        break;
-    case DECIDE_RAISE:
-        start_raise(c);
-        break;
-    case DECIDE_STALE:
-        c->mark = known;
-        stale(c);
-        break;
-    case DECIDE_MISSING: {
-        struct problem p = {.status = 428};
-        decision(c, OUT_MISSING);
-        refuse(c, &p, "missing");
-        break;
-    }
-    case DECIDE_FORBIDDEN:
-        decision(c, OUT_FORBIDDEN);
-        refuse_status(c, 403, "forbidden",
-                      "the token is unsigned, forged or issued for another "
-                      "resource");
-        break;
-    case DECIDE_INVALID:
-        decision(c, OUT_INVALID);
-        refuse_status(c, 400, "invalid",
-                      "the token must be decimal digits, 1 to "
-                      "9223372036854775807");
-        break;
-    default:
-        unavailable(c, "the mark store cannot be used; try again");
-        break;
-    }
+    d = decide_one(c, check_token(c, ti, r->verify, c->resource, c->rlen),
+                   c->resource, c->rlen);
+    c->raise_res = d == DECIDE_RAISE;
+    act(c, d);
 }
 
 /* Rebase the parsed head's slices from the input buffer into copy. */
@@ -1175,7 +1603,7 @@ read_head(struct client *c)
     rebase(h, p, c->rq->bytes);
     c->have_rq = true;
     c->served = true;
-    if (log_get_level() >= LOG_INFO) {
+    if (log_get_level() >= TM_LOG_INFO) {
         clock_gettime(CLOCK_MONOTONIC, &c->t0);
     }
     evbuffer_drain(in, h->head_len);
@@ -1363,11 +1791,8 @@ finish_exchange(struct client *c, bool up_ok)
     evtimer_del(c->timer);
     up_put(c->up, reuse);
     c->up = NULL;
-    if (c->slot != NULL) {
-        order_leave(c->px->order, c->slot, 0);
-        c->slot = NULL;
-    }
-    if (log_get_level() >= LOG_INFO) {
+    leave_order(c, 0);
+    if (log_get_level() >= TM_LOG_INFO) {
         log_request(c);
     }
     request_free(c);
@@ -1410,10 +1835,7 @@ upstream_failed(struct client *c, int status, const char *why)
     }
     up_put(c->up, false);
     c->up = NULL;
-    if (c->slot != NULL) {
-        order_leave(c->px->order, c->slot, grace);
-        c->slot = NULL;
-    }
+    leave_order(c, grace);
     client_timeouts(c, false);
     if (c->resp_started) {
         /* Part of the answer is out: only closing can tell the client. */
@@ -1533,6 +1955,7 @@ up_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     written(bev);
     drained(c);
 }
@@ -1743,6 +2166,7 @@ pump_response(struct client *c)
 static void
 up_read_cb(struct bufferevent *bev, void *arg)
 {
+    lib_enter(&((struct client *)arg)->px->log);
     (void)bev;
     pump_response(arg);
 }
@@ -1752,6 +2176,7 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (what & BEV_EVENT_TIMEOUT) {
         upstream_failed(c, 504, "no answer in time (timeout_ms)");
@@ -1773,6 +2198,7 @@ client_read_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (c->state == CS_FORWARD) {
         pump_request_body(c);
@@ -1786,6 +2212,7 @@ client_write_cb(struct bufferevent *bev, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     written(bev);
     if (c->bp_up || c->bp_down || c->bp_answers) {
         drained(c);
@@ -1800,6 +2227,7 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
     struct client *c = arg;
     int grace = 0;
 
+    lib_enter(&c->px->log);
     (void)bev;
     if (c->state == CS_CLOSING) {
         client_close(c, 0);
@@ -1847,10 +2275,7 @@ body_rate_check(struct client *c)
                  c->id, c->body_moved - c->body_mark, pc->body_rate_window_ms);
         up_put(c->up, false);
         c->up = NULL;
-        if (c->slot != NULL) {
-            order_leave(c->px->order, c->slot, 0);
-            c->slot = NULL;
-        }
+        leave_order(c, 0);
         c->close_after = true;
         if (c->resp_started) {
             client_close(c, 0);
@@ -1869,6 +2294,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
 
+    lib_enter(&c->px->log);
     (void)fd;
     (void)what;
     switch (c->state) {
@@ -1977,12 +2403,9 @@ client_close(struct client *c, int grace_ms)
     if (c->up != NULL) {
         up_put(c->up, false);
     }
-    if (c->slot != NULL) {
-        order_leave(px->order, c->slot, grace_ms);
-    }
+    leave_order(c, grace_ms);
     c->raise = NULL;
     c->up = NULL;
-    c->slot = NULL;
     if (c->dirty) {
         struct client **pp = &px->dirty;
         while (*pp != c) {

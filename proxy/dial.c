@@ -18,6 +18,7 @@
 #include "log.h"
 
 struct dial {
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     const struct dial_list *list;
     size_t first;
     size_t tried; /* addresses given up on */
@@ -146,6 +147,7 @@ on_finish(evutil_socket_t fd, short what, void *arg)
     int err = d->err;
     size_t index = (d->first + d->tried) % d->list->n;
 
+    lib_enter(d->log);
     (void)fd;
     (void)what;
     event_free(d->ev);
@@ -192,6 +194,7 @@ on_socket(evutil_socket_t fd, short what, void *arg)
     int err = 0;
     socklen_t len = sizeof(err);
 
+    lib_enter(d->log);
     (void)fd;
     if (what & EV_TIMEOUT) {
         err = ETIMEDOUT;
@@ -258,6 +261,7 @@ dial_start(struct event_base *base, const struct dial_list *list, size_t first,
         return NULL;
     }
     d->base = base;
+    d->log = log_current();
     d->list = list;
     d->first = first % list->n;
     d->deadline = dial_now_ms() + (timeout_ms > 0 ? timeout_ms : 1);

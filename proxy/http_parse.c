@@ -3,6 +3,8 @@
  * chunked body decoder. No I/O, no allocation. */
 #include "http_parse.h"
 
+#include "../policies/ascii.h"
+
 #include <string.h>
 
 #include "../policies/hname.h"
@@ -73,34 +75,13 @@ is_ows(char c)
     return c == ' ' || c == '\t';
 }
 
-static int
-hex_value(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-static inline char
-lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? (char)(c | 0x20) : c;
-}
-
 /* a[0..n) equals b[0..n), ignoring ASCII case. Locale-free, unlike
  * strncasecmp. */
 static bool
 mem_ieq(const char *a, const char *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (lower(a[i]) != lower(b[i])) {
+        if (ascii_lower(a[i]) != ascii_lower(b[i])) {
             return false;
         }
     }
@@ -304,8 +285,8 @@ host_valid(const char *p, size_t n)
         i++;
     } else {
         for (; i < n && (char_class[(unsigned char)p[i]] & CC_HOST); i++) {
-            if (p[i] == '%' && (n - i < 3 || hex_value(p[i + 1]) < 0 ||
-                                hex_value(p[i + 2]) < 0)) {
+            if (p[i] == '%' && (n - i < 3 || ascii_hexval(p[i + 1]) < 0 ||
+                                ascii_hexval(p[i + 2]) < 0)) {
                 return false;
             }
         }
@@ -1110,7 +1091,7 @@ chunk_byte(struct http_chunked *c, char ch)
 
     switch (c->state) {
     case CH_SIZE:
-        if ((hv = hex_value(ch)) < 0) {
+        if ((hv = ascii_hexval(ch)) < 0) {
             return ch == '\r' ? "empty chunk size"
                               : bad_byte(ch, "invalid chunk size");
         }
@@ -1119,7 +1100,7 @@ chunk_byte(struct http_chunked *c, char ch)
         c->state = CH_SIZE_MORE;
         return NULL;
     case CH_SIZE_MORE:
-        if ((hv = hex_value(ch)) >= 0) {
+        if ((hv = ascii_hexval(ch)) >= 0) {
             if (c->line_len == 16 || c->remaining > (uint64_t)INT64_MAX >> 4) {
                 return "chunk size overflows";
             }

@@ -1,24 +1,67 @@
-/* log.h: logging through a sink the embedding program sets. The library
- * never writes to a fixed place; without a sink nothing is logged. */
+/* log.h: the library's logging. Each proxy has its own sink and level
+ * (struct tm_log, from tm_options); the macros write to the logger of the
+ * proxy whose code runs on this thread, which every entry into the
+ * library sets (lib_enter). The library never writes to a fixed place. */
 #ifndef TM_LOG_H
 #define TM_LOG_H
 
-enum log_level {
-    LOG_ERROR = 0,
-    LOG_WARN,
-    LOG_INFO,
-    LOG_DEBUG,
+#include <stdbool.h>
+
+#include "tidemark.h"
+
+struct tm_log {
+    void (*fn)(void *arg, enum tm_log_level level, const char *msg);
+    void *arg;
+    int level; /* most verbose level formatted; -1: nothing */
 };
 
-typedef void (*log_sink)(void *arg, enum log_level level, const char *msg);
+/* The current logger: that of the proxy whose code runs on this thread;
+ * NULL: nothing is logged. */
+extern _Thread_local const struct tm_log *log_cur;
+extern _Thread_local bool lib_sigpipe_blocked;
 
-/* Set where log lines go and the most verbose level that is formatted. */
-void log_set_sink(log_sink sink, void *arg, enum log_level level);
-int log_get_level(void);
-/* "error" ... "debug" to a level; -1 when unknown. */
-int log_level_parse(const char *name);
+void lib_block_sigpipe(void);
 
-void log_write(enum log_level level, const char *fmt, ...)
+/* Every entry into the library from its caller's loop starts here: an
+ * API call, or a callback of libevent, hiredis or libpq that belongs to a
+ * proxy's object. Makes l (the proxy's logger, which objects keep from
+ * their creation: log_current) current, and the first time on a thread
+ * blocks SIGPIPE there (tidemark.h says why). Returns the logger that
+ * was current, for lib_leave. */
+static inline const struct tm_log *
+lib_enter(const struct tm_log *l)
+{
+    const struct tm_log *prev = log_cur;
+
+    log_cur = l;
+    if (!lib_sigpipe_blocked) {
+        lib_block_sigpipe();
+    }
+    return prev;
+}
+
+/* At the end of an API call: the caller's logger is current again. */
+static inline void
+lib_leave(const struct tm_log *prev)
+{
+    log_cur = prev;
+}
+
+/* The current logger, for an object to keep and enter in its callbacks. */
+static inline const struct tm_log *
+log_current(void)
+{
+    return log_cur;
+}
+
+/* The most verbose level the current logger formats; -1 when none. */
+static inline int
+log_get_level(void)
+{
+    return log_cur == NULL ? -1 : log_cur->level;
+}
+
+void log_write(enum tm_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Check the level before formatting anything. */
@@ -28,9 +71,9 @@ void log_write(enum log_level level, const char *fmt, ...)
             log_write((lvl), __VA_ARGS__);                                     \
         }                                                                      \
     } while (0)
-#define log_error(...) log_at(LOG_ERROR, __VA_ARGS__)
-#define log_warn(...) log_at(LOG_WARN, __VA_ARGS__)
-#define log_info(...) log_at(LOG_INFO, __VA_ARGS__)
-#define log_debug(...) log_at(LOG_DEBUG, __VA_ARGS__)
+#define log_error(...) log_at(TM_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_at(TM_LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_at(TM_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_at(TM_LOG_DEBUG, __VA_ARGS__)
 
 #endif

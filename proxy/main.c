@@ -1,112 +1,98 @@
-/* main.c: the tidemark daemon: command line, signals, logging to stderr,
- * over the library in libtidemark.a. */
+/* main.c: the tidemark daemon: command line, signals and logging to
+ * stderr, over libtidemark's public interface (tidemark.h) alone. */
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 
-#include "../conf/cfg.h"
-#include "log.h"
-#include "problem.h"
 #include "tidemark.h"
 
 extern char **environ;
 
-static const char *level_names[] = {"error", "warn", "info", "debug"};
+struct daemon_state {
+    const char *file;
+    struct event_base *base;
+    struct tm_proxy *px;
+    bool json;    /* [proxy] log_format = json */
+    int level;    /* [proxy] log_level, for the daemon's own lines */
+    int drain_ms; /* [proxy] drain_timeout_ms, for the message */
+    bool stopping;
+};
 
+/* Problems found loading a file: one FILE:LINE: message per line. */
+static char errbuf[65536];
+
+/* The proxy's sink: text or JSON lines on stderr, as configured. */
 static void
-timestamp(char *buf, size_t len)
+daemon_log(void *arg, enum tm_log_level level, const char *msg)
 {
-    struct timespec ts;
-    struct tm tm;
-    char when[32];
+    const struct daemon_state *d = arg;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "%s.%03ldZ", when, ts.tv_nsec / 1000000);
-}
-
-static void
-log_text(void *arg, enum log_level level, const char *msg)
-{
-    char when[48];
-
-    (void)arg;
-    timestamp(when, sizeof(when));
-    fprintf(stderr, "%s %s %s\n", when, level_names[level], msg);
-}
-
-/* Write s[0..n) as a JSON string's content; bytes that are not UTF-8
- * become U+FFFD. */
-static void
-json_str(FILE *f, const char *s, size_t n)
-{
-    while (n > 0) {
-        char esc[8];
-        size_t take;
-        const char *e = json_piece(s, n, &take, esc);
-
-        if (e != NULL) {
-            fputs(e, f);
-        } else {
-            fwrite(s, 1, take, f);
-        }
-        s += take;
-        n -= take;
+    if (d->json) {
+        tm_log_stderr_json(NULL, level, msg);
+    } else {
+        tm_log_stderr_text(NULL, level, msg);
     }
 }
 
-/* One JSON object a line: ts, level, msg, and every key=value word of the
- * message as a field of its own (conn=7 route=docs token=5 ...). */
-static void
-log_json(void *arg, enum log_level level, const char *msg)
-{
-    char when[48];
-    const char *p = msg;
+static void say(const struct daemon_state *d, enum tm_log_level level,
+                const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-    (void)arg;
-    timestamp(when, sizeof(when));
-    flockfile(stderr);
-    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", when,
-            level_names[level]);
-    json_str(stderr, msg, strlen(msg));
-    fputc('"', stderr);
-    while (*p != '\0') {
-        size_t w = strcspn(p, " "), k = strcspn(p, "= ");
-        if (k < w && k > 0 && strncmp(p, "msg=", 4) != 0 &&
-            strncmp(p, "ts=", 3) != 0 && strncmp(p, "level=", 6) != 0) {
-            size_t vlen = w - k - 1;
-            fputs(",\"", stderr);
-            json_str(stderr, p, k);
-            fputs("\":\"", stderr);
-            json_str(stderr, p + k + 1,
-                     vlen > 0 && p[w - 1] == ':' ? vlen - 1 : vlen);
-            fputc('"', stderr);
-        }
-        p += w;
-        while (*p == ' ') {
-            p++;
-        }
+/* A line of the daemon's own, through the same sink. */
+static void
+say(const struct daemon_state *d, enum tm_log_level level, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+
+    if ((int)level > d->level) {
+        return;
     }
-    fputs("}\n", stderr);
-    funlockfile(stderr);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    daemon_log((void *)d, level, msg);
+}
+
+/* The [proxy] keys the daemon itself reads from cfg. */
+static void
+read_settings(struct daemon_state *d, const struct tm_config *cfg)
+{
+    char v[64];
+
+    d->json = tm_config_get(cfg, "proxy", "log_format", v, sizeof(v)) &&
+              strcmp(v, "json") == 0;
+    d->level = tm_config_get(cfg, "proxy", "log_level", v, sizeof(v))
+                   ? tm_log_level_parse(v)
+                   : TM_LOG_INFO;
+    if (d->level < 0) {
+        d->level = TM_LOG_INFO;
+    }
+    if (tm_config_get(cfg, "proxy", "drain_timeout_ms", v, sizeof(v))) {
+        d->drain_ms = atoi(v);
+    }
 }
 
 /* Each client connection can hold an upstream connection too: ask for
  * room for both, up to the hard limit. Says so when it cannot. */
 static void
-raise_nofile(int max_connections)
+raise_nofile(const struct daemon_state *d, const struct tm_config *cfg)
 {
     struct rlimit rl;
-    rlim_t want = (rlim_t)max_connections * 2 + 64;
+    char v[32];
+    int max_connections;
+    rlim_t want;
 
+    if (!tm_config_get(cfg, "proxy", "max_connections", v, sizeof(v))) {
+        return;
+    }
+    max_connections = atoi(v);
+    want = (rlim_t)max_connections * 2 + 64;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) {
         return;
     }
@@ -114,10 +100,10 @@ raise_nofile(int max_connections)
                       ? want
                       : rl.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want) {
-        log_warn("open files limited to %llu; max_connections = %d may "
-                 "need %llu",
-                 (unsigned long long)rl.rlim_cur, max_connections,
-                 (unsigned long long)want);
+        say(d, TM_LOG_WARN,
+            "open files limited to %llu; max_connections = %d may need %llu",
+            (unsigned long long)rl.rlim_cur, max_connections,
+            (unsigned long long)want);
     }
 }
 
@@ -132,14 +118,6 @@ usage(FILE *f)
                "  -h, --help         this text\n");
 }
 
-struct daemon_state {
-    const char *file;
-    struct event_base *base;
-    struct tm_proxy *px;
-    int drain_ms;
-    bool stopping;
-};
-
 static void
 drained(void *arg)
 {
@@ -152,32 +130,31 @@ drained(void *arg)
 static void
 reload(struct daemon_state *d)
 {
-    struct cfg_errors errs = {0};
-    struct tm_config *cfg = calloc(1, sizeof(*cfg));
-    int level;
+    struct tm_config *cfg =
+        tm_config_load(d->file, environ, errbuf, sizeof(errbuf));
+    struct daemon_state old = *d;
+    size_t n = 1;
 
     if (cfg == NULL) {
-        log_error("reload refused: out of memory");
-        return;
-    }
-    if (!cfg_load(cfg, d->file, environ, &errs)) {
-        log_error("reload refused, the old configuration stays: %zu "
-                  "problem%s in %s",
-                  errs.n, errs.n == 1 ? "" : "s", d->file);
-        for (size_t i = 0; i < errs.n; i++) {
-            log_error("reload: %s", errs.msgs[i]);
+        for (const char *p = errbuf; (p = strchr(p, '\n')) != NULL; p++) {
+            n++;
         }
-        cfg_errors_free(&errs);
-        cfg_free(cfg);
-        free(cfg);
+        say(d, TM_LOG_ERROR,
+            "reload refused, the old configuration stays: %zu problem%s in "
+            "%s",
+            n, n == 1 ? "" : "s", d->file);
+        for (char *line = strtok(errbuf, "\n"); line != NULL;
+             line = strtok(NULL, "\n")) {
+            say(d, TM_LOG_ERROR, "reload: %s", line);
+        }
         return;
     }
-    cfg_errors_free(&errs);
-    level = log_level_parse(cfg->proxy.log_level);
-    log_set_sink(cfg->proxy.log_json ? log_json : log_text, NULL,
-                 level < 0 ? LOG_INFO : level);
-    d->drain_ms = cfg->proxy.drain_timeout_ms;
-    tm_proxy_reload(d->px, cfg);
+    /* The proxy's lines about this reload come in the new format; a
+     * refused configuration gives the old settings back. */
+    read_settings(d, cfg);
+    if (!tm_proxy_reload(d->px, cfg)) {
+        *d = old;
+    }
 }
 
 static void
@@ -191,13 +168,14 @@ on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     if (d->stopping) {
-        log_warn("second stop signal: exiting now");
+        say(d, TM_LOG_WARN, "second stop signal: exiting now");
         event_base_loopexit(d->base, NULL);
         return;
     }
     d->stopping = true;
-    log_info("signal %d: draining (up to %d ms)", (int)sig, d->drain_ms);
-    tm_proxy_shutdown(d->px, d->drain_ms, drained, d);
+    say(d, TM_LOG_INFO, "signal %d: draining (up to %d ms)", (int)sig,
+        d->drain_ms);
+    tm_proxy_drain(d->px, -1, drained, d);
 }
 
 int
@@ -211,13 +189,13 @@ main(int argc, char **argv)
     };
     const char *file = NULL;
     bool check = false;
-    struct tm_config cfg;
-    struct cfg_errors errs = {0};
+    struct tm_config *cfg;
     struct daemon_state d = {0};
+    struct tm_options opts = {daemon_log, &d, TM_LOG_FROM_CONFIG};
     struct event *sigs[3];
     const int signos[3] = {SIGTERM, SIGINT, SIGHUP};
     char err[512];
-    int opt, level;
+    int opt;
 
     while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
         switch (opt) {
@@ -239,42 +217,34 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (!cfg_load(&cfg, file, environ, &errs)) {
-        for (size_t i = 0; i < errs.n; i++) {
-            fprintf(stderr, "%s\n", errs.msgs[i]);
-        }
-        cfg_errors_free(&errs);
-        cfg_free(&cfg);
+    cfg = tm_config_load(file, environ, errbuf, sizeof(errbuf));
+    if (cfg == NULL) {
+        fprintf(stderr, "%s\n", errbuf);
         return 1;
     }
-    cfg_errors_free(&errs);
     if (check) {
         fprintf(stderr, "%s: ok\n", file);
-        cfg_free(&cfg);
+        tm_config_free(cfg);
         return 0;
     }
-    level = log_level_parse(cfg.proxy.log_level);
-    log_set_sink(cfg.proxy.log_json ? log_json : log_text, NULL,
-                 level < 0 ? LOG_INFO : level);
-    if (cfg.env_links != NULL) {
-        log_info("env: ignored as Kubernetes service links: %s", cfg.env_links);
+    read_settings(&d, cfg);
+    raise_nofile(&d, cfg);
+    /* Memory a burst of connections took can then go back. */
+    if (!tm_event_memory_install()) {
+        fprintf(stderr, "tidemark: libevent's small allocations stay in "
+                        "the heap (no address space for their region)\n");
     }
-    signal(SIGPIPE, SIG_IGN);
-    raise_nofile(cfg.proxy.max_connections);
-
-    d.drain_ms = cfg.proxy.drain_timeout_ms;
     d.file = file;
     d.base = event_base_new();
     if (d.base == NULL) {
         fprintf(stderr, "tidemark: cannot create the event loop\n");
-        cfg_free(&cfg);
+        tm_config_free(cfg);
         return 1;
     }
-    d.px = tm_proxy_new(d.base, &cfg, err, sizeof(err));
+    d.px = tm_proxy_new(d.base, cfg, &opts, err, sizeof(err));
     if (d.px == NULL) {
-        log_error("cannot start: %s", err);
+        say(&d, TM_LOG_ERROR, "cannot start: %s", err);
         event_base_free(d.base);
-        cfg_free(&cfg);
         return 1;
     }
     for (int i = 0; i < 3; i++) {
@@ -287,7 +257,6 @@ main(int argc, char **argv)
     }
     tm_proxy_free(d.px);
     event_base_free(d.base);
-    cfg_free(&cfg);
-    log_info("stopped");
+    say(&d, TM_LOG_INFO, "stopped");
     return 0;
 }

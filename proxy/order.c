@@ -35,6 +35,7 @@ struct gate {
 
 struct order {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct gate **table;
     size_t nbuckets; /* power of two */
     size_t ngates;
@@ -63,6 +64,7 @@ order_new(struct event_base *base)
         return NULL;
     }
     o->base = base;
+    o->log = log_current();
     o->nbuckets = 1024;
     o->table = calloc(o->nbuckets, sizeof(*o->table));
     if (o->table == NULL) {
@@ -272,6 +274,7 @@ slot_finish(struct order_slot *s)
 static void
 grace_done(evutil_socket_t fd, short what, void *arg)
 {
+    lib_enter(((struct order_slot *)arg)->order->log);
     (void)fd;
     (void)what;
     slot_finish(arg);
@@ -314,6 +317,7 @@ hold_done(evutil_socket_t fd, short what, void *arg)
 {
     struct order *o = arg;
 
+    lib_enter(o->log);
     (void)fd;
     (void)what;
     event_free(o->hold);

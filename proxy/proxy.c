@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -26,11 +27,12 @@
 
 /* After a burst of connections has gone (the count fell by 1024 or more
  * to a quarter of its peak), give the freed memory back to the system:
- * glibc keeps freed heap pages that small live allocations (libevent
- * keeps a slot per descriptor ever used) pin between them, and only
- * trims the top of the heap by itself. A second later, because libevent
- * frees a closed bufferevent's buffers in its own later callbacks.
- * Measured with make bench-conns. */
+ * glibc only trims the top of the heap by itself, and keeps freed pages
+ * below a live allocation. (libevent's slot per descriptor ever used
+ * would pin one page per connection; the daemon keeps those out of the
+ * heap, evmem.h.) A second later, because libevent frees a closed
+ * bufferevent's buffers in its own later callbacks. Measured with make
+ * bench-conns. */
 static void
 trim_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -38,6 +40,7 @@ trim_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    lib_enter(&px->log);
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
@@ -64,6 +67,7 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    lib_enter(&px->log);
     client_reap(px);
     give_back_memory(px);
     if (px->draining && px->nclients == 0 && px->drain_done != NULL) {
@@ -76,9 +80,12 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 static void
 flusher_cb(evutil_socket_t fd, short what, void *arg)
 {
+    struct tm_proxy *px = arg;
+
     (void)fd;
     (void)what;
-    client_flush_all(arg);
+    lib_enter(&px->log);
+    client_flush_all(px);
 }
 
 static void
@@ -90,6 +97,7 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     (void)l;
     (void)sa;
     (void)socklen;
+    lib_enter(&px->log);
     if (px->nclients >= (size_t)px->cfg->proxy.max_connections &&
         !client_evict_idle(px)) {
         /* Every connection is busy with a request: refuse at once, a
@@ -108,10 +116,11 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 static void
 accept_error_cb(struct evconnlistener *l, void *arg)
 {
+    struct tm_proxy *px = arg;
     int err = EVUTIL_SOCKET_ERROR();
 
     (void)l;
-    (void)arg;
+    lib_enter(&px->log);
     log_error("accept: %s", evutil_socket_error_to_string(err));
 }
 
@@ -123,8 +132,18 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
     struct sockaddr_storage ss;
     int sslen = sizeof(ss);
     struct evconnlistener *l;
+    char host[256];
+    size_t n = strlen(addr);
 
-    if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &sslen) != 0) {
+    /* libevent refuses port 0 written out; without a port it is 0, and the
+     * system picks one. */
+    if (n > 2 && n < sizeof(host) && strcmp(addr + n - 2, ":0") == 0) {
+        snprintf(host, sizeof(host), "%.*s", (int)(n - 2), addr);
+    } else {
+        snprintf(host, sizeof(host), "%s", addr);
+    }
+    if (evutil_parse_sockaddr_port(host, (struct sockaddr *)&ss, &sslen) != 0) {
+
         snprintf(err, errlen, "cannot parse listen address %s", addr);
         return NULL;
     }
@@ -146,8 +165,7 @@ gen_free(struct gen *g)
     }
     free(g->pools);
     if (g->owned) {
-        cfg_free(g->cfg);
-        free(g->cfg);
+        tm_config_free(g->cfg);
     }
     free(g);
 }
@@ -236,8 +254,32 @@ set_limits(struct tm_proxy *px, const struct tm_config *cfg)
     px->limits.max_uri = (size_t)cfg->proxy.max_uri;
 }
 
-void
+/* The level the proxy's logger formats under cfg, when it follows the
+ * configuration. */
+static void
+follow_level(struct tm_proxy *px, const struct tm_config *cfg)
+{
+    int level = tm_log_level_parse(cfg->proxy.log_level);
+
+    if (px->log_from_cfg && px->log.fn != NULL) {
+        px->log.level = level < 0 ? TM_LOG_INFO : level;
+    }
+}
+
+static bool reload(struct tm_proxy *px, struct tm_config *cfg);
+
+bool
 tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
+{
+    const struct tm_log *prev = lib_enter(&px->log);
+    bool ok = reload(px, cfg);
+
+    lib_leave(prev);
+    return ok;
+}
+
+static bool
+reload(struct tm_proxy *px, struct tm_config *cfg)
 {
     char err[256];
     size_t kept = 0;
@@ -258,9 +300,8 @@ tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
     }
     if (g == NULL) {
         log_error("reload refused, the old configuration stays: %s", err);
-        cfg_free(cfg);
-        free(cfg);
-        return;
+        tm_config_free(cfg);
+        return false;
     }
     /* The old generation lives on while requests started under it run. */
     px->gen->next = px->retired;
@@ -270,10 +311,12 @@ tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
     px->pools = g->pools;
     set_limits(px, cfg);
     gen_drop(px, px->retired);
+    follow_level(px, cfg);
     log_info("reloaded: %zu routes, %zu upstreams; %zu changed key%s wait%s "
              "for a restart",
              cfg->nroutes, cfg->nupstreams, kept, kept == 1 ? "" : "s",
              kept == 1 ? "s" : "");
+    return true;
 }
 
 /* After a start, the writes the previous process forwarded may still
@@ -300,19 +343,55 @@ start_hold(struct tm_proxy *px, char *err, size_t errlen)
     return true;
 }
 
+static bool start(struct tm_proxy *px, char *err, size_t errlen);
+
 struct tm_proxy *
-tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
-             size_t errlen)
+tm_proxy_new(struct event_base *base, struct tm_config *cfg,
+             const struct tm_options *opts, char *err, size_t errlen)
 {
     struct tm_proxy *px = calloc(1, sizeof(*px));
-    const struct store_ops *sops;
+    const struct tm_log *prev;
+    bool ok;
 
-    if (px == NULL) {
-        snprintf(err, errlen, "out of memory");
+    if (cfg == NULL || px == NULL) {
+        snprintf(err, errlen,
+                 cfg == NULL ? "no configuration" : "out of memory");
+        free(px);
+        tm_config_free(cfg);
         return NULL;
     }
+
     px->base = base;
+    px->first = cfg;
+    px->log.level = -1;
+    if (opts != NULL && opts->log != NULL) {
+        px->log.fn = opts->log;
+        px->log.arg = opts->log_arg;
+        px->log.level =
+            opts->log_level > TM_LOG_DEBUG ? TM_LOG_DEBUG : opts->log_level;
+        px->log_from_cfg = opts->log_level < 0;
+    }
+    follow_level(px, cfg);
+    prev = lib_enter(&px->log);
+    ok = start(px, err, errlen);
+    lib_leave(prev);
+    if (!ok) {
+        tm_proxy_free(px);
+        return NULL;
+    }
+    return px;
+}
+
+/* The body of tm_proxy_new, with px's logger current. */
+static bool
+start(struct tm_proxy *px, char *err, size_t errlen)
+{
+    struct event_base *base = px->base;
+    const struct tm_config *cfg = px->first;
+    const struct store_ops *sops;
+
     px->cfg = cfg;
+
     px->tokens = &cfg->tokens;
     set_limits(px, cfg);
     px->scratch = malloc(sizeof(*px->scratch));
@@ -326,64 +405,94 @@ tm_proxy_new(struct event_base *base, const struct tm_config *cfg, char *err,
         px->scratch_resp == NULL || px->reaper == NULL || px->flusher == NULL ||
         px->trimmer == NULL || px->order == NULL) {
         snprintf(err, errlen, "out of memory");
-        goto fail;
+        return false;
     }
-    /* The first configuration stays the caller's. */
-    px->gen = gen_new(base, (struct tm_config *)cfg, false, err, errlen);
+    if (cfg->env_links != NULL) {
+        log_info("env: ignored as Kubernetes service links: %s",
+                 cfg->env_links);
+    }
+    /* The first configuration lives as long as the proxy (px->first). */
+    px->gen = gen_new(base, px->first, false, err, errlen);
     if (px->gen == NULL) {
-        goto fail;
+        return false;
     }
     px->pools = px->gen->pools;
     sops = store_find(cfg->store.type);
     if (sops == NULL) {
         snprintf(err, errlen, "store type %s is not available",
                  cfg->store.type);
-        goto fail;
+        return false;
     }
     px->fence = fence_open(base, sops, &cfg->store, px->metrics, err, errlen);
     if (px->fence == NULL) {
-        goto fail;
+        return false;
     }
     px->listener =
         proxy_listen(base, cfg->proxy.listen, accept_cb, px, err, errlen);
     if (px->listener == NULL) {
-        goto fail;
+        return false;
     }
     evconnlistener_set_error_cb(px->listener, accept_error_cb);
     if (cfg->admin.listen != NULL && cfg->admin.listen[0] != '\0') {
         px->adm = adm_new(px, err, errlen);
         if (px->adm == NULL) {
-            goto fail;
+            return false;
         }
     }
     if (!start_hold(px, err, errlen)) {
-        goto fail;
+        return false;
     }
     log_info("listening on %s (store %s, %zu routes)", cfg->proxy.listen,
              cfg->store.type, cfg->nroutes);
-    return px;
-fail:
-    tm_proxy_free(px);
-    return NULL;
+    return true;
+}
+
+int
+tm_proxy_port(const struct tm_proxy *px)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (px->listener == NULL ||
+        getsockname(evconnlistener_get_fd(px->listener), (struct sockaddr *)&ss,
+                    &len) != 0) {
+        return 0;
+    }
+    if (ss.ss_family == AF_INET6) {
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
 static void
 drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
+
 {
     struct tm_proxy *px = arg;
 
     (void)fd;
     (void)what;
+    lib_enter(&px->log);
     log_warn("drain timeout: closing %zu connections still open", px->nclients);
     client_close_idle(px, true);
 }
 
 void
-tm_proxy_shutdown(struct tm_proxy *px, int drain_ms, void (*done)(void *arg),
-                  void *arg)
+tm_proxy_drain(struct tm_proxy *px, int timeout_ms, void (*done)(void *arg),
+               void *arg)
 {
-    struct timeval tv = {drain_ms / 1000, (drain_ms % 1000) * 1000};
+    const struct tm_log *prev;
+    struct timeval tv;
 
+    if (px->draining) {
+        return;
+    }
+    prev = lib_enter(&px->log);
+    if (timeout_ms < 0) {
+        timeout_ms = px->cfg->proxy.drain_timeout_ms;
+    }
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
     px->draining = true;
     px->drain_done = done;
     px->drain_arg = arg;
@@ -398,14 +507,18 @@ tm_proxy_shutdown(struct tm_proxy *px, int drain_ms, void (*done)(void *arg),
         evtimer_add(px->drain_timer, &tv);
     }
     event_active(px->reaper, EV_TIMEOUT, 1);
+    lib_leave(prev);
 }
 
 void
 tm_proxy_free(struct tm_proxy *px)
 {
+    const struct tm_log *prev;
+
     if (px == NULL) {
         return;
     }
+    prev = lib_enter(&px->log);
     if (px->listener != NULL) {
         evconnlistener_free(px->listener);
     }
@@ -440,5 +553,7 @@ tm_proxy_free(struct tm_proxy *px)
     }
     free(px->scratch);
     free(px->scratch_resp);
+    tm_config_free(px->first);
     free(px);
+    lib_leave(prev == &px->log ? NULL : prev);
 }

@@ -9,6 +9,7 @@
 
 #include "../conf/cfg.h"
 #include "http_parse.h"
+#include "log.h"
 #include "recent.h"
 
 struct event_base;
@@ -51,6 +52,10 @@ struct gen {
 
 struct tm_proxy {
     struct event_base *base;
+    struct tm_log log; /* this proxy's sink and level: lib_enter(&px->log) */
+    bool log_from_cfg; /* the level follows [proxy] log_level */
+    struct tm_config *first;     /* the configuration it started with: kept to
+                                  * the end, restart-only parts point into it */
     const struct tm_config *cfg; /* gen->cfg: the current configuration */
     struct gen *gen;             /* current */
     struct gen *retired;

@@ -1,38 +1,158 @@
-/* tidemark.h: the public interface of libtidemark. A program with its
- * own libevent loop embeds the fencing proxy through these calls. The
- * library never exits, never installs signal handlers and logs only
- * through the sink set with log_set_sink (log.h). */
+/* tidemark.h: the public interface of libtidemark, the fencing proxy as a
+ * library. A program with its own libevent loop embeds tidemark through
+ * these calls alone: load or build a configuration, start a proxy on its
+ * event_base, reload, drain, free. Build with
+ * `pkg-config --cflags --libs tidemark`.
+ *
+ * The library never exits, never installs signal handlers and logs only
+ * through the sink each proxy is given. Every call, and every callback the
+ * library runs, happens on the thread that runs the proxy's event_base.
+ *
+ * SIGPIPE: a peer that resets while the library writes to it must not
+ * kill the program. The library's own writes use MSG_NOSIGNAL; the writes
+ * libevent, OpenSSL and hiredis make on its behalf cannot, so the first
+ * time the library runs on a thread it blocks SIGPIPE in that thread's
+ * signal mask (pthread_sigmask) and leaves it blocked: a write to a
+ * broken pipe or socket on that thread then fails with EPIPE. The
+ * process's signal dispositions are not touched. A process started from
+ * that thread inherits the mask across exec; unblock SIGPIPE in the child
+ * (posix_spawnattr_setsigmask) when it matters. */
 #ifndef TIDEMARK_H
 #define TIDEMARK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TM_API __attribute__((visibility("default")))
+#define TM_MUST_USE __attribute__((warn_unused_result))
+#else
+#define TM_API
+#define TM_MUST_USE
+#endif
+
 struct event_base;
 struct tm_config;
 struct tm_proxy;
 
-/* Build a proxy for cfg on base: open the store, resolve upstreams, bind
- * the listeners. cfg must outlive the proxy. NULL on failure, with the
- * reason in err. */
-struct tm_proxy *tm_proxy_new(struct event_base *base,
-                              const struct tm_config *cfg, char *err,
-                              size_t errlen);
+/* ---- configuration ---------------------------------------------------- */
 
-/* Apply a new configuration (taken: the proxy frees it with cfg_free and
- * free once no request uses it). Routes, upstreams, limits and modes take
- * effect for new requests; requests under way finish under the old one.
- * Keys that need a restart (listen addresses, the store, the lock service,
- * the token key, cache size) keep their old values and are logged. */
-void tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg);
+/* Read the INI file at path, then apply the TIDEMARK_<SECTION>_<KEY>
+ * overrides found in envp (NULL-terminated "NAME=value" strings, such as
+ * environ; NULL: none). Returns a configuration to give to tm_proxy_new or
+ * tm_proxy_reload, or to free with tm_config_free; NULL when the file has
+ * a problem, with every problem in err as a line "FILE:LINE: message"
+ * (lines separated by '\n', cut at errlen). */
+TM_API struct tm_config *tm_config_load(const char *path, char *const *envp,
+                                        char *err, size_t errlen) TM_MUST_USE;
 
-/* Begin a graceful stop: stop accepting, let in-flight requests finish
- * (closing what is left after drain_ms), commit pending raises. done is
- * called once, on the loop, when nothing is left; then tm_proxy_free. */
-void tm_proxy_shutdown(struct tm_proxy *px, int drain_ms,
-                       void (*done)(void *arg), void *arg);
+/* As tm_config_load, from the INI text in text (NUL-terminated); name
+ * stands for the file name in messages. */
+TM_API struct tm_config *tm_config_from_string(const char *name,
+                                               const char *text,
+                                               char *const *envp, char *err,
+                                               size_t errlen) TM_MUST_USE;
 
-/* Release everything. Pending store callbacks run first. */
-void tm_proxy_free(struct tm_proxy *px);
+/* The value of [section] key in cfg as a file would write it ("2000",
+ * "yes", "info"; "(secret)" for a password), into buf. false when there is
+ * no such key in a section without a name ([proxy], [admin], [store],
+ * [locks], [tokens]). */
+TM_API bool tm_config_get(const struct tm_config *cfg, const char *section,
+                          const char *key, char *buf, size_t len);
+
+/* Release a configuration no proxy has taken. NULL is fine. */
+TM_API void tm_config_free(struct tm_config *cfg);
+
+/* ---- logging ----------------------------------------------------------- */
+
+enum tm_log_level {
+    TM_LOG_ERROR = 0,
+    TM_LOG_WARN,
+    TM_LOG_INFO,
+    TM_LOG_DEBUG,
+};
+
+/* tm_options.log_level: follow the configuration's [proxy] log_level, at
+ * start and at each reload. */
+#define TM_LOG_FROM_CONFIG (-1)
+
+/* "error", "warn", "info", "debug" to a level; -1 when unknown. */
+TM_API int tm_log_level_parse(const char *name);
+/* The name of a level ("info"). */
+TM_API const char *tm_log_level_name(enum tm_log_level level);
+
+/* Ready-made sinks for tm_options.log (arg unused): one line per message
+ * on stderr with a UTC timestamp, as text ("2025-01-31T12:00:00.000Z info
+ * msg") or as a JSON object (ts, level, msg, and each key=value word of
+ * msg as a field of its own). */
+TM_API void tm_log_stderr_text(void *arg, enum tm_log_level level,
+                               const char *msg);
+TM_API void tm_log_stderr_json(void *arg, enum tm_log_level level,
+                               const char *msg);
+
+/* ---- the proxy ---------------------------------------------------------- */
+
+struct tm_options {
+    /* Where this proxy's log lines go (one message, no newline); NULL:
+     * nothing is logged. Called on the loop's thread. */
+    void (*log)(void *arg, enum tm_log_level level, const char *msg);
+    void *log_arg;
+    /* The most verbose level formatted (TM_LOG_ERROR..TM_LOG_DEBUG), or
+     * TM_LOG_FROM_CONFIG. Lines above it cost nothing. */
+    int log_level;
+};
+
+/* Start a proxy for cfg on base: open the store, resolve the upstreams,
+ * listen. Takes cfg, also on failure. opts may be NULL (no logging); it
+ * is copied. NULL on failure, with the reason in err. Nothing runs until
+ * the caller runs base. */
+TM_API struct tm_proxy *tm_proxy_new(struct event_base *base,
+                                     struct tm_config *cfg,
+                                     const struct tm_options *opts, char *err,
+                                     size_t errlen) TM_MUST_USE;
+
+/* The TCP port the proxy listens on, as bound (listen = 127.0.0.1:0 lets
+ * the system pick one); 0 when it does not listen any more (draining). */
+TM_API int tm_proxy_port(const struct tm_proxy *px);
+
+/* Apply a new configuration, whole or not at all; takes cfg. Routes,
+ * upstreams, limits and modes apply to new requests; requests under way
+ * finish under the configuration they started with. Keys that need a
+ * restart (listen addresses, the store, the lock service, the token key,
+ * cache size) keep their running values, each logged. false when refused
+ * (logged, with why): the running configuration stays. */
+TM_API bool tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg);
+
+/* Begin a graceful stop: stop accepting, let requests under way finish,
+ * closing what is left after timeout_ms (negative: the configuration's
+ * [proxy] drain_timeout_ms). done(arg) is called once, from the loop, when
+ * no connection is left; then call tm_proxy_free. done may be NULL. */
+TM_API void tm_proxy_drain(struct tm_proxy *px, int timeout_ms,
+                           void (*done)(void *arg), void *arg);
+
+/* Close every connection and release the proxy and its configurations.
+ * Callbacks of store operations still pending run first. Call from the
+ * loop's thread but not from within done or a log sink: for example once
+ * done has stopped the loop. NULL is fine. */
+TM_API void tm_proxy_free(struct tm_proxy *px);
+
+/* ---- process-wide, optional ---------------------------------------------- */
+
+/* Give libevent's smallest allocations (among them a slot per descriptor
+ * number, which it keeps until its loop ends) a memory region of their
+ * own, so that the memory a burst of connections took can go back to the
+ * system once they have gone: otherwise those slots pin the heap pages
+ * around them. Process-wide (event_set_mem_functions): call it once,
+ * before any other libevent call, or not at all. false when the region
+ * cannot be reserved; nothing changed then. */
+TM_API bool tm_event_memory_install(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -51,6 +51,7 @@ struct up_conn {
 
 struct up_pool {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     const struct cfg_upstream *cfg;
     SSL_CTX *tls;         /* https upstreams */
     SSL_SESSION *session; /* the last one, resumed by new connections */
@@ -171,6 +172,7 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
         return NULL;
     }
     p->base = base;
+    p->log = log_current();
     p->cfg = cfg;
     snprintf(p->who, sizeof(p->who), "upstream %s", cfg->name);
     if (cfg->tls && !tls_setup(p, err, errlen)) {
@@ -234,6 +236,7 @@ up_pool_free(struct up_pool *p)
 static void
 idle_read_cb(struct bufferevent *bev, void *arg)
 {
+    lib_enter(((struct up_conn *)arg)->pool->log);
     (void)bev;
     conn_free(arg);
 }
@@ -241,6 +244,7 @@ idle_read_cb(struct bufferevent *bev, void *arg)
 static void
 idle_event_cb(struct bufferevent *bev, short what, void *arg)
 {
+    lib_enter(((struct up_conn *)arg)->pool->log);
     (void)bev;
     (void)what;
     conn_free(arg);
@@ -305,6 +309,7 @@ handshake_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct up_conn *uc = arg;
 
+    lib_enter(uc->pool->log);
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     if (what & BEV_EVENT_CONNECTED) {
         SSL *ssl = bufferevent_openssl_get_ssl(bev);

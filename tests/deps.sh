@@ -5,7 +5,11 @@ set -eu
 
 # Build: toolchain and libraries. Tests: cmocka, pytest, the servers the
 # integration tests start themselves (nginx and HAProxy also for the
-# differential test). Bench: wrk and nginx. Fuzz: clang. Format:
+# differential test; Apache with mod_dav and nginx's DAV modules as WebDAV
+# backends; node for the S3 server installed from npm below) and the
+# clients they drive (curl, requests, boto3, rclone). Bench: wrk and
+# nginx. Fuzz: clang, and its sanitizer and libFuzzer runtimes
+# (libclang-rt-14-dev, which clang only recommends). Format:
 # clang-format (make format-check). Package:
 # debhelper, build-essential, systemd (systemd-analyze verify). Page:
 # chromium (headless). The Kubernetes example's test: python3-yaml.
@@ -13,8 +17,21 @@ PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
 wrk nginx-light haproxy redis-server postgresql etcd-server clang
-clang-format lmdb-utils debhelper build-essential systemd chromium
-python3-yaml"
+libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
+python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
+python3-boto3 rclone"
+
+# The S3 server of the integration tests (s3rver, pinned with its
+# dependencies in tests/s3/package-lock.json) comes from npm.
+S3DIR="$(cd "$(dirname "$0")" && pwd)/s3"
+
+s3_install() {
+    if [ -f "$S3DIR/node_modules/@20minutes/s3rver/package.json" ]; then
+        return 0
+    fi
+    echo "deps: npm ci in $S3DIR (the S3 server for the tests)"
+    (cd "$S3DIR" && npm ci --no-audit --no-fund --loglevel=error)
+}
 
 POLICY=/usr/sbin/policy-rc.d
 
@@ -25,8 +42,14 @@ for p in $PKGS; do
         missing="$missing $p"
     fi
 done
+# npm: Debian's package, unless the nodejs installed brings its own (a
+# nodejs from elsewhere conflicts with Debian's npm).
+if ! command -v npm >/dev/null 2>&1; then
+    missing="$missing npm"
+fi
 if [ -z "$missing" ]; then
     echo "deps: all packages present"
+    s3_install
     exit 0
 fi
 echo "deps: missing:$missing"
@@ -40,9 +63,9 @@ else
     exit 1
 fi
 
-# The tests start their own nginx, HAProxy, Redis, Postgres and etcd on
-# loopback ports; the packaged services must not start (and hold the default
-# ports) just because they were installed. policy-rc.d exiting 101 tells
+# The tests start their own nginx, Apache, HAProxy, Redis, Postgres and
+# etcd on loopback ports; the packaged services must not start (and hold the
+# default ports) just because they were installed. policy-rc.d exiting 101 tells
 # invoke-rc.d and deb-systemd-invoke not to start anything. Only a file we
 # created is removed afterwards.
 created_policy=""
@@ -85,6 +108,7 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     for p in $missing; do
         case "$p" in
             nginx-light) unit=nginx ;;
+            apache2) unit=apache2 ;;
             haproxy) unit=haproxy ;;
             redis-server) unit=redis-server ;;
             postgresql) unit=postgresql ;;
@@ -96,3 +120,4 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
 fi
 
 echo "deps: installed:$missing"
+s3_install

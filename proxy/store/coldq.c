@@ -8,6 +8,7 @@
 
 #include <event2/event.h>
 
+#include "../log.h"
 #include "../queue.h"
 
 #define COLDQ_MAX 65536
@@ -25,6 +26,7 @@ struct parked_list {
 
 struct coldq {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     int timeout_ms;
     bool up;
     bool full_logged;
@@ -76,6 +78,7 @@ on_expire(evutil_socket_t fd, short what, void *arg)
     struct coldq *q = arg;
     int64_t now = now_ms();
 
+    lib_enter(q->log);
     (void)fd;
     (void)what;
     while (q->list.head != NULL && q->list.head->until <= now) {
@@ -90,6 +93,7 @@ on_run(evutil_socket_t fd, short what, void *arg)
     struct coldq *q = arg;
     size_t n = q->list.n;
 
+    lib_enter(q->log);
     (void)fd;
     (void)what;
     /* Only those parked before: a call made again may not park anew
@@ -109,6 +113,7 @@ coldq_new(struct event_base *base, int timeout_ms)
         return NULL;
     }
     q->base = base;
+    q->log = log_current();
     q->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
     q->expire_ev = evtimer_new(base, on_expire, q);
     q->run_ev = event_new(base, -1, 0, on_run, q);

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../log.h"
+
 /*
  * The loop thread submits jobs to pending and, once per loop turn, arms
  * kick_ev; when the turn has run its callbacks, on_kick sets go and
@@ -29,6 +31,7 @@ struct lmdb_worker {
     const struct lmdb_worker_ops *ops;
     void *arg;
     const char *who;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
 
     /* Loop thread only. */
     struct event *done_ev;         /* efd readable, or activated for local */
@@ -155,6 +158,7 @@ on_done(evutil_socket_t fd, short what, void *arg)
     uint64_t n;
     ssize_t got;
 
+    lib_enter(((struct lmdb_worker *)arg)->log);
     (void)what;
     /* Reset the counter before taking the queue, so that a wake-up sent
      * after the take is not lost. EAGAIN: activated for local answers. */
@@ -168,6 +172,7 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 {
     struct lmdb_worker *w = arg;
 
+    lib_enter(w->log);
     (void)fd;
     (void)what;
     w->kick_armed = false;
@@ -230,6 +235,7 @@ lmdb_worker_new(struct event_base *base, const struct lmdb_worker_ops *ops,
     w->ops = ops;
     w->arg = arg;
     w->who = who;
+    w->log = log_current();
     w->efd = -1;
     atomic_init(&w->failed, false);
     if (!sync_init(w)) {

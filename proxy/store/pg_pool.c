@@ -42,6 +42,7 @@ struct pg_conn {
 
 struct pg_pool {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     char *dsn;
     const char *what;
     int npool;
@@ -360,6 +361,7 @@ on_conn_event(evutil_socket_t fd, short what, void *arg)
 {
     struct pg_conn *c = arg;
 
+    lib_enter(c->s->log);
     (void)fd;
     if (c->state == PC_CONNECTING) {
         connect_poll(c);
@@ -380,6 +382,7 @@ on_conn_timer(evutil_socket_t fd, short what, void *arg)
     struct pg_conn *c = arg;
     char msg[128];
 
+    lib_enter(c->s->log);
     (void)fd;
     (void)what;
     switch (c->state) {
@@ -476,6 +479,7 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 {
     struct pg_pool *s = arg;
 
+    lib_enter(s->log);
     (void)fd;
     (void)what;
     s->kick_armed = false;
@@ -554,6 +558,7 @@ pg_pool_new(struct event_base *base, const char *dsn, const char *what,
         return NULL;
     }
     s->base = base;
+    s->log = log_current();
     s->what = what;
     s->npool = npool > 0 ? npool : 2;
     s->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;

@@ -23,6 +23,7 @@
 
 struct redis_conn {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     char *host;
     int port;
     int db;
@@ -167,6 +168,7 @@ on_watch(evutil_socket_t fd, short what, void *arg)
     /* A connect has its own deadline (connect_ev). */
     bool waiting = c->ac != NULL && !c->dialing && c->ac->replies.head != NULL;
 
+    lib_enter(c->log);
     (void)fd;
     (void)what;
     if (waiting && c->stalled && c->replies == c->watched) {
@@ -191,6 +193,7 @@ on_watch(evutil_socket_t fd, short what, void *arg)
 static void
 on_retry(evutil_socket_t fd, short what, void *arg)
 {
+    lib_enter(((struct redis_conn *)arg)->log);
     (void)fd;
     (void)what;
     connect_now(arg);
@@ -202,6 +205,7 @@ on_connect(const redisAsyncContext *ac, int status)
     struct redis_conn *c = ac->data;
     struct timeval now = {0, 0};
 
+    lib_enter(c->log);
     evtimer_del(c->connect_ev);
     c->dialing = false;
     if (status != REDIS_OK) {
@@ -224,6 +228,7 @@ on_disconnect(const redisAsyncContext *ac, int status)
 {
     struct redis_conn *c = ac->data;
 
+    lib_enter(c->log);
     c->ac = NULL;
     c->loaded = 0;
     c->dialing = false;
@@ -244,6 +249,7 @@ on_setup(redisAsyncContext *ac, void *reply, void *priv)
     redisReply *rep = reply;
     struct redis_conn *c = ac->data;
 
+    lib_enter(c->log);
     c->replies++;
     if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
         log_error("redis: %s: %s failed: %s", c->peer, (const char *)priv,
@@ -258,6 +264,7 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
     struct redis_conn *c = ac->data;
     size_t i = (size_t)(uintptr_t)priv;
 
+    lib_enter(c->log);
     c->replies++;
     if (rep == NULL) {
         return; /* disconnected */
@@ -298,6 +305,7 @@ on_appendfsync(redisAsyncContext *ac, void *reply, void *priv)
     redisReply *rep = reply;
     struct redis_conn *c = ac->data;
 
+    lib_enter(c->log);
     (void)priv;
     c->replies++;
     if (rep == NULL) {
@@ -358,6 +366,7 @@ on_connect_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct redis_conn *c = arg;
 
+    lib_enter(c->log);
     (void)fd;
     (void)what;
     if (c->ac != NULL) {
@@ -458,6 +467,7 @@ on_eval(redisAsyncContext *ac, void *reply, void *priv)
     struct redis_conn *c = e->c;
     redisReply *rep = reply;
 
+    lib_enter(c->log);
     (void)ac;
     c->replies++;
     if (rep != NULL && rep->type == REDIS_REPLY_ERROR && !e->retried &&
@@ -635,6 +645,7 @@ redis_conn_new(struct event_base *base, const char *url, const char *what,
         return NULL;
     }
     c->base = base;
+    c->log = log_current();
     c->what = what;
     c->scripts = scripts;
     c->nscripts = nscripts;

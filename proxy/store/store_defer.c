@@ -22,6 +22,7 @@ struct defer_item {
 
 struct store_defer {
     struct event *ev;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct defer_item *head;
     struct defer_item **tail;
 };
@@ -49,6 +50,7 @@ run_all(struct store_defer *d)
 static void
 on_defer(evutil_socket_t fd, short what, void *arg)
 {
+    lib_enter(((struct store_defer *)arg)->log);
     (void)fd;
     (void)what;
     run_all(arg);
@@ -63,6 +65,7 @@ store_defer_new(struct event_base *base)
         return NULL;
     }
     d->tail = &d->head;
+    d->log = log_current();
     d->ev = event_new(base, -1, 0, on_defer, d);
     if (d->ev == NULL) {
         free(d);

@@ -80,6 +80,7 @@ struct etcd_slot {
 
 struct etcd_store {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct endpoint *eps;
     int neps;
     int nslots;
@@ -567,6 +568,7 @@ on_response(struct evhttp_request *req, void *arg)
     int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
     bool ok = false;
 
+    lib_enter(s->log);
     if (!sl->busy) {
         return; /* answered already (closing) */
     }
@@ -726,6 +728,7 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 {
     struct etcd_store *s = arg;
 
+    lib_enter(s->log);
     (void)fd;
     (void)what;
     s->kick_armed = false;
@@ -740,6 +743,7 @@ on_probe(struct evhttp_request *req, void *arg)
     struct etcd_store *s = arg;
     int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
 
+    lib_enter(s->log);
     s->probing = false;
     if (s->closing) {
         return;
@@ -774,6 +778,7 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
     struct evhttp_connection *conn;
     struct evhttp_request *req;
 
+    lib_enter(s->log);
     (void)fd;
     (void)what;
     if (s->closing || s->probing) {
@@ -1047,6 +1052,7 @@ etcd_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         return NULL;
     }
     s->base = base;
+    s->log = log_current();
     s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
     s->nslots = cfg->pool_size > 0 ? cfg->pool_size : 2;
     if (!parse_endpoints(s, cfg->endpoints, err, errlen)) {

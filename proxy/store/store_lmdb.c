@@ -90,7 +90,7 @@ struct lmdb_req {
  * is only ever called on the loop thread. */
 struct lmdb_log {
     struct lmdb_log *next;
-    enum log_level level;
+    enum tm_log_level level;
     char text[];
 };
 
@@ -143,11 +143,11 @@ list_answer_all(struct lmdb_worker_list *l, enum store_result res)
 
 /* Writer thread: queue a log line for the loop thread. Formats even when
  * the level is off; it only happens on errors. */
-static void wlog(struct lmdb_store *s, enum log_level level, const char *fmt,
+static void wlog(struct lmdb_store *s, enum tm_log_level level, const char *fmt,
                  ...) __attribute__((format(printf, 3, 4)));
 
 static void
-wlog(struct lmdb_store *s, enum log_level level, const char *fmt, ...)
+wlog(struct lmdb_store *s, enum tm_log_level level, const char *fmt, ...)
 {
     char buf[512];
     struct lmdb_log *l;
@@ -212,7 +212,7 @@ log_name_len(size_t len)
 static void
 log_map_full(struct lmdb_store *s, const struct lmdb_req *r, size_t n)
 {
-    wlog(s, LOG_ERROR,
+    wlog(s, TM_LOG_ERROR,
          "lmdb: map full (map_size=%zu): raise of %.*s refused; raise "
          "[store] map_size (%zu raises in this commit refused)",
          s->map_size, log_name_len(r->len), r->name, n);
@@ -354,7 +354,7 @@ static void
 fail_store(struct lmdb_store *s, const char *what, int rc, size_t n)
 {
     lmdb_worker_fail(s->w);
-    wlog(s, LOG_ERROR,
+    wlog(s, TM_LOG_ERROR,
          "lmdb: %s: %s: %s: %zu raises refused; the store is failed and "
          "refuses every raise until tidemark is restarted (accepted marks "
          "are in the journal or the file)",
@@ -388,7 +388,7 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
     }
     rc = read_mark(s->txn, s->dbi, &key, &cur);
     if (rc == EINVAL) {
-        wlog(s, LOG_ERROR,
+        wlog(s, TM_LOG_ERROR,
              "lmdb: %s: the mark of %.*s is not an 8-byte value: %s refused",
              s->path, log_name_len(r->len), r->name, r->get ? "read" : "raise");
         r->res = STORE_ERROR;
@@ -396,7 +396,7 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
         return 0;
     }
     if (rc != 0) {
-        wlog(s, LOG_ERROR,
+        wlog(s, TM_LOG_ERROR,
              "lmdb: %s: reading the mark of %.*s failed: %s: %zu requests "
              "refused",
              s->path, log_name_len(r->len), r->name, mdb_strerror(rc), n);
@@ -414,7 +414,7 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
         return rc;
     }
     if (rc != 0) {
-        wlog(s, LOG_ERROR,
+        wlog(s, TM_LOG_ERROR,
              "lmdb: %s: writing the mark of %.*s failed: %s: %zu raises "
              "refused",
              s->path, log_name_len(r->len), r->name, mdb_strerror(rc), n);

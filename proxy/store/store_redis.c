@@ -77,6 +77,7 @@ struct redis_req {
 
 /* One WAIT: the raises sent since the previous one. */
 struct redis_wait {
+    struct redis_store *s;
     struct redis_req **reqs;
     size_t n;
     size_t cap;
@@ -84,6 +85,7 @@ struct redis_wait {
 
 struct redis_store {
     struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct redis_conn *conn;
     int wait_replicas;
     int wait_ms;
@@ -216,6 +218,7 @@ on_wait(redisAsyncContext *ac, void *reply, void *priv)
     redisReply *rep = reply;
     bool ok = false;
 
+    lib_enter(w->s->log);
     (void)ac;
     if (w->n > 0) {
         struct redis_store *s = w->reqs[0]->s;
@@ -261,6 +264,7 @@ join_wait(struct redis_store *s, struct redis_req *r)
             r->no_wait = true;
             return;
         }
+        w->s = s;
         s->open_wait = w;
         event_active(s->kick_ev, 0, 1);
     }
@@ -288,6 +292,7 @@ on_kick(evutil_socket_t fd, short what, void *arg)
     struct redis_store *s = arg;
     struct redis_wait *w = s->open_wait;
 
+    lib_enter(s->log);
     (void)fd;
     (void)what;
     s->open_wait = NULL;
@@ -389,6 +394,7 @@ on_get(redisAsyncContext *ac, void *reply, void *priv)
     redisReply *rep = reply;
     int64_t mark = 0;
 
+    lib_enter(r->s->log);
     (void)ac;
     redis_conn_replied(r->s->conn);
     if (rep == NULL) {
@@ -469,6 +475,7 @@ redis_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         return NULL;
     }
     s->base = base;
+    s->log = log_current();
     s->wait_replicas = cfg->wait_replicas;
     /* WAIT answers before the core's own timeout, so the log says why. */
     s->wait_ms = cfg->timeout_ms > 4 ? cfg->timeout_ms * 3 / 4 : 1;

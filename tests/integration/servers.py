@@ -1,6 +1,9 @@
-"""Real store servers for the integration tests: Postgres, Redis and etcd,
-each started on free loopback ports in a temporary directory, polled until
-it answers (no fixed sleeps), and stopped in teardown even on failure.
+"""Real servers for the integration tests: the stores (Postgres, Redis,
+etcd) and the backends tidemark fronts (Apache mod_dav, nginx's DAV
+module, the S3 server s3rver), each started on free loopback ports in a
+temporary directory with a configuration written here (never the system's
+packaged one), polled until it answers (no fixed sleeps), and stopped in
+teardown even on failure.
 
 A server can be stopped and started again on the same port and data
 (outages, restarts). Standard library only.
@@ -304,3 +307,250 @@ class Etcd(Server):
 
 
 KINDS = {"redis": Redis, "postgres": Postgres, "etcd": Etcd}
+
+
+# ------------------------------------------------------------- backends
+
+
+def _http_status(port, method="GET", path="/", host="127.0.0.1"):
+    """The status of one request, or None when nothing answers."""
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=1)
+        s.sendall(("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
+                   "\r\n" % (method, path, host)).encode())
+        data = b""
+        while b"\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        parts = data.split(b" ", 2)
+        return int(parts[1]) if len(parts) > 1 else None
+    except (OSError, ValueError):
+        return None
+
+
+def _find(name, dirs=("/usr/sbin", "/sbin")):
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in dirs:
+        p = os.path.join(d, name)
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+class DavServer(Server):
+    """A WebDAV server whose collection /dav/ is the directory self.root
+    + "/dav". Its workers run as www-data when we are root, so the
+    directories they write are given to that user."""
+
+    prefix = "/dav/"
+
+    def __init__(self):
+        super().__init__()
+        self.docroot = os.path.join(self.dir, "root")
+        self.root = os.path.join(self.docroot, "dav")
+        os.makedirs(self.root)
+        self.user = None
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam("www-data")
+            self.user = (pw.pw_name, pw.pw_uid, pw.pw_gid)
+            for d in (self.docroot, self.root):
+                os.chown(d, pw.pw_uid, pw.pw_gid)
+
+    @classmethod
+    def available(cls):
+        """None when this server can run here, else why not."""
+        raise NotImplementedError
+
+    def ready(self):
+        return _http_status(self.port, "GET", self.prefix) == 200
+
+    def path(self, rel):
+        """The file behind /dav/rel on the server's disk."""
+        return os.path.join(self.root, rel)
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+
+APACHE_MODULES = "/usr/lib/apache2/modules"
+
+
+class Apache(DavServer):
+    """Debian's apache2 with mod_dav and mod_dav_fs, event MPM in the
+    foreground (-DFOREGROUND), with our own ServerRoot, PidFile, logs and
+    lock database."""
+
+    name = "apache"
+
+    @classmethod
+    def available(cls):
+        if _find("apache2") is None:
+            return "apache2 is not installed (make deps)"
+        if not os.path.exists(os.path.join(APACHE_MODULES, "mod_dav.so")):
+            return "mod_dav is missing from %s" % APACHE_MODULES
+        return None
+
+    def conf(self):
+        user = ""
+        if self.user is not None:
+            user = "User %s\nGroup %s\n" % (self.user[0], self.user[0])
+        mods = ["mpm_event", "authz_core", "dir", "mime", "autoindex",
+                "dav", "dav_fs"]
+        load = "".join("LoadModule %s_module %s/mod_%s.so\n"
+                       % (m, APACHE_MODULES, m) for m in mods)
+        return (load + user +
+                "ServerRoot %(d)s\n"
+                "ServerName 127.0.0.1\n"
+                "Listen 127.0.0.1:%(port)d\n"
+                "PidFile %(d)s/apache.pid\n"
+                "ErrorLog %(d)s/server.log\n"
+                "LogLevel warn\n"
+                "LogFormat \"%%h %%r %%>s\" tm\n"
+                "CustomLog %(d)s/access.log tm\n"
+                "StartServers 1\nServerLimit 1\nThreadsPerChild 16\n"
+                "MaxRequestWorkers 16\n"
+                "KeepAlive On\n"
+                "TypesConfig /etc/mime.types\n"
+                "DocumentRoot %(docroot)s\n"
+                "DavLockDB %(d)s/davlock/db\n"
+                "<Directory />\n  Require all granted\n"
+                "  Options Indexes\n</Directory>\n"
+                "<Directory %(root)s>\n  Dav On\n</Directory>\n"
+                % {"d": self.dir, "port": self.port,
+                   "docroot": self.docroot, "root": self.root})
+
+    def argv(self):
+        lockdir = os.path.join(self.dir, "davlock")
+        os.makedirs(lockdir, exist_ok=True)
+        if self.user is not None:
+            os.chown(lockdir, self.user[1], self.user[2])
+        conf = os.path.join(self.dir, "apache.conf")
+        with open(conf, "w") as f:
+            f.write(self.conf())
+        return [_find("apache2"), "-d", self.dir, "-f", conf,
+                "-DFOREGROUND"]
+
+    def stop(self, sig=signal.SIGTERM, timeout=30.0):
+        # SIGTERM to the parent stops its children too.
+        super().stop(sig, timeout)
+
+
+NGINX_DAV_EXT = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
+
+
+class NginxDav(DavServer):
+    """Debian's nginx: its own DAV module (PUT DELETE MKCOL COPY MOVE)
+    and the dav-ext module (PROPFIND OPTIONS), with our own prefix, pid
+    and temp paths."""
+
+    name = "nginx-dav"
+
+    @classmethod
+    def available(cls):
+        ng = _find("nginx")
+        if ng is None:
+            return "nginx is not installed (make deps)"
+        v = subprocess.run([ng, "-V"], capture_output=True, text=True)
+        if "--with-http_dav_module" not in v.stderr:
+            return "this nginx has no DAV module"
+        if not os.path.exists(NGINX_DAV_EXT):
+            return "libnginx-mod-http-dav-ext is not installed (make deps)"
+        return None
+
+    def conf(self):
+        user = ""
+        if self.user is not None:
+            user = "user %s;\n" % self.user[0]
+        tmp = os.path.join(self.dir, "tmp")
+        return (
+            "load_module %(ext)s;\n" % {"ext": NGINX_DAV_EXT} + user +
+            "daemon off;\n"
+            "worker_processes 1;\n"
+            "pid %(d)s/nginx.pid;\n"
+            "error_log %(d)s/server.log warn;\n"
+            "events { worker_connections 256; }\n"
+            "http {\n"
+            "  access_log %(d)s/access.log;\n"
+            "  client_body_temp_path %(tmp)s/body;\n"
+            "  proxy_temp_path %(tmp)s/proxy;\n"
+            "  fastcgi_temp_path %(tmp)s/fastcgi;\n"
+            "  uwsgi_temp_path %(tmp)s/uwsgi;\n"
+            "  scgi_temp_path %(tmp)s/scgi;\n"
+            "  server {\n"
+            "    listen 127.0.0.1:%(port)d;\n"
+            "    root %(docroot)s;\n"
+            "    location /dav/ {\n"
+            "      dav_methods PUT DELETE MKCOL COPY MOVE;\n"
+            "      dav_ext_methods PROPFIND OPTIONS;\n"
+            "      create_full_put_path on;\n"
+            "      dav_access user:rw group:rw all:r;\n"
+            "      client_max_body_size 0;\n"
+            "      autoindex on;\n"
+            "    }\n"
+            "  }\n"
+            "}\n" % {"d": self.dir, "tmp": tmp, "port": self.port,
+                      "docroot": self.docroot})
+
+    def argv(self):
+        tmp = os.path.join(self.dir, "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        if self.user is not None:
+            os.chown(tmp, self.user[1], self.user[2])
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(self.conf())
+        return [_find("nginx"), "-p", self.dir + "/", "-c", conf,
+                "-e", os.path.join(self.dir, "server.log")]
+
+    def stop(self, sig=signal.SIGTERM, timeout=30.0):
+        # SIGTERM is nginx's fast shutdown.
+        super().stop(sig, timeout)
+
+
+S3DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "s3")
+
+
+class S3rver(Server):
+    """s3rver (npm, installed into tests/s3 by make deps; serve.js runs
+    its command line): an S3 server on disk that checks AWS signatures,
+    V2 and V4 (the Host, every signed header, the payload hash), with the
+    access key S3RVER and the secret S3RVER. Buckets are path-style; the
+    bucket self.bucket exists from the start."""
+
+    name = "s3rver"
+    access_key = "S3RVER"
+    secret_key = "S3RVER"
+    bucket = "tidemark"
+
+    @classmethod
+    def available(cls):
+        if _find("node") is None:
+            return "node is not installed (make deps)"
+        if not os.path.exists(os.path.join(S3DIR, "node_modules")):
+            return "s3rver is not installed in tests/s3 (make deps)"
+        return None
+
+    def argv(self):
+        data = os.path.join(self.dir, "data")
+        os.makedirs(data, exist_ok=True)
+        return [_find("node"), os.path.join(S3DIR, "serve.js"), "-d", data,
+                "-a", "127.0.0.1", "-p", str(self.port),
+                "--no-vhost-buckets", "--configure-bucket", self.bucket]
+
+    def ready(self):
+        # Any answer from the HTTP server (403: our probe is unsigned).
+        return _http_status(self.port, "GET", "/") is not None
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+
+BACKENDS = {"apache": Apache, "nginx": NginxDav, "s3rver": S3rver}

@@ -217,6 +217,7 @@ test_section_defaults(void **state)
     assert_methods(&r->methods, "PUT POST PATCH DELETE");
     assert_int_equal(r->mode, TM_MODE_CORRECTNESS);
     assert_int_equal(r->verify, TM_VERIFY_NONE);
+    assert_int_equal(r->profile, TM_PROFILE_HTTP);
     assert_false(r->resource_from_header);
     assert_string_equal(r->upstream, "default");
     assert_int_equal(r->upstream_idx, 0);
@@ -285,7 +286,8 @@ test_every_key(void **state)
         "methods = GET\tOPTIONS  PROPFIND MKCOL X-CUSTOM_1\n"
         "path = /o/{a}/{b}\n"
         "resource = o:{b}:{a}\n"
-        "mode = off\n";
+        "mode = off\n"
+        "profile = s3\n";
     struct loaded l;
 
     char *keyf = write_key("0123456789abcdef\n", 0600);
@@ -354,6 +356,8 @@ test_every_key(void **state)
     assert_methods(&l.c.routes[1].methods,
                    "GET OPTIONS PROPFIND MKCOL X-CUSTOM_1");
     assert_int_equal(l.c.routes[1].mode, TM_MODE_OFF);
+    assert_int_equal(l.c.routes[0].profile, TM_PROFILE_HTTP);
+    assert_int_equal(l.c.routes[1].profile, TM_PROFILE_S3);
     assert_int_equal(l.c.routes[1].upstream_idx, 1);
     unload(&l);
 }
@@ -505,6 +509,13 @@ static const struct err_case err_cases[] = {
       "@:12: methods: must name methods, or * for every method",
       "@:16: methods: methods are upper case: 'put' (a backend may run a "
       "lower-case method as the upper-case one)"}},
+    {"profiles",
+     UP_DEFAULT "[route a]\nprofile = ftp\npath = /a\nresource = a\n"
+                "[route b]\nprofile = webdav\npath = /b\nresource = header\n",
+     {NULL},
+     {"@:4: profile: must be one of http, webdav or s3",
+      "@:7: [route b]: profile = webdav needs a resource template, not "
+      "header"}},
     {"missing required keys",
      "[upstream default]\ntimeout_ms = 5\n[route r]\nmode = off\n",
      {NULL},
@@ -1233,6 +1244,164 @@ test_reload_kept_values(void **state)
     unload(&nw);
 }
 
+/* An object of o's section, zeroed, in one of these. */
+union sect_obj {
+    struct cfg_proxy proxy;
+    struct cfg_admin admin;
+    struct cfg_store store;
+    struct cfg_locks locks;
+    struct cfg_tokens tokens;
+    struct cfg_upstream upstream;
+    struct cfg_route route;
+};
+
+/* The table itself: every option has a key, one line of help, a type
+ * that fits its bounds or choices, and a default that its own setter
+ * takes (so within its bounds); dropping frees what the setter made. */
+static void
+test_table(void **state)
+{
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        const char *sn = cfg_sect_name(o->sect);
+        size_t nchoices = 0;
+        union sect_obj obj;
+        char buf[256];
+        const char *msg;
+
+        assert_true(o->sect < CFG_NSECT);
+        assert_true(o->key[0] != '\0');
+        assert_int_equal(strspn(o->key, "abcdefghijklmnopqrstuvwxyz_"),
+                         strlen(o->key));
+        for (size_t j = 0; j < i; j++) {
+            if (cfg_opts[j].sect == o->sect &&
+                strcmp(cfg_opts[j].key, o->key) == 0) {
+                fail_msg("[%s] %s twice in the table", sn, o->key);
+            }
+        }
+        if (o->help == NULL || o->help[0] == '\0' ||
+            strchr(o->help, '\n') != NULL) {
+            fail_msg("[%s] %s: help must be one line", sn, o->key);
+        }
+        for (; o->choices != NULL && o->choices[nchoices] != NULL; nchoices++) {
+        }
+        switch (o->type) {
+        case CFG_T_INT:
+            assert_true(o->min <= o->max && o->max <= INT32_MAX &&
+                        o->min >= INT32_MIN);
+            break;
+        case CFG_T_SIZE:
+            assert_true(o->min <= o->max && o->min >= 0);
+            break;
+        case CFG_T_KEYFILE:
+            assert_true(o->min >= 1 && o->min <= o->max && o->max <= 4096);
+            break;
+        case CFG_T_FLAG:
+            assert_int_equal(nchoices, 2);
+            break;
+        case CFG_T_ENUM:
+        case CFG_T_CHOICE:
+            assert_true(nchoices >= 2);
+            break;
+        case CFG_T_CUSTOM:
+            assert_non_null(o->ops);
+            assert_non_null(o->ops->set);
+            break;
+        case CFG_T_BOOL:
+        case CFG_T_STR:
+            break;
+        }
+        if (o->type != CFG_T_INT && o->type != CFG_T_SIZE &&
+            o->type != CFG_T_KEYFILE) {
+            assert_true(o->min == 0 && o->max == 0);
+        }
+        /* A required key has no default; one with a default is never
+         * missing. */
+        assert_true(!(o->flags & CFG_REQUIRED) || o->def == NULL);
+        /* Restart-only keys are compared and kept on reload. */
+        assert_true(!(o->flags & CFG_RESTART) || cfg_opt_comparable(o));
+        if (o->def == NULL) {
+            continue;
+        }
+        memset(&obj, 0, sizeof(obj));
+        buf[0] = '\0';
+        msg = cfg_opt_set(o, &obj, o->def, buf, sizeof(buf));
+        if (msg != NULL) {
+            fail_msg("[%s] %s: the default %s: %s", sn, o->key, o->def, msg);
+        }
+        cfg_opt_drop(o, &obj);
+        cfg_opt_drop(o, &obj); /* dropped twice: nothing left to free */
+    }
+}
+
+/* Every CFG_SECRET key, with a value the setter takes and one it
+ * refuses, both holding "hunter2". */
+static const struct {
+    const char *sect, *key, *good, *bad;
+} secret_values[] = {
+    {"store", "dsn", "host=db password=hunter2", "host=db password='hunter2"},
+    {"store", "url", "redis://:hunter2@db:6379/0", "redis://:hunter2@db"},
+    {"locks", "url", "redis://:hunter2@db:6379/0", "redis://:hunter2@db/x"},
+    {"locks", "dsn", "host=db password=hunter2", "hunter2"},
+    {"upstream", "add_header", "X-Api-Key: hunter2", "X-Api-Key hunter2"},
+};
+
+/* A secret's value is never shown: not in a loader's message (what
+ * --check prints and a refused reload logs), not by cfg_opt_show (what
+ * a reload logs of a kept value). */
+static void
+test_secrets_never_shown(void **state)
+{
+    size_t secrets = 0;
+
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        const char *sn = cfg_sect_name(o->sect);
+        char ini[512], shown[256];
+        struct loaded l;
+        size_t j;
+
+        if (!(o->flags & CFG_SECRET)) {
+            continue;
+        }
+        secrets++;
+        for (j = 0; j < ARRAY_LEN(secret_values); j++) {
+            if (strcmp(secret_values[j].sect, sn) == 0 &&
+                strcmp(secret_values[j].key, o->key) == 0) {
+                break;
+            }
+        }
+        if (j == ARRAY_LEN(secret_values)) {
+            fail_msg("[%s] %s is secret: give it values in secret_values", sn,
+                     o->key);
+        }
+        snprintf(ini, sizeof(ini),
+                 UP_DEFAULT "[%s%s]\n%s%s = %s\nmax_bogus = 1\n", sn,
+                 cfg_sect_named(o->sect) ? " b" : "",
+                 cfg_sect_named(o->sect) ? "url = http://b\n" : "", o->key,
+                 secret_values[j].good);
+        load(&l, ini, NULL);
+        /* Only the bogus key is wrong. */
+        assert_int_equal(l.errs.n, 1);
+        cfg_opt_show(o, cfg_sect_obj(&l.c, o->sect, 0), shown, sizeof(shown));
+        assert_string_equal(shown, "(secret)");
+        assert_null(strstr(l.errs.msgs[0], "hunter2"));
+        unload(&l);
+
+        snprintf(ini, sizeof(ini), UP_DEFAULT "[%s%s]\n%s%s = %s\n", sn,
+                 cfg_sect_named(o->sect) ? " b" : "",
+                 cfg_sect_named(o->sect) ? "url = http://b\n" : "", o->key,
+                 secret_values[j].bad);
+        load(&l, ini, NULL);
+        assert_int_equal(l.errs.n, 1);
+        if (strstr(l.errs.msgs[0], "hunter2") != NULL) {
+            fail_msg("a value leaked: %s", l.errs.msgs[0]);
+        }
+        unload(&l);
+    }
+    assert_int_equal(secrets, ARRAY_LEN(secret_values));
+}
+
 int
 main(void)
 {
@@ -1255,6 +1424,8 @@ main(void)
         cmocka_unit_test(test_fuzz_regressions),
         cmocka_unit_test(test_reload_restart_only),
         cmocka_unit_test(test_reload_kept_values),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_secrets_never_shown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

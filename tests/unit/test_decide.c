@@ -110,12 +110,49 @@ test_store(void **state)
     }
 }
 
+/* Two resources: a refusal of either wins; a raise of either means the
+ * store must be asked; both accepted (or both forwarded) go on. */
+static void
+test_pair(void **state)
+{
+    static const struct {
+        enum decision a, b, want;
+    } rows[] = {
+        {DECIDE_ACCEPT, DECIDE_ACCEPT, DECIDE_ACCEPT},
+        {DECIDE_ACCEPT, DECIDE_RAISE, DECIDE_RAISE},
+        {DECIDE_RAISE, DECIDE_ACCEPT, DECIDE_RAISE},
+        {DECIDE_RAISE, DECIDE_STALE, DECIDE_STALE},
+        {DECIDE_STALE, DECIDE_RAISE, DECIDE_STALE},
+        {DECIDE_ACCEPT, DECIDE_STALE, DECIDE_STALE},
+        {DECIDE_STALE, DECIDE_STALE, DECIDE_STALE},
+        {DECIDE_FORWARD, DECIDE_FORWARD, DECIDE_FORWARD},
+        {DECIDE_FORWARD, DECIDE_MISSING, DECIDE_MISSING},
+        {DECIDE_MISSING, DECIDE_FORWARD, DECIDE_MISSING},
+        {DECIDE_FORBIDDEN, DECIDE_RAISE, DECIDE_FORBIDDEN},
+        {DECIDE_RAISE, DECIDE_FORBIDDEN, DECIDE_FORBIDDEN},
+        {DECIDE_STALE, DECIDE_FORBIDDEN, DECIDE_FORBIDDEN},
+        {DECIDE_INVALID, DECIDE_INVALID, DECIDE_INVALID},
+        {DECIDE_UNAVAILABLE, DECIDE_RAISE, DECIDE_UNAVAILABLE},
+        {DECIDE_STALE, DECIDE_UNAVAILABLE, DECIDE_STALE},
+    };
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        enum decision got = decide_pair(rows[i].a, rows[i].b);
+
+        if (got != rows[i].want) {
+            fail_msg("row %zu: %d + %d: got %d, want %d", i, (int)rows[i].a,
+                     (int)rows[i].b, (int)got, (int)rows[i].want);
+        }
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_request),
         cmocka_unit_test(test_store),
+        cmocka_unit_test(test_pair),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

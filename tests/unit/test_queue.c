@@ -18,10 +18,10 @@ static int nlogs;
 static char last[256];
 
 static void
-on_log(void *arg, enum log_level level, const char *msg)
+on_log(void *arg, enum tm_log_level level, const char *msg)
 {
     (void)arg;
-    assert_int_equal(level, LOG_ERROR);
+    assert_int_equal(level, TM_LOG_ERROR);
     nlogs++;
     snprintf(last, sizeof(last), "%s", msg);
 }
@@ -37,6 +37,8 @@ static const struct admit_step steps[] = {
     {3, false, 1}, {2, true, 1}, {3, false, 2}, {0, true, 2},
 };
 
+static const struct tm_log logger = {on_log, NULL, TM_LOG_INFO};
+
 static void
 test_admit_logs_once_per_run(void **state)
 {
@@ -44,7 +46,7 @@ test_admit_logs_once_per_run(void **state)
 
     (void)state;
     nlogs = 0;
-    log_set_sink(on_log, NULL, LOG_INFO);
+    lib_enter(&logger);
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
         assert_int_equal(
             queue_admit(steps[i].n, 3, &logged, "etcd", "requests are waiting"),
@@ -52,7 +54,7 @@ test_admit_logs_once_per_run(void **state)
         assert_int_equal(nlogs, steps[i].logs);
         assert_int_equal(logged, !steps[i].want);
     }
-    log_set_sink(NULL, NULL, LOG_INFO);
+    lib_enter(NULL);
 }
 
 struct admit_words {
@@ -77,7 +79,7 @@ static void
 test_admit_words(void **state)
 {
     (void)state;
-    log_set_sink(on_log, NULL, LOG_INFO);
+    lib_enter(&logger);
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         bool logged = false;
 
@@ -85,7 +87,7 @@ test_admit_words(void **state)
             queue_admit(65536, 65536, &logged, words[i].who, words[i].what));
         assert_string_equal(last, words[i].want);
     }
-    log_set_sink(NULL, NULL, LOG_INFO);
+    lib_enter(NULL);
 }
 
 struct item {

@@ -50,16 +50,18 @@ struct fixture {
     int errors_logged;
 };
 
+static struct tm_log test_log;
+
 static void
-on_log(void *arg, enum log_level level, const char *msg)
+on_log(void *arg, enum tm_log_level level, const char *msg)
 {
     struct fixture *f = arg;
 
-    if (level == LOG_ERROR) {
+    if (level == TM_LOG_ERROR) {
         f->errors_logged++;
         snprintf(f->lastlog, sizeof(f->lastlog), "%s", msg);
     }
-    if (level == LOG_INFO && strstr(msg, "replayed") != NULL) {
+    if (level == TM_LOG_INFO && strstr(msg, "replayed") != NULL) {
         snprintf(f->lastinfo, sizeof(f->lastinfo), "%s", msg);
     }
     if (getenv("TEST_VERBOSE") != NULL) {
@@ -197,7 +199,8 @@ setup(void **state)
     if (f->ops == NULL) {
         return -1;
     }
-    log_set_sink(on_log, f, LOG_INFO);
+    test_log = (struct tm_log){on_log, f, TM_LOG_INFO};
+    lib_enter(&test_log);
     cur = f;
     *state = f;
     return 0;
@@ -212,7 +215,7 @@ teardown(void **state)
     if (f->st != NULL) {
         f->ops->close(f->st);
     }
-    log_set_sink(NULL, NULL, LOG_INFO);
+    lib_enter(NULL);
     event_base_free(f->base);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
     if (system(cmd) != 0) {

@@ -1,0 +1,29 @@
+/* ascii.h: the byte helpers every parser here needs, locale-free (the
+ * <ctype.h> ones follow the locale and take int). */
+#ifndef TM_ASCII_H
+#define TM_ASCII_H
+
+/* The value of a hex digit in either case, or -1. */
+static inline int
+ascii_hexval(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+/* c in lower case if it is an ASCII capital letter. */
+static inline char
+ascii_lower(char c)
+{
+    return (c >= 'A' && c <= 'Z') ? (char)(c | 0x20) : c;
+}
+
+#endif

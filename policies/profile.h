@@ -1,0 +1,82 @@
+/* profile.h: what a request writes besides its own path, as the route's
+ * protocol reads it (profile = http | webdav | s3): WebDAV's Destination,
+ * S3's keys named in a body. Pure: no I/O, no globals. */
+#ifndef TM_PROFILE_H
+#define TM_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "route.h"
+#include "slice.h"
+
+enum tm_profile {
+    TM_PROFILE_HTTP = 0, /* a method writes its own path, nothing else */
+    TM_PROFILE_WEBDAV,   /* RFC 4918: COPY and MOVE write a Destination */
+    TM_PROFILE_S3,       /* S3's REST API: some POSTs name keys in a body */
+};
+
+/* The WebDAV methods that write their Destination. */
+enum dav_copymove {
+    DAV_NONE = 0,
+    DAV_COPY, /* writes the Destination; reads its own path */
+    DAV_MOVE, /* writes the Destination and removes its own path */
+};
+
+/* The longest Destination path tidemark canonicalizes, bytes. */
+#define DAV_DEST_MAX 4096
+
+/* DAV_COPY or DAV_MOVE for those methods (case-sensitive, as RFC 9110
+ * says), else DAV_NONE. */
+enum dav_copymove dav_method(struct tm_slice method);
+
+/* Whether method is one of the profile's write methods, which a route
+ * with that profile applies to whatever its methods key says: webdav
+ * PUT POST PATCH DELETE MKCOL COPY MOVE PROPPATCH LOCK; s3 PUT POST
+ * DELETE; http none. */
+bool profile_write_method(enum tm_profile p, struct tm_slice method);
+
+/* Parse a WebDAV Destination header value (RFC 4918 10.3): an
+ * absolute-URI with scheme http or https, or a path-absolute, each with
+ * an optional query; a fragment, userinfo, a network-path ("//host"),
+ * an empty value or a byte outside 0x21-0x7e is refused. An absolute
+ * URI's authority must name the request's own authority (its Host, or
+ * the authority of an absolute-form target): hosts compared without
+ * case, a missing or empty port standing for the Destination scheme's
+ * default (80, 443) on both sides. The path (without the query; empty
+ * after an authority means "/") goes through canon_path into out
+ * (outcap bytes, NUL-terminated, length in *outlen). *raw is the
+ * path-and-query as written, a slice of value, to forward. Returns
+ * false with a static reason in *why. */
+bool dav_destination(struct tm_slice value, struct tm_slice authority,
+                     char *out, size_t outcap, size_t *outlen,
+                     struct tm_slice *raw, const char **why)
+    __attribute__((warn_unused_result));
+
+/* Whether the query (the target after '?', without it) has a parameter
+ * called name: parameters split on '&' and ';', names percent-decoded
+ * ('+' as a space) and compared without case, with or without a value,
+ * as any backend might read them. */
+bool query_has_param(struct tm_slice query, const char *name);
+
+/* Whether a Content-Type value is multipart/form-data (case-insensitive,
+ * parameters ignored): an HTML form upload, whose key is in the form. */
+bool media_is_form(struct tm_slice content_type);
+
+/* Why an S3 request writes keys that its path does not name, or NULL:
+ * a POST with a "delete" parameter (multi-object delete: the keys are in
+ * the XML body), a multipart/form-data POST (browser-form upload: the
+ * key is a form field), or a rename (x-amz-rename-source: the source
+ * key is removed). form and rename say whether the request carries such
+ * a Content-Type and such a header. */
+const char *s3_elsewhere(struct tm_slice method, struct tm_slice query,
+                         bool form, bool rename);
+
+/* Whether path lies above what t matches: path's segments (a trailing
+ * empty one dropped) are a proper prefix of the segments of some path t
+ * matches. "/" lies above every template; "/bucket" above
+ * "/bucket/{key*}" and "/{bucket}/{key*}", not above "/other/{key*}";
+ * a path that reaches into a {name*} capture is matched, not above. */
+bool tmpl_above(const struct tm_tmpl *t, const char *path, size_t len);
+
+#endif
