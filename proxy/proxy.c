@@ -554,6 +554,10 @@ tm_proxy_free(struct tm_proxy *px)
     free(px->scratch);
     free(px->scratch_resp);
     tm_config_free(px->first);
+    /* Compared before px goes: the caller's logger, unless it was ours. */
+    if (prev == &px->log) {
+        prev = NULL;
+    }
     free(px);
-    lib_leave(prev == &px->log ? NULL : prev);
+    lib_leave(prev);
 }
