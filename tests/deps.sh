@@ -5,15 +5,16 @@ set -eu
 
 # Build: toolchain and libraries. Tests: cmocka, pytest, the servers the
 # integration tests start themselves (nginx and HAProxy also for the
-# differential test). Bench: wrk and nginx. Fuzz: clang. Format:
-# clang-format (make format-check). Package:
-# debhelper, build-essential, systemd (systemd-analyze verify). Page:
-# chromium (headless). The Kubernetes example's test: python3-yaml.
+# differential test). Bench: wrk and nginx, and linux-perf (strace
+# where perf cannot count) for the system calls per request. Fuzz:
+# clang. Format: clang-format (make format-check). Package: debhelper,
+# build-essential, systemd (systemd-analyze verify). Page: chromium
+# (headless). The Kubernetes example's test: python3-yaml.
 PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
-wrk nginx-light haproxy redis-server postgresql etcd-server clang
-clang-format lmdb-utils debhelper build-essential systemd chromium
+wrk linux-perf strace nginx-light haproxy redis-server postgresql
+etcd-server clang clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml"
 
 POLICY=/usr/sbin/policy-rc.d
