@@ -8,7 +8,9 @@
 #   test-asan     the same suites against an ASan + UBSan build
 #   unit          unit tests only
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
-#   bench         wrk: bare upstream vs nginx vs tidemark, with ratios
+#   bench         wrk: bare upstream vs nginx vs tidemark, 3 runs a cell,
+#                 medians, ratios, system calls per request (perf);
+#                 raw output in tests/bench/results/
 #   bench-locks   wrk: lock+release pairs/s and hot-lock tries/wins on
 #                 the control port's lock service (BACKEND=lmdb|redis|
 #                 postgres)

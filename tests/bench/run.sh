@@ -8,11 +8,12 @@
 #
 # Env: BENCH_DURATION (10s per run), BENCH_REPEAT (3 runs per cell),
 # BENCH_SYSCALL_DURATION (5s: the run whose system calls are counted; 0
-# for none), BENCH_THREADS (2), BENCH_CONNECTIONS (32), BENCH_RESOURCES
-# (1000), BENCH_WARMUP (2s, 0 for none), BENCH_WORKLOADS ("equal rising
-# stale"), BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug),
-# STORE (lmdb | postgres | redis | etcd: the bench starts its own server in
-# its temporary directory), BENCH_POOL ([store] pool_size for postgres and
+# for none), BENCH_SYSCALL_TOOL (perf, or strace: slower, see below),
+# BENCH_THREADS (2), BENCH_CONNECTIONS (32), BENCH_RESOURCES (1000),
+# BENCH_WARMUP (2s, 0 for none), BENCH_WORKLOADS ("equal rising stale"),
+# BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug), STORE
+# (lmdb | postgres | redis | etcd: the bench starts its own server in its
+# temporary directory), BENCH_POOL ([store] pool_size for postgres and
 # etcd), BENCH_RESULTS (tests/bench/results: each run leaves its raw
 # output, wrk's and the system call tables, and summary.txt in a new
 # <time>-<store> folder there), TIDEMARK_BIN.
@@ -420,16 +421,17 @@ target_pids() {
 # in the kernel; the process runs at full speed) where it works, else
 # strace -c (which stops the process at every call, so the load it sees
 # is lighter and batches less: the count per request comes out higher).
+# BENCH_SYSCALL_TOOL=strace picks strace even where perf works.
 SYSCALL_TOOL=none
-if [ "$SYSCALL_DURATION" != 0 ] && [ "$SYSCALL_DURATION" != 0s ]; then
-    if perf stat -e raw_syscalls:sys_enter -o /dev/null true \
-        >/dev/null 2>&1; then
-        SYSCALL_TOOL=perf
-    elif command -v strace >/dev/null 2>&1; then
-        SYSCALL_TOOL=strace
-    else
-        echo "bench: neither perf nor strace works: no syscall column" >&2
-    fi
+if [ "$SYSCALL_DURATION" = 0 ] || [ "$SYSCALL_DURATION" = 0s ]; then
+    :
+elif [ "${BENCH_SYSCALL_TOOL:-perf}" = perf ] &&
+    perf stat -e raw_syscalls:sys_enter -o /dev/null true >/dev/null 2>&1; then
+    SYSCALL_TOOL=perf
+elif command -v strace >/dev/null 2>&1; then
+    SYSCALL_TOOL=strace
+else
+    echo "bench: neither perf nor strace works: no syscall column" >&2
 fi
 
 # count_syscalls WORKLOAD TARGET: one wrk run of SYSCALL_DURATION while
