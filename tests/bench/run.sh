@@ -475,6 +475,28 @@ count_syscalls() {
             ;;
     esac
     reqs=$(echo "$res" | awk '{ print $8 }')
+    # The calls made at least once every 20 requests, per request, most
+    # first: "workload target name/per-request ...".
+    awk -v w="$w" -v t="$t" -v n="$reqs" '
+        /^[0-9]+;/ {                            # perf stat -x ";"
+            split($0, f, ";")
+            if (f[3] ~ /^syscalls:sys_enter_/) {
+                name = substr(f[3], 20); c[name] = f[1]
+            }
+            next
+        }
+        $1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { c[$NF] = $4 }
+        END {
+            line = w " " t
+            while (n > 0) {
+                best = ""
+                for (k in c) if (best == "" || c[k] + 0 > c[best] + 0) best = k
+                if (best == "" || c[best] / n < 0.05) break
+                line = line sprintf(" %s/%.2f", best, c[best] / n)
+                delete c[best]
+            }
+            print line
+        }' "$tab" >>"$out_dir/syscalls-by-call.txt"
     echo "$w $t ${calls:-0} $reqs"
 }
 
@@ -531,6 +553,7 @@ for w in $WORKLOADS; do
 done
 
 : >"$out_dir/syscalls.txt"
+: >"$out_dir/syscalls-by-call.txt"
 if [ "$SYSCALL_TOOL" != none ]; then
     for w in $WORKLOADS; do
         for t in nginx tidemark; do
@@ -645,5 +668,17 @@ awk -v store="$STORE" -v store_goal="$STORE_GOAL" -v tool="$SYSCALL_TOOL" \
         if (miss) { print "goals missed (marked !): " miss }
     }' "$out_dir/syscalls.txt" "$out_dir/runs.txt" |
     tee -a "$out_dir/summary.txt"
+if [ -s "$out_dir/syscalls-by-call.txt" ]; then
+    {
+        echo
+        echo "system calls per request, by call (those made at least once" \
+            "every 20 requests):"
+        awk '{ printf "  %-8s %-9s", $1, $2
+               for (i = 3; i <= NF; i++) {
+                   split($i, kv, "/"); printf " %s %s", kv[1], kv[2]
+               }
+               print "" }' "$out_dir/syscalls-by-call.txt"
+    } | tee -a "$out_dir/summary.txt"
+fi
 echo
 echo "raw output: ${out_dir#"$ROOT"/}/"
