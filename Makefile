@@ -12,7 +12,9 @@
 #                 pkg-config against a staged make install, and run; and
 #                 the check that libtidemark.a exports only tm_* symbols
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
-#   bench         wrk: bare upstream vs nginx vs tidemark, with ratios
+#   bench         wrk: bare upstream vs nginx vs tidemark, 3 runs a cell,
+#                 medians, ratios, system calls per request (perf);
+#                 raw output in tests/bench/results/
 #   bench-locks   wrk: lock+release pairs/s and hot-lock tries/wins on
 #                 the control port's lock service (BACKEND=lmdb|redis|
 #                 postgres)

@@ -10,6 +10,7 @@
 /* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
 #include "../conf/cfg.h"
 #include "../policies/canon.h"
+#include "fence.h"
 #include "log.h"
 #include "metrics.h"
 #include "order.h"
@@ -19,8 +20,6 @@
 #include "../policies/origin.h"
 #include "proxy_int.h"
 #include "adm_int.h"
-#include "store/store.h"
-#include "store/store_lmdb.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -111,7 +110,7 @@ simple(struct evhttp_request *req, int code, const char *text)
 static void
 readyz(struct adm *a, struct evhttp_request *req)
 {
-    bool store = a->px->sops->ready(a->px->store);
+    bool store = fence_ready(a->px->fence);
     bool ready = store && !a->px->draining;
     int64_t held = order_hold_left(a->px->order);
     const char *locks = "";
@@ -153,16 +152,7 @@ metrics(struct adm *a, struct evhttp_request *req)
             st->bad_requests);
     COUNTER("tidemark_connections_total", "Client connections accepted.",
             st->conns_total);
-    if (a->px->sops == &store_lmdb_ops) {
-        struct store_lmdb_stats ls;
-
-        store_lmdb_stats(a->px->store, &ls);
-        COUNTER("tidemark_lmdb_journal_syncs_total",
-                "Groups of raises written to the journal and synced.",
-                ls.commits);
-        COUNTER("tidemark_lmdb_checkpoints_total",
-                "LMDB commits that retired the journal.", ls.checkpoints);
-    }
+    fence_stats(a->px->fence, b);
 #undef COUNTER
     evbuffer_add_printf(b,
                         "# HELP tidemark_connections Open client "
@@ -176,7 +166,7 @@ metrics(struct adm *a, struct evhttp_request *req)
                         "flight).\n# TYPE tidemark_order_start_hold_ms "
                         "gauge\ntidemark_order_start_hold_ms %" PRId64 "\n",
                         order_hold_left(a->px->order));
-    metrics_write(a->px->metrics, a->px->sops->name, b);
+    metrics_write(a->px->metrics, fence_backend(a->px->fence), b);
     evbuffer_add_printf(b, "# HELP tidemark_upstream_connections Pooled "
                            "upstream connections by state.\n# TYPE "
                            "tidemark_upstream_connections gauge\n");
@@ -273,7 +263,12 @@ marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
     mg->conn = evhttp_request_get_connection(req);
     mg->resource = res;
     evhttp_connection_set_closecb(mg->conn, conn_closed, mg);
-    px->sops->get(px->store, res, len, mark_done, mg);
+    if (!fence_get(px->fence, res, len, mark_done, mg)) {
+        evhttp_connection_set_closecb(mg->conn, NULL, NULL);
+        evhttp_send_error(req, 500, NULL);
+        free(res);
+        free(mg);
+    }
 }
 
 /* With [admin] token_file, the /v1/ calls (locks, marks, the page's data)

@@ -13,13 +13,12 @@
 #include "../conf/cfg.h"
 #include "../policies/canon.h"
 #include "../policies/token.h"
+#include "fence.h"
 #include "locks/lock.h"
 #include "log.h"
-#include "marks.h"
 #include "problem.h"
 #include "proxy_int.h"
 #include "adm_int.h"
-#include "store/store.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -89,6 +88,25 @@ struct adm_locks {
 };
 
 static void queue_try(struct lock_queue *q);
+
+/* Ask the backend for kind on c's lock; cb(c, ...) answers. c is in
+ * flight until then. */
+static void
+submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
+{
+    struct adm_locks *al = c->al;
+    struct lock_op op = {.kind = kind,
+                         .name = c->name,
+                         .len = c->len,
+                         .ttl_ms = c->ttl_ms,
+                         .fence = c->fence,
+                         .min_fence = c->min_fence,
+                         .cb = cb,
+                         .arg = c};
+
+    c->in_flight = true;
+    al->ops->submit(al->b, &op);
+}
 
 /* ---- calls and queues ------------------------------------------------ */
 
@@ -484,8 +502,7 @@ give_back(struct lock_call *c)
         call_finish(c);
         return;
     }
-    c->in_flight = true;
-    al->ops->release(al->b, c->name, c->len, c->fence, orphan_released, c);
+    submit(c, LOCK_OP_RELEASE, orphan_released);
 }
 
 static void start_acquire(struct lock_call *c);
@@ -516,6 +533,7 @@ refloor_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         return;
     }
     start_acquire(c);
+    call_finish(c);
 }
 
 static void
@@ -529,9 +547,6 @@ raised(void *arg, enum store_result res, int64_t mark)
         call_detach(c);
         call_finish(c);
         return;
-    }
-    if (res != STORE_ERROR && mark > 0) {
-        marks_put(al->px->marks, c->name, c->len, mark);
     }
     if (res == STORE_ACCEPTED && c->req != NULL &&
         lease_out(c, 201, c->ttl_ms)) {
@@ -550,8 +565,7 @@ raised(void *arg, enum store_result res, int64_t mark)
                  c->name, mark, c->fence);
         c->refloored = true;
         c->min_fence = mark + 1;
-        c->in_flight = true;
-        al->ops->release(al->b, c->name, c->len, c->fence, refloor_released, c);
+        submit(c, LOCK_OP_RELEASE, refloor_released);
         return;
     }
     if (res == STORE_STALE) {
@@ -577,7 +591,6 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     struct lock_call *c = arg;
     struct adm_locks *al = c->al;
     struct lock_queue *q = c->q;
-    struct tm_proxy *px = al->px;
 
     c->in_flight = false;
     if (q != NULL && q->head == c) {
@@ -604,8 +617,13 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             return;
         }
         if (al->cfg->eager) {
+            if (fence_raise(al->px->fence, c->name, c->len, fence, raised, c) ==
+                NULL) {
+                refuse(c, 503, "out of memory");
+                give_back(c);
+                return;
+            }
             c->in_flight = true;
-            px->sops->raise(px->store, c->name, c->len, fence, raised, c);
             return;
         }
         if (!lease_out(c, 201, ttl_ms)) {
@@ -657,15 +675,8 @@ floor_read(void *arg, enum store_result res, int64_t mark)
         call_finish(c);
         return;
     }
-    if (res == STORE_ACCEPTED && mark > 0) {
-        marks_put(al->px->marks, c->name, c->len, mark);
-    }
-    /* The cache is a lower bound of the mark: it can only lift the
-     * floor (a store that lost marks, as Redis on failover). */
-    mark = res == STORE_ACCEPTED ? mark : 0;
-    if (mark < marks_get(al->px->marks, c->name, c->len)) {
-        mark = marks_get(al->px->marks, c->name, c->len);
-    }
+    /* fence_get lifted the mark to the cached one: a store that lost
+     * marks (Redis on a failover) does not lower the floor. */
     if (res != STORE_ACCEPTED || mark == INT64_MAX || c->req == NULL) {
         if (q != NULL && q->head == c) {
             q->trying = false;
@@ -685,9 +696,7 @@ floor_read(void *arg, enum store_result res, int64_t mark)
     if (c->min_fence <= mark) {
         c->min_fence = mark + 1;
     }
-    c->in_flight = true;
-    al->ops->acquire(al->b, c->name, c->len, c->ttl_ms, c->min_fence, acquired,
-                     c);
+    submit(c, LOCK_OP_ACQUIRE, acquired);
 }
 
 /* Every try at the lease first reads the resource's mark from the store,
@@ -695,24 +704,34 @@ floor_read(void *arg, enum store_result res, int64_t mark)
  * may be writing with already (the counter behind the mark: a restored
  * lease file, a lost Redis increment, tokens issued elsewhere, another
  * sidecar), and both would pass the fence. The backend then hands out at
- * least mark + 1, eager or not. */
+ * least mark + 1, eager or not. The caller then calls call_finish (c
+ * goes when it could not be asked: answered 503). */
 static void
 start_acquire(struct lock_call *c)
 {
-    struct tm_proxy *px = c->al->px;
+    struct lock_queue *q = c->q;
 
+    if (!fence_get(c->al->px->fence, c->name, c->len, floor_read, c)) {
+        if (q != NULL && q->head == c) {
+            q->trying = false;
+        }
+        refuse(c, 503, "out of memory");
+        return;
+    }
     c->in_flight = true;
-    px->sops->get(px->store, c->name, c->len, floor_read, c);
 }
 
 static void
 queue_try(struct lock_queue *q)
 {
-    if (q->head == NULL || q->trying) {
+    struct lock_call *c = q->head;
+
+    if (c == NULL || q->trying) {
         return;
     }
     q->trying = true;
-    start_acquire(q->head);
+    start_acquire(c);
+    call_finish(c);
 }
 
 static void
@@ -976,21 +995,17 @@ adm_locks_serve(struct adm_locks *al, struct evhttp_request *req,
         break;
     case EVHTTP_REQ_PATCH:
         if (parse_token(c, &q) && parse_ttl(c, &q)) {
-            c->in_flight = true;
-            al->ops->extend(al->b, c->name, c->len, c->fence, c->ttl_ms,
-                            extended, c);
+            submit(c, LOCK_OP_EXTEND, extended);
         }
         break;
     case EVHTTP_REQ_DELETE:
         if (parse_token(c, &q)) {
-            c->in_flight = true;
-            al->ops->release(al->b, c->name, c->len, c->fence, released, c);
+            submit(c, LOCK_OP_RELEASE, released);
         }
         break;
     case EVHTTP_REQ_GET:
     case EVHTTP_REQ_HEAD:
-        c->in_flight = true;
-        al->ops->get(al->b, c->name, c->len, looked_up, c);
+        submit(c, LOCK_OP_STATUS, looked_up);
         break;
     default:
         refuse(c, 400, "locks take POST, PATCH, DELETE and GET");

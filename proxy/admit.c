@@ -5,32 +5,19 @@
 #include "admit.h"
 
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/event.h>
 
 #include "../policies/screen.h"
 #include "../policies/token.h"
 #include "client_io.h"
+#include "fence.h"
 #include "log.h"
-#include "marks.h"
 #include "order.h"
 #include "problem.h"
 #include "proxy_int.h"
 #include "request.h"
-#include "store/store.h"
-
-/* A store call in flight. a is NULL once nobody waits for it. */
-struct raise_req {
-    struct admit *a;
-    struct tm_proxy *px;
-    struct timespec t0;
-    bool src; /* the source of a MOVE, not rq->sc.resource */
-    size_t len;
-    char res[];
-};
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -50,10 +37,8 @@ admit_init(struct admit *a, struct tm_proxy *px, struct cio *io,
 void
 admit_fini(struct admit *a, int grace_ms)
 {
-    if (a->raise != NULL) {
-        a->raise->a = NULL;
-        a->raise = NULL;
-    }
+    fence_cancel(a->raise);
+    a->raise = NULL;
     admit_leave(a, grace_ms);
     if (a->kick != NULL) {
         event_free(a->kick);
@@ -189,19 +174,22 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
 
 /* A MOVE's second raise took a store round trip: a higher token may have
  * been accepted on its first resource meanwhile, and forwarding now
- * would reach the backend after that newer write. Stale then. */
+ * would reach the backend after that newer write. Stale then. (The
+ * cached bound fence_check gives is the cached mark itself whenever that
+ * is above the token.) */
 static bool
 overtaken(struct admit *a)
 {
     const struct screen *s = &a->rq->sc;
+    struct fence *f = a->px->fence;
     int64_t token = a->rq->token;
-    int64_t m = marks_get(a->px->marks, s->resource, s->rlen);
+    int64_t m = fence_check(f, s->resource, s->rlen, token);
 
     if (m > token) {
         stale_on(a, s->resource, m);
         return true;
     }
-    m = s->src_len > 0 ? marks_get(a->px->marks, s->src, s->src_len) : 0;
+    m = s->src_len > 0 ? fence_check(f, s->src, s->src_len, token) : 0;
     if (m > token) {
         stale_on(a, s->src, m);
         return true;
@@ -272,42 +260,15 @@ next_raise(struct admit *a)
     }
 }
 
-/* The store's answer for rr, checked against the cache: a store with
- * several connections can answer a lower token after a higher one on
- * the same resource (committed in that order, answered out of it). The
- * higher one may be on its way to the backend already: forwarding this
- * one now would reach the backend after a newer write, so it is stale. */
-static enum store_result
-raise_answer(struct raise_req *rr, enum store_result res, int64_t *mark)
-{
-    metrics_store(rr->px->metrics, metrics_since(&rr->t0), res != STORE_ERROR);
-    if (res != STORE_ERROR && *mark > 0) {
-        marks_put(rr->px->marks, rr->res, rr->len, *mark);
-    }
-    if (res == STORE_ACCEPTED) {
-        int64_t known = marks_get(rr->px->marks, rr->res, rr->len);
-
-        if (known > *mark) {
-            res = STORE_STALE;
-            *mark = known;
-        }
-    }
-    return res;
-}
-
 static void
 raise_done(void *arg, enum store_result res, int64_t mark)
 {
-    struct raise_req *rr = arg;
-    struct admit *a = rr->a;
-    bool src = rr->src;
+    struct admit *a = arg;
+    /* The Destination's raise comes first; raise_res is cleared when it
+     * is accepted, so a raise answered after that is the source's. */
+    bool src = !a->raise_res;
     enum decision d;
 
-    res = raise_answer(rr, res, &mark);
-    free(rr);
-    if (a == NULL) {
-        return;
-    }
     a->raise = NULL;
     cio_timer_stop(a->io);
     if (res == STORE_ERROR) {
@@ -350,21 +311,13 @@ start_raise(struct admit *a, bool src)
     const struct screen *s = &a->rq->sc;
     const char *res = src ? s->src : s->resource;
     size_t len = src ? s->src_len : s->rlen;
-    struct raise_req *rr = malloc(sizeof(*rr) + len + 1);
 
-    if (rr == NULL) {
+    a->raise = fence_raise(px->fence, res, len, a->rq->token, raise_done, a);
+    if (a->raise == NULL) {
         unavailable(a, "out of memory");
         return;
     }
-    rr->a = a;
-    rr->px = px;
-    rr->src = src;
-    clock_gettime(CLOCK_MONOTONIC, &rr->t0);
-    rr->len = len;
-    memcpy(rr->res, res, len + 1);
-    a->raise = rr;
     cio_timer_arm(a->io, px->cfg->store.timeout_ms);
-    px->sops->raise(px->store, rr->res, rr->len, a->rq->token, raise_done, rr);
 }
 
 void
@@ -373,7 +326,7 @@ admit_timeout(struct admit *a)
     if (a->raise == NULL) {
         return;
     }
-    a->raise->a = NULL;
+    fence_cancel(a->raise);
     a->raise = NULL;
     a->px->stats.store_errors++;
     log_error("conn=%" PRIu64 " store did not answer in %d ms", a->io->id,
@@ -404,21 +357,15 @@ check_token(struct admit *a, enum tm_verify v, const char *res, size_t len)
                        &a->rq->token);
 }
 
-/* The decision for one resource before the store. */
+/* The decision for one resource before the store, on the cache's bound
+ * (on a shared store, a token equal to the cached mark is asked). */
 static enum decision
 decide_one(struct admit *a, enum tm_verify v, const char *res, size_t len)
 {
-    struct tm_proxy *px = a->px;
     enum token_status ts = check_token(a, v, res, len);
-    enum decision d =
-        decide_request(a->rq->sc.mode, ts, a->rq->token,
-                       len > 0 ? marks_get(px->marks, res, len) : 0);
 
-    if (d == DECIDE_ACCEPT && px->sops->shared) {
-        /* Another sidecar may have raised the mark past the cached one. */
-        d = DECIDE_RAISE;
-    }
-    return d;
+    return decide_request(a->rq->sc.mode, ts, a->rq->token,
+                          fence_check(a->px->fence, res, len, a->rq->token));
 }
 
 /* Do what the decision before the store says. */
@@ -441,7 +388,10 @@ act(struct admit *a, enum decision d)
         next_raise(a);
         break;
     case DECIDE_STALE:
-        rq->mark = marks_get(a->px->marks, rq->sc.resource, rq->sc.rlen);
+        /* The token is below the cached mark, which fence_check gives as
+         * is (it lowers only a mark equal to the token). */
+        rq->mark =
+            fence_check(a->px->fence, rq->sc.resource, rq->sc.rlen, rq->token);
         stale_on(a, rq->sc.resource, rq->mark);
         break;
     case DECIDE_MISSING: {

@@ -14,8 +14,8 @@
 struct tm_proxy;
 struct cio;
 struct event;
+struct fence_call;
 struct order_slot;
-struct raise_req;
 struct request;
 
 enum admit_end {
@@ -30,7 +30,7 @@ struct admit {
     struct cio *io; /* the client's: answers, the store timeout */
     struct request *rq;
     struct event *kick; /* deferred: the resource's turn came */
-    struct raise_req *raise;
+    struct fence_call *raise;
     struct order_slot *slot;     /* rq->sc.resource's turn */
     struct order_slot *src_slot; /* rq->sc.src's turn */
     int order_wait;              /* slots still queued */

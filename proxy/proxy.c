@@ -17,13 +17,12 @@
 
 #include "../conf/cfg.h"
 #include "adm.h"
+#include "fence.h"
 #include "log.h"
-#include "marks.h"
 #include "metrics.h"
 #include "order.h"
 #include "proxy_int.h"
 #include "store/store.h"
-#include "store/store_lmdb.h"
 #include "up.h"
 
 /* After a burst of connections has gone (the count fell by 1024 or more
@@ -255,16 +254,15 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
 /* After a start, the writes the previous process forwarded may still
  * reach the backend (kill -9, OOM: the backend goes on with a request
  * whose client is gone), and their list died with it: hold fenced writes
- * for order_grace_ms, as after a 504, so that none overtakes them. An
- * lmdb store that held no mark at open never let a fenced write through:
- * nothing to wait for. */
+ * for order_grace_ms, as after a 504, so that none overtakes them. A
+ * store that held no mark at open (the store's fresh, where it knows)
+ * never let a fenced write through: nothing to wait for. */
 static bool
 start_hold(struct tm_proxy *px, char *err, size_t errlen)
 {
     int ms = px->cfg->proxy.order_grace_ms;
 
-    if (ms <= 0 ||
-        (px->sops == &store_lmdb_ops && store_lmdb_fresh(px->store))) {
+    if (ms <= 0 || fence_fresh(px->fence)) {
         return true;
     }
     if (!order_hold(px->order, ms)) {
@@ -322,6 +320,7 @@ start(struct tm_proxy *px, char *err, size_t errlen)
 {
     struct event_base *base = px->base;
     const struct tm_config *cfg = px->first;
+    const struct store_ops *sops;
 
     px->cfg = cfg;
 
@@ -332,12 +331,11 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     px->reaper = event_new(base, -1, 0, reaper_cb, px);
     px->flusher = event_new(base, -1, 0, flusher_cb, px);
     px->trimmer = evtimer_new(base, trim_cb, px);
-    px->marks = marks_new((size_t)cfg->store.cache_entries);
     px->order = order_new(base);
     px->metrics = metrics_new();
     if (px->metrics == NULL || px->scratch == NULL ||
         px->scratch_resp == NULL || px->reaper == NULL || px->flusher == NULL ||
-        px->trimmer == NULL || px->marks == NULL || px->order == NULL) {
+        px->trimmer == NULL || px->order == NULL) {
         snprintf(err, errlen, "out of memory");
         return false;
     }
@@ -351,14 +349,14 @@ start(struct tm_proxy *px, char *err, size_t errlen)
         return false;
     }
     px->pools = px->gen->pools;
-    px->sops = store_find(cfg->store.type);
-    if (px->sops == NULL) {
+    sops = store_find(cfg->store.type);
+    if (sops == NULL) {
         snprintf(err, errlen, "store type %s is not available",
                  cfg->store.type);
         return false;
     }
-    px->store = px->sops->open(base, &cfg->store, err, errlen);
-    if (px->store == NULL) {
+    px->fence = fence_open(base, sops, &cfg->store, px->metrics, err, errlen);
+    if (px->fence == NULL) {
         return false;
     }
     px->listener =
@@ -461,10 +459,8 @@ tm_proxy_free(struct tm_proxy *px)
         client_close_idle(px, true);
         client_reap(px);
     }
-    if (px->store != NULL) {
-        /* Runs the callbacks of pending raises; nobody waits for them. */
-        px->sops->close(px->store);
-    }
+    /* Runs the callbacks of pending raises; nobody waits for them. */
+    fence_close(px->fence);
     while (px->retired != NULL) {
         struct gen *g = px->retired;
         px->retired = g->next;
@@ -475,7 +471,6 @@ tm_proxy_free(struct tm_proxy *px)
     }
     order_free(px->order);
     metrics_free(px->metrics);
-    marks_free(px->marks);
     if (px->reaper != NULL) {
         event_free(px->reaper);
     }

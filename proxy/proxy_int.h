@@ -15,9 +15,7 @@
 struct event_base;
 struct event;
 struct evconnlistener;
-struct store;
-struct store_ops;
-struct marks;
+struct fence;
 struct order;
 struct up_pool;
 struct adm;
@@ -66,9 +64,7 @@ struct tm_proxy {
                                       * must use one key */
     struct http_limits limits;
     struct evconnlistener *listener;
-    const struct store_ops *sops;
-    struct store *store;
-    struct marks *marks;
+    struct fence *fence; /* the mark store and its cache */
     struct order *order;
     struct up_pool **pools; /* gen->pools */
     struct adm *adm;

@@ -8,7 +8,8 @@ set -eu
 # differential test; Apache with mod_dav and nginx's DAV modules as WebDAV
 # backends; node for the S3 server installed from npm below) and the
 # clients they drive (curl, requests, boto3, rclone). Bench: wrk and
-# nginx. Fuzz: clang, and its sanitizer and libFuzzer runtimes
+# nginx, and linux-perf (strace where perf cannot count) for the system
+# calls per request. Fuzz: clang, and its sanitizer and libFuzzer runtimes
 # (libclang-rt-14-dev, which clang only recommends). Format:
 # clang-format (make format-check). Package:
 # debhelper, build-essential, systemd (systemd-analyze verify). Page:
@@ -16,7 +17,7 @@ set -eu
 PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
-wrk nginx-light haproxy redis-server postgresql etcd-server clang
+wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
 python3-boto3 rclone"

@@ -29,34 +29,48 @@ typedef void (*lock_cb)(void *arg, enum lock_result res, int64_t fence,
 
 struct lock_backend;
 
-/* Every write (acquire, extend, release) is durable before its callback
- * runs: a fence handed out is never handed out again. Names are len
- * bytes, copied; ttl_ms >= 1; fence >= 1. */
+/* What one operation does. Every write (acquire, extend, release) is
+ * durable before its callback runs: a fence handed out is never handed
+ * out again. */
+enum lock_kind {
+    /* Take the lease when none is live: the fence becomes the counter
+     * plus one, or min_fence when that is higher (0: no floor), and the
+     * counter follows. The lock service passes the resource's mark plus
+     * one, so a fence is never one that a mark already holds. LOCK_OK or
+     * LOCK_BUSY. */
+    LOCK_OP_ACQUIRE = 0,
+    /* Reset a live lease whose fence is fence to ttl_ms from now. LOCK_OK
+     * or LOCK_LOST. */
+    LOCK_OP_EXTEND,
+    /* End a live lease whose fence is fence; the counter stays. LOCK_OK
+     * or LOCK_LOST (then nothing changed). */
+    LOCK_OP_RELEASE,
+    /* The live lease: LOCK_OK with its fence and time left, or
+     * LOCK_NONE. */
+    LOCK_OP_STATUS,
+};
+
+/* One operation on one lease, and whom to answer. The backend copies
+ * what it keeps (the name too): op may go once submit returns. */
+struct lock_op {
+    enum lock_kind kind;
+    const char *name; /* len bytes */
+    size_t len;
+    int64_t ttl_ms;    /* acquire, extend: >= 1 */
+    int64_t fence;     /* extend, release: the caller's lease (>= 1) */
+    int64_t min_fence; /* acquire: the lowest fence to hand out, 0: none */
+    lock_cb cb;
+    void *arg;
+};
+
 struct lock_ops {
     const char *name;
     /* Open with cfg on base. NULL on failure with a message in err. */
     struct lock_backend *(*open)(struct event_base *base,
                                  const struct cfg_locks *cfg, char *err,
                                  size_t errlen);
-    /* Take the lease when none is live: the fence becomes the counter
-     * plus one, or min_fence when that is higher (0: no floor), and the
-     * counter follows. The lock service passes the resource's mark plus
-     * one, so a fence is never one that a mark already holds. LOCK_OK
-     * or LOCK_BUSY. */
-    void (*acquire)(struct lock_backend *b, const char *name, size_t len,
-                    int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg);
-    /* Reset a live lease whose fence is fence to ttl_ms from now. LOCK_OK
-     * or LOCK_LOST. */
-    void (*extend)(struct lock_backend *b, const char *name, size_t len,
-                   int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg);
-    /* End a live lease whose fence is fence; the counter stays. LOCK_OK
-     * or LOCK_LOST (then nothing changed). */
-    void (*release)(struct lock_backend *b, const char *name, size_t len,
-                    int64_t fence, lock_cb cb, void *arg);
-    /* The live lease: LOCK_OK with its fence and time left, or
-     * LOCK_NONE. */
-    void (*get)(struct lock_backend *b, const char *name, size_t len,
-                lock_cb cb, void *arg);
+    /* Start op; op->cb runs once with the outcome. */
+    void (*submit)(struct lock_backend *b, const struct lock_op *op);
     /* false while the backend cannot be used. */
     bool (*ready)(struct lock_backend *b);
     /* Answer every queued operation (callbacks run before this returns),

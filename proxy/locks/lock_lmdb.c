@@ -49,20 +49,13 @@
 #define LIVE_BUCKETS 4096 /* power of two */
 #define LIVE_MAX 65536    /* leases remembered at most */
 
-enum lop {
-    LOP_ACQUIRE = 0,
-    LOP_EXTEND,
-    LOP_RELEASE,
-    LOP_GET,
-};
-
 struct ljob {
     struct lmdb_worker_job job; /* first: the worker's queue link */
-    enum lop op;
+    enum lock_kind op;
     lock_cb cb;
     void *arg;
-    int64_t fence;        /* extend, release: the caller's; acquire:
-                           * the floor (0: none) */
+    int64_t fence;        /* extend, release: the caller's */
+    int64_t min_fence;    /* acquire: the floor (0: none) */
     int64_t ttl_ms;       /* acquire, extend */
     enum lock_result res; /* the answer, set before the callback */
     int64_t out_fence;
@@ -165,7 +158,7 @@ apply(struct lmdb_locks *s, MDB_txn *txn, struct ljob *j, int64_t now,
     j->out_fence = fence;
     j->out_ttl = live ? expires - now : 0;
     switch (j->op) {
-    case LOP_ACQUIRE:
+    case LOCK_OP_ACQUIRE:
         if (live) {
             j->res = LOCK_BUSY;
             return 0;
@@ -174,15 +167,15 @@ apply(struct lmdb_locks *s, MDB_txn *txn, struct ljob *j, int64_t now,
             return EOVERFLOW;
         }
         fence++;
-        if (fence < j->fence) {
-            fence = j->fence;
+        if (fence < j->min_fence) {
+            fence = j->min_fence;
         }
         expires = now + j->ttl_ms;
         j->res = LOCK_OK;
         j->out_fence = fence;
         j->out_ttl = j->ttl_ms;
         break;
-    case LOP_EXTEND:
+    case LOCK_OP_EXTEND:
         if (!live || fence != j->fence) {
             j->res = LOCK_LOST;
             return 0;
@@ -191,7 +184,7 @@ apply(struct lmdb_locks *s, MDB_txn *txn, struct ljob *j, int64_t now,
         j->res = LOCK_OK;
         j->out_ttl = j->ttl_ms;
         break;
-    case LOP_RELEASE:
+    case LOCK_OP_RELEASE:
         if (!live || fence != j->fence) {
             j->res = LOCK_LOST;
             return 0;
@@ -200,7 +193,7 @@ apply(struct lmdb_locks *s, MDB_txn *txn, struct ljob *j, int64_t now,
         j->res = LOCK_OK;
         j->out_ttl = 0;
         break;
-    case LOP_GET:
+    case LOCK_OP_STATUS:
         j->res = live ? LOCK_OK : LOCK_NONE;
         return 0;
     }
@@ -345,7 +338,7 @@ static void
 live_learn(struct lmdb_locks *s, const struct ljob *j, int64_t now)
 {
     bool live =
-        (j->res == LOCK_OK && j->op != LOP_RELEASE) || j->res == LOCK_BUSY;
+        (j->res == LOCK_OK && j->op != LOCK_OP_RELEASE) || j->res == LOCK_BUSY;
 
     if (j->len == 0 || j->res == LOCK_ERROR) {
         return;
@@ -412,9 +405,10 @@ static const struct lmdb_worker_ops writer_ops = {
  * many queued) are answered LOCK_ERROR on the next loop pass; only when
  * not even that can be allocated is the callback lost (logged). */
 static void
-submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
-       int64_t fence, int64_t ttl_ms, lock_cb cb, void *arg)
+lmdb_submit(struct lock_backend *b, const struct lock_op *op)
 {
+    struct lmdb_locks *s = to_locks(b);
+    size_t len = op->len;
     struct ljob *j = len <= 65536 ? malloc(sizeof(*j) + len) : NULL;
     bool refuse = false;
 
@@ -427,19 +421,20 @@ submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
         len = 0;
         refuse = true;
     }
-    *j = (struct ljob){.op = op,
-                       .cb = cb,
-                       .arg = arg,
-                       .fence = fence,
-                       .ttl_ms = ttl_ms,
+    *j = (struct ljob){.op = op->kind,
+                       .cb = op->cb,
+                       .arg = op->arg,
+                       .fence = op->fence,
+                       .min_fence = op->min_fence,
+                       .ttl_ms = op->ttl_ms,
                        .res = LOCK_ERROR,
                        .len = len};
     if (len > 0) {
-        memcpy(j->name, name, len);
+        memcpy(j->name, op->name, len);
     }
     refuse |= !lmdb_worker_ready(s->w);
-    if (!refuse && op == LOP_ACQUIRE) {
-        struct live **pp = live_slot(s, name, len);
+    if (!refuse && op->kind == LOCK_OP_ACQUIRE) {
+        struct live **pp = live_slot(s, j->name, len);
         int64_t now = *pp != NULL ? now_ms() : 0;
 
         if (*pp != NULL && (*pp)->expires > now) {
@@ -450,40 +445,12 @@ submit(struct lmdb_locks *s, enum lop op, const char *name, size_t len,
             return;
         }
         if (*pp != NULL) {
-            live_forget(s, name, len);
+            live_forget(s, j->name, len);
         }
     }
     if (refuse || !lmdb_worker_submit(s->w, &j->job, LOCK_QUEUE_MAX)) {
         lmdb_worker_answer_local(s->w, &j->job);
     }
-}
-
-static void
-lmdb_acquire(struct lock_backend *b, const char *name, size_t len,
-             int64_t ttl_ms, int64_t min_fence, lock_cb cb, void *arg)
-{
-    submit(to_locks(b), LOP_ACQUIRE, name, len, min_fence, ttl_ms, cb, arg);
-}
-
-static void
-lmdb_extend(struct lock_backend *b, const char *name, size_t len, int64_t fence,
-            int64_t ttl_ms, lock_cb cb, void *arg)
-{
-    submit(to_locks(b), LOP_EXTEND, name, len, fence, ttl_ms, cb, arg);
-}
-
-static void
-lmdb_release(struct lock_backend *b, const char *name, size_t len,
-             int64_t fence, lock_cb cb, void *arg)
-{
-    submit(to_locks(b), LOP_RELEASE, name, len, fence, 0, cb, arg);
-}
-
-static void
-lmdb_get(struct lock_backend *b, const char *name, size_t len, lock_cb cb,
-         void *arg)
-{
-    submit(to_locks(b), LOP_GET, name, len, 0, 0, cb, arg);
 }
 
 static bool
@@ -574,10 +541,7 @@ lmdb_close(struct lock_backend *b)
 const struct lock_ops lock_lmdb_ops = {
     .name = "lmdb",
     .open = lmdb_open,
-    .acquire = lmdb_acquire,
-    .extend = lmdb_extend,
-    .release = lmdb_release,
-    .get = lmdb_get,
+    .submit = lmdb_submit,
     .ready = lmdb_ready,
     .close = lmdb_close,
 };

@@ -18,6 +18,7 @@
 #include "../queue.h"
 #include "../store/coldq.h"
 #include "../store/pg_pool.h"
+#include "../store/store_defer.h"
 
 /*
  * The table: the seed's lease row, tidemark_leases (name text PRIMARY
@@ -128,13 +129,11 @@ struct pl_list {
 
 struct pg_locks {
     struct event_base *base;
-    const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct pg_pool *pool;
     int npool;
     struct pl_req **inflight; /* by connection */
     struct pl_list pending;
-    struct pl_list answered; /* answered without the server */
-    struct event *answer_ev; /* run answered */
+    struct store_defer *defer; /* answers given without the server */
     bool closing;
     bool full_logged;
     char owner[128];
@@ -172,36 +171,6 @@ req_answer(struct pl_req *r)
 {
     r->cb(r->arg, r->res, r->out_fence, r->out_ttl);
     free(r);
-}
-
-/* Answer r with an error on a later pass of the loop. */
-static void
-defer_error(struct pg_locks *s, struct pl_req *r)
-{
-    r->res = LOCK_ERROR;
-    r->out_fence = 0;
-    r->out_ttl = 0;
-    list_push(&s->answered, r);
-    event_active(s->answer_ev, 0, 1);
-}
-
-static void
-run_answered(struct pg_locks *s)
-{
-    struct pl_req *r;
-
-    while ((r = list_pop(&s->answered)) != NULL) {
-        req_answer(r);
-    }
-}
-
-static void
-on_answer(evutil_socket_t fd, short what, void *arg)
-{
-    lib_enter(((struct pg_locks *)arg)->log);
-    (void)fd;
-    (void)what;
-    run_answered(arg);
 }
 
 /* A bigint column; false when NULL or not a number. */
@@ -390,83 +359,58 @@ static const struct pg_pool_ops pool_ops = {
 extern const struct lock_ops lock_postgres_ops;
 
 static void
-submit(struct pg_locks *s, enum pl_op op, const char *name, size_t len,
-       int64_t fence, int64_t ttl_ms, int64_t floor, lock_cb cb, void *arg)
+pl_submit(struct lock_backend *b, const struct lock_op *op)
 {
-    static const enum coldq_lock_op cold_op[] = {
-        [PL_ACQUIRE] = COLDQ_ACQUIRE,
-        [PL_RELEASE] = COLDQ_RELEASE,
-        [PL_EXTEND] = COLDQ_EXTEND,
-        [PL_GET] = COLDQ_GET,
-    };
+    struct pg_locks *s = to_locks(b);
+    size_t len = op->len;
     struct pl_req *r;
+    enum pl_op pop = PL_GET;
 
+    switch (op->kind) {
+    case LOCK_OP_ACQUIRE:
+        pop = PL_ACQUIRE;
+        break;
+    case LOCK_OP_EXTEND:
+        pop = PL_EXTEND;
+        break;
+    case LOCK_OP_RELEASE:
+        pop = PL_RELEASE;
+        break;
+    case LOCK_OP_STATUS:
+        pop = PL_GET;
+        break;
+    }
     if (len > 0 && !s->closing && !pg_pool_any_up(s->pool) &&
-        coldq_park_lock(pg_pool_coldq(s->pool), (struct lock_backend *)s,
-                        &lock_postgres_ops, cold_op[op], name, len,
-                        op == PL_ACQUIRE ? floor : fence, ttl_ms, cb, arg)) {
+        coldq_park_lock(pg_pool_coldq(s->pool), b, &lock_postgres_ops, op)) {
         return; /* the first connection is being made */
     }
-    r = len <= 65536 ? malloc(sizeof(*r) + len + 1) : NULL;
-
-    if (r == NULL) {
-        r = malloc(sizeof(*r) + 1);
-        if (r == NULL) {
-            log_error("locks: out of memory: a lock callback is lost");
-            return;
-        }
-        len = 0;
-    }
-    *r = (struct pl_req){.op = op,
-                         .cb = cb,
-                         .arg = arg,
-                         .fence = fence,
-                         .ttl_ms = ttl_ms,
-                         .floor = floor > 0 ? floor : 0,
-                         .res = LOCK_ERROR,
-                         .len = len};
-    memcpy(r->name, name, len);
-    r->name[len] = '\0';
-    if (len == 0 || s->closing || !pg_pool_any_up(s->pool)) {
-        defer_error(s, r);
+    if (len == 0 || len > 65536 || s->closing || !pg_pool_any_up(s->pool)) {
+        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     if (!queue_admit(s->pending.n, PL_QUEUE_MAX, &s->full_logged,
                      "locks: postgres",
                      "operations are waiting for a connection")) {
-        defer_error(s, r);
+        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
+    r = malloc(sizeof(*r) + len + 1);
+    if (r == NULL) {
+        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
+        return;
+    }
+    *r = (struct pl_req){.op = pop,
+                         .cb = op->cb,
+                         .arg = op->arg,
+                         .fence = op->fence,
+                         .ttl_ms = op->ttl_ms,
+                         .floor = op->min_fence > 0 ? op->min_fence : 0,
+                         .res = LOCK_ERROR,
+                         .len = len};
+    memcpy(r->name, op->name, len);
+    r->name[len] = '\0';
     list_push(&s->pending, r);
     pg_pool_dispatch_soon(s->pool);
-}
-
-static void
-pl_acquire(struct lock_backend *b, const char *name, size_t len, int64_t ttl_ms,
-           int64_t min_fence, lock_cb cb, void *arg)
-{
-    submit(to_locks(b), PL_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb, arg);
-}
-
-static void
-pl_extend(struct lock_backend *b, const char *name, size_t len, int64_t fence,
-          int64_t ttl_ms, lock_cb cb, void *arg)
-{
-    submit(to_locks(b), PL_EXTEND, name, len, fence, ttl_ms, 0, cb, arg);
-}
-
-static void
-pl_release(struct lock_backend *b, const char *name, size_t len, int64_t fence,
-           lock_cb cb, void *arg)
-{
-    submit(to_locks(b), PL_RELEASE, name, len, fence, 0, 0, cb, arg);
-}
-
-static void
-pl_get(struct lock_backend *b, const char *name, size_t len, lock_cb cb,
-       void *arg)
-{
-    submit(to_locks(b), PL_GET, name, len, 0, 0, 0, cb, arg);
 }
 
 static bool
@@ -486,10 +430,7 @@ locks_free(struct pg_locks *s)
     pg_pool_free(s->pool);
     s->pool = NULL;
     pool_all_down(s);
-    run_answered(s);
-    if (s->answer_ev != NULL) {
-        event_free(s->answer_ev);
-    }
+    store_defer_free(s->defer);
     free(s->inflight);
     free(s);
 }
@@ -510,7 +451,6 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     s->base = base;
-    s->log = log_current();
     s->npool = cfg->pool_size > 0 ? cfg->pool_size : 2;
     if (gethostname(host, sizeof(host)) != 0) {
         snprintf(host, sizeof(host), "unknown");
@@ -519,8 +459,8 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     snprintf(s->owner, sizeof(s->owner), "tidemark@%s:%ld", host,
              (long)getpid());
     s->inflight = calloc((size_t)s->npool, sizeof(*s->inflight));
-    s->answer_ev = event_new(base, -1, 0, on_answer, s);
-    if (s->inflight == NULL || s->answer_ev == NULL) {
+    s->defer = store_defer_new(base);
+    if (s->inflight == NULL || s->defer == NULL) {
         snprintf(err, errlen, "locks: out of memory");
         locks_free(s);
         return NULL;
@@ -552,10 +492,7 @@ pl_close(struct lock_backend *b)
 const struct lock_ops lock_postgres_ops = {
     .name = "postgres",
     .open = pl_open,
-    .acquire = pl_acquire,
-    .extend = pl_extend,
-    .release = pl_release,
-    .get = pl_get,
+    .submit = pl_submit,
     .ready = pl_ready,
     .close = pl_close,
 };

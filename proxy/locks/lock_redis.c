@@ -8,12 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/event.h>
-
 #include "../../conf/cfg.h"
 #include "../log.h"
 #include "../store/coldq.h"
 #include "../store/redis_conn.h"
+#include "../store/store_defer.h"
 
 /*
  * Keys. The lease of name N is "lock:{N}" holding its fence as a decimal
@@ -90,22 +89,17 @@ struct rl_req;
 
 struct redis_locks {
     struct event_base *base;
-    const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct redis_conn *conn;
-    struct event *defer_ev;  /* answers given without Redis */
-    struct rl_req *deferred; /* LIFO; order among errors does not matter */
+    struct store_defer *defer; /* answers given without Redis */
     bool closing;
 };
 
 struct rl_req {
-    struct rl_req *next; /* in deferred */
-    struct redis_locks *s;
     enum rl_script op;
     lock_cb cb;
     void *arg;
-    int64_t fence;        /* extend, release: the caller's */
-    int64_t ttl_ms;       /* acquire, extend: asked for */
-    enum lock_result res; /* deferred answers */
+    int64_t fence;  /* extend, release: the caller's */
+    int64_t ttl_ms; /* acquire, extend: asked for */
     size_t len;
     char name[]; /* len bytes and a NUL */
 };
@@ -136,39 +130,13 @@ parse_dec(const redisReply *rep, bool zero_ok, int64_t *out)
     return true;
 }
 
-/* Run every deferred answer, including those its callbacks defer. */
+/* Answer r with an error on a later pass of the loop (never inside the
+ * call that started it), and free it. */
 static void
-drain_deferred(struct redis_locks *s)
+defer_error(struct redis_locks *s, struct rl_req *r)
 {
-    while (s->deferred != NULL) {
-        struct rl_req *r = s->deferred;
-
-        s->deferred = r->next;
-        r->cb(r->arg, r->res, 0, 0);
-        free(r);
-    }
-}
-
-static void
-on_deferred(evutil_socket_t fd, short what, void *arg)
-{
-    lib_enter(((struct redis_locks *)arg)->log);
-    (void)fd;
-    (void)what;
-    drain_deferred(arg);
-}
-
-/* Answer r with res on a later pass of the loop (never inside the call
- * that started it). */
-static void
-defer_answer(struct rl_req *r, enum lock_result res)
-{
-    struct redis_locks *s = r->s;
-
-    r->res = res;
-    r->next = s->deferred;
-    s->deferred = r;
-    event_active(s->defer_ev, 0, 1);
+    store_defer_lock(s->defer, r->cb, r->arg, LOCK_ERROR);
+    free(r);
 }
 
 /* The reply of one script, for r's operation. */
@@ -249,52 +217,35 @@ out:
     free(r);
 }
 
-/* Send one script for name. Keys are built here; nargs extra ARGVs. */
+/* Send op's script. Keys are built here. */
 extern const struct lock_ops lock_redis_ops;
 
 static void
-run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
-    int64_t fence, int64_t ttl_ms, int64_t floor, lock_cb cb, void *arg)
+rl_submit(struct lock_backend *b, const struct lock_op *op)
 {
+    struct redis_locks *s = to_locks(b);
+    const char *name = op->name;
+    size_t len = op->len;
     struct rl_req *r;
     char *lock_key, *fence_key;
     char a1[24], a2[24];
     const char *argv[5];
     size_t lens[5];
     int argc = 0;
-    static const enum coldq_lock_op cold_op[] = {
-        [RL_S_ACQUIRE] = COLDQ_ACQUIRE,
-        [RL_S_RELEASE] = COLDQ_RELEASE,
-        [RL_S_EXTEND] = COLDQ_EXTEND,
-        [RL_S_STATUS] = COLDQ_GET,
-    };
+    enum rl_script script = RL_S_STATUS;
 
     /* Before the first connection is up, wait for it (coldq.h). */
     if (!s->closing && !redis_conn_ready(s->conn) &&
-        coldq_park_lock(redis_conn_coldq(s->conn), (struct lock_backend *)s,
-                        &lock_redis_ops, cold_op[op], name, len,
-                        op == RL_S_ACQUIRE ? floor : fence, ttl_ms, cb, arg)) {
+        coldq_park_lock(redis_conn_coldq(s->conn), b, &lock_redis_ops, op)) {
         return;
     }
     r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
     if (r == NULL) {
-        r = malloc(sizeof(*r) + 1);
-        if (r == NULL) {
-            log_error("locks: out of memory: a lock callback is lost");
-            return;
-        }
-        *r = (struct rl_req){.s = s, .op = op, .cb = cb, .arg = arg};
-        r->name[0] = '\0';
-        defer_answer(r, LOCK_ERROR);
+        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
-    *r = (struct rl_req){.s = s,
-                         .op = op,
-                         .cb = cb,
-                         .arg = arg,
-                         .fence = fence,
-                         .ttl_ms = ttl_ms,
-                         .len = len};
+    *r = (struct rl_req){
+        .cb = op->cb, .arg = op->arg, .fence = op->fence, .len = len};
     memcpy(r->name, name, len);
     r->name[len] = '\0';
     lock_key = r->name + len + 1;
@@ -306,74 +257,53 @@ run(struct redis_locks *s, enum rl_script op, const char *name, size_t len,
     memcpy(fence_key + 7, name, len);
     fence_key[7 + len] = '}';
     if (s->closing) {
-        defer_answer(r, LOCK_ERROR);
+        defer_error(s, r);
         return;
     }
-    switch (op) {
-    case RL_S_ACQUIRE:
-    case RL_S_STATUS:
+    switch (op->kind) {
+    case LOCK_OP_ACQUIRE:
+    case LOCK_OP_STATUS:
+        script = op->kind == LOCK_OP_ACQUIRE ? RL_S_ACQUIRE : RL_S_STATUS;
         argv[argc] = "2";
         lens[argc++] = 1;
         argv[argc] = lock_key;
         lens[argc++] = len + 7;
         argv[argc] = fence_key;
         lens[argc++] = len + 8;
-        if (op == RL_S_ACQUIRE) {
-            snprintf(a1, sizeof(a1), "%" PRId64, ttl_ms);
-            snprintf(a2, sizeof(a2), "%" PRId64, floor > 0 ? floor : 0);
+        if (script == RL_S_ACQUIRE) {
+            r->ttl_ms = op->ttl_ms;
+            snprintf(a1, sizeof(a1), "%" PRId64, op->ttl_ms);
+            snprintf(a2, sizeof(a2), "%" PRId64,
+                     op->min_fence > 0 ? op->min_fence : 0);
             argv[argc] = a1;
             lens[argc++] = strlen(a1);
             argv[argc] = a2;
             lens[argc++] = strlen(a2);
         }
         break;
-    case RL_S_RELEASE:
-    case RL_S_EXTEND:
+    case LOCK_OP_RELEASE:
+    case LOCK_OP_EXTEND:
+        script = op->kind == LOCK_OP_EXTEND ? RL_S_EXTEND : RL_S_RELEASE;
         argv[argc] = "1";
         lens[argc++] = 1;
         argv[argc] = lock_key;
         lens[argc++] = len + 7;
-        snprintf(a1, sizeof(a1), "%" PRId64, fence);
+        snprintf(a1, sizeof(a1), "%" PRId64, op->fence);
         argv[argc] = a1;
         lens[argc++] = strlen(a1);
-        if (op == RL_S_EXTEND) {
-            snprintf(a2, sizeof(a2), "%" PRId64, ttl_ms);
+        if (script == RL_S_EXTEND) {
+            r->ttl_ms = op->ttl_ms;
+            snprintf(a2, sizeof(a2), "%" PRId64, op->ttl_ms);
             argv[argc] = a2;
             lens[argc++] = strlen(a2);
         }
         break;
     }
-    if (!redis_conn_eval(s->conn, op, argc, argv, lens, on_reply, NULL, r)) {
-        defer_answer(r, LOCK_ERROR);
+    r->op = script;
+    if (!redis_conn_eval(s->conn, script, argc, argv, lens, on_reply, NULL,
+                         r)) {
+        defer_error(s, r);
     }
-}
-
-static void
-rl_acquire(struct lock_backend *b, const char *name, size_t len, int64_t ttl_ms,
-           int64_t min_fence, lock_cb cb, void *arg)
-{
-    run(to_locks(b), RL_S_ACQUIRE, name, len, 0, ttl_ms, min_fence, cb, arg);
-}
-
-static void
-rl_extend(struct lock_backend *b, const char *name, size_t len, int64_t fence,
-          int64_t ttl_ms, lock_cb cb, void *arg)
-{
-    run(to_locks(b), RL_S_EXTEND, name, len, fence, ttl_ms, 0, cb, arg);
-}
-
-static void
-rl_release(struct lock_backend *b, const char *name, size_t len, int64_t fence,
-           lock_cb cb, void *arg)
-{
-    run(to_locks(b), RL_S_RELEASE, name, len, fence, 0, 0, cb, arg);
-}
-
-static void
-rl_get(struct lock_backend *b, const char *name, size_t len, lock_cb cb,
-       void *arg)
-{
-    run(to_locks(b), RL_S_STATUS, name, len, 0, 0, 0, cb, arg);
 }
 
 static bool
@@ -400,9 +330,8 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     s->base = base;
-    s->log = log_current();
-    s->defer_ev = event_new(base, -1, 0, on_deferred, s);
-    if (s->defer_ev == NULL) {
+    s->defer = store_defer_new(base);
+    if (s->defer == NULL) {
         snprintf(err, errlen, "locks: cannot set up events");
         free(s);
         return NULL;
@@ -413,7 +342,7 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
                              sizeof(rl_scripts) / sizeof(rl_scripts[0]),
                              cfg->timeout_ms, err, errlen);
     if (s->conn == NULL) {
-        event_free(s->defer_ev);
+        store_defer_free(s->defer);
         free(s);
         return NULL;
     }
@@ -431,18 +360,14 @@ rl_close(struct lock_backend *b)
     s->closing = true;
     /* Answers every script in flight (callbacks run now). */
     redis_conn_free(s->conn);
-    drain_deferred(s);
-    event_free(s->defer_ev);
+    store_defer_free(s->defer);
     free(s);
 }
 
 const struct lock_ops lock_redis_ops = {
     .name = "redis",
     .open = rl_open,
-    .acquire = rl_acquire,
-    .extend = rl_extend,
-    .release = rl_release,
-    .get = rl_get,
+    .submit = rl_submit,
     .ready = rl_ready,
     .close = rl_close,
 };

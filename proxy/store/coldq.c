@@ -246,12 +246,7 @@ coldq_park_store(struct coldq *q, struct store *st, const struct store_ops *ops,
 struct lock_call {
     struct lock_backend *b;
     const struct lock_ops *ops;
-    enum coldq_lock_op op;
-    int64_t fence;
-    int64_t ttl_ms;
-    lock_cb cb;
-    void *arg;
-    size_t len;
+    struct lock_op op; /* op.name points at name */
     char name[];
 };
 
@@ -260,55 +255,33 @@ lock_call_run(void *arg, bool up)
 {
     struct lock_call *c = arg;
 
-    if (!up) {
-        c->cb(c->arg, LOCK_ERROR, 0, 0);
-        free(c);
-        return;
-    }
-    switch (c->op) {
-    case COLDQ_ACQUIRE:
-        c->ops->acquire(c->b, c->name, c->len, c->ttl_ms, c->fence, c->cb,
-                        c->arg);
-        break;
-    case COLDQ_EXTEND:
-        c->ops->extend(c->b, c->name, c->len, c->fence, c->ttl_ms, c->cb,
-                       c->arg);
-        break;
-    case COLDQ_RELEASE:
-        c->ops->release(c->b, c->name, c->len, c->fence, c->cb, c->arg);
-        break;
-    case COLDQ_GET:
-        c->ops->get(c->b, c->name, c->len, c->cb, c->arg);
-        break;
+    if (up) {
+        c->ops->submit(c->b, &c->op);
+    } else {
+        c->op.cb(c->op.arg, LOCK_ERROR, 0, 0);
     }
     free(c);
 }
 
 bool
 coldq_park_lock(struct coldq *q, struct lock_backend *b,
-                const struct lock_ops *ops, enum coldq_lock_op op,
-                const char *name, size_t len, int64_t fence, int64_t ttl_ms,
-                lock_cb cb, void *arg)
+                const struct lock_ops *ops, const struct lock_op *op)
 {
     struct lock_call *c;
 
-    if (!coldq_waiting(q) || len > 65536) {
+    if (!coldq_waiting(q) || op->len > 65536) {
         return false;
     }
-    c = malloc(sizeof(*c) + len + 1);
+    c = malloc(sizeof(*c) + op->len + 1);
     if (c == NULL) {
         return false;
     }
-    *c = (struct lock_call){.b = b,
-                            .ops = ops,
-                            .op = op,
-                            .fence = fence,
-                            .ttl_ms = ttl_ms,
-                            .cb = cb,
-                            .arg = arg,
-                            .len = len};
-    memcpy(c->name, name, len);
-    c->name[len] = '\0';
+    c->b = b;
+    c->ops = ops;
+    c->op = *op;
+    memcpy(c->name, op->name, op->len);
+    c->name[op->len] = '\0';
+    c->op.name = c->name;
     if (!coldq_park(q, lock_call_run, c)) {
         free(c);
         return false;

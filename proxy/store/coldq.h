@@ -46,19 +46,10 @@ bool coldq_park_store(struct coldq *q, struct store *st,
                       size_t len, int64_t token, store_cb cb, void *arg)
     __attribute__((warn_unused_result));
 
-enum coldq_lock_op {
-    COLDQ_ACQUIRE = 0, /* fence: min_fence */
-    COLDQ_EXTEND,
-    COLDQ_RELEASE,
-    COLDQ_GET,
-};
-
-/* A lock operation, parked: made again through ops on b when up,
- * answered LOCK_ERROR otherwise. Copies name. */
+/* A lock operation, parked: submitted again through ops on b when up,
+ * answered LOCK_ERROR otherwise. Copies op and its name. */
 bool coldq_park_lock(struct coldq *q, struct lock_backend *b,
-                     const struct lock_ops *ops, enum coldq_lock_op op,
-                     const char *name, size_t len, int64_t fence,
-                     int64_t ttl_ms, lock_cb cb, void *arg)
+                     const struct lock_ops *ops, const struct lock_op *op)
     __attribute__((warn_unused_result));
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 struct event_base;
+struct evbuffer;
 struct cfg_store;
 
 enum store_result {
@@ -44,6 +45,14 @@ struct store_ops {
                 void *arg);
     /* false while the store cannot be used (failed sync, unreachable). */
     bool (*ready)(struct store *s);
+    /* Optional (NULL: none). Append the backend's own counters to out in
+     * the Prometheus text format, families named tidemark_<name>_*.
+     * Loop thread. */
+    void (*metrics)(struct store *s, struct evbuffer *out);
+    /* Optional (NULL: never). Whether the store held no mark when it was
+     * opened: then no fenced write can have been forwarded through it
+     * before this process. */
+    bool (*fresh)(struct store *s);
     /* Finish every queued raise (their callbacks run before this
      * returns), then release everything. Call it on the loop thread,
      * not from inside a store callback; raises and gets made by the

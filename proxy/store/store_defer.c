@@ -1,5 +1,5 @@
-/* store_defer.c: a FIFO of store answers run by one libevent event that
- * is activated when the first answer is queued. */
+/* store_defer.c: a FIFO of store and lock answers run by one libevent
+ * event that is activated when the first answer is queued. */
 #include "store_defer.h"
 
 #include <stdlib.h>
@@ -10,9 +10,13 @@
 
 struct defer_item {
     struct defer_item *next;
-    store_cb cb;
+    bool lock; /* cb.lock, else cb.store */
+    union {
+        store_cb store;
+        lock_cb lock;
+    } cb;
     void *arg;
-    enum store_result res;
+    int res; /* enum store_result or enum lock_result */
     int64_t mark;
 };
 
@@ -34,7 +38,11 @@ run_all(struct store_defer *d)
         if (d->head == NULL) {
             d->tail = &d->head;
         }
-        it->cb(it->arg, it->res, it->mark);
+        if (it->lock) {
+            it->cb.lock(it->arg, (enum lock_result)it->res, 0, 0);
+        } else {
+            it->cb.store(it->arg, (enum store_result)it->res, it->mark);
+        }
         free(it);
     }
 }
@@ -66,6 +74,15 @@ store_defer_new(struct event_base *base)
     return d;
 }
 
+static void
+push(struct store_defer *d, struct defer_item *it)
+{
+    it->next = NULL;
+    *d->tail = it;
+    d->tail = &it->next;
+    event_active(d->ev, 0, 1);
+}
+
 void
 store_defer(struct store_defer *d, store_cb cb, void *arg,
             enum store_result res, int64_t mark)
@@ -76,14 +93,24 @@ store_defer(struct store_defer *d, store_cb cb, void *arg,
         log_error("store: out of memory: a store callback is lost");
         return;
     }
-    it->next = NULL;
-    it->cb = cb;
-    it->arg = arg;
-    it->res = res;
-    it->mark = mark;
-    *d->tail = it;
-    d->tail = &it->next;
-    event_active(d->ev, 0, 1);
+    *it = (struct defer_item){
+        .cb.store = cb, .arg = arg, .res = (int)res, .mark = mark};
+    push(d, it);
+}
+
+void
+store_defer_lock(struct store_defer *d, lock_cb cb, void *arg,
+                 enum lock_result res)
+{
+    struct defer_item *it = malloc(sizeof(*it));
+
+    if (it == NULL) {
+        log_error("locks: out of memory: a lock callback is lost");
+        return;
+    }
+    *it = (struct defer_item){
+        .lock = true, .cb.lock = cb, .arg = arg, .res = (int)res};
+    push(d, it);
 }
 
 void

@@ -1,12 +1,13 @@
-/* store_defer.h: answers a network store gives without a round trip (an
- * outage, a full queue), run on a later pass of the event loop, so that a
- * callback never runs inside the raise or get call that caused it. */
+/* store_defer.h: answers a network store or lock backend gives without a
+ * round trip (an outage, a full queue), run on a later pass of the event
+ * loop, so that a callback never runs inside the call that caused it. */
 #ifndef TM_STORE_DEFER_H
 #define TM_STORE_DEFER_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../locks/lock.h"
 #include "store.h"
 
 struct event_base;
@@ -21,6 +22,11 @@ struct store_defer *store_defer_new(struct event_base *base)
  * [store] timeout_ms answers instead (logged). */
 void store_defer(struct store_defer *d, store_cb cb, void *arg,
                  enum store_result res, int64_t mark);
+
+/* Answer a lock operation cb(arg, res, 0, 0) on a later pass of the
+ * loop; as store_defer otherwise. */
+void store_defer_lock(struct store_defer *d, lock_cb cb, void *arg,
+                      enum lock_result res);
 
 /* Run every queued answer now (including those queued by the callbacks
  * it runs), then free. For close. NULL is fine. */

@@ -18,6 +18,7 @@
 #include "../dial.h"
 #include "../log.h"
 #include "../queue.h"
+#include "batch.h"
 #include "coldq.h"
 #include "store.h"
 #include "store_defer.h"
@@ -54,22 +55,6 @@
 #define ETCD_PROBE_MS 500
 #define ETCD_JSON_TOKENS_MAX 4096
 
-struct etcd_req {
-    struct etcd_req *next;
-    store_cb cb;
-    void *arg;
-    int64_t token;
-    bool is_get;
-    enum store_result res;
-    int64_t mark;
-    size_t len;
-    char name[]; /* the resource, len bytes */
-};
-
-struct req_list {
-    QUEUE_FIELDS(struct etcd_req);
-};
-
 /* One address of an endpoint: evhttp connects to the first address of a
  * name only, so each address of each endpoint is a target of its own
  * (resolved at startup), tried in order. */
@@ -89,7 +74,7 @@ struct etcd_slot {
     /* One per endpoint, made when first used, freed at close only: a
      * connection is never freed from inside its own callback. */
     struct evhttp_connection **conns;
-    struct req_list batch; /* in flight; empty when idle */
+    struct batch_list batch; /* in flight; empty when idle */
     bool busy;
 };
 
@@ -101,7 +86,7 @@ struct etcd_store {
     int nslots;
     int timeout_ms;
     struct etcd_slot *slots;
-    struct req_list pending;
+    struct batch_list pending;
     struct event *kick_ev;
     bool kick_armed;
     struct event *probe_ev;
@@ -115,51 +100,15 @@ struct etcd_store {
     bool full_logged;
     unsigned failures;
     struct store_defer *defer;
-    struct coldq *cold;       /* calls waiting for etcd's first answer */
-    struct etcd_req **sorted; /* scratch: ETCD_RAISES_MAX */
-    struct jtok *toks;        /* scratch: ETCD_JSON_TOKENS_MAX */
+    struct coldq *cold;        /* calls waiting for etcd's first answer */
+    struct batch_req **sorted; /* scratch: ETCD_RAISES_MAX */
+    struct jtok *toks;         /* scratch: ETCD_JSON_TOKENS_MAX */
 };
 
 static struct etcd_store *
 to_etcd(struct store *s)
 {
     return (struct etcd_store *)s;
-}
-
-static void
-list_push(struct req_list *l, struct etcd_req *r)
-{
-    QUEUE_PUSH(l, r);
-}
-
-static struct etcd_req *
-list_pop(struct req_list *l)
-{
-    struct etcd_req *r;
-
-    QUEUE_POP(l, r);
-    return r;
-}
-
-static void
-list_answer(struct req_list *l)
-{
-    struct etcd_req *r;
-
-    while ((r = list_pop(l)) != NULL) {
-        r->cb(r->arg, r->res, r->mark);
-        free(r);
-    }
-}
-
-static void
-list_fail(struct req_list *l)
-{
-    for (struct etcd_req *r = l->head; r != NULL; r = r->next) {
-        r->res = STORE_ERROR;
-        r->mark = 0;
-    }
-    list_answer(l);
 }
 
 /* ---- a small JSON reader --------------------------------------------- */
@@ -445,43 +394,6 @@ value_parse(const char *text, const struct jtok *t, int i, int64_t *out)
 
 /* ---- requests -------------------------------------------------------- */
 
-static int
-req_cmp(const void *x, const void *y)
-{
-    const struct etcd_req *a = *(const struct etcd_req *const *)x;
-    const struct etcd_req *b = *(const struct etcd_req *const *)y;
-    int c = memcmp(a->name, b->name, a->len < b->len ? a->len : b->len);
-
-    if (c != 0) {
-        return c;
-    }
-    return a->len < b->len ? -1 : a->len > b->len;
-}
-
-static bool
-same_name(const struct etcd_req *a, const struct etcd_req *b)
-{
-    return a->len == b->len && memcmp(a->name, b->name, a->len) == 0;
-}
-
-/* Reorder the slot's batch by name (stable for equal names is not
- * needed: each name's raises are answered alike). */
-static void
-sort_batch(struct etcd_slot *sl)
-{
-    struct etcd_store *s = sl->s;
-    size_t n = 0;
-
-    for (struct etcd_req *r = sl->batch.head; r != NULL; r = r->next) {
-        s->sorted[n++] = r;
-    }
-    qsort(s->sorted, n, sizeof(s->sorted[0]), req_cmp);
-    sl->batch = (struct req_list){0};
-    for (size_t i = 0; i < n; i++) {
-        list_push(&sl->batch, s->sorted[i]);
-    }
-}
-
 static void start_probe(struct etcd_store *s);
 static void dispatch(struct etcd_store *s);
 
@@ -538,7 +450,7 @@ slot_conn(struct etcd_slot *sl)
     return ep_conn(sl->s, &sl->conns[sl->ep], sl->ep, sl->s->timeout_ms);
 }
 
-/* Answer the raises of the slot's batch (sorted by name, see sort_batch)
+/* Answer the raises of the slot's batch (sorted by key: batch_sort)
  * from the txn's answer: one response per distinct name, in order. */
 static bool
 answer_raises(struct etcd_slot *sl, const char *text, int len)
@@ -556,17 +468,11 @@ answer_raises(struct etcd_slot *sl, const char *text, int len)
     if (!json_true(text, t, json_get(text, t, 0, "succeeded"))) {
         return false;
     }
-    for (struct etcd_req *first = sl->batch.head; first != NULL;) {
-        struct etcd_req *end = first->next;
-        int64_t top = first->token, mark;
+    for (struct batch_req *first = sl->batch.head; first != NULL;) {
+        int64_t top, mark;
+        struct batch_req *end = batch_group(first, &top);
         int rt, inner;
 
-        while (end != NULL && same_name(first, end)) {
-            if (end->token > top) {
-                top = end->token;
-            }
-            end = end->next;
-        }
         rt = json_get(text, t, json_at(t, resps, u), "response_txn");
         if (rt < 0) {
             return false;
@@ -596,10 +502,7 @@ answer_raises(struct etcd_slot *sl, const char *text, int len)
                 }
             }
         }
-        for (struct etcd_req *r = first; r != end; r = r->next) {
-            r->res = r->token == mark ? STORE_ACCEPTED : STORE_STALE;
-            r->mark = mark;
-        }
+        batch_settle(first, end, mark, "etcd");
         u++;
         first = end;
     }
@@ -610,7 +513,7 @@ static bool
 answer_get(struct etcd_slot *sl, const char *text, int len)
 {
     struct jtok *t = sl->s->toks;
-    struct etcd_req *r = sl->batch.head;
+    struct batch_req *r = sl->batch.head;
     int n = json_parse(text, len, t, ETCD_JSON_TOKENS_MAX);
     int kvs;
 
@@ -660,7 +563,7 @@ on_response(struct evhttp_request *req, void *arg)
 {
     struct etcd_slot *sl = arg;
     struct etcd_store *s = sl->s;
-    struct req_list done;
+    struct batch_list done;
     struct evbuffer *in;
     int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
     bool ok = false;
@@ -674,7 +577,7 @@ on_response(struct evhttp_request *req, void *arg)
     }
     sl->busy = false;
     done = sl->batch;
-    sl->batch = (struct req_list){0};
+    sl->batch = (struct batch_list){0};
     if (code == 0) {
         set_down(s, sl, "no answer (connection failed or timed out)");
     } else {
@@ -688,7 +591,7 @@ on_response(struct evhttp_request *req, void *arg)
             sl->batch = done; /* the answer functions read the batch */
             ok = done.head->is_get ? answer_get(sl, text, (int)len)
                                    : answer_raises(sl, text, (int)len);
-            sl->batch = (struct req_list){0};
+            sl->batch = (struct batch_list){0};
         }
         if (ok) {
             set_up(s);
@@ -706,9 +609,9 @@ on_response(struct evhttp_request *req, void *arg)
         }
     }
     if (!ok) {
-        list_fail(&done);
+        batch_fail(&done);
     } else {
-        list_answer(&done);
+        batch_answer(&done);
     }
     dispatch(s);
 }
@@ -737,27 +640,21 @@ send_batch(struct etcd_slot *sl)
     }
     out = evhttp_request_get_output_buffer(req);
     if (sl->batch.head->is_get) {
-        struct etcd_req *r = sl->batch.head;
+        struct batch_req *r = sl->batch.head;
 
         path = "/v3/kv/range";
         evbuffer_add_printf(out, "{\"key\":\"");
-        key_add(out, r->name, r->len);
+        key_add(out, r->key, r->klen);
         evbuffer_add_printf(out, "\"}");
     } else {
         path = "/v3/kv/txn";
-        sort_batch(sl);
+        batch_sort(&sl->batch, s->sorted);
         evbuffer_add_printf(out, "{\"success\":[");
-        for (struct etcd_req *first = sl->batch.head; first != NULL;) {
-            struct etcd_req *end = first->next;
-            int64_t top = first->token;
+        for (struct batch_req *first = sl->batch.head; first != NULL;) {
+            int64_t top;
+            struct batch_req *end = batch_group(first, &top);
 
-            while (end != NULL && same_name(first, end)) {
-                if (end->token > top) {
-                    top = end->token;
-                }
-                end = end->next;
-            }
-#define K() key_add(out, first->name, first->len)
+#define K() key_add(out, first->key, first->klen)
 #define V() value_add(out, top)
             evbuffer_add_printf(out,
                                 "%s{\"request_txn\":{\"compare\":[{"
@@ -811,41 +708,17 @@ dispatch(struct etcd_store *s)
         if (sl->busy) {
             continue;
         }
-        if (s->pending.head->is_get) {
-            list_push(&sl->batch, list_pop(&s->pending));
-        } else {
-            size_t distinct = 0;
-
-            while (s->pending.head != NULL && !s->pending.head->is_get) {
-                struct etcd_req *r = s->pending.head;
-                bool seen = false;
-
-                for (struct etcd_req *b = sl->batch.head; b != NULL;
-                     b = b->next) {
-                    if (b->len == r->len &&
-                        memcmp(b->name, r->name, r->len) == 0) {
-                        seen = true;
-                        break;
-                    }
-                }
-                if ((!seen && distinct == ETCD_BATCH_MAX) ||
-                    sl->batch.n == ETCD_RAISES_MAX) {
-                    break;
-                }
-                distinct += !seen;
-                list_push(&sl->batch, list_pop(&s->pending));
-            }
-        }
+        batch_take(&s->pending, &sl->batch, ETCD_RAISES_MAX, ETCD_BATCH_MAX);
         sl->busy = true;
         sl->tries = 0;
         sl->deadline = dial_now_ms() + s->timeout_ms;
         if (!send_batch(sl)) {
-            struct req_list failed = sl->batch;
+            struct batch_list failed = sl->batch;
 
             sl->busy = false;
-            sl->batch = (struct req_list){0};
+            sl->batch = (struct batch_list){0};
             log_error("etcd: cannot send a request: %zu refused", failed.n);
-            list_fail(&failed);
+            batch_fail(&failed);
         }
     }
 }
@@ -958,7 +831,7 @@ static void
 enqueue(struct etcd_store *s, const char *res, size_t len, int64_t token,
         bool is_get, store_cb cb, void *arg)
 {
-    struct etcd_req *r;
+    struct batch_req *r;
 
     /* Until etcd has answered once, a call waits for it (coldq.h). */
     if (!s->closing && !s->ready &&
@@ -975,24 +848,13 @@ enqueue(struct etcd_store *s, const char *res, size_t len, int64_t token,
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
-    r = len <= 1024 ? malloc(sizeof(*r) + len + 1) : NULL;
+    r = len <= 1024 ? batch_req_new(res, len, NULL, 0, token, is_get, cb, arg)
+                    : NULL;
     if (r == NULL) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
-    r->next = NULL;
-    r->cb = cb;
-    r->arg = arg;
-    r->token = token;
-    r->is_get = is_get;
-    r->res = STORE_ERROR;
-    r->mark = 0;
-    r->len = len;
-    if (len > 0) {
-        memcpy(r->name, res, len);
-    }
-    r->name[len] = '\0';
-    list_push(&s->pending, r);
+    QUEUE_PUSH(&s->pending, r);
     if (!s->kick_armed) {
         s->kick_armed = true;
         event_active(s->kick_ev, 0, 1);
@@ -1027,13 +889,13 @@ etcd_free(struct etcd_store *s)
     s->cold = NULL;
     for (int i = 0; s->slots != NULL && i < s->nslots; i++) {
         struct etcd_slot *sl = &s->slots[i];
-        struct req_list l = sl->batch;
+        struct batch_list l = sl->batch;
 
         /* Freeing the connection frees its request without calling
          * on_response: answer first. */
         sl->busy = false;
-        sl->batch = (struct req_list){0};
-        list_fail(&l);
+        sl->batch = (struct batch_list){0};
+        batch_fail(&l);
         for (int e = 0; sl->conns != NULL && e < s->neps; e++) {
             if (sl->conns[e] != NULL) {
                 evhttp_connection_free(sl->conns[e]);
@@ -1041,7 +903,7 @@ etcd_free(struct etcd_store *s)
         }
         free(sl->conns);
     }
-    list_fail(&s->pending);
+    batch_fail(&s->pending);
     for (int e = 0; s->probe_conns != NULL && e < s->neps; e++) {
         if (s->probe_conns[e] != NULL) {
             evhttp_connection_free(s->probe_conns[e]);

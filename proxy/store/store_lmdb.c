@@ -5,6 +5,7 @@
 #include "store_lmdb.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <lmdb.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
@@ -859,11 +861,33 @@ store_lmdb_fresh(struct store *st)
     return to_lmdb(st)->fresh;
 }
 
+static void
+lmdb_metrics(struct store *st, struct evbuffer *out)
+{
+    struct store_lmdb_stats ls;
+
+    store_lmdb_stats(st, &ls);
+    evbuffer_add_printf(out,
+                        "# HELP tidemark_lmdb_journal_syncs_total Groups of "
+                        "raises written to the journal and synced.\n"
+                        "# TYPE tidemark_lmdb_journal_syncs_total counter\n"
+                        "tidemark_lmdb_journal_syncs_total %" PRIu64 "\n",
+                        ls.commits);
+    evbuffer_add_printf(out,
+                        "# HELP tidemark_lmdb_checkpoints_total LMDB commits "
+                        "that retired the journal.\n"
+                        "# TYPE tidemark_lmdb_checkpoints_total counter\n"
+                        "tidemark_lmdb_checkpoints_total %" PRIu64 "\n",
+                        ls.checkpoints);
+}
+
 const struct store_ops store_lmdb_ops = {
     .name = "lmdb",
     .open = lmdb_open,
     .raise = lmdb_raise,
     .get = lmdb_get,
     .ready = lmdb_ready,
+    .metrics = lmdb_metrics,
+    .fresh = store_lmdb_fresh,
     .close = lmdb_close,
 };

@@ -16,6 +16,7 @@
 #include "../../conf/cfg.h"
 #include "../log.h"
 #include "../queue.h"
+#include "batch.h"
 #include "coldq.h"
 #include "pg_pool.h"
 #include "store.h"
@@ -77,37 +78,19 @@
 #define PG_RAISE_STMT "tidemark_raise"
 #define PG_GET_STMT "tidemark_get"
 
-struct pg_req {
-    struct pg_req *next;
-    store_cb cb;
-    void *arg;
-    int64_t token; /* raise: the token; get: 0 */
-    bool is_get;
-    enum store_result res;
-    int64_t mark;
-    size_t nlen; /* the resource name, for log lines */
-    const char *name;
-    size_t klen; /* the key stored in the table */
-    char key[];  /* key, then name when they differ */
-};
-
-struct req_list {
-    QUEUE_FIELDS(struct pg_req);
-};
-
 struct pg_store {
     struct event_base *base;
     int npool;
     struct pg_pool *pool;
-    struct req_list *batches; /* in flight, by connection */
-    struct req_list pending;
+    struct batch_list *batches; /* in flight, by connection */
+    struct batch_list pending;
     struct store_defer *defer;
     bool closing;
     bool full_logged;
     /* Scratch for one batch's parameters. */
     char *buf;
     size_t bufcap;
-    struct pg_req **sorted;
+    struct batch_req **sorted;
 };
 
 static struct pg_store *
@@ -120,43 +103,6 @@ static int
 log_name_len(size_t len)
 {
     return len > PG_LOG_NAME_MAX ? PG_LOG_NAME_MAX : (int)len;
-}
-
-static void
-list_push(struct req_list *l, struct pg_req *r)
-{
-    QUEUE_PUSH(l, r);
-}
-
-static struct pg_req *
-list_pop(struct req_list *l)
-{
-    struct pg_req *r;
-
-    QUEUE_POP(l, r);
-    return r;
-}
-
-/* Answer and free every request of l. */
-static void
-list_answer(struct req_list *l)
-{
-    struct pg_req *r;
-
-    while ((r = list_pop(l)) != NULL) {
-        r->cb(r->arg, r->res, r->mark);
-        free(r);
-    }
-}
-
-static void
-list_fail(struct req_list *l)
-{
-    for (struct pg_req *r = l->head; r != NULL; r = r->next) {
-        r->res = STORE_ERROR;
-        r->mark = 0;
-    }
-    list_answer(l);
 }
 
 /* A name is stored verbatim when it is valid UTF-8 without NUL bytes. */
@@ -207,53 +153,27 @@ text_ok(const unsigned char *p, size_t n)
     return true;
 }
 
-static struct pg_req *
+/* A call for res: its key is res itself when the table can hold it as
+ * text, else the digest form. NULL when out of memory. */
+static struct batch_req *
 req_new(const char *res, size_t len, int64_t token, bool is_get, store_cb cb,
         void *arg)
 {
-    bool verbatim = text_ok((const unsigned char *)res, len);
-    size_t klen = verbatim ? len : PG_DIGEST_KEY_LEN;
-    struct pg_req *r;
+    char key[PG_DIGEST_KEY_LEN];
+    unsigned char d[SHA256_DIGEST_LENGTH];
 
-    if (len > SIZE_MAX / 2 - sizeof(*r) - PG_DIGEST_KEY_LEN) {
-        return NULL;
+    if (text_ok((const unsigned char *)res, len)) {
+        return batch_req_new(res, len, NULL, 0, token, is_get, cb, arg);
     }
-    r = malloc(sizeof(*r) + klen + (verbatim ? 0 : len) + 1);
-    if (r == NULL) {
-        return NULL;
-    }
-    r->next = NULL;
-    r->cb = cb;
-    r->arg = arg;
-    r->token = token;
-    r->is_get = is_get;
-    r->res = STORE_ERROR;
-    r->mark = 0;
-    r->klen = klen;
-    r->nlen = len;
-    if (verbatim) {
-        if (len > 0) {
-            memcpy(r->key, res, len);
-        }
-        r->name = r->key;
-    } else {
-        unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)res, len, d);
+    memcpy(key, PG_DIGEST_PREFIX, PG_DIGEST_PREFIX_LEN);
+    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+        static const char hex[] = "0123456789abcdef";
 
-        SHA256((const unsigned char *)res, len, d);
-        memcpy(r->key, PG_DIGEST_PREFIX, PG_DIGEST_PREFIX_LEN);
-        for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-            static const char hex[] = "0123456789abcdef";
-
-            r->key[PG_DIGEST_PREFIX_LEN + 2 * i] = hex[d[i] >> 4];
-            r->key[PG_DIGEST_PREFIX_LEN + 2 * i + 1] = hex[d[i] & 15];
-        }
-        if (len > 0) {
-            memcpy(r->key + klen, res, len);
-        }
-        r->name = r->key + klen;
+        key[PG_DIGEST_PREFIX_LEN + 2 * i] = hex[d[i] >> 4];
+        key[PG_DIGEST_PREFIX_LEN + 2 * i + 1] = hex[d[i] & 15];
     }
-    r->key[klen + (verbatim ? 0 : len)] = '\0';
-    return r;
+    return batch_req_new(res, len, key, sizeof(key), token, is_get, cb, arg);
 }
 
 /* A decimal int64 from a text column; false otherwise. */
@@ -276,9 +196,9 @@ parse_mark(const char *p, int64_t *out)
 }
 
 static void
-answer_get(struct req_list *batch, PGresult *res)
+answer_get(struct batch_list *batch, PGresult *res)
 {
-    struct pg_req *r = batch->head;
+    struct batch_req *r = batch->head;
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         log_error("postgres: reading the mark of %.*s failed: %s",
@@ -296,30 +216,10 @@ answer_get(struct req_list *batch, PGresult *res)
     }
 }
 
-static int
-key_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-
-    if (c != 0) {
-        return c;
-    }
-    return alen < blen ? -1 : alen > blen;
-}
-
-static int
-req_cmp(const void *x, const void *y)
-{
-    const struct pg_req *a = *(const struct pg_req *const *)x;
-    const struct pg_req *b = *(const struct pg_req *const *)y;
-
-    return key_cmp(a->key, a->klen, b->key, b->klen);
-}
-
-/* Answer the raises of the batch from the rows (resource, fence). The
- * batch's distinct keys are in s->sorted order, one row each. */
+/* Answer the raises of the batch from the rows (resource, fence), one
+ * row per distinct key. */
 static void
-answer_raises(struct req_list *batch, PGresult *res)
+answer_raises(struct batch_list *batch, PGresult *res)
 {
     int rows;
 
@@ -336,9 +236,9 @@ answer_raises(struct req_list *batch, PGresult *res)
         return;
     }
     for (int i = 0; i < rows; i++) {
-        const char *k = PQgetvalue(res, i, 0);
-        size_t klen = (size_t)PQgetlength(res, i, 0);
-        int64_t fence;
+        struct batch_req *first = batch_find(batch, PQgetvalue(res, i, 0),
+                                             (size_t)PQgetlength(res, i, 0));
+        int64_t fence, top;
 
         if (PQgetisnull(res, i, 1) ||
             !parse_mark(PQgetvalue(res, i, 1), &fence)) {
@@ -346,21 +246,8 @@ answer_raises(struct req_list *batch, PGresult *res)
                       "a number");
             continue;
         }
-        for (struct pg_req *r = batch->head; r != NULL; r = r->next) {
-            if (key_cmp(r->key, r->klen, k, klen) != 0) {
-                continue;
-            }
-            if (fence == r->token) {
-                r->res = STORE_ACCEPTED;
-                r->mark = fence;
-            } else if (fence > r->token) {
-                r->res = STORE_STALE;
-                r->mark = fence;
-            } else {
-                log_error("postgres: raise of %.*s to %" PRId64 ": the "
-                          "upsert answered %" PRId64 ", below it: refused",
-                          log_name_len(r->nlen), r->name, r->token, fence);
-            }
+        if (first != NULL) {
+            batch_settle(first, batch_group(first, &top), fence, "postgres");
         }
     }
 }
@@ -404,25 +291,22 @@ array_head(char *p, uint32_t elem_oid, uint32_t n)
     return put32(p, 1); /* lower bound */
 }
 
-/* Send the raises of c->batch as one upsert. */
+/* Send the raises of batch as one upsert: its distinct keys in byte
+ * order, each with its highest token. */
 static bool
-send_raises(struct pg_store *s, struct req_list *batch, PGconn *pg)
+send_raises(struct pg_store *s, struct batch_list *batch, PGconn *pg)
 {
-    size_t n = 0, uniq = 0, tbytes = 20, ibytes;
+    size_t n = batch->n, uniq, tbytes = 20, ibytes;
     const char *values[2];
     int lengths[2];
     const int formats[2] = {1, 1};
     char *p, *ints;
+    int64_t top;
 
-    for (struct pg_req *r = batch->head; r != NULL; r = r->next) {
-        s->sorted[n++] = r;
-    }
-    qsort(s->sorted, n, sizeof(s->sorted[0]), req_cmp);
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || req_cmp(&s->sorted[i - 1], &s->sorted[i]) != 0) {
-            tbytes += 4 + s->sorted[i]->klen;
-            uniq++;
-        }
+    uniq = batch_sort(batch, s->sorted);
+    for (struct batch_req *r = batch->head; r != NULL;
+         r = batch_group(r, &top)) {
+        tbytes += 4 + r->klen;
     }
     ibytes = 20 + uniq * 12;
     if (!buf_reserve(s, tbytes + ibytes)) {
@@ -431,24 +315,15 @@ send_raises(struct pg_store *s, struct req_list *batch, PGconn *pg)
     }
     p = array_head(s->buf, OID_TEXT, (uint32_t)uniq);
     ints = array_head(s->buf + tbytes, OID_INT8, (uint32_t)uniq);
-    for (size_t i = 0; i < n;) {
-        struct pg_req *first = s->sorted[i];
-        int64_t top = first->token;
-        size_t j = i + 1;
-
-        while (j < n && req_cmp(&s->sorted[i], &s->sorted[j]) == 0) {
-            if (s->sorted[j]->token > top) {
-                top = s->sorted[j]->token;
-            }
-            j++;
-        }
+    for (struct batch_req *first = batch->head, *end; first != NULL;
+         first = end) {
+        end = batch_group(first, &top);
         p = put32(p, (uint32_t)first->klen);
         memcpy(p, first->key, first->klen);
         p += first->klen;
         ints = put32(ints, 8);
         ints = put32(ints, (uint32_t)((uint64_t)top >> 32));
         ints = put32(ints, (uint32_t)top);
-        i = j;
     }
     values[0] = s->buf;
     lengths[0] = (int)tbytes;
@@ -459,9 +334,9 @@ send_raises(struct pg_store *s, struct req_list *batch, PGconn *pg)
 }
 
 static bool
-send_get(struct req_list *batch, PGconn *pg)
+send_get(struct batch_list *batch, PGconn *pg)
 {
-    struct pg_req *r = batch->head;
+    struct batch_req *r = batch->head;
     const char *values[1] = {r->key};
     int lengths[1] = {(int)r->klen};
     const int formats[1] = {1};
@@ -476,22 +351,13 @@ static enum pg_take
 pool_take(void *owner, int conn, PGconn *pg)
 {
     struct pg_store *s = owner;
-    struct req_list *batch = &s->batches[conn];
+    struct batch_list *batch = &s->batches[conn];
     bool ok;
 
-    if (s->pending.head == NULL) {
+    if (batch_take(&s->pending, batch, PG_BATCH_MAX, SIZE_MAX) == 0) {
         return PG_TAKE_NONE;
     }
-    if (s->pending.head->is_get) {
-        list_push(batch, list_pop(&s->pending));
-        ok = send_get(batch, pg);
-    } else {
-        while (s->pending.head != NULL && !s->pending.head->is_get &&
-               batch->n < PG_BATCH_MAX) {
-            list_push(batch, list_pop(&s->pending));
-        }
-        ok = send_raises(s, batch, pg);
-    }
+    ok = batch->head->is_get ? send_get(batch, pg) : send_raises(s, batch, pg);
     return ok ? PG_TAKE_SENT : PG_TAKE_FAILED;
 }
 
@@ -500,15 +366,15 @@ static void
 pool_done(void *owner, int conn, PGresult *res)
 {
     struct pg_store *s = owner;
-    struct req_list done = s->batches[conn];
+    struct batch_list done = s->batches[conn];
 
-    s->batches[conn] = (struct req_list){0};
+    s->batches[conn] = (struct batch_list){0};
     if (res != NULL && done.head != NULL && done.head->is_get) {
         answer_get(&done, res);
     } else if (res != NULL) {
         answer_raises(&done, res);
     }
-    list_answer(&done);
+    batch_answer(&done);
 }
 
 static void
@@ -516,7 +382,7 @@ pool_failed(void *owner, int conn)
 {
     struct pg_store *s = owner;
 
-    list_fail(&s->batches[conn]);
+    batch_fail(&s->batches[conn]);
 }
 
 static void
@@ -524,7 +390,7 @@ pool_all_down(void *owner)
 {
     struct pg_store *s = owner;
 
-    list_fail(&s->pending);
+    batch_fail(&s->pending);
 }
 
 static const struct pg_pool_ops pool_ops = {
@@ -540,7 +406,7 @@ static void
 enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
         bool is_get, store_cb cb, void *arg)
 {
-    struct pg_req *r;
+    struct batch_req *r;
 
     if (!s->closing && !pg_pool_any_up(s->pool) &&
         coldq_park_store(pg_pool_coldq(s->pool), (struct store *)s,
@@ -562,7 +428,7 @@ enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
-    list_push(&s->pending, r);
+    QUEUE_PUSH(&s->pending, r);
     /* Dispatch at the end of the loop turn, so that the raises of one
      * turn share a statement and a commit. */
     pg_pool_dispatch_soon(s->pool);
@@ -604,7 +470,7 @@ pg_free(struct pg_store *s)
     /* Answers every batch in flight. */
     pg_pool_free(s->pool);
     s->pool = NULL;
-    list_fail(&s->pending);
+    batch_fail(&s->pending);
     store_defer_free(s->defer);
     free(s->batches);
     free(s->sorted);

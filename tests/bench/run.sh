@@ -1,19 +1,29 @@
 #!/bin/sh
-# make bench: in one run, wrk against the bare upstream, nginx proxy_pass
-# in front of it, and tidemark in front of it, for three fencing workloads;
-# then a table of requests/s, p99 latency and the ratio to nginx.
+# make bench: wrk against the bare upstream, nginx proxy_pass in front of
+# it, and tidemark in front of it, for three fencing workloads; each cell
+# (workload x target) runs BENCH_REPEAT times with the targets in turn;
+# then a table of the median requests/s and p99, the ratio of the medians
+# to nginx's, and the system calls per request of nginx and tidemark,
+# counted over one more run of each cell.
 #
-# Env: BENCH_DURATION (10s per run), BENCH_THREADS (2), BENCH_CONNECTIONS
-# (32), BENCH_RESOURCES (1000), BENCH_WARMUP (2s, 0 for none),
-# BENCH_WORKLOADS ("equal rising stale"), BENCH_TARGETS ("bare nginx
-# tidemark"; drop one only to debug), STORE (lmdb | postgres | redis |
-# etcd: the bench starts its own server in its temporary directory),
-# BENCH_POOL ([store] pool_size for postgres and etcd), TIDEMARK_BIN.
+# Env: BENCH_DURATION (10s per run), BENCH_REPEAT (3 runs per cell),
+# BENCH_SYSCALL_DURATION (5s: the run whose system calls are counted; 0
+# for none), BENCH_SYSCALL_TOOL (perf, or strace: slower, see below),
+# BENCH_THREADS (2), BENCH_CONNECTIONS (32), BENCH_RESOURCES (1000),
+# BENCH_WARMUP (2s, 0 for none), BENCH_WORKLOADS ("equal rising stale"),
+# BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug), STORE
+# (lmdb | postgres | redis | etcd: the bench starts its own server in its
+# temporary directory), BENCH_POOL ([store] pool_size for postgres and
+# etcd), BENCH_RESULTS (tests/bench/results: each run leaves its raw
+# output, wrk's and the system call tables, and summary.txt in a new
+# <time>-<store> folder there), TIDEMARK_BIN.
 #
 # Fairness on a small machine: the upstream nginx and the proxy nginx get
 # one worker each, as tidemark has one network thread; all three targets
 # run one after the other on the same upstream, so each proxy competes with
-# the same wrk and the same upstream for the CPU.
+# the same wrk and the same upstream for the CPU. Logging is off for both
+# proxies (nginx access_log off; tidemark log_level = warn, which writes no
+# line per request).
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -21,6 +31,9 @@ ROOT=$(pwd)
 BENCH=$ROOT/tests/bench
 
 DURATION=${BENCH_DURATION:-10s}
+REPEAT=${BENCH_REPEAT:-3}
+SYSCALL_DURATION=${BENCH_SYSCALL_DURATION:-5s}
+RESULTS=${BENCH_RESULTS:-$BENCH/results}
 THREADS=${BENCH_THREADS:-2}
 CONNS=${BENCH_CONNECTIONS:-32}
 RES=${BENCH_RESOURCES:-1000}
@@ -54,6 +67,9 @@ for w in $WORKLOADS; do
         *) die "unknown workload '$w' in BENCH_WORKLOADS (equal rising stale)" ;;
     esac
 done
+case "$REPEAT" in
+    '' | *[!0-9]* | 0) die "BENCH_REPEAT=$REPEAT: a count of runs, 1 or more" ;;
+esac
 # Every known store must be listed here and in store_start below.
 case "$STORE" in
     lmdb | postgres | redis | etcd) ;;
@@ -337,26 +353,35 @@ if has_target tidemark; then
     done
 fi
 
-# run_wrk WORKLOAD TARGET DURATION: one wrk run; appends a line
-# "workload target rps p99_us non2xx socket_errors lost" to results.
-run_wrk() {
+# wrk_args WORKLOAD: fence.lua's arguments for one run of WORKLOAD.
+wrk_args() {
     case "$1" in
-        equal) args="equal eq- $RES $THREADS $EQUAL_TOKEN $CONNS" ;;
-        stale) args="stale st- $RES $THREADS 1 $CONNS" ;;
+        equal) echo "equal eq- $RES $THREADS $EQUAL_TOKEN $CONNS" ;;
+        stale) echo "stale st- $RES $THREADS 1 $CONNS" ;;
         # A base above every earlier token on these resources: the clock
-        # in microseconds' worth of seconds, far below 2^53.
-        rising) args="rising up- $RES $THREADS $(date +%s)000000 $CONNS" ;;
+        # in microseconds' worth of seconds, far below 2^53. A run sends
+        # far fewer than 10^6 requests a second, so the next run's base is
+        # above every token of this one.
+        rising) echo "rising up- $RES $THREADS $(date +%s)000000 $CONNS" ;;
     esac
-    port=$(target_port "$2")
-    out="$dir/wrk-$1-$2.txt"
-    if [ "$2" = tidemark ] && ! kill -0 "$TM_PID" 2>/dev/null; then
+}
+
+# run_wrk WORKLOAD TARGET DURATION OUT [CMD...]: one wrk run, its output
+# in OUT; prints "workload target rps p99_us non2xx socket_errors lost
+# requests". CMD, if given, runs wrk (perf stat -p ... --).
+run_wrk() {
+    w=$1 t=$2 d=$3 out=$4
+    shift 4
+    args=$(wrk_args "$w")
+    port=$(target_port "$t")
+    if [ "$t" = tidemark ] && ! kill -0 "$TM_PID" 2>/dev/null; then
         tail -n 20 "$dir/tidemark.log" >&2 || true
         die "tidemark is not running any more"
     fi
     # In the background and waited for, so that a signal to this script
     # stops the bench at once (the shell runs traps only between commands).
     # shellcheck disable=SC2086
-    wrk -t"$THREADS" -c"$CONNS" -d"$3" --latency \
+    "$@" wrk -t"$THREADS" -c"$CONNS" -d"$d" --latency \
         -s "$BENCH/fence.lua" "http://127.0.0.1:$port/" -- $args \
         >"$out" 2>&1 &
     wrk_pid=$!
@@ -365,93 +390,295 @@ run_wrk() {
     wrk_pid=""
     if [ "$rc" -ne 0 ]; then
         cat "$out" >&2
-        die "wrk failed against $2 ($1)"
+        die "wrk failed against $t ($w)"
     fi
     line=$(grep '^WRK_RESULT' "$out") || {
         cat "$out" >&2
-        die "no WRK_RESULT line from wrk against $2 ($1)"
+        die "no WRK_RESULT line from wrk against $t ($w)"
     }
-    echo "$line" | awk -v w="$1" -v t="$2" '{
+    echo "$line" | awk -v w="$w" -v t="$t" '{
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         rps = v["duration_us"] > 0 ? v["requests"] / (v["duration_us"] / 1e6) : 0
-        printf "%s %s %.0f %d %d %d %d\n", w, t, rps, v["p99_us"],
-            v["status_errors"], v["socket_errors"], v["lost"]
+        printf "%s %s %.0f %d %d %d %d %d\n", w, t, rps, v["p99_us"],
+            v["status_errors"], v["socket_errors"], v["lost"], v["requests"]
     }'
 }
 
-tm_version="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
-echo "tidemark bench, $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "machine: $(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' \
-    /proc/cpuinfo)), Linux $(uname -r)"
-echo "versions: $(wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }');" \
-    "$(nginx -v 2>&1 | sed 's/^nginx version: //');" \
-    "tidemark $tm_version"
-if has_target tidemark; then
-    echo "store: $STORE_DESC"
+# target_pids TARGET: the processes that serve TARGET, comma-separated
+# (nginx: the master and its worker; tidemark: the one process, with all
+# its threads).
+target_pids() {
+    case "$1" in
+        nginx)
+            m=$(cat "$dir/ngx/nginx.pid")
+            echo "$m$(ps -o pid= --ppid "$m" | awk '{ printf ",%s", $1 }')"
+            ;;
+        tidemark) echo "$TM_PID" ;;
+    esac
+}
+
+# How system calls are counted: perf's raw_syscalls tracepoint (a counter
+# in the kernel; the process runs at full speed) where it works, else
+# strace -c (which stops the process at every call, so the load it sees
+# is lighter and batches less: the count per request comes out higher).
+# BENCH_SYSCALL_TOOL=strace picks strace even where perf works.
+SYSCALL_TOOL=none
+if [ "$SYSCALL_DURATION" = 0 ] || [ "$SYSCALL_DURATION" = 0s ]; then
+    :
+elif [ "${BENCH_SYSCALL_TOOL:-perf}" = perf ] &&
+    perf stat -e raw_syscalls:sys_enter -o /dev/null true >/dev/null 2>&1; then
+    SYSCALL_TOOL=perf
+elif command -v strace >/dev/null 2>&1; then
+    SYSCALL_TOOL=strace
+else
+    echo "bench: neither perf nor strace works: no syscall column" >&2
 fi
-echo "load: wrk -t$THREADS -c$CONNS -d$DURATION per run, PUT with a" \
-    "Fencing-Token, $RES resources per workload"
-echo "upstream: nginx, 1 worker, return 200; proxy nginx: 1 worker," \
-    "keepalive 64, HTTP/1.1; tidemark: 1 network thread"
+
+# count_syscalls WORKLOAD TARGET: one wrk run of SYSCALL_DURATION while
+# the target's system calls are counted; prints "workload target
+# syscalls requests". The count covers the whole run (accepts and the
+# first reads included) and wrk's requests are the answered ones, so the
+# ratio is the calls per answered request, within the few requests in
+# flight at the end.
+count_syscalls() {
+    w=$1 t=$2
+    pidlist=$(target_pids "$t")
+    tab="$out_dir/syscalls-$w-$t.txt"
+    case "$SYSCALL_TOOL" in
+        perf)
+            # perf opens its counters on the target before it starts wrk
+            # and closes them when wrk exits: the window is the run.
+            res=$(run_wrk "$w" "$t" "$SYSCALL_DURATION" \
+                "$out_dir/wrk-$w-$t-syscalls.txt" \
+                perf stat -x ';' -o "$tab" -p "$pidlist" \
+                -e raw_syscalls:sys_enter -e 'syscalls:sys_enter_*' --)
+            calls=$(awk -F';' '$3 == "raw_syscalls:sys_enter" { print $1 }' \
+                "$tab")
+            ;;
+        strace)
+            strace -c -f -p "$pidlist" -o "$tab" 2>"$tab.log" &
+            st_pid=$!
+            pids="$pids $st_pid"
+            # Attached when it says so for every process (and thread).
+            want=$(echo "$pidlist" | tr ',' '\n' | wc -l)
+            i=0
+            until [ "$(grep -c 'attached' "$tab.log")" -ge "$want" ]; do
+                i=$((i + 1))
+                [ "$i" -le 100 ] || die "strace does not attach to $t"
+                sleep 0.1
+            done
+            res=$(run_wrk "$w" "$t" "$SYSCALL_DURATION" \
+                "$out_dir/wrk-$w-$t-syscalls.txt")
+            kill -INT "$st_pid"
+            wait "$st_pid" || true
+            calls=$(awk '$NF == "total" { print $4 }' "$tab")
+            ;;
+    esac
+    reqs=$(echo "$res" | awk '{ print $8 }')
+    # The calls made at least once every 20 requests, per request, most
+    # first: "workload target name/per-request ...".
+    awk -v w="$w" -v t="$t" -v n="$reqs" '
+        /^[0-9]+;/ {                            # perf stat -x ";"
+            split($0, f, ";")
+            if (f[3] ~ /^syscalls:sys_enter_/) {
+                name = substr(f[3], 20); c[name] = f[1]
+            }
+            next
+        }
+        $1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" { c[$NF] = $4 }
+        END {
+            line = w " " t
+            while (n > 0) {
+                best = ""
+                for (k in c) if (best == "" || c[k] + 0 > c[best] + 0) best = k
+                if (best == "" || c[best] / n < 0.05) break
+                line = line sprintf(" %s/%.2f", best, c[best] / n)
+                delete c[best]
+            }
+            print line
+        }' "$tab" >>"$out_dir/syscalls-by-call.txt"
+    echo "$w $t ${calls:-0} $reqs"
+}
+
+tm_version="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+header() {
+    echo "tidemark bench, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "machine: $(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' \
+        /proc/cpuinfo)), Linux $(uname -r)"
+    echo "versions: $(wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }');" \
+        "$(nginx -v 2>&1 | sed 's/^nginx version: //');" \
+        "tidemark $tm_version"
+    if has_target tidemark; then
+        echo "store: $STORE_DESC"
+    fi
+    echo "load: wrk -t$THREADS -c$CONNS -d$DURATION per run, PUT with a" \
+        "Fencing-Token, $RES resources per workload"
+    echo "runs: $REPEAT per cell, the targets in turn ($(echo "$TARGETS" |
+        sed 's/  */, /g'), then again); medians shown"
+    echo "upstream: nginx, 1 worker, return 200; proxy nginx: 1 worker," \
+        "keepalive 64, HTTP/1.1; tidemark: 1 network thread"
+    echo "logging: nginx access_log off, error_log warn; tidemark" \
+        "log_level = warn (no access log)"
+    echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+out_dir=$RESULTS/$(date -u '+%Y%m%dT%H%M%SZ')-$STORE
+mkdir -p "$out_dir"
+header | tee "$out_dir/summary.txt"
 echo
 
 if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
     for t in $TARGETS; do
-        run_wrk equal "$t" "$WARMUP" >/dev/null
+        run_wrk equal "$t" "$WARMUP" "$out_dir/wrk-warmup-$t.txt" >/dev/null
     done
 fi
 
-: >"$dir/results"
+# Each cell REPEAT times, the targets in turn (nginx, tidemark, nginx,
+# tidemark, ...), so that a burst of other work on the machine falls on
+# both rather than on one cell.
+: >"$out_dir/runs.txt"
 for w in $WORKLOADS; do
-    for t in $TARGETS; do
-        printf 'running %-6s against %-8s ...\n' "$w" "$t" >&2
-        run_wrk "$w" "$t" "$DURATION" >>"$dir/results"
+    r=1
+    while [ "$r" -le "$REPEAT" ]; do
+        for t in $TARGETS; do
+            printf 'running %-6s against %-8s (%d of %d) ...\n' \
+                "$w" "$t" "$r" "$REPEAT" >&2
+            run_wrk "$w" "$t" "$DURATION" "$out_dir/wrk-$w-$t-$r.txt" \
+                >"$dir/run"
+            awk -v r="$r" '{ print $1, $2, r, $3, $4, $5, $6, $7 }' \
+                "$dir/run" >>"$out_dir/runs.txt"
+        done
+        r=$((r + 1))
     done
 done
+
+: >"$out_dir/syscalls.txt"
+: >"$out_dir/syscalls-by-call.txt"
+if [ "$SYSCALL_TOOL" != none ]; then
+    for w in $WORKLOADS; do
+        for t in nginx tidemark; do
+            has_target "$t" || continue
+            printf 'counting system calls: %-6s against %-8s ...\n' \
+                "$w" "$t" >&2
+            count_syscalls "$w" "$t" >"$dir/run"
+            cat "$dir/run" >>"$out_dir/syscalls.txt"
+        done
+    done
+fi
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" |
+    tee -a "$out_dir/summary.txt"
 echo
 
-# The table; goals are the issue's targets for tidemark against nginx,
-# and for the rising workload on a shared store, in fenced writes per
-# second.
+# The table; goals are the issue's targets for tidemark against nginx
+# (rising: also p99 at most twice nginx's), and for the rising workload on
+# a shared store, in fenced writes per second.
 case "$STORE" in
     redis) STORE_GOAL=26000 ;;
     postgres) STORE_GOAL=10800 ;;
     *) STORE_GOAL=0 ;;
 esac
-awk -v store="$STORE" -v store_goal="$STORE_GOAL" '
-    BEGIN { goal["equal"] = 1.0; goal["rising"] = 0.7; goal["stale"] = 1.5 }
-    { w[NR] = $1; t[NR] = $2; rps[NR] = $3; p99[NR] = $4; bad[NR] = $5
-      sock[NR] = $6; lost[NR] = $7; if ($2 == "nginx") ngx[$1] = $3 }
+awk -v store="$STORE" -v store_goal="$STORE_GOAL" -v tool="$SYSCALL_TOOL" \
+    -v sdur="$SYSCALL_DURATION" -v targets="$TARGETS" -v rep="$REPEAT" '
+    function median(list,    a, n, i, j, x) {
+        n = split(list, a, " ")
+        for (i = 2; i <= n; i++) {      # insertion sort: n is small
+            x = a[i] + 0
+            for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]
+            a[j + 1] = x
+        }
+        if (n == 0) return 0
+        if (n % 2) return a[(n + 1) / 2] + 0
+        return (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    BEGIN {
+        goal["equal"] = 1.2; goal["rising"] = 0.9; goal["stale"] = 2.0
+        p99goal["rising"] = 2.0
+    }
+    FILENAME ~ /syscalls.txt$/ {
+        if ($4 > 0) sc[$1 " " $2] = sprintf("%.2f", $3 / $4)
+        next
+    }
+    {
+        k = $1 " " $2
+        if (!(k in rps)) { order[++ncell] = k; wl[k] = $1; tg[k] = $2 }
+        rps[k] = rps[k] " " $4; p99[k] = p99[k] " " $5
+        bad[k] += $6; sock[k] += $7; lost[k] += $8
+    }
     END {
-        fmt = "%-8s %-9s %11s %10s %9s %8s %8s %8s %6s\n"
+        for (c = 1; c <= ncell; c++) {
+            k = order[c]; mrps[k] = median(rps[k]); mp99[k] = median(p99[k])
+        }
+        fmt = "%-8s %-9s %11s %10s %9s %9s %14s %9s %8s %8s %6s\n"
         printf fmt, "workload", "target", "requests/s", "p99", "vs nginx",
-            "goal", "non-2xx", "sock err", "lost"
-        for (i = 1; i <= NR; i++) {
-            ratio = "-"; g = "-"
-            if (ngx[w[i]] > 0 && t[i] != "nginx") {
-                r = rps[i] / ngx[w[i]]
+            "p99 vs", "goal", "syscalls", "non-2xx", "sock err", "lost"
+        printf fmt, "", "", "(median)", "(median)", "", "nginx", "",
+            "/request", "(sum)", "(sum)", "(sum)"
+        for (c = 1; c <= ncell; c++) {
+            k = order[c]; n = wl[k] " nginx"
+            ratio = "-"; pr = "-"; g = "-"
+            if (tg[k] != "nginx" && mrps[n] > 0) {
+                r = mrps[k] / mrps[n]
                 ratio = sprintf("%.2fx", r)
-                if (t[i] == "tidemark") {
-                    g = sprintf(">=%.1fx", goal[w[i]])
-                    if (r < goal[w[i]]) { g = g "!"; miss++ }
+                if (mp99[n] > 0) { pp = mp99[k] / mp99[n]; pr = sprintf("%.2fx", pp) }
+                if (tg[k] == "tidemark") {
+                    g = sprintf(">=%.1fx", goal[wl[k]])
+                    ok = r >= goal[wl[k]]
+                    if (wl[k] in p99goal) {
+                        g = g sprintf(",p99<=%.0fx", p99goal[wl[k]])
+                        ok = ok && mp99[n] > 0 && pp <= p99goal[wl[k]]
+                    }
+                    if (!ok) { g = g "!"; miss++ }
                 }
             }
-            printf fmt, w[i], t[i], sprintf("%.0f", rps[i]),
-                sprintf("%.2f ms", p99[i] / 1000), ratio, g, bad[i], sock[i],
-                lost[i]
+            printf fmt, wl[k], tg[k], sprintf("%.0f", mrps[k]),
+                sprintf("%.2f ms", mp99[k] / 1000), ratio, pr, g,
+                (k in sc) ? sc[k] : "-", bad[k], sock[k], lost[k]
         }
         print ""
+        print "requests/s of each run, in the order run:"
+        for (c = 1; c <= ncell; c++) {
+            k = order[c]
+            printf "  %-8s %-9s %s\n", wl[k], tg[k], substr(rps[k], 2)
+        }
+        print ""
+        printf "medians of %d runs; vs nginx: the ratio of the medians.\n", rep
+        if (tool == "perf")
+            printf "syscalls/request: all system calls of the target'"'"'s" \
+                " processes (perf stat -e raw_syscalls:sys_enter -p) over\n" \
+                "one more wrk run of %s at the same load, divided by the" \
+                " requests wrk had answered.\n", sdur
+        else if (tool == "strace")
+            printf "syscalls/request: strace -c -f -p over one more wrk" \
+                " run of %s, divided by the requests answered\n(strace" \
+                " slows the target: fewer calls are batched than at full" \
+                " speed).\n", sdur
         print "non-2xx: answers >= 400 as wrk counts them; tidemark answers"
         print "every stale request 409 by design (nginx does not fence and"
         print "forwards them). lost: requests whose connection closed"
         print "without an answer. goal: the issue'"'"'s target for tidemark vs"
         print "nginx."
-        for (i = 1; i <= NR; i++) {
-            if (store_goal > 0 && w[i] == "rising" && t[i] == "tidemark") {
-                verdict = (rps[i] >= store_goal) ? "met" : "MISSED"
+        for (c = 1; c <= ncell; c++) {
+            k = order[c]
+            if (store_goal > 0 && wl[k] == "rising" && tg[k] == "tidemark") {
+                verdict = (mrps[k] >= store_goal) ? "met" : "MISSED"
                 printf "store goal: rising through tidemark on %s >= %d/s:" \
-                    " %.0f/s, %s\n", store, store_goal, rps[i], verdict
+                    " %.0f/s, %s\n", store, store_goal, mrps[k], verdict
             }
         }
         if (miss) { print "goals missed (marked !): " miss }
-    }' "$dir/results"
+    }' "$out_dir/syscalls.txt" "$out_dir/runs.txt" |
+    tee -a "$out_dir/summary.txt"
+if [ -s "$out_dir/syscalls-by-call.txt" ]; then
+    {
+        echo
+        echo "system calls per request, by call (those made at least once" \
+            "every 20 requests):"
+        awk '{ printf "  %-8s %-9s", $1, $2
+               for (i = 3; i <= NF; i++) {
+                   split($i, kv, "/"); printf " %s %s", kv[1], kv[2]
+               }
+               print "" }' "$out_dir/syscalls-by-call.txt"
+    } | tee -a "$out_dir/summary.txt"
+fi
+echo
+echo "raw output: ${out_dir#"$ROOT"/}/"

@@ -107,13 +107,30 @@ teardown(void **state)
     return 0;
 }
 
+/* Submit kind on name to f's backend, answered into a. */
+static void
+submit(struct fixture *f, enum lock_kind kind, const char *name, int64_t fence,
+       int64_t ttl, int64_t min_fence, struct answer *a)
+{
+    struct lock_op op = {.kind = kind,
+                         .name = name,
+                         .len = strlen(name),
+                         .ttl_ms = ttl,
+                         .fence = fence,
+                         .min_fence = min_fence,
+                         .cb = on_answer,
+                         .arg = a};
+
+    f->pending++;
+    f->ops->submit(f->b, &op);
+}
+
 static struct answer
 acquire(struct fixture *f, const char *name, int64_t ttl)
 {
     struct answer a = {0};
 
-    f->pending++;
-    f->ops->acquire(f->b, name, strlen(name), ttl, 0, on_answer, &a);
+    submit(f, LOCK_OP_ACQUIRE, name, 0, ttl, 0, &a);
     assert_int_equal(a.done, 0); /* never from inside the call */
     run(f);
     return a;
@@ -124,14 +141,11 @@ op(struct fixture *f, char which, const char *name, int64_t fence, int64_t ttl)
 {
     struct answer a = {0};
 
-    f->pending++;
-    if (which == 'e') {
-        f->ops->extend(f->b, name, strlen(name), fence, ttl, on_answer, &a);
-    } else if (which == 'r') {
-        f->ops->release(f->b, name, strlen(name), fence, on_answer, &a);
-    } else {
-        f->ops->get(f->b, name, strlen(name), on_answer, &a);
-    }
+    submit(f,
+           which == 'e'   ? LOCK_OP_EXTEND
+           : which == 'r' ? LOCK_OP_RELEASE
+                          : LOCK_OP_STATUS,
+           name, fence, ttl, 0, &a);
     run(f);
     return a;
 }
@@ -206,15 +220,13 @@ test_floor(void **state)
     struct fixture *f = *state;
     struct answer a = {0};
 
-    f->pending++;
-    f->ops->acquire(f->b, "fl", 2, 60000, 1001, on_answer, &a);
+    submit(f, LOCK_OP_ACQUIRE, "fl", 0, 60000, 1001, &a);
     run(f);
     assert_int_equal(a.res, LOCK_OK);
     assert_int_equal(a.fence, 1001);
     assert_int_equal(op(f, 'r', "fl", 1001, 0).res, LOCK_OK);
     a = (struct answer){0};
-    f->pending++;
-    f->ops->acquire(f->b, "fl", 2, 60000, 5, on_answer, &a);
+    submit(f, LOCK_OP_ACQUIRE, "fl", 0, 60000, 5, &a);
     run(f);
     assert_int_equal(a.res, LOCK_OK);
     assert_int_equal(a.fence, 1002);
@@ -230,8 +242,7 @@ test_one_turn(void **state)
     int wins = 0;
 
     for (int i = 0; i < 16; i++) {
-        f->pending++;
-        f->ops->acquire(f->b, "hot", 3, 60000, 0, on_answer, &a[i]);
+        submit(f, LOCK_OP_ACQUIRE, "hot", 0, 60000, 0, &a[i]);
     }
     run(f);
     for (int i = 0; i < 16; i++) {

@@ -1,0 +1,305 @@
+/* test_fence.c: the fence service's rules against a fake store whose
+ * answers the test gives by hand: the cache as the decision input, an
+ * equal token on a shared store asked again, out-of-order answers made
+ * stale, cancelled raises still reaching the cache, reads lifted to the
+ * cache. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../conf/cfg.h"
+#include "../../proxy/fence.h"
+#include "../../proxy/metrics.h"
+
+#define FAKE_MAX 16
+
+/* A call the fake store holds until the test answers it. */
+struct fake_call {
+    store_cb cb;
+    void *arg;
+    int64_t token; /* 0: a get */
+    char res[64];
+};
+
+struct fake_store {
+    struct fake_call calls[FAKE_MAX];
+    int n;
+};
+
+static struct fake_store fake;
+
+static struct store *
+fake_open(struct event_base *base, const struct cfg_store *cfg, char *err,
+          size_t errlen)
+{
+    memset(&fake, 0, sizeof(fake));
+    return (struct store *)&fake;
+}
+
+static void
+fake_call(const char *res, size_t len, int64_t token, store_cb cb, void *arg)
+{
+    struct fake_call *c = &fake.calls[fake.n++];
+
+    assert_true(fake.n <= FAKE_MAX && len < sizeof(c->res));
+    c->cb = cb;
+    c->arg = arg;
+    c->token = token;
+    memcpy(c->res, res, len);
+    c->res[len] = '\0';
+}
+
+static void
+fake_raise(struct store *s, const char *res, size_t len, int64_t token,
+           store_cb cb, void *arg)
+{
+    fake_call(res, len, token, cb, arg);
+}
+
+static void
+fake_get(struct store *s, const char *res, size_t len, store_cb cb, void *arg)
+{
+    fake_call(res, len, 0, cb, arg);
+}
+
+static bool
+fake_ready(struct store *s)
+{
+    return true;
+}
+
+static void
+fake_close(struct store *s)
+{
+}
+
+static const struct store_ops fake_ops = {
+    .name = "fake",
+    .open = fake_open,
+    .raise = fake_raise,
+    .get = fake_get,
+    .ready = fake_ready,
+    .close = fake_close,
+};
+
+static const struct store_ops fake_shared_ops = {
+    .name = "fake",
+    .shared = true,
+    .open = fake_open,
+    .raise = fake_raise,
+    .get = fake_get,
+    .ready = fake_ready,
+    .close = fake_close,
+};
+
+/* What a caller of the fence was told. */
+struct answer {
+    int calls;
+    enum store_result res;
+    int64_t mark;
+};
+
+static void
+on_answer(void *arg, enum store_result res, int64_t mark)
+{
+    struct answer *a = arg;
+
+    a->calls++;
+    a->res = res;
+    a->mark = mark;
+}
+
+struct fixture {
+    struct metrics *m;
+    struct fence *f;
+};
+
+static struct fence *
+fixture_open(struct fixture *fx, const struct store_ops *ops)
+{
+    struct cfg_store cfg = {.cache_entries = 64};
+    char err[128];
+
+    fx->m = metrics_new();
+    assert_non_null(fx->m);
+    fx->f = fence_open(NULL, ops, &cfg, fx->m, err, sizeof(err));
+    assert_non_null(fx->f);
+    return fx->f;
+}
+
+static void
+fixture_close(struct fixture *fx)
+{
+    fence_close(fx->f);
+    metrics_free(fx->m);
+}
+
+/* The store answers call i. */
+static void
+store_answers(int i, enum store_result res, int64_t mark)
+{
+    fake.calls[i].cb(fake.calls[i].arg, res, mark);
+}
+
+static void
+raise_s(struct fence *f, const char *res, int64_t token, struct answer *a)
+{
+    assert_non_null(fence_raise(f, res, strlen(res), token, on_answer, a));
+}
+
+static void
+test_check_is_the_cache(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_ops);
+    struct answer a = {0};
+
+    assert_int_equal(fence_check(f, "r", 1, 5), 0);
+    raise_s(f, "r", 5, &a);
+    assert_int_equal(a.calls, 0); /* never inside the call */
+    assert_string_equal(fake.calls[0].res, "r");
+    assert_int_equal(fake.calls[0].token, 5);
+    store_answers(0, STORE_ACCEPTED, 5);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 5);
+    /* Below: stale; equal: durable already (one store, one writer). */
+    assert_int_equal(fence_check(f, "r", 1, 4), 5);
+    assert_int_equal(fence_check(f, "r", 1, 5), 5);
+    assert_int_equal(fence_check(f, "r", 1, 6), 5);
+    assert_int_equal(fence_check(f, "", 0, 5), 0);
+    /* A stale answer is a mark too. */
+    raise_s(f, "s", 3, &a);
+    store_answers(1, STORE_STALE, 8);
+    assert_int_equal(a.res, STORE_STALE);
+    assert_int_equal(a.mark, 8);
+    assert_int_equal(fence_check(f, "s", 1, 1), 8);
+    /* An error teaches nothing. */
+    raise_s(f, "t", 3, &a);
+    store_answers(2, STORE_ERROR, 0);
+    assert_int_equal(a.res, STORE_ERROR);
+    assert_int_equal(fence_check(f, "t", 1, 3), 0);
+    fixture_close(&fx);
+}
+
+static void
+test_shared_equal_token_is_asked(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_shared_ops);
+    struct answer a = {0};
+
+    raise_s(f, "r", 1, &a);
+    store_answers(0, STORE_ACCEPTED, 1);
+    raise_s(f, "q", 7, &a);
+    store_answers(1, STORE_ACCEPTED, 7);
+    /* Equal: lowered below the token (still a lower bound), so that
+     * decide_request raises; below and above are as on one store. */
+    assert_int_equal(fence_check(f, "r", 1, 1), 0);
+    assert_int_equal(fence_check(f, "q", 1, 7), 6);
+    assert_int_equal(fence_check(f, "q", 1, 6), 7);
+    assert_int_equal(fence_check(f, "q", 1, 8), 7);
+    fixture_close(&fx);
+}
+
+static void
+test_out_of_order_answer_is_stale(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_shared_ops);
+    struct answer lo = {0}, hi = {0};
+
+    raise_s(f, "r", 5, &lo);
+    raise_s(f, "r", 7, &hi);
+    store_answers(1, STORE_ACCEPTED, 7);
+    store_answers(0, STORE_ACCEPTED, 5);
+    assert_int_equal(hi.res, STORE_ACCEPTED);
+    assert_int_equal(hi.mark, 7);
+    assert_int_equal(lo.res, STORE_STALE);
+    assert_int_equal(lo.mark, 7);
+    assert_int_equal(fence_check(f, "r", 1, 1), 7);
+    fixture_close(&fx);
+}
+
+static void
+test_cancelled_raise_reaches_the_cache(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_ops);
+    struct answer a = {0};
+    struct fence_call *fc = fence_raise(f, "r", 1, 9, on_answer, &a);
+
+    assert_non_null(fc);
+    fence_cancel(fc);
+    fence_cancel(NULL);
+    store_answers(0, STORE_ACCEPTED, 9);
+    assert_int_equal(a.calls, 0);
+    assert_int_equal(fence_check(f, "r", 1, 1), 9);
+    fixture_close(&fx);
+}
+
+static void
+test_get_is_lifted_to_the_cache(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_ops);
+    struct answer a = {0};
+
+    raise_s(f, "r", 9, &a);
+    store_answers(0, STORE_ACCEPTED, 9);
+    /* The store lost the mark (a failover): the cache keeps the floor. */
+    assert_true(fence_get(f, "r", 1, on_answer, &a));
+    assert_int_equal(fake.calls[1].token, 0);
+    store_answers(1, STORE_ACCEPTED, 3);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 9);
+    /* A higher mark read goes into the cache. */
+    assert_true(fence_get(f, "n", 1, on_answer, &a));
+    store_answers(2, STORE_ACCEPTED, 12);
+    assert_int_equal(a.mark, 12);
+    assert_int_equal(fence_check(f, "n", 1, 1), 12);
+    /* No mark anywhere: 0. */
+    assert_true(fence_get(f, "z", 1, on_answer, &a));
+    store_answers(3, STORE_ACCEPTED, 0);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 0);
+    assert_true(fence_get(f, "r", 1, on_answer, &a));
+    store_answers(4, STORE_ERROR, 0);
+    assert_int_equal(a.res, STORE_ERROR);
+    assert_int_equal(a.mark, 0);
+    fixture_close(&fx);
+}
+
+static void
+test_backend_facts(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_ops);
+
+    assert_string_equal(fence_backend(f), "fake");
+    assert_true(fence_ready(f));
+    assert_false(fence_fresh(f)); /* no fresh in the vtable */
+    fence_stats(f, NULL);         /* no metrics in the vtable: no output */
+    fixture_close(&fx);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_check_is_the_cache),
+        cmocka_unit_test(test_shared_equal_token_is_asked),
+        cmocka_unit_test(test_out_of_order_answer_is_stale),
+        cmocka_unit_test(test_cancelled_raise_reaches_the_cache),
+        cmocka_unit_test(test_get_is_lifted_to_the_cache),
+        cmocka_unit_test(test_backend_facts),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
