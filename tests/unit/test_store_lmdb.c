@@ -578,6 +578,8 @@ test_map_full(void **state)
     store_close(f);
 }
 
+static uint64_t stored_epoch(struct fixture *f);
+
 /* raise_wait for a name of a full_name buffer (not NUL-terminated). */
 static struct answer
 raise_full_wait(struct fixture *f, const char *name, int64_t token)
@@ -618,6 +620,9 @@ test_full_state(void **state)
     char name[480];
     struct answer a;
     struct stat sb;
+    struct journal *j;
+    char jpath[160];
+    char err[256];
     int accepted = 0;
     int refused = 0;
     int next = 0;
@@ -685,15 +690,36 @@ test_full_state(void **state)
     assert_int_equal(raise_full_wait(f, name, 1).res, STORE_ERROR);
     store_close(f);
 
-    /* A map_size below what the file uses still opens. */
+    /* A map_size below what the file uses still opens, and replays a
+     * journal as long as a checkpoint interval (a process killed with
+     * that much not yet in LMDB, under a larger map_size) into the full
+     * file: the env's headroom holds it. */
+    snprintf(jpath, sizeof(jpath), "%s-journal", f->path);
+    j = journal_open(jpath, err, sizeof(err));
+    assert_non_null(j);
+    journal_restart(j, stored_epoch(f));
+    for (int i = 0; i < 4096; i++) {
+        full_name(name, sizeof(name), next + 1000 + i);
+        assert_true(journal_fits(j, sizeof(name)));
+        assert_int_equal(journal_add(j, name, sizeof(name), 7), 0);
+    }
+    assert_int_equal(journal_sync(j), 0);
+    journal_close(j);
     f->cfg.map_size = 512 * 1024;
+    f->lastinfo[0] = '\0';
     store_open(f);
+    assert_non_null(strstr(f->lastinfo, "replayed 4096 raises"));
     assert_all_kept(f, accepted);
+    for (int i = 0; i < 4096; i += 97) {
+        full_name(name, sizeof(name), next + 1000 + i);
+        assert_int_equal(get_wait(f, name, sizeof(name)).mark, 7);
+    }
+    full_name(name, sizeof(name), next);
     assert_int_equal(raise_full_wait(f, name, 1).res, STORE_ERROR);
     store_close(f);
 
     /* A larger one takes raises again. */
-    f->cfg.map_size = 4 << 20;
+    f->cfg.map_size = 64 << 20;
     store_open(f);
     a = raise_full_wait(f, name, 1);
     assert_int_equal(a.res, STORE_ACCEPTED);
