@@ -70,7 +70,7 @@
  * nothing (equal or stale) are answered as before. Nothing ever frees
  * space (a mark only grows), so full lasts until a restart with a larger
  * map_size; a file already past the limit at open is full from the start.
- * The env is opened HEADROOM bytes larger than the limit, so that a
+ * The env is opened larger than the limit (env_map_size), so that a
  * misestimate, or a journal replayed into a file that a smaller map_size
  * finds full, still fits; LMDB's own MDB_MAP_FULL stays handled (abort,
  * replay, full) as a last resort.
@@ -119,6 +119,7 @@ struct lmdb_store {
     MDB_dbi dbi;
     size_t maxkey;
     size_t map_size; /* the limit: [store] map_size */
+    size_t env_size; /* LMDB's map: the limit and a headroom */
     size_t psize;    /* LMDB's page size */
     char *path;
     struct lmdb_worker *w;
@@ -695,9 +696,7 @@ writer_stop(void *arg)
     }
 }
 
-/* Loop thread: log what the writer queued, then run the callbacks of
- * every answered request, freeing each. Callbacks may raise or get
- * again; those are answered on a later call. */
+/* Loop thread: log what the writer queued. */
 static void
 flush_logs(struct lmdb_store *s)
 {
@@ -717,6 +716,9 @@ flush_logs(struct lmdb_store *s)
     }
 }
 
+/* Loop thread: log what the writer queued, then run the callbacks of
+ * every answered request, freeing each. Callbacks may raise or get
+ * again; those are answered on a later call. */
 static void
 answer_requests(void *arg, struct lmdb_worker_list *answered)
 {
@@ -912,7 +914,8 @@ size_env(struct lmdb_store *s, size_t limit, char *err, size_t errlen)
     }
     s->psize = st.ms_psize;
     note_commit(s);
-    rc = mdb_env_set_mapsize(s->env, env_map_size(s));
+    s->env_size = env_map_size(s);
+    rc = mdb_env_set_mapsize(s->env, s->env_size);
     if (rc != 0) {
         snprintf(err, errlen, "lmdb: %s: cannot set the map size: %s", s->path,
                  mdb_strerror(rc));
@@ -996,6 +999,7 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     }
     note_commit(s);
     s->fresh = holds_no_mark(s);
+    s->refusing = s->full; /* logged below */
     if (!lmdb_worker_start(s->w, err, errlen)) {
         goto fail;
     }
@@ -1008,14 +1012,13 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     }
     log_info("lmdb: %s open, map_size=%zu (%zu bytes used, the file may "
              "grow to %zu), max key %zu bytes",
-             s->path, s->map_size, s->committed, env_map_size(s), s->maxkey);
+             s->path, s->map_size, s->committed, s->env_size, s->maxkey);
     if (s->full) {
         log_error("lmdb: %s: map full (map_size=%zu, %zu bytes used): "
                   "raises that would write a mark are refused until "
                   "[store] map_size is raised; reads and stale raises are "
                   "answered",
                   s->path, s->map_size, s->committed);
-        s->refusing = true; /* logged */
     }
     return (struct store *)s;
 
