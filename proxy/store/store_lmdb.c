@@ -57,8 +57,25 @@
  * on disk unknown (a failed fsync may have dropped dirty pages, and
  * retrying it can report success for data that was lost): the store then
  * refuses everything until the process restarts and replays. A batch that
- * fails inside LMDB (a full map) aborts the transaction; the raises
- * accepted before it are in the journal, and are replayed into a new one.
+ * fails inside LMDB aborts the transaction; the raises accepted before it
+ * are in the journal, and are replayed into a new one.
+ *
+ * A full map. [store] map_size is a limit the store enforces itself, so
+ * that LMDB never fails a put: a put that fails dooms the whole open
+ * transaction, and replaying the journal into a new one needs room too.
+ * The writer keeps a conservative estimate of the bytes the open
+ * transaction adds to the file (put_cost, commit_cost) on top of the
+ * committed high-water mark, and checkpoints before the two could pass
+ * map_size. When even a fresh transaction would not leave room for one
+ * more put, the store is full: raises that would write a mark are
+ * refused without touching LMDB, while reads and raises that write
+ * nothing (equal or stale) are answered as before. Nothing ever frees
+ * space (a mark only grows), so full lasts until a restart with a larger
+ * map_size; a file already past the limit at open is full from the start.
+ * The env is opened larger than the limit (env_map_size), so that a
+ * misestimate, or a journal replayed into a file that a smaller map_size
+ * finds full, still fits; LMDB's own MDB_MAP_FULL stays handled (abort,
+ * replay, full) as a last resort.
  */
 
 #define LMDB_MAP_SIZE_DEFAULT ((int64_t)64 << 20)
@@ -69,6 +86,11 @@
 #define CHECKPOINT_PUTS 4096
 /* ... and once the writer has had nothing to do for this long. */
 #define CHECKPOINT_IDLE_MS 100
+/* Bytes of a leaf or branch node besides its key and value (LMDB's node
+ * header and the page's index slot, rounded up). */
+#define NODE_OVERHEAD 16
+/* The headroom is rounded up to a multiple of this. */
+#define HEADROOM_ROUND ((size_t)1 << 20)
 
 /* The journal epoch: the records LMDB does not hold yet carry it. */
 static const char EPOCH_KEY[] = "\0journal-epoch";
@@ -98,7 +120,9 @@ struct lmdb_store {
     MDB_env *env;
     MDB_dbi dbi;
     size_t maxkey;
-    size_t map_size; /* as LMDB reports it after open */
+    size_t map_size; /* the limit: [store] map_size */
+    size_t env_size; /* LMDB's map: the limit and a headroom */
+    size_t psize;    /* LMDB's page size */
     char *path;
     struct lmdb_worker *w;
 
@@ -110,7 +134,13 @@ struct lmdb_store {
     struct journal *journal;
     MDB_txn *txn; /* marks written since the last checkpoint */
     uint64_t epoch;
-    size_t puts; /* marks written since the last checkpoint */
+    size_t puts;      /* marks written since the last checkpoint */
+    size_t committed; /* bytes of the file the last commit uses */
+    size_t depth;     /* of the B-tree at the last commit */
+    size_t added;     /* at most what txn adds to committed */
+    bool full;        /* no room for a mark: raises that write refused */
+    bool refusing;    /* the last batch refused a raise: full is logged */
+    size_t refused;   /* raises this batch refused for a full map */
 
     /* Shared: under the worker's lock. */
     struct lmdb_log *logs;
@@ -203,6 +233,51 @@ write_mark(struct lmdb_store *s, MDB_val *key, int64_t mark)
     return mdb_put(s->txn, s->dbi, key, &val, 0);
 }
 
+/* At most the bytes the file grows by when one put of a key of len bytes
+ * goes into a transaction: its path from the root COW-copied (depth
+ * pages, one more should the tree grow a level) and a page split off,
+ * plus the node at half fill in its leaf and again as the key a split
+ * adds to a branch. Paths are shared and most puts land on pages already
+ * copied, so real puts cost a fraction of this. */
+static size_t
+put_cost(const struct lmdb_store *s, size_t len)
+{
+    return (s->depth + 2) * s->psize + 4 * (NODE_OVERHEAD + len + 8);
+}
+
+/* At most what committing a transaction that added `added` bytes adds
+ * on top: the epoch key, and LMDB's record of the pages it freed (8
+ * bytes a page, in a tree of its own). */
+static size_t
+commit_cost(const struct lmdb_store *s, size_t added)
+{
+    return put_cost(s, EPOCH_KEY_LEN) + 4 * s->psize + added / (s->psize / 16);
+}
+
+/* Whether one more put of a key of len bytes, and the commit, keep the
+ * file within map_size. */
+static bool
+fits(const struct lmdb_store *s, size_t len)
+{
+    size_t add = s->added + put_cost(s, len);
+
+    return s->committed + add + commit_cost(s, add) <= s->map_size;
+}
+
+/* The env's size: the limit or the file if larger, plus room for the
+ * replay of a full journal (CHECKPOINT_PUTS puts of the longest key,
+ * each copying a page and adding its node at half fill) and the commit. */
+static size_t
+env_map_size(const struct lmdb_store *s)
+{
+    size_t node = NODE_OVERHEAD + s->maxkey + 8;
+    size_t room = CHECKPOINT_PUTS * (s->psize + 2 * node) + 64 * s->psize;
+    size_t base = s->committed > s->map_size ? s->committed : s->map_size;
+
+    room = (room + HEADROOM_ROUND - 1) / HEADROOM_ROUND * HEADROOM_ROUND;
+    return base + room;
+}
+
 static int
 log_name_len(size_t len)
 {
@@ -210,12 +285,34 @@ log_name_len(size_t len)
 }
 
 static void
-log_map_full(struct lmdb_store *s, const struct lmdb_req *r, size_t n)
+log_map_full(struct lmdb_store *s, const struct lmdb_req *r)
 {
     wlog(s, TM_LOG_ERROR,
-         "lmdb: map full (map_size=%zu): raise of %.*s refused; raise "
-         "[store] map_size (%zu raises in this commit refused)",
-         s->map_size, log_name_len(r->len), r->name, n);
+         "lmdb: %s: map full (map_size=%zu, %zu bytes used): raise of %.*s "
+         "refused, and every raise that would write a mark until [store] "
+         "map_size is raised and tidemark restarted; reads and stale "
+         "raises are answered",
+         s->path, s->map_size, s->committed, log_name_len(r->len), r->name);
+}
+
+/* Writer and open: what the last commit left. The store becomes full
+ * when a fresh transaction has no room for a put of the longest key. */
+static void
+note_commit(struct lmdb_store *s)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+
+    s->added = 0;
+    if (mdb_env_info(s->env, &info) == 0) {
+        s->committed = (info.me_last_pgno + 1) * s->psize;
+    }
+    if (mdb_env_stat(s->env, &st) == 0) {
+        s->depth = st.ms_depth;
+    }
+    if (!fits(s, s->maxkey)) {
+        s->full = true;
+    }
 }
 
 /* Writer: begin the write transaction unless one is open. 0 or an LMDB
@@ -251,6 +348,7 @@ checkpoint(struct lmdb_store *s)
             mdb_txn_abort(s->txn);
             s->txn = NULL;
         }
+        s->added = 0;
         journal_restart(s->journal, s->epoch);
         return 0;
     }
@@ -270,6 +368,7 @@ checkpoint(struct lmdb_store *s)
     }
     s->epoch++;
     s->puts = 0;
+    note_commit(s);
     journal_restart(s->journal, s->epoch);
     lmdb_worker_lock(s->w);
     s->stats.checkpoints++;
@@ -293,6 +392,7 @@ replay_one(void *arg, const unsigned char *k, size_t len, int64_t token)
     if (rc == 0 && token > cur) {
         rc = write_mark(s, &key, token);
         s->puts++;
+        s->added += put_cost(s, len);
     }
     return rc;
 }
@@ -314,6 +414,7 @@ recover(struct lmdb_store *s, size_t *n, char *err, size_t errlen)
         s->txn = NULL;
     }
     s->puts = 0;
+    s->added = 0;
     journal_drop(s->journal);
     rc = txn_open(s);
     if (rc != 0) {
@@ -359,6 +460,40 @@ fail_store(struct lmdb_store *s, const char *what, int rc, size_t n)
          "refuses every raise until tidemark is restarted (accepted marks "
          "are in the journal or the file)",
          s->path, what, mdb_strerror(rc), n);
+}
+
+/* Writer: answer r, a raise that would write a mark, with an error for
+ * a full map; logged once a burst. */
+static void
+refuse_full(struct lmdb_store *s, struct lmdb_req *r)
+{
+    if (!s->refusing && s->refused == 0) {
+        log_map_full(s, r);
+    }
+    s->refused++;
+    r->res = STORE_ERROR;
+    r->mark = 0;
+}
+
+/* Writer: make sure a put of a key of len bytes fits in the map,
+ * checkpointing first when the open transaction might not leave room.
+ * 0 when it fits, 1 when the map is full, -1 when the store failed. */
+static int
+make_room(struct lmdb_store *s, size_t len, size_t n)
+{
+    int rc;
+
+    if (!s->full && !fits(s, len)) {
+        rc = checkpoint(s);
+        if (rc != 0) {
+            fail_store(s, "checkpoint (map nearly full) failed", rc, n);
+            return -1;
+        }
+        if (!fits(s, len)) {
+            s->full = true;
+        }
+    }
+    return s->full ? 1 : 0;
 }
 
 /* Writer: one raise or get of a batch, in the open transaction. 0, or
@@ -408,9 +543,25 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
         r->mark = cur;
         return 0;
     }
+    rc = make_room(s, key.mv_size, n);
+    if (rc != 0) {
+        if (rc > 0) {
+            refuse_full(s, r);
+            return 0;
+        }
+        return -1;
+    }
+    rc = txn_open(s); /* make_room may have checkpointed */
+    if (rc != 0) {
+        fail_store(s, "cannot begin a write transaction", rc, n);
+        return -1;
+    }
     rc = write_mark(s, &key, r->token);
     if (rc == MDB_MAP_FULL) {
-        log_map_full(s, r, n);
+        /* Past the headroom too: the estimate was wrong. The journal
+         * is replayed with what room is left, and the store is full. */
+        s->full = true;
+        log_map_full(s, r);
         return rc;
     }
     if (rc != 0) {
@@ -421,6 +572,7 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
         return rc;
     }
     s->puts++;
+    s->added += put_cost(s, key.mv_size);
     rc = journal_add(s->journal, key.mv_data, key.mv_size, r->token);
     if (rc != 0) {
         fail_store(s, "writing the journal failed", rc, n);
@@ -501,6 +653,8 @@ writer_run(void *arg, struct lmdb_worker_list *batch)
     struct lmdb_store *s = arg;
 
     run_batch(s, batch);
+    s->refusing = s->refused > 0;
+    s->refused = 0;
     lmdb_worker_lock(s->w);
     s->stats.batches++;
     s->stats.raises += batch->n;
@@ -544,14 +698,10 @@ writer_stop(void *arg)
     }
 }
 
-/* Loop thread: log what the writer queued, then run the callbacks of
- * every answered request, freeing each. Callbacks may raise or get
- * again; those are answered on a later call. */
+/* Loop thread: log what the writer queued. */
 static void
-answer_requests(void *arg, struct lmdb_worker_list *answered)
+flush_logs(struct lmdb_store *s)
 {
-    struct lmdb_store *s = arg;
-    struct lmdb_worker_job *j;
     struct lmdb_log *logs;
 
     lmdb_worker_lock(s->w);
@@ -566,6 +716,18 @@ answer_requests(void *arg, struct lmdb_worker_list *answered)
         free(logs);
         logs = next;
     }
+}
+
+/* Loop thread: log what the writer queued, then run the callbacks of
+ * every answered request, freeing each. Callbacks may raise or get
+ * again; those are answered on a later call. */
+static void
+answer_requests(void *arg, struct lmdb_worker_list *answered)
+{
+    struct lmdb_store *s = arg;
+    struct lmdb_worker_job *j;
+
+    flush_logs(s);
     j = answered->head;
     while (j != NULL) {
         struct lmdb_worker_job *next = j->next;
@@ -703,6 +865,7 @@ static void
 lmdb_free(struct lmdb_store *s)
 {
     lmdb_worker_close(s->w);
+    flush_logs(s); /* what the writer said after its last answer */
     if (s->txn != NULL) {
         mdb_txn_abort(s->txn);
     }
@@ -734,6 +897,33 @@ holds_no_mark(struct lmdb_store *s)
     }
     mdb_txn_abort(txn);
     return none;
+}
+
+/* Open, the env just opened: learn its page size and what the file
+ * uses, and size the env to the limit plus headroom. */
+static bool
+size_env(struct lmdb_store *s, size_t limit, char *err, size_t errlen)
+{
+    MDB_stat st;
+    int rc;
+
+    s->map_size = limit;
+    s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
+    rc = mdb_env_stat(s->env, &st);
+    if (rc != 0) {
+        snprintf(err, errlen, "lmdb: %s: %s", s->path, mdb_strerror(rc));
+        return false;
+    }
+    s->psize = st.ms_psize;
+    note_commit(s);
+    s->env_size = env_map_size(s);
+    rc = mdb_env_set_mapsize(s->env, s->env_size);
+    if (rc != 0) {
+        snprintf(err, errlen, "lmdb: %s: cannot set the map size: %s", s->path,
+                 mdb_strerror(rc));
+        return false;
+    }
+    return true;
 }
 
 /* Open PATH-journal and bring LMDB up to it. */
@@ -772,7 +962,6 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     struct lmdb_store *s;
     int64_t map_size =
         cfg->map_size > 0 ? cfg->map_size : LMDB_MAP_SIZE_DEFAULT;
-    MDB_envinfo info;
     size_t replayed = 0;
     int dead = 0;
 
@@ -806,13 +995,13 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
                            err, errlen)) {
         goto fail;
     }
-    s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
-    s->map_size =
-        mdb_env_info(s->env, &info) == 0 ? info.me_mapsize : (size_t)map_size;
-    if (!open_journal(s, &replayed, err, errlen)) {
+    if (!size_env(s, (size_t)map_size, err, errlen) ||
+        !open_journal(s, &replayed, err, errlen)) {
         goto fail;
     }
+    note_commit(s);
     s->fresh = holds_no_mark(s);
+    s->refusing = s->full; /* logged below */
     if (!lmdb_worker_start(s->w, err, errlen)) {
         goto fail;
     }
@@ -823,8 +1012,16 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         log_info("lmdb: %s: replayed %zu raises from the journal", s->path,
                  replayed);
     }
-    log_info("lmdb: %s open, map_size=%zu, max key %zu bytes", s->path,
-             s->map_size, s->maxkey);
+    log_info("lmdb: %s open, map_size=%zu (%zu bytes used, the file may "
+             "grow to %zu), max key %zu bytes",
+             s->path, s->map_size, s->committed, s->env_size, s->maxkey);
+    if (s->full) {
+        log_error("lmdb: %s: map full (map_size=%zu, %zu bytes used): "
+                  "raises that would write a mark are refused until "
+                  "[store] map_size is raised; reads and stale raises are "
+                  "answered",
+                  s->path, s->map_size, s->committed);
+    }
     return (struct store *)s;
 
 fail:

@@ -318,6 +318,26 @@ def test_full_map_is_503_and_keeps_marks(tidemark, upstream):
         # a stale write on an old resource is still refused
         if tok > 1:
             assert tm.put(doc, token=tok - 1).status == 409
-    tm.restart()
-    for doc, tok in accepted:  # every acknowledged mark, not a sample
+    # Full lasts: a raise that would write a mark is refused, on a new
+    # resource or an old one; one that writes nothing is answered.
+    doc, tok = accepted[-1]
+    assert_problem(tm.put("new-after-full", token=1), 503)
+    assert_problem(tm.put(doc, token=tok + 1), 503)
+    assert tm.put(doc, token=tok).status == 200
+    assert tm.mark("documents/" + doc) == tok
+    # A kill -9 (the journal replayed into the full file) and a clean
+    # restart: the store opens, full, and every acknowledged mark is
+    # there, not a sample.
+    tm.kill9()
+    tm.start()
+    assert tm.admin("GET", "/readyz")[0] == 200
+    for doc, tok in accepted:
         assert tm.mark("documents/" + doc) == tok
+    assert_problem(tm.put("new-after-restart", token=1), 503)
+    assert tm.log_lines("map full", "raises that would write a mark are "
+                        "refused until"), "the store did not open full"
+    tm.restart()
+    for doc, tok in accepted:
+        assert tm.mark("documents/" + doc) == tok
+        if tok > 1:
+            assert tm.put(doc, token=tok - 1).status == 409

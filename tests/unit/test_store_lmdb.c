@@ -1,5 +1,6 @@
 /* test_store_lmdb.c: the LMDB store through its ops table: raise
- * semantics, group commit, durability across reopen, a full map, long
+ * semantics, group commit, durability across reopen, a full map (and the
+ * full state it leaves), long
  * names, and a failed sync (fdatasync made to fail in this process). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -577,6 +578,155 @@ test_map_full(void **state)
     store_close(f);
 }
 
+static uint64_t stored_epoch(struct fixture *f);
+
+/* raise_wait for a name of a full_name buffer (not NUL-terminated). */
+static struct answer
+raise_full_wait(struct fixture *f, const char *name, int64_t token)
+{
+    struct answer a;
+
+    do_raise(f, name, 480, token, &a);
+    run_until_done(f);
+    return a;
+}
+
+/* Every accepted raise of full_name(i) has mark i + 1: read them all. */
+static void
+assert_all_kept(struct fixture *f, int accepted)
+{
+    char name[480];
+
+    for (int i = 0; i < accepted; i++) {
+        full_name(name, sizeof(name), i);
+        struct answer a = get_wait(f, name, sizeof(name));
+        assert_int_equal(a.res, STORE_ACCEPTED);
+        assert_int_equal(a.mark, i + 1);
+    }
+}
+
+/* A 1 MiB map (the smallest the loader takes) fills under batches of
+ * raises: the store becomes full without LMDB failing a put, so the file
+ * stays within map_size, every accepted raise stays readable, and raises
+ * that would write are refused while reads and stale raises are not.
+ * Reopening keeps it so, with a smaller map_size too; a larger one lets
+ * raises in again. */
+static void
+test_full_state(void **state)
+{
+    enum { BATCH = 32 };
+    struct fixture *f = *state;
+    static struct answer ans[BATCH];
+    char name[480];
+    struct answer a;
+    struct stat sb;
+    struct journal *j;
+    char jpath[160];
+    char err[256];
+    int accepted = 0;
+    int refused = 0;
+    int next = 0;
+
+    f->cfg.map_size = 1 << 20;
+    store_open(f);
+    /* Raise new names a batch a loop turn until a batch is refused; the
+     * accepted ones are 0 .. accepted - 1, in queue order. */
+    while (refused == 0) {
+        assert_true(next < 100000);
+        for (int i = 0; i < BATCH; i++) {
+            full_name(name, sizeof(name), next + i);
+            do_raise(f, name, sizeof(name), next + i + 1, &ans[i]);
+        }
+        run_until_done(f);
+        for (int i = 0; i < BATCH; i++) {
+            if (ans[i].res == STORE_ACCEPTED) {
+                assert_int_equal(refused, 0); /* full lasts */
+                assert_int_equal(ans[i].mark, next + i + 1);
+                accepted++;
+            } else {
+                assert_int_equal(ans[i].res, STORE_ERROR);
+                refused++;
+            }
+        }
+        next += BATCH;
+    }
+    assert_true(accepted > 1000);
+    assert_non_null(strstr(f->lastlog, "map full"));
+    assert_non_null(strstr(f->lastlog, "map_size"));
+    assert_int_equal(stat(f->path, &sb), 0);
+    assert_true(sb.st_size <= (off_t)f->cfg.map_size);
+    assert_true(f->ops->ready(f->st));
+    /* Later raises that would write are refused, a new name and a higher
+     * mark alike; one log line for the burst. */
+    int errors = f->errors_logged;
+    for (int i = 0; i < BATCH; i++) {
+        full_name(name, sizeof(name), next + i);
+        do_raise(f, name, sizeof(name), 1, &ans[i]);
+    }
+    run_until_done(f);
+    for (int i = 0; i < BATCH; i++) {
+        assert_int_equal(ans[i].res, STORE_ERROR);
+    }
+    full_name(name, sizeof(name), 0);
+    a = raise_full_wait(f, name, 1000000);
+    assert_int_equal(a.res, STORE_ERROR);
+    assert_int_equal(f->errors_logged, errors);
+    /* Raises that write nothing are answered. */
+    a = raise_full_wait(f, name, 1);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 1);
+    a = raise_full_wait(f, name, 0);
+    assert_int_equal(a.res, STORE_STALE);
+    assert_int_equal(a.mark, 1);
+    assert_all_kept(f, accepted);
+    store_close(f);
+
+    /* Reopened: full from the start, logged, nothing lost. */
+    f->lastlog[0] = '\0';
+    store_open(f);
+    assert_non_null(strstr(f->lastlog, "map full"));
+    assert_all_kept(f, accepted);
+    full_name(name, sizeof(name), next);
+    assert_int_equal(raise_full_wait(f, name, 1).res, STORE_ERROR);
+    store_close(f);
+
+    /* A map_size below what the file uses still opens, and replays a
+     * journal as long as a checkpoint interval (a process killed with
+     * that much not yet in LMDB, under a larger map_size) into the full
+     * file: the env's headroom holds it. */
+    snprintf(jpath, sizeof(jpath), "%s-journal", f->path);
+    j = journal_open(jpath, err, sizeof(err));
+    assert_non_null(j);
+    journal_restart(j, stored_epoch(f));
+    for (int i = 0; i < 4096; i++) {
+        full_name(name, sizeof(name), next + 1000 + i);
+        assert_true(journal_fits(j, sizeof(name)));
+        assert_int_equal(journal_add(j, name, sizeof(name), 7), 0);
+    }
+    assert_int_equal(journal_sync(j), 0);
+    journal_close(j);
+    f->cfg.map_size = 512 * 1024;
+    f->lastinfo[0] = '\0';
+    store_open(f);
+    assert_non_null(strstr(f->lastinfo, "replayed 4096 raises"));
+    assert_all_kept(f, accepted);
+    for (int i = 0; i < 4096; i += 97) {
+        full_name(name, sizeof(name), next + 1000 + i);
+        assert_int_equal(get_wait(f, name, sizeof(name)).mark, 7);
+    }
+    full_name(name, sizeof(name), next);
+    assert_int_equal(raise_full_wait(f, name, 1).res, STORE_ERROR);
+    store_close(f);
+
+    /* A larger one takes raises again. */
+    f->cfg.map_size = 64 << 20;
+    store_open(f);
+    a = raise_full_wait(f, name, 1);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_all_kept(f, accepted);
+    store_close(f);
+}
+
 static void
 touch(const char *path)
 {
@@ -857,6 +1007,7 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_long_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_journal_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fresh, setup, teardown),
