@@ -706,6 +706,8 @@ def test_expect_continue_accepted(tidemark, upstream):
         c.send(b"hello")
         r = c.read_response()
         assert r.status == 200, r
+        # The final answer is the upstream's: not marked as tidemark's.
+        assert r.header("Tidemark-Error") is None, r
     seen = upstream.find("X-Test-Id", "exok")[0]
     assert seen.body == b"hello"
     assert seen.header("Expect") is None

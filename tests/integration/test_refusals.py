@@ -156,24 +156,6 @@ def test_each_refusal_says_it_is_ours(tidemark, upstream, tmp_path, name,
         assert r.header("Fencing-High-Water") is None, r
 
 
-def test_own_100_continue_says_it_is_ours(tidemark, upstream):
-    tm = tidemark()
-    with tm.conn() as c:
-        c.send(build_request("PUT", "/v1/documents/ex",
-                             [("Fencing-Token", "1"),
-                              ("Expect", "100-continue"),
-                              ("Content-Length", "5")],
-                             content_length=False))
-        c.sock.settimeout(5 * slow())
-        head = c.reader.read_until(b"\r\n\r\n")
-        assert head == (b"HTTP/1.1 100 Continue\r\n"
-                        b"Tidemark-Error: continue\r\n\r\n"), head
-        c.send(b"hello")
-        r = c.read_response()
-        assert r.status == 200, r
-        assert r.header("Tidemark-Error") is None, r
-
-
 def test_admin_port_problems_say_they_are_ours(tidemark, upstream):
     tm = tidemark()
     st, headers, _ = tm.admin("GET", "/v1/marks/documents/none")
