@@ -13,19 +13,6 @@ struct authority {
     unsigned port;
 };
 
-static struct tm_slice
-trim(struct tm_slice s)
-{
-    while (s.len > 0 && (s.p[0] == ' ' || s.p[0] == '\t')) {
-        s.p++;
-        s.len--;
-    }
-    while (s.len > 0 && (s.p[s.len - 1] == ' ' || s.p[s.len - 1] == '\t')) {
-        s.len--;
-    }
-    return s;
-}
-
 static bool
 is_alnum(char c)
 {
@@ -266,7 +253,7 @@ origin_check(const struct origin_self *self, struct tm_slice host,
     struct authority a;
 
     if (host.p != NULL) {
-        host = trim(host);
+        host = slice_trim(host);
         if (!split_host(host, &a)) {
             return ORIGIN_BAD_HOST;
         }
@@ -277,11 +264,11 @@ origin_check(const struct origin_self *self, struct tm_slice host,
             return ORIGIN_FOREIGN_HOST;
         }
     }
-    if (origin.p != NULL && !same_origin(trim(origin), host)) {
+    if (origin.p != NULL && !same_origin(slice_trim(origin), host)) {
         return ORIGIN_CROSS_ORIGIN;
     }
     if (fetch_site.p != NULL) {
-        fetch_site = trim(fetch_site);
+        fetch_site = slice_trim(fetch_site);
         if (!slice_ieq(fetch_site, "same-origin") &&
             !slice_ieq(fetch_site, "none")) {
             return ORIGIN_CROSS_FETCH;

@@ -27,4 +27,18 @@ slice_ieq(struct tm_slice s, const char *lit)
     return s.len == n && strncasecmp(s.p, lit, n) == 0;
 }
 
+/* s without the spaces and tabs around it (a field value's OWS). */
+static inline struct tm_slice
+slice_trim(struct tm_slice s)
+{
+    while (s.len > 0 && (s.p[0] == ' ' || s.p[0] == '\t')) {
+        s.p++;
+        s.len--;
+    }
+    while (s.len > 0 && (s.p[s.len - 1] == ' ' || s.p[s.len - 1] == '\t')) {
+        s.len--;
+    }
+    return s;
+}
+
 #endif

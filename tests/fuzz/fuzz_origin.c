@@ -32,19 +32,6 @@ check(bool ok, const char *what)
     }
 }
 
-static struct tm_slice
-trimmed(struct tm_slice s)
-{
-    while (s.len > 0 && (s.p[0] == ' ' || s.p[0] == '\t')) {
-        s.p++;
-        s.len--;
-    }
-    while (s.len > 0 && (s.p[s.len - 1] == ' ' || s.p[s.len - 1] == '\t')) {
-        s.len--;
-    }
-    return s;
-}
-
 /* The port after the last ':' of a Host not ending in ']'; 0 if none. */
 static long
 host_port(struct tm_slice h)
@@ -112,10 +99,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check((origin_status(v) == 0) == (v == ORIGIN_OK), "status 0 iff ok");
     check(origin_reason(v) != NULL, "a reason");
     if (v == ORIGIN_OK) {
-        struct tm_slice h = trimmed(sl[2]);
+        struct tm_slice h = slice_trim(sl[2]);
 
         if (sl[3].p != NULL) {
-            struct tm_slice o = trimmed(sl[3]);
+            struct tm_slice o = slice_trim(sl[3]);
 
             check(sl[2].p != NULL && o.len == 7 + h.len &&
                       strncasecmp(o.p, "http://", 7) == 0 &&
@@ -128,7 +115,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(port == 0 || port == PORT, "an accepted Host's port");
         }
         if (sl[4].p != NULL) {
-            struct tm_slice s = trimmed(sl[4]);
+            struct tm_slice s = slice_trim(sl[4]);
 
             check((s.len == 11 && strncasecmp(s.p, "same-origin", 11) == 0) ||
                       (s.len == 4 && strncasecmp(s.p, "none", 4) == 0),
