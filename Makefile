@@ -43,7 +43,9 @@ CFLAGS  ?= -O2 -g
 TM_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
            -Wno-unused-parameter -fno-strict-aliasing -MMD -MP \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+# The ZooKeeper C client (libzookeeper-mt-dev) ships no .pc file.
+ZK_LIBS := -lzookeeper_mt
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(ZK_LIBS) -lpthread
 PYTEST  := /usr/bin/python3 -m pytest
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
@@ -193,7 +195,7 @@ install: $(TM_BIN) $(TM_LIB)
 	@mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@REQUIRES@|$(PKGS)|' \
+	    -e 's|@REQUIRES@|$(PKGS)|' -e 's|@LIBS@|$(ZK_LIBS)|' \
 	    packaging/tidemark.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/tidemark.pc
 	install -D -m 0644 conf/tidemark.ini \
 	    $(DESTDIR)$(PREFIX)/share/tidemark/tidemark.ini

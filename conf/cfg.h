@@ -97,7 +97,7 @@ struct cfg_admin {
 
 /* The lock service on the control port. */
 struct cfg_locks {
-    char *backend;    /* lmdb | redis | postgres */
+    char *backend;    /* lmdb | redis | postgres | zookeeper */
     char *path;       /* lmdb: the lease file */
     char *url;        /* redis: redis://host:port[/db] */
     char *dsn;        /* postgres: a libpq connection string */
@@ -107,6 +107,9 @@ struct cfg_locks {
     bool eager;       /* an acquire raises the resource's mark */
     int max_ttl_ms;   /* longer leases are refused (400) */
     int max_wait_ms;  /* longest ?wait_ms= an acquire may ask */
+    char *zk_hosts;   /* zookeeper: host:port,host:port */
+    char *zk_root;    /* zookeeper: the parent of every lock's node */
+    int zk_session_timeout_ms; /* zookeeper: the session, asked for */
 };
 
 /* Signing issued tokens and verifying them on verify = hmac routes. */

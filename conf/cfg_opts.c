@@ -865,6 +865,62 @@ check_endpoints(const char *v, char *buf, size_t len)
     }
 }
 
+/* ZooKeeper's connect string: host:port[,host:port...] (no chroot: the
+ * lock nodes' place is [locks] root). */
+static const char *
+check_zk_hosts(const char *v, char *buf, size_t len)
+{
+    const char *p = v;
+
+    (void)buf;
+    (void)len;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        const char *next = p + n;
+        struct tm_slice host, port;
+        bool br;
+
+        if (n == 0 || memchr(p, '/', n) != NULL ||
+            !split_authority(p, n, &host, &port, &br) || port.len == 0 ||
+            host.len == 0) {
+            return "must be host:port, comma-separated (no spaces)";
+        }
+        if (*next == '\0') {
+            return NULL;
+        }
+        p = next + 1;
+    }
+}
+
+/* An absolute znode path: "/a/b", no empty, "." or ".." component, no
+ * trailing slash, printable ASCII. */
+static const char *
+check_zk_root(const char *v, char *buf, size_t len)
+{
+    const char *p = v;
+
+    (void)buf;
+    (void)len;
+    if (*p != '/' || p[1] == '\0') {
+        return "must be an absolute znode path such as /tidemark/locks";
+    }
+    while (*p == '/') {
+        size_t n = strcspn(p + 1, "/");
+
+        if (n == 0 || (n == 1 && p[1] == '.') ||
+            (n == 2 && p[1] == '.' && p[2] == '.')) {
+            return "must be an absolute znode path: no empty, . or .. part";
+        }
+        for (size_t i = 1; i <= n; i++) {
+            if (p[i] <= ' ' || p[i] > '~') {
+                return "must be an absolute znode path of printable ASCII";
+            }
+        }
+        p += n + 1;
+    }
+    return NULL;
+}
+
 static const char *
 set_methods(const struct cfg_opt *o, void *obj, const char *v, char *buf,
             size_t len)
@@ -964,6 +1020,8 @@ static const struct cfg_ops allowed_hosts_ops = {check_allowed_hosts, NULL,
 static const struct cfg_ops redis_url_ops = {check_redis_url, NULL, NULL};
 static const struct cfg_ops dsn_ops = {check_dsn, NULL, NULL};
 static const struct cfg_ops endpoints_ops = {check_endpoints, NULL, NULL};
+static const struct cfg_ops zk_hosts_ops = {check_zk_hosts, NULL, NULL};
+static const struct cfg_ops zk_root_ops = {check_zk_root, NULL, NULL};
 static const struct cfg_ops section_ref_ops = {check_section_ref, NULL, NULL};
 
 static const char *const unmatched_choices[] = {"pass", "reject", NULL};
@@ -976,7 +1034,7 @@ static const char *const mode_choices[] = {"correctness", "efficiency", "off",
 static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
 static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
-                                                   NULL};
+                                                   "zookeeper", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -1092,7 +1150,7 @@ const struct cfg_opt cfg_opts[] = {
 
     {CFG_LOCKS, "backend", CFG_T_CHOICE, "lmdb", OFF(cfg_locks, backend),
      CHOICE(lock_backend_choices), CFG_RESTART,
-     "where leases live: lmdb | redis | postgres"},
+     "where leases live: lmdb | redis | postgres | zookeeper"},
     {CFG_LOCKS, "url", CFG_T_STR, NULL, OFF(cfg_locks, url), OPS(redis_url_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
     {CFG_LOCKS, "dsn", CFG_T_STR, NULL, OFF(cfg_locks, dsn), OPS(dsn_ops),
@@ -1116,6 +1174,16 @@ const struct cfg_opt cfg_opts[] = {
      "longest lease an acquire or extend may ask for"},
     {CFG_LOCKS, "max_wait_ms", CFG_T_INT, "60000", OFF(cfg_locks, max_wait_ms),
      INT(0, 3600000), CFG_RESTART, "longest ?wait_ms= an acquire may ask for"},
+    {CFG_LOCKS, "hosts", CFG_T_STR, NULL, OFF(cfg_locks, zk_hosts),
+     OPS(zk_hosts_ops), CFG_EMPTY_OK | CFG_RESTART,
+     "zookeeper: host:port, comma-separated (the ensemble)"},
+    {CFG_LOCKS, "root", CFG_T_STR, "/tidemark/locks", OFF(cfg_locks, zk_root),
+     OPS(zk_root_ops), CFG_RESTART,
+     "zookeeper: the znode under which every lock has its own"},
+    {CFG_LOCKS, "session_timeout_ms", CFG_T_INT, "10000",
+     OFF(cfg_locks, zk_session_timeout_ms), INT(1000, 600000), CFG_RESTART,
+     "zookeeper: the session asked for; a dead tidemark's locks end with "
+     "it"},
 
     {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
      INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,
@@ -1433,6 +1501,9 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     } else if (strcmp(l->backend, "postgres") == 0) {
         need = "dsn";
         v = l->dsn;
+    } else if (strcmp(l->backend, "zookeeper") == 0) {
+        need = "hosts";
+        v = l->zk_hosts;
     }
     if (need != NULL && (v == NULL || !*v)) {
         snprintf(buf, len, "[locks] backend %s needs %s", l->backend, need);

@@ -361,6 +361,17 @@ queue_kick(struct adm_locks *al, const char *name, size_t len)
     }
 }
 
+/* The backend saw a lease of name end elsewhere (lock.h). */
+static void
+lease_freed(void *arg, const char *name, size_t len)
+{
+    struct adm_locks *al = arg;
+
+    if (!al->closing) {
+        queue_kick(al, name, len);
+    }
+}
+
 /* ---- answers --------------------------------------------------------- */
 
 static void
@@ -1075,6 +1086,9 @@ adm_locks_new(struct tm_proxy *px, char *err, size_t errlen)
     if (al->b == NULL) {
         free(al);
         return NULL;
+    }
+    if (al->ops->watch_freed != NULL) {
+        al->ops->watch_freed(al->b, lease_freed, al);
     }
     return al;
 }

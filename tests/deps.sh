@@ -7,7 +7,9 @@ set -eu
 # integration tests start themselves (nginx and HAProxy also for the
 # differential test; Apache with mod_dav and nginx's DAV modules as WebDAV
 # backends; node for the S3 server installed from npm below) and the
-# clients they drive (curl, requests, boto3, rclone). Bench: wrk and
+# clients they drive (curl, requests, boto3, rclone; ZooKeeper's C client
+# for the zookeeper lock backend, its server, and kazoo for the locks
+# applications already take). Bench: wrk and
 # nginx, and linux-perf (strace where perf cannot count) for the system
 # calls per request. Fuzz: clang, and its sanitizer and libFuzzer runtimes
 # (libclang-rt-14-dev, which clang only recommends). Format:
@@ -20,7 +22,7 @@ libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
 wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
-python3-boto3 rclone"
+python3-boto3 rclone libzookeeper-mt-dev zookeeperd python3-kazoo"
 
 # The S3 server of the integration tests (s3rver, pinned with its
 # dependencies in tests/s3/package-lock.json) comes from npm.
@@ -114,6 +116,7 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
             redis-server) unit=redis-server ;;
             postgresql) unit=postgresql ;;
             etcd-server) unit=etcd ;;
+            zookeeperd) unit=zookeeper ;;
             *) continue ;;
         esac
         $SUDO systemctl disable "$unit" >/dev/null 2>&1 || true

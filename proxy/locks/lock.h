@@ -63,6 +63,10 @@ struct lock_op {
     void *arg;
 };
 
+/* A lease of name (len bytes) may have ended: released or expired
+ * elsewhere (another process, a session that ended). Loop thread. */
+typedef void (*lock_freed_cb)(void *arg, const char *name, size_t len);
+
 struct lock_ops {
     const char *name;
     /* Open with cfg on base. NULL on failure with a message in err. */
@@ -73,6 +77,11 @@ struct lock_ops {
     void (*submit)(struct lock_backend *b, const struct lock_op *op);
     /* false while the backend cannot be used. */
     bool (*ready)(struct lock_backend *b);
+    /* Optional (NULL: the backend cannot tell): from now on, call
+     * freed(arg, ...) when the backend sees a lease end that no
+     * operation of this process ended, so that a waiter tries at once
+     * instead of at the holder's lease end. Never from inside a call. */
+    void (*watch_freed)(struct lock_backend *b, lock_freed_cb freed, void *arg);
     /* Answer every queued operation (callbacks run before this returns),
      * then release everything. Loop thread, not from a callback. */
     void (*close)(struct lock_backend *b);

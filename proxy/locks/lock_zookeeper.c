@@ -1,0 +1,1740 @@
+/* lock_zookeeper.c: leases on ZooKeeper with its lock recipe: each try is
+ * an ephemeral sequential znode under the lock's own znode, the lowest one
+ * holds the lock, and the fence is that node's czxid. */
+#include "lock.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <zookeeper/zookeeper.h>
+
+#include "../../conf/cfg.h"
+#include "../log.h"
+#include "../store/store_defer.h"
+
+/*
+ * Layout. The lock named N lives at ROOT/E, E being N with every byte
+ * but [A-Za-z0-9_-] written %XX (a znode name holds no '/', and "." and
+ * ".." are not names). ROOT/E is a container node: ZooKeeper removes it
+ * once its last child is gone. Each acquire creates an ephemeral
+ * sequential child "S-C-lock-NNNNNNNNNN" (S: this session's id, C: a
+ * counter of this process), so that after a lost answer the node can be
+ * found again and deleted (the session outlives a lost connection). The
+ * child with the lowest sequence number holds the lock; its czxid, the
+ * zxid of the transaction that created it, is the fence: every
+ * transaction of the ensemble has its own zxid, and zxids only grow, also
+ * across leader changes (README: "ZooKeeper"), so no fence is handed out
+ * twice.
+ *
+ * TTL and session. tidemark keeps one session for all its leases. A
+ * lease ends at the first of: its TTL, which tidemark enforces itself
+ * (a timer deletes the node; the node's data holds the TTL, so a lookup
+ * from another tidemark can tell the time left), a release, or the end
+ * of the session (ZooKeeper deletes every ephemeral node of a session
+ * that expired: a tidemark that died or is cut off frees its locks after
+ * [locks] session_timeout_ms). A session that ended makes every lease of
+ * it lost (409 on extend); while the connection is down nothing is
+ * answered (503), since the server may be expiring the session. Leases
+ * are extended and released through the tidemark that took them.
+ *
+ * Threads. The C client (libzookeeper_mt) runs its I/O and its
+ * completions on threads of its own. A completion only copies what it
+ * was given into its call and queues the call under a mutex, then wakes
+ * the loop through an eventfd; everything else (leases, requests,
+ * answers, timers) is touched on the loop thread only.
+ */
+
+#define ZK_LOG_NAME_MAX 200
+#define ZK_SEQ_DIGITS 10
+#define ZK_DIR_TRIES 3
+
+enum zk_step {
+    ZK_S_CREATE = 0, /* acquire: our node */
+    ZK_S_CHILDREN,   /* acquire, status: the lock's children */
+    ZK_S_HOLDER,     /* acquire (busy), status: the first child */
+    ZK_S_DIR,        /* acquire: the lock's own znode */
+    ZK_S_SET,        /* extend */
+    ZK_S_DELETE,     /* release */
+    ZK_S_DROP,       /* a node of ours that must go; no answer */
+    ZK_S_SWEEP,      /* reconnected: the children of a dir to clean */
+    ZK_S_ROOT,       /* connected: one part of the root */
+    ZK_S_SESSION,    /* the session's state changed */
+    ZK_S_WATCH,      /* a watched node changed or went */
+    ZK_S_LOCAL,      /* an answer given without a round trip */
+};
+
+struct zk_locks;
+struct zk_req;
+
+/* One request to ZooKeeper, or one event. Made on the loop thread (events
+ * on the client's), filled by the completion, queued, then read and freed
+ * on the loop thread. */
+struct zk_call {
+    struct zk_call *next;          /* the done queue (under mu) */
+    struct zk_call *oprev, *onext; /* z->out: with the client */
+    struct zk_locks *z;
+    enum zk_step step;
+    struct zk_req *req; /* the operation it serves, or NULL */
+    uint64_t gen;       /* the handle it went out on */
+    char *path;         /* the znode it is about */
+    char *name;         /* ZK_S_DROP: the lock, for freed; SWEEP: prefix */
+    size_t len;
+    bool queued; /* in the done queue (under mu) */
+    bool out;    /* in z->out */
+    /* filled on the client's thread: */
+    int rc;
+    struct Stat stat;
+    char *str; /* a created node's path; an event's path */
+    char **kids;
+    int nkids;
+    char *data;
+    int data_len;
+    int state; /* session events */
+    /* ZK_S_LOCAL: */
+    enum lock_result res;
+    int64_t fence, ttl_ms;
+};
+
+/* One lock operation. It lives until it is answered and none of its
+ * calls is out. */
+struct zk_req {
+    struct zk_locks *z;
+    enum lock_kind kind;
+    lock_cb cb;
+    void *arg;
+    int64_t ttl_ms, fence, min_fence;
+    int pending; /* calls not yet dispatched */
+    bool answered;
+    int tries; /* acquire: creations of the lock's znode */
+    int create_rc, kids_rc;
+    char *node; /* acquire: our node's path */
+    int64_t czxid;
+    char **kids;
+    int nkids;
+    char *dir;       /* ROOT/E */
+    char prefix[64]; /* "S-C-lock-" */
+    size_t len;
+    char name[]; /* len bytes and a NUL */
+};
+
+/* A lease this process holds. */
+struct zk_lease {
+    struct zk_lease *next;
+    struct zk_locks *z;
+    struct event *timer; /* its TTL */
+    int64_t fence;
+    int64_t deadline; /* monotonic ms */
+    int busy;         /* extends and releases out */
+    bool expired;     /* the TTL passed while busy: it ends after them */
+    char *path;
+    size_t len;
+    char name[];
+};
+
+/* A lock's znode to clean of this session's nodes named prefix..., once
+ * connected again (a create or delete whose answer was lost). */
+struct zk_sweep {
+    struct zk_sweep *next;
+    char *dir;
+    char *prefix;
+};
+
+/* What the client's threads see of a handle: whom to tell. */
+struct zk_ctx {
+    struct zk_locks *z;
+    uint64_t gen;
+};
+
+struct zk_locks {
+    struct event_base *base;
+    const struct tm_log *log;
+    char *hosts;
+    char *root;
+    int session_ms;
+    zhandle_t *zh;
+    struct zk_ctx *ctx;
+    uint64_t gen;
+    bool connected;
+    bool closing;
+    uint64_t counter;
+    struct zk_call *out; /* calls the client holds */
+    struct zk_lease *leases;
+    struct zk_sweep *sweeps;
+    struct event *retry;       /* a new handle after a failed start */
+    struct store_defer *defer; /* answers when out of memory */
+    lock_freed_cb freed;
+    void *freed_arg;
+    /* the calls answered, shared with the client's threads */
+    pthread_mutex_t mu;
+    struct zk_call *done_head, *done_tail;
+    int efd;
+    struct event *done_ev;
+};
+
+static void zk_dispatch(struct zk_locks *z, struct zk_call *c);
+
+static struct zk_locks *
+to_zk(struct lock_backend *b)
+{
+    return (struct zk_locks *)b;
+}
+
+static int
+log_len(size_t len)
+{
+    return len > ZK_LOG_NAME_MAX ? ZK_LOG_NAME_MAX : (int)len;
+}
+
+static int64_t
+clock_ms(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An answer that says nothing about the node: the connection, the
+ * session or the handle went, or the client failed. */
+static bool
+rc_outage(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+           rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE ||
+           rc == ZSYSTEMERROR || rc == ZMARSHALLINGERROR;
+}
+
+/* ---- the queue between the client's threads and the loop ------------ */
+
+/* Any thread: queue c for the loop and wake it. */
+static void
+push(struct zk_locks *z, struct zk_call *c)
+{
+    uint64_t one = 1;
+    ssize_t n;
+
+    pthread_mutex_lock(&z->mu);
+    c->next = NULL;
+    c->queued = true;
+    if (z->done_tail != NULL) {
+        z->done_tail->next = c;
+    } else {
+        z->done_head = c;
+    }
+    z->done_tail = c;
+    pthread_mutex_unlock(&z->mu);
+    n = write(z->efd, &one, sizeof(one));
+    (void)n; /* EAGAIN: the counter is full, the loop wakes anyway */
+}
+
+/* Loop thread: run every queued call, also those queued meanwhile. */
+static void
+drain(struct zk_locks *z)
+{
+    for (;;) {
+        struct zk_call *c;
+
+        pthread_mutex_lock(&z->mu);
+        c = z->done_head;
+        if (c != NULL) {
+            z->done_head = c->next;
+            if (z->done_head == NULL) {
+                z->done_tail = NULL;
+            }
+        }
+        pthread_mutex_unlock(&z->mu);
+        if (c == NULL) {
+            return;
+        }
+        zk_dispatch(z, c);
+    }
+}
+
+static void
+on_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct zk_locks *z = arg;
+    uint64_t n;
+    ssize_t got;
+
+    lib_enter(z->log);
+    (void)what;
+    /* Reset the counter before taking the queue: a wake-up sent after
+     * the take is not lost. */
+    got = read(fd, &n, sizeof(n));
+    (void)got;
+    drain(z);
+}
+
+/* ---- the client's threads: completions and watches -------------------- */
+
+static void
+done_void(int rc, const void *data)
+{
+    struct zk_call *c = (struct zk_call *)data;
+
+    c->rc = rc;
+    push(c->z, c);
+}
+
+static void
+done_string(int rc, const char *s, const void *data)
+{
+    (void)s;
+    done_void(rc, data);
+}
+
+static void
+done_stat(int rc, const struct Stat *st, const void *data)
+{
+    struct zk_call *c = (struct zk_call *)data;
+
+    c->rc = rc;
+    if (rc == ZOK && st != NULL) {
+        c->stat = *st;
+    }
+    push(c->z, c);
+}
+
+/* The completions below copy what is valid only during the call; an
+ * allocation that fails reads as ZSYSTEMERROR (an outage). */
+static void
+done_string_stat(int rc, const char *s, const struct Stat *st, const void *data)
+{
+    struct zk_call *c = (struct zk_call *)data;
+
+    c->rc = rc;
+    if (rc == ZOK) {
+        c->stat = *st;
+        if (s == NULL || (c->str = strdup(s)) == NULL) {
+            c->rc = ZSYSTEMERROR;
+        }
+    }
+    push(c->z, c);
+}
+
+static void
+done_strings(int rc, const struct String_vector *v, const void *data)
+{
+    struct zk_call *c = (struct zk_call *)data;
+
+    c->rc = rc;
+    if (rc == ZOK && v != NULL && v->count > 0) {
+        c->kids = calloc((size_t)v->count, sizeof(*c->kids));
+        for (int i = 0; c->kids != NULL && i < v->count; i++) {
+            if ((c->kids[i] = strdup(v->data[i])) == NULL) {
+                break;
+            }
+            c->nkids++;
+        }
+        if (c->nkids != v->count) {
+            c->rc = ZSYSTEMERROR;
+        }
+    }
+    push(c->z, c);
+}
+
+static void
+done_data(int rc, const char *value, int len, const struct Stat *st,
+          const void *data)
+{
+    struct zk_call *c = (struct zk_call *)data;
+
+    c->rc = rc;
+    if (rc == ZOK) {
+        c->stat = *st;
+        if (value != NULL && len > 0) {
+            c->data = malloc((size_t)len);
+            if (c->data == NULL) {
+                c->rc = ZSYSTEMERROR;
+            } else {
+                memcpy(c->data, value, (size_t)len);
+                c->data_len = len;
+            }
+        }
+    }
+    push(c->z, c);
+}
+
+/* An event, queued as a call of its own. Lost only when out of memory:
+ * then a waiter tries at the holder's lease end instead, and a state
+ * change is seen in zoo_state at the next operation. */
+static void
+event_push(struct zk_ctx *x, enum zk_step step, int state, const char *path)
+{
+    struct zk_call *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        return;
+    }
+    c->z = x->z;
+    c->step = step;
+    c->gen = x->gen;
+    c->state = state;
+    if (path != NULL && (c->str = strdup(path)) == NULL) {
+        free(c);
+        return;
+    }
+    push(x->z, c);
+}
+
+static void
+session_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)path;
+    if (type == ZOO_SESSION_EVENT) {
+        event_push(ctx, ZK_S_SESSION, state, NULL);
+    }
+}
+
+/* A node a busy acquire watched was deleted or changed. */
+static void
+node_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    if (type != ZOO_SESSION_EVENT && path != NULL) {
+        event_push(ctx, ZK_S_WATCH, state, path);
+    }
+}
+
+/* The client's own log lines: the library writes to no fixed place
+ * (log.h); what matters is logged here from its answers. */
+static void
+zk_log_drop(const char *msg)
+{
+    (void)msg;
+}
+
+/* ---- calls ------------------------------------------------------------ */
+
+static void
+call_free(struct zk_call *c)
+{
+    for (int i = 0; i < c->nkids; i++) {
+        free(c->kids[i]);
+    }
+    free(c->kids);
+    free(c->path);
+    free(c->name);
+    free(c->str);
+    free(c->data);
+    free(c);
+}
+
+/* A call for step on path (copied; NULL: none), serving r (NULL: none).
+ * NULL when out of memory. */
+static struct zk_call *
+call_new(struct zk_locks *z, enum zk_step step, struct zk_req *r,
+         const char *path)
+{
+    struct zk_call *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        return NULL;
+    }
+    c->z = z;
+    c->step = step;
+    c->req = r;
+    c->gen = z->gen;
+    if (path != NULL && (c->path = strdup(path)) == NULL) {
+        free(c);
+        return NULL;
+    }
+    if (r != NULL) {
+        r->pending++;
+    }
+    return c;
+}
+
+/* c went to the client with result rc: the client holds it (ZOK) and
+ * will complete it, or c comes back through the queue with rc. */
+static void
+sent(struct zk_locks *z, struct zk_call *c, int rc)
+{
+    if (rc != ZOK) {
+        c->rc = rc;
+        push(z, c);
+        return;
+    }
+    c->out = true;
+    c->oprev = NULL;
+    c->onext = z->out;
+    if (z->out != NULL) {
+        z->out->oprev = c;
+    }
+    z->out = c;
+}
+
+static void
+out_unlink(struct zk_locks *z, struct zk_call *c)
+{
+    if (!c->out) {
+        return;
+    }
+    if (c->oprev != NULL) {
+        c->oprev->onext = c->onext;
+    } else {
+        z->out = c->onext;
+    }
+    if (c->onext != NULL) {
+        c->onext->oprev = c->oprev;
+    }
+    c->out = false;
+}
+
+/* The handle, or NULL between handles and while closing (a call sent
+ * then comes back ZCLOSING). */
+#define ZH(z) ((z)->closing ? NULL : (z)->zh)
+
+static void
+send_create(struct zk_locks *z, struct zk_call *c, const char *path,
+            const char *value, int mode, bool with_stat)
+{
+    int rc = ZCLOSING;
+
+    if (ZH(z) != NULL) {
+        rc = with_stat
+                 ? zoo_acreate2(z->zh, path, value, (int)strlen(value),
+                                &ZOO_OPEN_ACL_UNSAFE, mode, done_string_stat, c)
+                 : zoo_acreate(z->zh, path, value, (int)strlen(value),
+                               &ZOO_OPEN_ACL_UNSAFE, mode, done_string, c);
+    }
+    sent(z, c, rc);
+}
+
+static void
+send_children(struct zk_locks *z, struct zk_call *c, const char *dir)
+{
+    sent(z, c,
+         ZH(z) != NULL ? zoo_aget_children(z->zh, dir, 0, done_strings, c)
+                       : ZCLOSING);
+}
+
+static void
+send_delete(struct zk_locks *z, struct zk_call *c)
+{
+    sent(z, c,
+         ZH(z) != NULL ? zoo_adelete(z->zh, c->path, -1, done_void, c)
+                       : ZCLOSING);
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static bool
+plain_byte(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+}
+
+/* ROOT/E for the lock name (len bytes); malloc, NULL when out of
+ * memory. */
+static char *
+dir_of(const struct zk_locks *z, const char *name, size_t len)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t rl = strlen(z->root);
+    char *d = malloc(rl + 2 + 3 * len);
+    char *w;
+
+    if (d == NULL) {
+        return NULL;
+    }
+    memcpy(d, z->root, rl);
+    w = d + rl;
+    *w++ = '/';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)name[i];
+
+        if (plain_byte(ch)) {
+            *w++ = (char)ch;
+        } else {
+            *w++ = '%';
+            *w++ = hex[ch >> 4];
+            *w++ = hex[ch & 15];
+        }
+    }
+    *w = '\0';
+    return d;
+}
+
+static int
+hex_val(char ch)
+{
+    if (ch >= '0' && ch <= '9') {
+        return ch - '0';
+    }
+    if (ch >= 'A' && ch <= 'F') {
+        return ch - 'A' + 10;
+    }
+    return -1;
+}
+
+/* The lock name of a path under the root (ROOT/E or ROOT/E/child), into
+ * out (malloc, *len bytes); false when path is not one of ours. */
+static bool
+name_of(const struct zk_locks *z, const char *path, char **out, size_t *len)
+{
+    size_t rl = strlen(z->root), n;
+    const char *e;
+    char *w;
+
+    if (strncmp(path, z->root, rl) != 0 || path[rl] != '/') {
+        return false;
+    }
+    e = path + rl + 1;
+    n = strcspn(e, "/");
+    if ((w = malloc(n + 1)) == NULL) {
+        return false;
+    }
+    *out = w;
+    for (size_t i = 0; i < n; i++) {
+        int hi, lo;
+
+        if (e[i] != '%') {
+            *w++ = e[i];
+            continue;
+        }
+        if (i + 2 >= n + 1 || (hi = hex_val(e[i + 1])) < 0 ||
+            (lo = hex_val(e[i + 2])) < 0) {
+            free(*out);
+            return false;
+        }
+        *w++ = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    *len = (size_t)(w - *out);
+    *w = '\0';
+    return true;
+}
+
+/* The sequence number ZooKeeper appended to a child's name, or -1 for a
+ * child that is not a sequential node. */
+static int64_t
+seq_of(const char *kid)
+{
+    size_t n = strlen(kid);
+    int64_t v = 0;
+
+    if (n < ZK_SEQ_DIGITS) {
+        return -1;
+    }
+    for (size_t i = n - ZK_SEQ_DIGITS; i < n; i++) {
+        if (kid[i] < '0' || kid[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (kid[i] - '0');
+    }
+    return v;
+}
+
+/* The child holding the lock: the lowest sequence number; NULL: none. */
+static const char *
+first_kid(char **kids, int n)
+{
+    const char *best = NULL;
+    int64_t bs = -1;
+
+    for (int i = 0; i < n; i++) {
+        int64_t s = seq_of(kids[i]);
+
+        if (s >= 0 && (best == NULL || s < bs)) {
+            best = kids[i];
+            bs = s;
+        }
+    }
+    return best;
+}
+
+static char *
+join(const char *dir, const char *kid)
+{
+    size_t dl = strlen(dir), kl = strlen(kid);
+    char *p = malloc(dl + kl + 2);
+
+    if (p != NULL) {
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        memcpy(p + dl + 1, kid, kl + 1);
+    }
+    return p;
+}
+
+/* A decimal 0..INT64_MAX from a node's data; -1 when it is not one. */
+static int64_t
+data_dec(const char *d, int n)
+{
+    int64_t v = 0;
+
+    if (d == NULL || n <= 0 || n > 18) {
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (d[i] < '0' || d[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (d[i] - '0');
+    }
+    return v;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static void
+kids_free(char **kids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(kids[i]);
+    }
+    free(kids);
+}
+
+static void
+req_free(struct zk_req *r)
+{
+    kids_free(r->kids, r->nkids);
+    free(r->node);
+    free(r->dir);
+    free(r);
+}
+
+/* Answer r once (on the loop, from a dispatch: never inside submit). */
+static void
+answer(struct zk_req *r, enum lock_result res, int64_t fence, int64_t ttl_ms)
+{
+    if (r->answered) {
+        return;
+    }
+    r->answered = true;
+    if (res == LOCK_ERROR) {
+        fence = 0;
+        ttl_ms = 0;
+    }
+    r->cb(r->arg, res, fence, ttl_ms);
+}
+
+/* An answer given without a round trip, through the queue (so never
+ * inside the call that asked). Out of memory: an error, deferred. */
+static void
+answer_soon(struct zk_req *r, enum lock_result res, int64_t fence,
+            int64_t ttl_ms)
+{
+    struct zk_call *c = call_new(r->z, ZK_S_LOCAL, r, NULL);
+
+    if (c == NULL) {
+        store_defer_lock(r->z->defer, r->cb, r->arg, LOCK_ERROR);
+        r->answered = true;
+        if (r->pending == 0) {
+            req_free(r);
+        }
+        return;
+    }
+    c->res = res;
+    c->fence = fence;
+    c->ttl_ms = ttl_ms;
+    push(r->z, c);
+}
+
+/* ---- leases and sweeps -------------------------------------------------- */
+
+static struct zk_lease *
+lease_by_path(struct zk_locks *z, const char *path)
+{
+    for (struct zk_lease *l = z->leases; l != NULL; l = l->next) {
+        if (strcmp(l->path, path) == 0) {
+            return l;
+        }
+    }
+    return NULL;
+}
+
+static struct zk_lease *
+lease_by_name(struct zk_locks *z, const char *name, size_t len)
+{
+    for (struct zk_lease *l = z->leases; l != NULL; l = l->next) {
+        if (l->len == len && memcmp(l->name, name, len) == 0) {
+            return l;
+        }
+    }
+    return NULL;
+}
+
+/* Take l out of the table and free it (its node is not touched). */
+static void
+lease_free(struct zk_lease *l)
+{
+    struct zk_lease **pp;
+
+    for (pp = &l->z->leases; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    }
+    event_free(l->timer);
+    free(l->path);
+    free(l);
+}
+
+static int64_t
+lease_left(const struct zk_lease *l)
+{
+    int64_t left = l->deadline - clock_ms(CLOCK_MONOTONIC);
+
+    return left > 0 ? left : 0;
+}
+
+static void
+lease_arm(struct zk_lease *l, int64_t ttl_ms)
+{
+    struct timeval tv = {(time_t)(ttl_ms / 1000),
+                         (suseconds_t)(ttl_ms % 1000) * 1000};
+
+    l->deadline = clock_ms(CLOCK_MONOTONIC) + ttl_ms;
+    evtimer_add(l->timer, &tv);
+}
+
+static void
+sweep_add(struct zk_locks *z, const char *dir, const char *prefix)
+{
+    struct zk_sweep *s = calloc(1, sizeof(*s));
+
+    if (s != NULL && (s->dir = strdup(dir)) != NULL &&
+        (s->prefix = strdup(prefix)) != NULL) {
+        s->next = z->sweeps;
+        z->sweeps = s;
+        return;
+    }
+    /* The node stays until the session ends. */
+    log_error("locks: zookeeper: out of memory: a node under %s stays until "
+              "the session ends",
+              dir);
+    if (s != NULL) {
+        free(s->dir);
+        free(s);
+    }
+}
+
+static void
+sweeps_free(struct zk_locks *z)
+{
+    while (z->sweeps != NULL) {
+        struct zk_sweep *s = z->sweeps;
+
+        z->sweeps = s->next;
+        free(s->dir);
+        free(s->prefix);
+        free(s);
+    }
+}
+
+/* Delete our node at path, which holds or queues for the lock name (NULL:
+ * unknown); when it is gone, waiters for name are told. A lost answer
+ * leaves a sweep for the next connection. */
+static void
+drop_node(struct zk_locks *z, const char *path, const char *name, size_t len)
+{
+    struct zk_call *c = call_new(z, ZK_S_DROP, NULL, path);
+
+    if (c != NULL && name != NULL) {
+        c->name = malloc(len + 1);
+        if (c->name == NULL) {
+            call_free(c);
+            c = NULL;
+        } else {
+            memcpy(c->name, name, len);
+            c->name[len] = '\0';
+            c->len = len;
+        }
+    }
+    if (c == NULL) {
+        log_error("locks: zookeeper: out of memory: %s stays until the "
+                  "session ends",
+                  path);
+        return;
+    }
+    send_delete(z, c);
+}
+
+/* l's TTL passed: it ends now (its node goes), or after the extends and
+ * releases in flight when one is. */
+static void
+lease_expire(struct zk_lease *l)
+{
+    struct zk_locks *z = l->z;
+    char *path = l->path;
+
+    if (l->busy > 0) {
+        l->expired = true;
+        return;
+    }
+    log_debug("locks: zookeeper: %.*s: the lease's TTL passed: deleting %s",
+              log_len(l->len), l->name, path);
+    drop_node(z, path, l->name, l->len);
+    lease_free(l);
+}
+
+static void
+on_lease_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct zk_lease *l = arg;
+
+    lib_enter(l->z->log);
+    (void)fd;
+    (void)what;
+    lease_expire(l);
+}
+
+/* A lease for r, whose node won. NULL when out of memory. */
+static struct zk_lease *
+lease_add(struct zk_req *r)
+{
+    struct zk_locks *z = r->z;
+    struct zk_lease *l = calloc(1, sizeof(*l) + r->len + 1);
+
+    if (l == NULL) {
+        return NULL;
+    }
+    l->z = z;
+    l->fence = r->czxid;
+    l->len = r->len;
+    memcpy(l->name, r->name, r->len);
+    l->path = strdup(r->node);
+    l->timer = evtimer_new(z->base, on_lease_timer, l);
+    if (l->path == NULL || l->timer == NULL) {
+        free(l->path);
+        if (l->timer != NULL) {
+            event_free(l->timer);
+        }
+        free(l);
+        return NULL;
+    }
+    l->next = z->leases;
+    z->leases = l;
+    lease_arm(l, r->ttl_ms);
+    return l;
+}
+
+/* The session ended: ZooKeeper deleted every node of it, so every lease
+ * of this process is lost, and nothing is left to sweep. */
+static void
+leases_lost(struct zk_locks *z)
+{
+    while (z->leases != NULL) {
+        lease_free(z->leases);
+    }
+    sweeps_free(z);
+}
+
+static void
+tell_freed(struct zk_locks *z, const char *name, size_t len)
+{
+    if (z->freed != NULL && !z->closing) {
+        z->freed(z->freed_arg, name, len);
+    }
+}
+
+/* ---- acquire ------------------------------------------------------------ */
+
+/* Create r's node and read the lock's children: one round trip, since a
+ * session's requests are answered in order and its reads see its own
+ * writes, so the children include the node. */
+static void
+acquire_send(struct zk_req *r)
+{
+    struct zk_locks *z = r->z;
+    struct zk_call *mk, *ls;
+    char ttl[24], *path;
+    const clientid_t *id = ZH(z) != NULL ? zoo_client_id(z->zh) : NULL;
+
+    snprintf(r->prefix, sizeof(r->prefix), "%016" PRIx64 "-%" PRIx64 "-lock-",
+             id != NULL ? (uint64_t)id->client_id : 0, ++z->counter);
+    path = join(r->dir, r->prefix);
+    mk = path != NULL ? call_new(z, ZK_S_CREATE, r, NULL) : NULL;
+    ls = mk != NULL ? call_new(z, ZK_S_CHILDREN, r, NULL) : NULL;
+    if (ls == NULL) {
+        if (mk != NULL) {
+            r->pending--;
+            call_free(mk);
+        }
+        free(path);
+        log_error("locks: zookeeper: %.*s: out of memory", log_len(r->len),
+                  r->name);
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    r->create_rc = ZOK;
+    r->kids_rc = ZOK;
+    snprintf(ttl, sizeof(ttl), "%" PRId64, r->ttl_ms);
+    send_create(z, mk, path, ttl, ZOO_EPHEMERAL_SEQUENTIAL, true);
+    send_children(z, ls, r->dir);
+    free(path);
+}
+
+/* The lock's znode is missing (never made, or removed as an empty
+ * container): make it, then try again. */
+static void
+acquire_mkdir(struct zk_req *r)
+{
+    struct zk_call *c = call_new(r->z, ZK_S_DIR, r, r->dir);
+
+    if (c == NULL) {
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    r->tries++;
+    kids_free(r->kids, r->nkids);
+    r->kids = NULL;
+    r->nkids = 0;
+    send_create(r->z, c, r->dir, "", ZOO_CONTAINER, false);
+}
+
+/* Busy: read the holder's node (its czxid and TTL) with a watch, so
+ * that its end wakes this process's waiters (node_watch). */
+static void
+acquire_busy(struct zk_req *r, const char *first)
+{
+    char *path = join(r->dir, first);
+    struct zk_call *c =
+        path != NULL ? call_new(r->z, ZK_S_HOLDER, r, path) : NULL;
+    struct zk_locks *z = r->z;
+
+    free(path);
+    if (c == NULL) {
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    sent(z, c,
+         ZH(z) != NULL
+             ? zoo_awget(z->zh, c->path, node_watch, z->ctx, done_data, c)
+             : ZCLOSING);
+}
+
+/* Both answers of acquire_send are in: decide. */
+static void
+acquire_decide(struct zk_req *r, uint64_t gen)
+{
+    struct zk_locks *z = r->z;
+    const char *first, *ours;
+
+    if (r->create_rc == ZNONODE && r->tries < ZK_DIR_TRIES) {
+        acquire_mkdir(r);
+        return;
+    }
+    if (r->create_rc != ZOK) {
+        if (rc_outage(r->create_rc) && gen == z->gen && !z->closing) {
+            /* The create may have happened: find the node later. */
+            sweep_add(z, r->dir, r->prefix);
+        }
+        log_warn("locks: zookeeper: %.*s: create: %s", log_len(r->len), r->name,
+                 zerror(r->create_rc));
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    if (r->kids_rc != ZOK) {
+        log_warn("locks: zookeeper: %.*s: children: %s", log_len(r->len),
+                 r->name, zerror(r->kids_rc));
+        drop_node(z, r->node, NULL, 0);
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    first = first_kid(r->kids, r->nkids);
+    ours = strrchr(r->node, '/') + 1;
+    if (first == NULL || strcmp(first, ours) != 0) {
+        drop_node(z, r->node, NULL, 0);
+        if (first == NULL) {
+            answer(r, LOCK_ERROR, 0, 0);
+            return;
+        }
+        acquire_busy(r, first);
+        return;
+    }
+    if (r->czxid < r->min_fence || r->czxid < 1) {
+        log_error("locks: zookeeper: %.*s: the node's zxid %" PRId64
+                  " is below the lowest fence allowed (%" PRId64
+                  ", the resource's mark plus one): tokens for it were "
+                  "issued elsewhere; refused",
+                  log_len(r->len), r->name, r->czxid, r->min_fence);
+        drop_node(z, r->node, NULL, 0);
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    if (lease_add(r) == NULL) {
+        drop_node(z, r->node, NULL, 0);
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    answer(r, LOCK_OK, r->czxid, r->ttl_ms);
+}
+
+static void
+on_create(struct zk_req *r, struct zk_call *c)
+{
+    r->create_rc = c->rc;
+    if (c->rc == ZOK) {
+        r->node = c->str;
+        c->str = NULL;
+        r->czxid = c->stat.czxid;
+    }
+    if (r->pending == 0) {
+        acquire_decide(r, c->gen);
+    }
+}
+
+static void
+on_dir(struct zk_req *r, struct zk_call *c)
+{
+    if (c->rc == ZOK || c->rc == ZNODEEXISTS) {
+        acquire_send(r);
+        return;
+    }
+    log_warn("locks: zookeeper: cannot create %s: %s", c->path, zerror(c->rc));
+    answer(r, LOCK_ERROR, 0, 0);
+}
+
+/* The first child's node came back: for a busy acquire the holder's
+ * fence and time left, for a lookup the answer. */
+static void
+on_holder(struct zk_req *r, struct zk_call *c)
+{
+    struct zk_locks *z = r->z;
+    struct zk_lease *own = lease_by_path(z, c->path);
+    int64_t ttl = data_dec(c->data, c->data_len), left;
+
+    if (c->rc == ZNONODE) {
+        if (r->kind == LOCK_OP_STATUS) {
+            answer(r, LOCK_NONE, 0, 0);
+            return;
+        }
+        /* Gone between the two reads: try again at once. */
+        answer(r, LOCK_BUSY, 0, 1);
+        tell_freed(z, r->name, r->len);
+        return;
+    }
+    if (c->rc != ZOK) {
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    if (own != NULL) {
+        left = lease_left(own);
+    } else if (ttl >= 0) {
+        /* mtime is the leader's clock at the last create or extend. */
+        left = ttl - (clock_ms(CLOCK_REALTIME) - c->stat.mtime);
+        left = left > ttl ? ttl : left;
+    } else {
+        left = -1; /* not one of ours: no TTL */
+    }
+    if (r->kind == LOCK_OP_STATUS) {
+        answer(r, LOCK_OK, c->stat.czxid, left > 0 ? left : 0);
+        return;
+    }
+    /* A holder past its TTL (its tidemark is cut off, or it is not
+     * tidemark's) ends at the latest with its session. */
+    answer(r, LOCK_BUSY, c->stat.czxid, left > 0 ? left : z->session_ms);
+}
+
+/* ---- status, extend, release -------------------------------------------- */
+
+static void
+on_status_children(struct zk_req *r, struct zk_call *c)
+{
+    const char *first;
+    char *path;
+    struct zk_call *g;
+    struct zk_locks *z = r->z;
+
+    if (c->rc == ZNONODE) {
+        answer(r, LOCK_NONE, 0, 0);
+        return;
+    }
+    if (c->rc != ZOK) {
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    first = first_kid(c->kids, c->nkids);
+    if (first == NULL) {
+        answer(r, LOCK_NONE, 0, 0);
+        return;
+    }
+    path = join(r->dir, first);
+    g = path != NULL ? call_new(z, ZK_S_HOLDER, r, path) : NULL;
+    free(path);
+    if (g == NULL) {
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    sent(z, g,
+         ZH(z) != NULL ? zoo_aget(z->zh, g->path, 0, done_data, g) : ZCLOSING);
+}
+
+/* An extend or release came back: the lease it was about, if this
+ * process still holds it. */
+static struct zk_lease *
+lease_back(struct zk_locks *z, struct zk_call *c)
+{
+    struct zk_lease *l = lease_by_path(z, c->path);
+
+    if (l != NULL) {
+        l->busy--;
+    }
+    return l;
+}
+
+static void
+on_set(struct zk_req *r, struct zk_call *c)
+{
+    struct zk_lease *l = lease_back(r->z, c);
+
+    if (c->rc == ZOK && l != NULL) {
+        l->expired = false;
+        lease_arm(l, r->ttl_ms);
+        answer(r, LOCK_OK, r->fence, r->ttl_ms);
+        return;
+    }
+    if (c->rc == ZOK || c->rc == ZNONODE) {
+        /* The session ended meanwhile, or the node was deleted. */
+        if (l != NULL) {
+            lease_free(l);
+        }
+        answer(r, LOCK_LOST, r->fence, 0);
+        return;
+    }
+    answer(r, LOCK_ERROR, 0, 0);
+    if (l != NULL && l->expired) {
+        lease_expire(l);
+    }
+}
+
+static void
+on_delete(struct zk_req *r, struct zk_call *c)
+{
+    struct zk_lease *l = lease_back(r->z, c);
+
+    if (c->rc == ZOK || c->rc == ZNONODE) {
+        if (l != NULL) {
+            lease_free(l);
+        }
+        answer(r, c->rc == ZOK && l != NULL ? LOCK_OK : LOCK_LOST, r->fence, 0);
+        return;
+    }
+    answer(r, LOCK_ERROR, 0, 0);
+    if (l != NULL && l->expired) {
+        lease_expire(l);
+    }
+}
+
+/* ---- the session -------------------------------------------------------- */
+
+/* Make the root's parts (persistent); errors other than "exists" are
+ * logged, and acquires then fail on their own. Sent first on a new
+ * connection, so the session's later requests see them. */
+static void
+make_root(struct zk_locks *z)
+{
+    size_t n = strlen(z->root);
+
+    for (size_t i = 1; i <= n; i++) {
+        struct zk_call *c;
+
+        if (i < n && z->root[i] != '/') {
+            continue;
+        }
+        c = call_new(z, ZK_S_ROOT, NULL, NULL);
+        if (c == NULL || (c->path = strndup(z->root, i)) == NULL) {
+            free(c);
+            return;
+        }
+        send_create(z, c, c->path, "", 0, false);
+    }
+}
+
+/* Look for nodes that lost answers left behind. */
+static void
+sweep_all(struct zk_locks *z)
+{
+    struct zk_sweep *todo = z->sweeps;
+
+    z->sweeps = NULL;
+    while (todo != NULL) {
+        struct zk_sweep *s = todo;
+        struct zk_call *c = call_new(z, ZK_S_SWEEP, NULL, s->dir);
+
+        todo = s->next;
+        if (c == NULL) {
+            s->next = z->sweeps;
+            z->sweeps = s;
+            continue;
+        }
+        c->name = s->prefix;
+        free(s->dir);
+        free(s);
+        send_children(z, c, c->path);
+    }
+}
+
+static void
+on_sweep(struct zk_locks *z, struct zk_call *c)
+{
+    char *name = NULL;
+    size_t len = 0;
+    size_t pl = strlen(c->name);
+
+    if (c->rc == ZNONODE) {
+        return;
+    }
+    if (c->rc != ZOK) {
+        if (c->gen == z->gen && !z->closing) {
+            sweep_add(z, c->path, c->name);
+        }
+        return;
+    }
+    if (!name_of(z, c->path, &name, &len)) {
+        name = NULL;
+    }
+    for (int i = 0; i < c->nkids; i++) {
+        if (strncmp(c->kids[i], c->name, pl) == 0) {
+            char *path = join(c->path, c->kids[i]);
+
+            if (path != NULL) {
+                log_info("locks: zookeeper: deleting %s, left by a lost "
+                         "answer",
+                         path);
+                drop_node(z, path, name, len);
+                free(path);
+            }
+        }
+    }
+    free(name);
+}
+
+static void
+on_drop(struct zk_locks *z, struct zk_call *c)
+{
+    if (c->rc == ZOK || c->rc == ZNONODE) {
+        if (c->name != NULL) {
+            tell_freed(z, c->name, c->len);
+        }
+        return;
+    }
+    if (rc_outage(c->rc)) {
+        char *slash = strrchr(c->path, '/');
+
+        if (c->gen == z->gen && !z->closing && slash != NULL) {
+            *slash = '\0';
+            sweep_add(z, c->path, slash + 1);
+        }
+        return;
+    }
+    log_warn("locks: zookeeper: cannot delete %s: %s", c->path, zerror(c->rc));
+}
+
+static void
+zk_retry_later(struct zk_locks *z)
+{
+    struct timeval tv = {1, 0};
+
+    evtimer_add(z->retry, &tv);
+}
+
+/* A new handle (and session); the old one must be closed. */
+static bool
+zk_start(struct zk_locks *z)
+{
+    struct zk_ctx *x = malloc(sizeof(*x));
+
+    if (x == NULL) {
+        return false;
+    }
+    z->gen++;
+    x->z = z;
+    x->gen = z->gen;
+    z->zh = zookeeper_init2(z->hosts, session_watch, z->session_ms, NULL, x, 0,
+                            zk_log_drop);
+    if (z->zh == NULL) {
+        free(x);
+        return false;
+    }
+    z->ctx = x;
+    return true;
+}
+
+/* Close the handle: its threads end, and every call it still held comes
+ * back through the queue as ZCLOSING. */
+static void
+zk_stop(struct zk_locks *z)
+{
+    uint64_t gen = z->gen;
+
+    if (z->zh == NULL) {
+        return;
+    }
+    zookeeper_close(z->zh);
+    z->zh = NULL;
+    free(z->ctx);
+    z->ctx = NULL;
+    z->connected = false;
+    /* The client's threads are gone: what they did not complete is ours. */
+    for (struct zk_call *c = z->out, *next; c != NULL; c = next) {
+        next = c->onext;
+        if (c->gen == gen && !c->queued) {
+            out_unlink(z, c);
+            c->rc = ZCLOSING;
+            push(z, c);
+        }
+    }
+}
+
+static void
+on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct zk_locks *z = arg;
+
+    lib_enter(z->log);
+    (void)fd;
+    (void)what;
+    if (z->zh == NULL && !z->closing && !zk_start(z)) {
+        log_error("locks: zookeeper: cannot start a client for %s: %s",
+                  z->hosts, strerror(errno));
+        zk_retry_later(z);
+    }
+}
+
+static void
+on_session(struct zk_locks *z, struct zk_call *c)
+{
+    if (c->gen != z->gen || z->closing || z->zh == NULL) {
+        return;
+    }
+    if (c->state == ZOO_CONNECTED_STATE) {
+        const clientid_t *id = zoo_client_id(z->zh);
+
+        log_info("locks: zookeeper: connected, session 0x%" PRIx64
+                 ", timeout %d ms",
+                 (uint64_t)id->client_id, zoo_recv_timeout(z->zh));
+        z->connected = true;
+        make_root(z);
+        sweep_all(z);
+    } else if (c->state == ZOO_EXPIRED_SESSION_STATE ||
+               c->state == ZOO_AUTH_FAILED_STATE) {
+        log_warn("locks: zookeeper: the session ended: every lease of it is "
+                 "lost; starting a new one");
+        leases_lost(z);
+        zk_stop(z);
+        if (!zk_start(z)) {
+            zk_retry_later(z);
+        }
+    } else if (z->connected) {
+        log_warn("locks: zookeeper: connection lost: lock calls are 503 "
+                 "until it is back");
+        z->connected = false;
+    }
+}
+
+static void
+on_watch(struct zk_locks *z, struct zk_call *c)
+{
+    char *name;
+    size_t len;
+
+    if (c->str != NULL && name_of(z, c->str, &name, &len)) {
+        tell_freed(z, name, len);
+        free(name);
+    }
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static void
+dispatch_req(struct zk_req *r, struct zk_call *c)
+{
+    switch (c->step) {
+    case ZK_S_CREATE:
+        on_create(r, c);
+        break;
+    case ZK_S_CHILDREN:
+        if (r->kind == LOCK_OP_STATUS) {
+            on_status_children(r, c);
+            break;
+        }
+        r->kids_rc = c->rc;
+        r->kids = c->kids;
+        r->nkids = c->nkids;
+        c->kids = NULL;
+        c->nkids = 0;
+        if (r->pending == 0) {
+            acquire_decide(r, c->gen);
+        }
+        break;
+    case ZK_S_DIR:
+        on_dir(r, c);
+        break;
+    case ZK_S_HOLDER:
+        on_holder(r, c);
+        break;
+    case ZK_S_SET:
+        on_set(r, c);
+        break;
+    case ZK_S_DELETE:
+        on_delete(r, c);
+        break;
+    case ZK_S_LOCAL:
+        answer(r, c->res, c->fence, c->ttl_ms);
+        break;
+    default:
+        break;
+    }
+}
+
+static void
+zk_dispatch(struct zk_locks *z, struct zk_call *c)
+{
+    struct zk_req *r = c->req;
+
+    out_unlink(z, c);
+    if (r != NULL) {
+        r->pending--;
+        dispatch_req(r, c);
+        if (r->answered && r->pending == 0) {
+            req_free(r);
+        }
+    } else if (c->step == ZK_S_SESSION) {
+        on_session(z, c);
+    } else if (c->step == ZK_S_WATCH) {
+        on_watch(z, c);
+    } else if (c->step == ZK_S_DROP) {
+        on_drop(z, c);
+    } else if (c->step == ZK_S_SWEEP) {
+        on_sweep(z, c);
+    } else if (c->step == ZK_S_ROOT && c->rc != ZOK && c->rc != ZNODEEXISTS &&
+               !rc_outage(c->rc)) {
+        log_error("locks: zookeeper: cannot create %s: %s", c->path,
+                  zerror(c->rc));
+    }
+    call_free(c);
+}
+
+/* ---- the backend -------------------------------------------------------- */
+
+static bool
+zk_ready(struct lock_backend *b)
+{
+    struct zk_locks *z = to_zk(b);
+
+    return !z->closing && z->zh != NULL && z->connected &&
+           zoo_state(z->zh) == ZOO_CONNECTED_STATE;
+}
+
+static struct zk_req *
+req_new(struct zk_locks *z, const struct lock_op *op)
+{
+    struct zk_req *r =
+        op->len <= 65536 ? calloc(1, sizeof(*r) + op->len + 1) : NULL;
+
+    if (r == NULL) {
+        return NULL;
+    }
+    r->z = z;
+    r->kind = op->kind;
+    r->cb = op->cb;
+    r->arg = op->arg;
+    r->ttl_ms = op->ttl_ms;
+    r->fence = op->fence;
+    r->min_fence = op->min_fence;
+    r->len = op->len;
+    memcpy(r->name, op->name, op->len);
+    r->dir = dir_of(z, op->name, op->len);
+    if (r->dir == NULL) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* extend and release: on the lease this process holds under op's fence. */
+static void
+submit_lease_op(struct zk_req *r)
+{
+    struct zk_locks *z = r->z;
+    struct zk_lease *l = lease_by_name(z, r->name, r->len);
+    struct zk_call *c;
+    char ttl[24];
+
+    if (l == NULL || l->fence != r->fence || l->expired) {
+        /* Not held here under that fence: expired, released, ended with
+         * a session, or never taken through this process. */
+        answer_soon(r, LOCK_LOST, r->fence, 0);
+        return;
+    }
+    c = call_new(z, r->kind == LOCK_OP_EXTEND ? ZK_S_SET : ZK_S_DELETE, r,
+                 l->path);
+    if (c == NULL) {
+        answer_soon(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    l->busy++;
+    if (r->kind == LOCK_OP_RELEASE) {
+        send_delete(z, c);
+        return;
+    }
+    snprintf(ttl, sizeof(ttl), "%" PRId64, r->ttl_ms);
+    sent(z, c,
+         ZH(z) != NULL
+             ? zoo_aset(z->zh, c->path, ttl, (int)strlen(ttl), -1, done_stat, c)
+             : ZCLOSING);
+}
+
+static void
+zk_submit(struct lock_backend *b, const struct lock_op *op)
+{
+    struct zk_locks *z = to_zk(b);
+    struct zk_req *r = req_new(z, op);
+    struct zk_lease *own;
+    struct zk_call *c;
+
+    if (r == NULL) {
+        store_defer_lock(z->defer, op->cb, op->arg, LOCK_ERROR);
+        return;
+    }
+    if (!zk_ready(b)) {
+        answer_soon(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    own = lease_by_name(z, r->name, r->len);
+    switch (op->kind) {
+    case LOCK_OP_ACQUIRE:
+        if (own != NULL && !own->expired) {
+            /* Held through this process: no round trip. */
+            answer_soon(r, LOCK_BUSY, own->fence, lease_left(own));
+            return;
+        }
+        acquire_send(r);
+        if (r->answered && r->pending == 0) {
+            req_free(r);
+        }
+        return;
+    case LOCK_OP_EXTEND:
+    case LOCK_OP_RELEASE:
+        submit_lease_op(r);
+        return;
+    case LOCK_OP_STATUS:
+        if (own != NULL && !own->expired) {
+            answer_soon(r, LOCK_OK, own->fence, lease_left(own));
+            return;
+        }
+        c = call_new(z, ZK_S_CHILDREN, r, NULL);
+        if (c == NULL) {
+            answer_soon(r, LOCK_ERROR, 0, 0);
+            return;
+        }
+        send_children(z, c, r->dir);
+        return;
+    }
+}
+
+static void
+zk_watch_freed(struct lock_backend *b, lock_freed_cb freed, void *arg)
+{
+    struct zk_locks *z = to_zk(b);
+
+    z->freed = freed;
+    z->freed_arg = arg;
+}
+
+static void
+zk_free(struct zk_locks *z)
+{
+    if (z->done_ev != NULL) {
+        event_free(z->done_ev);
+    }
+    if (z->retry != NULL) {
+        event_free(z->retry);
+    }
+    store_defer_free(z->defer);
+    if (z->efd >= 0) {
+        close(z->efd);
+    }
+    pthread_mutex_destroy(&z->mu);
+    free(z->hosts);
+    free(z->root);
+    free(z);
+}
+
+static struct lock_backend *
+zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
+        size_t errlen)
+{
+    struct zk_locks *z;
+
+    if (cfg->zk_hosts == NULL || cfg->zk_hosts[0] == '\0') {
+        snprintf(err, errlen, "locks: [locks] hosts is not set");
+        return NULL;
+    }
+    z = calloc(1, sizeof(*z));
+    if (z == NULL || pthread_mutex_init(&z->mu, NULL) != 0) {
+        free(z);
+        snprintf(err, errlen, "locks: out of memory");
+        return NULL;
+    }
+    z->base = base;
+    z->log = log_current();
+    z->session_ms = cfg->zk_session_timeout_ms;
+    z->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    z->hosts = strdup(cfg->zk_hosts);
+    z->root = strdup(cfg->zk_root != NULL ? cfg->zk_root : "/tidemark/locks");
+    if (z->efd >= 0) {
+        z->done_ev = event_new(base, z->efd, EV_READ | EV_PERSIST, on_done, z);
+    }
+    z->retry = evtimer_new(base, on_retry, z);
+    z->defer = store_defer_new(base);
+    if (z->hosts == NULL || z->root == NULL || z->done_ev == NULL ||
+        z->defer == NULL || z->retry == NULL ||
+        event_add(z->done_ev, NULL) != 0) {
+        snprintf(err, errlen, "locks: cannot set up events");
+        zk_free(z);
+        return NULL;
+    }
+    /* Unreachable now is an outage, not a configuration error: lock
+     * calls are 503 until the ensemble answers. */
+    if (!zk_start(z)) {
+        snprintf(err, errlen,
+                 "locks: zookeeper: cannot start a client for %s: %s", z->hosts,
+                 strerror(errno));
+        zk_free(z);
+        return NULL;
+    }
+    return (struct lock_backend *)z;
+}
+
+static void
+zk_close(struct lock_backend *b)
+{
+    struct zk_locks *z = to_zk(b);
+
+    if (z == NULL) {
+        return;
+    }
+    z->closing = true;
+    /* Closing the session deletes its nodes: every lease ends. */
+    zk_stop(z);
+    drain(z);
+    leases_lost(z);
+    zk_free(z);
+}
+
+const struct lock_ops lock_zookeeper_ops = {
+    .name = "zookeeper",
+    .open = zk_open,
+    .submit = zk_submit,
+    .ready = zk_ready,
+    .watch_freed = zk_watch_freed,
+    .close = zk_close,
+};
