@@ -1101,6 +1101,34 @@ on_dir(struct zk_req *r, struct zk_call *c)
     answer(r, LOCK_ERROR, 0, 0);
 }
 
+/* A release of a lease another process took: the holder's node came
+ * back; delete it when its fence is the caller's, at the version read
+ * (an extend in between: 409, nothing deleted). */
+static void
+release_other(struct zk_req *r, struct zk_call *c)
+{
+    struct zk_locks *z = r->z;
+    struct zk_call *d;
+
+    if (c->rc != ZOK && c->rc != ZNONODE) {
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    if (c->rc == ZNONODE || c->stat.czxid != r->fence) {
+        answer(r, LOCK_LOST, r->fence, 0);
+        return;
+    }
+    d = call_new(z, ZK_S_DELETE, r, c->path);
+    if (d == NULL) {
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    }
+    sent(z, d,
+         ZH(z) != NULL
+             ? zoo_adelete(z->zh, d->path, c->stat.version, done_void, d)
+             : ZCLOSING);
+}
+
 /* The first child's node came back: for a busy acquire the holder's
  * fence and time left, for a lookup the answer. */
 static void
@@ -1110,6 +1138,10 @@ on_holder(struct zk_req *r, struct zk_call *c)
     struct zk_lease *own = lease_by_path(z, c->path);
     int64_t ttl = data_dec(c->data, c->data_len), left;
 
+    if (r->kind == LOCK_OP_RELEASE) {
+        release_other(r, c);
+        return;
+    }
     if (c->rc == ZNONODE) {
         if (r->kind == LOCK_OP_STATUS) {
             answer(r, LOCK_NONE, 0, 0);
@@ -1152,17 +1184,14 @@ on_status_children(struct zk_req *r, struct zk_call *c)
     struct zk_call *g;
     struct zk_locks *z = r->z;
 
-    if (c->rc == ZNONODE) {
-        answer(r, LOCK_NONE, 0, 0);
-        return;
-    }
-    if (c->rc != ZOK) {
+    if (c->rc != ZOK && c->rc != ZNONODE) {
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
-    first = first_kid(c->kids, c->nkids);
+    first = c->rc == ZOK ? first_kid(c->kids, c->nkids) : NULL;
     if (first == NULL) {
-        answer(r, LOCK_NONE, 0, 0);
+        answer(r, r->kind == LOCK_OP_STATUS ? LOCK_NONE : LOCK_LOST, r->fence,
+               0);
         return;
     }
     path = join(r->dir, first);
@@ -1219,11 +1248,11 @@ on_delete(struct zk_req *r, struct zk_call *c)
 {
     struct zk_lease *l = lease_back(r->z, c);
 
-    if (c->rc == ZOK || c->rc == ZNONODE) {
+    if (c->rc == ZOK || c->rc == ZNONODE || c->rc == ZBADVERSION) {
         if (l != NULL) {
             lease_free(l);
         }
-        answer(r, c->rc == ZOK && l != NULL ? LOCK_OK : LOCK_LOST, r->fence, 0);
+        answer(r, c->rc == ZOK ? LOCK_OK : LOCK_LOST, r->fence, 0);
         return;
     }
     answer(r, LOCK_ERROR, 0, 0);
@@ -1461,7 +1490,7 @@ dispatch_req(struct zk_req *r, struct zk_call *c)
         on_create(r, c);
         break;
     case ZK_S_CHILDREN:
-        if (r->kind == LOCK_OP_STATUS) {
+        if (r->kind != LOCK_OP_ACQUIRE) {
             on_status_children(r, c);
             break;
         }
@@ -1568,9 +1597,21 @@ submit_lease_op(struct zk_req *r)
     struct zk_call *c;
     char ttl[24];
 
+    if (l == NULL && r->kind == LOCK_OP_RELEASE) {
+        /* Maybe taken through another process (one that died: its
+         * session holds the node until it times out): find the holder. */
+        c = call_new(z, ZK_S_CHILDREN, r, NULL);
+        if (c == NULL) {
+            answer_soon(r, LOCK_ERROR, 0, 0);
+            return;
+        }
+        send_children(z, c, r->dir);
+        return;
+    }
     if (l == NULL || l->fence != r->fence || l->expired) {
-        /* Not held here under that fence: expired, released, ended with
-         * a session, or never taken through this process. */
+        /* Not held here under that fence: expired, released, or ended
+         * with a session; an extend also when taken through another
+         * process, whose session alone keeps the node. */
         answer_soon(r, LOCK_LOST, r->fence, 0);
         return;
     }

@@ -1,5 +1,5 @@
 """Real servers for the integration tests: the stores (Postgres, Redis,
-etcd) and the backends tidemark fronts (Apache mod_dav, nginx's DAV
+etcd, ZooKeeper) and the backends tidemark fronts (Apache mod_dav, nginx's DAV
 module, the S3 server s3rver), each started on free loopback ports in a
 temporary directory with a configuration written here (never the system's
 packaged one), polled until it answers (no fixed sleeps), and stopped in
@@ -306,7 +306,136 @@ class Etcd(Server):
         return "http://127.0.0.1:%d" % self.port
 
 
-KINDS = {"redis": Redis, "postgres": Postgres, "etcd": Etcd}
+# Debian's zookeeperd: the server's jar names its dependencies in its
+# manifest. A small heap and the client JIT keep the start near 2 s.
+ZK_JAR = "/usr/share/java/zookeeper.jar"
+ZK_JVM = ["-Xms16m", "-Xmx128m", "-XX:+UseSerialGC",
+          "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+
+
+def four_letters(port, word):
+    """A four-letter-word command's answer (b"" when none): srvr and ruok
+    are whitelisted in the configuration below."""
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=1)
+        s.sendall(word)
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        return data
+    except OSError:
+        return b""
+
+
+class ZooKeeper(Server):
+    """One ZooKeeper server: standalone, or member myid of an ensemble
+    (ZooKeeperEnsemble). tickTime is short, so that sessions can be
+    short (2 to 20 ticks) and a dead leader is noticed quickly."""
+
+    name = "zookeeper"
+    TICK_MS = 200
+
+    def __init__(self, myid=0):
+        super().__init__()
+        self.myid = myid
+        self.quorum_port = _free_port()
+        self.election_port = _free_port()
+        self.members = None              # the ensemble's ZooKeepers
+
+    def config(self):
+        data = os.path.join(self.dir, "data")
+        os.makedirs(data, exist_ok=True)
+        lines = ["tickTime=%d" % self.TICK_MS,
+                 "initLimit=20", "syncLimit=10",
+                 "dataDir=%s" % data,
+                 "clientPort=%d" % self.port,
+                 "clientPortAddress=127.0.0.1",
+                 "admin.enableServer=false",
+                 "4lw.commands.whitelist=srvr,ruok",
+                 "maxClientCnxns=0"]
+        if self.members:
+            with open(os.path.join(data, "myid"), "w") as f:
+                f.write("%d\n" % self.myid)
+            for m in self.members:
+                lines.append("server.%d=127.0.0.1:%d:%d"
+                             % (m.myid, m.quorum_port, m.election_port))
+        path = os.path.join(self.dir, "zoo.cfg")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+    def argv(self):
+        return (["java"] + ZK_JVM + ["-cp", ZK_JAR,
+                "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                self.config()])
+
+    def mode(self):
+        """standalone, leader or follower; None while not serving (no
+        quorum, starting, stopped)."""
+        for line in four_letters(self.port, b"srvr").splitlines():
+            if line.startswith(b"Mode: "):
+                return line[6:].decode()
+        return None
+
+    def ready(self):
+        return self.mode() is not None
+
+    def launch(self):
+        """Start without waiting: an ensemble member serves only once a
+        quorum of members runs."""
+        assert self.proc is None or self.proc.poll() is not None
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            self.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            cwd=self.dir, start_new_session=True)
+        log.close()
+
+    @property
+    def hosts(self):
+        return "127.0.0.1:%d" % self.port
+
+
+class ZooKeeperEnsemble:
+    """Three ZooKeeper servers on loopback, in one quorum."""
+
+    def __init__(self, size=3):
+        self.members = [ZooKeeper(myid=i + 1) for i in range(size)]
+        for m in self.members:
+            m.members = self.members
+
+    def start(self, timeout=60.0):
+        for m in self.members:
+            m.launch()
+        self.wait_serving(timeout)
+        return self
+
+    def wait_serving(self, timeout=60.0, members=None):
+        """Poll until every running member (or those given) serves."""
+        todo = members or [m for m in self.members if m.running()]
+        _poll(lambda: all(m.mode() is not None for m in todo), timeout,
+              "zookeeper ensemble")
+
+    def leader(self):
+        for m in self.members:
+            if m.running() and m.mode() == "leader":
+                return m
+        return None
+
+    @property
+    def hosts(self):
+        return ",".join(m.hosts for m in self.members)
+
+    def destroy(self):
+        for m in self.members:
+            m.destroy()
+
+
+KINDS = {"redis": Redis, "postgres": Postgres, "etcd": Etcd,
+         "zookeeper": ZooKeeper}
 
 
 # ------------------------------------------------------------- backends
