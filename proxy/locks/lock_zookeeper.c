@@ -1650,6 +1650,12 @@ zk_submit(struct lock_backend *b, const struct lock_op *op)
         return;
     }
     own = lease_by_name(z, r->name, r->len);
+    log_debug("locks: zookeeper: %s name=%.*s",
+              op->kind == LOCK_OP_ACQUIRE   ? "acquire"
+              : op->kind == LOCK_OP_EXTEND  ? "extend"
+              : op->kind == LOCK_OP_RELEASE ? "release"
+                                            : "status",
+              log_len(r->len), r->name);
     switch (op->kind) {
     case LOCK_OP_ACQUIRE:
         if (own != NULL && !own->expired) {

@@ -356,6 +356,8 @@ class ZooKeeper(Server):
                  "clientPortAddress=127.0.0.1",
                  "admin.enableServer=false",
                  "4lw.commands.whitelist=srvr,ruok",
+                 # sessions of up to 60 s (the default stops at 20 ticks)
+                 "maxSessionTimeout=60000",
                  "maxClientCnxns=0"]
         if self.members:
             with open(os.path.join(data, "myid"), "w") as f:

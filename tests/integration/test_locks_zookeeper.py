@@ -1,0 +1,315 @@
+"""ZooKeeper, beyond the conformance suite (test_locks.py): the zookeeper
+lock backend on a 3-server ensemble whose leader is killed in the middle
+of acquires, and locks applications already take with kazoo, fenced
+through tidemark with the lock node's czxid as the token."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import assert_problem, slow, wait_until
+from servers import ZooKeeperEnsemble
+from test_locks import Admin, assert_lease
+
+kazoo_client = pytest.importorskip("kazoo.client")
+
+ZXID_EPOCH = 1 << 32     # a zxid is (leader epoch << 32) | counter
+
+
+@pytest.fixture(scope="module")
+def ensemble():
+    e = ZooKeeperEnsemble(3)
+    try:
+        e.start()
+        yield e
+    finally:
+        e.destroy()
+
+
+@pytest.fixture
+def healed(ensemble):
+    """The ensemble with every member running and serving, before and
+    after the test (a test kills a leader)."""
+    def heal():
+        for m in ensemble.members:
+            if not m.running():
+                m.launch()
+        ensemble.wait_serving(60 * slow(), members=ensemble.members)
+    heal()
+    yield ensemble
+    heal()
+
+
+def zk_tidemark(tidemark, hosts, root, **locks):
+    keys = {"backend": "zookeeper", "hosts": hosts, "root": root,
+            "session_timeout_ms": "10000"}
+    keys.update(locks)
+    tm = tidemark(config={"locks": keys,
+                          "proxy": {"log_level": "debug"}})
+    wait_until(lambda: Admin(tm).get("probe/ready").status != 503,
+               20 * slow(), "tidemark's ZooKeeper session")
+    return tm
+
+
+def unavailable(r):
+    """A clear 503: the backend's problem, with Retry-After."""
+    doc = assert_problem(r, 503)
+    assert r.header("retry-after") is not None, r
+    assert doc["type"] == "urn:tidemark:lock-backend-unavailable", doc
+    return doc
+
+
+def release_until_done(api, name, token):
+    """Release, polling through an outage (503) until the ensemble
+    answers: 204, or 409 when the release had reached it before its
+    answer was lost."""
+    def once():
+        r = api.release(name, token)
+        if r.status == 503:
+            unavailable(r)
+            return None
+        return r
+    return wait_until(once, 60 * slow(), "release of %s" % name)
+
+
+def new_leader(ensemble, old):
+    return wait_until(lambda: (lambda m: m if m is not None and m is not old
+                               else None)(ensemble.leader()),
+                      60 * slow(), "a new leader")
+
+
+# ------------------------------------------------------------ failover
+
+
+def test_leader_killed_in_flight_is_503_and_waiter_served(tidemark,
+                                                           healed):
+    """A holder and a waiter; the leader stops, an acquire goes out and
+    gets no answer, the leader is killed: that acquire is a 503 (never a
+    guess), the holder's lease survives the new election, and the waiter
+    is served when the holder releases, with a fence of the new epoch."""
+    ens = healed
+    tm = zk_tidemark(tidemark, ens.hosts, "/failover/a")
+    api = Admin(tm, timeout=60)
+    held = assert_lease(api.acquire("documents/f", ttl_ms=120000),
+                        "documents/f")
+    results = {}
+
+    def waiter():
+        w = Admin(tm, timeout=120)
+        results["w"] = w.acquire("documents/f", ttl_ms=60000,
+                                 wait_ms=60000)
+        w.close()
+
+    def in_flight():
+        f = Admin(tm, timeout=60)
+        results["x"] = f.acquire("documents/g", ttl_ms=60000)
+        f.close()
+
+    tw = threading.Thread(target=waiter)
+    tw.start()
+    tm.wait_log("locks: waiting: name=documents/f")
+    leader = ens.leader()
+    assert leader is not None
+    leader.pause()                       # writes hang on the old leader
+    tx = threading.Thread(target=in_flight)
+    tx.start()
+    tm.wait_log("locks: zookeeper: acquire name=documents/g")
+    leader.kill9()
+    tx.join(60 * slow())
+    unavailable(results["x"])
+    new_leader(ens, leader)
+    wait_until(lambda: api.get("documents/f").status != 503, 60 * slow(),
+               "tidemark back on the ensemble")
+    # the holder's session, and so its lease, outlived the failover
+    r = api.get("documents/f")
+    assert r.status == 200 and r.json()["fence"] == held["fence"], r
+    assert "w" not in results
+    assert release_until_done(api, "documents/f",
+                              held["token"]).status == 204
+    tw.join(60 * slow())
+    got = assert_lease(results["w"], "documents/f")
+    assert got["fence"] > held["fence"]
+    assert got["fence"] >= ZXID_EPOCH * ((held["fence"] >> 32) + 1)
+    assert tm.mark("documents/f") == got["fence"]
+    assert release_until_done(api, "documents/f",
+                              got["token"]).status == 204
+    assert api.get("documents/g").status == 404
+
+
+def test_leader_killed_under_acquires(tidemark, upstream, healed):
+    """8 clients take, write under and give back one lock while the
+    leader is killed: no fence twice, never two live holders, every write
+    under the lock accepted in fence order, waiters served after the
+    failover, and every answer in between a clear 503."""
+    ens = healed
+    tm = zk_tidemark(tidemark, ens.hosts, "/failover/b")
+    grants = []                          # (fence, granted, release started)
+    refused = []                         # the 503s' documents
+    errors = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(n):
+        api = Admin(tm, timeout=60)
+        try:
+            while not stop.is_set():
+                r = api.acquire("documents/hot", ttl_ms=60000,
+                                wait_ms=20000)
+                got = time.monotonic()
+                if r.status == 423:
+                    continue
+                if r.status == 503:
+                    refused.append(unavailable(r))
+                    continue
+                doc = assert_lease(r, "documents/hot")
+                w = tm.put("hot", token=doc["token"],
+                           body=b"%d" % doc["fence"])
+                if w.status != 200:
+                    errors.append(("write", doc["fence"], w.status))
+                start = time.monotonic()
+                with lock:
+                    grants.append((doc["fence"], got, start))
+                rel = release_until_done(api, "documents/hot", doc["token"])
+                if rel.status != 204:
+                    # the release reached the ensemble, its answer did not
+                    assert_problem(rel, 409)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+        finally:
+            api.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(lambda: len(grants) >= 20, 60 * slow(), "20 grants")
+        leader = ens.leader()
+        assert leader is not None
+        before = len(grants)
+        leader.kill9()
+        new_leader(ens, leader)
+        wait_until(lambda: len(grants) >= before + 20 or errors,
+                   90 * slow(), "20 grants after the failover")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(120 * slow())
+    assert errors == []
+    grants.sort()
+    fences = [g[0] for g in grants]
+    assert len(set(fences)) == len(fences)
+    for prev, nxt in zip(grants, grants[1:]):
+        assert nxt[1] > prev[2], (prev, nxt)
+    # the new epoch's fences are above every one of the old epoch
+    assert fences[-1] >> 32 > fences[0] >> 32
+    seen = [int(r.body) for r in upstream.requests]
+    assert seen == fences
+    for doc in refused:
+        assert doc["resource"] == "documents/hot"
+
+
+# -------------------------------------------- locks users already run
+
+
+HOLDER = r"""
+import http.client, sys
+from kazoo.client import KazooClient
+hosts, path, port, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
+    float(sys.argv[4])
+zk = KazooClient(hosts=hosts, timeout=timeout)
+zk.start()
+lock = zk.Lock(path, "paused-holder")
+lock.acquire()
+czxid = zk.exists(path + "/" + lock.node).czxid
+
+def put(tag):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("PUT", "/v1/documents/k", body=tag.encode(),
+              headers={"Fencing-Token": str(czxid), "X-Test-Id": tag})
+    r = c.getresponse()
+    r.read()
+    print(tag, r.status, flush=True)
+
+print("token", czxid, flush=True)
+put("a1")
+sys.stdin.readline()               # SIGSTOP arrives while waiting here
+put("a2")
+"""
+
+
+def kazoo_write(tm, token, tag):
+    return tm.put("k", token=str(token), body=tag.encode(),
+                  headers=[("X-Test-Id", tag)])
+
+
+def test_kazoo_lock_czxid_fences_a_paused_holder(tidemark, upstream,
+                                                   store_servers):
+    """An application locks with kazoo (the ZooKeeper lock recipe), as it
+    already does, and sends its lock node's czxid as Fencing-Token. The
+    holder is paused (SIGSTOP) past its session; ZooKeeper deletes its
+    node, the next holder takes the lock and writes; the paused holder
+    wakes and writes: refused, 409."""
+    zk = store_servers("zookeeper")
+    tm = tidemark()
+    path = "/app/locks/k-%d" % time.monotonic_ns()
+    a = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, zk.hosts, path, str(tm.port), "1.0"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        start_new_session=True)
+    b = kazoo_client.KazooClient(hosts=zk.hosts, timeout=10.0)
+    try:
+        kind, token_a = a.stdout.readline().split()
+        assert kind == "token"
+        token_a = int(token_a)
+        assert a.stdout.readline().split() == ["a1", "200"]
+        os.kill(a.pid, signal.SIGSTOP)   # the seed's paused client
+        b.start()
+        lock_b = b.Lock(path, "next-holder")
+        assert lock_b.acquire(timeout=60 * slow())   # A's session ended
+        token_b = b.exists(path + "/" + lock_b.node).czxid
+        assert token_b > token_a
+        assert kazoo_write(tm, token_b, "b1").status == 200
+        os.kill(a.pid, signal.SIGCONT)
+        a.stdin.write("go\n")
+        a.stdin.flush()
+        assert a.stdout.readline().split() == ["a2", "409"]
+        assert upstream.find("X-Test-Id", "a2") == []
+        assert len(upstream.find("X-Test-Id", "b1")) == 1
+        assert tm.mark("documents/k") == token_b
+        lock_b.release()
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+        a.kill()
+        a.wait()
+        b.stop()
+        b.close()
+
+
+def test_kazoo_lock_czxid_only_grows(tidemark, upstream, store_servers):
+    """Each new kazoo holder's czxid is above the last one's, so
+    successive holders write in order and a late write of an earlier
+    holder is refused."""
+    zk = store_servers("zookeeper")
+    tm = tidemark()
+    c = kazoo_client.KazooClient(hosts=zk.hosts, timeout=10.0)
+    c.start()
+    try:
+        path = "/app/locks/g-%d" % time.monotonic_ns()
+        tokens = []
+        for i in range(3):
+            lk = c.Lock(path, "holder-%d" % i)
+            assert lk.acquire(timeout=10 * slow())
+            tokens.append(c.exists(path + "/" + lk.node).czxid)
+            assert kazoo_write(tm, tokens[-1], "g%d" % i).status == 200
+            lk.release()
+        assert tokens == sorted(set(tokens))
+        assert_problem(kazoo_write(tm, tokens[0], "late"), 409)
+        assert upstream.find("X-Test-Id", "late") == []
+    finally:
+        c.stop()
+        c.close()
