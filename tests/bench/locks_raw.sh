@@ -1,8 +1,9 @@
 #!/bin/sh
 # The seed's lock and release pair without tidemark, the baseline for
 # bench-locks: the Redis acquire and release scripts (redis-benchmark,
-# EVALSHA) and the Postgres lease-row SQL pair (pgbench, a custom
-# script), 32 clients each, on servers started here.
+# EVALSHA), the Postgres lease-row SQL pair (pgbench, a custom
+# script) and ZooKeeper's lock recipe (kazoo's Lock, locks_raw_zk.py),
+# 32 clients each, on servers started here.
 # Env: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_REQUESTS (200000,
 # redis-benchmark requests per script).
 set -eu
@@ -93,3 +94,9 @@ tps=$("$PGBIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PPORT" -U postgres \
       sed -n 's/^tps = \([0-9.]*\).*/\1/p')
 rm -f "$SCRIPT"
 echo "raw=postgres pairs_per_s=$tps"
+
+# ---- ZooKeeper: the lock recipe through kazoo.
+stop "$PPID_" "$PDIR"
+trap - EXIT
+BENCH_SECONDS=$SECS BENCH_CONNECTIONS=$CONNS /usr/bin/python3 \
+    tests/bench/locks_raw_zk.py

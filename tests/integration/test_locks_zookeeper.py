@@ -165,6 +165,9 @@ def test_leader_killed_under_acquires(tidemark, upstream, healed):
                     continue
                 if r.status == 503:
                     refused.append(unavailable(r))
+                    # back when the ensemble is: poll, do not spin
+                    wait_until(lambda: api.get("probe").status != 503,
+                               60 * slow(), "the ensemble back")
                     continue
                 doc = assert_lease(r, "documents/hot")
                 w = tm.put("hot", token=doc["token"],
