@@ -17,6 +17,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "../../conf/cfg.h"
+#include "../../policies/zkname.h"
 #include "../log.h"
 #include "../store/store_defer.h"
 
@@ -53,7 +54,6 @@
  */
 
 #define ZK_LOG_NAME_MAX 200
-#define ZK_SEQ_DIGITS 10
 #define ZK_DIR_TRIES 3
 
 enum zk_step {
@@ -529,54 +529,22 @@ send_delete(struct zk_locks *z, struct zk_call *c)
 
 /* ---- names -------------------------------------------------------------- */
 
-static bool
-plain_byte(unsigned char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-           (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
-}
-
-/* ROOT/E for the lock name (len bytes); malloc, NULL when out of
- * memory. */
+/* ROOT/E for the lock name (len bytes), E its escape (zkname.h); malloc,
+ * NULL when out of memory. */
 static char *
 dir_of(const struct zk_locks *z, const char *name, size_t len)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t rl = strlen(z->root);
-    char *d = malloc(rl + 2 + 3 * len);
-    char *w;
+    size_t rl = strlen(z->root), n;
+    char *d = malloc(rl + 2 + ZKNAME_MAX(len));
 
     if (d == NULL) {
         return NULL;
     }
     memcpy(d, z->root, rl);
-    w = d + rl;
-    *w++ = '/';
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)name[i];
-
-        if (plain_byte(ch)) {
-            *w++ = (char)ch;
-        } else {
-            *w++ = '%';
-            *w++ = hex[ch >> 4];
-            *w++ = hex[ch & 15];
-        }
-    }
-    *w = '\0';
+    d[rl] = '/';
+    n = zkname_escape(name, len, d + rl + 1);
+    d[rl + 1 + n] = '\0';
     return d;
-}
-
-static int
-hex_val(char ch)
-{
-    if (ch >= '0' && ch <= '9') {
-        return ch - '0';
-    }
-    if (ch >= 'A' && ch <= 'F') {
-        return ch - 'A' + 10;
-    }
-    return -1;
 }
 
 /* The lock name of a path under the root (ROOT/E or ROOT/E/child), into
@@ -586,73 +554,30 @@ name_of(const struct zk_locks *z, const char *path, char **out, size_t *len)
 {
     size_t rl = strlen(z->root), n;
     const char *e;
-    char *w;
 
     if (strncmp(path, z->root, rl) != 0 || path[rl] != '/') {
         return false;
     }
     e = path + rl + 1;
     n = strcspn(e, "/");
-    if ((w = malloc(n + 1)) == NULL) {
+    if ((*out = malloc(n + 1)) == NULL) {
         return false;
     }
-    *out = w;
-    for (size_t i = 0; i < n; i++) {
-        int hi, lo;
-
-        if (e[i] != '%') {
-            *w++ = e[i];
-            continue;
-        }
-        if (i + 2 >= n + 1 || (hi = hex_val(e[i + 1])) < 0 ||
-            (lo = hex_val(e[i + 2])) < 0) {
-            free(*out);
-            return false;
-        }
-        *w++ = (char)(hi * 16 + lo);
-        i += 2;
+    if (!zkname_unescape(e, n, *out, len)) {
+        free(*out);
+        return false;
     }
-    *len = (size_t)(w - *out);
-    *w = '\0';
+    (*out)[*len] = '\0';
     return true;
 }
 
-/* The sequence number ZooKeeper appended to a child's name, or -1 for a
- * child that is not a sequential node. */
-static int64_t
-seq_of(const char *kid)
-{
-    size_t n = strlen(kid);
-    int64_t v = 0;
-
-    if (n < ZK_SEQ_DIGITS) {
-        return -1;
-    }
-    for (size_t i = n - ZK_SEQ_DIGITS; i < n; i++) {
-        if (kid[i] < '0' || kid[i] > '9') {
-            return -1;
-        }
-        v = v * 10 + (kid[i] - '0');
-    }
-    return v;
-}
-
-/* The child holding the lock: the lowest sequence number; NULL: none. */
+/* The holder among kids: the lowest sequence number; NULL: none. */
 static const char *
 first_kid(char **kids, int n)
 {
-    const char *best = NULL;
-    int64_t bs = -1;
+    int i = zkname_first(kids, n);
 
-    for (int i = 0; i < n; i++) {
-        int64_t s = seq_of(kids[i]);
-
-        if (s >= 0 && (best == NULL || s < bs)) {
-            best = kids[i];
-            bs = s;
-        }
-    }
-    return best;
+    return i >= 0 ? kids[i] : NULL;
 }
 
 static char *

@@ -553,6 +553,19 @@ static const struct err_case err_cases[] = {
      "\n[store]\npath =\n",
      {NULL},
      {"@:2: [store] type lmdb needs path"}},
+    {"zookeeper keys",
+     "[locks]\nbackend = zookeeper\nhosts = a:1,b\nroot = /a/../b\n",
+     {NULL},
+     {"@:3: hosts: must be host:port, comma-separated (no spaces)",
+      "@:4: root: must be an absolute znode path: no empty, . or .. part"}},
+    {"zookeeper root",
+     "[locks]\nroot = tidemark\n[store]\npath = /x/\n[tokens]\n",
+     {NULL},
+     {"@:2: root: must be an absolute znode path such as /tidemark/locks"}},
+    {"zookeeper needs hosts",
+     "[locks]\nbackend = zookeeper\n",
+     {NULL},
+     {"@:1: [locks] backend zookeeper needs hosts"}},
     {"store urls",
      "[store]\ntype = redis\nurl = redis://host\n"
      "endpoints = http://a:1,https://b:2\n",
@@ -1090,6 +1103,9 @@ static const struct {
     {"locks", "eager", "no"},
     {"locks", "max_ttl_ms", "5"},
     {"locks", "max_wait_ms", "0"},
+    {"locks", "hosts", "127.0.0.1:2181,127.0.0.1:2182"},
+    {"locks", "root", "/other/locks"},
+    {"locks", "session_timeout_ms", "4000"},
     {"tokens", "key_file", "@2"},
 };
 
@@ -1212,8 +1228,8 @@ test_reload_restart_only(void **state)
         unload(&old);
         unload(&nw);
     }
-    /* listen twice, [store] 10, [locks] 10, [tokens] key_file */
-    assert_int_equal(restart, 23);
+    /* listen twice, [store] 10, [locks] 13, [tokens] key_file */
+    assert_int_equal(restart, 26);
     unlink(key1);
     unlink(key2);
     free(key1);

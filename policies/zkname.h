@@ -1,0 +1,34 @@
+/* zkname.h: lock names as ZooKeeper znode names, and the lock recipe's
+ * order among a lock's children, for the zookeeper lock backend. Pure. */
+#ifndef TM_ZKNAME_H
+#define TM_ZKNAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The most bytes zkname_escape writes for a name of len bytes. */
+#define ZKNAME_MAX(len) (3 * (len))
+
+/* Write name (len bytes) as one znode name into out, which has room for
+ * ZKNAME_MAX(len) bytes: [A-Za-z0-9_-] as they are, every other byte as
+ * %XX (upper-case hex). Returns the bytes written (no NUL). A znode name
+ * holds no '/' and "." and ".." are none, so every name maps to a valid
+ * one, and distinct names to distinct ones. */
+size_t zkname_escape(const char *name, size_t len, char *out);
+
+/* The name that zkname_escape wrote as e (elen bytes), into out (room
+ * for elen bytes) and *outlen. false when zkname_escape writes no such
+ * thing (a bad or lower-case escape, a byte it escapes, an escaped byte
+ * it keeps): one name, one spelling. */
+bool zkname_unescape(const char *e, size_t elen, char *out, size_t *outlen);
+
+/* The sequence number ZooKeeper appended to a sequential node's name
+ * (its last ten characters, decimal digits), or -1 when kid has none. */
+int64_t zkname_seq(const char *kid);
+
+/* The index among kids (n names) of the one with the lowest sequence
+ * number: the lock's holder in the recipe. -1 when none has one. */
+int zkname_first(char *const *kids, int n);
+
+#endif

@@ -1,0 +1,106 @@
+/* fuzz_zkname.c: libFuzzer target for zkname (lock names as znode
+ * names). Invariants, on every input:
+ * - the input as a name: its escape is within ZKNAME_MAX, holds only
+ *   [A-Za-z0-9_%-] (so no '/', never "." or ".."), and unescapes to the
+ *   input;
+ * - the input as an escaped name: when it unescapes, escaping the result
+ *   gives the input back (one spelling per name);
+ * - zkname_seq is -1 or a value of the last ten digits, and zkname_first
+ *   over the input's lines picks one with the lowest. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../policies/zkname.h"
+
+static void
+check(bool ok, const char *what)
+{
+    if (!ok) {
+        fprintf(stderr, "invariant violated: %s\n", what);
+        abort();
+    }
+}
+
+static void
+as_name(const uint8_t *data, size_t size)
+{
+    char *e = malloc(ZKNAME_MAX(size) + 1);
+    char *back = malloc(ZKNAME_MAX(size) + 1);
+    size_t n, m = 0;
+
+    check(e != NULL && back != NULL, "out of memory");
+    n = zkname_escape((const char *)data, size, e);
+    check(n <= ZKNAME_MAX(size), "escape within ZKNAME_MAX");
+    for (size_t i = 0; i < n; i++) {
+        char c = e[i];
+
+        check((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '%',
+              "escape writes only [A-Za-z0-9_%-]");
+    }
+    check(zkname_unescape(e, n, back, &m), "an escape unescapes");
+    check(m == size && memcmp(back, data, size) == 0, "round trip");
+    free(e);
+    free(back);
+}
+
+static void
+as_escaped(const uint8_t *data, size_t size)
+{
+    char *out = malloc(size + 1);
+    char *again;
+    size_t m = 0;
+
+    check(out != NULL, "out of memory");
+    if (zkname_unescape((const char *)data, size, out, &m)) {
+        again = malloc(ZKNAME_MAX(m) + 1);
+        check(again != NULL, "out of memory");
+        check(m <= size, "unescape never grows");
+        check(zkname_escape(out, m, again) == size &&
+                  memcmp(again, data, size) == 0,
+              "one spelling per name");
+        free(again);
+    }
+    free(out);
+}
+
+static void
+as_children(const uint8_t *data, size_t size)
+{
+    char *copy = malloc(size + 1);
+    char *kids[64];
+    int n = 0, first;
+
+    check(copy != NULL, "out of memory");
+    memcpy(copy, data, size);
+    copy[size] = '\0';
+    for (char *p = copy, *nl; n < 64 && p != NULL; p = nl) {
+        nl = strchr(p, '\n');
+        if (nl != NULL) {
+            *nl++ = '\0';
+        }
+        kids[n++] = p;
+    }
+    first = zkname_first(kids, n);
+    for (int i = 0; i < n; i++) {
+        int64_t s = zkname_seq(kids[i]);
+
+        check(s >= -1 && s <= 9999999999LL, "seq in range");
+        check(first >= 0 || s == -1, "a sequential child is found");
+        check(s == -1 || zkname_seq(kids[first]) <= s, "first is lowest");
+    }
+    free(copy);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    as_name(data, size);
+    as_escaped(data, size);
+    as_children(data, size);
+    return 0;
+}

@@ -1,0 +1,116 @@
+/* test_zkname.c: lock names as znode names (one spelling each, no '/',
+ * never "." or ".."), and the lock recipe's holder among children. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../policies/zkname.h"
+
+struct esc_case {
+    const char *name;
+    size_t len; /* 0: strlen(name) */
+    const char *want;
+};
+
+static const struct esc_case esc_cases[] = {
+    {"documents/a", 0, "documents%2Fa"},
+    {"files/x y/z%.bin", 0, "files%2Fx%20y%2Fz%25%2Ebin"},
+    {".", 0, "%2E"},
+    {"..", 0, "%2E%2E"},
+    {"A-z_09", 0, "A-z_09"},
+    {"\xc3\xa9t\xc3\xa9", 0, "%C3%A9t%C3%A9"},
+    {"a\0b", 3, "a%00b"},
+    {"\xff", 0, "%FF"},
+    {"", 0, ""},
+};
+
+static void
+test_escape_round_trip(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(esc_cases) / sizeof(esc_cases[0]); i++) {
+        const struct esc_case *c = &esc_cases[i];
+        size_t len = c->len ? c->len : strlen(c->name);
+        char out[64], back[64];
+        size_t n = zkname_escape(c->name, len, out), m = 0;
+
+        assert_true(n <= ZKNAME_MAX(len));
+        assert_int_equal(n, strlen(c->want));
+        assert_memory_equal(out, c->want, n);
+        assert_null(memchr(out, '/', n));
+        assert_true(zkname_unescape(out, n, back, &m));
+        assert_int_equal(m, len);
+        assert_memory_equal(back, c->name, len);
+    }
+}
+
+/* One name, one spelling: anything zkname_escape would not write. */
+static void
+test_unescape_refuses(void **state)
+{
+    static const char *const bad[] = {
+        "a%2",      /* cut short */
+        "a%",       /* cut short */
+        "%2f",      /* lower-case hex */
+        "%41",      /* 'A' escaped: written as it is */
+        "%5F",      /* '_' escaped */
+        "a.b",      /* '.' not escaped */
+        "a/b",      /* '/' */
+        "a b",      /* space */
+        "%G0",      /* not hex */
+        "%%20",     /* '%' not followed by hex */
+        "\xc3\xa9", /* a byte it escapes */
+    };
+    char out[16];
+    size_t n;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_false(zkname_unescape(bad[i], strlen(bad[i]), out, &n));
+    }
+    assert_true(zkname_unescape("", 0, out, &n));
+    assert_int_equal(n, 0);
+}
+
+static void
+test_seq(void **state)
+{
+    (void)state;
+    assert_int_equal(zkname_seq("0123-1-lock-0000000042"), 42);
+    assert_int_equal(zkname_seq("0000000000"), 0);
+    assert_int_equal(zkname_seq("_c_abc-__lock__2147483647"), 2147483647);
+    assert_int_equal(zkname_seq("lock-000000004x"), -1);
+    assert_int_equal(zkname_seq("000000001"), -1);
+    assert_int_equal(zkname_seq(""), -1);
+}
+
+static void
+test_first(void **state)
+{
+    char *kids[] = {"s-2-lock-0000000007", "config", "s-1-lock-0000000003",
+                    "x__lock__0000000005"};
+    char *none[] = {"config", "lock-"};
+
+    (void)state;
+    assert_int_equal(zkname_first(kids, 4), 2);
+    assert_int_equal(zkname_first(kids, 2), 0);
+    assert_int_equal(zkname_first(none, 2), -1);
+    assert_int_equal(zkname_first(kids, 0), -1);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_escape_round_trip),
+        cmocka_unit_test(test_unescape_refuses),
+        cmocka_unit_test(test_seq),
+        cmocka_unit_test(test_first),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
