@@ -97,18 +97,18 @@ struct cfg_admin {
 
 /* The lock service on the control port. */
 struct cfg_locks {
-    char *backend;    /* lmdb | redis | postgres | zookeeper */
-    char *path;       /* lmdb: the lease file */
-    char *url;        /* redis: redis://host:port[/db] */
-    char *dsn;        /* postgres: a libpq connection string */
-    int pool_size;    /* postgres: connections */
-    int timeout_ms;   /* redis, postgres: one operation */
-    int64_t map_size; /* lmdb: bytes */
-    bool eager;       /* an acquire raises the resource's mark */
-    int max_ttl_ms;   /* longer leases are refused (400) */
-    int max_wait_ms;  /* longest ?wait_ms= an acquire may ask */
-    char *zk_hosts;   /* zookeeper: host:port,host:port */
-    char *zk_root;    /* zookeeper: the parent of every lock's node */
+    char *backend;             /* lmdb | redis | postgres | zookeeper */
+    char *path;                /* lmdb: the lease file */
+    char *url;                 /* redis: redis://host:port[/db] */
+    char *dsn;                 /* postgres: a libpq connection string */
+    int pool_size;             /* postgres: connections */
+    int timeout_ms;            /* redis, postgres: one operation */
+    int64_t map_size;          /* lmdb: bytes */
+    bool eager;                /* an acquire raises the resource's mark */
+    int max_ttl_ms;            /* longer leases are refused (400) */
+    int max_wait_ms;           /* longest ?wait_ms= an acquire may ask */
+    char *zk_hosts;            /* zookeeper: host:port,host:port */
+    char *zk_root;             /* zookeeper: the parent of every lock's node */
     int zk_session_timeout_ms; /* zookeeper: the session, asked for */
 };
 
