@@ -97,19 +97,19 @@ struct cfg_admin {
 
 /* The lock service on the control port. */
 struct cfg_locks {
-    char *backend;             /* lmdb | redis | postgres | zookeeper */
-    char *path;                /* lmdb: the lease file */
-    char *url;                 /* redis: redis://host:port[/db] */
-    char *dsn;                 /* postgres: a libpq connection string */
-    int pool_size;             /* postgres: connections */
-    int timeout_ms;            /* redis, postgres: one operation */
-    int64_t map_size;          /* lmdb: bytes */
-    bool eager;                /* an acquire raises the resource's mark */
-    int max_ttl_ms;            /* longer leases are refused (400) */
-    int max_wait_ms;           /* longest ?wait_ms= an acquire may ask */
-    char *zk_hosts;            /* zookeeper: host:port,host:port */
-    char *zk_root;             /* zookeeper: the parent of every lock's node */
-    int zk_session_timeout_ms; /* zookeeper: the session, asked for */
+    char *backend;    /* lmdb | redis | postgres | zookeeper */
+    char *path;       /* lmdb: the lease file */
+    char *url;        /* redis: redis://host:port[/db] */
+    char *dsn;        /* postgres: a libpq connection string */
+    int pool_size;    /* postgres: connections */
+    int timeout_ms;   /* redis, postgres: one operation */
+    int64_t map_size; /* lmdb: bytes */
+    bool eager;       /* an acquire raises the resource's mark */
+    int max_ttl_ms;   /* longer leases are refused (400) */
+    int max_wait_ms;  /* longest ?wait_ms= an acquire may ask */
+    char *zk_hosts;   /* zookeeper: host:port,host:port */
+    char *zk_root;    /* zookeeper: where every lock has its node */
+    int zk_sess_ms;   /* zookeeper: the session timeout asked for */
 };
 
 /* Signing issued tokens and verifying them on verify = hmac routes. */

@@ -1181,7 +1181,7 @@ const struct cfg_opt cfg_opts[] = {
      OPS(zk_root_ops), CFG_RESTART,
      "zookeeper: the znode under which every lock has its own"},
     {CFG_LOCKS, "session_timeout_ms", CFG_T_INT, "10000",
-     OFF(cfg_locks, zk_session_timeout_ms), INT(1000, 600000), CFG_RESTART,
+     OFF(cfg_locks, zk_sess_ms), INT(1000, 600000), CFG_RESTART,
      "zookeeper: the session asked for; a dead tidemark's locks end with "
      "it"},
 

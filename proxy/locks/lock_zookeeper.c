@@ -1658,7 +1658,7 @@ zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     }
     z->base = base;
     z->log = log_current();
-    z->session_ms = cfg->zk_session_timeout_ms;
+    z->session_ms = cfg->zk_sess_ms;
     z->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     z->hosts = strdup(cfg->zk_hosts);
     z->root = strdup(cfg->zk_root != NULL ? cfg->zk_root : "/tidemark/locks");
