@@ -1356,7 +1356,7 @@ on_retry(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (z->zh == NULL && !z->closing && !zk_start(z)) {
-        log_error("locks: zookeeper: cannot start a client for %s: %s",
+        log_debug("locks: zookeeper: cannot start a client for %s: %s",
                   z->hosts, strerror(errno));
         zk_retry_later(z);
     }
@@ -1674,14 +1674,14 @@ zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         zk_free(z);
         return NULL;
     }
-    /* Unreachable now is an outage, not a configuration error: lock
-     * calls are 503 until the ensemble answers. */
+    /* Unreachable now (down, or a name that does not resolve yet) is
+     * an outage, not a configuration error: lock calls are 503 until
+     * the ensemble answers. */
     if (!zk_start(z)) {
-        snprintf(err, errlen,
-                 "locks: zookeeper: cannot start a client for %s: %s", z->hosts,
-                 strerror(errno));
-        zk_free(z);
-        return NULL;
+        log_warn("locks: zookeeper: cannot start a client for %s: %s; "
+                 "trying again every second",
+                 z->hosts, strerror(errno));
+        zk_retry_later(z);
     }
     return (struct lock_backend *)z;
 }
