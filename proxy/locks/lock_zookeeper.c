@@ -1154,8 +1154,9 @@ on_set(struct zk_req *r, struct zk_call *c)
         answer(r, LOCK_OK, r->fence, r->ttl_ms);
         return;
     }
-    if (c->rc == ZOK || c->rc == ZNONODE) {
-        /* The session ended meanwhile, or the node was deleted. */
+    if (c->rc == ZOK || c->rc == ZNONODE || c->rc == ZSESSIONEXPIRED) {
+        /* The session ended (ZooKeeper deleted its nodes), or the node
+         * was deleted: the lease is gone. */
         if (l != NULL) {
             lease_free(l);
         }
@@ -1173,7 +1174,8 @@ on_delete(struct zk_req *r, struct zk_call *c)
 {
     struct zk_lease *l = lease_back(r->z, c);
 
-    if (c->rc == ZOK || c->rc == ZNONODE || c->rc == ZBADVERSION) {
+    if (c->rc == ZOK || c->rc == ZNONODE || c->rc == ZBADVERSION ||
+        c->rc == ZSESSIONEXPIRED) {
         if (l != NULL) {
             lease_free(l);
         }

@@ -216,6 +216,47 @@ def test_leader_killed_under_acquires(tidemark, upstream, healed):
         assert doc["resource"] == "documents/hot"
 
 
+def test_session_ended_extend_is_409(tidemark, store_servers):
+    """tidemark itself is paused past its session: ZooKeeper deletes its
+    lock nodes, another holder can take the lock, and when tidemark wakes
+    the lease's extend is 409, "stop the work" (never a 200 from what it
+    remembered), and a new acquire gets a higher fence."""
+    zk = store_servers("zookeeper")
+    root = "/expiry/%d" % time.monotonic_ns()
+    tm = zk_tidemark(tidemark, zk.hosts, root, session_timeout_ms="1000")
+    api = Admin(tm)
+    a = assert_lease(api.acquire("documents/e", ttl_ms=60000),
+                     "documents/e")
+    api.close()
+    kz = kazoo_client.KazooClient(hosts=zk.hosts, timeout=10.0)
+    kz.start()
+    try:
+        lock_dir = root + "/documents%2Fe"
+        assert len(kz.get_children(lock_dir)) == 1
+        os.kill(tm.proc.pid, signal.SIGSTOP)
+        try:
+            wait_until(lambda: kz.get_children(lock_dir) == [],
+                       30 * slow(), "the paused session's node to go")
+        finally:
+            os.kill(tm.proc.pid, signal.SIGCONT)
+    finally:
+        kz.stop()
+        kz.close()
+    api = Admin(tm)
+
+    def extend():
+        r = api.extend("documents/e", a["token"])
+        return None if r.status == 503 else r
+    r = wait_until(extend, 30 * slow(), "an answer from the ensemble")
+    doc = assert_problem(r, 409)
+    assert doc["type"] == "urn:tidemark:lock-lost", doc
+    tm.wait_log("the session ended", timeout=30)
+    wait_until(lambda: api.get("documents/e").status != 503, 30 * slow(),
+               "the new session")
+    b = assert_lease(api.acquire("documents/e"), "documents/e")
+    assert b["fence"] > a["fence"]
+
+
 # -------------------------------------------- locks users already run
 
 
