@@ -32,8 +32,10 @@
  * child with the lowest sequence number holds the lock; its czxid, the
  * zxid of the transaction that created it, is the fence: every
  * transaction of the ensemble has its own zxid, and zxids only grow, also
- * across leader changes (README: "ZooKeeper"), so no fence is handed out
- * twice.
+ * across leader changes (README: "ZooKeeper leases"), so no fence is
+ * handed out twice. A busy try deletes its node again and watches the
+ * holder's: its end wakes this process's first waiter (lock.h,
+ * watch_freed).
  *
  * TTL and session. tidemark keeps one session for all its leases. A
  * lease ends at the first of: its TTL, which tidemark enforces itself
@@ -43,8 +45,9 @@
  * that expired: a tidemark that died or is cut off frees its locks after
  * [locks] session_timeout_ms). A session that ended makes every lease of
  * it lost (409 on extend); while the connection is down nothing is
- * answered (503), since the server may be expiring the session. Leases
- * are extended and released through the tidemark that took them.
+ * answered (503), since the server may be expiring the session. A lease
+ * is extended through the tidemark that took it; a release through
+ * another one deletes the holder's node when its czxid is the token.
  *
  * Threads. The C client (libzookeeper_mt) runs its I/O and its
  * completions on threads of its own. A completion only copies what it
