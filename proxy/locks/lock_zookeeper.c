@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@
 
 #define ZK_LOG_NAME_MAX 200
 #define ZK_DIR_TRIES 3
+#define ZK_SETTLE_MS 2000 /* close: the longest wait for answers out */
 
 enum zk_step {
     ZK_S_CREATE = 0, /* acquire: our node */
@@ -1691,6 +1693,30 @@ zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     return (struct lock_backend *)z;
 }
 
+/* Let the calls out be answered, for up to ZK_SETTLE_MS, before the
+ * handle closes: the answers are the real ones, and the client frees a
+ * request it answers, not always one it is closed with. Loop thread,
+ * blocking: for close only. */
+static void
+settle(struct zk_locks *z)
+{
+    int64_t end = clock_ms(CLOCK_MONOTONIC) + ZK_SETTLE_MS;
+
+    while (z->out != NULL && z->connected) {
+        int64_t left = end - clock_ms(CLOCK_MONOTONIC);
+        struct pollfd p = {.fd = z->efd, .events = POLLIN};
+        uint64_t n;
+
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+            return;
+        }
+        if (read(z->efd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
+            return;
+        }
+        drain(z);
+    }
+}
+
 static void
 zk_close(struct lock_backend *b)
 {
@@ -1699,7 +1725,8 @@ zk_close(struct lock_backend *b)
     if (z == NULL) {
         return;
     }
-    z->closing = true;
+    z->closing = true; /* nothing new goes out (ZH) */
+    settle(z);
     /* Closing the session deletes its nodes: every lease ends. */
     zk_stop(z);
     drain(z);
