@@ -152,7 +152,10 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
                                     LEV_OPT_CLOSE_ON_EXEC,
                                 1024, (struct sockaddr *)&ss, sslen);
     if (l == NULL) {
-        snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
+        char why[128];
+
+        snprintf(err, errlen, "cannot listen on %s: %s", addr,
+                 errno_text(errno, why, sizeof(why)));
     }
     return l;
 }

@@ -12,11 +12,12 @@ set -eu
 # calls per request. Fuzz: clang, and its sanitizer and libFuzzer runtimes
 # (libclang-rt-14-dev, which clang only recommends). Format:
 # clang-format (make format-check). Package:
-# debhelper, build-essential, systemd (systemd-analyze verify). Page:
+# debhelper, build-essential, systemd (systemd-analyze verify). The
+# daemon's sd_notify: libsystemd-dev. Page:
 # chromium (headless). The Kubernetes example's test: python3-yaml.
 PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
-libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
+libsystemd-dev libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
 wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
