@@ -428,7 +428,14 @@ dispatch(struct evhttp_request *req, void *arg)
             evhttp_send_error(req, 500, NULL);
             return;
         }
-        adm_recent_json(a->px, b);
+        struct page_status st = {
+            .store_ready = fence_ready(a->px->fence),
+            .locks_on = a->locks != NULL,
+            .locks_ready = a->locks != NULL && adm_locks_ready(a->locks),
+            .draining = a->px->draining,
+        };
+
+        adm_recent_json(a->px, &st, b);
         adm_reply(req, 200, "OK", "application/json", b);
         evbuffer_free(b);
     } else if (strcmp(path, "/v1/config") == 0) {

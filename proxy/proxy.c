@@ -298,6 +298,7 @@ tm_proxy_new(struct event_base *base, struct tm_config *cfg,
 
     px->base = base;
     px->first = cfg;
+    px->recent.started = time(NULL);
     px->log.level = -1;
     if (opts != NULL && opts->log != NULL) {
         px->log.fn = opts->log;
