@@ -3,7 +3,8 @@
 # Targets:
 #   all           ./tidemark and libtidemark.a (default): the archive
 #                 exports only the tm_* calls of proxy/tidemark.h
-#   demo          deps, build, run tidemark in front of a demo backend
+#   demo          the build's and the demo's packages only, build, run
+#                 tidemark in front of a demo backend
 #   deps          install the Debian packages for build, tests and bench
 #   test          deps, format-check, unit, integration, fuzz, package
 #   test-asan     the same suites against an ASan + UBSan build
