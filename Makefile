@@ -38,10 +38,13 @@ CC      ?= cc
 BUILD   ?= build
 PKGS    := libevent libevent_openssl libevent_pthreads inih lmdb hiredis libpq openssl
 CFLAGS  ?= -O2 -g
+# The version: packaging/debian/changelog's; tidemark_build_info shows it.
+VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)
 # The flags the code needs, kept apart from CFLAGS so that a CFLAGS given on
 # the command line (test-asan) changes optimisation, not the language.
 TM_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
            -Wno-unused-parameter -fno-strict-aliasing -MMD -MP \
+           -DTM_VERSION='"$(VERSION)"' \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 PYTEST  := /usr/bin/python3 -m pytest
@@ -49,7 +52,6 @@ PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
-VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)
 
 LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
                     proxy/locks/*.c)
@@ -82,6 +84,9 @@ demo:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The version is compiled into the registry (tidemark_build_info).
+$(BUILD)/proxy/metrics.o: packaging/debian/changelog
 
 $(INT_LIB): $(LIB_OBJ)
 	rm -f $@

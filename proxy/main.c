@@ -147,6 +147,8 @@ reload(struct daemon_state *d)
              line = strtok(NULL, "\n")) {
             say(d, TM_LOG_ERROR, "reload: %s", line);
         }
+        /* Counted as a refused reload; nothing else changes. */
+        (void)tm_proxy_reload(d->px, NULL);
         return;
     }
     /* The proxy's lines about this reload come in the new format; a
