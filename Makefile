@@ -25,7 +25,8 @@
 #   format-check  clang-format --dry-run over every C file
 #   check-docs    tidemark.8, conf/tidemark.ini and README.md against the
 #                 option table (keys, defaults, restart marks); cfgdoc man
-#                 and cfgdoc ini write entries for a new key
+#                 and cfgdoc ini write entries for a new key; README.md's
+#                 Metrics section against the metrics table (metricsdoc)
 #   install       PREFIX=/usr/local, DESTDIR: binary, libtidemark.a,
 #                 tidemark.h, tidemark.pc, example config, man page
 #                 (LIBDIR, INCLUDEDIR, MANDIR override the places)
@@ -115,9 +116,15 @@ $(BUILD)/tools/cfgdoc: conf/tools/cfgdoc.c $(INT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INT_LIB) $(LDLIBS)
 
-check-docs: $(BUILD)/tools/cfgdoc
+# The metrics registry as documentation: metricsdoc list | check.
+$(BUILD)/tools/metricsdoc: proxy/tools/metricsdoc.c proxy/metrics.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+check-docs: $(BUILD)/tools/cfgdoc $(BUILD)/tools/metricsdoc
 	$(BUILD)/tools/cfgdoc check packaging/tidemark.8 conf/tidemark.ini \
 	    README.md
+	$(BUILD)/tools/metricsdoc check README.md
 
 $(BUILD)/tests/%: tests/unit/%.c $(INT_LIB)
 	@mkdir -p $(dir $@)
