@@ -117,22 +117,16 @@ metrics_inc(struct metrics *m, enum metric_id id)
 }
 
 void
-metrics_set(struct metrics *m, enum metric_id id, double v)
-{
-    m->kept[id] = v;
-}
-
-void
 metrics_reload(struct metrics *m, bool ok)
 {
     struct timespec now;
 
-    metrics_set(m, MID_tidemark_config_last_reload_successful, ok);
+    m->kept[MID_tidemark_config_last_reload_successful] = ok;
     if (ok) {
+        /* To the millisecond. */
         clock_gettime(CLOCK_REALTIME, &now);
-        metrics_set(m,
-                    MID_tidemark_config_last_reload_success_timestamp_seconds,
-                    (double)now.tv_sec + (double)(now.tv_nsec / 1000000) / 1e3);
+        m->kept[MID_tidemark_config_last_reload_success_timestamp_seconds] =
+            (double)now.tv_sec + (double)(now.tv_nsec / 1000000) / 1e3;
     }
 }
 
@@ -288,8 +282,7 @@ write_histo(struct evbuffer *out, enum metric_id id, const char *label,
                         h->sum, name, label, value, h->count);
 }
 
-/* ---- the process, from /proc/self ------------------------------------------
- */
+/* ---- the process, from /proc/self ------------------------------------- */
 
 struct proc {
     bool stat_ok;
@@ -413,8 +406,7 @@ proc_value(const struct proc *p, enum metric_id id, double *v)
     }
 }
 
-/* ---- the families the registry keeps ---------------------------------------
- */
+/* ---- the families the registry keeps ---------------------------------- */
 
 static void
 write_labelled(const struct metrics *m, enum metric_id id, const char *backend,

@@ -14,7 +14,7 @@ struct evbuffer;
 
 /* X(name, type, source, help), in the order /metrics writes them.
  * source says who has the values:
- *   KEPT   one number the registry keeps (metrics_inc, metrics_set);
+ *   KEPT   one number the registry keeps (metrics_inc, metrics_reload);
  *   LABELS series the registry keeps under labels (metrics_decision,
  *          metrics_store, metrics_upstream_*, metrics_lock_call,
  *          metrics_reload);
@@ -144,8 +144,6 @@ void metrics_free(struct metrics *m);
 
 /* Add one to the KEPT counter id. */
 void metrics_inc(struct metrics *m, enum metric_id id);
-/* Set the KEPT gauge id. */
-void metrics_set(struct metrics *m, enum metric_id id, double v);
 
 /* A configuration was loaded (ok) or refused: the reload gauges. */
 void metrics_reload(struct metrics *m, bool ok);
