@@ -33,6 +33,10 @@
 #                 (LIBDIR, INCLUDEDIR, MANDIR override the places)
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
+#   image         the container image tidemark:VERSION, with buildah and
+#                 mmdebstrap from Debian's packages (no registry)
+#   test-image    run the image's tidemark as its user, its configuration
+#                 (podman; chroot --userspec where containers cannot run)
 #   fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (60)
 #   clean
 
@@ -76,7 +80,8 @@ TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
         bench-locks-raw bench-conns embed \
-        format-check install clean deb test-deb fuzz check-docs
+        format-check install clean deb test-deb image test-image fuzz \
+        check-docs
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -178,6 +183,7 @@ test: deps
 	sh packaging/check-manpage.sh
 	$(MAKE) check-docs
 	$(MAKE) test-deb
+	$(MAKE) test-image
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
@@ -224,6 +230,15 @@ deb:
 
 test-deb: deb
 	sh packaging/smoke-deb.sh out/tidemark_*.deb
+
+# The container image, with buildah from Debian's packages (no registry):
+# tidemark:$(VERSION) in buildah's vfs storage.
+image: deb
+	sh packaging/build-image.sh out/tidemark_$(VERSION)_*.deb
+
+# Run the image's tidemark as its user against its own configuration.
+test-image: image
+	sh packaging/smoke-image.sh tidemark:$(VERSION)
 
 fuzz:
 	sh tests/fuzz/run.sh
