@@ -51,8 +51,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)
 
-LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
-                    proxy/locks/*.c)
+LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/clients/*.c \
+                    proxy/store/*.c proxy/locks/*.c)
 LIB_SRC := $(filter-out proxy/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

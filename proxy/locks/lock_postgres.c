@@ -1,6 +1,6 @@
 /* lock_postgres.c: leases as the seed's lease rows in Postgres, one
  * statement per operation on the connection pool the Postgres mark store
- * uses (../store/pg_pool.c); the database's clock decides expiry. */
+ * uses (../clients/pg_pool.c); the database's clock decides expiry. */
 #include "lock.h"
 
 #include <errno.h>
@@ -14,11 +14,11 @@
 #include <libpq-fe.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/pg_pool.h"
+#include "../clients/store_defer.h"
 #include "../log.h"
 #include "../queue.h"
-#include "../store/coldq.h"
-#include "../store/pg_pool.h"
-#include "../store/store_defer.h"
 
 /*
  * The table: the seed's lease row, tidemark_leases (name text PRIMARY

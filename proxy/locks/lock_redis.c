@@ -1,6 +1,6 @@
 /* lock_redis.c: leases in Redis, the seed's acquire, release and extend
  * scripts (one atomic EVALSHA each) on the connection code the Redis mark
- * store uses (../store/redis_conn.c). */
+ * store uses (../clients/redis_conn.c). */
 #include "lock.h"
 
 #include <inttypes.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/redis_conn.h"
+#include "../clients/store_defer.h"
 #include "../log.h"
-#include "../store/coldq.h"
-#include "../store/redis_conn.h"
-#include "../store/store_defer.h"
 
 /*
  * Keys. The lease of name N is "lock:{N}" holding its fence as a decimal

@@ -15,13 +15,13 @@
 #include <openssl/evp.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/store_defer.h"
 #include "../dial.h"
 #include "../log.h"
 #include "../queue.h"
 #include "batch.h"
-#include "coldq.h"
 #include "store.h"
-#include "store_defer.h"
 
 /*
  * Keys and values. The mark of resource R is the key "tidemark/marks/R"

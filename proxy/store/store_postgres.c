@@ -14,13 +14,13 @@
 #include <openssl/sha.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/pg_pool.h"
+#include "../clients/store_defer.h"
 #include "../log.h"
 #include "../queue.h"
 #include "batch.h"
-#include "coldq.h"
-#include "pg_pool.h"
 #include "store.h"
-#include "store_defer.h"
 
 /*
  * The table: tidemark_marks (resource text PRIMARY KEY, fence bigint NOT

@@ -11,11 +11,11 @@
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/redis_conn.h"
+#include "../clients/store_defer.h"
 #include "../log.h"
-#include "coldq.h"
-#include "redis_conn.h"
 #include "store.h"
-#include "store_defer.h"
 
 /*
  * Keys. The mark of resource R is the string key "fence:{R}" holding the

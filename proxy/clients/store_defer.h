@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "../locks/lock.h"
-#include "store.h"
+#include "../store/store.h"
 
 struct event_base;
 struct store_defer;
