@@ -1,5 +1,5 @@
 /* adm.c: the control port on libevent's evhttp: /healthz, /readyz,
- * /metrics, /v1/marks/{resource}, and /v1/locks/{name} (adm_locks.c). */
+ * /metrics, /v1/marks/{resource}, and /v1/locks/{name} (locks/service.c). */
 #include "adm.h"
 
 #include <inttypes.h>
@@ -11,15 +11,16 @@
 #include "../conf/cfg.h"
 #include "../policies/canon.h"
 #include "fence.h"
+#include "locks/service.h"
 #include "log.h"
 #include "metrics.h"
 #include "order.h"
 #include "up.h"
 #include "adm_page.h"
+#include "adm_reply.h"
 #include "problem.h"
 #include "../policies/origin.h"
 #include "proxy_int.h"
-#include "adm_int.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -31,7 +32,7 @@
 struct adm {
     struct tm_proxy *px;
     struct evhttp *http;
-    struct adm_locks *locks;
+    struct lock_service *locks;
     char *host;    /* [admin] listen's host, as bound (restart-only) */
     unsigned port; /* and its port */
 };
@@ -42,40 +43,6 @@ struct mark_get {
     struct evhttp_connection *conn;
     char *resource;
 };
-
-void
-adm_reply(struct evhttp_request *req, int code, const char *reason,
-          const char *ctype, struct evbuffer *body)
-{
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      ctype);
-    evhttp_send_reply(req, code, reason, body);
-}
-
-void
-adm_reply_problem(struct evhttp_request *req, const struct problem *p)
-{
-    struct evbuffer *b = evbuffer_new();
-    char body[PROBLEM_BODY_MAX];
-
-    if (b == NULL) {
-        evhttp_send_error(req, 500, NULL);
-        return;
-    }
-    evhttp_add_header(evhttp_request_get_output_headers(req), PROBLEM_HEADER,
-                      problem_kind(p));
-    if (p->retry_after > 0) {
-        char v[16];
-
-        snprintf(v, sizeof(v), "%d", p->retry_after);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
-                          v);
-    }
-    evbuffer_add(b, body, problem_body(body, sizeof(body), p));
-    adm_reply(req, p->status, problem_reason(p->status),
-              "application/problem+json", b);
-    evbuffer_free(b);
-}
 
 static void
 reply_problem(struct evhttp_request *req, int status, const char *detail,
@@ -118,8 +85,8 @@ readyz(struct adm *a, struct evhttp_request *req)
     char text[192];
 
     if (a->locks != NULL) {
-        locks = adm_locks_ready(a->locks) ? "\nlocks: ready"
-                                          : "\nlocks: unavailable";
+        locks = lock_service_ready(a->locks) ? "\nlocks: ready"
+                                             : "\nlocks: unavailable";
     }
     if (held > 0) {
         snprintf(hold, sizeof(hold),
@@ -181,7 +148,7 @@ metrics(struct adm *a, struct evhttp_request *req)
                             up_busy_count(a->px->pools[i]));
     }
     if (a->locks != NULL) {
-        adm_locks_metrics(a->locks, b);
+        lock_service_metrics(a->locks, b);
     }
     adm_reply(req, 200, "OK", "text/plain; version=0.0.4", b);
     evbuffer_free(b);
@@ -383,7 +350,7 @@ dispatch(struct evhttp_request *req, void *arg)
         return;
     }
     if (strncmp(path, "/v1/locks/", 10) == 0 && a->locks != NULL) {
-        adm_locks_serve(a->locks, req, path + 10, query);
+        lock_service_serve(a->locks, req, path + 10, query);
         return;
     }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
@@ -446,7 +413,8 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
     evhttp_set_max_body_size(a->http, 65536);
     evhttp_set_timeout(a->http, 30);
     evhttp_set_gencb(a->http, dispatch, a);
-    a->locks = adm_locks_new(px, err, errlen);
+    a->locks =
+        lock_service_new(px->base, &px->log, px->fence, px->cfg, err, errlen);
     if (a->locks == NULL) {
         goto fail;
     }
@@ -478,7 +446,7 @@ adm_free(struct adm *a)
         evhttp_free(a->http);
     }
     if (a->locks != NULL) {
-        adm_locks_free(a->locks);
+        lock_service_free(a->locks);
     }
     free(a->host);
     free(a);

@@ -1,6 +1,8 @@
-/* adm_locks.c: the lock service on the control port: acquire (with an
+/* service.c: the lock service on the control port: acquire (with an
  * optional wait, waiters served in arrival order), extend, release and
  * look up leases; eager fencing and signed tokens on the way out. */
+#include "service.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,16 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
-#include "../conf/cfg.h"
-#include "../policies/canon.h"
-#include "../policies/token.h"
-#include "fence.h"
-#include "locks/lock.h"
-#include "log.h"
-#include "problem.h"
-#include "proxy_int.h"
-#include "adm_int.h"
+#include "../../conf/cfg.h"
+#include "../../policies/canon.h"
+#include "../../policies/token.h"
+#include "../adm_reply.h"
+#include "../fence.h"
+#include "../log.h"
+#include "../problem.h"
+#include "lock.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -35,10 +35,10 @@ struct lock_queue;
  * once neither holds it.
  */
 struct lock_call {
-    struct lock_call *prev, *next; /* al->calls */
+    struct lock_call *prev, *next; /* ls->calls */
     struct lock_call *qnext;       /* in q, arrival order */
     struct lock_queue *q;          /* the queue it waits in, or NULL */
-    struct adm_locks *al;          /* NULL: the service is gone */
+    struct lock_service *ls;       /* NULL: the service is gone */
     struct evhttp_request *req;    /* NULL: answered, or client gone */
     struct evhttp_connection *conn;
     struct event *deadline; /* a waiting acquire gives up */
@@ -57,8 +57,8 @@ struct lock_call {
 /* The acquires waiting for one name; only the head ever asks the
  * backend, so the lock goes to waiters in arrival order. */
 struct lock_queue {
-    struct lock_queue *prev, *next; /* al->queues */
-    struct adm_locks *al;
+    struct lock_queue *prev, *next; /* ls->queues */
+    struct lock_service *ls;
     struct lock_call *head, *tail;
     struct event *retry; /* the holder's lease ends */
     bool trying;         /* the head's acquire is in flight */
@@ -75,8 +75,10 @@ struct lock_stats {
     uint64_t errors;
 };
 
-struct adm_locks {
-    struct tm_proxy *px;
+struct lock_service {
+    struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
+    struct fence *fence;      /* eager fencing and the acquire's floor */
     const struct cfg_locks *cfg;
     const struct cfg_tokens *tokens;
     const struct lock_ops *ops;
@@ -94,7 +96,7 @@ static void queue_try(struct lock_queue *q);
 static void
 submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
 {
-    struct adm_locks *al = c->al;
+    struct lock_service *ls = c->ls;
     struct lock_op op = {.kind = kind,
                          .name = c->name,
                          .len = c->len,
@@ -105,7 +107,7 @@ submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
                          .arg = c};
 
     c->in_flight = true;
-    al->ops->submit(al->b, &op);
+    ls->ops->submit(ls->b, &op);
 }
 
 /* ---- calls and queues ------------------------------------------------ */
@@ -113,7 +115,7 @@ submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
 static void conn_closed(struct evhttp_connection *conn, void *arg);
 
 static struct lock_call *
-call_new(struct adm_locks *al, struct evhttp_request *req, const char *name,
+call_new(struct lock_service *ls, struct evhttp_request *req, const char *name,
          size_t len)
 {
     struct lock_call *c = calloc(1, sizeof(*c) + len + 1);
@@ -121,16 +123,16 @@ call_new(struct adm_locks *al, struct evhttp_request *req, const char *name,
     if (c == NULL) {
         return NULL;
     }
-    c->al = al;
+    c->ls = ls;
     c->req = req;
     c->conn = evhttp_request_get_connection(req);
     c->len = len;
     memcpy(c->name, name, len);
-    c->next = al->calls;
-    if (al->calls != NULL) {
-        al->calls->prev = c;
+    c->next = ls->calls;
+    if (ls->calls != NULL) {
+        ls->calls->prev = c;
     }
-    al->calls = c;
+    ls->calls = c;
     evhttp_connection_set_closecb(c->conn, conn_closed, c);
     return c;
 }
@@ -148,12 +150,12 @@ call_detach(struct lock_call *c)
 static void
 queue_free(struct lock_queue *q)
 {
-    struct adm_locks *al = q->al;
+    struct lock_service *ls = q->ls;
 
     if (q->prev != NULL) {
         q->prev->next = q->next;
     } else {
-        al->queues = q->next;
+        ls->queues = q->next;
     }
     if (q->next != NULL) {
         q->next->prev = q->prev;
@@ -211,11 +213,11 @@ call_finish(struct lock_call *c)
     if (c->peer != NULL) {
         event_free(c->peer);
     }
-    if (c->al != NULL) {
+    if (c->ls != NULL) {
         if (c->prev != NULL) {
             c->prev->next = c->next;
         } else {
-            c->al->calls = c->next;
+            c->ls->calls = c->next;
         }
         if (c->next != NULL) {
             c->next->prev = c->prev;
@@ -229,16 +231,16 @@ conn_closed(struct evhttp_connection *conn, void *arg)
 {
     struct lock_call *c = arg;
 
-    lib_enter(&c->al->px->log);
+    lib_enter(c->ls->log);
     (void)conn;
     c->req = NULL;
     call_finish(c);
 }
 
 static struct lock_queue *
-queue_find(struct adm_locks *al, const char *name, size_t len)
+queue_find(struct lock_service *ls, const char *name, size_t len)
 {
-    for (struct lock_queue *q = al->queues; q != NULL; q = q->next) {
+    for (struct lock_queue *q = ls->queues; q != NULL; q = q->next) {
         if (q->len == len && memcmp(q->name, name, len) == 0) {
             return q;
         }
@@ -249,7 +251,7 @@ queue_find(struct adm_locks *al, const char *name, size_t len)
 static void
 retry_cb(evutil_socket_t fd, short what, void *arg)
 {
-    lib_enter(&((struct lock_queue *)arg)->al->px->log);
+    lib_enter(((struct lock_queue *)arg)->ls->log);
     (void)fd;
     (void)what;
     queue_try(arg);
@@ -257,9 +259,9 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
 
 /* The queue of c's name, made when missing; NULL when out of memory. */
 static struct lock_queue *
-queue_get(struct adm_locks *al, const char *name, size_t len)
+queue_get(struct lock_service *ls, const char *name, size_t len)
 {
-    struct lock_queue *q = queue_find(al, name, len);
+    struct lock_queue *q = queue_find(ls, name, len);
 
     if (q != NULL) {
         return q;
@@ -268,19 +270,19 @@ queue_get(struct adm_locks *al, const char *name, size_t len)
     if (q == NULL) {
         return NULL;
     }
-    q->retry = evtimer_new(al->px->base, retry_cb, q);
+    q->retry = evtimer_new(ls->base, retry_cb, q);
     if (q->retry == NULL) {
         free(q);
         return NULL;
     }
-    q->al = al;
+    q->ls = ls;
     q->len = len;
     memcpy(q->name, name, len);
-    q->next = al->queues;
-    if (al->queues != NULL) {
-        al->queues->prev = q;
+    q->next = ls->queues;
+    if (ls->queues != NULL) {
+        ls->queues->prev = q;
     }
-    al->queues = q;
+    ls->queues = q;
     return q;
 }
 
@@ -295,7 +297,7 @@ peer_cb(evutil_socket_t fd, short what, void *arg)
     char byte;
     ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
 
-    lib_enter(&c->al->px->log);
+    lib_enter(c->ls->log);
     (void)what;
     if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
         return; /* bytes of a next request: evhttp reads them later */
@@ -315,7 +317,7 @@ watch_peer(struct lock_call *c)
     if (c->peer != NULL || fd < 0) {
         return;
     }
-    c->peer = event_new(c->al->px->base, fd, EV_READ, peer_cb, c);
+    c->peer = event_new(c->ls->base, fd, EV_READ, peer_cb, c);
     if (c->peer != NULL) {
         event_add(c->peer, NULL);
     }
@@ -351,9 +353,9 @@ queue_arm(struct lock_queue *q, int64_t ttl_ms)
 
 /* A lease of name ended here: its first waiter tries now. */
 static void
-queue_kick(struct adm_locks *al, const char *name, size_t len)
+queue_kick(struct lock_service *ls, const char *name, size_t len)
 {
-    struct lock_queue *q = queue_find(al, name, len);
+    struct lock_queue *q = queue_find(ls, name, len);
 
     if (q != NULL && !q->trying) {
         evtimer_del(q->retry);
@@ -398,7 +400,7 @@ lost(struct lock_call *c)
                   "the work",
     };
 
-    c->al->stats.lost++;
+    c->ls->stats.lost++;
     problem_out(c, &p);
 }
 
@@ -413,7 +415,7 @@ backend_down(struct lock_call *c)
         .retry_after = 1,
     };
 
-    c->al->stats.errors++;
+    c->ls->stats.errors++;
     problem_out(c, &p);
 }
 
@@ -429,7 +431,7 @@ busy(struct lock_call *c, int64_t fence, int64_t ttl_ms, const char *why)
         p.extra = extra;
         p.retry_after = (int)((ttl_ms + 999) / 1000);
     }
-    c->al->stats.busy++;
+    c->ls->stats.busy++;
     problem_out(c, &p);
 }
 
@@ -438,7 +440,7 @@ busy(struct lock_call *c, int64_t fence, int64_t ttl_ms, const char *why)
 static bool
 lease_out(struct lock_call *c, int code, int64_t ttl_ms)
 {
-    const struct cfg_tokens *tk = c->al->tokens;
+    const struct cfg_tokens *tk = c->ls->tokens;
     struct evbuffer *b;
     char token[TOKEN_SIGNED_MAX + 1];
 
@@ -483,8 +485,8 @@ orphan_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     (void)fence;
     (void)ttl_ms;
     c->in_flight = false;
-    if (c->al != NULL && !c->al->closing && res == LOCK_OK) {
-        queue_kick(c->al, c->name, c->len);
+    if (c->ls != NULL && !c->ls->closing && res == LOCK_OK) {
+        queue_kick(c->ls, c->name, c->len);
     }
     call_finish(c);
 }
@@ -494,10 +496,10 @@ orphan_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 static void
 give_back(struct lock_call *c)
 {
-    struct adm_locks *al = c->al;
+    struct lock_service *ls = c->ls;
 
     call_detach(c);
-    if (al->closing) {
+    if (ls->closing) {
         call_detach(c);
         call_finish(c);
         return;
@@ -518,7 +520,7 @@ refloor_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     (void)fence;
     (void)ttl_ms;
     c->in_flight = false;
-    if (c->al == NULL || c->al->closing) {
+    if (c->ls == NULL || c->ls->closing) {
         call_detach(c);
         call_finish(c);
         return;
@@ -540,17 +542,17 @@ static void
 raised(void *arg, enum store_result res, int64_t mark)
 {
     struct lock_call *c = arg;
-    struct adm_locks *al = c->al;
+    struct lock_service *ls = c->ls;
 
     c->in_flight = false;
-    if (al == NULL || al->closing) {
+    if (ls == NULL || ls->closing) {
         call_detach(c);
         call_finish(c);
         return;
     }
     if (res == STORE_ACCEPTED && c->req != NULL &&
         lease_out(c, 201, c->ttl_ms)) {
-        al->stats.acquired++;
+        ls->stats.acquired++;
         call_finish(c);
         return;
     }
@@ -589,14 +591,14 @@ static void
 acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
     struct lock_call *c = arg;
-    struct adm_locks *al = c->al;
+    struct lock_service *ls = c->ls;
     struct lock_queue *q = c->q;
 
     c->in_flight = false;
     if (q != NULL && q->head == c) {
         q->trying = false;
     }
-    if (al->closing) {
+    if (ls->closing) {
         call_detach(c);
         call_finish(c);
         return;
@@ -607,7 +609,7 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             /* The next waiter's turn comes at this lease's end, or at
              * its release. */
             queue_remove(c, false);
-            q = queue_find(al, c->name, c->len);
+            q = queue_find(ls, c->name, c->len);
             if (q != NULL) {
                 queue_arm(q, ttl_ms);
             }
@@ -616,8 +618,8 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             give_back(c);
             return;
         }
-        if (al->cfg->eager) {
-            if (fence_raise(al->px->fence, c->name, c->len, fence, raised, c) ==
+        if (ls->cfg->eager) {
+            if (fence_raise(ls->fence, c->name, c->len, fence, raised, c) ==
                 NULL) {
                 refuse(c, 503, "out of memory");
                 give_back(c);
@@ -630,13 +632,13 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             give_back(c);
             return;
         }
-        al->stats.acquired++;
+        ls->stats.acquired++;
         call_finish(c);
         return;
     }
     if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out) {
         if (q == NULL) {
-            q = queue_get(al, c->name, c->len);
+            q = queue_get(ls, c->name, c->len);
             if (q == NULL) {
                 backend_down(c);
                 call_finish(c);
@@ -666,11 +668,11 @@ static void
 floor_read(void *arg, enum store_result res, int64_t mark)
 {
     struct lock_call *c = arg;
-    struct adm_locks *al = c->al;
+    struct lock_service *ls = c->ls;
     struct lock_queue *q = c->q;
 
     c->in_flight = false;
-    if (al == NULL || al->closing) {
+    if (ls == NULL || ls->closing) {
         call_detach(c);
         call_finish(c);
         return;
@@ -711,7 +713,7 @@ start_acquire(struct lock_call *c)
 {
     struct lock_queue *q = c->q;
 
-    if (!fence_get(c->al->px->fence, c->name, c->len, floor_read, c)) {
+    if (!fence_get(c->ls->fence, c->name, c->len, floor_read, c)) {
         if (q != NULL && q->head == c) {
             q->trying = false;
         }
@@ -739,7 +741,7 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct lock_call *c = arg;
 
-    lib_enter(&c->al->px->log);
+    lib_enter(c->ls->log);
     (void)fd;
     (void)what;
     if (c->in_flight) {
@@ -786,7 +788,7 @@ static bool
 parse_ttl(struct lock_call *c, const struct evkeyvalq *q)
 {
     char why[128];
-    int rc = query_int(q, "ttl_ms", 1, c->al->cfg->max_ttl_ms, &c->ttl_ms);
+    int rc = query_int(q, "ttl_ms", 1, c->ls->cfg->max_ttl_ms, &c->ttl_ms);
 
     if (rc == 1) {
         return true;
@@ -794,7 +796,7 @@ parse_ttl(struct lock_call *c, const struct evkeyvalq *q)
     snprintf(why, sizeof(why),
              "ttl_ms is %s: milliseconds, 1 to %d ([locks] max_ttl_ms)",
              rc == 0 ? "required" : "malformed or out of range",
-             c->al->cfg->max_ttl_ms);
+             c->ls->cfg->max_ttl_ms);
     refuse(c, 400, why);
     return false;
 }
@@ -804,7 +806,7 @@ parse_ttl(struct lock_call *c, const struct evkeyvalq *q)
 static bool
 parse_token(struct lock_call *c, const struct evkeyvalq *q)
 {
-    const struct cfg_tokens *tk = c->al->tokens;
+    const struct cfg_tokens *tk = c->ls->tokens;
     const char *v = evhttp_find_header(q, "token");
     enum token_status ts;
 
@@ -835,13 +837,13 @@ extended(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     struct lock_call *c = arg;
 
     c->in_flight = false;
-    if (c->al->closing) {
+    if (c->ls->closing) {
         call_detach(c);
         call_finish(c);
         return;
     }
     if (res == LOCK_OK) {
-        c->al->stats.extended++;
+        c->ls->stats.extended++;
         (void)lease_out(c, 200, ttl_ms);
     } else if (res == LOCK_LOST) {
         lost(c);
@@ -855,21 +857,21 @@ static void
 released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
     struct lock_call *c = arg;
-    struct adm_locks *al = c->al;
+    struct lock_service *ls = c->ls;
 
     c->in_flight = false;
-    if (al->closing) {
+    if (ls->closing) {
         call_detach(c);
         call_finish(c);
         return;
     }
     if (res == LOCK_OK) {
-        al->stats.released++;
+        ls->stats.released++;
         if (c->req != NULL) {
             evhttp_send_reply(c->req, 204, "No Content", NULL);
             call_detach(c);
         }
-        queue_kick(al, c->name, c->len);
+        queue_kick(ls, c->name, c->len);
     } else if (res == LOCK_LOST) {
         lost(c);
     } else {
@@ -885,7 +887,7 @@ looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     struct evbuffer *b;
 
     c->in_flight = false;
-    if (c->al->closing || c->req == NULL) {
+    if (c->ls->closing || c->req == NULL) {
         call_detach(c);
         call_finish(c);
         return;
@@ -915,7 +917,7 @@ looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 static void
 serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
 {
-    struct adm_locks *al = c->al;
+    struct lock_service *ls = c->ls;
     struct lock_queue *wq;
     char why[96];
     int rc;
@@ -923,12 +925,12 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
     if (!parse_ttl(c, q)) {
         return;
     }
-    rc = query_int(q, "wait_ms", 0, al->cfg->max_wait_ms, &c->wait_ms);
+    rc = query_int(q, "wait_ms", 0, ls->cfg->max_wait_ms, &c->wait_ms);
     if (rc < 0) {
         snprintf(why, sizeof(why),
                  "wait_ms is malformed or out of range: 0 to %d ([locks] "
                  "max_wait_ms)",
-                 al->cfg->max_wait_ms);
+                 ls->cfg->max_wait_ms);
         refuse(c, 400, why);
         return;
     }
@@ -936,13 +938,13 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
         struct timeval tv = {(time_t)(c->wait_ms / 1000),
                              (suseconds_t)(c->wait_ms % 1000) * 1000};
 
-        c->deadline = evtimer_new(al->px->base, deadline_cb, c);
+        c->deadline = evtimer_new(ls->base, deadline_cb, c);
         if (c->deadline == NULL || evtimer_add(c->deadline, &tv) != 0) {
             backend_down(c);
             return;
         }
     }
-    wq = queue_find(al, c->name, c->len);
+    wq = queue_find(ls, c->name, c->len);
     if (wq != NULL) {
         /* Earlier callers wait for this lock: their turn comes first. */
         if (c->wait_ms == 0) {
@@ -956,8 +958,8 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
 }
 
 void
-adm_locks_serve(struct adm_locks *al, struct evhttp_request *req,
-                const char *path, const char *query)
+lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
+                   const char *path, const char *query)
 {
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     struct evkeyvalq q = {0};
@@ -980,7 +982,7 @@ adm_locks_serve(struct adm_locks *al, struct evhttp_request *req,
         adm_reply_problem(req, &p);
         return;
     }
-    c = call_new(al, req, name, len);
+    c = call_new(ls, req, name, len);
     if (c == NULL) {
         evhttp_send_error(req, 500, NULL);
         return;
@@ -1017,15 +1019,15 @@ out:
 }
 
 bool
-adm_locks_ready(struct adm_locks *al)
+lock_service_ready(struct lock_service *ls)
 {
-    return al->ops->ready(al->b);
+    return ls->ops->ready(ls->b);
 }
 
 void
-adm_locks_metrics(struct adm_locks *al, struct evbuffer *b)
+lock_service_metrics(struct lock_service *ls, struct evbuffer *b)
 {
-    const struct lock_stats *st = &al->stats;
+    const struct lock_stats *st = &ls->stats;
 
     static const char *const names[] = {"acquired", "busy", "extended",
                                         "released", "lost", "error"};
@@ -1048,54 +1050,57 @@ adm_locks_metrics(struct adm_locks *al, struct evbuffer *b)
                         "backend can be used (1) or not (0).\n# TYPE "
                         "tidemark_lock_backend_up gauge\n"
                         "tidemark_lock_backend_up %d\n",
-                        adm_locks_ready(al) ? 1 : 0);
+                        lock_service_ready(ls) ? 1 : 0);
 }
 
-struct adm_locks *
-adm_locks_new(struct tm_proxy *px, char *err, size_t errlen)
+struct lock_service *
+lock_service_new(struct event_base *base, const struct tm_log *log,
+                 struct fence *fence, const struct tm_config *cfg, char *err,
+                 size_t errlen)
 {
-    const struct tm_config *cfg = px->cfg;
-    struct adm_locks *al = calloc(1, sizeof(*al));
+    struct lock_service *ls = calloc(1, sizeof(*ls));
 
-    if (al == NULL) {
+    if (ls == NULL) {
         snprintf(err, errlen, "locks: out of memory");
         return NULL;
     }
-    al->px = px;
-    al->cfg = &cfg->locks;
-    al->tokens = &cfg->tokens;
-    al->ops = lock_find(cfg->locks.backend);
-    if (al->ops == NULL) {
+    ls->base = base;
+    ls->log = log;
+    ls->fence = fence;
+    ls->cfg = &cfg->locks;
+    ls->tokens = &cfg->tokens;
+    ls->ops = lock_find(cfg->locks.backend);
+    if (ls->ops == NULL) {
         snprintf(err, errlen, "locks: backend %s is not available",
                  cfg->locks.backend != NULL ? cfg->locks.backend : "-");
-        free(al);
+        free(ls);
         return NULL;
     }
-    al->b = al->ops->open(px->base, &cfg->locks, err, errlen);
-    if (al->b == NULL) {
-        free(al);
+    ls->b = ls->ops->open(base, &cfg->locks, err, errlen);
+    if (ls->b == NULL) {
+        free(ls);
         return NULL;
     }
-    return al;
+    return ls;
 }
 
 void
-adm_locks_free(struct adm_locks *al)
+lock_service_free(struct lock_service *ls)
 {
     struct lock_call *c, *next;
 
-    if (al == NULL) {
+    if (ls == NULL) {
         return;
     }
-    al->closing = true;
-    while (al->queues != NULL) {
-        for (c = al->queues->head; c != NULL; c = c->qnext) {
+    ls->closing = true;
+    while (ls->queues != NULL) {
+        for (c = ls->queues->head; c != NULL; c = c->qnext) {
             c->q = NULL;
         }
-        queue_free(al->queues);
+        queue_free(ls->queues);
     }
     /* Calls not in flight go now: nobody can be answered any more. */
-    for (c = al->calls; c != NULL; c = next) {
+    for (c = ls->calls; c != NULL; c = next) {
         next = c->next;
         if (!c->in_flight) {
             call_detach(c);
@@ -1103,10 +1108,10 @@ adm_locks_free(struct adm_locks *al)
         }
     }
     /* Runs the callbacks of queued operations: they only finish. */
-    al->ops->close(al->b);
+    ls->ops->close(ls->b);
     /* What is left waits for the mark store, closed after us: it frees
      * itself when its raise is answered. */
-    for (c = al->calls; c != NULL; c = next) {
+    for (c = ls->calls; c != NULL; c = next) {
         next = c->next;
         call_detach(c);
         if (c->deadline != NULL) {
@@ -1117,9 +1122,9 @@ adm_locks_free(struct adm_locks *al)
             event_free(c->peer);
             c->peer = NULL;
         }
-        c->al = NULL;
+        c->ls = NULL;
         c->prev = NULL;
         c->next = NULL;
     }
-    free(al);
+    free(ls);
 }
