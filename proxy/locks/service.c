@@ -19,14 +19,13 @@
 #include "../log.h"
 #include "../problem.h"
 #include "lock.h"
+#include "waiters.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-
-struct lock_queue;
 
 /*
  * One HTTP call. It lives while someone holds it: the client (req, until
@@ -36,8 +35,7 @@ struct lock_queue;
  */
 struct lock_call {
     struct lock_call *prev, *next; /* ls->calls */
-    struct lock_call *qnext;       /* in q, arrival order */
-    struct lock_queue *q;          /* the queue it waits in, or NULL */
+    struct waiter w;               /* waiting for its name's lock */
     struct lock_service *ls;       /* NULL: the service is gone */
     struct evhttp_request *req;    /* NULL: answered, or client gone */
     struct evhttp_connection *conn;
@@ -52,18 +50,6 @@ struct lock_call {
     bool timed_out; /* the deadline passed in flight */
     size_t len;
     char name[]; /* len bytes and a NUL */
-};
-
-/* The acquires waiting for one name; only the head ever asks the
- * backend, so the lock goes to waiters in arrival order. */
-struct lock_queue {
-    struct lock_queue *prev, *next; /* ls->queues */
-    struct lock_service *ls;
-    struct lock_call *head, *tail;
-    struct event *retry; /* the holder's lease ends */
-    bool trying;         /* the head's acquire is in flight */
-    size_t len;
-    char name[];
 };
 
 struct lock_stats {
@@ -84,12 +70,12 @@ struct lock_service {
     const struct lock_ops *ops;
     struct lock_backend *b;
     struct lock_call *calls;
-    struct lock_queue *queues;
+    struct waiters *waiters;
     bool closing;
     struct lock_stats stats;
 };
 
-static void queue_try(struct lock_queue *q);
+static void try_head(void *arg);
 
 /* Ask the backend for kind on c's lock; cb(c, ...) answers. c is in
  * flight until then. */
@@ -110,7 +96,7 @@ submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
     ls->ops->submit(ls->b, &op);
 }
 
-/* ---- calls and queues ------------------------------------------------ */
+/* ---- calls ---------------------------------------------------------- */
 
 static void conn_closed(struct evhttp_connection *conn, void *arg);
 
@@ -147,55 +133,6 @@ call_detach(struct lock_call *c)
     }
 }
 
-static void
-queue_free(struct lock_queue *q)
-{
-    struct lock_service *ls = q->ls;
-
-    if (q->prev != NULL) {
-        q->prev->next = q->next;
-    } else {
-        ls->queues = q->next;
-    }
-    if (q->next != NULL) {
-        q->next->prev = q->prev;
-    }
-    event_free(q->retry);
-    free(q);
-}
-
-/* Take c out of its queue; a queue left empty goes. try_next: when c
- * was the head, the next waiter asks at once (c gave up its turn). */
-static void
-queue_remove(struct lock_call *c, bool try_next)
-{
-    struct lock_queue *q = c->q;
-    struct lock_call **pp;
-    struct lock_call *prev = NULL;
-    bool was_head = q != NULL && q->head == c;
-
-    if (q == NULL) {
-        return;
-    }
-    for (pp = &q->head; *pp != NULL; pp = &(*pp)->qnext) {
-        if (*pp == c) {
-            *pp = c->qnext;
-            if (q->tail == c) {
-                q->tail = prev;
-            }
-            break;
-        }
-        prev = *pp;
-    }
-    c->q = NULL;
-    c->qnext = NULL;
-    if (q->head == NULL) {
-        queue_free(q);
-    } else if (try_next && was_head && !q->trying) {
-        queue_try(q);
-    }
-}
-
 /* Free c unless its client (req) or a callback (in_flight) still holds
  * it. */
 static void
@@ -204,9 +141,7 @@ call_finish(struct lock_call *c)
     if (c->in_flight || c->req != NULL) {
         return;
     }
-    if (c->q != NULL) {
-        queue_remove(c, true);
-    }
+    waiter_leave(&c->w, true);
     if (c->deadline != NULL) {
         event_free(c->deadline);
     }
@@ -235,55 +170,6 @@ conn_closed(struct evhttp_connection *conn, void *arg)
     (void)conn;
     c->req = NULL;
     call_finish(c);
-}
-
-static struct lock_queue *
-queue_find(struct lock_service *ls, const char *name, size_t len)
-{
-    for (struct lock_queue *q = ls->queues; q != NULL; q = q->next) {
-        if (q->len == len && memcmp(q->name, name, len) == 0) {
-            return q;
-        }
-    }
-    return NULL;
-}
-
-static void
-retry_cb(evutil_socket_t fd, short what, void *arg)
-{
-    lib_enter(((struct lock_queue *)arg)->ls->log);
-    (void)fd;
-    (void)what;
-    queue_try(arg);
-}
-
-/* The queue of c's name, made when missing; NULL when out of memory. */
-static struct lock_queue *
-queue_get(struct lock_service *ls, const char *name, size_t len)
-{
-    struct lock_queue *q = queue_find(ls, name, len);
-
-    if (q != NULL) {
-        return q;
-    }
-    q = calloc(1, sizeof(*q) + len + 1);
-    if (q == NULL) {
-        return NULL;
-    }
-    q->retry = evtimer_new(ls->base, retry_cb, q);
-    if (q->retry == NULL) {
-        free(q);
-        return NULL;
-    }
-    q->ls = ls;
-    q->len = len;
-    memcpy(q->name, name, len);
-    q->next = ls->queues;
-    if (ls->queues != NULL) {
-        ls->queues->prev = q;
-    }
-    ls->queues = q;
-    return q;
 }
 
 /* The waiting client's socket became readable. evhttp does not watch a
@@ -323,44 +209,13 @@ watch_peer(struct lock_call *c)
     }
 }
 
+/* c waits at the end of q. */
 static void
-queue_push(struct lock_queue *q, struct lock_call *c)
+wait_in(struct waitq *q, struct lock_call *c)
 {
     log_debug("locks: waiting: name=%s wait_ms=%" PRId64, c->name, c->wait_ms);
     watch_peer(c);
-    c->q = q;
-    c->qnext = NULL;
-    if (q->tail == NULL) {
-        q->head = c;
-    } else {
-        q->tail->qnext = c;
-    }
-    q->tail = c;
-}
-
-/* Try the head again when the lease that blocks it ends (ttl_ms from
- * now), unless a release wakes the queue first. */
-static void
-queue_arm(struct lock_queue *q, int64_t ttl_ms)
-{
-    struct timeval tv;
-
-    ttl_ms += 1;
-    tv.tv_sec = (time_t)(ttl_ms / 1000);
-    tv.tv_usec = (suseconds_t)(ttl_ms % 1000) * 1000;
-    evtimer_add(q->retry, &tv);
-}
-
-/* A lease of name ended here: its first waiter tries now. */
-static void
-queue_kick(struct lock_service *ls, const char *name, size_t len)
-{
-    struct lock_queue *q = queue_find(ls, name, len);
-
-    if (q != NULL && !q->trying) {
-        evtimer_del(q->retry);
-        queue_try(q);
-    }
+    waitq_push(q, &c->w, c);
 }
 
 /* ---- answers --------------------------------------------------------- */
@@ -486,7 +341,7 @@ orphan_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     (void)ttl_ms;
     c->in_flight = false;
     if (c->ls != NULL && !c->ls->closing && res == LOCK_OK) {
-        queue_kick(c->ls, c->name, c->len);
+        waiters_kick(c->ls->waiters, c->name, c->len);
     }
     call_finish(c);
 }
@@ -592,12 +447,9 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
     struct lock_call *c = arg;
     struct lock_service *ls = c->ls;
-    struct lock_queue *q = c->q;
 
     c->in_flight = false;
-    if (q != NULL && q->head == c) {
-        q->trying = false;
-    }
+    waiter_tried(&c->w);
     if (ls->closing) {
         call_detach(c);
         call_finish(c);
@@ -605,13 +457,15 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     }
     if (res == LOCK_OK) {
         c->fence = fence;
-        if (q != NULL) {
+        if (c->w.q != NULL) {
             /* The next waiter's turn comes at this lease's end, or at
              * its release. */
-            queue_remove(c, false);
-            q = queue_find(ls, c->name, c->len);
+            struct waitq *q;
+
+            waiter_leave(&c->w, false);
+            q = waiters_find(ls->waiters, c->name, c->len);
             if (q != NULL) {
-                queue_arm(q, ttl_ms);
+                waitq_arm(q, ttl_ms);
             }
         }
         if (c->req == NULL) {
@@ -637,17 +491,18 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         return;
     }
     if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out) {
-        if (q == NULL) {
-            q = queue_get(ls, c->name, c->len);
+        if (c->w.q == NULL) {
+            struct waitq *q = waiters_get(ls->waiters, c->name, c->len);
+
             if (q == NULL) {
                 backend_down(c);
                 call_finish(c);
                 return;
             }
-            queue_push(q, c);
+            wait_in(q, c);
         }
-        if (q->head == c) {
-            queue_arm(q, ttl_ms);
+        if (waiter_is_head(&c->w)) {
+            waitq_arm(c->w.q, ttl_ms);
         }
         return;
     }
@@ -669,7 +524,6 @@ floor_read(void *arg, enum store_result res, int64_t mark)
 {
     struct lock_call *c = arg;
     struct lock_service *ls = c->ls;
-    struct lock_queue *q = c->q;
 
     c->in_flight = false;
     if (ls == NULL || ls->closing) {
@@ -680,9 +534,7 @@ floor_read(void *arg, enum store_result res, int64_t mark)
     /* fence_get lifted the mark to the cached one: a store that lost
      * marks (Redis on a failover) does not lower the floor. */
     if (res != STORE_ACCEPTED || mark == INT64_MAX || c->req == NULL) {
-        if (q != NULL && q->head == c) {
-            q->trying = false;
-        }
+        waiter_tried(&c->w);
         if (res != STORE_ACCEPTED) {
             refuse(c, 503,
                    "the mark store cannot be read: a fence must be above "
@@ -711,27 +563,20 @@ floor_read(void *arg, enum store_result res, int64_t mark)
 static void
 start_acquire(struct lock_call *c)
 {
-    struct lock_queue *q = c->q;
-
     if (!fence_get(c->ls->fence, c->name, c->len, floor_read, c)) {
-        if (q != NULL && q->head == c) {
-            q->trying = false;
-        }
+        waiter_tried(&c->w);
         refuse(c, 503, "out of memory");
         return;
     }
     c->in_flight = true;
 }
 
+/* The turn of the head of a queue of waiters (waiters.h). */
 static void
-queue_try(struct lock_queue *q)
+try_head(void *arg)
 {
-    struct lock_call *c = q->head;
+    struct lock_call *c = arg;
 
-    if (c == NULL || q->trying) {
-        return;
-    }
-    q->trying = true;
     start_acquire(c);
     call_finish(c);
 }
@@ -871,7 +716,7 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             evhttp_send_reply(c->req, 204, "No Content", NULL);
             call_detach(c);
         }
-        queue_kick(ls, c->name, c->len);
+        waiters_kick(ls->waiters, c->name, c->len);
     } else if (res == LOCK_LOST) {
         lost(c);
     } else {
@@ -918,7 +763,7 @@ static void
 serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
 {
     struct lock_service *ls = c->ls;
-    struct lock_queue *wq;
+    struct waitq *wq;
     char why[96];
     int rc;
 
@@ -944,14 +789,14 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
             return;
         }
     }
-    wq = queue_find(ls, c->name, c->len);
+    wq = waiters_find(ls->waiters, c->name, c->len);
     if (wq != NULL) {
         /* Earlier callers wait for this lock: their turn comes first. */
         if (c->wait_ms == 0) {
             busy(c, 0, 0, "other callers are waiting for this lock");
             return;
         }
-        queue_push(wq, c);
+        wait_in(wq, c);
         return;
     }
     start_acquire(c);
@@ -1076,8 +921,15 @@ lock_service_new(struct event_base *base, const struct tm_log *log,
         free(ls);
         return NULL;
     }
+    ls->waiters = waiters_new(base, log, try_head);
+    if (ls->waiters == NULL) {
+        snprintf(err, errlen, "locks: out of memory");
+        free(ls);
+        return NULL;
+    }
     ls->b = ls->ops->open(base, &cfg->locks, err, errlen);
     if (ls->b == NULL) {
+        waiters_free(ls->waiters);
         free(ls);
         return NULL;
     }
@@ -1093,12 +945,8 @@ lock_service_free(struct lock_service *ls)
         return;
     }
     ls->closing = true;
-    while (ls->queues != NULL) {
-        for (c = ls->queues->head; c != NULL; c = c->qnext) {
-            c->q = NULL;
-        }
-        queue_free(ls->queues);
-    }
+    waiters_free(ls->waiters);
+    ls->waiters = NULL;
     /* Calls not in flight go now: nobody can be answered any more. */
     for (c = ls->calls; c != NULL; c = next) {
         next = c->next;
