@@ -18,6 +18,7 @@
 #include "up.h"
 #include "adm_page.h"
 #include "adm_reply.h"
+#include "json.h"
 #include "problem.h"
 #include "../policies/origin.h"
 #include "proxy_int.h"

@@ -9,7 +9,7 @@
 
 #include <event2/buffer.h>
 
-#include "problem.h"
+#include "json.h"
 #include "proxy_int.h"
 
 static const char page[] =

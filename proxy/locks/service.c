@@ -16,6 +16,7 @@
 #include "../../policies/token.h"
 #include "../adm_reply.h"
 #include "../fence.h"
+#include "../json.h"
 #include "../log.h"
 #include "../problem.h"
 #include "lock.h"
