@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
 #include "../conf/cfg.h"
 #include "../policies/canon.h"
 #include "fence.h"
@@ -21,7 +20,7 @@
 #include "json.h"
 #include "problem.h"
 #include "../policies/origin.h"
-#include "proxy_int.h"
+#include "proxy.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -78,9 +77,9 @@ simple(struct evhttp_request *req, int code, const char *text)
 static void
 readyz(struct adm *a, struct evhttp_request *req)
 {
-    bool store = fence_ready(a->px->fence);
-    bool ready = store && !a->px->draining;
-    int64_t held = order_hold_left(a->px->order);
+    bool store = fence_ready(proxy_fence(a->px));
+    bool ready = store && !proxy_draining(a->px);
+    int64_t held = order_hold_left(proxy_order(a->px));
     const char *locks = "";
     char hold[80] = "";
     char text[192];
@@ -96,14 +95,14 @@ readyz(struct adm *a, struct evhttp_request *req)
     }
     snprintf(text, sizeof(text), "%s\nstore: %s%s%s%s",
              ready ? "ready" : "not ready", store ? "ready" : "unavailable",
-             locks, hold, a->px->draining ? "\ndraining" : "");
+             locks, hold, proxy_draining(a->px) ? "\ndraining" : "");
     simple(req, ready ? 200 : 503, text);
 }
 
 static void
 metrics(struct adm *a, struct evhttp_request *req)
 {
-    const struct tm_stats *st = &a->px->stats;
+    const struct tm_stats *st = proxy_stats(a->px);
     struct evbuffer *b = evbuffer_new();
 
     if (b == NULL) {
@@ -120,33 +119,33 @@ metrics(struct adm *a, struct evhttp_request *req)
             st->bad_requests);
     COUNTER("tidemark_connections_total", "Client connections accepted.",
             st->conns_total);
-    fence_stats(a->px->fence, b);
+    fence_stats(proxy_fence(a->px), b);
 #undef COUNTER
     evbuffer_add_printf(b,
                         "# HELP tidemark_connections Open client "
                         "connections.\n# TYPE tidemark_connections "
                         "gauge\ntidemark_connections %zu\n",
-                        a->px->nclients);
+                        proxy_clients(a->px));
     evbuffer_add_printf(b,
                         "# HELP tidemark_order_start_hold_ms Milliseconds "
                         "left during which fenced writes wait after start "
                         "(writes of the previous process may be in "
                         "flight).\n# TYPE tidemark_order_start_hold_ms "
                         "gauge\ntidemark_order_start_hold_ms %" PRId64 "\n",
-                        order_hold_left(a->px->order));
-    metrics_write(a->px->metrics, fence_backend(a->px->fence), b);
+                        order_hold_left(proxy_order(a->px)));
+    metrics_write(proxy_metrics(a->px), fence_backend(proxy_fence(a->px)), b);
     evbuffer_add_printf(b, "# HELP tidemark_upstream_connections Pooled "
                            "upstream connections by state.\n# TYPE "
                            "tidemark_upstream_connections gauge\n");
-    for (size_t i = 0; i < a->px->cfg->nupstreams; i++) {
-        const char *name = a->px->cfg->upstreams[i].name;
+    for (size_t i = 0; i < proxy_cfg(a->px)->nupstreams; i++) {
+        const char *name = proxy_cfg(a->px)->upstreams[i].name;
         evbuffer_add_printf(b,
                             "tidemark_upstream_connections{upstream=\"%s\","
                             "state=\"idle\"} %zu\n"
                             "tidemark_upstream_connections{upstream=\"%s\","
                             "state=\"busy\"} %zu\n",
-                            name, up_idle_count(a->px->pools[i]), name,
-                            up_busy_count(a->px->pools[i]));
+                            name, up_idle_count(proxy_pool(a->px, i)), name,
+                            up_busy_count(proxy_pool(a->px, i)));
     }
     if (a->locks != NULL) {
         lock_service_metrics(a->locks, b);
@@ -231,7 +230,7 @@ marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
     mg->conn = evhttp_request_get_connection(req);
     mg->resource = res;
     evhttp_connection_set_closecb(mg->conn, conn_closed, mg);
-    if (!fence_get(px->fence, res, len, mark_done, mg)) {
+    if (!fence_get(proxy_fence(px), res, len, mark_done, mg)) {
         evhttp_connection_set_closecb(mg->conn, NULL, NULL);
         evhttp_send_error(req, 500, NULL);
         free(res);
@@ -244,7 +243,7 @@ marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
 static bool
 authorized(const struct adm *a, struct evhttp_request *req)
 {
-    const struct cfg_admin *ac = &a->px->cfg->admin;
+    const struct cfg_admin *ac = &proxy_cfg(a->px)->admin;
     const char *h;
     size_t n;
 
@@ -291,8 +290,9 @@ static bool
 origin_allowed(const struct adm *a, struct evhttp_request *req,
                const char *path)
 {
-    struct origin_self self = {
-        {a->host, strlen(a->host)}, a->port, a->px->cfg->admin.allowed_hosts};
+    struct origin_self self = {{a->host, strlen(a->host)},
+                               a->port,
+                               proxy_cfg(a->px)->admin.allowed_hosts};
     struct tm_slice host, origin, site;
     enum origin_verdict v;
     struct problem p = {0};
@@ -329,7 +329,7 @@ dispatch(struct evhttp_request *req, void *arg)
     size_t n = strcspn(uri, "?");
     const char *query = uri[n] == '?' ? uri + n + 1 : NULL;
 
-    lib_enter(&a->px->log);
+    lib_enter(proxy_log(a->px));
     if (n >= sizeof(path)) {
         reply_problem(req, 414, NULL, NULL);
         return;
@@ -373,7 +373,7 @@ dispatch(struct evhttp_request *req, void *arg)
             evhttp_send_error(req, 500, NULL);
             return;
         }
-        adm_recent_json(a->px, b);
+        adm_recent_json(proxy_recent(a->px), proxy_cfg(a->px), b);
         adm_reply(req, 200, "OK", "application/json", b);
         evbuffer_free(b);
     } else if (strcmp(path, "/healthz") == 0) {
@@ -400,11 +400,11 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
         return NULL;
     }
     a->px = px;
-    a->http = evhttp_new(px->base);
+    a->http = evhttp_new(proxy_base(px));
     if (a->http == NULL ||
-        !cfg_split_hostport(px->cfg->admin.listen, &host, &port)) {
+        !cfg_split_hostport(proxy_cfg(px)->admin.listen, &host, &port)) {
         snprintf(err, errlen, "admin: bad listen address %s",
-                 px->cfg->admin.listen);
+                 proxy_cfg(px)->admin.listen);
         goto fail;
     }
     evhttp_set_allowed_methods(
@@ -414,14 +414,14 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
     evhttp_set_max_body_size(a->http, 65536);
     evhttp_set_timeout(a->http, 30);
     evhttp_set_gencb(a->http, dispatch, a);
-    a->locks =
-        lock_service_new(px->base, &px->log, px->fence, px->cfg, err, errlen);
+    a->locks = lock_service_new(proxy_base(px), proxy_log(px), proxy_fence(px),
+                                proxy_cfg(px), err, errlen);
     if (a->locks == NULL) {
         goto fail;
     }
     if (evhttp_bind_socket(a->http, host, (ev_uint16_t)atoi(port)) != 0) {
         snprintf(err, errlen, "admin: cannot listen on %s",
-                 px->cfg->admin.listen);
+                 proxy_cfg(px)->admin.listen);
         goto fail;
     }
     a->host = host;

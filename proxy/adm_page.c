@@ -10,7 +10,8 @@
 #include <event2/buffer.h>
 
 #include "json.h"
-#include "proxy_int.h"
+#include "../conf/cfg.h"
+#include "recent.h"
 
 static const char page[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -98,10 +99,9 @@ methods_text(const struct tm_methods *m, char *buf, size_t len)
 }
 
 void
-adm_recent_json(const struct tm_proxy *px, struct evbuffer *b)
+adm_recent_json(const struct recent *r, const struct tm_config *cfg,
+                struct evbuffer *b)
 {
-    const struct tm_config *cfg = px->cfg;
-    const struct recent *r = &px->recent;
     size_t n;
 
     evbuffer_add(b, "{\"routes\":[", 11);

@@ -4,12 +4,15 @@
 #define TM_ADM_PAGE_H
 
 struct evbuffer;
-struct tm_proxy;
+struct recent;
+struct tm_config;
 
 /* The page: self-contained HTML, no external assets. */
 void adm_page_html(struct evbuffer *out);
 
-/* {"routes": [...], "marks": [...], "refusals": [...]}, newest first. */
-void adm_recent_json(const struct tm_proxy *px, struct evbuffer *out);
+/* {"routes": [...], "marks": [...], "refusals": [...]}, newest first:
+ * cfg's routes, r's marks and refusals. */
+void adm_recent_json(const struct recent *r, const struct tm_config *cfg,
+                     struct evbuffer *out);
 
 #endif

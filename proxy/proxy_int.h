@@ -1,5 +1,6 @@
-/* proxy_int.h: the proxy's shared state, for the modules of proxy/ only
- * (listener, client connections, control port). */
+/* proxy_int.h: the whole proxy, for proxy.c, its generations (gen.c) and
+ * the data path that runs inside it (the client connection and its
+ * stages). The control port reads only what proxy.h gives it. */
 #ifndef TM_PROXY_INT_H
 #define TM_PROXY_INT_H
 
@@ -10,6 +11,7 @@
 #include "../conf/cfg.h"
 #include "http_parse.h"
 #include "log.h"
+#include "proxy.h"
 #include "recent.h"
 
 struct event_base;
@@ -22,23 +24,6 @@ struct adm;
 struct client;
 struct cio;
 struct metrics;
-
-/* Counters shown on the control port. */
-struct tm_stats {
-    uint64_t conns_total;
-    uint64_t requests;
-    uint64_t accepted;
-    uint64_t stale;
-    uint64_t missing;
-    uint64_t invalid;
-    uint64_t forbidden;
-    uint64_t unavailable;
-    uint64_t bypassed;
-    uint64_t store_errors;
-    uint64_t bad_requests;
-    uint64_t upstream_errors;
-    uint64_t upstream_timeouts;
-};
 
 /* One configuration and the upstream pools built from it. A request keeps
  * the generation it started under alive (refs) until it ends, so a reload
