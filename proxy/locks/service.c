@@ -3,77 +3,37 @@
  * look up leases; eager fencing and signed tokens on the way out. */
 #include "service.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/queue.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../conf/cfg.h"
 #include "../../policies/canon.h"
-#include "../../policies/token.h"
 #include "../adm_reply.h"
 #include "../fence.h"
-#include "../json.h"
 #include "../log.h"
 #include "../problem.h"
+#include "call.h"
 #include "lock.h"
 #include "waiters.h"
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-
-/*
- * One HTTP call. It lives while someone holds it: the client (req, until
- * answered or gone) or a backend or the mark store (in_flight: the call
- * is the argument of a callback still to come). call_finish frees it
- * once neither holds it.
- */
-struct lock_call {
-    struct lock_call *prev, *next; /* ls->calls */
-    struct waiter w;               /* waiting for its name's lock */
-    struct lock_service *ls;       /* NULL: the service is gone */
-    struct evhttp_request *req;    /* NULL: answered, or client gone */
-    struct evhttp_connection *conn;
-    struct event *deadline; /* a waiting acquire gives up */
-    struct event *peer;     /* waiting: the client hangs up */
-    int64_t ttl_ms;
-    int64_t wait_ms;
-    int64_t fence;
-    int64_t min_fence; /* acquire's floor, 0: none */
-    bool refloored;    /* the floor retry was spent */
-    bool in_flight;
-    bool timed_out; /* the deadline passed in flight */
-    size_t len;
-    char name[]; /* len bytes and a NUL */
-};
-
-struct lock_stats {
-    uint64_t acquired;
-    uint64_t busy;
-    uint64_t extended;
-    uint64_t released;
-    uint64_t lost;
-    uint64_t errors;
-};
 
 struct lock_service {
     struct event_base *base;
     const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct fence *fence;      /* eager fencing and the acquire's floor */
     const struct cfg_locks *cfg;
-    const struct cfg_tokens *tokens;
     const struct lock_ops *ops;
     struct lock_backend *b;
-    struct lock_call *calls;
+    struct lock_calls calls; /* every call alive, and their counters */
     struct waiters *waiters;
     bool closing;
-    struct lock_stats stats;
 };
 
 static void try_head(void *arg);
@@ -97,238 +57,13 @@ submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
     ls->ops->submit(ls->b, &op);
 }
 
-/* ---- calls ---------------------------------------------------------- */
-
-static void conn_closed(struct evhttp_connection *conn, void *arg);
-
-static struct lock_call *
-call_new(struct lock_service *ls, struct evhttp_request *req, const char *name,
-         size_t len)
-{
-    struct lock_call *c = calloc(1, sizeof(*c) + len + 1);
-
-    if (c == NULL) {
-        return NULL;
-    }
-    c->ls = ls;
-    c->req = req;
-    c->conn = evhttp_request_get_connection(req);
-    c->len = len;
-    memcpy(c->name, name, len);
-    c->next = ls->calls;
-    if (ls->calls != NULL) {
-        ls->calls->prev = c;
-    }
-    ls->calls = c;
-    evhttp_connection_set_closecb(c->conn, conn_closed, c);
-    return c;
-}
-
-/* The client will not be answered any more. */
-static void
-call_detach(struct lock_call *c)
-{
-    if (c->req != NULL) {
-        evhttp_connection_set_closecb(c->conn, NULL, NULL);
-        c->req = NULL;
-    }
-}
-
-/* Free c unless its client (req) or a callback (in_flight) still holds
- * it. */
-static void
-call_finish(struct lock_call *c)
-{
-    if (c->in_flight || c->req != NULL) {
-        return;
-    }
-    waiter_leave(&c->w, true);
-    if (c->deadline != NULL) {
-        event_free(c->deadline);
-    }
-    if (c->peer != NULL) {
-        event_free(c->peer);
-    }
-    if (c->ls != NULL) {
-        if (c->prev != NULL) {
-            c->prev->next = c->next;
-        } else {
-            c->ls->calls = c->next;
-        }
-        if (c->next != NULL) {
-            c->next->prev = c->prev;
-        }
-    }
-    free(c);
-}
-
-static void
-conn_closed(struct evhttp_connection *conn, void *arg)
-{
-    struct lock_call *c = arg;
-
-    lib_enter(c->ls->log);
-    (void)conn;
-    c->req = NULL;
-    call_finish(c);
-}
-
-/* The waiting client's socket became readable. evhttp does not watch a
- * connection while its request waits for an answer, so a waiter that
- * hangs up would otherwise get the lock and hold it for its whole TTL:
- * on EOF, close the connection (conn_closed drops the call). */
-static void
-peer_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct lock_call *c = arg;
-    char byte;
-    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-
-    lib_enter(c->ls->log);
-    (void)what;
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
-        return; /* bytes of a next request: evhttp reads them later */
-    }
-    if (c->req != NULL) {
-        evhttp_connection_free(c->conn);
-    }
-}
-
-/* Watch a waiting call's client for a hang-up; best effort. */
-static void
-watch_peer(struct lock_call *c)
-{
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(c->conn);
-    evutil_socket_t fd = bev != NULL ? bufferevent_getfd(bev) : -1;
-
-    if (c->peer != NULL || fd < 0) {
-        return;
-    }
-    c->peer = event_new(c->ls->base, fd, EV_READ, peer_cb, c);
-    if (c->peer != NULL) {
-        event_add(c->peer, NULL);
-    }
-}
-
 /* c waits at the end of q. */
 static void
 wait_in(struct waitq *q, struct lock_call *c)
 {
     log_debug("locks: waiting: name=%s wait_ms=%" PRId64, c->name, c->wait_ms);
-    watch_peer(c);
+    lock_call_watch_peer(c);
     waitq_push(q, &c->w, c);
-}
-
-/* ---- answers --------------------------------------------------------- */
-
-static void
-problem_out(struct lock_call *c, struct problem *p)
-{
-    if (c->req == NULL) {
-        return;
-    }
-    p->resource = c->name;
-    log_at(p->status == 423 || p->status == 404 ? TM_LOG_DEBUG
-           : p->status >= 500                   ? TM_LOG_WARN
-                                                : TM_LOG_INFO,
-           "locks: refused %d: name=%s fence=%" PRId64 ": %s", p->status,
-           c->name, c->fence, p->detail != NULL ? p->detail : "-");
-    adm_reply_problem(c->req, p);
-    call_detach(c);
-}
-
-static void
-refuse(struct lock_call *c, int status, const char *detail)
-{
-    struct problem p = {.status = status, .detail = detail};
-
-    problem_out(c, &p);
-}
-
-static void
-lost(struct lock_call *c)
-{
-    struct problem p = {
-        .status = 409,
-        .type = "urn:tidemark:lock-lost",
-        .title = "Lock lost",
-        .detail = "the lease is gone or belongs to another holder: stop "
-                  "the work",
-    };
-
-    c->ls->stats.lost++;
-    problem_out(c, &p);
-}
-
-static void
-backend_down(struct lock_call *c)
-{
-    struct problem p = {
-        .status = 503,
-        .type = "urn:tidemark:lock-backend-unavailable",
-        .title = "Lock backend unavailable",
-        .detail = "the lock backend cannot be used; no new work starts",
-        .retry_after = 1,
-    };
-
-    c->ls->stats.errors++;
-    problem_out(c, &p);
-}
-
-static void
-busy(struct lock_call *c, int64_t fence, int64_t ttl_ms, const char *why)
-{
-    char extra[64];
-    struct problem p = {.status = 423, .detail = why};
-
-    if (fence > 0) {
-        snprintf(extra, sizeof(extra),
-                 "\"fence\":%" PRId64 ",\"ttl_ms\":%" PRId64, fence, ttl_ms);
-        p.extra = extra;
-        p.retry_after = (int)((ttl_ms + 999) / 1000);
-    }
-    c->ls->stats.busy++;
-    problem_out(c, &p);
-}
-
-/* 200 or 201 with {"name","token","fence","ttl_ms"}. false when the
- * answer could not be made (the client got a 500 or 503 instead). */
-static bool
-lease_out(struct lock_call *c, int code, int64_t ttl_ms)
-{
-    const struct cfg_tokens *tk = c->ls->tokens;
-    struct evbuffer *b;
-    char token[TOKEN_SIGNED_MAX + 1];
-
-    if (c->req == NULL) {
-        return false;
-    }
-    if (tk->key != NULL) {
-        if (token_sign(tk->key, tk->key_len, c->name, c->len, c->fence, token,
-                       sizeof(token)) == 0) {
-            backend_down(c);
-            return false;
-        }
-    } else {
-        snprintf(token, sizeof(token), "%" PRId64, c->fence);
-    }
-    b = evbuffer_new();
-    if (b == NULL) {
-        evhttp_send_error(c->req, 500, NULL);
-        call_detach(c);
-        return false;
-    }
-    evbuffer_add(b, "{\"name\":\"", 9);
-    json_escape(b, c->name, c->len);
-    evbuffer_add_printf(b,
-                        "\",\"token\":\"%s\",\"fence\":%" PRId64
-                        ",\"ttl_ms\":%" PRId64 "}\n",
-                        token, c->fence, ttl_ms);
-    adm_reply(c->req, code, code == 201 ? "Created" : "OK", "application/json",
-              b);
-    evbuffer_free(b);
-    call_detach(c);
-    return true;
 }
 
 /* ---- acquire --------------------------------------------------------- */
@@ -344,7 +79,7 @@ orphan_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     if (c->ls != NULL && !c->ls->closing && res == LOCK_OK) {
         waiters_kick(c->ls->waiters, c->name, c->len);
     }
-    call_finish(c);
+    lock_call_finish(c);
 }
 
 /* A lease was taken for c, but c cannot use it (its client left, or the
@@ -354,10 +89,10 @@ give_back(struct lock_call *c)
 {
     struct lock_service *ls = c->ls;
 
-    call_detach(c);
+    lock_call_detach(c);
     if (ls->closing) {
-        call_detach(c);
-        call_finish(c);
+        lock_call_detach(c);
+        lock_call_finish(c);
         return;
     }
     submit(c, LOCK_OP_RELEASE, orphan_released);
@@ -377,21 +112,21 @@ refloor_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     (void)ttl_ms;
     c->in_flight = false;
     if (c->ls == NULL || c->ls->closing) {
-        call_detach(c);
-        call_finish(c);
+        lock_call_detach(c);
+        lock_call_finish(c);
         return;
     }
     if (res == LOCK_ERROR) {
-        backend_down(c);
-        call_finish(c);
+        lock_call_down(c);
+        lock_call_finish(c);
         return;
     }
     if (c->req == NULL) {
-        call_finish(c);
+        lock_call_finish(c);
         return;
     }
     start_acquire(c);
-    call_finish(c);
+    lock_call_finish(c);
 }
 
 static void
@@ -402,14 +137,14 @@ raised(void *arg, enum store_result res, int64_t mark)
 
     c->in_flight = false;
     if (ls == NULL || ls->closing) {
-        call_detach(c);
-        call_finish(c);
+        lock_call_detach(c);
+        lock_call_finish(c);
         return;
     }
     if (res == STORE_ACCEPTED && c->req != NULL &&
-        lease_out(c, 201, c->ttl_ms)) {
-        ls->stats.acquired++;
-        call_finish(c);
+        lock_call_lease(c, 201, c->ttl_ms)) {
+        ls->calls.stats.acquired++;
+        lock_call_finish(c);
         return;
     }
     if (res == STORE_STALE && !c->refloored && mark < INT64_MAX &&
@@ -434,11 +169,11 @@ raised(void *arg, enum store_result res, int64_t mark)
                  "the lock backend's counter is behind the mark store",
                  mark);
         log_error("locks: %s: %s", c->name, why);
-        refuse(c, 503, why);
+        lock_call_refuse(c, 503, why);
     } else if (res == STORE_ERROR) {
-        refuse(c, 503,
-               "the mark store cannot raise the resource's mark "
-               "(eager fencing); no new work starts");
+        lock_call_refuse(c, 503,
+                         "the mark store cannot raise the resource's mark "
+                         "(eager fencing); no new work starts");
     }
     give_back(c);
 }
@@ -452,8 +187,8 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     c->in_flight = false;
     waiter_tried(&c->w);
     if (ls->closing) {
-        call_detach(c);
-        call_finish(c);
+        lock_call_detach(c);
+        lock_call_finish(c);
         return;
     }
     if (res == LOCK_OK) {
@@ -476,19 +211,19 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         if (ls->cfg->eager) {
             if (fence_raise(ls->fence, c->name, c->len, fence, raised, c) ==
                 NULL) {
-                refuse(c, 503, "out of memory");
+                lock_call_refuse(c, 503, "out of memory");
                 give_back(c);
                 return;
             }
             c->in_flight = true;
             return;
         }
-        if (!lease_out(c, 201, ttl_ms)) {
+        if (!lock_call_lease(c, 201, ttl_ms)) {
             give_back(c);
             return;
         }
-        ls->stats.acquired++;
-        call_finish(c);
+        ls->calls.stats.acquired++;
+        lock_call_finish(c);
         return;
     }
     if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out) {
@@ -496,8 +231,8 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             struct waitq *q = waiters_get(ls->waiters, c->name, c->len);
 
             if (q == NULL) {
-                backend_down(c);
-                call_finish(c);
+                lock_call_down(c);
+                lock_call_finish(c);
                 return;
             }
             wait_in(q, c);
@@ -508,14 +243,15 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         return;
     }
     if (res == LOCK_BUSY) {
-        busy(c, fence, ttl_ms,
-             c->timed_out ? "waited wait_ms; another holder's lease is "
-                            "still live"
-                          : NULL);
+        lock_call_busy(c, fence, ttl_ms,
+                       c->timed_out
+                           ? "waited wait_ms; another holder's lease is "
+                             "still live"
+                           : NULL);
     } else {
-        backend_down(c);
+        lock_call_down(c);
     }
-    call_finish(c);
+    lock_call_finish(c);
 }
 
 /* The store's mark of c's resource is read: ask the backend for a lease
@@ -528,8 +264,8 @@ floor_read(void *arg, enum store_result res, int64_t mark)
 
     c->in_flight = false;
     if (ls == NULL || ls->closing) {
-        call_detach(c);
-        call_finish(c);
+        lock_call_detach(c);
+        lock_call_finish(c);
         return;
     }
     /* fence_get lifted the mark to the cached one: a store that lost
@@ -537,15 +273,16 @@ floor_read(void *arg, enum store_result res, int64_t mark)
     if (res != STORE_ACCEPTED || mark == INT64_MAX || c->req == NULL) {
         waiter_tried(&c->w);
         if (res != STORE_ACCEPTED) {
-            refuse(c, 503,
-                   "the mark store cannot be read: a fence must be above "
-                   "the resource's mark; no new work starts");
+            lock_call_refuse(
+                c, 503,
+                "the mark store cannot be read: a fence must be above "
+                "the resource's mark; no new work starts");
         } else if (mark == INT64_MAX) {
-            refuse(c, 503,
-                   "the resource's mark is at the largest token: "
-                   "no fence is above it");
+            lock_call_refuse(c, 503,
+                             "the resource's mark is at the largest token: "
+                             "no fence is above it");
         }
-        call_finish(c);
+        lock_call_finish(c);
         return;
     }
     if (c->min_fence <= mark) {
@@ -559,14 +296,14 @@ floor_read(void *arg, enum store_result res, int64_t mark)
  * may be writing with already (the counter behind the mark: a restored
  * lease file, a lost Redis increment, tokens issued elsewhere, another
  * sidecar), and both would pass the fence. The backend then hands out at
- * least mark + 1, eager or not. The caller then calls call_finish (c
+ * least mark + 1, eager or not. The caller then calls lock_call_finish (c
  * goes when it could not be asked: answered 503). */
 static void
 start_acquire(struct lock_call *c)
 {
     if (!fence_get(c->ls->fence, c->name, c->len, floor_read, c)) {
         waiter_tried(&c->w);
-        refuse(c, 503, "out of memory");
+        lock_call_refuse(c, 503, "out of memory");
         return;
     }
     c->in_flight = true;
@@ -579,7 +316,7 @@ try_head(void *arg)
     struct lock_call *c = arg;
 
     start_acquire(c);
-    call_finish(c);
+    lock_call_finish(c);
 }
 
 static void
@@ -595,84 +332,8 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
         c->timed_out = true;
         return;
     }
-    busy(c, 0, 0, "waited wait_ms; the lock did not come free");
-    call_finish(c);
-}
-
-/* ---- parsing --------------------------------------------------------- */
-
-/* A decimal integer in [lo, hi]: 1 with *out set, 0 when absent, -1 when
- * malformed or out of range. */
-static int
-query_int(const struct evkeyvalq *q, const char *key, int64_t lo, int64_t hi,
-          int64_t *out)
-{
-    const char *v = evhttp_find_header(q, key);
-    int64_t n = 0;
-
-    if (v == NULL) {
-        return 0;
-    }
-    if (*v == '\0' || strlen(v) > 18) {
-        return -1;
-    }
-    for (const char *p = v; *p != '\0'; p++) {
-        if (*p < '0' || *p > '9') {
-            return -1;
-        }
-        n = n * 10 + (*p - '0');
-    }
-    if (n < lo || n > hi) {
-        return -1;
-    }
-    *out = n;
-    return 1;
-}
-
-/* The ttl_ms of an acquire or extend; false after answering 400. */
-static bool
-parse_ttl(struct lock_call *c, const struct evkeyvalq *q)
-{
-    char why[128];
-    int rc = query_int(q, "ttl_ms", 1, c->ls->cfg->max_ttl_ms, &c->ttl_ms);
-
-    if (rc == 1) {
-        return true;
-    }
-    snprintf(why, sizeof(why),
-             "ttl_ms is %s: milliseconds, 1 to %d ([locks] max_ttl_ms)",
-             rc == 0 ? "required" : "malformed or out of range",
-             c->ls->cfg->max_ttl_ms);
-    refuse(c, 400, why);
-    return false;
-}
-
-/* The token of an extend or release; false after answering 400 or 403.
- * With a key, only a token signed for this name is taken. */
-static bool
-parse_token(struct lock_call *c, const struct evkeyvalq *q)
-{
-    const struct cfg_tokens *tk = c->ls->tokens;
-    const char *v = evhttp_find_header(q, "token");
-    enum token_status ts;
-
-    if (v == NULL || *v == '\0') {
-        refuse(c, 400, "token is required: the token the acquire returned");
-        return false;
-    }
-    ts = token_check(tk->key != NULL ? TM_VERIFY_HMAC : TM_VERIFY_NONE, tk->key,
-                     tk->key_len, c->name, c->len, v, strlen(v), &c->fence);
-    if (ts == TOKEN_FORBIDDEN) {
-        refuse(c, 403,
-               "the token is unsigned, forged or issued for another "
-               "lock");
-        return false;
-    }
-    if (ts != TOKEN_OK) {
-        refuse(c, 400, "the token is malformed");
-        return false;
-    }
-    return true;
+    lock_call_busy(c, 0, 0, "waited wait_ms; the lock did not come free");
+    lock_call_finish(c);
 }
 
 /* ---- the other calls ------------------------------------------------- */
@@ -684,19 +345,19 @@ extended(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 
     c->in_flight = false;
     if (c->ls->closing) {
-        call_detach(c);
-        call_finish(c);
+        lock_call_detach(c);
+        lock_call_finish(c);
         return;
     }
     if (res == LOCK_OK) {
-        c->ls->stats.extended++;
-        (void)lease_out(c, 200, ttl_ms);
+        c->ls->calls.stats.extended++;
+        (void)lock_call_lease(c, 200, ttl_ms);
     } else if (res == LOCK_LOST) {
-        lost(c);
+        lock_call_lost(c);
     } else {
-        backend_down(c);
+        lock_call_down(c);
     }
-    call_finish(c);
+    lock_call_finish(c);
 }
 
 static void
@@ -707,35 +368,33 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 
     c->in_flight = false;
     if (ls->closing) {
-        call_detach(c);
-        call_finish(c);
+        lock_call_detach(c);
+        lock_call_finish(c);
         return;
     }
     if (res == LOCK_OK) {
-        ls->stats.released++;
+        ls->calls.stats.released++;
         if (c->req != NULL) {
-            evhttp_send_reply(c->req, 204, "No Content", NULL);
-            call_detach(c);
+            lock_call_no_content(c);
         }
         waiters_kick(ls->waiters, c->name, c->len);
     } else if (res == LOCK_LOST) {
-        lost(c);
+        lock_call_lost(c);
     } else {
-        backend_down(c);
+        lock_call_down(c);
     }
-    call_finish(c);
+    lock_call_finish(c);
 }
 
 static void
 looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
     struct lock_call *c = arg;
-    struct evbuffer *b;
 
     c->in_flight = false;
     if (c->ls->closing || c->req == NULL) {
-        call_detach(c);
-        call_finish(c);
+        lock_call_detach(c);
+        lock_call_finish(c);
         return;
     }
     if (res == LOCK_NONE) {
@@ -743,20 +402,13 @@ looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
                             .type = "urn:tidemark:no-lock",
                             .title = "No lease",
                             .detail = "nobody holds this lock"};
-        problem_out(c, &p);
-    } else if (res != LOCK_OK || (b = evbuffer_new()) == NULL) {
-        backend_down(c);
+        lock_call_problem(c, &p);
+    } else if (res != LOCK_OK) {
+        lock_call_down(c);
     } else {
-        evbuffer_add(b, "{\"name\":\"", 9);
-        json_escape(b, c->name, c->len);
-        evbuffer_add_printf(
-            b, "\",\"fence\":%" PRId64 ",\"ttl_ms\":%" PRId64 "}\n", fence,
-            ttl_ms);
-        adm_reply(c->req, 200, "OK", "application/json", b);
-        evbuffer_free(b);
-        call_detach(c);
+        lock_call_status(c, fence, ttl_ms);
     }
-    call_finish(c);
+    lock_call_finish(c);
 }
 
 /* POST: take the lock now, or queue behind earlier waiters. */
@@ -765,19 +417,8 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
 {
     struct lock_service *ls = c->ls;
     struct waitq *wq;
-    char why[96];
-    int rc;
 
-    if (!parse_ttl(c, q)) {
-        return;
-    }
-    rc = query_int(q, "wait_ms", 0, ls->cfg->max_wait_ms, &c->wait_ms);
-    if (rc < 0) {
-        snprintf(why, sizeof(why),
-                 "wait_ms is malformed or out of range: 0 to %d ([locks] "
-                 "max_wait_ms)",
-                 ls->cfg->max_wait_ms);
-        refuse(c, 400, why);
+    if (!lock_call_ttl(c, q) || !lock_call_wait(c, q)) {
         return;
     }
     if (c->wait_ms > 0) {
@@ -786,7 +427,7 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
 
         c->deadline = evtimer_new(ls->base, deadline_cb, c);
         if (c->deadline == NULL || evtimer_add(c->deadline, &tv) != 0) {
-            backend_down(c);
+            lock_call_down(c);
             return;
         }
     }
@@ -794,7 +435,7 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
     if (wq != NULL) {
         /* Earlier callers wait for this lock: their turn comes first. */
         if (c->wait_ms == 0) {
-            busy(c, 0, 0, "other callers are waiting for this lock");
+            lock_call_busy(c, 0, 0, "other callers are waiting for this lock");
             return;
         }
         wait_in(wq, c);
@@ -828,13 +469,13 @@ lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
         adm_reply_problem(req, &p);
         return;
     }
-    c = call_new(ls, req, name, len);
+    c = lock_call_new(&ls->calls, ls, req, name, len);
     if (c == NULL) {
         evhttp_send_error(req, 500, NULL);
         return;
     }
     if (query != NULL && evhttp_parse_query_str(query, &q) != 0) {
-        refuse(c, 400, "the query string is malformed");
+        lock_call_refuse(c, 400, "the query string is malformed");
         goto out;
     }
     switch (cmd) {
@@ -842,12 +483,12 @@ lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
         serve_acquire(c, &q);
         break;
     case EVHTTP_REQ_PATCH:
-        if (parse_token(c, &q) && parse_ttl(c, &q)) {
+        if (lock_call_token(c, &q) && lock_call_ttl(c, &q)) {
             submit(c, LOCK_OP_EXTEND, extended);
         }
         break;
     case EVHTTP_REQ_DELETE:
-        if (parse_token(c, &q)) {
+        if (lock_call_token(c, &q)) {
             submit(c, LOCK_OP_RELEASE, released);
         }
         break;
@@ -856,12 +497,12 @@ lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
         submit(c, LOCK_OP_STATUS, looked_up);
         break;
     default:
-        refuse(c, 400, "locks take POST, PATCH, DELETE and GET");
+        lock_call_refuse(c, 400, "locks take POST, PATCH, DELETE and GET");
         break;
     }
 out:
     evhttp_clear_headers(&q);
-    call_finish(c);
+    lock_call_finish(c);
 }
 
 bool
@@ -873,7 +514,7 @@ lock_service_ready(struct lock_service *ls)
 void
 lock_service_metrics(struct lock_service *ls, struct evbuffer *b)
 {
-    const struct lock_stats *st = &ls->stats;
+    const struct lock_stats *st = &ls->calls.stats;
 
     static const char *const names[] = {"acquired", "busy", "extended",
                                         "released", "lost", "error"};
@@ -914,7 +555,10 @@ lock_service_new(struct event_base *base, const struct tm_log *log,
     ls->log = log;
     ls->fence = fence;
     ls->cfg = &cfg->locks;
-    ls->tokens = &cfg->tokens;
+    ls->calls.base = base;
+    ls->calls.log = log;
+    ls->calls.cfg = &cfg->locks;
+    ls->calls.tokens = &cfg->tokens;
     ls->ops = lock_find(cfg->locks.backend);
     if (ls->ops == NULL) {
         snprintf(err, errlen, "locks: backend %s is not available",
@@ -949,20 +593,20 @@ lock_service_free(struct lock_service *ls)
     waiters_free(ls->waiters);
     ls->waiters = NULL;
     /* Calls not in flight go now: nobody can be answered any more. */
-    for (c = ls->calls; c != NULL; c = next) {
+    for (c = ls->calls.head; c != NULL; c = next) {
         next = c->next;
         if (!c->in_flight) {
-            call_detach(c);
-            call_finish(c);
+            lock_call_detach(c);
+            lock_call_finish(c);
         }
     }
     /* Runs the callbacks of queued operations: they only finish. */
     ls->ops->close(ls->b);
     /* What is left waits for the mark store, closed after us: it frees
      * itself when its raise is answered. */
-    for (c = ls->calls; c != NULL; c = next) {
+    for (c = ls->calls.head; c != NULL; c = next) {
         next = c->next;
-        call_detach(c);
+        lock_call_detach(c);
         if (c->deadline != NULL) {
             event_free(c->deadline);
             c->deadline = NULL;
@@ -971,6 +615,7 @@ lock_service_free(struct lock_service *ls)
             event_free(c->peer);
             c->peer = NULL;
         }
+        c->set = NULL;
         c->ls = NULL;
         c->prev = NULL;
         c->next = NULL;
