@@ -20,7 +20,7 @@
 #include "json.h"
 #include "problem.h"
 #include "../policies/origin.h"
-#include "proxy.h"
+#include "proxy_view.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>

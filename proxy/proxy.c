@@ -21,7 +21,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "order.h"
-#include "proxy.h"
 #include "proxy_int.h"
 #include "store/store.h"
 #include "up.h"
@@ -493,72 +492,4 @@ tm_proxy_free(struct tm_proxy *px)
     }
     free(px);
     lib_leave(prev);
-}
-
-/* ---- what the control port reads (proxy.h) ------------------------- */
-
-struct event_base *
-proxy_base(const struct tm_proxy *px)
-{
-    return px->base;
-}
-
-const struct tm_log *
-proxy_log(const struct tm_proxy *px)
-{
-    return &px->log;
-}
-
-const struct tm_config *
-proxy_cfg(const struct tm_proxy *px)
-{
-    return px->cfg;
-}
-
-struct up_pool *
-proxy_pool(const struct tm_proxy *px, size_t i)
-{
-    return px->pools[i];
-}
-
-struct fence *
-proxy_fence(const struct tm_proxy *px)
-{
-    return px->fence;
-}
-
-struct order *
-proxy_order(const struct tm_proxy *px)
-{
-    return px->order;
-}
-
-struct metrics *
-proxy_metrics(const struct tm_proxy *px)
-{
-    return px->metrics;
-}
-
-const struct tm_stats *
-proxy_stats(const struct tm_proxy *px)
-{
-    return &px->stats;
-}
-
-const struct recent *
-proxy_recent(const struct tm_proxy *px)
-{
-    return &px->recent;
-}
-
-size_t
-proxy_clients(const struct tm_proxy *px)
-{
-    return px->nclients;
-}
-
-bool
-proxy_draining(const struct tm_proxy *px)
-{
-    return px->draining;
 }

@@ -1,9 +1,9 @@
-/* proxy.h: what the control port reads of the proxy it serves, one call
- * a part, so that struct tm_proxy (proxy_int.h) stays with proxy.c and
- * the data path that runs inside it. Every call reads the value of now:
+/* proxy_view.h: what the control port reads of the proxy it serves, one
+ * call a part, so that struct tm_proxy (proxy_int.h) stays with proxy.c
+ * and the data path that runs inside it. Every call reads the value of now:
  * the configuration and the pools change on a reload. */
-#ifndef TM_PROXY_H
-#define TM_PROXY_H
+#ifndef TM_PROXY_VIEW_H
+#define TM_PROXY_VIEW_H
 
 #include <stdbool.h>
 #include <stddef.h>
