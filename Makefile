@@ -59,8 +59,8 @@ LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 
-LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
-                    proxy/locks/*.c)
+LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/clients/*.c \
+                    proxy/store/*.c proxy/locks/*.c)
 LIB_SRC := $(filter-out proxy/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -9,8 +9,9 @@
 
 #include <event2/buffer.h>
 
-#include "problem.h"
-#include "proxy_int.h"
+#include "json.h"
+#include "../conf/cfg.h"
+#include "recent.h"
 #include "tidemark.h"
 
 static const char page[] =
@@ -172,11 +173,9 @@ json_name(struct evbuffer *b, size_t i, const char *key, const char *v)
 }
 
 void
-adm_recent_json(const struct tm_proxy *px, const struct page_status *st,
-                struct evbuffer *b)
+adm_recent_json(const struct recent *r, const struct tm_config *cfg,
+                const struct page_status *st, struct evbuffer *b)
 {
-    const struct tm_config *cfg = px->cfg;
-    const struct recent *r = &px->recent;
     int64_t now = recent_now_ms();
     size_t n, shown = 0;
 

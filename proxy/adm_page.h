@@ -7,7 +7,8 @@
 #include <stdbool.h>
 
 struct evbuffer;
-struct tm_proxy;
+struct recent;
+struct tm_config;
 
 /* What the control port knows of the parts the page reports on. */
 struct page_status {
@@ -21,9 +22,11 @@ struct page_status {
 void adm_page_html(struct evbuffer *out);
 
 /* {"version", "started", "now_ms", "ready", "accepted", "refused",
- *  "routes", "marks", "locks", "refusals"}: marks one per resource, most
- * recently written first; refusals newest first; leases still live. */
-void adm_recent_json(const struct tm_proxy *px, const struct page_status *st,
+ *  "routes", "marks", "locks", "refusals"}: cfg's routes; r's marks one
+ * per resource, most recently written first, its refusals newest first,
+ * its leases still live; st's readiness. */
+void adm_recent_json(const struct recent *r, const struct tm_config *cfg,
+                     const struct page_status *st,
                      struct evbuffer *out);
 
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "problem.h"
+#include "../policies/json.h"
 
 _Thread_local const struct tm_log *log_cur;
 _Thread_local bool lib_sigpipe_blocked;

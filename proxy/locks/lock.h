@@ -86,4 +86,21 @@ struct lock_ops {
 /* The backend registered under name ("lmdb", ...), or NULL. */
 const struct lock_ops *lock_find(const char *name);
 
+/* ---- for the network backends ---- */
+
+struct coldq;
+struct defer;
+
+/* Answer cb(arg, res, 0, 0) on a later pass of d's loop; as store_defer
+ * (store.h) otherwise. */
+void lock_defer(struct defer *d, lock_cb cb, void *arg, enum lock_result res);
+
+/* op on b, parked while q waits for the backend's first connection:
+ * submitted again through ops when it is up, answered LOCK_ERROR
+ * otherwise. Copies op and its name. false (op->cb never called) when q
+ * does not wait, is full or out of memory. */
+bool lock_park(struct coldq *q, struct lock_backend *b,
+               const struct lock_ops *ops, const struct lock_op *op)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -14,10 +14,10 @@
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/lmdb_util.h"
+#include "../clients/lmdb_worker.h"
 #include "../log.h"
 #include "../metrics.h"
-#include "../store/lmdb_util.h"
-#include "../store/lmdb_worker.h"
 
 /*
  * Layout. One unnamed database maps a lock name (keyed as the mark store

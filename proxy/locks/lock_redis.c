@@ -1,6 +1,6 @@
 /* lock_redis.c: leases in Redis, the seed's acquire, release and extend
  * scripts (one atomic EVALSHA each) on the connection code the Redis mark
- * store uses (../store/redis_conn.c). */
+ * store uses (../clients/redis_conn.c). */
 #include "lock.h"
 
 #include <inttypes.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/defer.h"
+#include "../clients/redis_conn.h"
 #include "../log.h"
-#include "../store/coldq.h"
-#include "../store/redis_conn.h"
-#include "../store/store_defer.h"
 
 /*
  * Keys. The lease of name N is "lock:{N}" holding its fence as a decimal
@@ -90,7 +90,7 @@ struct rl_req;
 struct redis_locks {
     struct event_base *base;
     struct redis_conn *conn;
-    struct store_defer *defer; /* answers given without Redis */
+    struct defer *defer; /* answers given without Redis */
     bool closing;
 };
 
@@ -135,7 +135,7 @@ parse_dec(const redisReply *rep, bool zero_ok, int64_t *out)
 static void
 defer_error(struct redis_locks *s, struct rl_req *r)
 {
-    store_defer_lock(s->defer, r->cb, r->arg, LOCK_ERROR);
+    lock_defer(s->defer, r->cb, r->arg, LOCK_ERROR);
     free(r);
 }
 
@@ -236,12 +236,12 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
 
     /* Before the first connection is up, wait for it (coldq.h). */
     if (!s->closing && !redis_conn_ready(s->conn) &&
-        coldq_park_lock(redis_conn_coldq(s->conn), b, &lock_redis_ops, op)) {
+        lock_park(redis_conn_coldq(s->conn), b, &lock_redis_ops, op)) {
         return;
     }
     r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
     if (r == NULL) {
-        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
+        lock_defer(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     *r = (struct rl_req){
@@ -330,7 +330,7 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     s->base = base;
-    s->defer = store_defer_new(base);
+    s->defer = defer_new(base);
     if (s->defer == NULL) {
         snprintf(err, errlen, "locks: cannot set up events");
         free(s);
@@ -342,7 +342,7 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
                              sizeof(rl_scripts) / sizeof(rl_scripts[0]),
                              cfg->timeout_ms, err, errlen);
     if (s->conn == NULL) {
-        store_defer_free(s->defer);
+        defer_free(s->defer);
         free(s);
         return NULL;
     }
@@ -360,7 +360,7 @@ rl_close(struct lock_backend *b)
     s->closing = true;
     /* Answers every script in flight (callbacks run now). */
     redis_conn_free(s->conn);
-    store_defer_free(s->defer);
+    defer_free(s->defer);
     free(s);
 }
 

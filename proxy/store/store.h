@@ -63,4 +63,23 @@ struct store_ops {
 /* The backend registered under type ("lmdb", ...), or NULL. */
 const struct store_ops *store_find(const char *type);
 
+/* ---- for the network stores ---- */
+
+struct coldq;
+struct defer;
+
+/* Answer cb(arg, res, mark) on a later pass of d's loop. Allocates one
+ * small record; when that fails the answer is lost and the caller's
+ * [store] timeout_ms answers instead (logged). */
+void store_defer(struct defer *d, store_cb cb, void *arg, enum store_result res,
+                 int64_t mark);
+
+/* A raise (is_get false) or get on st, parked while q waits for the
+ * store's first connection: made again through ops when it is up,
+ * answered STORE_ERROR otherwise. Copies res. false (cb never called)
+ * when q does not wait, is full or out of memory. */
+bool store_park(struct coldq *q, struct store *st, const struct store_ops *ops,
+                bool is_get, const char *res, size_t len, int64_t token,
+                store_cb cb, void *arg) __attribute__((warn_unused_result));
+
 #endif

@@ -15,13 +15,13 @@
 #include <openssl/evp.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/defer.h"
 #include "../dial.h"
 #include "../log.h"
 #include "../queue.h"
 #include "batch.h"
-#include "coldq.h"
 #include "store.h"
-#include "store_defer.h"
 
 /*
  * Keys and values. The mark of resource R is the key "tidemark/marks/R"
@@ -99,7 +99,7 @@ struct etcd_store {
     bool closing;
     bool full_logged;
     unsigned failures;
-    struct store_defer *defer;
+    struct defer *defer;
     struct coldq *cold;        /* calls waiting for etcd's first answer */
     struct batch_req **sorted; /* scratch: ETCD_RAISES_MAX */
     struct jtok *toks;         /* scratch: ETCD_JSON_TOKENS_MAX */
@@ -835,8 +835,8 @@ enqueue(struct etcd_store *s, const char *res, size_t len, int64_t token,
 
     /* Until etcd has answered once, a call waits for it (coldq.h). */
     if (!s->closing && !s->ready &&
-        coldq_park_store(s->cold, (struct store *)s, &store_etcd_ops, is_get,
-                         res, len, token, cb, arg)) {
+        store_park(s->cold, (struct store *)s, &store_etcd_ops, is_get, res,
+                   len, token, cb, arg)) {
         return;
     }
     if (s->closing) {
@@ -916,7 +916,7 @@ etcd_free(struct etcd_store *s)
     if (s->kick_ev != NULL) {
         event_free(s->kick_ev);
     }
-    store_defer_free(s->defer);
+    defer_free(s->defer);
     for (int i = 0; s->eps != NULL && i < s->neps; i++) {
         free(s->eps[i].addr);
     }
@@ -1064,7 +1064,7 @@ etcd_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     s->toks = calloc(ETCD_JSON_TOKENS_MAX, sizeof(*s->toks));
     s->kick_ev = event_new(base, -1, 0, on_kick, s);
     s->probe_ev = evtimer_new(base, on_probe_timer, s);
-    s->defer = store_defer_new(base);
+    s->defer = defer_new(base);
     s->cold = coldq_new(base, s->timeout_ms);
     if (s->cold == NULL || s->slots == NULL || s->sorted == NULL ||
         s->toks == NULL || s->kick_ev == NULL || s->probe_ev == NULL ||

@@ -17,11 +17,11 @@
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/lmdb_util.h"
+#include "../clients/lmdb_worker.h"
 #include "../log.h"
 #include "../metrics.h"
 #include "journal.h"
-#include "lmdb_util.h"
-#include "lmdb_worker.h"
 
 /*
  * Layout of the file. One unnamed database maps a key to an 8-byte

@@ -11,11 +11,11 @@
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/defer.h"
+#include "../clients/redis_conn.h"
 #include "../log.h"
-#include "coldq.h"
-#include "redis_conn.h"
 #include "store.h"
-#include "store_defer.h"
 
 /*
  * Keys. The mark of resource R is the string key "fence:{R}" holding the
@@ -92,7 +92,7 @@ struct redis_store {
     bool closing;
     struct event *kick_ev; /* end of turn: send the open WAIT */
     struct redis_wait *open_wait;
-    struct store_defer *defer;
+    struct defer *defer;
 };
 
 static struct redis_store *
@@ -352,8 +352,8 @@ cold_park(struct redis_store *s, bool is_get, const char *res, size_t len,
           int64_t token, store_cb cb, void *arg)
 {
     return !s->closing && !redis_conn_ready(s->conn) &&
-           coldq_park_store(redis_conn_coldq(s->conn), (struct store *)s,
-                            &store_redis_ops, is_get, res, len, token, cb, arg);
+           store_park(redis_conn_coldq(s->conn), (struct store *)s,
+                      &store_redis_ops, is_get, res, len, token, cb, arg);
 }
 
 static void
@@ -455,7 +455,7 @@ redis_free(struct redis_store *s)
     if (s->kick_ev != NULL) {
         event_free(s->kick_ev);
     }
-    store_defer_free(s->defer);
+    defer_free(s->defer);
     free(s);
 }
 
@@ -480,7 +480,7 @@ redis_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     /* WAIT answers before the core's own timeout, so the log says why. */
     s->wait_ms = cfg->timeout_ms > 4 ? cfg->timeout_ms * 3 / 4 : 1;
     s->kick_ev = event_new(base, -1, 0, on_kick, s);
-    s->defer = store_defer_new(base);
+    s->defer = defer_new(base);
     if (s->kick_ev == NULL || s->defer == NULL) {
         snprintf(err, errlen, "redis: cannot set up events");
         redis_free(s);
