@@ -36,7 +36,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS    := libevent libevent_openssl libevent_pthreads inih lmdb hiredis libpq openssl
+PKGS    := libevent libevent_openssl libevent_pthreads inih lmdb hiredis libpq openssl jansson
 CFLAGS  ?= -O2 -g
 # The flags the code needs, kept apart from CFLAGS so that a CFLAGS given on
 # the command line (test-asan) changes optimisation, not the language.
@@ -52,6 +52,7 @@ MANDIR  ?= $(PREFIX)/share/man
 VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)
 
 LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
+                    proxy/clients/*.c \
                     proxy/locks/*.c)
 LIB_SRC := $(filter-out proxy/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)

@@ -97,12 +97,14 @@ struct cfg_admin {
 
 /* The lock service on the control port. */
 struct cfg_locks {
-    char *backend;    /* lmdb | redis | postgres */
+    char *backend;    /* lmdb | redis | postgres | etcd */
     char *path;       /* lmdb: the lease file */
     char *url;        /* redis: redis://host:port[/db] */
     char *dsn;        /* postgres: a libpq connection string */
-    int pool_size;    /* postgres: connections */
-    int timeout_ms;   /* redis, postgres: one operation */
+    char *endpoints;  /* etcd: http://host:port, comma-separated */
+    char *prefix;     /* etcd: the keys of lock N are under prefix N// */
+    int pool_size;    /* postgres: connections; etcd: per endpoint */
+    int timeout_ms;   /* redis, postgres, etcd: one operation */
     int64_t map_size; /* lmdb: bytes */
     bool eager;       /* an acquire raises the resource's mark */
     int max_ttl_ms;   /* longer leases are refused (400) */

@@ -976,7 +976,7 @@ static const char *const mode_choices[] = {"correctness", "efficiency", "off",
 static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
 static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
-                                                   NULL};
+                                                   "etcd", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -1092,17 +1092,24 @@ const struct cfg_opt cfg_opts[] = {
 
     {CFG_LOCKS, "backend", CFG_T_CHOICE, "lmdb", OFF(cfg_locks, backend),
      CHOICE(lock_backend_choices), CFG_RESTART,
-     "where leases live: lmdb | redis | postgres"},
+     "where leases live: lmdb | redis | postgres | etcd"},
     {CFG_LOCKS, "url", CFG_T_STR, NULL, OFF(cfg_locks, url), OPS(redis_url_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
     {CFG_LOCKS, "dsn", CFG_T_STR, NULL, OFF(cfg_locks, dsn), OPS(dsn_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
      "postgres: a libpq connection string or URI"},
+    {CFG_LOCKS, "endpoints", CFG_T_STR, NULL, OFF(cfg_locks, endpoints),
+     OPS(endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
+     "etcd: http://host:port, comma-separated"},
+    {CFG_LOCKS, "prefix", CFG_T_STR, "tidemark/locks/", OFF(cfg_locks, prefix),
+     NONE, CFG_EMPTY_OK | CFG_RESTART,
+     "etcd: the keys of lock NAME are PREFIX NAME // lease"},
     {CFG_LOCKS, "pool_size", CFG_T_INT, "2", OFF(cfg_locks, pool_size),
-     INT(1, 64), CFG_RESTART, "postgres: connections to the lease table"},
+     INT(1, 64), CFG_RESTART,
+     "postgres: connections to the lease table; etcd: per endpoint"},
     {CFG_LOCKS, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_locks, timeout_ms),
      INT(1, 600000), CFG_RESTART,
-     "redis, postgres: one lock operation, end to end"},
+     "redis, postgres, etcd: one lock operation, end to end"},
     {CFG_LOCKS, "path", CFG_T_STR, "./data/locks.lmdb", OFF(cfg_locks, path),
      NONE, CFG_RESTART, "lmdb: the lease file (not the [store] file)"},
     {CFG_LOCKS, "map_size", CFG_T_SIZE, "256M", OFF(cfg_locks, map_size),
@@ -1433,6 +1440,9 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     } else if (strcmp(l->backend, "postgres") == 0) {
         need = "dsn";
         v = l->dsn;
+    } else if (strcmp(l->backend, "etcd") == 0) {
+        need = "endpoints";
+        v = l->endpoints;
     }
     if (need != NULL && (v == NULL || !*v)) {
         snprintf(buf, len, "[locks] backend %s needs %s", l->backend, need);

@@ -101,6 +101,7 @@ submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
                          .ttl_ms = c->ttl_ms,
                          .fence = c->fence,
                          .min_fence = c->min_fence,
+                         .wait_ms = c->wait_ms,
                          .cb = cb,
                          .arg = c};
 
@@ -634,7 +635,8 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         call_finish(c);
         return;
     }
-    if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out) {
+    if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out &&
+        !al->ops->waits) {
         if (q == NULL) {
             q = queue_get(al, c->name, c->len);
             if (q == NULL) {
@@ -942,7 +944,8 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
             return;
         }
     }
-    wq = queue_find(al, c->name, c->len);
+    /* A backend that queues waiters itself (lock.h) gets every one. */
+    wq = al->ops->waits ? NULL : queue_find(al, c->name, c->len);
     if (wq != NULL) {
         /* Earlier callers wait for this lock: their turn comes first. */
         if (c->wait_ms == 0) {
