@@ -15,9 +15,9 @@ set -eu
 # debhelper, build-essential, systemd (systemd-analyze verify). Page:
 # chromium (headless). The Kubernetes example's test: python3-yaml.
 PKGS="make gcc libc6-dev pkg-config
-libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
+libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev libjansson-dev
 libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
-wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server clang
+wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server etcd-client clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
 python3-boto3 rclone"

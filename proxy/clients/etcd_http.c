@@ -76,6 +76,8 @@ struct etcd_http {
     size_t ndead, capdead;
     struct event *reap_ev;
     struct event *probe_ev;
+    void (*on_up)(void *arg);
+    void *on_up_arg;
     int probe_ep;
     bool probing;
     bool ready;
@@ -233,12 +235,17 @@ set_down(struct etcd_http *h, int ep, const char *why)
     if (h->ep == ep) {
         h->ep = (ep + 1) % h->neps; /* the next call goes elsewhere */
     }
+    if (evtimer_pending(h->probe_ev, NULL)) {
+        evtimer_del(h->probe_ev); /* probe soon, not in a second */
+    }
     start_probe(h);
 }
 
 static void
 set_up(struct etcd_http *h)
 {
+    bool was = h->ready;
+
     if (!h->ready) {
         log_info("etcd %s: %s", h->who,
                  h->ever_ready ? "usable again" : "ready");
@@ -246,6 +253,16 @@ set_up(struct etcd_http *h)
     h->ready = true;
     h->ever_ready = true;
     h->failures = 0;
+    if (!was && h->on_up != NULL) {
+        h->on_up(h->on_up_arg);
+    }
+}
+
+void
+etcd_http_on_up(struct etcd_http *h, void (*fn)(void *arg), void *arg)
+{
+    h->on_up = fn;
+    h->on_up_arg = arg;
 }
 
 bool
@@ -266,8 +283,8 @@ on_probe(struct evhttp_request *req, void *arg)
         return;
     }
     if (code == 200) {
-        h->ep = h->probe_ep; /* calls go where the answer came from */
         set_up(h);
+        start_probe(h);
         return;
     }
     if (h->ready) {
@@ -311,18 +328,20 @@ on_probe_timer(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Probe soon while not ready, unless a probe is planned or running. */
+/* Probe soon, unless a probe is planned or running: every EH_PROBE_MS
+ * while down, every second while up (an idle sidecar notices an outage
+ * too). */
 static void
 start_probe(struct etcd_http *h)
 {
     struct timeval tv = {0, EH_PROBE_MS * 1000};
 
-    if (h->closing || h->ready || h->probing ||
-        evtimer_pending(h->probe_ev, NULL)) {
+    if (h->closing || h->probing || evtimer_pending(h->probe_ev, NULL)) {
         return;
     }
-    if (!h->ever_ready) {
-        tv.tv_usec = 0; /* the first probes: at once */
+    if (h->ready) {
+        tv.tv_sec = 1;
+        tv.tv_usec = 0;
     }
     evtimer_add(h->probe_ev, &tv);
 }
@@ -404,9 +423,8 @@ on_response(struct evhttp_request *req, void *arg)
     if (!h->closing && c->tries < h->neps && dial_now_ms() + 1 < c->deadline) {
         int next = (c->ep + 1) % h->neps;
 
-        log_warn("etcd %s: %s (%s) gave no answer to %s; trying %s", h->who,
-                 h->eps[c->ep].host, h->eps[c->ep].text, c->path,
-                 h->eps[next].text);
+        log_warn("etcd %s: %s (%s) gave no answer; trying %s", h->who,
+                 h->eps[c->ep].host, h->eps[c->ep].text, h->eps[next].text);
         c->ep = next;
         if (send_call(c)) {
             return;

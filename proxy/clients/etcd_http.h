@@ -62,6 +62,10 @@ bool etcd_http_call(struct etcd_http *h, const char *path, json_t *body,
 /* true after an answer from etcd, until a call or probe gets none. */
 bool etcd_http_ready(struct etcd_http *h);
 
+/* fn(arg) each time h becomes ready (the first answer, and after an
+ * outage), on the loop thread. */
+void etcd_http_on_up(struct etcd_http *h, void (*fn)(void *arg), void *arg);
+
 /* The events of a watch: result is one message's "result" object
  * (borrowed), or NULL once the stream ended (closed, refused, canceled
  * or compacted by etcd): the watch is over, the owner starts another

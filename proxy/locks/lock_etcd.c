@@ -13,6 +13,7 @@
 #include "../../conf/cfg.h"
 #include "../clients/etcd_http.h"
 #include "../log.h"
+#include "../store/coldq.h"
 #include "../store/store_defer.h"
 
 /*
@@ -48,6 +49,7 @@ struct etcd_locks {
     const struct tm_log *log;
     struct etcd_http *h;
     struct store_defer *defer;
+    struct coldq *cold;  /* calls waiting for etcd's first answer */
     struct el_req *reqs; /* every operation not yet freed */
     char *prefix;
     size_t plen;
@@ -68,6 +70,7 @@ struct el_req {
     bool answered;    /* cb has run: free once ncalls is 0 */
     bool waited;      /* queued behind another key */
     bool lease_known; /* acquire: lease holds a granted lease */
+    bool in_submit;   /* answers now go through the loop (lock.h) */
     struct event *keepalive, *deadline;
     struct etcd_watch *watch;
     char *pfx; /* "<prefix>N//", plen bytes */
@@ -168,6 +171,10 @@ answer(struct el_req *r, enum lock_result res, int64_t fence, int64_t ttl_ms)
     r->watch = NULL;
     if (r->kind == LOCK_OP_ACQUIRE && res != LOCK_OK) {
         revoke_quietly(r);
+    }
+    if (r->in_submit) {
+        store_defer_lock(r->s->defer, r->cb, r->arg, res);
+        return;
     }
     r->cb(r->arg, res, fence, ttl_ms);
 }
@@ -720,6 +727,8 @@ on_grant(void *arg, const struct etcd_reply *rep)
 
 /* ---- the ops ---------------------------------------------------------- */
 
+extern const struct lock_ops lock_etcd_ops;
+
 static void
 el_submit(struct lock_backend *b, const struct lock_op *op)
 {
@@ -727,6 +736,11 @@ el_submit(struct lock_backend *b, const struct lock_op *op)
     struct el_req *r;
     char id[24];
 
+    /* Before etcd's first answer, wait for it (coldq.h). */
+    if (!s->closing && !etcd_http_ready(s->h) &&
+        coldq_park_lock(s->cold, b, &lock_etcd_ops, op)) {
+        return;
+    }
     if (s->closing || op->len == 0 || op->len > EL_NAME_MAX ||
         !etcd_http_ready(s->h)) {
         store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
@@ -760,6 +774,7 @@ el_submit(struct lock_backend *b, const struct lock_op *op)
         s->reqs->prev = r;
     }
     s->reqs = r;
+    r->in_submit = true;
     switch (op->kind) {
     case LOCK_OP_ACQUIRE:
         snprintf(id, sizeof(id), "%" PRId64, (op->ttl_ms + 999) / 1000);
@@ -776,6 +791,7 @@ el_submit(struct lock_backend *b, const struct lock_op *op)
                    on_status_range);
         break;
     }
+    r->in_submit = false;
     req_done(r);
 }
 
@@ -785,6 +801,14 @@ el_ready(struct lock_backend *b)
     struct etcd_locks *s = to_locks(b);
 
     return !s->closing && etcd_http_ready(s->h);
+}
+
+static void
+on_up(void *arg)
+{
+    struct etcd_locks *s = arg;
+
+    coldq_up(s->cold);
 }
 
 static struct lock_backend *
@@ -803,8 +827,11 @@ el_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     s->base = base;
     s->log = log_current();
     s->defer = store_defer_new(base);
-    if (s->defer == NULL) {
+    s->cold = coldq_new(base, cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000);
+    if (s->defer == NULL || s->cold == NULL) {
         snprintf(err, errlen, "locks: cannot set up events");
+        store_defer_free(s->defer);
+        coldq_free(s->cold);
         free(s->prefix);
         free(s);
         return NULL;
@@ -815,10 +842,12 @@ el_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
                          cfg->pool_size, err, errlen);
     if (s->h == NULL) {
         store_defer_free(s->defer);
+        coldq_free(s->cold);
         free(s->prefix);
         free(s);
         return NULL;
     }
+    etcd_http_on_up(s->h, on_up, s);
     log_info("locks: etcd, keys under \"%s\"", s->prefix);
     return (struct lock_backend *)s;
 }
@@ -832,6 +861,8 @@ el_close(struct lock_backend *b)
         return;
     }
     s->closing = true;
+    coldq_free(s->cold); /* answers the calls still waiting */
+    s->cold = NULL;
     /* Answers every call in flight: their requests answer LOCK_ERROR. */
     etcd_http_free(s->h);
     s->h = NULL;
