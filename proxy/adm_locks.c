@@ -944,7 +944,11 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
             return;
         }
     }
-    /* A backend that queues waiters itself (lock.h) gets every one. */
+    /* A backend that queues waiters itself (lock.h) gets every one;
+     * a waiter that hangs up is noticed all the same. */
+    if (al->ops->waits && c->wait_ms > 0) {
+        watch_peer(c);
+    }
     wq = al->ops->waits ? NULL : queue_find(al, c->name, c->len);
     if (wq != NULL) {
         /* Earlier callers wait for this lock: their turn comes first. */

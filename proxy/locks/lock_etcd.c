@@ -71,6 +71,8 @@ struct el_req {
     bool waited;      /* queued behind another key */
     bool lease_known; /* acquire: lease holds a granted lease */
     bool in_submit;   /* answers now go through the loop (lock.h) */
+    bool cleared;     /* acquire: an expired holder's lease was revoked */
+    int64_t hlease;   /* acquire: the holder's lease */
     struct event *keepalive, *deadline;
     struct etcd_watch *watch;
     char *pfx; /* "<prefix>N//", plen bytes */
@@ -274,6 +276,24 @@ kv_key_is(const json_t *kv, const char *key, size_t klen)
 
 /* ---- status, extend, release ------------------------------------------ */
 
+static void create_key(struct el_req *r);
+
+static void
+on_cleared(void *arg, const struct etcd_reply *rep)
+{
+    struct el_req *r = arg;
+
+    /* Revoked now, or meanwhile by etcd or a release (not found): try
+     * to take the lock. */
+    if (!r->answered && rep->st == ETCD_FAILED && rep->code == 5) {
+        r->ncalls--;
+        create_key(r);
+    } else if (reply_ok(r, rep, "revoke an expired lease")) {
+        create_key(r);
+    }
+    req_done(r);
+}
+
 static void
 on_ttl(void *arg, const struct etcd_reply *rep)
 {
@@ -283,6 +303,17 @@ on_ttl(void *arg, const struct etcd_reply *rep)
     if (reply_ok(r, rep, "lease time to live")) {
         if (!etcd_int(rep->body, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
+        } else if (r->kind == LOCK_OP_ACQUIRE && ttl <= 0 && !r->cleared) {
+            char id[24];
+
+            /* The holder's lease has ended by etcd's own clock, and etcd
+             * has not yet deleted its key (its lessor revokes expired
+             * leases on a later tick): revoke it now, then try once
+             * more. */
+            r->cleared = true;
+            snprintf(id, sizeof(id), "%" PRId64, r->hlease);
+            (void)call(r, "/v3/lease/revoke", json_pack("{ss}", "ID", id),
+                       on_cleared);
         } else if (r->kind == LOCK_OP_ACQUIRE) {
             answer(r, LOCK_BUSY, r->fence, ttl > 0 ? ttl * 1000 : 1);
         } else if (ttl > 0) {
@@ -308,6 +339,7 @@ answer_holder(struct el_req *r, const json_t *kv)
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
+    r->hlease = lease;
     if (lease == 0) {
         /* A key without a lease (written by hand): held, no end. */
         answer(r, r->kind == LOCK_OP_ACQUIRE ? LOCK_BUSY : LOCK_OK, r->fence,
@@ -342,7 +374,12 @@ on_keepalive(void *arg, const struct etcd_reply *rep)
     json_t *res = json_object_get(rep->body, "result");
     int64_t ttl = 0;
 
-    if (reply_ok(r, rep, "lease keepalive")) {
+    if (!r->answered && rep->st == ETCD_FAILED && rep->code == 5) {
+        /* etcd answers an expired lease's renewal once it has revoked
+         * it: not found. */
+        r->ncalls--;
+        answer(r, LOCK_LOST, r->fence, 0);
+    } else if (reply_ok(r, rep, "lease keepalive")) {
         if (!etcd_int(res, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else if (ttl <= 0) {
@@ -376,6 +413,27 @@ on_revoke(void *arg, const struct etcd_reply *rep)
     req_done(r);
 }
 
+static void
+on_release_ttl(void *arg, const struct etcd_reply *rep)
+{
+    struct el_req *r = arg;
+    int64_t ttl = 0;
+    char id[24];
+
+    if (reply_ok(r, rep, "lease time to live")) {
+        if (!etcd_int(rep->body, "TTL", &ttl)) {
+            answer(r, LOCK_ERROR, 0, 0);
+        } else if (ttl <= 0) {
+            answer(r, LOCK_LOST, r->fence, 0);
+        } else {
+            snprintf(id, sizeof(id), "%" PRId64, r->lease);
+            (void)call(r, "/v3/lease/revoke", json_pack("{ss}", "ID", id),
+                       on_revoke);
+        }
+    }
+    req_done(r);
+}
+
 /* Extend and release: find the key whose create revision is the
  * caller's fence, then act on its lease. */
 static void
@@ -398,8 +456,10 @@ on_find(void *arg, const struct etcd_reply *rep)
                 (void)call(r, "/v3/lease/keepalive",
                            json_pack("{ss}", "ID", id), on_keepalive);
             } else {
-                (void)call(r, "/v3/lease/revoke", json_pack("{ss}", "ID", id),
-                           on_revoke);
+                /* An expired lease whose key etcd has not deleted yet is
+                 * not the caller's any more: look before revoking. */
+                (void)call(r, "/v3/lease/timetolive",
+                           json_pack("{ss}", "ID", id), on_release_ttl);
             }
         }
     }
@@ -678,6 +738,7 @@ create_key(struct el_req *r)
 
     snprintf(id, sizeof(id), "%" PRIx64, (uint64_t)r->lease);
     klen = r->pfxlen + strlen(id);
+    free(r->mykey); /* a second try after clearing an expired holder */
     r->mykey = malloc(klen + 1);
     if (r->mykey == NULL) {
         answer(r, LOCK_ERROR, 0, 0);
