@@ -737,13 +737,15 @@ keys_origin(const struct raw_sect *s, const char *const *keys,
 
 static void *
 sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
-         size_t *nroute)
+         size_t *nroute, size_t *nwatch)
 {
     switch (s->kind) {
     case CFG_UPSTREAM:
         return &c->upstreams[(*nup)++];
     case CFG_ROUTE:
         return &c->routes[(*nroute)++];
+    case CFG_WATCH:
+        return &c->watches[(*nwatch)++];
     default:
         return cfg_singleton(c, s->kind);
     }
@@ -861,26 +863,30 @@ expand_headers(struct loader *l, const struct raw_sect *s,
 static void
 build(struct loader *l, struct tm_config *c)
 {
-    size_t nup = 0, nroute = 0, before;
+    size_t nup = 0, nroute = 0, nwatch = 0, before;
     char buf[256];
 
     for (size_t i = 0; i < l->nsects; i++) {
         nup += l->sects[i].kind == CFG_UPSTREAM;
         nroute += l->sects[i].kind == CFG_ROUTE;
+        nwatch += l->sects[i].kind == CFG_WATCH;
     }
     c->upstreams = calloc(nup + 1, sizeof(*c->upstreams));
     c->routes = calloc(nroute + 1, sizeof(*c->routes));
-    if (c->upstreams == NULL || c->routes == NULL) {
+    c->watches = calloc(nwatch + 1, sizeof(*c->watches));
+    if (c->upstreams == NULL || c->routes == NULL || c->watches == NULL) {
         l->oom = true;
         return;
     }
     c->nupstreams = nup;
     c->nroutes = nroute;
+    c->nwatches = nwatch;
     nup = 0;
     nroute = 0;
+    nwatch = 0;
     for (size_t i = 0; i < l->nsects; i++) {
         const struct raw_sect *s = &l->sects[i];
-        void *obj = sect_obj(c, s, &nup, &nroute);
+        void *obj = sect_obj(c, s, &nup, &nroute, &nwatch);
 
         if (s->kind == CFG_UPSTREAM) {
             struct cfg_upstream *u = obj;
@@ -894,6 +900,12 @@ build(struct loader *l, struct tm_config *c)
             r->name = strdup(s->name);
             r->line = s->line;
             l->oom |= r->name == NULL;
+        } else if (s->kind == CFG_WATCH) {
+            struct cfg_watch *w = obj;
+
+            w->name = strdup(s->name);
+            w->line = s->line;
+            l->oom |= w->name == NULL;
         }
         before = l->errs->n;
         apply_sect(l, s, obj);
@@ -1062,8 +1074,12 @@ cfg_free(struct tm_config *c)
     for (size_t i = 0; i < c->nroutes; i++) {
         free(c->routes[i].name);
     }
+    for (size_t i = 0; i < c->nwatches; i++) {
+        free(c->watches[i].name);
+    }
     free(c->upstreams);
     free(c->routes);
+    free(c->watches);
     free(c->file);
     free(c->env_links);
     memset(c, 0, sizeof(*c));

@@ -111,6 +111,19 @@ struct cfg_locks {
     int max_wait_ms;  /* longest ?wait_ms= an acquire may ask */
 };
 
+/* [watch NAME]: a lock applications take elsewhere (etcdctl lock, an etcd
+ * client's mutex), followed so that a change of holder raises the mark
+ * of the lock's resource to the new holder's fence (proxy/locks/watch.c). */
+struct cfg_watch {
+    char *name;
+    char *backend;   /* etcd */
+    char *endpoints; /* etcd: http://host:port, comma-separated */
+    char *prefix;    /* the keys of lock L are <prefix>L/<lease in hex> */
+    char *resource;  /* template: {name} is the lock's name */
+    int timeout_ms;  /* one call to the backend */
+    int line;
+};
+
 /* Signing issued tokens and verifying them on verify = hmac routes. */
 struct cfg_tokens {
     char *key_file;     /* path as written; NULL: no key */
@@ -129,6 +142,8 @@ struct tm_config {
     size_t nupstreams;
     struct cfg_route *routes; /* file order */
     size_t nroutes;
+    struct cfg_watch *watches; /* file order */
+    size_t nwatches;
     char *env_links; /* Kubernetes service-link variables set aside,
                       * names separated by spaces; NULL: none */
 };

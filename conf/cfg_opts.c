@@ -832,6 +832,35 @@ check_dsn(const char *v, char *buf, size_t len)
 }
 
 /* http://host:port[,http://host:port...]; spaces around commas. */
+/* A [watch] prefix: not empty (it would follow every key of etcd). */
+static const char *
+check_watch_prefix(const char *v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return v[0] == '\0' ? "must not be empty" : NULL;
+}
+
+/* A [watch] resource template: {name} once or not at all, no other
+ * braces. */
+static const char *
+check_watch_resource(const char *v, char *buf, size_t len)
+{
+    const char *at = strstr(v, "{name}");
+
+    (void)buf;
+    (void)len;
+    if (at != NULL && strstr(at + 6, "{name}") != NULL) {
+        return "may name {name} once";
+    }
+    for (const char *p = v; *p != '\0'; p++) {
+        if ((*p == '{' || *p == '}') && (at == NULL || p < at || p >= at + 6)) {
+            return "takes {name} and no other braces";
+        }
+    }
+    return v[0] == '\0' ? "must not be empty" : NULL;
+}
+
 static const char *
 check_endpoints(const char *v, char *buf, size_t len)
 {
@@ -964,6 +993,9 @@ static const struct cfg_ops allowed_hosts_ops = {check_allowed_hosts, NULL,
 static const struct cfg_ops redis_url_ops = {check_redis_url, NULL, NULL};
 static const struct cfg_ops dsn_ops = {check_dsn, NULL, NULL};
 static const struct cfg_ops endpoints_ops = {check_endpoints, NULL, NULL};
+static const struct cfg_ops watch_prefix_ops = {check_watch_prefix, NULL, NULL};
+static const struct cfg_ops watch_resource_ops = {check_watch_resource, NULL,
+                                                  NULL};
 static const struct cfg_ops section_ref_ops = {check_section_ref, NULL, NULL};
 
 static const char *const unmatched_choices[] = {"pass", "reject", NULL};
@@ -977,6 +1009,7 @@ static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
 static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
                                                    "etcd", NULL};
+static const char *const watch_backend_choices[] = {"etcd", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -1123,6 +1156,21 @@ const struct cfg_opt cfg_opts[] = {
      "longest lease an acquire or extend may ask for"},
     {CFG_LOCKS, "max_wait_ms", CFG_T_INT, "60000", OFF(cfg_locks, max_wait_ms),
      INT(0, 3600000), CFG_RESTART, "longest ?wait_ms= an acquire may ask for"},
+
+    {CFG_WATCH, "backend", CFG_T_CHOICE, "etcd", OFF(cfg_watch, backend),
+     CHOICE(watch_backend_choices), CFG_RESTART, "where the lock lives: etcd"},
+    {CFG_WATCH, "endpoints", CFG_T_STR, NULL, OFF(cfg_watch, endpoints),
+     OPS(endpoints_ops), CFG_REQUIRED | CFG_RESTART,
+     "etcd: http://host:port, comma-separated"},
+    {CFG_WATCH, "prefix", CFG_T_STR, NULL, OFF(cfg_watch, prefix),
+     OPS(watch_prefix_ops), CFG_REQUIRED | CFG_RESTART,
+     "etcd: lock NAME's keys are PREFIX NAME / lease (etcdctl lock PREFIX "
+     "NAME)"},
+    {CFG_WATCH, "resource", CFG_T_STR, "{name}", OFF(cfg_watch, resource),
+     OPS(watch_resource_ops), CFG_RESTART,
+     "the resource whose mark follows lock {name}"},
+    {CFG_WATCH, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_watch, timeout_ms),
+     INT(1, 600000), CFG_RESTART, "one call to the lock's store"},
 
     {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
      INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,
@@ -1405,6 +1453,8 @@ cfg_sect_obj(struct tm_config *c, enum cfg_sect s, size_t i)
         return i < c->nupstreams ? &c->upstreams[i] : NULL;
     case CFG_ROUTE:
         return i < c->nroutes ? &c->routes[i] : NULL;
+    case CFG_WATCH:
+        return i < c->nwatches ? &c->watches[i] : NULL;
     default:
         return i == 0 ? cfg_singleton(c, s) : NULL;
     }
@@ -1414,7 +1464,8 @@ const char *
 cfg_sect_name(enum cfg_sect s)
 {
     static const char *const names[CFG_NSECT] = {
-        "proxy", "admin", "store", "locks", "tokens", "upstream", "route",
+        "proxy",  "admin",    "store", "locks",
+        "tokens", "upstream", "route", "watch",
     };
 
     return names[s];
@@ -1423,7 +1474,7 @@ cfg_sect_name(enum cfg_sect s)
 bool
 cfg_sect_named(enum cfg_sect s)
 {
-    return s == CFG_UPSTREAM || s == CFG_ROUTE;
+    return s == CFG_UPSTREAM || s == CFG_ROUTE || s == CFG_WATCH;
 }
 
 const char *

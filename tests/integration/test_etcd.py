@@ -223,3 +223,87 @@ def test_etcdctl_lock_revision_is_a_fencing_token(tidemark, upstream,
         a.wait()
     assert upstream.find("X-Test-Id", "a2") == []
     assert len(upstream.find("X-Test-Id", "b1")) == 1
+
+
+def create_revision(etcd, key):
+    import base64
+    r = etcd.call("/v3/kv/range",
+                  {"key": base64.b64encode(key.encode()).decode()})
+    return int(r["kvs"][0]["create_revision"])
+
+
+def test_watch_fences_the_paused_holder_before_the_next_one_writes(
+        tidemark, upstream, store_servers, tmp_path):
+    """[watch docs] follows the etcdctl locks under "locks/": when a
+    paused holder's lease ends and the next holder takes the lock, the
+    resource's mark is raised to the new holder's revision before it has
+    written anything, so the paused holder's write is refused (409), with
+    no change to either application."""
+    etcd = store_servers("etcd")
+    tm = tidemark(config={
+        "proxy": {"log_level": "debug"},
+        "watch docs": {"endpoints": etcd.endpoints, "prefix": "locks/",
+                       "resource": "documents/{name}"}})
+    go = tmp_path / "b-may-write"
+    a = etcdctl_lock(etcd.endpoints, "locks/w",
+                     put_script(tm, "w", "a1") + "sleep 600")
+    b = None
+    try:
+        fa = read_fields(a, "rev", "status")
+        assert fa["status"] == "200"
+        wait_until(lambda: tm.mark("documents/w") == int(fa["rev"]),
+                   10 * slow(), "the mark at A's revision")
+        os.killpg(a.pid, signal.SIGSTOP)    # no keepalive: the lease ends
+        b = etcdctl_lock(etcd.endpoints, "locks/w",
+                         "echo key=$ETCD_LOCK_KEY; "
+                         "while [ ! -e %s ]; do sleep 0.05; done; %s"
+                         % (go, put_script(tm, "w", "b1")))
+        created = create_revision(etcd, read_fields(b, "key")["key"])
+        assert created > int(fa["rev"])
+        # B holds the lock and has written nothing: the watch raised the
+        # mark to B's key's create revision
+        wait_until(lambda: tm.mark("documents/w") == created,
+                   10 * slow(), "the mark at B's create revision")
+        assert upstream.find("X-Test-Id", "b1") == []
+        os.killpg(a.pid, signal.SIGCONT)
+        r = tm.put("w", token=fa["rev"], headers=[("X-Test-Id", "a2")])
+        doc = assert_problem(r, 409)
+        assert doc["high_water"] == created
+        go.write_text("")
+        fb = read_fields(b, "rev", "status")
+        assert fb["status"] == "200"
+        assert int(fb["rev"]) >= created
+        assert b.wait(30 * slow()) == 0
+    finally:
+        for p in (a, b):
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGCONT)
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    assert upstream.find("X-Test-Id", "a2") == []
+    assert len(upstream.find("X-Test-Id", "b1")) == 1
+    assert tm.log_lines("watch docs: documents/w: the holder changed")
+
+
+def test_watch_sections_are_checked(tmp_path, upstream):
+    from conftest import run_check
+
+    def check(text):
+        ini = tmp_path / "w.ini"
+        ini.write_text("[upstream default]\nurl = %s\n%s"
+                       % (upstream.url, text))
+        return run_check(ini)
+    rc, lines = check("[watch a]\nprefix = locks/\n")
+    assert rc == 1 and any("endpoints" in ln for ln in lines), lines
+    rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix =\n")
+    assert rc == 1 and any("prefix: must not be empty" in ln
+                           for ln in lines), lines
+    rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix = l/\n"
+                      "resource = d/{other}\n")
+    assert rc == 1 and any("no other braces" in ln for ln in lines), lines
+    rc, lines = check("[watch a]\nbackend = consul\nendpoints = http://e:1\n"
+                      "prefix = l/\n")
+    assert rc == 1, lines
+    rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix = l/\n"
+                      "resource = documents/{name}\n")
+    assert rc == 0, lines
