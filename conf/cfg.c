@@ -1085,19 +1085,87 @@ cfg_free(struct tm_config *c)
     memset(c, 0, sizeof(*c));
 }
 
+/* The [watch] sections of a and b say the same. */
+static bool
+watches_same(const struct tm_config *a, const struct tm_config *b)
+{
+    if (a->nwatches != b->nwatches) {
+        return false;
+    }
+    for (size_t i = 0; i < a->nwatches; i++) {
+        if (strcmp(a->watches[i].name, b->watches[i].name) != 0) {
+            return false;
+        }
+        for (size_t j = 0; j < cfg_nopts; j++) {
+            const struct cfg_opt *o = &cfg_opts[j];
+
+            if (o->sect == CFG_WATCH &&
+                !cfg_opt_same(o, &a->watches[i], &b->watches[i])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* The [watch] sections are read once at start: nw takes old's. */
+static bool
+watches_keep(struct tm_config *nw, const struct tm_config *old)
+{
+    struct cfg_watch *w = calloc(old->nwatches + 1, sizeof(*w));
+
+    if (w == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < nw->nwatches; i++) {
+        for (size_t j = 0; j < cfg_nopts; j++) {
+            if (cfg_opts[j].sect == CFG_WATCH) {
+                cfg_opt_drop(&cfg_opts[j], &nw->watches[i]);
+            }
+        }
+        free(nw->watches[i].name);
+    }
+    free(nw->watches);
+    nw->watches = w;
+    nw->nwatches = old->nwatches;
+    for (size_t i = 0; i < old->nwatches; i++) {
+        w[i].name = strdup(old->watches[i].name);
+        w[i].line = old->watches[i].line;
+        if (w[i].name == NULL) {
+            return false;
+        }
+        for (size_t j = 0; j < cfg_nopts; j++) {
+            if (cfg_opts[j].sect == CFG_WATCH &&
+                cfg_opt_copy(&cfg_opts[j], &w[i], &old->watches[i]) != NULL) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 bool
 cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
                       void (*changed)(void *arg, const char *key,
                                       const char *kept),
                       void *arg)
 {
+    if (!watches_same(nw, old)) {
+        if (!watches_keep(nw, old)) {
+            return false;
+        }
+        changed(arg, "[watch] sections", "the ones read at start");
+    }
     for (size_t i = 0; i < cfg_nopts; i++) {
         const struct cfg_opt *o = &cfg_opts[i];
         void *dst = cfg_singleton(nw, o->sect);
         const void *src = cfg_singleton((struct tm_config *)old, o->sect);
         char key[96], kept[256];
 
-        if (!(o->flags & CFG_RESTART) || cfg_opt_same(o, dst, src)) {
+        /* Named sections: [watch] above; the others have no restart
+         * keys. */
+        if (dst == NULL || src == NULL || !(o->flags & CFG_RESTART) ||
+            cfg_opt_same(o, dst, src)) {
             continue;
         }
         if (cfg_opt_copy(o, dst, src) != NULL) {

@@ -832,6 +832,11 @@ etcd_unb64(const json_t *s, unsigned char *out, size_t cap)
     if (len == 0) {
         return 0;
     }
+    /* '=' only as the padding of the last group. */
+    if (memchr(t, '=', len - 2) != NULL ||
+        (t[len - 2] == '=' && t[len - 1] != '=')) {
+        return -1;
+    }
     n = EVP_DecodeBlock(out, (const unsigned char *)t, (int)len);
     if (n < 0) {
         return -1;
