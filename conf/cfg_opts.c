@@ -832,6 +832,16 @@ check_dsn(const char *v, char *buf, size_t len)
 }
 
 /* http://host:port[,http://host:port...]; spaces around commas. */
+/* A [watch] backend: a lock store a source exists for
+ * (proxy/locks/watch.c). */
+static const char *
+check_watch_backend(const char *v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return strcmp(v, "etcd") == 0 ? NULL : "must be etcd";
+}
+
 /* A [watch] prefix: not empty (it would follow every key of etcd). */
 static const char *
 check_watch_prefix(const char *v, char *buf, size_t len)
@@ -994,6 +1004,8 @@ static const struct cfg_ops redis_url_ops = {check_redis_url, NULL, NULL};
 static const struct cfg_ops dsn_ops = {check_dsn, NULL, NULL};
 static const struct cfg_ops endpoints_ops = {check_endpoints, NULL, NULL};
 static const struct cfg_ops watch_prefix_ops = {check_watch_prefix, NULL, NULL};
+static const struct cfg_ops watch_backend_ops = {check_watch_backend, NULL,
+                                                 NULL};
 static const struct cfg_ops watch_resource_ops = {check_watch_resource, NULL,
                                                   NULL};
 static const struct cfg_ops section_ref_ops = {check_section_ref, NULL, NULL};
@@ -1009,7 +1021,6 @@ static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
 static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
                                                    "etcd", NULL};
-static const char *const watch_backend_choices[] = {"etcd", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -1157,20 +1168,21 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_LOCKS, "max_wait_ms", CFG_T_INT, "60000", OFF(cfg_locks, max_wait_ms),
      INT(0, 3600000), CFG_RESTART, "longest ?wait_ms= an acquire may ask for"},
 
-    {CFG_WATCH, "backend", CFG_T_CHOICE, "etcd", OFF(cfg_watch, backend),
-     CHOICE(watch_backend_choices), CFG_RESTART, "where the lock lives: etcd"},
+    /* [watch] sections are read at start as a whole: a reload keeps
+     * them (cfg_keep_restart_only), so no key is marked CFG_RESTART. */
+    {CFG_WATCH, "backend", CFG_T_STR, "etcd", OFF(cfg_watch, backend),
+     OPS(watch_backend_ops), 0, "where the lock lives: etcd"},
     {CFG_WATCH, "endpoints", CFG_T_STR, NULL, OFF(cfg_watch, endpoints),
-     OPS(endpoints_ops), CFG_REQUIRED | CFG_RESTART,
+     OPS(endpoints_ops), CFG_REQUIRED,
      "etcd: http://host:port, comma-separated"},
     {CFG_WATCH, "prefix", CFG_T_STR, NULL, OFF(cfg_watch, prefix),
-     OPS(watch_prefix_ops), CFG_REQUIRED | CFG_RESTART,
+     OPS(watch_prefix_ops), CFG_REQUIRED,
      "etcd: lock NAME's keys are PREFIX NAME / lease (etcdctl lock PREFIX "
      "NAME)"},
     {CFG_WATCH, "resource", CFG_T_STR, "{name}", OFF(cfg_watch, resource),
-     OPS(watch_resource_ops), CFG_RESTART,
-     "the resource whose mark follows lock {name}"},
+     OPS(watch_resource_ops), 0, "the resource whose mark follows lock {name}"},
     {CFG_WATCH, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_watch, timeout_ms),
-     INT(1, 600000), CFG_RESTART, "one call to the lock's store"},
+     INT(1, 600000), 0, "one call to the lock's store"},
 
     {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
      INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,
