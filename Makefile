@@ -42,7 +42,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS    := libevent libevent_openssl libevent_pthreads inih lmdb hiredis libpq openssl
+PKGS    := libevent libevent_openssl libevent_pthreads inih lmdb hiredis libpq openssl jansson
 CFLAGS  ?= -O2 -g
 # The version: packaging/debian/changelog's; tidemark_build_info shows it.
 VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)

@@ -869,6 +869,45 @@ check_dsn(const char *v, char *buf, size_t len)
 }
 
 /* http://host:port[,http://host:port...]; spaces around commas. */
+/* A [watch] backend: a lock store a source exists for
+ * (proxy/locks/watch.c). */
+static const char *
+check_watch_backend(const char *v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return strcmp(v, "etcd") == 0 ? NULL : "must be etcd";
+}
+
+/* A [watch] prefix: not empty (it would follow every key of etcd). */
+static const char *
+check_watch_prefix(const char *v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return v[0] == '\0' ? "must not be empty" : NULL;
+}
+
+/* A [watch] resource template: {name} once or not at all, no other
+ * braces. */
+static const char *
+check_watch_resource(const char *v, char *buf, size_t len)
+{
+    const char *at = strstr(v, "{name}");
+
+    (void)buf;
+    (void)len;
+    if (at != NULL && strstr(at + 6, "{name}") != NULL) {
+        return "may name {name} once";
+    }
+    for (const char *p = v; *p != '\0'; p++) {
+        if ((*p == '{' || *p == '}') && (at == NULL || p < at || p >= at + 6)) {
+            return "takes {name} and no other braces";
+        }
+    }
+    return v[0] == '\0' ? "must not be empty" : NULL;
+}
+
 static const char *
 check_endpoints(const char *v, char *buf, size_t len)
 {
@@ -1032,6 +1071,10 @@ static const struct cfg_ops allowed_hosts_ops = {.check = check_allowed_hosts};
 static const struct cfg_ops redis_url_ops = {.check = check_redis_url};
 static const struct cfg_ops dsn_ops = {.check = check_dsn};
 static const struct cfg_ops endpoints_ops = {.check = check_endpoints};
+static const struct cfg_ops watch_prefix_ops = {.check = check_watch_prefix};
+static const struct cfg_ops watch_backend_ops = {.check = check_watch_backend};
+static const struct cfg_ops watch_resource_ops = {.check =
+                                                      check_watch_resource};
 static const struct cfg_ops section_ref_ops = {.check = check_section_ref};
 
 static const char *const unmatched_choices[] = {"pass", "reject", NULL};
@@ -1044,7 +1087,7 @@ static const char *const mode_choices[] = {"correctness", "efficiency", "off",
 static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
 static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
-                                                   NULL};
+                                                   "etcd", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -1160,17 +1203,24 @@ const struct cfg_opt cfg_opts[] = {
 
     {CFG_LOCKS, "backend", CFG_T_CHOICE, "lmdb", OFF(cfg_locks, backend),
      CHOICE(lock_backend_choices), CFG_RESTART,
-     "where leases live: lmdb | redis | postgres"},
+     "where leases live: lmdb | redis | postgres | etcd"},
     {CFG_LOCKS, "url", CFG_T_STR, NULL, OFF(cfg_locks, url), OPS(redis_url_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
     {CFG_LOCKS, "dsn", CFG_T_STR, NULL, OFF(cfg_locks, dsn), OPS(dsn_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
      "postgres: a libpq connection string or URI"},
+    {CFG_LOCKS, "endpoints", CFG_T_STR, NULL, OFF(cfg_locks, endpoints),
+     OPS(endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
+     "etcd: http://host:port, comma-separated"},
+    {CFG_LOCKS, "prefix", CFG_T_STR, "tidemark/locks/", OFF(cfg_locks, prefix),
+     NONE, CFG_EMPTY_OK | CFG_RESTART,
+     "etcd: the keys of lock NAME are PREFIX NAME // lease"},
     {CFG_LOCKS, "pool_size", CFG_T_INT, "2", OFF(cfg_locks, pool_size),
-     INT(1, 64), CFG_RESTART, "postgres: connections to the lease table"},
+     INT(1, 64), CFG_RESTART,
+     "postgres: connections to the lease table; etcd: per endpoint"},
     {CFG_LOCKS, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_locks, timeout_ms),
      INT(1, 600000), CFG_RESTART,
-     "redis, postgres: one lock operation, end to end"},
+     "redis, postgres, etcd: one lock operation, end to end"},
     {CFG_LOCKS, "path", CFG_T_STR, "./data/locks.lmdb", OFF(cfg_locks, path),
      NONE, CFG_RESTART, "lmdb: the lease file (not the [store] file)"},
     {CFG_LOCKS, "map_size", CFG_T_SIZE, "256M", OFF(cfg_locks, map_size),
@@ -1184,6 +1234,22 @@ const struct cfg_opt cfg_opts[] = {
      "longest lease an acquire or extend may ask for"},
     {CFG_LOCKS, "max_wait_ms", CFG_T_INT, "60000", OFF(cfg_locks, max_wait_ms),
      INT(0, 3600000), CFG_RESTART, "longest ?wait_ms= an acquire may ask for"},
+
+    /* [watch] sections are read at start as a whole: a reload keeps
+     * them (cfg_keep_restart_only), so no key is marked CFG_RESTART. */
+    {CFG_WATCH, "backend", CFG_T_STR, "etcd", OFF(cfg_watch, backend),
+     OPS(watch_backend_ops), 0, "where the lock lives: etcd"},
+    {CFG_WATCH, "endpoints", CFG_T_STR, NULL, OFF(cfg_watch, endpoints),
+     OPS(endpoints_ops), CFG_REQUIRED,
+     "etcd: http://host:port, comma-separated"},
+    {CFG_WATCH, "prefix", CFG_T_STR, NULL, OFF(cfg_watch, prefix),
+     OPS(watch_prefix_ops), CFG_REQUIRED,
+     "etcd: lock NAME's keys are PREFIX NAME / lease (etcdctl lock PREFIX "
+     "NAME)"},
+    {CFG_WATCH, "resource", CFG_T_STR, "{name}", OFF(cfg_watch, resource),
+     OPS(watch_resource_ops), 0, "the resource whose mark follows lock {name}"},
+    {CFG_WATCH, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_watch, timeout_ms),
+     INT(1, 600000), 0, "one call to the lock's store"},
 
     {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
      INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,
@@ -1443,8 +1509,14 @@ cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf, size_t len)
 static const char *
 sect_obj_name(enum cfg_sect s, const void *obj)
 {
-    return s == CFG_UPSTREAM ? ((const struct cfg_upstream *)obj)->name
-                             : ((const struct cfg_route *)obj)->name;
+    switch (s) {
+    case CFG_UPSTREAM:
+        return ((const struct cfg_upstream *)obj)->name;
+    case CFG_WATCH:
+        return ((const struct cfg_watch *)obj)->name;
+    default:
+        return ((const struct cfg_route *)obj)->name;
+    }
 }
 
 /* Whether o's value in obj is unset: a text option never given. */
@@ -1539,6 +1611,8 @@ cfg_sect_obj(struct tm_config *c, enum cfg_sect s, size_t i)
         return i < c->nupstreams ? &c->upstreams[i] : NULL;
     case CFG_ROUTE:
         return i < c->nroutes ? &c->routes[i] : NULL;
+    case CFG_WATCH:
+        return i < c->nwatches ? &c->watches[i] : NULL;
     default:
         return i == 0 ? cfg_singleton(c, s) : NULL;
     }
@@ -1548,7 +1622,8 @@ const char *
 cfg_sect_name(enum cfg_sect s)
 {
     static const char *const names[CFG_NSECT] = {
-        "proxy", "admin", "store", "locks", "tokens", "upstream", "route",
+        "proxy",  "admin",    "store", "locks",
+        "tokens", "upstream", "route", "watch",
     };
 
     return names[s];
@@ -1557,7 +1632,7 @@ cfg_sect_name(enum cfg_sect s)
 bool
 cfg_sect_named(enum cfg_sect s)
 {
-    return s == CFG_UPSTREAM || s == CFG_ROUTE;
+    return s == CFG_UPSTREAM || s == CFG_ROUTE || s == CFG_WATCH;
 }
 
 const char *
@@ -1574,6 +1649,9 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     } else if (strcmp(l->backend, "postgres") == 0) {
         need = "dsn";
         v = l->dsn;
+    } else if (strcmp(l->backend, "etcd") == 0) {
+        need = "endpoints";
+        v = l->endpoints;
     }
     if (need != NULL && (v == NULL || !*v)) {
         snprintf(buf, len, "[locks] backend %s needs %s", l->backend, need);

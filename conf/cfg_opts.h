@@ -20,6 +20,7 @@ enum cfg_sect {
     CFG_TOKENS,
     CFG_UPSTREAM,
     CFG_ROUTE,
+    CFG_WATCH,
     CFG_NSECT,
 };
 

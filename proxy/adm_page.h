@@ -26,7 +26,6 @@ void adm_page_html(struct evbuffer *out);
  * per resource, most recently written first, its refusals newest first,
  * its leases still live; st's readiness. */
 void adm_recent_json(const struct recent *r, const struct tm_config *cfg,
-                     const struct page_status *st,
-                     struct evbuffer *out);
+                     const struct page_status *st, struct evbuffer *out);
 
 #endif

@@ -18,6 +18,7 @@
 #include "../conf/cfg.h"
 #include "adm.h"
 #include "fence.h"
+#include "locks/watch.h"
 #include "log.h"
 #include "metrics.h"
 #include "order.h"
@@ -365,6 +366,10 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     if (px->fence == NULL) {
         return false;
     }
+    px->watches = watches_new(base, px->fence, cfg, err, errlen);
+    if (px->watches == NULL) {
+        return false;
+    }
     px->listener =
         proxy_listen(base, cfg->proxy.listen, accept_cb, px, err, errlen);
     if (px->listener == NULL) {
@@ -465,6 +470,7 @@ tm_proxy_free(struct tm_proxy *px)
         client_close_idle(px, true);
         client_reap(px);
     }
+    watches_free(px->watches);
     /* Runs the callbacks of pending raises; nobody waits for them. */
     fence_close(px->fence);
     while (px->retired != NULL) {

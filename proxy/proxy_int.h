@@ -49,7 +49,8 @@ struct tm_proxy {
                                       * must use one key */
     struct http_limits limits;
     struct evconnlistener *listener;
-    struct fence *fence; /* the mark store and its cache */
+    struct fence *fence;     /* the mark store and its cache */
+    struct watches *watches; /* [watch] sections: eager fencing */
     struct order *order;
     struct up_pool **pools; /* gen->pools */
     struct adm *adm;

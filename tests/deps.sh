@@ -24,9 +24,9 @@ set -eu
 # Image: buildah and mmdebstrap (make image), docker-compose (compose.yaml).
 DEMO_PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
-libsystemd-dev python3 curl ca-certificates"
+libsystemd-dev libjansson-dev python3 curl ca-certificates"
 PKGS="$DEMO_PKGS libcmocka-dev python3-pytest procps openssl
-wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server clang
+wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server etcd-client clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
 python3-boto3 rclone prometheus buildah mmdebstrap docker-compose"

@@ -12,7 +12,7 @@
 
 /* Every backend, by the name part of its lock_<name>_ops. Adding one is
  * one entry here (and its lock_<name>.c). */
-#define LOCK_BACKENDS(X) X(lmdb) X(redis) X(postgres)
+#define LOCK_BACKENDS(X) X(lmdb) X(redis) X(postgres) X(etcd)
 
 #define LOCK_DECLARE(name) extern const struct lock_ops lock_##name##_ops;
 #define LOCK_ENTRY(name) &lock_##name##_ops,

@@ -60,12 +60,19 @@ struct lock_op {
     int64_t ttl_ms;    /* acquire, extend: >= 1 */
     int64_t fence;     /* extend, release: the caller's lease (>= 1) */
     int64_t min_fence; /* acquire: the lowest fence to hand out, 0: none */
+    int64_t wait_ms;   /* acquire, backends that wait: how long, 0: not */
     lock_cb cb;
     void *arg;
 };
 
 struct lock_ops {
     const char *name;
+    /* The backend keeps its own queue of waiters (a consensus store's
+     * lock recipe: each waiter watches its predecessor): an acquire with
+     * wait_ms > 0 waits there, in order, and answers LOCK_OK when it
+     * holds the lease or LOCK_BUSY when wait_ms has passed. Otherwise
+     * acquire never waits and the lock service queues the waiters. */
+    bool waits;
     /* Open with cfg on base. NULL on failure with a message in err. */
     struct lock_backend *(*open)(struct event_base *base,
                                  const struct cfg_locks *cfg, char *err,

@@ -52,6 +52,7 @@ submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
                          .ttl_ms = c->ttl_ms,
                          .fence = c->fence,
                          .min_fence = c->min_fence,
+                         .wait_ms = c->wait_ms,
                          .cb = cb,
                          .arg = c};
 
@@ -228,7 +229,8 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         lock_call_finish(c);
         return;
     }
-    if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out) {
+    if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out &&
+        !ls->ops->waits) {
         if (c->w.q == NULL) {
             struct waitq *q = waiters_get(ls->waiters, c->name, c->len);
 
@@ -434,7 +436,12 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
             return;
         }
     }
-    wq = waiters_find(ls->waiters, c->name, c->len);
+    /* A backend that queues waiters itself (lock.h) gets every one;
+     * a waiter that hangs up is noticed all the same. */
+    if (ls->ops->waits && c->wait_ms > 0) {
+        lock_call_watch_peer(c);
+    }
+    wq = ls->ops->waits ? NULL : waiters_find(ls->waiters, c->name, c->len);
     if (wq != NULL) {
         /* Earlier callers wait for this lock: their turn comes first. */
         if (c->wait_ms == 0) {

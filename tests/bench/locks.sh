@@ -1,11 +1,12 @@
 #!/bin/sh
 # Lock service throughput through the HTTP API: lock and release pairs
 # per second, then tries and wins per second on one hot lock. Starts its
-# own tidemark in a temporary directory, and for BACKEND=redis or
-# postgres its own server (tests/integration/servers.py).
-# Env: BACKEND (lmdb | redis | postgres), BENCH_DURATION (10s),
+# own tidemark in a temporary directory, and for BACKEND=redis, postgres
+# or etcd its own server (tests/integration/servers.py; etcd: one
+# member).
+# Env: BACKEND (lmdb | redis | postgres | etcd), BENCH_DURATION (10s),
 # BENCH_THREADS (2), BENCH_CONNECTIONS (32), EAGER (yes), POOL (16,
-# postgres connections), TIDEMARK_BIN.
+# postgres connections; etcd: connections per endpoint), TIDEMARK_BIN.
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -30,7 +31,7 @@ SERVER_PID=
 case $BACKEND in
 lmdb)
     LOCKS="path = $DIR/locks.lmdb" ;;
-redis|postgres)
+redis|postgres|etcd)
     # Prints the server's pid, then the [locks] key for it; the server
     # runs in its own session and outlives this python.
     OUT=$(python3 -c 'import sys
@@ -38,14 +39,16 @@ sys.path.insert(0, "tests/integration")
 import servers
 s = servers.KINDS[sys.argv[1]]().start()
 print(s.proc.pid)
-print("url = " + s.url if sys.argv[1] == "redis" else "dsn = " + s.dsn)
+print({"redis": lambda: "url = " + s.url,
+       "postgres": lambda: "dsn = " + s.dsn,
+       "etcd": lambda: "endpoints = " + s.endpoints}[sys.argv[1]]())
 print(s.dir)' "$BACKEND")
     SERVER_PID=$(echo "$OUT" | sed -n 1p)
     LOCKS="$(echo "$OUT" | sed -n 2p)
 pool_size = $POOL"
     SERVER_DIR=$(echo "$OUT" | sed -n 3p) ;;
 *)
-    echo "BACKEND must be lmdb, redis or postgres" >&2
+    echo "BACKEND must be lmdb, redis, postgres or etcd" >&2
     exit 2 ;;
 esac
 cat > "$DIR/tidemark.ini" <<INI

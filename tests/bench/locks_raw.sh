@@ -2,9 +2,12 @@
 # The seed's lock and release pair without tidemark, the baseline for
 # bench-locks: the Redis acquire and release scripts (redis-benchmark,
 # EVALSHA) and the Postgres lease-row SQL pair (pgbench, a custom
-# script), 32 clients each, on servers started here.
+# script), 32 clients each, on servers started here; and etcd's own lock
+# (etcdctl lock NAME true: a session lease, the recipe's txn, release),
+# BENCH_CONNECTIONS loops of etcdctl, since Debian packages no etcd
+# benchmark tool (each pair also pays an etcdctl process start).
 # Env: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_REQUESTS (200000,
-# redis-benchmark requests per script).
+# redis-benchmark requests per script), RAW (redis postgres etcd: which).
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -12,6 +15,12 @@ SECS=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNECTIONS:-32}
 REQS=${BENCH_REQUESTS:-200000}
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+RAW=${RAW:-redis postgres etcd}
+
+want() {
+    case " $RAW " in *" $1 "*) return 0 ;; esac
+    return 1
+}
 
 start() {
     python3 -c 'import sys
@@ -41,6 +50,7 @@ RELEASE="if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0"
 
+if want redis; then
 OUT=$(start redis)
 RPID=$(echo "$OUT" | sed -n 1p)
 RPORT=$(echo "$OUT" | sed -n 2p)
@@ -58,8 +68,10 @@ r=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" -r 1000000000 --csv \
 echo "raw=redis acquire_per_s=$a release_per_s=$r" \
      "pairs_per_s=$(echo "$a $r" | awk '{printf "%.0f", 1 / (1 / $1 + 1 / $2)}')"
 stop "$RPID" "$RDIR"
+fi
 
 # ---- Postgres: the seed's lease-row SQL, acquire then release.
+if want postgres; then
 OUT=$(start postgres)
 PPID_=$(echo "$OUT" | sed -n 1p)
 PPORT=$(echo "$OUT" | sed -n 2p)
@@ -93,3 +105,32 @@ tps=$("$PGBIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PPORT" -U postgres \
       sed -n 's/^tps = \([0-9.]*\).*/\1/p')
 rm -f "$SCRIPT"
 echo "raw=postgres pairs_per_s=$tps"
+stop "$PPID_" "$PDIR"
+fi
+
+# ---- etcd: etcdctl lock, the recipe etcd ships, in CONNS loops.
+if want etcd; then
+OUT=$(start etcd)
+EPID=$(echo "$OUT" | sed -n 1p)
+EPORT=$(echo "$OUT" | sed -n 2p)
+EDIR=$(echo "$OUT" | sed -n 3p)
+trap 'stop "$EPID" "$EDIR"' EXIT
+COUNT=$(mktemp -d)
+end=$(( $(date +%s) + SECS ))
+for c in $(seq "$CONNS"); do
+    (
+        n=0
+        while [ "$(date +%s)" -lt "$end" ]; do
+            ETCDCTL_API=3 etcdctl --endpoints "http://127.0.0.1:$EPORT" \
+                lock "bench/$c" true >/dev/null 2>&1 && n=$((n + 1))
+        done
+        echo "$n" > "$COUNT/$c"
+    ) &
+done
+wait
+pairs=$(cat "$COUNT"/* | awk '{s += $1} END {print s}')
+rm -rf "$COUNT"
+echo "raw=etcd tool=etcdctl-lock pairs=$pairs" \
+     "pairs_per_s=$(echo "$pairs $SECS" | awk '{printf "%.0f", $1 / $2}')"
+stop "$EPID" "$EDIR"
+fi

@@ -265,23 +265,48 @@ class Postgres(Server):
                 "connect_timeout=2" % self.port)
 
 
+def etcd_call(port, path, body, timeout=5.0):
+    """POST body (a dict) to etcd's JSON gateway at port; the answer as a
+    dict, or None when nothing answered."""
+    import http.client
+    import json
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        c.request("POST", path, json.dumps(body),
+                  {"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return json.loads(data) if data else {}
+    except (OSError, ValueError):
+        return None
+
+
 class Etcd(Server):
+    """One etcd member; alone (a cluster of one), or one of an
+    EtcdCluster's. The election timeout is etcd's default (1 s), so the
+    shortest lease etcd grants is 2 s."""
+
     name = "etcd"
 
-    def __init__(self):
+    def __init__(self, member="default", cluster=None, peer_port=None):
         super().__init__()
-        self.peer_port = _free_port()
+        self.member = member
+        self.peer_port = peer_port or _free_port()
+        self.cluster = cluster
 
     def argv(self):
         client = "http://127.0.0.1:%d" % self.port
         peer = "http://127.0.0.1:%d" % self.peer_port
-        return ["etcd", "--name", "default",
+        return ["etcd", "--name", self.member,
                 "--data-dir", os.path.join(self.dir, "data"),
                 "--listen-client-urls", client,
                 "--advertise-client-urls", client,
                 "--listen-peer-urls", peer,
                 "--initial-advertise-peer-urls", peer,
-                "--initial-cluster", "default=" + peer,
+                "--initial-cluster",
+                self.cluster or "%s=%s" % (self.member, peer),
+                "--initial-cluster-state", "new",
                 "--log-level", "warn"]
 
     def ready(self):
@@ -301,9 +326,86 @@ class Etcd(Server):
         except OSError:
             return False
 
+    def call(self, path, body, timeout=5.0):
+        return etcd_call(self.port, path, body, timeout)
+
+    def wipe(self):
+        """Delete every key (a test's empty store)."""
+        r = self.call("/v3/kv/deleterange", {"key": "AA==",
+                                             "range_end": "AA=="})
+        assert r is not None and "header" in r, r
+
+    def status(self):
+        """(member id, leader id, raft term) or None."""
+        r = self.call("/v3/maintenance/status", {}, timeout=2.0)
+        if not r or "leader" not in r:
+            return None
+        return r["header"]["member_id"], r["leader"], r.get("raftTerm")
+
     @property
     def endpoints(self):
         return "http://127.0.0.1:%d" % self.port
+
+
+class EtcdCluster:
+    """Three etcd members on loopback ports: start, find and kill the
+    leader, start a member again on its data. Each member's ready probe
+    (/health) passes only once the cluster has a leader."""
+
+    def __init__(self, n=3):
+        names = ["m%d" % i for i in range(n)]
+        peers = [_free_port() for _ in names]
+        cluster = ",".join("%s=http://127.0.0.1:%d" % (m, p)
+                           for m, p in zip(names, peers))
+        self.members = [Etcd(m, cluster, p) for m, p in zip(names, peers)]
+
+    def start(self, timeout=60.0):
+        # Members wait for each other: start all, then poll each.
+        for m in self.members:
+            log = open(m.log_path, "ab")
+            m.proc = subprocess.Popen(
+                m.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                cwd=m.dir, start_new_session=True)
+            log.close()
+        for m in self.members:
+            _poll(m.ready, timeout, "etcd " + m.member, m.proc, m.log_path)
+        return self
+
+    @property
+    def endpoints(self):
+        return ", ".join(m.endpoints for m in self.members)
+
+    def running(self):
+        return [m for m in self.members if m.running()]
+
+    def leader(self, timeout=30.0):
+        """The member that leads now (every running member agrees)."""
+        found = []
+
+        def agreed():
+            ids = {}
+            for m in self.running():
+                st = m.status()
+                if st is None or st[1] in ("0", None):
+                    return False
+                ids[st[0]] = (m, st[1])
+            leaders = {lead for _, lead in ids.values()}
+            if len(leaders) != 1:
+                return False
+            lead = leaders.pop()
+            if lead not in ids:
+                return False
+            found[:] = [ids[lead][0]]
+            return True
+        _poll(agreed, timeout, "an etcd leader")
+        return found[0]
+
+    def wipe(self):
+        self.running()[0].wipe()
+
+    def destroy(self):
+        for m in self.members:
+            m.destroy()
 
 
 KINDS = {"redis": Redis, "postgres": Postgres, "etcd": Etcd}

@@ -1083,6 +1083,8 @@ static const struct {
     {"locks", "backend", "redis"},
     {"locks", "url", "redis://:hush@b:2"},
     {"locks", "dsn", "host=b password=hush"},
+    {"locks", "endpoints", "http://b:2"},
+    {"locks", "prefix", "other/"},
     {"locks", "pool_size", "3"},
     {"locks", "timeout_ms", "9"},
     {"locks", "path", "/tmp/l.lmdb"},
@@ -1212,8 +1214,8 @@ test_reload_restart_only(void **state)
         unload(&old);
         unload(&nw);
     }
-    /* listen twice, [store] 10, [locks] 10, [tokens] key_file */
-    assert_int_equal(restart, 23);
+    /* listen twice, [store] 10, [locks] 12, [tokens] key_file */
+    assert_int_equal(restart, 25);
     unlink(key1);
     unlink(key2);
     free(key1);
