@@ -2,8 +2,9 @@
 of DESIGN's table, bad input, the seed's failure cases (the paused client,
 a slow release after expiry), waiting in arrival order, eager fencing,
 signed tokens, many clients on one hot lock, and kill -9. Every test that
-starts a tidemark runs once per lock backend (lmdb, redis, postgres, on
-real servers from servers.py), each test on an empty lease store."""
+starts a tidemark runs once per lock backend (lmdb, redis, a Redis Cluster
+of 3 masters and 3 replicas, postgres, on real servers from servers.py),
+each test on an empty lease store."""
 
 import http.client
 import json
@@ -21,7 +22,7 @@ from conftest import (FAILSYNC, REPO, assert_problem, free_port, run_check,
 
 KEY = "0123456789abcdef0123456789abcdef"
 
-BACKENDS = ["lmdb", "redis", "postgres"]
+BACKENDS = ["lmdb", "redis", "redis-cluster", "postgres"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -34,6 +35,10 @@ def lock_backend(request, store_servers):
     if kind == "redis":
         assert srv.command("FLUSHALL") == b"+OK\r\n"
         return kind, srv, {"backend": "redis", "url": srv.url}
+    if kind == "redis-cluster":
+        assert srv.command("FLUSHALL") == b"+OK\r\n"
+        return kind, srv, {"backend": "redis", "url": srv.url,
+                           "cluster": "yes"}
     srv.sql("DROP TABLE IF EXISTS tidemark_leases")
     return kind, srv, {"backend": "postgres", "dsn": srv.dsn}
 
