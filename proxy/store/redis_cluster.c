@@ -33,6 +33,9 @@
 #define CL_MAX_NODES 256
 #define CL_NO_NODE 0xffff
 #define CL_MAX_ARGS 16
+/* TRYAGAIN (a multi-key script on a slot being migrated, its keys split
+ * or new): sent again at the next tick, this many times. */
+#define CL_MAX_TRYAGAIN 5
 
 struct cl_node {
     char addr[300]; /* "host:port", host without brackets */
@@ -67,11 +70,15 @@ struct redis_cluster {
     bool ever_ready;
     struct event *tick_ev;
     struct coldq *cold;
+    struct cl_req *again; /* TRYAGAIN: sent again at the next tick */
 };
 
 /* One command in flight, with its arguments kept to send it again. */
 struct cl_req {
     struct redis_cluster *c;
+    struct cl_req *next; /* on c->again */
+    unsigned slot;
+    int tries; /* TRYAGAIN answers so far */
     bool is_eval;
     size_t script;
     redis_conn_cb cb;
@@ -304,6 +311,30 @@ want_map(struct redis_cluster *c)
     }
 }
 
+static bool send_req(struct cl_req *r);
+static void req_done(struct cl_req *r, redisReply *rep);
+
+/* Send the TRYAGAIN answers again, from the slot's master in the map. */
+static void
+send_again(struct redis_cluster *c)
+{
+    struct cl_req *r = c->again;
+
+    c->again = NULL;
+    while (r != NULL) {
+        struct cl_req *next = r->next;
+
+        r->next = NULL;
+        r->node = c->slots[r->slot];
+        r->asking = false;
+        r->redirects = 0;
+        if (r->node == CL_NO_NODE || !send_req(r)) {
+            req_done(r, NULL);
+        }
+        r = next;
+    }
+}
+
 static void
 on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -313,6 +344,7 @@ on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     lib_enter(c->log);
+    send_again(c);
     if (!c->refreshing &&
         ((c->want || !c->complete) && now - c->last_ms >= CL_REFRESH_MIN_MS)) {
         read_map(c);
@@ -323,8 +355,6 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- commands -------------------------------------------------------- */
-
-static bool send_req(struct cl_req *r);
 
 static void
 req_done(struct cl_req *r, redisReply *rep)
@@ -358,6 +388,13 @@ req_reply(struct cl_req *r, redisReply *rep)
     }
     k = redis_redirect_parse(rep->str, rep->len, &rd);
     if (k == REDIS_REDIRECT_NONE) {
+        if (strncmp(rep->str, "TRYAGAIN", 8) == 0 &&
+            r->tries < CL_MAX_TRYAGAIN) {
+            r->tries++;
+            r->next = c->again;
+            c->again = r;
+            return;
+        }
         if (strncmp(rep->str, "CLUSTERDOWN", 11) == 0) {
             want_map(c);
         }
@@ -477,7 +514,7 @@ req_new(struct redis_cluster *c, int argc, const char **argv,
     if (r == NULL) {
         return NULL;
     }
-    *r = (struct cl_req){.c = c, .node = n, .argc = argc};
+    *r = (struct cl_req){.c = c, .slot = slot, .node = n, .argc = argc};
     r->argv = (const char **)(void *)r->buf;
     r->lens = (size_t *)(void *)(r->buf + (size_t)argc * sizeof(char *));
     p = r->buf + off;
@@ -763,6 +800,12 @@ redis_cluster_free(struct redis_cluster *c)
     c->closing = true;
     coldq_free(c->cold); /* answers the calls still waiting */
     c->cold = NULL;
+    while (c->again != NULL) {
+        struct cl_req *r = c->again;
+
+        c->again = r->next;
+        req_done(r, NULL);
+    }
     if (c->tick_ev != NULL) {
         event_free(c->tick_ev);
     }
