@@ -2,9 +2,12 @@
 # The seed's lock and release pair without tidemark, the baseline for
 # bench-locks: the Redis acquire and release scripts (redis-benchmark,
 # EVALSHA) and the Postgres lease-row SQL pair (pgbench, a custom
-# script), 32 clients each, on servers started here.
+# script), 32 clients each, on servers started here; and the Redis
+# scripts on a Redis Cluster of 3 masters and 3 replicas
+# (redis-benchmark --cluster, each client's keys tagged to one master).
 # Env: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_REQUESTS (200000,
-# redis-benchmark requests per script).
+# redis-benchmark requests per script), BENCH_RAW (the servers to run:
+# "redis postgres redis-cluster").
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -12,9 +15,17 @@ SECS=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNECTIONS:-32}
 REQS=${BENCH_REQUESTS:-200000}
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+RAW=${BENCH_RAW:-redis postgres redis-cluster}
+
+want() {
+    case " $RAW " in
+    *" $1 "*) return 0 ;;
+    esac
+    return 1
+}
 
 start() {
-    python3 -c 'import sys
+    /usr/bin/python3 -c 'import sys
 sys.path.insert(0, "tests/integration")
 import servers
 s = servers.KINDS[sys.argv[1]]().start()
@@ -41,41 +52,44 @@ RELEASE="if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0"
 
-OUT=$(start redis)
-RPID=$(echo "$OUT" | sed -n 1p)
-RPORT=$(echo "$OUT" | sed -n 2p)
-RDIR=$(echo "$OUT" | sed -n 3p)
-trap 'stop "$RPID" "$RDIR"' EXIT
-A=$(redis-cli -p "$RPORT" SCRIPT LOAD "$ACQUIRE")
-R=$(redis-cli -p "$RPORT" SCRIPT LOAD "$RELEASE")
-# Each pair is one acquire and one release: time per pair is the sum.
-a=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" -r 1000000000 --csv \
-    EVALSHA "$A" 2 'lock:{__rand_int__}' 'fence:{__rand_int__}' 10000 |
-    tail -n 1 | cut -d, -f2 | tr -d '"')
-r=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" -r 1000000000 --csv \
-    EVALSHA "$R" 1 'lock:{__rand_int__}' 1 |
-    tail -n 1 | cut -d, -f2 | tr -d '"')
-echo "raw=redis acquire_per_s=$a release_per_s=$r" \
-     "pairs_per_s=$(echo "$a $r" | awk '{printf "%.0f", 1 / (1 / $1 + 1 / $2)}')"
-stop "$RPID" "$RDIR"
+if want redis; then
+    OUT=$(start redis)
+    RPID=$(echo "$OUT" | sed -n 1p)
+    RPORT=$(echo "$OUT" | sed -n 2p)
+    RDIR=$(echo "$OUT" | sed -n 3p)
+    trap 'stop "$RPID" "$RDIR"' EXIT
+    A=$(redis-cli -p "$RPORT" SCRIPT LOAD "$ACQUIRE")
+    R=$(redis-cli -p "$RPORT" SCRIPT LOAD "$RELEASE")
+    # Each pair is one acquire and one release: time per pair is the sum.
+    a=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" -r 1000000000 --csv \
+        EVALSHA "$A" 2 'lock:{__rand_int__}' 'fence:{__rand_int__}' 10000 |
+        tail -n 1 | cut -d, -f2 | tr -d '"')
+    r=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" -r 1000000000 --csv \
+        EVALSHA "$R" 1 'lock:{__rand_int__}' 1 |
+        tail -n 1 | cut -d, -f2 | tr -d '"')
+    echo "raw=redis acquire_per_s=$a release_per_s=$r" \
+         "pairs_per_s=$(echo "$a $r" | awk '{printf "%.0f", 1 / (1 / $1 + 1 / $2)}')"
+    stop "$RPID" "$RDIR"
+fi
 
 # ---- Postgres: the seed's lease-row SQL, acquire then release.
-OUT=$(start postgres)
-PPID_=$(echo "$OUT" | sed -n 1p)
-PPORT=$(echo "$OUT" | sed -n 2p)
-PDIR=$(echo "$OUT" | sed -n 3p)
-trap 'stop "$PPID_" "$PDIR"' EXIT
-"$PGBIN/psql" -q -h 127.0.0.1 -p "$PPORT" -U postgres -d postgres -c "
-CREATE TABLE leases (
-  name       text        PRIMARY KEY,
-  owner      text        NOT NULL,
-  fence      bigint      NOT NULL,
-  expires_at timestamptz NOT NULL
-)"
-SCRIPT=$(mktemp)
-# A client's names are its own, so an acquire never meets a live lease
-# (\gset needs its row).
-cat > "$SCRIPT" <<'SQL'
+if want postgres; then
+    OUT=$(start postgres)
+    PPID_=$(echo "$OUT" | sed -n 1p)
+    PPORT=$(echo "$OUT" | sed -n 2p)
+    PDIR=$(echo "$OUT" | sed -n 3p)
+    trap 'stop "$PPID_" "$PDIR"' EXIT
+    "$PGBIN/psql" -q -h 127.0.0.1 -p "$PPORT" -U postgres -d postgres -c "
+    CREATE TABLE leases (
+      name       text        PRIMARY KEY,
+      owner      text        NOT NULL,
+      fence      bigint      NOT NULL,
+      expires_at timestamptz NOT NULL
+    )"
+    SCRIPT=$(mktemp)
+    # A client's names are its own, so an acquire never meets a live lease
+    # (\gset needs its row).
+    cat > "$SCRIPT" <<'SQL'
 \set n random(1, 1000000)
 INSERT INTO leases (name, owner, fence, expires_at)
 VALUES (:client_id || '/' || :n, 'bench', 1, now() + make_interval(secs => 10))
@@ -88,8 +102,50 @@ RETURNING fence \gset
 UPDATE leases SET expires_at = '-infinity'
 WHERE name = :client_id || '/' || :n AND fence = :fence;
 SQL
-tps=$("$PGBIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PPORT" -U postgres \
-      -c "$CONNS" -j 2 -T "$SECS" -f "$SCRIPT" postgres 2>/dev/null |
-      sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-rm -f "$SCRIPT"
-echo "raw=postgres pairs_per_s=$tps"
+    tps=$("$PGBIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PPORT" -U postgres \
+          -c "$CONNS" -j 2 -T "$SECS" -f "$SCRIPT" postgres 2>/dev/null |
+          sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+    rm -f "$SCRIPT"
+    echo "raw=postgres pairs_per_s=$tps"
+fi
+
+# ---- Redis Cluster: the same scripts, loaded on every master; the
+# {tag} of each key is replaced by redis-benchmark with a tag of the
+# master its client talks to, so the load spreads over the three.
+if want redis-cluster; then
+    OUT=$(/usr/bin/python3 -c 'import sys
+sys.path.insert(0, "tests/integration")
+import servers
+c = servers.RedisCluster().start()
+print(" ".join(str(n.proc.pid) for n in c.nodes))
+print(" ".join(str(m.port) for m in c.masters()))
+print(" ".join(n.dir for n in c.nodes))')
+    CPIDS=$(echo "$OUT" | sed -n 1p)
+    CPORTS=$(echo "$OUT" | sed -n 2p)
+    CDIRS=$(echo "$OUT" | sed -n 3p)
+    stop_cluster() {
+        for pid in $CPIDS; do
+            kill -INT "$pid" 2>/dev/null || true
+            while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+        done
+        # shellcheck disable=SC2086 # one folder per node
+        rm -rf $CDIRS
+    }
+    trap stop_cluster EXIT
+    for p in $CPORTS; do
+        A=$(redis-cli -p "$p" SCRIPT LOAD "$ACQUIRE")
+        R=$(redis-cli -p "$p" SCRIPT LOAD "$RELEASE")
+    done
+    P=${CPORTS%% *}
+    a=$(redis-benchmark --cluster -p "$P" -c "$CONNS" -n "$REQS" \
+        -r 1000000000 --csv EVALSHA "$A" 2 'lock:{tag}:__rand_int__' \
+        'fence:{tag}:__rand_int__' 10000 |
+        tail -n 1 | cut -d, -f2 | tr -d '"')
+    r=$(redis-benchmark --cluster -p "$P" -c "$CONNS" -n "$REQS" \
+        -r 1000000000 --csv EVALSHA "$R" 1 'lock:{tag}:__rand_int__' 1 |
+        tail -n 1 | cut -d, -f2 | tr -d '"')
+    echo "raw=redis-cluster masters=3 acquire_per_s=$a release_per_s=$r" \
+         "pairs_per_s=$(echo "$a $r" | awk '{printf "%.0f", 1 / (1 / $1 + 1 / $2)}')"
+    stop_cluster
+    trap - EXIT
+fi
