@@ -824,8 +824,8 @@ check_redis_url(const char *v, char *buf, size_t len)
 
     return redis_urls(v, &db0) > 0
                ? NULL
-               : "must be redis://host:port[/db], or with cluster = yes "
-                 "several such URLs separated by commas";
+               : "must be redis://host:port[/db] (with cluster = yes: "
+                 "several, comma-separated)";
 }
 
 /* url and cluster together: several seeds need cluster = yes, and a

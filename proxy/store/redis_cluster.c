@@ -793,7 +793,8 @@ redis_cluster_free(struct redis_cluster *c)
         return;
     }
     if (c->single != NULL) {
-        redis_conn_free(c->single);
+        c->closing = true;
+        redis_conn_free(c->single); /* NULL replies to what is in flight */
         free(c);
         return;
     }

@@ -341,7 +341,7 @@ def test_check_cluster_urls(tmp_path, upstream):
     assert rc == 1 and "wait_replicas" in err[0], err
     rc, err = check("store", {"type": "redis", "cluster": "yes",
                               "url": "redis://127.0.0.1:7000,"})
-    assert rc == 1 and "must be redis://" in err[0], err
+    assert rc == 1 and "must be redis://host:port" in err[0], err
     rc, err = check("locks", {"backend": "redis", "cluster": "yes",
                               "url": two})
     assert rc == 0, err
