@@ -18,9 +18,10 @@
 #                 raw output in tests/bench/results/
 #   bench-locks   wrk: lock+release pairs/s and hot-lock tries/wins on
 #                 the control port's lock service (BACKEND=lmdb|redis|
-#                 postgres)
+#                 redis-cluster|postgres)
 #   bench-locks-raw  the seed's Redis scripts and lease-row SQL pair
-#                 without tidemark (redis-benchmark, pgbench): the baseline
+#                 without tidemark (redis-benchmark, also --cluster on 3
+#                 masters, pgbench): the baseline
 #   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
 #                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
 #   format-check  clang-format --dry-run over every C file

@@ -79,7 +79,8 @@ struct cfg_store {
     char *path;        /* lmdb */
     int64_t map_size;  /* lmdb: bytes */
     char *dsn;         /* postgres */
-    char *url;         /* redis */
+    char *url;         /* redis: one URL, or a cluster's seeds */
+    bool cluster;      /* redis: url names a Redis Cluster */
     char *endpoints;   /* etcd */
     int pool_size;     /* postgres, etcd: connections to the store */
     int wait_replicas; /* redis: WAIT for this many replicas */
@@ -99,7 +100,8 @@ struct cfg_admin {
 struct cfg_locks {
     char *backend;    /* lmdb | redis | postgres | etcd */
     char *path;       /* lmdb: the lease file */
-    char *url;        /* redis: redis://host:port[/db] */
+    char *url;        /* redis: redis://host:port[/db], or seeds */
+    bool cluster;     /* redis: url names a Redis Cluster */
     char *dsn;        /* postgres: a libpq connection string */
     char *endpoints;  /* etcd: http://host:port, comma-separated */
     char *prefix;     /* etcd: the keys of lock N are under prefix N// */

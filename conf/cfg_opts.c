@@ -814,10 +814,84 @@ redis_url_ok(const char *v)
     return true;
 }
 
+/* The URLs of a comma-separated list (spaces around commas allowed);
+ * -1 when one of them is not a redis:// URL. *db0 tells whether every
+ * URL has no database or database 0 (a cluster has only that one). */
+static int
+redis_urls(const char *v, bool *db0)
+{
+    int n = 0;
+
+    *db0 = true;
+    for (const char *p = v;;) {
+        char one[256];
+        size_t k;
+        const char *slash;
+
+        p += strspn(p, " \t");
+        k = strcspn(p, ",");
+        while (k > 0 && (p[k - 1] == ' ' || p[k - 1] == '\t')) {
+            k--;
+        }
+        if (k == 0 || k >= sizeof(one)) {
+            return -1;
+        }
+        memcpy(one, p, k);
+        one[k] = '\0';
+        if (!redis_url_ok(one)) {
+            return -1;
+        }
+        slash = strchr(one + 8, '/');
+        if (slash != NULL && strspn(slash + 1, "0") != strlen(slash + 1)) {
+            *db0 = false;
+        }
+        n++;
+        p += strcspn(p, ",");
+        if (*p == '\0') {
+            return n;
+        }
+        p++;
+    }
+}
+
 static const char *
 check_redis_url(const char *v, char *buf, size_t len)
 {
-    return redis_url_ok(v) ? NULL : "must be redis://host:port[/db]";
+    bool db0;
+
+    return redis_urls(v, &db0) > 0
+               ? NULL
+               : "must be redis://host:port[/db] (with cluster = yes: "
+                 "several, comma-separated)";
+}
+
+/* url and cluster together: several seeds need cluster = yes, and a
+ * cluster has database 0 only. NULL when fine. */
+static const char *
+check_redis_pair(const char *sect, const char *url, bool cluster, char *buf,
+                 size_t len)
+{
+    bool db0;
+    int n;
+
+    if (url == NULL || *url == '\0') {
+        return NULL;
+    }
+    n = redis_urls(url, &db0);
+    if (n > 1 && !cluster) {
+        snprintf(buf, len,
+                 "[%s] url names %d servers: several URLs are the seed "
+                 "nodes of a Redis Cluster: set cluster = yes",
+                 sect, n);
+        return buf;
+    }
+    if (cluster && !db0) {
+        snprintf(buf, len,
+                 "[%s] url: a Redis Cluster has only database 0 (no /db)",
+                 sect);
+        return buf;
+    }
+    return NULL;
 }
 
 /* libpq's parse error, first line only, with every quoted part but "="
@@ -1186,7 +1260,11 @@ const struct cfg_opt cfg_opts[] = {
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
      "postgres: a libpq connection string or URI"},
     {CFG_STORE, "url", CFG_T_STR, NULL, OFF(cfg_store, url), OPS(redis_url_ops),
-     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
+     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
+     "redis: redis://host:port[/db]; a cluster's seed nodes, comma-separated"},
+    {CFG_STORE, "cluster", CFG_T_BOOL, "no", OFF(cfg_store, cluster), NONE,
+     CFG_RESTART,
+     "redis: yes: url names seed nodes of a Redis Cluster (slots, MOVED)"},
     {CFG_STORE, "endpoints", CFG_T_STR, NULL, OFF(cfg_store, endpoints),
      OPS(endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
      "etcd: http://host:port, comma-separated"},
@@ -1205,7 +1283,11 @@ const struct cfg_opt cfg_opts[] = {
      CHOICE(lock_backend_choices), CFG_RESTART,
      "where leases live: lmdb | redis | postgres | etcd"},
     {CFG_LOCKS, "url", CFG_T_STR, NULL, OFF(cfg_locks, url), OPS(redis_url_ops),
-     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
+     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
+     "redis: redis://host:port[/db]; a cluster's seed nodes, comma-separated"},
+    {CFG_LOCKS, "cluster", CFG_T_BOOL, "no", OFF(cfg_locks, cluster), NONE,
+     CFG_RESTART,
+     "redis: yes: url names seed nodes of a Redis Cluster (slots, MOVED)"},
     {CFG_LOCKS, "dsn", CFG_T_STR, NULL, OFF(cfg_locks, dsn), OPS(dsn_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
      "postgres: a libpq connection string or URI"},
@@ -1657,6 +1739,9 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
         snprintf(buf, len, "[locks] backend %s needs %s", l->backend, need);
         return buf;
     }
+    if (strcmp(l->backend, "redis") == 0) {
+        return check_redis_pair("locks", l->url, l->cluster, buf, len);
+    }
     return NULL;
 }
 
@@ -1700,6 +1785,16 @@ cfg_check_store(const struct cfg_store *s, char *buf, size_t len)
                      needs[i].key);
             return buf;
         }
+    }
+    if (strcmp(s->type, "redis") == 0) {
+        if (s->cluster && s->wait_replicas > 0) {
+            snprintf(buf, len,
+                     "[store] wait_replicas needs one Redis server: with "
+                     "cluster = yes a raise goes to its slot's master, and "
+                     "WAIT is not supported there");
+            return buf;
+        }
+        return check_redis_pair("store", s->url, s->cluster, buf, len);
     }
     return NULL;
 }

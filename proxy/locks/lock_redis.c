@@ -1,6 +1,6 @@
 /* lock_redis.c: leases in Redis, the seed's acquire, release and extend
  * scripts (one atomic EVALSHA each) on the connection code the Redis mark
- * store uses (../clients/redis_conn.c). */
+ * store uses (../clients/redis_cluster.c: one server, or a Redis Cluster). */
 #include "lock.h"
 
 #include <inttypes.h>
@@ -13,15 +13,18 @@
 #include "../clients/defer.h"
 #include "../clients/redis_conn.h"
 #include "../log.h"
+#include "../clients/redis_cluster.h"
 
 /*
  * Keys. The lease of name N is "lock:{N}" holding its fence as a decimal
  * string, with the lease's expiry as the key's (PX); the counter is
  * "fence:{N}", only ever INCRemented or raised, never deleted, so a
  * fence is not handed out twice, also after release. The hash tag keeps
- * both in one cluster slot, so one script can use both. "fence:{N}" is
- * also the key the Redis mark store keeps N's mark under: with both on
- * one Redis, the counter is the mark, and an acquire is above every
+ * both in one cluster slot, so one script can use both (a name that is
+ * empty or begins with '}' has an empty hash tag: on a cluster its two
+ * keys fall in different slots and redis_cluster refuses the script).
+ * "fence:{N}" is also the key the Redis mark store keeps N's mark under: with
+ * both on one Redis, the counter is the mark, and an acquire is above every
  * token that has written.
  *
  * Decimal strings throughout: Lua numbers are doubles and would round
@@ -89,7 +92,7 @@ struct rl_req;
 
 struct redis_locks {
     struct event_base *base;
-    struct redis_conn *conn;
+    struct redis_cluster *conn;
     struct defer *defer; /* answers given without Redis */
     bool closing;
 };
@@ -235,8 +238,8 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
     enum rl_script script = RL_S_STATUS;
 
     /* Before the first connection is up, wait for it (coldq.h). */
-    if (!s->closing && !redis_conn_ready(s->conn) &&
-        lock_park(redis_conn_coldq(s->conn), b, &lock_redis_ops, op)) {
+    if (!s->closing && !redis_cluster_ready(s->conn) &&
+        lock_park(redis_cluster_coldq(s->conn), b, &lock_redis_ops, op)) {
         return;
     }
     r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
@@ -300,8 +303,8 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
         break;
     }
     r->op = script;
-    if (!redis_conn_eval(s->conn, script, argc, argv, lens, on_reply, NULL,
-                         r)) {
+    if (!redis_cluster_eval(s->conn, script, argc, argv, lens, on_reply, NULL,
+                            r)) {
         defer_error(s, r);
     }
 }
@@ -311,7 +314,7 @@ rl_ready(struct lock_backend *b)
 {
     struct redis_locks *s = to_locks(b);
 
-    return !s->closing && redis_conn_ready(s->conn);
+    return !s->closing && redis_cluster_ready(s->conn);
 }
 
 static struct lock_backend *
@@ -338,9 +341,10 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     }
     /* Unreachable now is an outage, not a configuration error: acquires
      * are 503 until Redis is there. */
-    s->conn = redis_conn_new(base, cfg->url, "[locks]", rl_scripts,
-                             sizeof(rl_scripts) / sizeof(rl_scripts[0]),
-                             cfg->timeout_ms, err, errlen);
+    s->conn =
+        redis_cluster_new(base, cfg->url, cfg->cluster, "[locks]", rl_scripts,
+                          sizeof(rl_scripts) / sizeof(rl_scripts[0]),
+                          cfg->timeout_ms, err, errlen);
     if (s->conn == NULL) {
         defer_free(s->defer);
         free(s);
@@ -359,7 +363,7 @@ rl_close(struct lock_backend *b)
     }
     s->closing = true;
     /* Answers every script in flight (callbacks run now). */
-    redis_conn_free(s->conn);
+    redis_cluster_free(s->conn);
     defer_free(s->defer);
     free(s);
 }

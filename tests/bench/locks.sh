@@ -3,8 +3,9 @@
 # per second, then tries and wins per second on one hot lock. Starts its
 # own tidemark in a temporary directory, and for BACKEND=redis, postgres
 # or etcd its own server (tests/integration/servers.py; etcd: one
-# member).
-# Env: BACKEND (lmdb | redis | postgres | etcd), BENCH_DURATION (10s),
+# member; redis-cluster: 3 masters, 3 replicas).
+# Env: BACKEND (lmdb | redis | redis-cluster | postgres | etcd),
+# BENCH_DURATION (10s),
 # BENCH_THREADS (2), BENCH_CONNECTIONS (32), EAGER (yes), POOL (16,
 # postgres connections; etcd: connections per endpoint), TIDEMARK_BIN.
 set -eu
@@ -34,7 +35,7 @@ lmdb)
 redis|postgres|etcd)
     # Prints the server's pid, then the [locks] key for it; the server
     # runs in its own session and outlives this python.
-    OUT=$(python3 -c 'import sys
+    OUT=$(/usr/bin/python3 -c 'import sys
 sys.path.insert(0, "tests/integration")
 import servers
 s = servers.KINDS[sys.argv[1]]().start()
@@ -47,8 +48,22 @@ print(s.dir)' "$BACKEND")
     LOCKS="$(echo "$OUT" | sed -n 2p)
 pool_size = $POOL"
     SERVER_DIR=$(echo "$OUT" | sed -n 3p) ;;
+redis-cluster)
+    # Prints the nodes' pids, the [locks] keys, then their folders.
+    OUT=$(/usr/bin/python3 -c 'import sys
+sys.path.insert(0, "tests/integration")
+import servers
+c = servers.RedisCluster().start()
+print(" ".join(str(n.proc.pid) for n in c.nodes))
+print("url = " + c.url)
+print(" ".join(n.dir for n in c.nodes))')
+    SERVER_PID=$(echo "$OUT" | sed -n 1p)
+    LOCKS="$(echo "$OUT" | sed -n 2p)
+cluster = yes"
+    SERVER_DIR=$(echo "$OUT" | sed -n 3p)
+    BACKEND_KEY=redis ;;
 *)
-    echo "BACKEND must be lmdb, redis, postgres or etcd" >&2
+    echo "BACKEND must be lmdb, redis, redis-cluster, postgres or etcd" >&2
     exit 2 ;;
 esac
 cat > "$DIR/tidemark.ini" <<INI
@@ -60,7 +75,7 @@ listen = 127.0.0.1:$ADMIN
 [store]
 path = $DIR/marks.lmdb
 [locks]
-backend = $BACKEND
+backend = ${BACKEND_KEY:-$BACKEND}
 $LOCKS
 eager = $EAGER
 INI
@@ -69,11 +84,12 @@ PID=$!
 cleanup() {
     kill "$PID" 2>/dev/null
     wait "$PID" 2>/dev/null
-    if [ -n "$SERVER_PID" ]; then
-        kill -INT "$SERVER_PID" 2>/dev/null
-        while kill -0 "$SERVER_PID" 2>/dev/null; do sleep 0.1; done
-        rm -rf "$SERVER_DIR"
-    fi
+    for pid in $SERVER_PID; do
+        kill -INT "$pid" 2>/dev/null
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    done
+    # shellcheck disable=SC2086 # one folder per node
+    [ -z "$SERVER_PID" ] || rm -rf $SERVER_DIR
     rm -rf "$DIR"
 }
 trap cleanup EXIT

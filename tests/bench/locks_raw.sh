@@ -7,7 +7,10 @@
 # BENCH_CONNECTIONS loops of etcdctl, since Debian packages no etcd
 # benchmark tool (each pair also pays an etcdctl process start).
 # Env: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_REQUESTS (200000,
-# redis-benchmark requests per script), RAW (redis postgres etcd: which).
+# redis-benchmark requests per script), RAW (redis postgres etcd
+# redis-cluster: which). The Redis scripts also run on a Redis Cluster of
+# 3 masters and 3 replicas (redis-benchmark --cluster, each client's keys
+# tagged to one master).
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -15,7 +18,7 @@ SECS=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNECTIONS:-32}
 REQS=${BENCH_REQUESTS:-200000}
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-RAW=${RAW:-redis postgres etcd}
+RAW=${RAW:-redis postgres etcd redis-cluster}
 
 want() {
     case " $RAW " in *" $1 "*) return 0 ;; esac
@@ -23,7 +26,7 @@ want() {
 }
 
 start() {
-    python3 -c 'import sys
+    /usr/bin/python3 -c 'import sys
 sys.path.insert(0, "tests/integration")
 import servers
 s = servers.KINDS[sys.argv[1]]().start()
@@ -133,4 +136,45 @@ rm -rf "$COUNT"
 echo "raw=etcd tool=etcdctl-lock pairs=$pairs" \
      "pairs_per_s=$(echo "$pairs $SECS" | awk '{printf "%.0f", $1 / $2}')"
 stop "$EPID" "$EDIR"
+fi
+
+# ---- Redis Cluster: the same scripts, loaded on every master; the
+# {tag} of each key is replaced by redis-benchmark with a tag of the
+# master its client talks to, so the load spreads over the three.
+if want redis-cluster; then
+    OUT=$(/usr/bin/python3 -c 'import sys
+sys.path.insert(0, "tests/integration")
+import servers
+c = servers.RedisCluster().start()
+print(" ".join(str(n.proc.pid) for n in c.nodes))
+print(" ".join(str(m.port) for m in c.masters()))
+print(" ".join(n.dir for n in c.nodes))')
+    CPIDS=$(echo "$OUT" | sed -n 1p)
+    CPORTS=$(echo "$OUT" | sed -n 2p)
+    CDIRS=$(echo "$OUT" | sed -n 3p)
+    stop_cluster() {
+        for pid in $CPIDS; do
+            kill -INT "$pid" 2>/dev/null || true
+            while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+        done
+        # shellcheck disable=SC2086 # one folder per node
+        rm -rf $CDIRS
+    }
+    trap stop_cluster EXIT
+    for p in $CPORTS; do
+        A=$(redis-cli -p "$p" SCRIPT LOAD "$ACQUIRE")
+        R=$(redis-cli -p "$p" SCRIPT LOAD "$RELEASE")
+    done
+    P=${CPORTS%% *}
+    a=$(redis-benchmark --cluster -p "$P" -c "$CONNS" -n "$REQS" \
+        -r 1000000000 --csv EVALSHA "$A" 2 'lock:{tag}:__rand_int__' \
+        'fence:{tag}:__rand_int__' 10000 |
+        tail -n 1 | cut -d, -f2 | tr -d '"')
+    r=$(redis-benchmark --cluster -p "$P" -c "$CONNS" -n "$REQS" \
+        -r 1000000000 --csv EVALSHA "$R" 1 'lock:{tag}:__rand_int__' 1 |
+        tail -n 1 | cut -d, -f2 | tr -d '"')
+    echo "raw=redis-cluster masters=3 acquire_per_s=$a release_per_s=$r" \
+         "pairs_per_s=$(echo "$a $r" | awk '{printf "%.0f", 1 / (1 / $1 + 1 / $2)}')"
+    stop_cluster
+    trap - EXIT
 fi

@@ -2,11 +2,12 @@
 of DESIGN's table, bad input, the seed's failure cases (the paused client,
 a slow release after expiry), waiting in arrival order, eager fencing,
 signed tokens, many clients on one hot lock, and kill -9. Every test that
-starts a tidemark runs once per lock backend (lmdb, redis, postgres, etcd,
-on real servers from servers.py), each test on an empty lease store.
+starts a tidemark runs once per lock backend (lmdb, redis, a Redis Cluster
+of 3 masters and 3 replicas, postgres, etcd, on real servers from
+servers.py), each test on an empty lease store.
 
-Fences: lmdb, redis and postgres count per name (1, 2, 3, ...); etcd's
-fence is the lock key's create revision, a counter of the whole cluster,
+Fences: lmdb, redis (one server or a cluster) and postgres count per
+name (1, 2, 3, ...); etcd's fence is the lock key's create revision, a counter of the whole cluster,
 so on etcd a test checks that fences grow, not their values (counts()
 says which). etcd grants whole seconds of at least 2 s, and keeps the TTL
 it granted on extend."""
@@ -27,7 +28,7 @@ from conftest import (FAILSYNC, REPO, assert_problem, free_port, run_check,
 
 KEY = "0123456789abcdef0123456789abcdef"
 
-BACKENDS = ["lmdb", "redis", "postgres", "etcd"]
+BACKENDS = ["lmdb", "redis", "redis-cluster", "postgres", "etcd"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -43,6 +44,10 @@ def lock_backend(request, store_servers):
     if kind == "redis":
         assert srv.command("FLUSHALL") == b"+OK\r\n"
         return kind, srv, {"backend": "redis", "url": srv.url}
+    if kind == "redis-cluster":
+        assert srv.command("FLUSHALL") == b"+OK\r\n"
+        return kind, srv, {"backend": "redis", "url": srv.url,
+                           "cluster": "yes"}
     srv.sql("DROP TABLE IF EXISTS tidemark_leases")
     return kind, srv, {"backend": "postgres", "dsn": srv.dsn}
 

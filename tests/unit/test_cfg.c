@@ -557,7 +557,8 @@ static const struct err_case err_cases[] = {
      "[store]\ntype = redis\nurl = redis://host\n"
      "endpoints = http://a:1,https://b:2\n",
      {NULL},
-     {"@:3: url: must be redis://host:port[/db]",
+     {"@:3: url: must be redis://host:port[/db] (with cluster = yes: "
+      "several, comma-separated)",
       "@:4: endpoints: must be http://host:port, comma-separated"}},
     {"upstream urls",
      "[upstream a]\nurl = ftp://h\n[upstream b]\nurl = http://h/v1\n"
@@ -1078,6 +1079,7 @@ static const struct {
     {"store", "endpoints", "http://b:2"},
     {"store", "pool_size", "3"},
     {"store", "wait_replicas", "1"},
+    {"store", "cluster", "yes"},
     {"store", "cache_entries", "16"},
     {"store", "timeout_ms", "9"},
     {"locks", "backend", "redis"},
@@ -1090,6 +1092,7 @@ static const struct {
     {"locks", "path", "/tmp/l.lmdb"},
     {"locks", "map_size", "2M"},
     {"locks", "eager", "no"},
+    {"locks", "cluster", "yes"},
     {"locks", "max_ttl_ms", "5"},
     {"locks", "max_wait_ms", "0"},
     {"tokens", "key_file", "@2"},
@@ -1214,8 +1217,8 @@ test_reload_restart_only(void **state)
         unload(&old);
         unload(&nw);
     }
-    /* listen twice, [store] 10, [locks] 12, [tokens] key_file */
-    assert_int_equal(restart, 25);
+    /* listen twice, [store] 11, [locks] 13, [tokens] key_file */
+    assert_int_equal(restart, 27);
     unlink(key1);
     unlink(key2);
     free(key1);
