@@ -737,13 +737,15 @@ keys_origin(const struct raw_sect *s, const char *const *keys,
 
 static void *
 sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
-         size_t *nroute)
+         size_t *nroute, size_t *nwatch)
 {
     switch (s->kind) {
     case CFG_UPSTREAM:
         return &c->upstreams[(*nup)++];
     case CFG_ROUTE:
         return &c->routes[(*nroute)++];
+    case CFG_WATCH:
+        return &c->watches[(*nwatch)++];
     default:
         return cfg_singleton(c, s->kind);
     }
@@ -861,26 +863,30 @@ expand_headers(struct loader *l, const struct raw_sect *s,
 static void
 build(struct loader *l, struct tm_config *c)
 {
-    size_t nup = 0, nroute = 0, before;
+    size_t nup = 0, nroute = 0, nwatch = 0, before;
     char buf[256];
 
     for (size_t i = 0; i < l->nsects; i++) {
         nup += l->sects[i].kind == CFG_UPSTREAM;
         nroute += l->sects[i].kind == CFG_ROUTE;
+        nwatch += l->sects[i].kind == CFG_WATCH;
     }
     c->upstreams = calloc(nup + 1, sizeof(*c->upstreams));
     c->routes = calloc(nroute + 1, sizeof(*c->routes));
-    if (c->upstreams == NULL || c->routes == NULL) {
+    c->watches = calloc(nwatch + 1, sizeof(*c->watches));
+    if (c->upstreams == NULL || c->routes == NULL || c->watches == NULL) {
         l->oom = true;
         return;
     }
     c->nupstreams = nup;
     c->nroutes = nroute;
+    c->nwatches = nwatch;
     nup = 0;
     nroute = 0;
+    nwatch = 0;
     for (size_t i = 0; i < l->nsects; i++) {
         const struct raw_sect *s = &l->sects[i];
-        void *obj = sect_obj(c, s, &nup, &nroute);
+        void *obj = sect_obj(c, s, &nup, &nroute, &nwatch);
 
         if (s->kind == CFG_UPSTREAM) {
             struct cfg_upstream *u = obj;
@@ -894,6 +900,12 @@ build(struct loader *l, struct tm_config *c)
             r->name = strdup(s->name);
             r->line = s->line;
             l->oom |= r->name == NULL;
+        } else if (s->kind == CFG_WATCH) {
+            struct cfg_watch *w = obj;
+
+            w->name = strdup(s->name);
+            w->line = s->line;
+            l->oom |= w->name == NULL;
         }
         before = l->errs->n;
         apply_sect(l, s, obj);
@@ -965,6 +977,84 @@ build(struct loader *l, struct tm_config *c)
     }
 }
 
+/* Append a warning line about the file to c->warnings. */
+static void
+add_warning(struct loader *l, struct tm_config *c, const char *msg)
+{
+    size_t have = c->warnings != NULL ? strlen(c->warnings) : 0;
+    size_t need = have + strlen(l->file) + strlen(msg) + 16;
+    char *w = realloc(c->warnings, need);
+
+    if (w == NULL) {
+        l->oom = true;
+        return;
+    }
+    snprintf(w + have, need - have, "%s%s: warning: %s", have > 0 ? "\n" : "",
+             l->file, msg);
+    c->warnings = w;
+}
+
+/* Whether listen addresses a and b ("host:port") would take the same
+ * socket: the same port, and the same host or a wildcard on either. */
+static bool
+same_socket(const char *a, const char *b)
+{
+    char *ah, *ap, *bh, *bp;
+    bool same = false;
+
+    if (a == NULL || b == NULL || a[0] == '\0' || b[0] == '\0' ||
+        !cfg_split_hostport(a, &ah, &ap)) {
+        return false;
+    }
+    if (cfg_split_hostport(b, &bh, &bp)) {
+        bool any = ah[0] == '\0' || bh[0] == '\0' || strcmp(ah, "*") == 0 ||
+                   strcmp(bh, "*") == 0 || strcmp(ah, "0.0.0.0") == 0 ||
+                   strcmp(bh, "0.0.0.0") == 0 || strcmp(ah, "::") == 0 ||
+                   strcmp(bh, "::") == 0;
+
+        same = strcmp(ap, bp) == 0 && strcmp(ap, "0") != 0 &&
+               (any || strcasecmp(ah, bh) == 0);
+        free(bh);
+        free(bp);
+    }
+    free(ah);
+    free(ap);
+    return same;
+}
+
+/* What concerns the file as a whole, once every section is read. */
+static void
+check_whole(struct loader *l, struct tm_config *c)
+{
+    static const char *const keys[] = {"listen", NULL};
+
+    if (same_socket(c->proxy.listen, c->admin.listen)) {
+        struct origin at_admin, at_proxy;
+        const struct origin *at =
+            keys_origin(find_sect(l, CFG_ADMIN, NULL), keys, &at_admin);
+
+        /* Where the clash was written: [admin] unless it kept its
+         * default. */
+        if (at->line == 0 && at->env == NULL) {
+            at = keys_origin(find_sect(l, CFG_PROXY, NULL), keys, &at_proxy);
+        }
+        add_err(l, at,
+                "[admin] listen %s is the address of [proxy] listen %s: the "
+                "control port needs its own",
+                c->admin.listen, c->proxy.listen);
+    }
+    if (c->nroutes == 0) {
+        add_warning(l, c,
+                    "no [route] section: no request is fenced (unmatched "
+                    "requests are passed or refused, per [proxy] unmatched)");
+    }
+    if (c->nupstreams == 0) {
+        add_warning(l, c,
+                    "no [upstream] section: no request is forwarded (the "
+                    "control port and its lock service still run)");
+    }
+}
+
 static void
 free_loader(struct loader *l)
 {
@@ -1019,6 +1109,9 @@ load(struct tm_config *c, const char *path, const char *text, char *const *envp,
         }
     }
     build(&l, c);
+    if (!l.oom) {
+        check_whole(&l, c);
+    }
     c->env_links = l.env_links;
     l.env_links = NULL;
     if (l.oom) {
@@ -1062,11 +1155,75 @@ cfg_free(struct tm_config *c)
     for (size_t i = 0; i < c->nroutes; i++) {
         free(c->routes[i].name);
     }
+    for (size_t i = 0; i < c->nwatches; i++) {
+        free(c->watches[i].name);
+    }
     free(c->upstreams);
     free(c->routes);
+    free(c->watches);
     free(c->file);
     free(c->env_links);
+    free(c->warnings);
     memset(c, 0, sizeof(*c));
+}
+
+/* The [watch] sections of a and b say the same. */
+static bool
+watches_same(const struct tm_config *a, const struct tm_config *b)
+{
+    if (a->nwatches != b->nwatches) {
+        return false;
+    }
+    for (size_t i = 0; i < a->nwatches; i++) {
+        if (strcmp(a->watches[i].name, b->watches[i].name) != 0) {
+            return false;
+        }
+        for (size_t j = 0; j < cfg_nopts; j++) {
+            const struct cfg_opt *o = &cfg_opts[j];
+
+            if (o->sect == CFG_WATCH &&
+                !cfg_opt_same(o, &a->watches[i], &b->watches[i])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* The [watch] sections are read once at start: nw takes old's. */
+static bool
+watches_keep(struct tm_config *nw, const struct tm_config *old)
+{
+    struct cfg_watch *w = calloc(old->nwatches + 1, sizeof(*w));
+
+    if (w == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < nw->nwatches; i++) {
+        for (size_t j = 0; j < cfg_nopts; j++) {
+            if (cfg_opts[j].sect == CFG_WATCH) {
+                cfg_opt_drop(&cfg_opts[j], &nw->watches[i]);
+            }
+        }
+        free(nw->watches[i].name);
+    }
+    free(nw->watches);
+    nw->watches = w;
+    nw->nwatches = old->nwatches;
+    for (size_t i = 0; i < old->nwatches; i++) {
+        w[i].name = strdup(old->watches[i].name);
+        w[i].line = old->watches[i].line;
+        if (w[i].name == NULL) {
+            return false;
+        }
+        for (size_t j = 0; j < cfg_nopts; j++) {
+            if (cfg_opts[j].sect == CFG_WATCH &&
+                cfg_opt_copy(&cfg_opts[j], &w[i], &old->watches[i]) != NULL) {
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 bool
@@ -1075,13 +1232,22 @@ cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
                                       const char *kept),
                       void *arg)
 {
+    if (!watches_same(nw, old)) {
+        if (!watches_keep(nw, old)) {
+            return false;
+        }
+        changed(arg, "[watch] sections", "the ones read at start");
+    }
     for (size_t i = 0; i < cfg_nopts; i++) {
         const struct cfg_opt *o = &cfg_opts[i];
         void *dst = cfg_singleton(nw, o->sect);
         const void *src = cfg_singleton((struct tm_config *)old, o->sect);
         char key[96], kept[256];
 
-        if (!(o->flags & CFG_RESTART) || cfg_opt_same(o, dst, src)) {
+        /* Named sections: [watch] above; the others have no restart
+         * keys. */
+        if (dst == NULL || src == NULL || !(o->flags & CFG_RESTART) ||
+            cfg_opt_same(o, dst, src)) {
             continue;
         }
         if (cfg_opt_copy(o, dst, src) != NULL) {

@@ -79,7 +79,8 @@ struct cfg_store {
     char *path;        /* lmdb */
     int64_t map_size;  /* lmdb: bytes */
     char *dsn;         /* postgres */
-    char *url;         /* redis */
+    char *url;         /* redis: one URL, or a cluster's seeds */
+    bool cluster;      /* redis: url names a Redis Cluster */
     char *endpoints;   /* etcd */
     int pool_size;     /* postgres, etcd: connections to the store */
     int wait_replicas; /* redis: WAIT for this many replicas */
@@ -97,12 +98,15 @@ struct cfg_admin {
 
 /* The lock service on the control port. */
 struct cfg_locks {
-    char *backend;    /* lmdb | redis | postgres | zookeeper */
+    char *backend;    /* lmdb | redis | postgres | etcd | zookeeper */
     char *path;       /* lmdb: the lease file */
-    char *url;        /* redis: redis://host:port[/db] */
+    char *url;        /* redis: redis://host:port[/db], or seeds */
+    bool cluster;     /* redis: url names a Redis Cluster */
     char *dsn;        /* postgres: a libpq connection string */
-    int pool_size;    /* postgres: connections */
-    int timeout_ms;   /* redis, postgres: one operation */
+    char *endpoints;  /* etcd: http://host:port, comma-separated */
+    char *prefix;     /* etcd: the keys of lock N are under prefix N// */
+    int pool_size;    /* postgres: connections; etcd: per endpoint */
+    int timeout_ms;   /* redis, postgres, etcd: one operation */
     int64_t map_size; /* lmdb: bytes */
     bool eager;       /* an acquire raises the resource's mark */
     int max_ttl_ms;   /* longer leases are refused (400) */
@@ -110,6 +114,19 @@ struct cfg_locks {
     char *zk_hosts;   /* zookeeper: host:port,host:port */
     char *zk_root;    /* zookeeper: where every lock has its node */
     int zk_sess_ms;   /* zookeeper: the session timeout asked for */
+};
+
+/* [watch NAME]: a lock applications take elsewhere (etcdctl lock, an etcd
+ * client's mutex), followed so that a change of holder raises the mark
+ * of the lock's resource to the new holder's fence (proxy/locks/watch.c). */
+struct cfg_watch {
+    char *name;
+    char *backend;   /* etcd */
+    char *endpoints; /* etcd: http://host:port, comma-separated */
+    char *prefix;    /* the keys of lock L are <prefix>L/<lease in hex> */
+    char *resource;  /* template: {name} is the lock's name */
+    int timeout_ms;  /* one call to the backend */
+    int line;
 };
 
 /* Signing issued tokens and verifying them on verify = hmac routes. */
@@ -130,8 +147,12 @@ struct tm_config {
     size_t nupstreams;
     struct cfg_route *routes; /* file order */
     size_t nroutes;
+    struct cfg_watch *watches; /* file order */
+    size_t nwatches;
     char *env_links; /* Kubernetes service-link variables set aside,
                       * names separated by spaces; NULL: none */
+    char *warnings;  /* "FILE: warning: ..." lines, '\n'-separated, of
+                      * what loads but does nothing; NULL: none */
 };
 
 /* Problems found while loading, each "FILE:LINE: message". */

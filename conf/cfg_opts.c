@@ -277,8 +277,23 @@ drop_add_header(void *obj)
     u->nadd = 0;
 }
 
+/* Names only: the values carry credentials. */
+static void
+show_add_header(const void *obj, char *buf, size_t len)
+{
+    const struct cfg_upstream *u = obj;
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < u->nadd && n < len; i++) {
+        int w = snprintf(buf + n, len - n, "%s%s: (secret)", i > 0 ? "\n" : "",
+                         u->add[i].name);
+        n += w > 0 ? (size_t)w : 0;
+    }
+}
+
 static const struct cfg_ops add_header_ops = {NULL, set_add_header,
-                                              drop_add_header};
+                                              drop_add_header, show_add_header};
 
 static const char *
 set_strip_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
@@ -332,8 +347,22 @@ drop_strip_header(void *obj)
     u->nstrip = 0;
 }
 
-static const struct cfg_ops strip_header_ops = {NULL, set_strip_header,
-                                                drop_strip_header};
+static void
+show_strip_header(const void *obj, char *buf, size_t len)
+{
+    const struct cfg_upstream *u = obj;
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < u->nstrip && n < len; i++) {
+        int w =
+            snprintf(buf + n, len - n, "%s%s", i > 0 ? "\n" : "", u->strip[i]);
+        n += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static const struct cfg_ops strip_header_ops = {
+    NULL, set_strip_header, drop_strip_header, show_strip_header};
 
 /* A two-way choice into a bool field: true for the second choice. */
 static const char *
@@ -734,8 +763,16 @@ drop_upstream_url(void *obj)
     u->url = u->host = u->port = u->host_header = NULL;
 }
 
-static const struct cfg_ops upstream_url_ops = {NULL, set_upstream_url,
-                                                drop_upstream_url};
+static void
+show_upstream_url(const void *obj, char *buf, size_t len)
+{
+    const char *url = ((const struct cfg_upstream *)obj)->url;
+
+    snprintf(buf, len, "%s", url != NULL ? url : "");
+}
+
+static const struct cfg_ops upstream_url_ops = {
+    NULL, set_upstream_url, drop_upstream_url, show_upstream_url};
 
 /* redis://[[user]:password@]host:port[/db] */
 static bool
@@ -777,10 +814,84 @@ redis_url_ok(const char *v)
     return true;
 }
 
+/* The URLs of a comma-separated list (spaces around commas allowed);
+ * -1 when one of them is not a redis:// URL. *db0 tells whether every
+ * URL has no database or database 0 (a cluster has only that one). */
+static int
+redis_urls(const char *v, bool *db0)
+{
+    int n = 0;
+
+    *db0 = true;
+    for (const char *p = v;;) {
+        char one[256];
+        size_t k;
+        const char *slash;
+
+        p += strspn(p, " \t");
+        k = strcspn(p, ",");
+        while (k > 0 && (p[k - 1] == ' ' || p[k - 1] == '\t')) {
+            k--;
+        }
+        if (k == 0 || k >= sizeof(one)) {
+            return -1;
+        }
+        memcpy(one, p, k);
+        one[k] = '\0';
+        if (!redis_url_ok(one)) {
+            return -1;
+        }
+        slash = strchr(one + 8, '/');
+        if (slash != NULL && strspn(slash + 1, "0") != strlen(slash + 1)) {
+            *db0 = false;
+        }
+        n++;
+        p += strcspn(p, ",");
+        if (*p == '\0') {
+            return n;
+        }
+        p++;
+    }
+}
+
 static const char *
 check_redis_url(const char *v, char *buf, size_t len)
 {
-    return redis_url_ok(v) ? NULL : "must be redis://host:port[/db]";
+    bool db0;
+
+    return redis_urls(v, &db0) > 0
+               ? NULL
+               : "must be redis://host:port[/db] (with cluster = yes: "
+                 "several, comma-separated)";
+}
+
+/* url and cluster together: several seeds need cluster = yes, and a
+ * cluster has database 0 only. NULL when fine. */
+static const char *
+check_redis_pair(const char *sect, const char *url, bool cluster, char *buf,
+                 size_t len)
+{
+    bool db0;
+    int n;
+
+    if (url == NULL || *url == '\0') {
+        return NULL;
+    }
+    n = redis_urls(url, &db0);
+    if (n > 1 && !cluster) {
+        snprintf(buf, len,
+                 "[%s] url names %d servers: several URLs are the seed "
+                 "nodes of a Redis Cluster: set cluster = yes",
+                 sect, n);
+        return buf;
+    }
+    if (cluster && !db0) {
+        snprintf(buf, len,
+                 "[%s] url: a Redis Cluster has only database 0 (no /db)",
+                 sect);
+        return buf;
+    }
+    return NULL;
 }
 
 /* libpq's parse error, first line only, with every quoted part but "="
@@ -832,6 +943,45 @@ check_dsn(const char *v, char *buf, size_t len)
 }
 
 /* http://host:port[,http://host:port...]; spaces around commas. */
+/* A [watch] backend: a lock store a source exists for
+ * (proxy/locks/watch.c). */
+static const char *
+check_watch_backend(const char *v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return strcmp(v, "etcd") == 0 ? NULL : "must be etcd";
+}
+
+/* A [watch] prefix: not empty (it would follow every key of etcd). */
+static const char *
+check_watch_prefix(const char *v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return v[0] == '\0' ? "must not be empty" : NULL;
+}
+
+/* A [watch] resource template: {name} once or not at all, no other
+ * braces. */
+static const char *
+check_watch_resource(const char *v, char *buf, size_t len)
+{
+    const char *at = strstr(v, "{name}");
+
+    (void)buf;
+    (void)len;
+    if (at != NULL && strstr(at + 6, "{name}") != NULL) {
+        return "may name {name} once";
+    }
+    for (const char *p = v; *p != '\0'; p++) {
+        if ((*p == '{' || *p == '}') && (at == NULL || p < at || p >= at + 6)) {
+            return "takes {name} and no other braces";
+        }
+    }
+    return v[0] == '\0' ? "must not be empty" : NULL;
+}
+
 static const char *
 check_endpoints(const char *v, char *buf, size_t len)
 {
@@ -942,7 +1092,22 @@ drop_methods(void *obj)
     methods_free(&((struct cfg_route *)obj)->methods);
 }
 
-static const struct cfg_ops methods_ops = {NULL, set_methods, drop_methods};
+static void
+show_methods(const void *obj, char *buf, size_t len)
+{
+    const struct tm_methods *m = &((const struct cfg_route *)obj)->methods;
+    size_t n = 0;
+
+    snprintf(buf, len, "%s", m->n == 0 ? "*" : "");
+    for (size_t i = 0; i < m->n && n < len; i++) {
+        int w =
+            snprintf(buf + n, len - n, "%s%s", i > 0 ? " " : "", m->v[i].name);
+        n += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static const struct cfg_ops methods_ops = {NULL, set_methods, drop_methods,
+                                           show_methods};
 
 static const char *
 set_path(const struct cfg_opt *o, void *obj, const char *v, char *buf,
@@ -967,7 +1132,15 @@ drop_path(void *obj)
     r->path_src = NULL;
 }
 
-static const struct cfg_ops path_ops = {NULL, set_path, drop_path};
+static void
+show_path(const void *obj, char *buf, size_t len)
+{
+    const char *src = ((const struct cfg_route *)obj)->path_src;
+
+    snprintf(buf, len, "%s", src != NULL ? src : "");
+}
+
+static const struct cfg_ops path_ops = {NULL, set_path, drop_path, show_path};
 
 /* A resource template naming the path's captures, or the word "header".
  * Needs the path compiled first; a missing or bad path is reported on
@@ -1002,7 +1175,16 @@ drop_resource(void *obj)
     r->resource_src = NULL;
 }
 
-static const struct cfg_ops resource_ops = {NULL, set_resource, drop_resource};
+static void
+show_resource(const void *obj, char *buf, size_t len)
+{
+    const char *src = ((const struct cfg_route *)obj)->resource_src;
+
+    snprintf(buf, len, "%s", src != NULL ? src : "");
+}
+
+static const struct cfg_ops resource_ops = {NULL, set_resource, drop_resource,
+                                            show_resource};
 
 static const char *
 check_section_ref(const char *v, char *buf, size_t len)
@@ -1013,16 +1195,19 @@ check_section_ref(const char *v, char *buf, size_t len)
     return NULL;
 }
 
-static const struct cfg_ops listen_ops = {check_listen, NULL, NULL};
-static const struct cfg_ops header_name_ops = {check_header_name, NULL, NULL};
-static const struct cfg_ops allowed_hosts_ops = {check_allowed_hosts, NULL,
-                                                 NULL};
-static const struct cfg_ops redis_url_ops = {check_redis_url, NULL, NULL};
-static const struct cfg_ops dsn_ops = {check_dsn, NULL, NULL};
-static const struct cfg_ops endpoints_ops = {check_endpoints, NULL, NULL};
-static const struct cfg_ops zk_hosts_ops = {check_zk_hosts, NULL, NULL};
-static const struct cfg_ops zk_root_ops = {check_zk_root, NULL, NULL};
-static const struct cfg_ops section_ref_ops = {check_section_ref, NULL, NULL};
+static const struct cfg_ops listen_ops = {.check = check_listen};
+static const struct cfg_ops header_name_ops = {.check = check_header_name};
+static const struct cfg_ops allowed_hosts_ops = {.check = check_allowed_hosts};
+static const struct cfg_ops redis_url_ops = {.check = check_redis_url};
+static const struct cfg_ops dsn_ops = {.check = check_dsn};
+static const struct cfg_ops endpoints_ops = {.check = check_endpoints};
+static const struct cfg_ops watch_prefix_ops = {.check = check_watch_prefix};
+static const struct cfg_ops watch_backend_ops = {.check = check_watch_backend};
+static const struct cfg_ops watch_resource_ops = {.check =
+                                                      check_watch_resource};
+static const struct cfg_ops zk_hosts_ops = {.check = check_zk_hosts};
+static const struct cfg_ops zk_root_ops = {.check = check_zk_root};
+static const struct cfg_ops section_ref_ops = {.check = check_section_ref};
 
 static const char *const unmatched_choices[] = {"pass", "reject", NULL};
 static const char *const level_choices[] = {"error", "warn", "info", "debug",
@@ -1033,8 +1218,8 @@ static const char *const mode_choices[] = {"correctness", "efficiency", "off",
                                            NULL};
 static const char *const verify_choices[] = {"none", "hmac", NULL};
 static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
-static const char *const lock_backend_choices[] = {"lmdb", "redis", "postgres",
-                                                   "zookeeper", NULL};
+static const char *const lock_backend_choices[] = {
+    "lmdb", "redis", "postgres", "etcd", "zookeeper", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
@@ -1133,7 +1318,11 @@ const struct cfg_opt cfg_opts[] = {
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
      "postgres: a libpq connection string or URI"},
     {CFG_STORE, "url", CFG_T_STR, NULL, OFF(cfg_store, url), OPS(redis_url_ops),
-     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
+     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
+     "redis: redis://host:port[/db]; a cluster's seed nodes, comma-separated"},
+    {CFG_STORE, "cluster", CFG_T_BOOL, "no", OFF(cfg_store, cluster), NONE,
+     CFG_RESTART,
+     "redis: yes: url names seed nodes of a Redis Cluster (slots, MOVED)"},
     {CFG_STORE, "endpoints", CFG_T_STR, NULL, OFF(cfg_store, endpoints),
      OPS(endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
      "etcd: http://host:port, comma-separated"},
@@ -1150,17 +1339,28 @@ const struct cfg_opt cfg_opts[] = {
 
     {CFG_LOCKS, "backend", CFG_T_CHOICE, "lmdb", OFF(cfg_locks, backend),
      CHOICE(lock_backend_choices), CFG_RESTART,
-     "where leases live: lmdb | redis | postgres | zookeeper"},
+     "where leases live: lmdb | redis | postgres | etcd | zookeeper"},
     {CFG_LOCKS, "url", CFG_T_STR, NULL, OFF(cfg_locks, url), OPS(redis_url_ops),
-     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET, "redis: redis://host:port[/db]"},
+     CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
+     "redis: redis://host:port[/db]; a cluster's seed nodes, comma-separated"},
+    {CFG_LOCKS, "cluster", CFG_T_BOOL, "no", OFF(cfg_locks, cluster), NONE,
+     CFG_RESTART,
+     "redis: yes: url names seed nodes of a Redis Cluster (slots, MOVED)"},
     {CFG_LOCKS, "dsn", CFG_T_STR, NULL, OFF(cfg_locks, dsn), OPS(dsn_ops),
      CFG_EMPTY_OK | CFG_RESTART | CFG_SECRET,
      "postgres: a libpq connection string or URI"},
+    {CFG_LOCKS, "endpoints", CFG_T_STR, NULL, OFF(cfg_locks, endpoints),
+     OPS(endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
+     "etcd: http://host:port, comma-separated"},
+    {CFG_LOCKS, "prefix", CFG_T_STR, "tidemark/locks/", OFF(cfg_locks, prefix),
+     NONE, CFG_EMPTY_OK | CFG_RESTART,
+     "etcd: the keys of lock NAME are PREFIX NAME // lease"},
     {CFG_LOCKS, "pool_size", CFG_T_INT, "2", OFF(cfg_locks, pool_size),
-     INT(1, 64), CFG_RESTART, "postgres: connections to the lease table"},
+     INT(1, 64), CFG_RESTART,
+     "postgres: connections to the lease table; etcd: per endpoint"},
     {CFG_LOCKS, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_locks, timeout_ms),
      INT(1, 600000), CFG_RESTART,
-     "redis, postgres: one lock operation, end to end"},
+     "redis, postgres, etcd: one lock operation, end to end"},
     {CFG_LOCKS, "path", CFG_T_STR, "./data/locks.lmdb", OFF(cfg_locks, path),
      NONE, CFG_RESTART, "lmdb: the lease file (not the [store] file)"},
     {CFG_LOCKS, "map_size", CFG_T_SIZE, "256M", OFF(cfg_locks, map_size),
@@ -1184,6 +1384,22 @@ const struct cfg_opt cfg_opts[] = {
      OFF(cfg_locks, zk_sess_ms), INT(1000, 600000), CFG_RESTART,
      "zookeeper: the session asked for; a dead tidemark's locks end with "
      "it"},
+
+    /* [watch] sections are read at start as a whole: a reload keeps
+     * them (cfg_keep_restart_only), so no key is marked CFG_RESTART. */
+    {CFG_WATCH, "backend", CFG_T_STR, "etcd", OFF(cfg_watch, backend),
+     OPS(watch_backend_ops), 0, "where the lock lives: etcd"},
+    {CFG_WATCH, "endpoints", CFG_T_STR, NULL, OFF(cfg_watch, endpoints),
+     OPS(endpoints_ops), CFG_REQUIRED,
+     "etcd: http://host:port, comma-separated"},
+    {CFG_WATCH, "prefix", CFG_T_STR, NULL, OFF(cfg_watch, prefix),
+     OPS(watch_prefix_ops), CFG_REQUIRED,
+     "etcd: lock NAME's keys are PREFIX NAME / lease (etcdctl lock PREFIX "
+     "NAME)"},
+    {CFG_WATCH, "resource", CFG_T_STR, "{name}", OFF(cfg_watch, resource),
+     OPS(watch_resource_ops), 0, "the resource whose mark follows lock {name}"},
+    {CFG_WATCH, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_watch, timeout_ms),
+     INT(1, 600000), 0, "one call to the lock's store"},
 
     {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
      INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,
@@ -1427,8 +1643,8 @@ cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf, size_t len)
         s = *FIELD(obj, o, char *const);
         break;
     case CFG_T_CUSTOM:
-        s = "?";
-        break;
+        o->ops->show(obj, buf, len);
+        return;
     }
     if ((o->flags & CFG_SECRET) && s != NULL && s[0] != '\0') {
         s = "(secret)";
@@ -1437,6 +1653,85 @@ cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf, size_t len)
              s == NULL      ? "(none)"
              : s[0] == '\0' ? "(empty)"
                             : s);
+}
+
+/* The name of a named section's object: [upstream NAME], [route NAME]. */
+static const char *
+sect_obj_name(enum cfg_sect s, const void *obj)
+{
+    switch (s) {
+    case CFG_UPSTREAM:
+        return ((const struct cfg_upstream *)obj)->name;
+    case CFG_WATCH:
+        return ((const struct cfg_watch *)obj)->name;
+    default:
+        return ((const struct cfg_route *)obj)->name;
+    }
+}
+
+/* Whether o's value in obj is unset: a text option never given. */
+static bool
+opt_unset(const struct cfg_opt *o, const void *obj)
+{
+    switch (o->type) {
+    case CFG_T_CHOICE:
+    case CFG_T_STR:
+    case CFG_T_KEYFILE:
+        return *FIELD(obj, o, char *const) == NULL;
+    default:
+        return false;
+    }
+}
+
+void
+cfg_print(const struct tm_config *c, void (*emit)(void *arg, const char *line),
+          void *arg)
+{
+    struct tm_config *cc = (struct tm_config *)c;
+    char value[4096];
+    char line[4352];
+
+    for (enum cfg_sect s = 0; s < CFG_NSECT; s++) {
+        const void *obj;
+
+        for (size_t j = 0; (obj = cfg_sect_obj(cc, s, j)) != NULL; j++) {
+            if (cfg_sect_named(s)) {
+                snprintf(line, sizeof(line), "[%s %s]", cfg_sect_name(s),
+                         sect_obj_name(s, obj));
+            } else {
+                snprintf(line, sizeof(line), "[%s]", cfg_sect_name(s));
+            }
+            emit(arg, line);
+            for (size_t i = 0; i < cfg_nopts; i++) {
+                const struct cfg_opt *o = &cfg_opts[i];
+                char *v;
+
+                if (o->sect != s || opt_unset(o, obj)) {
+                    continue;
+                }
+                cfg_opt_show(o, obj, value, sizeof(value));
+                if ((o->flags & CFG_REPEAT) && value[0] == '\0') {
+                    continue; /* a repeatable option never given */
+                }
+                if (strcmp(value, "(empty)") == 0) {
+                    value[0] = '\0';
+                }
+                v = value;
+                do {
+                    char *eol = strchr(v, '\n');
+
+                    if (eol != NULL) {
+                        *eol = '\0';
+                    }
+                    snprintf(line, sizeof(line), "%s =%s%s", o->key,
+                             v[0] != '\0' ? " " : "", v);
+                    emit(arg, line);
+                    v = eol != NULL ? eol + 1 : NULL;
+                } while (v != NULL);
+            }
+            emit(arg, "");
+        }
+    }
 }
 
 void *
@@ -1466,6 +1761,8 @@ cfg_sect_obj(struct tm_config *c, enum cfg_sect s, size_t i)
         return i < c->nupstreams ? &c->upstreams[i] : NULL;
     case CFG_ROUTE:
         return i < c->nroutes ? &c->routes[i] : NULL;
+    case CFG_WATCH:
+        return i < c->nwatches ? &c->watches[i] : NULL;
     default:
         return i == 0 ? cfg_singleton(c, s) : NULL;
     }
@@ -1475,7 +1772,8 @@ const char *
 cfg_sect_name(enum cfg_sect s)
 {
     static const char *const names[CFG_NSECT] = {
-        "proxy", "admin", "store", "locks", "tokens", "upstream", "route",
+        "proxy",  "admin",    "store", "locks",
+        "tokens", "upstream", "route", "watch",
     };
 
     return names[s];
@@ -1484,7 +1782,7 @@ cfg_sect_name(enum cfg_sect s)
 bool
 cfg_sect_named(enum cfg_sect s)
 {
-    return s == CFG_UPSTREAM || s == CFG_ROUTE;
+    return s == CFG_UPSTREAM || s == CFG_ROUTE || s == CFG_WATCH;
 }
 
 const char *
@@ -1501,6 +1799,9 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     } else if (strcmp(l->backend, "postgres") == 0) {
         need = "dsn";
         v = l->dsn;
+    } else if (strcmp(l->backend, "etcd") == 0) {
+        need = "endpoints";
+        v = l->endpoints;
     } else if (strcmp(l->backend, "zookeeper") == 0) {
         need = "hosts";
         v = l->zk_hosts;
@@ -1508,6 +1809,9 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     if (need != NULL && (v == NULL || !*v)) {
         snprintf(buf, len, "[locks] backend %s needs %s", l->backend, need);
         return buf;
+    }
+    if (strcmp(l->backend, "redis") == 0) {
+        return check_redis_pair("locks", l->url, l->cluster, buf, len);
     }
     return NULL;
 }
@@ -1552,6 +1856,16 @@ cfg_check_store(const struct cfg_store *s, char *buf, size_t len)
                      needs[i].key);
             return buf;
         }
+    }
+    if (strcmp(s->type, "redis") == 0) {
+        if (s->cluster && s->wait_replicas > 0) {
+            snprintf(buf, len,
+                     "[store] wait_replicas needs one Redis server: with "
+                     "cluster = yes a raise goes to its slot's master, and "
+                     "WAIT is not supported there");
+            return buf;
+        }
+        return check_redis_pair("store", s->url, s->cluster, buf, len);
     }
     return NULL;
 }

@@ -1,25 +1,28 @@
 /* adm.c: the control port on libevent's evhttp: /healthz, /readyz,
- * /metrics, /v1/marks/{resource}, and /v1/locks/{name} (adm_locks.c). */
+ * /metrics, /v1/marks/{resource}, and /v1/locks/{name} (locks/service.c). */
 #include "adm.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* proxy_int.h before event2/http.h, which defines HTTP_OK as a macro. */
 #include "../conf/cfg.h"
 #include "../policies/canon.h"
 #include "fence.h"
+#include "locks/service.h"
 #include "log.h"
+#include "tidemark.h"
 #include "metrics.h"
 #include "order.h"
 #include "up.h"
 #include "adm_page.h"
+#include "adm_reply.h"
+#include "json.h"
 #include "problem.h"
 #include "../policies/origin.h"
-#include "proxy_int.h"
-#include "adm_int.h"
+#include "proxy_view.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -31,7 +34,7 @@
 struct adm {
     struct tm_proxy *px;
     struct evhttp *http;
-    struct adm_locks *locks;
+    struct lock_service *locks;
     char *host;    /* [admin] listen's host, as bound (restart-only) */
     unsigned port; /* and its port */
 };
@@ -42,40 +45,6 @@ struct mark_get {
     struct evhttp_connection *conn;
     char *resource;
 };
-
-void
-adm_reply(struct evhttp_request *req, int code, const char *reason,
-          const char *ctype, struct evbuffer *body)
-{
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      ctype);
-    evhttp_send_reply(req, code, reason, body);
-}
-
-void
-adm_reply_problem(struct evhttp_request *req, const struct problem *p)
-{
-    struct evbuffer *b = evbuffer_new();
-    char body[PROBLEM_BODY_MAX];
-
-    if (b == NULL) {
-        evhttp_send_error(req, 500, NULL);
-        return;
-    }
-    evhttp_add_header(evhttp_request_get_output_headers(req), PROBLEM_HEADER,
-                      problem_kind(p));
-    if (p->retry_after > 0) {
-        char v[16];
-
-        snprintf(v, sizeof(v), "%d", p->retry_after);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
-                          v);
-    }
-    evbuffer_add(b, body, problem_body(body, sizeof(body), p));
-    adm_reply(req, p->status, problem_reason(p->status),
-              "application/problem+json", b);
-    evbuffer_free(b);
-}
 
 static void
 reply_problem(struct evhttp_request *req, int status, const char *detail,
@@ -110,16 +79,16 @@ simple(struct evhttp_request *req, int code, const char *text)
 static void
 readyz(struct adm *a, struct evhttp_request *req)
 {
-    bool store = fence_ready(a->px->fence);
-    bool ready = store && !a->px->draining;
-    int64_t held = order_hold_left(a->px->order);
+    bool store = fence_ready(proxy_fence(a->px));
+    bool ready = store && !proxy_draining(a->px);
+    int64_t held = order_hold_left(proxy_order(a->px));
     const char *locks = "";
     char hold[80] = "";
     char text[192];
 
     if (a->locks != NULL) {
-        locks = adm_locks_ready(a->locks) ? "\nlocks: ready"
-                                          : "\nlocks: unavailable";
+        locks = lock_service_ready(a->locks) ? "\nlocks: ready"
+                                             : "\nlocks: unavailable";
     }
     if (held > 0) {
         snprintf(hold, sizeof(hold),
@@ -128,60 +97,42 @@ readyz(struct adm *a, struct evhttp_request *req)
     }
     snprintf(text, sizeof(text), "%s\nstore: %s%s%s%s",
              ready ? "ready" : "not ready", store ? "ready" : "unavailable",
-             locks, hold, a->px->draining ? "\ndraining" : "");
+             locks, hold, proxy_draining(a->px) ? "\ndraining" : "");
     simple(req, ready ? 200 : 503, text);
 }
 
+/* Every family: the registry's, then the values this port reads now,
+ * then the store's and the lock service's own. */
 static void
 metrics(struct adm *a, struct evhttp_request *req)
 {
-    const struct tm_stats *st = &a->px->stats;
+    const struct tm_proxy *px = a->px;
     struct evbuffer *b = evbuffer_new();
 
     if (b == NULL) {
         evhttp_send_error(req, 500, NULL);
         return;
     }
-#define COUNTER(name, help, v)                                                 \
-    evbuffer_add_printf(b,                                                     \
-                        "# HELP " name " " help "\n# TYPE " name               \
-                        " counter\n" name " %" PRIu64 "\n",                    \
-                        (uint64_t)(v))
-    COUNTER("tidemark_requests_total", "Requests read.", st->requests);
-    COUNTER("tidemark_bad_requests_total", "Malformed requests.",
-            st->bad_requests);
-    COUNTER("tidemark_connections_total", "Client connections accepted.",
-            st->conns_total);
-    fence_stats(a->px->fence, b);
-#undef COUNTER
-    evbuffer_add_printf(b,
-                        "# HELP tidemark_connections Open client "
-                        "connections.\n# TYPE tidemark_connections "
-                        "gauge\ntidemark_connections %zu\n",
-                        a->px->nclients);
-    evbuffer_add_printf(b,
-                        "# HELP tidemark_order_start_hold_ms Milliseconds "
-                        "left during which fenced writes wait after start "
-                        "(writes of the previous process may be in "
-                        "flight).\n# TYPE tidemark_order_start_hold_ms "
-                        "gauge\ntidemark_order_start_hold_ms %" PRId64 "\n",
-                        order_hold_left(a->px->order));
-    metrics_write(a->px->metrics, fence_backend(a->px->fence), b);
-    evbuffer_add_printf(b, "# HELP tidemark_upstream_connections Pooled "
-                           "upstream connections by state.\n# TYPE "
-                           "tidemark_upstream_connections gauge\n");
-    for (size_t i = 0; i < a->px->cfg->nupstreams; i++) {
-        const char *name = a->px->cfg->upstreams[i].name;
-        evbuffer_add_printf(b,
-                            "tidemark_upstream_connections{upstream=\"%s\","
-                            "state=\"idle\"} %zu\n"
-                            "tidemark_upstream_connections{upstream=\"%s\","
-                            "state=\"busy\"} %zu\n",
-                            name, up_idle_count(a->px->pools[i]), name,
-                            up_busy_count(a->px->pools[i]));
+    metrics_write(proxy_metrics(px), fence_backend(proxy_fence(px)), b);
+    metrics_head(b, MID_tidemark_connections);
+    metrics_value(b, MID_tidemark_connections, (double)proxy_clients(px));
+    metrics_head(b, MID_tidemark_order_start_hold_seconds);
+    metrics_value(b, MID_tidemark_order_start_hold_seconds,
+                  (double)order_hold_left(proxy_order(px)) / 1e3);
+    metrics_head(b, MID_tidemark_upstream_connections);
+    for (size_t i = 0; i < proxy_cfg(px)->nupstreams; i++) {
+        const char *name = proxy_cfg(px)->upstreams[i].name;
+
+        metrics_sample(b, MID_tidemark_upstream_connections,
+                       (double)up_idle_count(proxy_pool(px, i)),
+                       "upstream=\"%s\",state=\"idle\"", name);
+        metrics_sample(b, MID_tidemark_upstream_connections,
+                       (double)up_busy_count(proxy_pool(px, i)),
+                       "upstream=\"%s\",state=\"busy\"", name);
     }
+    fence_stats(proxy_fence(px), b);
     if (a->locks != NULL) {
-        adm_locks_metrics(a->locks, b);
+        lock_service_metrics(a->locks, b);
     }
     adm_reply(req, 200, "OK", "text/plain; version=0.0.4", b);
     evbuffer_free(b);
@@ -263,7 +214,7 @@ marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
     mg->conn = evhttp_request_get_connection(req);
     mg->resource = res;
     evhttp_connection_set_closecb(mg->conn, conn_closed, mg);
-    if (!fence_get(px->fence, res, len, mark_done, mg)) {
+    if (!fence_get(proxy_fence(px), res, len, mark_done, mg)) {
         evhttp_connection_set_closecb(mg->conn, NULL, NULL);
         evhttp_send_error(req, 500, NULL);
         free(res);
@@ -276,7 +227,7 @@ marks_get_req(struct adm *a, struct evhttp_request *req, const char *path)
 static bool
 authorized(const struct adm *a, struct evhttp_request *req)
 {
-    const struct cfg_admin *ac = &a->px->cfg->admin;
+    const struct cfg_admin *ac = &proxy_cfg(a->px)->admin;
     const char *h;
     size_t n;
 
@@ -323,8 +274,9 @@ static bool
 origin_allowed(const struct adm *a, struct evhttp_request *req,
                const char *path)
 {
-    struct origin_self self = {
-        {a->host, strlen(a->host)}, a->port, a->px->cfg->admin.allowed_hosts};
+    struct origin_self self = {{a->host, strlen(a->host)},
+                               a->port,
+                               proxy_cfg(a->px)->admin.allowed_hosts};
     struct tm_slice host, origin, site;
     enum origin_verdict v;
     struct problem p = {0};
@@ -351,6 +303,27 @@ origin_allowed(const struct adm *a, struct evhttp_request *req,
     return false;
 }
 
+/* GET /v1/config: the configuration in effect, as `tidemark --check
+ * --print` writes it (secrets redacted). */
+static void
+config_text(const struct adm *a, struct evhttp_request *req)
+{
+    char *text = tm_config_text(proxy_cfg(a->px));
+    struct evbuffer *b = evbuffer_new();
+
+    if (text == NULL || b == NULL || evbuffer_add(b, text, strlen(text)) != 0) {
+        free(text);
+        if (b != NULL) {
+            evbuffer_free(b);
+        }
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    free(text);
+    adm_reply(req, 200, "OK", "text/plain; charset=utf-8", b);
+    evbuffer_free(b);
+}
+
 static void
 dispatch(struct evhttp_request *req, void *arg)
 {
@@ -361,7 +334,7 @@ dispatch(struct evhttp_request *req, void *arg)
     size_t n = strcspn(uri, "?");
     const char *query = uri[n] == '?' ? uri + n + 1 : NULL;
 
-    lib_enter(&a->px->log);
+    lib_enter(proxy_log(a->px));
     if (n >= sizeof(path)) {
         reply_problem(req, 414, NULL, NULL);
         return;
@@ -383,7 +356,7 @@ dispatch(struct evhttp_request *req, void *arg)
         return;
     }
     if (strncmp(path, "/v1/locks/", 10) == 0 && a->locks != NULL) {
-        adm_locks_serve(a->locks, req, path + 10, query);
+        lock_service_serve(a->locks, req, path + 10, query);
         return;
     }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
@@ -405,9 +378,18 @@ dispatch(struct evhttp_request *req, void *arg)
             evhttp_send_error(req, 500, NULL);
             return;
         }
-        adm_recent_json(a->px, b);
+        struct page_status st = {
+            .store_ready = fence_ready(proxy_fence(a->px)),
+            .locks_on = a->locks != NULL,
+            .locks_ready = a->locks != NULL && lock_service_ready(a->locks),
+            .draining = proxy_draining(a->px),
+        };
+
+        adm_recent_json(proxy_recent(a->px), proxy_cfg(a->px), &st, b);
         adm_reply(req, 200, "OK", "application/json", b);
         evbuffer_free(b);
+    } else if (strcmp(path, "/v1/config") == 0) {
+        config_text(a, req);
     } else if (strcmp(path, "/healthz") == 0) {
         simple(req, 200, "ok");
     } else if (strcmp(path, "/readyz") == 0) {
@@ -432,11 +414,11 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
         return NULL;
     }
     a->px = px;
-    a->http = evhttp_new(px->base);
+    a->http = evhttp_new(proxy_base(px));
     if (a->http == NULL ||
-        !cfg_split_hostport(px->cfg->admin.listen, &host, &port)) {
+        !cfg_split_hostport(proxy_cfg(px)->admin.listen, &host, &port)) {
         snprintf(err, errlen, "admin: bad listen address %s",
-                 px->cfg->admin.listen);
+                 proxy_cfg(px)->admin.listen);
         goto fail;
     }
     evhttp_set_allowed_methods(
@@ -446,13 +428,18 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
     evhttp_set_max_body_size(a->http, 65536);
     evhttp_set_timeout(a->http, 30);
     evhttp_set_gencb(a->http, dispatch, a);
-    a->locks = adm_locks_new(px, err, errlen);
+    a->locks = lock_service_new(proxy_base(px), proxy_log(px), proxy_fence(px),
+                                proxy_metrics(px), proxy_recent(px),
+                                proxy_cfg(px), err, errlen);
     if (a->locks == NULL) {
         goto fail;
     }
     if (evhttp_bind_socket(a->http, host, (ev_uint16_t)atoi(port)) != 0) {
-        snprintf(err, errlen, "admin: cannot listen on %s",
-                 px->cfg->admin.listen);
+        char why[128];
+
+        snprintf(err, errlen, "admin: cannot listen on %s: %s",
+                 proxy_cfg(px)->admin.listen,
+                 errno_text(errno, why, sizeof(why)));
         goto fail;
     }
     a->host = host;
@@ -478,7 +465,7 @@ adm_free(struct adm *a)
         evhttp_free(a->http);
     }
     if (a->locks != NULL) {
-        adm_locks_free(a->locks);
+        lock_service_free(a->locks);
     }
     free(a->host);
     free(a);

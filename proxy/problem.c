@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../policies/json.h"
+
 #include <event2/buffer.h>
 
 struct kind {
@@ -72,78 +74,6 @@ problem_reason(int status)
 }
 
 const char *
-json_piece(const char *s, size_t len, size_t *take, char esc[8])
-{
-    unsigned char ch = (unsigned char)s[0];
-
-    *take = 1;
-    if (ch == '"' || ch == '\\') {
-        esc[0] = '\\';
-        esc[1] = (char)ch;
-        esc[2] = '\0';
-        return esc;
-    }
-    if (ch < 0x20) {
-        snprintf(esc, 8, "\\u%04x", ch);
-        return esc;
-    }
-    if (ch < 0x80) {
-        return NULL;
-    }
-    *take = utf8_seq(s, len);
-    if (*take == 0) {
-        *take = 1;
-        return "\\ufffd";
-    }
-    return NULL;
-}
-
-void
-json_escape(struct evbuffer *out, const char *s, size_t len)
-{
-    size_t run = 0;
-    size_t i = 0;
-
-    while (i < len) {
-        char esc[8];
-        size_t take;
-        const char *e = json_piece(s + i, len - i, &take, esc);
-
-        if (e != NULL) {
-            evbuffer_add(out, s + run, i - run);
-            evbuffer_add(out, e, strlen(e));
-            run = i + take;
-        }
-        i += take;
-    }
-    evbuffer_add(out, s + run, len - run);
-}
-
-/* Append s to buf at *n as JSON string content, within cap; a sequence
- * that does not fit is left out whole. */
-static void
-escape_into(char *buf, size_t cap, size_t *n, const char *s)
-{
-    size_t len = strlen(s);
-
-    while (len > 0) {
-        char esc[8];
-        size_t take;
-        const char *e = json_piece(s, len, &take, esc);
-        const char *src = e != NULL ? e : s;
-        size_t w = e != NULL ? strlen(e) : take;
-
-        if (*n + w + 1 > cap) {
-            break;
-        }
-        memcpy(buf + *n, src, w);
-        *n += w;
-        s += take;
-        len -= take;
-    }
-}
-
-const char *
 problem_kind(const struct problem *p)
 {
     const char *t = p->type != NULL ? p->type : kind_of(p->status)->type;
@@ -163,11 +93,11 @@ problem_body(char *body, size_t cap, const struct problem *p)
                          "\"status\":%d,\"detail\":\"",
                          p->type != NULL ? p->type : k->type,
                          p->type != NULL ? p->title : k->title, p->status);
-    escape_into(body, cap - 64, &n, detail);
+    json_escape_into(body, cap - 64, &n, detail);
     body[n++] = '"';
     if (p->resource != NULL) {
         n += (size_t)snprintf(body + n, cap - n, ",\"resource\":\"");
-        escape_into(body, cap - 64, &n, p->resource);
+        json_escape_into(body, cap - 64, &n, p->resource);
         body[n++] = '"';
     }
     if (p->status == 409 && p->type == NULL) {

@@ -7,8 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../policies/utf8.h"
-
 struct evbuffer;
 
 struct problem {
@@ -47,14 +45,5 @@ void problem_write(struct evbuffer *out, const struct problem *p, bool close);
 
 /* The reason phrase for a status tidemark answers with. */
 const char *problem_reason(int status);
-
-/* Append s as the inside of a JSON string. Bytes that are not UTF-8
- * become U+FFFD, so the output is always valid JSON. */
-void json_escape(struct evbuffer *out, const char *s, size_t len);
-
-/* How JSON string content writes the byte or sequence at s (len >= 1
- * bytes left): *take bytes of input, as themselves (NULL) or as the
- * escape returned (in esc, or a constant). json_escape's one rule. */
-const char *json_piece(const char *s, size_t len, size_t *take, char esc[8]);
 
 #endif

@@ -18,6 +18,7 @@
 #include "../conf/cfg.h"
 #include "adm.h"
 #include "fence.h"
+#include "locks/watch.h"
 #include "log.h"
 #include "metrics.h"
 #include "order.h"
@@ -152,7 +153,10 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
                                     LEV_OPT_CLOSE_ON_EXEC,
                                 1024, (struct sockaddr *)&ss, sslen);
     if (l == NULL) {
-        snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
+        char why[128];
+
+        snprintf(err, errlen, "cannot listen on %s: %s", addr,
+                 errno_text(errno, why, sizeof(why)));
     }
     return l;
 }
@@ -204,8 +208,10 @@ bool
 tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
 {
     const struct tm_log *prev = lib_enter(&px->log);
-    bool ok = reload(px, cfg);
+    /* NULL: the caller could not load the file (it said why). */
+    bool ok = cfg != NULL && reload(px, cfg);
 
+    metrics_reload(px->metrics, ok);
     lib_leave(prev);
     return ok;
 }
@@ -295,6 +301,7 @@ tm_proxy_new(struct event_base *base, struct tm_config *cfg,
 
     px->base = base;
     px->first = cfg;
+    px->recent.started = time(NULL);
     px->log.level = -1;
     if (opts != NULL && opts->log != NULL) {
         px->log.fn = opts->log;
@@ -357,6 +364,10 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     }
     px->fence = fence_open(base, sops, &cfg->store, px->metrics, err, errlen);
     if (px->fence == NULL) {
+        return false;
+    }
+    px->watches = watches_new(base, px->fence, cfg, err, errlen);
+    if (px->watches == NULL) {
         return false;
     }
     px->listener =
@@ -459,6 +470,7 @@ tm_proxy_free(struct tm_proxy *px)
         client_close_idle(px, true);
         client_reap(px);
     }
+    watches_free(px->watches);
     /* Runs the callbacks of pending raises; nobody waits for them. */
     fence_close(px->fence);
     while (px->retired != NULL) {

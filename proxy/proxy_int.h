@@ -1,5 +1,6 @@
-/* proxy_int.h: the proxy's shared state, for the modules of proxy/ only
- * (listener, client connections, control port). */
+/* proxy_int.h: the whole proxy, for proxy.c, its generations (gen.c) and
+ * the data path that runs inside it (the client connection and its
+ * stages). The control port reads only what proxy_view.h gives it. */
 #ifndef TM_PROXY_INT_H
 #define TM_PROXY_INT_H
 
@@ -10,6 +11,7 @@
 #include "../conf/cfg.h"
 #include "http_parse.h"
 #include "log.h"
+#include "proxy_view.h"
 #include "recent.h"
 
 struct event_base;
@@ -22,23 +24,6 @@ struct adm;
 struct client;
 struct cio;
 struct metrics;
-
-/* Counters shown on the control port. */
-struct tm_stats {
-    uint64_t conns_total;
-    uint64_t requests;
-    uint64_t accepted;
-    uint64_t stale;
-    uint64_t missing;
-    uint64_t invalid;
-    uint64_t forbidden;
-    uint64_t unavailable;
-    uint64_t bypassed;
-    uint64_t store_errors;
-    uint64_t bad_requests;
-    uint64_t upstream_errors;
-    uint64_t upstream_timeouts;
-};
 
 /* One configuration and the upstream pools built from it. A request keeps
  * the generation it started under alive (refs) until it ends, so a reload
@@ -64,7 +49,8 @@ struct tm_proxy {
                                       * must use one key */
     struct http_limits limits;
     struct evconnlistener *listener;
-    struct fence *fence; /* the mark store and its cache */
+    struct fence *fence;     /* the mark store and its cache */
+    struct watches *watches; /* [watch] sections: eager fencing */
     struct order *order;
     struct up_pool **pools; /* gen->pools */
     struct adm *adm;
@@ -81,8 +67,7 @@ struct tm_proxy {
     size_t conn_peak; /* most clients at once since memory was given back */
     struct event *trimmer; /* gives memory back after a burst has gone */
     uint64_t next_id;
-    struct tm_stats stats;
-    struct metrics *metrics; /* labelled counters and histograms */
+    struct metrics *metrics; /* every counter /metrics shows */
     struct recent recent;    /* for the control port's page */
     bool draining;
     struct event *drain_timer;

@@ -64,8 +64,21 @@ TM_API struct tm_config *tm_config_from_string(const char *name,
 TM_API bool tm_config_get(const struct tm_config *cfg, const char *section,
                           const char *key, char *buf, size_t len);
 
+/* The configuration in effect, as an INI file would give it: every
+ * section and key after defaults and environment overrides, secrets
+ * written "(secret)". A string to free() (NULL when out of memory). */
+TM_API char *tm_config_text(const struct tm_config *cfg) TM_MUST_USE;
+
+/* What loads but does nothing (no [route], no [upstream]), as lines
+ * "FILE: warning: message" separated by '\n'; NULL when there is none.
+ * Owned by cfg. */
+TM_API const char *tm_config_warnings(const struct tm_config *cfg);
+
 /* Release a configuration no proxy has taken. NULL is fine. */
 TM_API void tm_config_free(struct tm_config *cfg);
+
+/* The library's version, "1.2.3". */
+TM_API const char *tm_version(void);
 
 /* ---- logging ----------------------------------------------------------- */
 
@@ -124,7 +137,9 @@ TM_API int tm_proxy_port(const struct tm_proxy *px);
  * finish under the configuration they started with. Keys that need a
  * restart (listen addresses, the store, the lock service, the token key,
  * cache size) keep their running values, each logged. false when refused
- * (logged, with why): the running configuration stays. */
+ * (logged, with why): the running configuration stays. cfg NULL (the
+ * file could not be loaded: tm_config_load's NULL) is a refused reload
+ * too. /metrics counts each attempt (tidemark_config_last_reload_*). */
 TM_API bool tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg);
 
 /* Begin a graceful stop: stop accepting, let requests under way finish,

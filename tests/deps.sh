@@ -1,28 +1,38 @@
 #!/bin/sh
 # Install the Debian 12 packages that building, testing and benchmarking
 # tidemark need. When they are all present this only asks dpkg and exits.
+#
+#   sh tests/deps.sh        everything make test and make bench use
+#   sh tests/deps.sh demo   only what building tidemark and running the
+#                           demo need (make demo): the toolchain, the
+#                           libraries, python3 for the demo backend, curl
 set -eu
 
-# Build: toolchain and libraries. Tests: cmocka, pytest, the servers the
+# Build: toolchain and libraries (libzookeeper-mt-dev: ZooKeeper's C
+# client, for the zookeeper lock backend). Tests: cmocka, pytest, the servers the
 # integration tests start themselves (nginx and HAProxy also for the
 # differential test; Apache with mod_dav and nginx's DAV modules as WebDAV
 # backends; node for the S3 server installed from npm below) and the
-# clients they drive (curl, requests, boto3, rclone; ZooKeeper's C client
-# for the zookeeper lock backend, its server, and kazoo for the locks
-# applications already take). Bench: wrk and
+# clients they drive (curl, requests, boto3, rclone; ZooKeeper's server,
+# and kazoo for the locks applications already take). Bench: wrk and
 # nginx, and linux-perf (strace where perf cannot count) for the system
 # calls per request. Fuzz: clang, and its sanitizer and libFuzzer runtimes
 # (libclang-rt-14-dev, which clang only recommends). Format:
 # clang-format (make format-check). Package:
-# debhelper, build-essential, systemd (systemd-analyze verify). Page:
+# debhelper, build-essential, systemd (systemd-analyze verify). The
+# daemon's sd_notify: libsystemd-dev. Page:
 # chromium (headless). The Kubernetes example's test: python3-yaml.
-PKGS="make gcc libc6-dev pkg-config
+# Metrics: prometheus, for promtool (check metrics on /metrics).
+# Image: buildah and mmdebstrap (make image), docker-compose (compose.yaml).
+DEMO_PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
-libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
-wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server clang
+libsystemd-dev libjansson-dev libzookeeper-mt-dev python3 curl ca-certificates"
+PKGS="$DEMO_PKGS libcmocka-dev python3-pytest procps openssl
+wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server etcd-client clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
-python3-boto3 rclone libzookeeper-mt-dev zookeeperd python3-kazoo"
+python3-boto3 rclone prometheus buildah mmdebstrap docker-compose
+zookeeperd python3-kazoo"
 
 # The S3 server of the integration tests (s3rver, pinned with its
 # dependencies in tests/s3/package-lock.json) comes from npm.
@@ -38,6 +48,18 @@ s3_install() {
 
 POLICY=/usr/sbin/policy-rc.d
 
+case "${1:-all}" in
+demo)
+    PKGS=$DEMO_PKGS
+    s3_install() { :; }
+    ;;
+all) ;;
+*)
+    echo "usage: sh tests/deps.sh [demo]" >&2
+    exit 2
+    ;;
+esac
+
 missing=""
 for p in $PKGS; do
     st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -47,7 +69,7 @@ for p in $PKGS; do
 done
 # npm: Debian's package, unless the nodejs installed brings its own (a
 # nodejs from elsewhere conflicts with Debian's npm).
-if ! command -v npm >/dev/null 2>&1; then
+if [ "${1:-all}" = all ] && ! command -v npm >/dev/null 2>&1; then
     missing="$missing npm"
 fi
 if [ -z "$missing" ]; then
@@ -117,6 +139,7 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
             postgresql) unit=postgresql ;;
             etcd-server) unit=etcd ;;
             zookeeperd) unit=zookeeper ;;
+            prometheus) unit=prometheus ;;
             *) continue ;;
         esac
         $SUDO systemctl disable "$unit" >/dev/null 2>&1 || true

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 struct event_base;
+struct evbuffer;
 struct cfg_locks;
 
 enum lock_result {
@@ -59,6 +60,7 @@ struct lock_op {
     int64_t ttl_ms;    /* acquire, extend: >= 1 */
     int64_t fence;     /* extend, release: the caller's lease (>= 1) */
     int64_t min_fence; /* acquire: the lowest fence to hand out, 0: none */
+    int64_t wait_ms;   /* acquire, backends that wait: how long, 0: not */
     lock_cb cb;
     void *arg;
 };
@@ -69,6 +71,12 @@ typedef void (*lock_freed_cb)(void *arg, const char *name, size_t len);
 
 struct lock_ops {
     const char *name;
+    /* The backend keeps its own queue of waiters (a consensus store's
+     * lock recipe: each waiter watches its predecessor): an acquire with
+     * wait_ms > 0 waits there, in order, and answers LOCK_OK when it
+     * holds the lease or LOCK_BUSY when wait_ms has passed. Otherwise
+     * acquire never waits and the lock service queues the waiters. */
+    bool waits;
     /* Open with cfg on base. NULL on failure with a message in err. */
     struct lock_backend *(*open)(struct event_base *base,
                                  const struct cfg_locks *cfg, char *err,
@@ -82,6 +90,10 @@ struct lock_ops {
      * operation of this process ended, so that a waiter tries at once
      * instead of at the holder's lease end. Never from inside a call. */
     void (*watch_freed)(struct lock_backend *b, lock_freed_cb freed, void *arg);
+    /* Optional (NULL: none). Append the backend's own families to out,
+     * named tidemark_lock_<name>_* in metrics.h's table and written with
+     * its metrics_head and metrics_sample. Loop thread. */
+    void (*metrics)(struct lock_backend *b, struct evbuffer *out);
     /* Answer every queued operation (callbacks run before this returns),
      * then release everything. Loop thread, not from a callback. */
     void (*close)(struct lock_backend *b);
@@ -89,5 +101,22 @@ struct lock_ops {
 
 /* The backend registered under name ("lmdb", ...), or NULL. */
 const struct lock_ops *lock_find(const char *name);
+
+/* ---- for the network backends ---- */
+
+struct coldq;
+struct defer;
+
+/* Answer cb(arg, res, 0, 0) on a later pass of d's loop; as store_defer
+ * (store.h) otherwise. */
+void lock_defer(struct defer *d, lock_cb cb, void *arg, enum lock_result res);
+
+/* op on b, parked while q waits for the backend's first connection:
+ * submitted again through ops when it is up, answered LOCK_ERROR
+ * otherwise. Copies op and its name. false (op->cb never called) when q
+ * does not wait, is full or out of memory. */
+bool lock_park(struct coldq *q, struct lock_backend *b,
+               const struct lock_ops *ops, const struct lock_op *op)
+    __attribute__((warn_unused_result));
 
 #endif

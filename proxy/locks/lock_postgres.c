@@ -1,6 +1,6 @@
 /* lock_postgres.c: leases as the seed's lease rows in Postgres, one
  * statement per operation on the connection pool the Postgres mark store
- * uses (../store/pg_pool.c); the database's clock decides expiry. */
+ * uses (../clients/pg_pool.c); the database's clock decides expiry. */
 #include "lock.h"
 
 #include <errno.h>
@@ -14,11 +14,11 @@
 #include <libpq-fe.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/defer.h"
+#include "../clients/pg_pool.h"
 #include "../log.h"
 #include "../queue.h"
-#include "../store/coldq.h"
-#include "../store/pg_pool.h"
-#include "../store/store_defer.h"
 
 /*
  * The table: the seed's lease row, tidemark_leases (name text PRIMARY
@@ -133,7 +133,7 @@ struct pg_locks {
     int npool;
     struct pl_req **inflight; /* by connection */
     struct pl_list pending;
-    struct store_defer *defer; /* answers given without the server */
+    struct defer *defer; /* answers given without the server */
     bool closing;
     bool full_logged;
     char owner[128];
@@ -381,22 +381,22 @@ pl_submit(struct lock_backend *b, const struct lock_op *op)
         break;
     }
     if (len > 0 && !s->closing && !pg_pool_any_up(s->pool) &&
-        coldq_park_lock(pg_pool_coldq(s->pool), b, &lock_postgres_ops, op)) {
+        lock_park(pg_pool_coldq(s->pool), b, &lock_postgres_ops, op)) {
         return; /* the first connection is being made */
     }
     if (len == 0 || len > 65536 || s->closing || !pg_pool_any_up(s->pool)) {
-        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
+        lock_defer(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     if (!queue_admit(s->pending.n, PL_QUEUE_MAX, &s->full_logged,
                      "locks: postgres",
                      "operations are waiting for a connection")) {
-        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
+        lock_defer(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     r = malloc(sizeof(*r) + len + 1);
     if (r == NULL) {
-        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
+        lock_defer(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     *r = (struct pl_req){.op = pop,
@@ -430,7 +430,7 @@ locks_free(struct pg_locks *s)
     pg_pool_free(s->pool);
     s->pool = NULL;
     pool_all_down(s);
-    store_defer_free(s->defer);
+    defer_free(s->defer);
     free(s->inflight);
     free(s);
 }
@@ -459,7 +459,7 @@ pl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     snprintf(s->owner, sizeof(s->owner), "tidemark@%s:%ld", host,
              (long)getpid());
     s->inflight = calloc((size_t)s->npool, sizeof(*s->inflight));
-    s->defer = store_defer_new(base);
+    s->defer = defer_new(base);
     if (s->inflight == NULL || s->defer == NULL) {
         snprintf(err, errlen, "locks: out of memory");
         locks_free(s);

@@ -1,6 +1,6 @@
 /* lock_redis.c: leases in Redis, the seed's acquire, release and extend
  * scripts (one atomic EVALSHA each) on the connection code the Redis mark
- * store uses (../store/redis_conn.c). */
+ * store uses (../clients/redis_cluster.c: one server, or a Redis Cluster). */
 #include "lock.h"
 
 #include <inttypes.h>
@@ -9,19 +9,22 @@
 #include <string.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/defer.h"
+#include "../clients/redis_conn.h"
 #include "../log.h"
-#include "../store/coldq.h"
-#include "../store/redis_conn.h"
-#include "../store/store_defer.h"
+#include "../clients/redis_cluster.h"
 
 /*
  * Keys. The lease of name N is "lock:{N}" holding its fence as a decimal
  * string, with the lease's expiry as the key's (PX); the counter is
  * "fence:{N}", only ever INCRemented or raised, never deleted, so a
  * fence is not handed out twice, also after release. The hash tag keeps
- * both in one cluster slot, so one script can use both. "fence:{N}" is
- * also the key the Redis mark store keeps N's mark under: with both on
- * one Redis, the counter is the mark, and an acquire is above every
+ * both in one cluster slot, so one script can use both (a name that is
+ * empty or begins with '}' has an empty hash tag: on a cluster its two
+ * keys fall in different slots and redis_cluster refuses the script).
+ * "fence:{N}" is also the key the Redis mark store keeps N's mark under: with
+ * both on one Redis, the counter is the mark, and an acquire is above every
  * token that has written.
  *
  * Decimal strings throughout: Lua numbers are doubles and would round
@@ -89,8 +92,8 @@ struct rl_req;
 
 struct redis_locks {
     struct event_base *base;
-    struct redis_conn *conn;
-    struct store_defer *defer; /* answers given without Redis */
+    struct redis_cluster *conn;
+    struct defer *defer; /* answers given without Redis */
     bool closing;
 };
 
@@ -135,7 +138,7 @@ parse_dec(const redisReply *rep, bool zero_ok, int64_t *out)
 static void
 defer_error(struct redis_locks *s, struct rl_req *r)
 {
-    store_defer_lock(s->defer, r->cb, r->arg, LOCK_ERROR);
+    lock_defer(s->defer, r->cb, r->arg, LOCK_ERROR);
     free(r);
 }
 
@@ -235,13 +238,13 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
     enum rl_script script = RL_S_STATUS;
 
     /* Before the first connection is up, wait for it (coldq.h). */
-    if (!s->closing && !redis_conn_ready(s->conn) &&
-        coldq_park_lock(redis_conn_coldq(s->conn), b, &lock_redis_ops, op)) {
+    if (!s->closing && !redis_cluster_ready(s->conn) &&
+        lock_park(redis_cluster_coldq(s->conn), b, &lock_redis_ops, op)) {
         return;
     }
     r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
     if (r == NULL) {
-        store_defer_lock(s->defer, op->cb, op->arg, LOCK_ERROR);
+        lock_defer(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     *r = (struct rl_req){
@@ -300,8 +303,8 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
         break;
     }
     r->op = script;
-    if (!redis_conn_eval(s->conn, script, argc, argv, lens, on_reply, NULL,
-                         r)) {
+    if (!redis_cluster_eval(s->conn, script, argc, argv, lens, on_reply, NULL,
+                            r)) {
         defer_error(s, r);
     }
 }
@@ -311,7 +314,7 @@ rl_ready(struct lock_backend *b)
 {
     struct redis_locks *s = to_locks(b);
 
-    return !s->closing && redis_conn_ready(s->conn);
+    return !s->closing && redis_cluster_ready(s->conn);
 }
 
 static struct lock_backend *
@@ -330,7 +333,7 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     s->base = base;
-    s->defer = store_defer_new(base);
+    s->defer = defer_new(base);
     if (s->defer == NULL) {
         snprintf(err, errlen, "locks: cannot set up events");
         free(s);
@@ -338,11 +341,12 @@ rl_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     }
     /* Unreachable now is an outage, not a configuration error: acquires
      * are 503 until Redis is there. */
-    s->conn = redis_conn_new(base, cfg->url, "[locks]", rl_scripts,
-                             sizeof(rl_scripts) / sizeof(rl_scripts[0]),
-                             cfg->timeout_ms, err, errlen);
+    s->conn =
+        redis_cluster_new(base, cfg->url, cfg->cluster, "[locks]", rl_scripts,
+                          sizeof(rl_scripts) / sizeof(rl_scripts[0]),
+                          cfg->timeout_ms, err, errlen);
     if (s->conn == NULL) {
-        store_defer_free(s->defer);
+        defer_free(s->defer);
         free(s);
         return NULL;
     }
@@ -359,8 +363,8 @@ rl_close(struct lock_backend *b)
     }
     s->closing = true;
     /* Answers every script in flight (callbacks run now). */
-    redis_conn_free(s->conn);
-    store_defer_free(s->defer);
+    redis_cluster_free(s->conn);
+    defer_free(s->defer);
     free(s);
 }
 

@@ -20,7 +20,7 @@
 #include "../../conf/cfg.h"
 #include "../../policies/zkname.h"
 #include "../log.h"
-#include "../store/store_defer.h"
+#include "../clients/defer.h"
 
 /*
  * Layout. The lock named N lives at ROOT/E, E being N with every byte
@@ -173,8 +173,8 @@ struct zk_locks {
     struct zk_call *out; /* calls the client holds */
     struct zk_lease *leases;
     struct zk_sweep *sweeps;
-    struct event *retry;       /* a new handle after a failed start */
-    struct store_defer *defer; /* answers when out of memory */
+    struct event *retry; /* a new handle after a failed start */
+    struct defer *defer; /* answers when out of memory */
     lock_freed_cb freed;
     void *freed_arg;
     /* the calls answered, shared with the client's threads */
@@ -661,7 +661,7 @@ answer_soon(struct zk_req *r, enum lock_result res, int64_t fence,
     struct zk_call *c = call_new(r->z, ZK_S_LOCAL, r, NULL);
 
     if (c == NULL) {
-        store_defer_lock(r->z->defer, r->cb, r->arg, LOCK_ERROR);
+        lock_defer(r->z->defer, r->cb, r->arg, LOCK_ERROR);
         r->answered = true;
         if (r->pending == 0) {
             req_free(r);
@@ -1574,7 +1574,7 @@ zk_submit(struct lock_backend *b, const struct lock_op *op)
     struct zk_call *c;
 
     if (r == NULL) {
-        store_defer_lock(z->defer, op->cb, op->arg, LOCK_ERROR);
+        lock_defer(z->defer, op->cb, op->arg, LOCK_ERROR);
         return;
     }
     if (!zk_ready(b)) {
@@ -1637,7 +1637,7 @@ zk_free(struct zk_locks *z)
     if (z->retry != NULL) {
         event_free(z->retry);
     }
-    store_defer_free(z->defer);
+    defer_free(z->defer);
     if (z->efd >= 0) {
         close(z->efd);
     }
@@ -1673,7 +1673,7 @@ zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         z->done_ev = event_new(base, z->efd, EV_READ | EV_PERSIST, on_done, z);
     }
     z->retry = evtimer_new(base, on_retry, z);
-    z->defer = store_defer_new(base);
+    z->defer = defer_new(base);
     if (z->hosts == NULL || z->root == NULL || z->done_ev == NULL ||
         z->defer == NULL || z->retry == NULL ||
         event_add(z->done_ev, NULL) != 0) {

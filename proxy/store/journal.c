@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lmdb_util.h"
+#include "../clients/lmdb_util.h"
 
 /*
  * A record, all integers little-endian:

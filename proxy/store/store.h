@@ -45,9 +45,9 @@ struct store_ops {
                 void *arg);
     /* false while the store cannot be used (failed sync, unreachable). */
     bool (*ready)(struct store *s);
-    /* Optional (NULL: none). Append the backend's own counters to out in
-     * the Prometheus text format, families named tidemark_<name>_*.
-     * Loop thread. */
+    /* Optional (NULL: none). Append the backend's own families to out,
+     * named tidemark_<name>_* in metrics.h's table and written with its
+     * metrics_head and metrics_sample. Loop thread. */
     void (*metrics)(struct store *s, struct evbuffer *out);
     /* Optional (NULL: never). Whether the store held no mark when it was
      * opened: then no fenced write can have been forwarded through it
@@ -62,5 +62,24 @@ struct store_ops {
 
 /* The backend registered under type ("lmdb", ...), or NULL. */
 const struct store_ops *store_find(const char *type);
+
+/* ---- for the network stores ---- */
+
+struct coldq;
+struct defer;
+
+/* Answer cb(arg, res, mark) on a later pass of d's loop. Allocates one
+ * small record; when that fails the answer is lost and the caller's
+ * [store] timeout_ms answers instead (logged). */
+void store_defer(struct defer *d, store_cb cb, void *arg, enum store_result res,
+                 int64_t mark);
+
+/* A raise (is_get false) or get on st, parked while q waits for the
+ * store's first connection: made again through ops when it is up,
+ * answered STORE_ERROR otherwise. Copies res. false (cb never called)
+ * when q does not wait, is full or out of memory. */
+bool store_park(struct coldq *q, struct store *st, const struct store_ops *ops,
+                bool is_get, const char *res, size_t len, int64_t token,
+                store_cb cb, void *arg) __attribute__((warn_unused_result));
 
 #endif

@@ -14,13 +14,13 @@
 #include <openssl/sha.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/defer.h"
+#include "../clients/pg_pool.h"
 #include "../log.h"
 #include "../queue.h"
 #include "batch.h"
-#include "coldq.h"
-#include "pg_pool.h"
 #include "store.h"
-#include "store_defer.h"
 
 /*
  * The table: tidemark_marks (resource text PRIMARY KEY, fence bigint NOT
@@ -84,7 +84,7 @@ struct pg_store {
     struct pg_pool *pool;
     struct batch_list *batches; /* in flight, by connection */
     struct batch_list pending;
-    struct store_defer *defer;
+    struct defer *defer;
     bool closing;
     bool full_logged;
     /* Scratch for one batch's parameters. */
@@ -409,9 +409,8 @@ enqueue(struct pg_store *s, const char *res, size_t len, int64_t token,
     struct batch_req *r;
 
     if (!s->closing && !pg_pool_any_up(s->pool) &&
-        coldq_park_store(pg_pool_coldq(s->pool), (struct store *)s,
-                         &store_postgres_ops, is_get, res, len, token, cb,
-                         arg)) {
+        store_park(pg_pool_coldq(s->pool), (struct store *)s,
+                   &store_postgres_ops, is_get, res, len, token, cb, arg)) {
         return; /* the first connection is being made */
     }
     if (s->closing || !pg_pool_any_up(s->pool)) {
@@ -471,7 +470,7 @@ pg_free(struct pg_store *s)
     pg_pool_free(s->pool);
     s->pool = NULL;
     batch_fail(&s->pending);
-    store_defer_free(s->defer);
+    defer_free(s->defer);
     free(s->batches);
     free(s->sorted);
     free(s->buf);
@@ -496,7 +495,7 @@ pg_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     s->npool = cfg->pool_size > 0 ? cfg->pool_size : 2;
     s->batches = calloc((size_t)s->npool, sizeof(*s->batches));
     s->sorted = calloc(PG_BATCH_MAX, sizeof(*s->sorted));
-    s->defer = store_defer_new(base);
+    s->defer = defer_new(base);
     if (s->batches == NULL || s->sorted == NULL || s->defer == NULL) {
         snprintf(err, errlen, "postgres: out of memory");
         pg_free(s);

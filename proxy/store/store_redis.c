@@ -1,6 +1,7 @@
 /* store_redis.c: marks in Redis, one script call per raise on the
  * shared connection (redis_conn.c: hiredis async on the proxy's loop,
- * reconnect with backoff); optional WAIT for replicas. */
+ * reconnect with backoff), or across a Redis Cluster (redis_cluster.c);
+ * optional WAIT for replicas (one server). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -11,11 +12,12 @@
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
+#include "../clients/coldq.h"
+#include "../clients/defer.h"
+#include "../clients/redis_conn.h"
 #include "../log.h"
-#include "coldq.h"
-#include "redis_conn.h"
+#include "../clients/redis_cluster.h"
 #include "store.h"
-#include "store_defer.h"
 
 /*
  * Keys. The mark of resource R is the string key "fence:{R}" holding the
@@ -86,13 +88,13 @@ struct redis_wait {
 struct redis_store {
     struct event_base *base;
     const struct tm_log *log; /* the proxy's, entered by callbacks */
-    struct redis_conn *conn;
+    struct redis_cluster *conn;
     int wait_replicas;
     int wait_ms;
     bool closing;
     struct event *kick_ev; /* end of turn: send the open WAIT */
     struct redis_wait *open_wait;
-    struct store_defer *defer;
+    struct defer *defer;
 };
 
 static struct redis_store *
@@ -208,7 +210,8 @@ send_script(struct redis_store *s, struct redis_req *r)
     lens[1] = r->keylen;
     argv[2] = tok;
     lens[2] = strlen(tok);
-    return redis_conn_eval(s->conn, 0, 3, argv, lens, on_script, on_resent, r);
+    return redis_cluster_eval(s->conn, 0, 3, argv, lens, on_script, on_resent,
+                              r);
 }
 
 static void
@@ -223,14 +226,16 @@ on_wait(redisAsyncContext *ac, void *reply, void *priv)
     if (w->n > 0) {
         struct redis_store *s = w->reqs[0]->s;
 
-        redis_conn_replied(s->conn);
+        if (rep != NULL) {
+            redis_conn_replied(redis_cluster_single(s->conn));
+        }
         if (rep != NULL && rep->type == REDIS_REPLY_INTEGER &&
             rep->integer >= s->wait_replicas) {
             ok = true;
         } else if (rep != NULL) {
             log_error("redis: %s: WAIT: %lld of %d replicas have %zu "
                       "raises within %d ms: refused",
-                      redis_conn_peer(s->conn),
+                      redis_cluster_peer(s->conn),
                       rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1LL,
                       s->wait_replicas, w->n, s->wait_ms);
         }
@@ -299,9 +304,12 @@ on_kick(evutil_socket_t fd, short what, void *arg)
     if (w == NULL) {
         return;
     }
-    if (redis_conn_ac(s->conn) != NULL &&
-        redisAsyncCommand(redis_conn_ac(s->conn), on_wait, w, "WAIT %d %d",
-                          s->wait_replicas, s->wait_ms) == REDIS_OK) {
+    /* WAIT needs the one server (a cluster refuses wait_replicas). */
+    if (redis_cluster_single(s->conn) != NULL &&
+        redis_conn_ac(redis_cluster_single(s->conn)) != NULL &&
+        redisAsyncCommand(redis_conn_ac(redis_cluster_single(s->conn)), on_wait,
+                          w, "WAIT %d %d", s->wait_replicas,
+                          s->wait_ms) == REDIS_OK) {
         return;
     }
     /* Down: the scripts were answered NULL already (or will be); answer
@@ -351,9 +359,9 @@ static bool
 cold_park(struct redis_store *s, bool is_get, const char *res, size_t len,
           int64_t token, store_cb cb, void *arg)
 {
-    return !s->closing && !redis_conn_ready(s->conn) &&
-           coldq_park_store(redis_conn_coldq(s->conn), (struct store *)s,
-                            &store_redis_ops, is_get, res, len, token, cb, arg);
+    return !s->closing && !redis_cluster_ready(s->conn) &&
+           store_park(redis_cluster_coldq(s->conn), (struct store *)s,
+                      &store_redis_ops, is_get, res, len, token, cb, arg);
 }
 
 static void
@@ -366,7 +374,7 @@ redis_raise(struct store *st, const char *res, size_t len, int64_t token,
     if (cold_park(s, false, res, len, token, cb, arg)) {
         return;
     }
-    if (s->closing || redis_conn_ac(s->conn) == NULL) {
+    if (s->closing) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
@@ -388,15 +396,11 @@ redis_raise(struct store *st, const char *res, size_t len, int64_t token,
 /* ---- get ------------------------------------------------------------- */
 
 static void
-on_get(redisAsyncContext *ac, void *reply, void *priv)
+on_get(void *priv, redisReply *rep)
 {
     struct redis_req *r = priv;
-    redisReply *rep = reply;
     int64_t mark = 0;
 
-    lib_enter(r->s->log);
-    (void)ac;
-    redis_conn_replied(r->s->conn);
     if (rep == NULL) {
         req_answer(r, STORE_ERROR, 0);
         return;
@@ -415,6 +419,15 @@ on_get(redisAsyncContext *ac, void *reply, void *priv)
     req_answer(r, STORE_ERROR, 0);
 }
 
+static bool
+send_get(struct redis_store *s, struct redis_req *r)
+{
+    const char *argv[2] = {"GET", r->key};
+    size_t lens[2] = {3, r->keylen};
+
+    return redis_cluster_command(s->conn, 2, argv, lens, on_get, r);
+}
+
 static void
 redis_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
 {
@@ -424,14 +437,12 @@ redis_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
     if (cold_park(s, true, res, len, 0, cb, arg)) {
         return;
     }
-    if (s->closing || redis_conn_ac(s->conn) == NULL) {
+    if (s->closing) {
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
         return;
     }
     r = req_new(s, res, len, 0, cb, arg);
-    if (r == NULL ||
-        redisAsyncCommand(redis_conn_ac(s->conn), on_get, r, "GET %b", r->key,
-                          r->keylen) != REDIS_OK) {
+    if (r == NULL || !send_get(s, r)) {
         free(r);
         store_defer(s->defer, cb, arg, STORE_ERROR, 0);
     }
@@ -442,7 +453,7 @@ redis_ready(struct store *st)
 {
     struct redis_store *s = to_redis(st);
 
-    return !s->closing && redis_conn_ready(s->conn);
+    return !s->closing && redis_cluster_ready(s->conn);
 }
 
 /* ---- life cycle ------------------------------------------------------ */
@@ -455,7 +466,7 @@ redis_free(struct redis_store *s)
     if (s->kick_ev != NULL) {
         event_free(s->kick_ev);
     }
-    store_defer_free(s->defer);
+    defer_free(s->defer);
     free(s);
 }
 
@@ -480,7 +491,7 @@ redis_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     /* WAIT answers before the core's own timeout, so the log says why. */
     s->wait_ms = cfg->timeout_ms > 4 ? cfg->timeout_ms * 3 / 4 : 1;
     s->kick_ev = event_new(base, -1, 0, on_kick, s);
-    s->defer = store_defer_new(base);
+    s->defer = defer_new(base);
     if (s->kick_ev == NULL || s->defer == NULL) {
         snprintf(err, errlen, "redis: cannot set up events");
         redis_free(s);
@@ -488,8 +499,15 @@ redis_open(struct event_base *base, const struct cfg_store *cfg, char *err,
     }
     /* Unreachable now is an outage, not a configuration error: tidemark
      * starts not ready and connects when Redis is there. */
-    s->conn = redis_conn_new(base, cfg->url, "[store]", redis_scripts, 1,
-                             cfg->timeout_ms, err, errlen);
+    if (cfg->cluster && s->wait_replicas > 0) {
+        snprintf(err, errlen,
+                 "redis: [store] wait_replicas needs one "
+                 "server, not a cluster");
+        redis_free(s);
+        return NULL;
+    }
+    s->conn = redis_cluster_new(base, cfg->url, cfg->cluster, "[store]",
+                                redis_scripts, 1, cfg->timeout_ms, err, errlen);
     if (s->conn == NULL) {
         redis_free(s);
         return NULL;
@@ -511,7 +529,7 @@ redis_close(struct store *st)
     }
     s->closing = true;
     /* Answers every command in flight with a NULL reply. */
-    redis_conn_free(s->conn);
+    redis_cluster_free(s->conn);
     s->conn = NULL;
     if (s->open_wait != NULL) {
         struct redis_wait *w = s->open_wait;

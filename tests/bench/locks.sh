@@ -1,11 +1,13 @@
 #!/bin/sh
 # Lock service throughput through the HTTP API: lock and release pairs
 # per second, then tries and wins per second on one hot lock. Starts its
-# own tidemark in a temporary directory, and for BACKEND=redis, postgres
-# or zookeeper its own server (tests/integration/servers.py).
-# Env: BACKEND (lmdb | redis | postgres | zookeeper), BENCH_DURATION (10s),
+# own tidemark in a temporary directory, and for BACKEND=redis, postgres,
+# etcd or zookeeper its own server (tests/integration/servers.py; etcd: one
+# member; redis-cluster: 3 masters, 3 replicas; zookeeper: one server).
+# Env: BACKEND (lmdb | redis | redis-cluster | postgres | etcd |
+# zookeeper), BENCH_DURATION (10s),
 # BENCH_THREADS (2), BENCH_CONNECTIONS (32), EAGER (yes), POOL (16,
-# postgres connections), TIDEMARK_BIN.
+# postgres connections; etcd: connections per endpoint), TIDEMARK_BIN.
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -30,24 +32,39 @@ SERVER_PID=
 case $BACKEND in
 lmdb)
     LOCKS="path = $DIR/locks.lmdb" ;;
-redis|postgres|zookeeper)
+redis|postgres|etcd|zookeeper)
     # Prints the server's pid, then the [locks] key for it; the server
     # runs in its own session and outlives this python.
-    OUT=$(python3 -c 'import sys
+    OUT=$(/usr/bin/python3 -c 'import sys
 sys.path.insert(0, "tests/integration")
 import servers
 s = servers.KINDS[sys.argv[1]]().start()
 print(s.proc.pid)
 print({"redis": lambda: "url = " + s.url,
        "postgres": lambda: "dsn = " + s.dsn,
+       "etcd": lambda: "endpoints = " + s.endpoints,
        "zookeeper": lambda: "hosts = " + s.hosts}[sys.argv[1]]())
 print(s.dir)' "$BACKEND")
     SERVER_PID=$(echo "$OUT" | sed -n 1p)
     LOCKS="$(echo "$OUT" | sed -n 2p)
 pool_size = $POOL"
     SERVER_DIR=$(echo "$OUT" | sed -n 3p) ;;
+redis-cluster)
+    # Prints the nodes' pids, the [locks] keys, then their folders.
+    OUT=$(/usr/bin/python3 -c 'import sys
+sys.path.insert(0, "tests/integration")
+import servers
+c = servers.RedisCluster().start()
+print(" ".join(str(n.proc.pid) for n in c.nodes))
+print("url = " + c.url)
+print(" ".join(n.dir for n in c.nodes))')
+    SERVER_PID=$(echo "$OUT" | sed -n 1p)
+    LOCKS="$(echo "$OUT" | sed -n 2p)
+cluster = yes"
+    SERVER_DIR=$(echo "$OUT" | sed -n 3p)
+    BACKEND_KEY=redis ;;
 *)
-    echo "BACKEND must be lmdb, redis, postgres or zookeeper" >&2
+    echo "BACKEND must be lmdb, redis, redis-cluster, postgres, etcd or zookeeper" >&2
     exit 2 ;;
 esac
 cat > "$DIR/tidemark.ini" <<INI
@@ -59,7 +76,7 @@ listen = 127.0.0.1:$ADMIN
 [store]
 path = $DIR/marks.lmdb
 [locks]
-backend = $BACKEND
+backend = ${BACKEND_KEY:-$BACKEND}
 $LOCKS
 eager = $EAGER
 INI
@@ -68,11 +85,12 @@ PID=$!
 cleanup() {
     kill "$PID" 2>/dev/null
     wait "$PID" 2>/dev/null
-    if [ -n "$SERVER_PID" ]; then
-        kill -INT "$SERVER_PID" 2>/dev/null
-        while kill -0 "$SERVER_PID" 2>/dev/null; do sleep 0.1; done
-        rm -rf "$SERVER_DIR"
-    fi
+    for pid in $SERVER_PID; do
+        kill -INT "$pid" 2>/dev/null
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    done
+    # shellcheck disable=SC2086 # one folder per node
+    [ -z "$SERVER_PID" ] || rm -rf $SERVER_DIR
     rm -rf "$DIR"
 }
 trap cleanup EXIT

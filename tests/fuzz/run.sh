@@ -21,7 +21,8 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
-ALL="http_request http_response token route config origin canon destination zkname"
+ALL="http_request http_response token route config origin canon destination
+procstat json redis_slot zkname"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -33,6 +34,9 @@ sources() {
     config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c ;;
     canon) echo policies/canon.c policies/utf8.c ;;
     destination) echo policies/profile.c policies/canon.c policies/utf8.c ;;
+    procstat) echo policies/procstat.c ;;
+    json) echo policies/json.c policies/utf8.c ;;
+    redis_slot) echo policies/redis_slot.c ;;
     zkname) echo policies/zkname.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac

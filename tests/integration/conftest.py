@@ -1237,6 +1237,9 @@ class StoreUnderTest:
                     "path": None}
         elif self.kind == "redis":
             keys = {"type": "redis", "url": self.server.url, "path": None}
+        elif self.kind == "redis-cluster":
+            keys = {"type": "redis", "url": self.server.url, "cluster": "yes",
+                    "path": None}
         else:
             keys = {"type": "etcd", "endpoints": self.server.endpoints,
                     "path": None}

@@ -265,23 +265,48 @@ class Postgres(Server):
                 "connect_timeout=2" % self.port)
 
 
+def etcd_call(port, path, body, timeout=5.0):
+    """POST body (a dict) to etcd's JSON gateway at port; the answer as a
+    dict, or None when nothing answered."""
+    import http.client
+    import json
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        c.request("POST", path, json.dumps(body),
+                  {"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return json.loads(data) if data else {}
+    except (OSError, ValueError):
+        return None
+
+
 class Etcd(Server):
+    """One etcd member; alone (a cluster of one), or one of an
+    EtcdCluster's. The election timeout is etcd's default (1 s), so the
+    shortest lease etcd grants is 2 s."""
+
     name = "etcd"
 
-    def __init__(self):
+    def __init__(self, member="default", cluster=None, peer_port=None):
         super().__init__()
-        self.peer_port = _free_port()
+        self.member = member
+        self.peer_port = peer_port or _free_port()
+        self.cluster = cluster
 
     def argv(self):
         client = "http://127.0.0.1:%d" % self.port
         peer = "http://127.0.0.1:%d" % self.peer_port
-        return ["etcd", "--name", "default",
+        return ["etcd", "--name", self.member,
                 "--data-dir", os.path.join(self.dir, "data"),
                 "--listen-client-urls", client,
                 "--advertise-client-urls", client,
                 "--listen-peer-urls", peer,
                 "--initial-advertise-peer-urls", peer,
-                "--initial-cluster", "default=" + peer,
+                "--initial-cluster",
+                self.cluster or "%s=%s" % (self.member, peer),
+                "--initial-cluster-state", "new",
                 "--log-level", "warn"]
 
     def ready(self):
@@ -300,6 +325,22 @@ class Etcd(Server):
             return b'"health":"true"' in data
         except OSError:
             return False
+
+    def call(self, path, body, timeout=5.0):
+        return etcd_call(self.port, path, body, timeout)
+
+    def wipe(self):
+        """Delete every key (a test's empty store)."""
+        r = self.call("/v3/kv/deleterange", {"key": "AA==",
+                                             "range_end": "AA=="})
+        assert r is not None and "header" in r, r
+
+    def status(self):
+        """(member id, leader id, raft term) or None."""
+        r = self.call("/v3/maintenance/status", {}, timeout=2.0)
+        if not r or "leader" not in r:
+            return None
+        return r["header"]["member_id"], r["leader"], r.get("raftTerm")
 
     @property
     def endpoints(self):
@@ -436,8 +477,342 @@ class ZooKeeperEnsemble:
             m.destroy()
 
 
+class EtcdCluster:
+    """Three etcd members on loopback ports: start, find and kill the
+    leader, start a member again on its data. Each member's ready probe
+    (/health) passes only once the cluster has a leader."""
+
+    def __init__(self, n=3):
+        names = ["m%d" % i for i in range(n)]
+        peers = [_free_port() for _ in names]
+        cluster = ",".join("%s=http://127.0.0.1:%d" % (m, p)
+                           for m, p in zip(names, peers))
+        self.members = [Etcd(m, cluster, p) for m, p in zip(names, peers)]
+
+    def start(self, timeout=60.0):
+        # Members wait for each other: start all, then poll each.
+        for m in self.members:
+            log = open(m.log_path, "ab")
+            m.proc = subprocess.Popen(
+                m.argv(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                cwd=m.dir, start_new_session=True)
+            log.close()
+        for m in self.members:
+            _poll(m.ready, timeout, "etcd " + m.member, m.proc, m.log_path)
+        return self
+
+    @property
+    def endpoints(self):
+        return ", ".join(m.endpoints for m in self.members)
+
+    def running(self):
+        return [m for m in self.members if m.running()]
+
+    def leader(self, timeout=30.0):
+        """The member that leads now (every running member agrees)."""
+        found = []
+
+        def agreed():
+            ids = {}
+            for m in self.running():
+                st = m.status()
+                if st is None or st[1] in ("0", None):
+                    return False
+                ids[st[0]] = (m, st[1])
+            leaders = {lead for _, lead in ids.values()}
+            if len(leaders) != 1:
+                return False
+            lead = leaders.pop()
+            if lead not in ids:
+                return False
+            found[:] = [ids[lead][0]]
+            return True
+        _poll(agreed, timeout, "an etcd leader")
+        return found[0]
+
+    def wipe(self):
+        self.running()[0].wipe()
+
+    def destroy(self):
+        for m in self.members:
+            m.destroy()
+
+
+class RespError(Exception):
+    """An error reply."""
+
+
+def _resp_read(f):
+    line = f.readline()
+    if not line.endswith(b"\r\n"):
+        raise OSError("connection closed")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        return RespError(rest.decode(errors="replace"))
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        return data[:-2]
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_resp_read(f) for _ in range(n)]
+    raise OSError("bad reply %r" % line)
+
+
+def resp(port, *cmds, timeout=5):
+    """Send each command (a tuple of arguments) on one connection, in
+    order; the decoded replies (bytes, str, int, list, None, RespError)."""
+    out = []
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        for c in cmds:
+            parts = [b"*%d\r\n" % len(c)]
+            for a in c:
+                a = a if isinstance(a, bytes) else str(a).encode()
+                parts.append(b"$%d\r\n%s\r\n" % (len(a), a))
+            s.sendall(b"".join(parts))
+        f = s.makefile("rb")
+        for _ in cmds:
+            out.append(_resp_read(f))
+    return out
+
+
+def crc16(data):
+    """Redis Cluster's CRC16 (XMODEM)."""
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xffff
+    return crc
+
+
+def key_slot(key):
+    """The hash slot of key (str or bytes), hash tags included."""
+    k = key.encode() if isinstance(key, str) else key
+    i = k.find(b"{")
+    if i >= 0:
+        j = k.find(b"}", i + 1)
+        if j > i + 1:
+            k = k[i + 1:j]
+    return crc16(k) & 16383
+
+
+class ClusterNode(Redis):
+    """One node of a RedisCluster: cluster mode, its own bus port."""
+
+    name = "redis-node"
+
+    def __init__(self, node_timeout_ms):
+        super().__init__()
+        self.bus_port = _free_port()
+        self.node_timeout_ms = node_timeout_ms
+
+    def argv(self):
+        return super().argv() + [
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", os.path.join(self.dir, "nodes.conf"),
+            "--cluster-port", str(self.bus_port),
+            "--cluster-node-timeout", str(self.node_timeout_ms),
+            # A replica that lost its master for a while may still take
+            # over: the failover tests cut the link on purpose.
+            "--cluster-replica-validity-factor", "0"]
+
+    def call(self, *args):
+        r = resp(self.port, args)[0]
+        if isinstance(r, RespError):
+            raise r
+        return r
+
+    def info(self, section):
+        """INFO section ("cluster": CLUSTER INFO) as a dict."""
+        if section == "cluster":
+            text = self.call("CLUSTER", "INFO").decode()
+        else:
+            text = self.call("INFO", section).decode()
+        return dict(ln.split(":", 1) for ln in text.splitlines()
+                    if ":" in ln)
+
+    def node_id(self):
+        return self.call("CLUSTER", "MYID").decode()
+
+
+class RedisCluster:
+    """A Redis Cluster of 3 masters and 3 replicas, made with
+    `redis-cli --cluster create ... --cluster-replicas 1` on free loopback
+    ports (a client port and a bus port per node), with the interface of
+    Server (start, stop, restart, pause, resume, destroy, running, url,
+    command) applied to every node, and helpers to find a slot's master,
+    wait for a failover and cut a replica's link."""
+
+    name = "redis-cluster"
+    NODE_TIMEOUT_MS = 3000
+
+    def __init__(self, nodes=6):
+        self.nodes = [ClusterNode(self.NODE_TIMEOUT_MS) for _ in range(nodes)]
+        self.created = False
+
+    @property
+    def url(self):
+        return ",".join(n.url for n in self.nodes)
+
+    @property
+    def proc(self):
+        return self.nodes[0].proc
+
+    @property
+    def dir(self):
+        return self.nodes[0].dir
+
+    def running(self):
+        return all(n.running() for n in self.nodes)
+
+    def start(self, timeout=60.0):
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop(signal.SIGKILL)
+            raise
+
+    def _start(self, timeout):
+        for n in self.nodes:
+            if not n.running():
+                n.start()
+        if not self.created:
+            p = subprocess.run(
+                ["redis-cli", "--cluster", "create"]
+                + ["127.0.0.1:%d" % n.port for n in self.nodes]
+                + ["--cluster-replicas", "1", "--cluster-yes"],
+                stdin=subprocess.DEVNULL, capture_output=True,
+                timeout=120)
+            if p.returncode != 0:
+                raise RuntimeError("redis-cli --cluster create failed:\n%s"
+                                   % (p.stdout + p.stderr).decode(
+                                       errors="replace")[-3000:])
+            self.created = True
+        _poll(self.healthy, timeout, "redis cluster")
+        return self
+
+    def healthy(self):
+        """Every running node says cluster_state:ok and agrees on one map
+        whose masters all run, and each master has a replica in sync."""
+        try:
+            maps = set()
+            for n in self.nodes:
+                if not n.running():
+                    continue
+                if n.info("cluster").get("cluster_state") != "ok":
+                    return False
+                maps.add(tuple(sorted(self.slot_ranges(n))))
+            if len(maps) != 1:
+                return False
+            ports = {n.port: n for n in self.nodes}
+            for _, _, port in maps.pop():
+                m = ports.get(port)
+                if m is None or not m.running():
+                    return False
+                rep = m.info("replication")
+                if rep.get("role") != "master":
+                    return False
+                live = [r for r in self.nodes if r is not m and r.running()
+                        and r.info("replication").get("master_port")
+                        == str(m.port)]
+                if live and not all(
+                        r.info("replication").get("master_link_status")
+                        == "up" for r in live):
+                    return False
+            return True
+        except (OSError, RespError):
+            return False
+
+    @staticmethod
+    def slot_ranges(node):
+        """[(start, end, master port)] from CLUSTER SLOTS on node."""
+        out = []
+        for e in node.call("CLUSTER", "SLOTS"):
+            out.append((e[0], e[1], e[2][1]))
+        return out
+
+    def live(self):
+        return [n for n in self.nodes if n.running()]
+
+    def master_of(self, slot):
+        """The node that serves slot now, as a live node's map says."""
+        for start, end, port in self.slot_ranges(self.live()[0]):
+            if start <= slot <= end:
+                return next(n for n in self.nodes if n.port == port)
+        raise LookupError(slot)
+
+    def masters(self):
+        ports = sorted({p for _, _, p in self.slot_ranges(self.live()[0])})
+        return [n for n in self.nodes if n.port in ports]
+
+    def replica_of(self, master):
+        for n in self.live():
+            if n is master:
+                continue
+            try:
+                if n.info("replication").get("master_port") == \
+                        str(master.port):
+                    return n
+            except (OSError, RespError):
+                continue
+        raise LookupError(master.port)
+
+    def wait_synced(self, master, timeout=20.0):
+        """Poll until master's replica has everything master wrote."""
+        def synced():
+            rep = master.info("replication")
+            off = rep.get("master_repl_offset")
+            slave = rep.get("slave0", "")
+            return ("offset=%s," % off) in slave + ","
+        _poll(synced, timeout, "replica in sync")
+
+    def command(self, *args):
+        """FLUSHALL on every master (the raw +OK), or one keyed command
+        sent to its slot's master (the first read's raw bytes)."""
+        if args and str(args[0]).upper() in ("FLUSHALL", "FLUSHDB"):
+            replies = [m.command(*args) for m in self.masters()]
+            ok = all(r == b"+OK\r\n" for r in replies)
+            return b"+OK\r\n" if ok else b"".join(r or b"" for r in replies)
+        return self.master_of(key_slot(args[1])).command(*args)
+
+    def stop(self, sig=signal.SIGTERM, timeout=30.0):
+        for n in self.nodes:
+            n.stop(sig, timeout)
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def pause(self):
+        for n in self.live():
+            n.pause()
+
+    def resume(self):
+        for n in self.nodes:
+            if n.running():
+                n.resume()
+
+    def kill9(self):
+        self.stop(signal.SIGKILL)
+
+    def destroy(self):
+        for n in self.nodes:
+            n.destroy()
+
+    def log(self):
+        return "\n".join(n.log() for n in self.nodes)
+
+
 KINDS = {"redis": Redis, "postgres": Postgres, "etcd": Etcd,
-         "zookeeper": ZooKeeper}
+         "redis-cluster": RedisCluster, "zookeeper": ZooKeeper}
 
 
 # ------------------------------------------------------------- backends

@@ -2,10 +2,16 @@
 of DESIGN's table, bad input, the seed's failure cases (the paused client,
 a slow release after expiry), waiting in arrival order, eager fencing,
 signed tokens, many clients on one hot lock, and kill -9. Every test that
-starts a tidemark runs once per lock backend (lmdb, redis, postgres,
-zookeeper, on real servers from servers.py), each test on an empty lease
-store. A counter's fences count 1, 2, 3 per name; ZooKeeper's (a zxid)
-only grow, across every name: tm.fences(name) checks whichever holds."""
+starts a tidemark runs once per lock backend (lmdb, redis, a Redis Cluster
+of 3 masters and 3 replicas, postgres, etcd, zookeeper, on real servers
+from servers.py), each test on an empty lease store.
+
+Fences: lmdb, redis (one server or a cluster) and postgres count per
+name (1, 2, 3, ...; COUNTING); etcd's fence is the lock key's create
+revision and ZooKeeper's the lock node's czxid, counters of the whole
+cluster that only grow, across every name. tm.fences() checks
+whichever holds. etcd grants whole seconds of at least 2 s, and keeps the
+TTL it granted on extend."""
 
 import http.client
 import itertools
@@ -24,9 +30,10 @@ from conftest import (FAILSYNC, REPO, assert_problem, free_port, run_check,
 
 KEY = "0123456789abcdef0123456789abcdef"
 
-BACKENDS = ["lmdb", "redis", "postgres", "zookeeper"]
+BACKENDS = ["lmdb", "redis", "redis-cluster", "postgres", "etcd",
+            "zookeeper"]
 # Backends whose fence is a per-name counter (1, 2, 3 ...).
-COUNTING = {"lmdb", "redis", "postgres"}
+COUNTING = {"lmdb", "redis", "redis-cluster", "postgres"}
 
 
 ZK_ROOTS = itertools.count(int(time.time()))
@@ -44,9 +51,16 @@ def lock_backend(request, store_servers):
         root = "/tidemark-test/%d" % next(ZK_ROOTS)
         return kind, srv, {"backend": "zookeeper", "hosts": srv.hosts,
                            "root": root}
+    if kind == "etcd":
+        srv.wipe()
+        return kind, srv, {"backend": "etcd", "endpoints": srv.endpoints}
     if kind == "redis":
         assert srv.command("FLUSHALL") == b"+OK\r\n"
         return kind, srv, {"backend": "redis", "url": srv.url}
+    if kind == "redis-cluster":
+        assert srv.command("FLUSHALL") == b"+OK\r\n"
+        return kind, srv, {"backend": "redis", "url": srv.url,
+                           "cluster": "yes"}
     srv.sql("DROP TABLE IF EXISTS tidemark_leases")
     return kind, srv, {"backend": "postgres", "dsn": srv.dsn}
 
@@ -189,8 +203,10 @@ def test_acquire_extend_release(tidemark):
     got = r.json()
     assert got["name"] == "documents/a" and got["fence"] == f
     assert 0 < got["ttl_ms"] <= 5000
+    # etcd keeps the TTL it granted
     assert_lease(api.extend("documents/a", t, ttl_ms=20000),
-                 "documents/a", fence=f, ttl_ms=20000, code=200)
+                 "documents/a", fence=f,
+                 ttl_ms=5000 if tm.lock_kind == "etcd" else 20000, code=200)
     # not the caller's: 409, nothing deleted
     assert_problem(api.release("documents/a", str(f + 1)), 409)
     assert_problem(api.extend("documents/a", str(f + 6)), 409)
@@ -210,10 +226,13 @@ def test_names_with_slashes_and_escapes(tidemark):
     tm = tidemark()
     api = lock_api(tm)
     name = "files/x y/z%.bin"
-    doc = tm.fences().next(api.acquire(name), name)
+    doc = assert_lease(api.acquire(name), name)
     assert api.get(name).json()["name"] == name
     assert api.get("files/x y").status == 404
+    # a name that is another's parent is a lock of its own
+    parent = assert_lease(api.acquire("files/x y"), "files/x y")
     assert api.release(name, doc["token"]).status == 204
+    assert api.release("files/x y", parent["token"]).status == 204
 
 
 def test_bad_input_takes_and_releases_nothing(tidemark):
@@ -228,18 +247,18 @@ def test_bad_input_takes_and_releases_nothing(tidemark):
         doc = assert_problem(api.call("POST", "documents/a", **q), 400)
         assert doc["resource"] == "documents/a"
     assert api.get("documents/a").status == 404
-    f = tm.fences().next(api.acquire("documents/a", ttl_ms=60000),
-                         "documents/a")["fence"]
+    a = assert_lease(api.acquire("documents/a", ttl_ms=60000), "documents/a")
     for q in ({}, {"token": ""}, {"token": "x"}, {"token": "0"},
               {"token": "-1"}, {"token": "1.5"}, {"token": "1 "}):
         assert_problem(api.call("DELETE", "documents/a", **q), 400)
         assert_problem(api.call("PATCH", "documents/a", ttl_ms=100, **q),
                        400)
-    for q in ({"token": "1"}, {"token": "1", "ttl_ms": "x"},
-              {"token": "1", "ttl_ms": "60001"}):
+    t = a["token"]
+    for q in ({"token": t}, {"token": t, "ttl_ms": "x"},
+              {"token": t, "ttl_ms": "60001"}):
         assert_problem(api.call("PATCH", "documents/a", **q), 400)
     r = api.get("documents/a")
-    assert r.status == 200 and r.json()["fence"] == f
+    assert r.status == 200 and r.json()["fence"] == a["fence"]
     assert r.json()["ttl_ms"] > 50000  # not shortened by a refused extend
     # empty, NUL, not UTF-8 (a stray byte, an overlong NUL, a surrogate)
     for path in ("/v1/locks/", "/v1/locks/a%00b", "/v1/locks/a%FFb",
@@ -250,11 +269,11 @@ def test_bad_input_takes_and_releases_nothing(tidemark):
         assert "UTF-8" in json.loads(body)["detail"]
     # UTF-8 is a name like any other, on every backend
     name = "files/\u00e9t\u00e9"
-    tm.fences().next(api.acquire(name), name)
+    assert_lease(api.acquire(name), name)
     assert api.get(name).json()["name"] == name
     st, _, _ = tm.admin("PUT", "/v1/locks/documents/a?ttl_ms=10")
     assert st == 400
-    assert api.get("documents/a").json()["fence"] == f
+    assert api.get("documents/a").json()["fence"] == a["fence"]
 
 
 def test_paused_client_is_refused_everywhere(tidemark, upstream):
@@ -326,11 +345,23 @@ def test_eager_acquire_gets_above_a_mark_issued_elsewhere(tidemark,
                                                           upstream):
     """Tokens were issued elsewhere (or the counter's store was reset):
     the mark is above the lock's counter. The acquire must still be
-    granted, with a fence above the mark, and the counter follows."""
+    granted, with a fence above the mark, and the counter follows. etcd's
+    revision and ZooKeeper's zxid cannot be chosen: there an acquire below
+    the mark is refused (503, the key or node deleted), never answered
+    with a fence at or below the mark."""
     tm = tidemark()
-    if tm.lock_kind not in COUNTING:
-        pytest.skip("a counter's floor: test_zxid_below_a_mark_is_503")
     api = lock_api(tm)
+    if tm.lock_kind not in COUNTING:
+        big = 1 << 62                # above any revision or zxid here
+        assert tm.put("x", token=big).status == 200
+        r = api.acquire("documents/x")
+        doc = assert_problem(r, 503)
+        assert r.header("retry-after") is not None
+        assert doc["resource"] == "documents/x"
+        tm.wait_log("issued elsewhere")
+        assert api.get("documents/x").status == 404
+        assert tm.mark("documents/x") == big
+        return
     assert tm.put("x", token=1000).status == 200
     assert tm.mark("documents/x") == 1000
     a = assert_lease(api.acquire("documents/x"), "documents/x", fence=1001)
@@ -342,33 +373,6 @@ def test_eager_acquire_gets_above_a_mark_issued_elsewhere(tidemark,
     assert_lease(api.acquire("documents/x"), "documents/x", fence=1002)
     # below the mark only once: a counter ahead needs no floor
     assert tm.mark("documents/x") == 1002
-
-
-def test_zxid_below_a_mark_is_503(tidemark, upstream):
-    """ZooKeeper cannot hand out a chosen fence: its fence is the zxid of
-    the node's creation. Below a mark issued elsewhere, the acquire is
-    refused (503, the node deleted), never granted at or below the mark;
-    above the mark it is granted as usual."""
-    tm = tidemark()
-    if tm.lock_kind in COUNTING:
-        pytest.skip("a counter takes the floor instead")
-    api = lock_api(tm)
-    big = 1 << 62
-    assert tm.put("z", token=big).status == 200
-    r = api.acquire("documents/z")
-    doc = assert_problem(r, 503)
-    assert r.header("retry-after") is not None
-    assert doc["resource"] == "documents/z"
-    tm.wait_log("issued elsewhere")
-    assert api.get("documents/z").status == 404
-    assert tm.mark("documents/z") == big
-    # a mark below the zxid: granted above it
-    fy = tm.fences()
-    doc = fy.next(api.acquire("documents/y"), "documents/y")
-    assert api.release("documents/y", doc["token"]).status == 204
-    assert tm.put("y", token=doc["fence"] + 1).status == 200
-    fy.next(api.acquire("documents/y"), "documents/y",
-            floor=doc["fence"] + 2)
 
 
 @pytest.mark.parametrize("eager", ["yes", "no"])
@@ -568,7 +572,7 @@ def test_signed_tokens_on_hmac_routes(tidemark, upstream, tmp_path):
     assert tm.mark("documents/s") == a["fence"]
     forged = "%d.%s" % (a["fence"] + 4, sig)
     flipped = a["token"][:-1] + ("A" if a["token"][-1] != "A" else "B")
-    for bad in ("1", "9000", forged, flipped, other["token"]):
+    for bad in (fence, "9000", forged, flipped, other["token"]):
         doc = assert_problem(tm.put("s", token=bad,
                                     headers=[("X-Test-Id", bad)]), 403)
         assert doc["resource"] == "documents/s"
@@ -578,7 +582,7 @@ def test_signed_tokens_on_hmac_routes(tidemark, upstream, tmp_path):
     assert b'outcome="forbidden"} 5\n' in metrics
     assert_problem(tm.put("s", token="1.x"), 400)
     # the lock calls want the signed token too
-    assert_problem(api.extend("documents/s", str(a["fence"])), 403)
+    assert_problem(api.extend("documents/s", fence), 403)
     assert_problem(api.release("documents/s", other["token"]), 403)
     assert api.release("documents/s", a["token"]).status == 204
 
@@ -669,7 +673,7 @@ def test_hot_lock_never_two_live_holders(tidemark, upstream, wait_ms):
         t.start()
     for t in threads:
         t.join(120 * slow())
-    assert errors == []
+    assert errors == [], [ln for ln in tm.log().splitlines() if "locks" in ln][-20:]
     grants.sort()
     fences = [g[0] for g in grants]
     if tm.lock_kind in COUNTING:
@@ -691,7 +695,7 @@ def test_kill9_between_acquire_and_release_loses_no_fence(tidemark):
         assert api.release("k", doc["token"]).status == 204
     a = fk.next(api.acquire("k", ttl_ms=60000), "k")
     fk2 = tm.fences()
-    short = fk2.next(api.acquire("k2", ttl_ms=1), "k2")
+    fk2.next(api.acquire("k2", ttl_ms=1), "k2")
     api.close()
     tm.kill9()
     tm.start()
@@ -706,7 +710,8 @@ def test_kill9_between_acquire_and_release_loses_no_fence(tidemark):
     fk.next(api.acquire("k"), "k")
     if tm.lock_kind not in COUNTING:
         # ZooKeeper: the dead process's session may still hold k2's
-        # node, until the session times out
+        # node, until the session times out; etcd's shortest lease is
+        # 2 s
         wait_until(lambda: api.get("k2").status == 404,
                    30 * slow(), "the dead session's nodes to go")
     fk2.next(api.acquire("k2"), "k2")
@@ -782,7 +787,8 @@ def test_check_wants_the_lock_backends_key(tmp_path, upstream):
         ini.write_text("[upstream default]\nurl = %s\n[locks]\n%s"
                        % (upstream.url, locks))
         return run_check(ini)
-    for backend, key in (("redis", "url"), ("postgres", "dsn")):
+    for backend, key in (("redis", "url"), ("postgres", "dsn"),
+                         ("etcd", "endpoints"), ("zookeeper", "hosts")):
         rc, lines = check("backend = %s\n" % backend)
         assert rc == 1
         assert any("[locks] backend %s needs %s" % (backend, key) in ln
@@ -792,5 +798,7 @@ def test_check_wants_the_lock_backends_key(tmp_path, upstream):
     rc, lines = check("backend = postgres\ndsn = host=db port\n")
     assert rc == 1 and any("not a libpq connection string" in ln
                            for ln in lines), lines
-    rc, lines = check("backend = etcd\n")
-    assert rc == 1
+    rc, lines = check("backend = etcd\nendpoints = ftp://e:1\n")
+    assert rc == 1 and any("http://host:port" in ln for ln in lines), lines
+    rc, lines = check("backend = etcd\nendpoints = http://e:1, http://f:2\n")
+    assert rc == 0, lines

@@ -162,3 +162,29 @@ def test_reload_changes_limits(tidemark, upstream):
         c.send(build_request("PUT", "/v1/documents/l",
                              [("Fencing-Token", "1")], b"x" * 100))
         assert c.read_response().status == 413
+
+
+def test_watch_sections_wait_for_a_restart(tidemark, upstream):
+    """[watch] sections are read at start: a reload that adds, changes or
+    drops one keeps the running ones and says so; a reload that leaves
+    them alone says nothing about them."""
+    tm = tidemark(config={"watch w": {"endpoints": "http://127.0.0.1:9",
+                                      "prefix": "locks/"}})
+    sections = base_sections(tm, upstream)
+    sections["watch w"] = {"endpoints": "http://127.0.0.1:9",
+                           "prefix": "locks/"}
+    rewrite(tm, sections)
+    hup(tm, "reloaded", 1)
+    assert tm.log_lines("needs a restart") == []
+    sections["watch w"]["prefix"] = "other/"
+    sections["watch v"] = {"endpoints": "http://127.0.0.1:9",
+                           "prefix": "v/"}
+    rewrite(tm, sections)
+    hup(tm, "reloaded", 2)
+    assert len(tm.log_lines("reload: [watch] sections changed: needs a "
+                            "restart; keeping the ones read at start")) == 1
+    del sections["watch w"], sections["watch v"]
+    rewrite(tm, sections)
+    hup(tm, "reloaded", 3)
+    assert len(tm.log_lines("reload: [watch] sections changed")) == 2
+    assert tm.put("r", token=1).status == 200

@@ -1,6 +1,7 @@
 """One conformance suite for every store backend: the same black-box
-behaviour through tidemark on lmdb, postgres, redis and etcd, each network
-store a real server started by the tests on free loopback ports."""
+behaviour through tidemark on lmdb, postgres, redis, a Redis Cluster (3
+masters, 3 replicas) and etcd, each network store a real server (or
+cluster) started by the tests on free loopback ports."""
 
 import itertools
 import threading
@@ -10,8 +11,8 @@ import pytest
 
 from conftest import STORE_ROUTES, StoreUnderTest, assert_problem, wait_ready
 
-KINDS = ["lmdb", "postgres", "redis", "etcd"]
-NETWORK = ["postgres", "redis", "etcd"]
+KINDS = ["lmdb", "postgres", "redis", "redis-cluster", "etcd"]
+NETWORK = ["postgres", "redis", "redis-cluster", "etcd"]
 
 ROUTES = STORE_ROUTES
 

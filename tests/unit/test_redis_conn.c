@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../proxy/store/redis_conn.h"
+#include "../../proxy/clients/redis_conn.h"
 
 struct dec_case {
     const char *s;

@@ -3,7 +3,6 @@
 #include "coldq.h"
 
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include <event2/event.h>
@@ -183,108 +182,4 @@ coldq_free(struct coldq *q)
         event_free(q->run_ev);
     }
     free(q);
-}
-
-/* ---- parked store and lock calls --------------------------------- */
-
-struct store_call {
-    struct store *st;
-    const struct store_ops *ops;
-    bool is_get;
-    int64_t token;
-    store_cb cb;
-    void *arg;
-    size_t len;
-    char res[];
-};
-
-static void
-store_call_run(void *arg, bool up)
-{
-    struct store_call *c = arg;
-
-    if (!up) {
-        c->cb(c->arg, STORE_ERROR, 0);
-    } else if (c->is_get) {
-        c->ops->get(c->st, c->res, c->len, c->cb, c->arg);
-    } else {
-        c->ops->raise(c->st, c->res, c->len, c->token, c->cb, c->arg);
-    }
-    free(c);
-}
-
-bool
-coldq_park_store(struct coldq *q, struct store *st, const struct store_ops *ops,
-                 bool is_get, const char *res, size_t len, int64_t token,
-                 store_cb cb, void *arg)
-{
-    struct store_call *c;
-
-    if (!coldq_waiting(q) || len > 65536) {
-        return false;
-    }
-    c = malloc(sizeof(*c) + len + 1);
-    if (c == NULL) {
-        return false;
-    }
-    *c = (struct store_call){.st = st,
-                             .ops = ops,
-                             .is_get = is_get,
-                             .token = token,
-                             .cb = cb,
-                             .arg = arg,
-                             .len = len};
-    memcpy(c->res, res, len);
-    c->res[len] = '\0';
-    if (!coldq_park(q, store_call_run, c)) {
-        free(c);
-        return false;
-    }
-    return true;
-}
-
-struct lock_call {
-    struct lock_backend *b;
-    const struct lock_ops *ops;
-    struct lock_op op; /* op.name points at name */
-    char name[];
-};
-
-static void
-lock_call_run(void *arg, bool up)
-{
-    struct lock_call *c = arg;
-
-    if (up) {
-        c->ops->submit(c->b, &c->op);
-    } else {
-        c->op.cb(c->op.arg, LOCK_ERROR, 0, 0);
-    }
-    free(c);
-}
-
-bool
-coldq_park_lock(struct coldq *q, struct lock_backend *b,
-                const struct lock_ops *ops, const struct lock_op *op)
-{
-    struct lock_call *c;
-
-    if (!coldq_waiting(q) || op->len > 65536) {
-        return false;
-    }
-    c = malloc(sizeof(*c) + op->len + 1);
-    if (c == NULL) {
-        return false;
-    }
-    c->b = b;
-    c->ops = ops;
-    c->op = *op;
-    memcpy(c->name, op->name, op->len);
-    c->name[op->len] = '\0';
-    c->op.name = c->name;
-    if (!coldq_park(q, lock_call_run, c)) {
-        free(c);
-        return false;
-    }
-    return true;
 }

@@ -1,16 +1,14 @@
 /* coldq.h: calls that reach a shared store or lock backend while it makes
  * its first connection wait for it, each up to the backend's timeout_ms,
  * instead of failing at once. Once the backend has been up, an outage
- * fails fast as before: only a cold start waits. */
+ * fails fast as before: only a cold start waits. The typed parkings are
+ * store_park (store.h) and lock_park (lock.h). */
 #ifndef TM_COLDQ_H
 #define TM_COLDQ_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "../locks/lock.h"
-#include "store.h"
 
 struct event_base;
 struct coldq;
@@ -38,18 +36,5 @@ void coldq_up(struct coldq *q);
 
 /* fn(arg, false) for every parked call, now; then free. NULL is fine. */
 void coldq_free(struct coldq *q);
-
-/* A store's raise (is_get false) or get, parked: made again through
- * ops on st when up, answered STORE_ERROR otherwise. Copies res. */
-bool coldq_park_store(struct coldq *q, struct store *st,
-                      const struct store_ops *ops, bool is_get, const char *res,
-                      size_t len, int64_t token, store_cb cb, void *arg)
-    __attribute__((warn_unused_result));
-
-/* A lock operation, parked: submitted again through ops on b when up,
- * answered LOCK_ERROR otherwise. Copies op and its name. */
-bool coldq_park_lock(struct coldq *q, struct lock_backend *b,
-                     const struct lock_ops *ops, const struct lock_op *op)
-    __attribute__((warn_unused_result));
 
 #endif

@@ -1,0 +1,57 @@
+/* json.c: JSON string content from arbitrary bytes, one piece (a byte
+ * or a UTF-8 sequence) at a time. */
+#include "json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "utf8.h"
+
+const char *
+json_piece(const char *s, size_t len, size_t *take, char esc[8])
+{
+    unsigned char ch = (unsigned char)s[0];
+
+    *take = 1;
+    if (ch == '"' || ch == '\\') {
+        esc[0] = '\\';
+        esc[1] = (char)ch;
+        esc[2] = '\0';
+        return esc;
+    }
+    if (ch < 0x20) {
+        snprintf(esc, 8, "\\u%04x", ch);
+        return esc;
+    }
+    if (ch < 0x80) {
+        return NULL;
+    }
+    *take = utf8_seq(s, len);
+    if (*take == 0) {
+        *take = 1;
+        return "\\ufffd";
+    }
+    return NULL;
+}
+
+void
+json_escape_into(char *buf, size_t cap, size_t *n, const char *s)
+{
+    size_t len = strlen(s);
+
+    while (len > 0) {
+        char esc[8];
+        size_t take;
+        const char *e = json_piece(s, len, &take, esc);
+        const char *src = e != NULL ? e : s;
+        size_t w = e != NULL ? strlen(e) : take;
+
+        if (*n + w + 1 > cap) {
+            break;
+        }
+        memcpy(buf + *n, src, w);
+        *n += w;
+        s += take;
+        len -= take;
+    }
+}

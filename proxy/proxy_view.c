@@ -1,0 +1,66 @@
+/* proxy_view.c: what the control port reads of the proxy, one call a
+ * part; beside proxy.c rather than in it, so that the control port,
+ * which proxy.c starts, never calls up into proxy.c. */
+#include "proxy_view.h"
+
+#include "proxy_int.h"
+
+struct event_base *
+proxy_base(const struct tm_proxy *px)
+{
+    return px->base;
+}
+
+const struct tm_log *
+proxy_log(const struct tm_proxy *px)
+{
+    return &px->log;
+}
+
+const struct tm_config *
+proxy_cfg(const struct tm_proxy *px)
+{
+    return px->cfg;
+}
+
+struct up_pool *
+proxy_pool(const struct tm_proxy *px, size_t i)
+{
+    return px->pools[i];
+}
+
+struct fence *
+proxy_fence(const struct tm_proxy *px)
+{
+    return px->fence;
+}
+
+struct order *
+proxy_order(const struct tm_proxy *px)
+{
+    return px->order;
+}
+
+struct metrics *
+proxy_metrics(const struct tm_proxy *px)
+{
+    return px->metrics;
+}
+
+struct recent *
+proxy_recent(struct tm_proxy *px)
+{
+    return &px->recent;
+}
+
+size_t
+proxy_clients(const struct tm_proxy *px)
+{
+    return px->nclients;
+}
+
+bool
+proxy_draining(const struct tm_proxy *px)
+{
+    return px->draining;
+}

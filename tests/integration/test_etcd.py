@@ -1,0 +1,309 @@
+"""etcd for real: the lock backend and the mark store against a 3-member
+cluster whose leader is killed in the middle of the traffic (no fence
+handed out twice, never two live holders, a waiter served after the
+failover, every call in flight answered 201 or a clear 503); a cluster
+without quorum (503 with Retry-After, nothing guessed); and the locks
+applications already take with `etcdctl lock`, whose revision is their
+Fencing-Token, with a holder paused (SIGSTOP) past its lease."""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import assert_problem, slow, wait_until
+from servers import EtcdCluster
+from test_locks import Admin, assert_lease, wait_locks_ready
+
+
+@pytest.fixture
+def cluster():
+    c = EtcdCluster(3).start()
+    try:
+        yield c
+    finally:
+        c.destroy()
+
+
+def locks_on(tidemark, endpoints, **locks):
+    keys = {"backend": "etcd", "endpoints": endpoints, "timeout_ms": "3000"}
+    keys.update(locks)
+    tm = tidemark(config={"locks": keys})
+    wait_locks_ready(tm, timeout=20.0)
+    return tm
+
+
+def test_leader_killed_in_the_middle_of_acquires(tidemark, upstream,
+                                                 cluster):
+    """8 clients take, write under and give back one lock (waiting in
+    line) while the leader is killed. Every acquire is 201 or a 503 with
+    Retry-After; fences are never handed out twice; each holder's lease
+    starts after the previous holder began its release; writes under the
+    lock are accepted and reach the upstream in fence order; the line
+    keeps moving after the failover."""
+    tm = locks_on(tidemark, cluster.endpoints)
+    grants = []           # (fence, granted_at, release_started_at)
+    refused = []          # answers other than 201 to an acquire
+    errors = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(n):
+        api = Admin(tm, timeout=30.0)
+        try:
+            while not stop.is_set():
+                r = api.acquire("documents/hot", ttl_ms=5000, wait_ms=20000)
+                got = time.monotonic()
+                if r.status != 201:
+                    with lock:
+                        refused.append(r)
+                    continue
+                doc = assert_lease(r, "documents/hot")
+                w = tm.put("hot", token=doc["token"],
+                           body=b"%d" % doc["fence"])
+                if w.status != 200:
+                    errors.append(("write", doc["fence"], w.status))
+                start = time.monotonic()
+                with lock:
+                    grants.append((doc["fence"], got, start))
+                api.release("documents/hot", doc["token"])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+        finally:
+            api.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(lambda: len(grants) >= 10, 60 * slow(), "10 grants")
+        leader = cluster.leader()
+        before = len(grants)
+        leader.kill9()
+        wait_until(lambda: len(grants) >= before + 10, 90 * slow(),
+                   "10 grants after the failover")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60 * slow())
+    assert errors == []
+    for r in refused:
+        assert r.status == 503, r
+        assert r.header("retry-after") == "1", r
+    grants.sort()
+    fences = [g[0] for g in grants]
+    assert len(set(fences)) == len(fences)
+    for prev, nxt in zip(grants, grants[1:]):
+        assert nxt[1] > prev[2], (prev, nxt)
+    seen = [int(r.body) for r in upstream.requests]
+    assert seen == fences
+
+
+def test_no_quorum_is_503_and_nothing_is_guessed(tidemark, cluster):
+    """Two of three members gone: acquires, lookups and releases are 503
+    with Retry-After; with quorum back the lease taken before is still
+    there and the next fence is above it."""
+    tm = locks_on(tidemark, cluster.endpoints, timeout_ms="1500")
+    api = Admin(tm, timeout=30.0)
+    held = assert_lease(api.acquire("documents/q", ttl_ms=60000),
+                        "documents/q")
+    leader = cluster.leader()
+    other = [m for m in cluster.members if m is not leader][0]
+    leader.kill9()
+    other.kill9()
+    for r in (api.acquire("documents/n", ttl_ms=60000),
+              api.get("documents/q"),
+              api.release("documents/q", held["token"])):
+        doc = assert_problem(r, 503)
+        assert r.header("retry-after") == "1", r
+        assert doc["resource"] in ("documents/n", "documents/q")
+    leader.start(timeout=60.0)
+    other.start(timeout=60.0)
+    wait_until(lambda: api.get("documents/q").status == 200, 30 * slow(),
+               "the lease to be readable again")
+    assert api.get("documents/q").json()["fence"] == held["fence"]
+    assert api.release("documents/q", held["token"]).status == 204
+    nxt = assert_lease(api.acquire("documents/q"), "documents/q")
+    assert nxt["fence"] > held["fence"]
+
+
+def test_mark_store_on_three_members_survives_the_leader(tidemark, cluster):
+    """[store] endpoints names all three members: raises go on after the
+    leader dies, and no mark accepted before is lost."""
+    tm = tidemark(config={"store": {"type": "etcd", "path": None,
+                                    "endpoints": cluster.endpoints,
+                                    "timeout_ms": "3000"}})
+    wait_until(lambda: tm.admin("GET", "/readyz")[0] == 200, 20 * slow(),
+               "/readyz")
+    for i in range(5):
+        assert tm.put("m%d" % i, token=100 + i).status == 200
+    cluster.leader().kill9()
+    statuses = [tm.put("m%d" % i, token=200 + i).status for i in range(5)]
+    # in flight at the kill: accepted, or a clear 503; never refused
+    assert [st for st in statuses if st != 503] == \
+        [200] * sum(1 for st in statuses if st != 503), statuses
+    wait_until(lambda: tm.put("after", token=1).status == 200, 30 * slow(),
+               "a raise after the failover")
+    for i in range(5):
+        r = tm.put("m%d" % i, token=99 + i)
+        assert r.status == 409, (i, r.status)
+    # a fresh sidecar reads the marks from the surviving members
+    tm2 = tidemark(config={"store": {"type": "etcd", "path": None,
+                                     "endpoints": cluster.endpoints}})
+    wait_until(lambda: tm2.admin("GET", "/readyz")[0] == 200, 20 * slow(),
+               "/readyz")
+    for i in range(5):
+        assert tm2.mark("documents/m%d" % i) >= 100 + i
+
+
+# ------------------------------------------------ locks users already run
+
+
+def etcdctl_lock(endpoints, name, script, ttl=2):
+    """etcdctl lock NAME -- sh -c script: the script runs while the lock
+    is held, with ETCD_LOCK_REV (the key's create revision) set."""
+    return subprocess.Popen(
+        ["etcdctl", "--endpoints", endpoints, "lock", "--ttl", str(ttl),
+         name, "--", "sh", "-c", script],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+        env=dict(os.environ, ETCDCTL_API="3"))
+
+
+def put_script(tm, doc, tag):
+    return ("echo rev=$ETCD_LOCK_REV; curl -s -o /dev/null -w "
+            "'status=%%{http_code}\\n' -X PUT -H \"Fencing-Token: "
+            "$ETCD_LOCK_REV\" -H 'X-Test-Id: %s' "
+            "http://127.0.0.1:%d/v1/documents/%s; " % (tag, tm.port, doc))
+
+
+def read_fields(proc, *keys, timeout=30.0):
+    """key=value lines of proc's stdout until every key is seen."""
+    out = {}
+    deadline = time.monotonic() + timeout * slow()
+    while not all(k in out for k in keys):
+        assert time.monotonic() < deadline, out
+        line = proc.stdout.readline().decode()
+        assert line, (out, proc.stderr.read().decode()[-2000:])
+        if "=" in line:
+            k, v = line.strip().split("=", 1)
+            out[k] = v
+    return out
+
+
+def test_etcdctl_lock_revision_is_a_fencing_token(tidemark, upstream,
+                                                  store_servers):
+    """A holder takes `etcdctl lock`, writes with its revision, and is
+    paused (SIGSTOP) past its lease; the next holder's revision writes;
+    the paused one, resumed, is refused (409) and its write never
+    reaches the upstream."""
+    etcd = store_servers("etcd")
+    tm = tidemark()
+    a = etcdctl_lock(etcd.endpoints, "docs/x",
+                     put_script(tm, "x", "a1") + "sleep 600")
+    try:
+        fa = read_fields(a, "rev", "status")
+        assert fa["status"] == "200"
+        os.killpg(a.pid, signal.SIGSTOP)    # no keepalive: the lease ends
+        b = etcdctl_lock(etcd.endpoints, "docs/x", put_script(tm, "x", "b1"))
+        fb = read_fields(b, "rev", "status")
+        assert b.wait(30 * slow()) == 0
+        assert fb["status"] == "200"
+        assert int(fb["rev"]) > int(fa["rev"])
+        os.killpg(a.pid, signal.SIGCONT)
+        r = tm.put("x", token=fa["rev"], headers=[("X-Test-Id", "a2")])
+        doc = assert_problem(r, 409)
+        assert doc["high_water"] == int(fb["rev"])
+    finally:
+        os.killpg(a.pid, signal.SIGCONT)
+        os.killpg(a.pid, signal.SIGKILL)
+        a.wait()
+    assert upstream.find("X-Test-Id", "a2") == []
+    assert len(upstream.find("X-Test-Id", "b1")) == 1
+
+
+def create_revision(etcd, key):
+    import base64
+    r = etcd.call("/v3/kv/range",
+                  {"key": base64.b64encode(key.encode()).decode()})
+    return int(r["kvs"][0]["create_revision"])
+
+
+def test_watch_fences_the_paused_holder_before_the_next_one_writes(
+        tidemark, upstream, store_servers, tmp_path):
+    """[watch docs] follows the etcdctl locks under "locks/": when a
+    paused holder's lease ends and the next holder takes the lock, the
+    resource's mark is raised to the new holder's revision before it has
+    written anything, so the paused holder's write is refused (409), with
+    no change to either application."""
+    etcd = store_servers("etcd")
+    tm = tidemark(config={
+        "proxy": {"log_level": "debug"},
+        "watch docs": {"endpoints": etcd.endpoints, "prefix": "locks/",
+                       "resource": "documents/{name}"}})
+    go = tmp_path / "b-may-write"
+    a = etcdctl_lock(etcd.endpoints, "locks/w",
+                     put_script(tm, "w", "a1") + "sleep 600")
+    b = None
+    try:
+        fa = read_fields(a, "rev", "status")
+        assert fa["status"] == "200"
+        wait_until(lambda: tm.mark("documents/w") == int(fa["rev"]),
+                   10 * slow(), "the mark at A's revision")
+        os.killpg(a.pid, signal.SIGSTOP)    # no keepalive: the lease ends
+        b = etcdctl_lock(etcd.endpoints, "locks/w",
+                         "echo key=$ETCD_LOCK_KEY; "
+                         "while [ ! -e %s ]; do sleep 0.05; done; %s"
+                         % (go, put_script(tm, "w", "b1")))
+        created = create_revision(etcd, read_fields(b, "key")["key"])
+        assert created > int(fa["rev"])
+        # B holds the lock and has written nothing: the watch raised the
+        # mark to B's key's create revision
+        wait_until(lambda: tm.mark("documents/w") == created,
+                   10 * slow(), "the mark at B's create revision")
+        assert upstream.find("X-Test-Id", "b1") == []
+        os.killpg(a.pid, signal.SIGCONT)
+        r = tm.put("w", token=fa["rev"], headers=[("X-Test-Id", "a2")])
+        doc = assert_problem(r, 409)
+        assert doc["high_water"] == created
+        go.write_text("")
+        fb = read_fields(b, "rev", "status")
+        assert fb["status"] == "200"
+        assert int(fb["rev"]) >= created
+        assert b.wait(30 * slow()) == 0
+    finally:
+        for p in (a, b):
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGCONT)
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    assert upstream.find("X-Test-Id", "a2") == []
+    assert len(upstream.find("X-Test-Id", "b1")) == 1
+    assert tm.log_lines("watch docs: documents/w: the holder changed")
+
+
+def test_watch_sections_are_checked(tmp_path, upstream):
+    from conftest import run_check
+
+    def check(text):
+        ini = tmp_path / "w.ini"
+        ini.write_text("[upstream default]\nurl = %s\n%s"
+                       % (upstream.url, text))
+        return run_check(ini)
+    rc, lines = check("[watch a]\nprefix = locks/\n")
+    assert rc == 1 and any("endpoints" in ln for ln in lines), lines
+    rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix =\n")
+    assert rc == 1 and any("prefix: must not be empty" in ln
+                           for ln in lines), lines
+    rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix = l/\n"
+                      "resource = d/{other}\n")
+    assert rc == 1 and any("no other braces" in ln for ln in lines), lines
+    rc, lines = check("[watch a]\nbackend = consul\nendpoints = http://e:1\n"
+                      "prefix = l/\n")
+    assert rc == 1, lines
+    rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix = l/\n"
+                      "resource = documents/{name}\n")
+    assert rc == 0, lines
