@@ -71,7 +71,9 @@ rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
              slice_ieq(f->name, pc->token_header) ||
              slice_ieq(f->name, pc->resource_header) ||
              ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name)) ||
-             sign_replaces(u, f->name));
+             sign_replaces(u, f->name) ||
+             (!rq->rid_client &&
+              hname_same(f->name.p, f->name.len, "X-Request-Id")));
 }
 
 void
@@ -116,6 +118,12 @@ rewrite_request(struct evbuffer *out, const struct request *rq,
         if (!sign_replaces(u, n)) {
             add_field(out, n, v);
         }
+    }
+    if (!rq->rid_client) {
+        /* The client's, when sane, went through above as it was. */
+        evbuffer_add(out, "X-Request-Id: ", 14);
+        evbuffer_add(out, rq->rid, strlen(rq->rid));
+        evbuffer_add(out, "\r\n", 2);
     }
     if (u->sign != CFG_SIGN_NONE) {
         sign_request(out, rq, u, (struct tm_slice){target, tlen}, host);
