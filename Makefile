@@ -3,7 +3,8 @@
 # Targets:
 #   all           ./tidemark and libtidemark.a (default): the archive
 #                 exports only the tm_* calls of proxy/tidemark.h
-#   demo          deps, build, run tidemark in front of a demo backend
+#   demo          the build's and the demo's packages only, build, run
+#                 tidemark in front of a demo backend
 #   deps          install the Debian packages for build, tests and bench
 #   test          deps, format-check, unit, integration, fuzz, package
 #   test-asan     the same suites against an ASan + UBSan build
@@ -50,6 +51,7 @@ LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)
+TM_CFLAGS += -DTM_VERSION='"$(VERSION)"'
 
 LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
                     proxy/locks/*.c)
@@ -101,9 +103,15 @@ $(TM_LIB): $(LIB_OBJ) $(TM_SYMS)
 	objcopy --keep-global-symbols=$(TM_SYMS) $(BUILD)/libtidemark.o
 	ar rcs $@ $(BUILD)/libtidemark.o
 
-# The daemon links the public archive: it uses tidemark.h alone.
+# The version is compiled into tm_version().
+$(BUILD)/conf/config.o: packaging/debian/changelog
+
+# The daemon links the public archive: it uses tidemark.h alone; and
+# libsystemd for sd_notify (the library does not).
+$(BUILD)/proxy/main.o: TM_CFLAGS += $(shell pkg-config --cflags libsystemd)
 $(TM_BIN): $(BUILD)/proxy/main.o $(TM_LIB)
-	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) \
+	    $(shell pkg-config --libs libsystemd)
 
 # The option table as documentation: cfgdoc man | ini | check.
 $(BUILD)/tools/cfgdoc: conf/tools/cfgdoc.c $(INT_LIB)

@@ -1090,6 +1090,84 @@ build(struct loader *l, struct tm_config *c)
     }
 }
 
+/* Append a warning line about the file to c->warnings. */
+static void
+add_warning(struct loader *l, struct tm_config *c, const char *msg)
+{
+    size_t have = c->warnings != NULL ? strlen(c->warnings) : 0;
+    size_t need = have + strlen(l->file) + strlen(msg) + 16;
+    char *w = realloc(c->warnings, need);
+
+    if (w == NULL) {
+        l->oom = true;
+        return;
+    }
+    snprintf(w + have, need - have, "%s%s: warning: %s", have > 0 ? "\n" : "",
+             l->file, msg);
+    c->warnings = w;
+}
+
+/* Whether listen addresses a and b ("host:port") would take the same
+ * socket: the same port, and the same host or a wildcard on either. */
+static bool
+same_socket(const char *a, const char *b)
+{
+    char *ah, *ap, *bh, *bp;
+    bool same = false;
+
+    if (a == NULL || b == NULL || a[0] == '\0' || b[0] == '\0' ||
+        !cfg_split_hostport(a, &ah, &ap)) {
+        return false;
+    }
+    if (cfg_split_hostport(b, &bh, &bp)) {
+        bool any = ah[0] == '\0' || bh[0] == '\0' || strcmp(ah, "*") == 0 ||
+                   strcmp(bh, "*") == 0 || strcmp(ah, "0.0.0.0") == 0 ||
+                   strcmp(bh, "0.0.0.0") == 0 || strcmp(ah, "::") == 0 ||
+                   strcmp(bh, "::") == 0;
+
+        same = strcmp(ap, bp) == 0 && strcmp(ap, "0") != 0 &&
+               (any || strcasecmp(ah, bh) == 0);
+        free(bh);
+        free(bp);
+    }
+    free(ah);
+    free(ap);
+    return same;
+}
+
+/* What concerns the file as a whole, once every section is read. */
+static void
+check_whole(struct loader *l, struct tm_config *c)
+{
+    static const char *const keys[] = {"listen", NULL};
+
+    if (same_socket(c->proxy.listen, c->admin.listen)) {
+        struct origin at_admin, at_proxy;
+        const struct origin *at =
+            keys_origin(find_sect(l, CFG_ADMIN, NULL), keys, &at_admin);
+
+        /* Where the clash was written: [admin] unless it kept its
+         * default. */
+        if (at->line == 0 && at->env == NULL) {
+            at = keys_origin(find_sect(l, CFG_PROXY, NULL), keys, &at_proxy);
+        }
+        add_err(l, at,
+                "[admin] listen %s is the address of [proxy] listen %s: the "
+                "control port needs its own",
+                c->admin.listen, c->proxy.listen);
+    }
+    if (c->nroutes == 0) {
+        add_warning(l, c,
+                    "no [route] section: no request is fenced (unmatched "
+                    "requests are passed or refused, per [proxy] unmatched)");
+    }
+    if (c->nupstreams == 0) {
+        add_warning(l, c,
+                    "no [upstream] section: no request is forwarded (the "
+                    "control port and its lock service still run)");
+    }
+}
+
 static void
 free_loader(struct loader *l)
 {
@@ -1144,6 +1222,9 @@ load(struct tm_config *c, const char *path, const char *text, char *const *envp,
         }
     }
     build(&l, c);
+    if (!l.oom) {
+        check_whole(&l, c);
+    }
     c->env_links = l.env_links;
     l.env_links = NULL;
     if (l.oom) {
@@ -1192,6 +1273,7 @@ cfg_free(struct tm_config *c)
     free(c->routes);
     free(c->file);
     free(c->env_links);
+    free(c->warnings);
     memset(c, 0, sizeof(*c));
 }
 

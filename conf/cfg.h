@@ -142,6 +142,8 @@ struct tm_config {
     size_t nroutes;
     char *env_links; /* Kubernetes service-link variables set aside,
                       * names separated by spaces; NULL: none */
+    char *warnings;  /* "FILE: warning: ..." lines, '\n'-separated, of
+                      * what loads but does nothing; NULL: none */
 };
 
 /* Problems found while loading, each "FILE:LINE: message". */

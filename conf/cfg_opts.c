@@ -277,8 +277,23 @@ drop_add_header(void *obj)
     u->nadd = 0;
 }
 
+/* Names only: the values carry credentials. */
+static void
+show_add_header(const void *obj, char *buf, size_t len)
+{
+    const struct cfg_upstream *u = obj;
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < u->nadd && n < len; i++) {
+        int w = snprintf(buf + n, len - n, "%s%s: (secret)", i > 0 ? "\n" : "",
+                         u->add[i].name);
+        n += w > 0 ? (size_t)w : 0;
+    }
+}
+
 static const struct cfg_ops add_header_ops = {NULL, set_add_header,
-                                              drop_add_header};
+                                              drop_add_header, show_add_header};
 
 static const char *
 set_strip_header(const struct cfg_opt *o, void *obj, const char *v, char *buf,
@@ -332,8 +347,22 @@ drop_strip_header(void *obj)
     u->nstrip = 0;
 }
 
-static const struct cfg_ops strip_header_ops = {NULL, set_strip_header,
-                                                drop_strip_header};
+static void
+show_strip_header(const void *obj, char *buf, size_t len)
+{
+    const struct cfg_upstream *u = obj;
+    size_t n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < u->nstrip && n < len; i++) {
+        int w =
+            snprintf(buf + n, len - n, "%s%s", i > 0 ? "\n" : "", u->strip[i]);
+        n += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static const struct cfg_ops strip_header_ops = {
+    NULL, set_strip_header, drop_strip_header, show_strip_header};
 
 /* A two-way choice into a bool field: true for the second choice. */
 static const char *
@@ -734,8 +763,16 @@ drop_upstream_url(void *obj)
     u->url = u->host = u->port = u->host_header = NULL;
 }
 
-static const struct cfg_ops upstream_url_ops = {NULL, set_upstream_url,
-                                                drop_upstream_url};
+static void
+show_upstream_url(const void *obj, char *buf, size_t len)
+{
+    const char *url = ((const struct cfg_upstream *)obj)->url;
+
+    snprintf(buf, len, "%s", url != NULL ? url : "");
+}
+
+static const struct cfg_ops upstream_url_ops = {
+    NULL, set_upstream_url, drop_upstream_url, show_upstream_url};
 
 /* redis://[[user]:password@]host:port[/db] */
 static bool
@@ -886,7 +923,22 @@ drop_methods(void *obj)
     methods_free(&((struct cfg_route *)obj)->methods);
 }
 
-static const struct cfg_ops methods_ops = {NULL, set_methods, drop_methods};
+static void
+show_methods(const void *obj, char *buf, size_t len)
+{
+    const struct tm_methods *m = &((const struct cfg_route *)obj)->methods;
+    size_t n = 0;
+
+    snprintf(buf, len, "%s", m->n == 0 ? "*" : "");
+    for (size_t i = 0; i < m->n && n < len; i++) {
+        int w =
+            snprintf(buf + n, len - n, "%s%s", i > 0 ? " " : "", m->v[i].name);
+        n += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static const struct cfg_ops methods_ops = {NULL, set_methods, drop_methods,
+                                           show_methods};
 
 static const char *
 set_path(const struct cfg_opt *o, void *obj, const char *v, char *buf,
@@ -911,7 +963,15 @@ drop_path(void *obj)
     r->path_src = NULL;
 }
 
-static const struct cfg_ops path_ops = {NULL, set_path, drop_path};
+static void
+show_path(const void *obj, char *buf, size_t len)
+{
+    const char *src = ((const struct cfg_route *)obj)->path_src;
+
+    snprintf(buf, len, "%s", src != NULL ? src : "");
+}
+
+static const struct cfg_ops path_ops = {NULL, set_path, drop_path, show_path};
 
 /* A resource template naming the path's captures, or the word "header".
  * Needs the path compiled first; a missing or bad path is reported on
@@ -946,7 +1006,16 @@ drop_resource(void *obj)
     r->resource_src = NULL;
 }
 
-static const struct cfg_ops resource_ops = {NULL, set_resource, drop_resource};
+static void
+show_resource(const void *obj, char *buf, size_t len)
+{
+    const char *src = ((const struct cfg_route *)obj)->resource_src;
+
+    snprintf(buf, len, "%s", src != NULL ? src : "");
+}
+
+static const struct cfg_ops resource_ops = {NULL, set_resource, drop_resource,
+                                            show_resource};
 
 static const char *
 check_section_ref(const char *v, char *buf, size_t len)
@@ -978,16 +1047,15 @@ check_profile(const char *v, char *buf, size_t len)
     return NULL;
 }
 
-static const struct cfg_ops listen_ops = {check_listen, NULL, NULL};
-static const struct cfg_ops aws_name_ops = {check_aws_name, NULL, NULL};
-static const struct cfg_ops profile_ops = {check_profile, NULL, NULL};
-static const struct cfg_ops header_name_ops = {check_header_name, NULL, NULL};
-static const struct cfg_ops allowed_hosts_ops = {check_allowed_hosts, NULL,
-                                                 NULL};
-static const struct cfg_ops redis_url_ops = {check_redis_url, NULL, NULL};
-static const struct cfg_ops dsn_ops = {check_dsn, NULL, NULL};
-static const struct cfg_ops endpoints_ops = {check_endpoints, NULL, NULL};
-static const struct cfg_ops section_ref_ops = {check_section_ref, NULL, NULL};
+static const struct cfg_ops listen_ops = {.check = check_listen};
+static const struct cfg_ops aws_name_ops = {.check = check_aws_name};
+static const struct cfg_ops profile_ops = {.check = check_profile};
+static const struct cfg_ops header_name_ops = {.check = check_header_name};
+static const struct cfg_ops allowed_hosts_ops = {.check = check_allowed_hosts};
+static const struct cfg_ops redis_url_ops = {.check = check_redis_url};
+static const struct cfg_ops dsn_ops = {.check = check_dsn};
+static const struct cfg_ops endpoints_ops = {.check = check_endpoints};
+static const struct cfg_ops section_ref_ops = {.check = check_section_ref};
 
 static const char *const unmatched_choices[] = {"pass", "reject", NULL};
 static const char *const level_choices[] = {"error", "warn", "info", "debug",
@@ -1401,8 +1469,8 @@ cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf, size_t len)
         s = *FIELD(obj, o, char *const);
         break;
     case CFG_T_CUSTOM:
-        s = "?";
-        break;
+        o->ops->show(obj, buf, len);
+        return;
     }
     if ((o->flags & CFG_SECRET) && s != NULL && s[0] != '\0') {
         s = "(secret)";
@@ -1411,6 +1479,79 @@ cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf, size_t len)
              s == NULL      ? "(none)"
              : s[0] == '\0' ? "(empty)"
                             : s);
+}
+
+/* The name of a named section's object: [upstream NAME], [route NAME]. */
+static const char *
+sect_obj_name(enum cfg_sect s, const void *obj)
+{
+    return s == CFG_UPSTREAM ? ((const struct cfg_upstream *)obj)->name
+                             : ((const struct cfg_route *)obj)->name;
+}
+
+/* Whether o's value in obj is unset: a text option never given. */
+static bool
+opt_unset(const struct cfg_opt *o, const void *obj)
+{
+    switch (o->type) {
+    case CFG_T_CHOICE:
+    case CFG_T_STR:
+    case CFG_T_KEYFILE:
+        return *FIELD(obj, o, char *const) == NULL;
+    default:
+        return false;
+    }
+}
+
+void
+cfg_print(const struct tm_config *c, void (*emit)(void *arg, const char *line),
+          void *arg)
+{
+    struct tm_config *cc = (struct tm_config *)c;
+    char value[4096];
+    char line[4352];
+
+    for (enum cfg_sect s = 0; s < CFG_NSECT; s++) {
+        const void *obj;
+
+        for (size_t j = 0; (obj = cfg_sect_obj(cc, s, j)) != NULL; j++) {
+            if (cfg_sect_named(s)) {
+                snprintf(line, sizeof(line), "[%s %s]", cfg_sect_name(s),
+                         sect_obj_name(s, obj));
+            } else {
+                snprintf(line, sizeof(line), "[%s]", cfg_sect_name(s));
+            }
+            emit(arg, line);
+            for (size_t i = 0; i < cfg_nopts; i++) {
+                const struct cfg_opt *o = &cfg_opts[i];
+                char *v;
+
+                if (o->sect != s || opt_unset(o, obj)) {
+                    continue;
+                }
+                cfg_opt_show(o, obj, value, sizeof(value));
+                if ((o->flags & CFG_REPEAT) && value[0] == '\0') {
+                    continue; /* a repeatable option never given */
+                }
+                if (strcmp(value, "(empty)") == 0) {
+                    value[0] = '\0';
+                }
+                v = value;
+                do {
+                    char *eol = strchr(v, '\n');
+
+                    if (eol != NULL) {
+                        *eol = '\0';
+                    }
+                    snprintf(line, sizeof(line), "%s =%s%s", o->key,
+                             v[0] != '\0' ? " " : "", v);
+                    emit(arg, line);
+                    v = eol != NULL ? eol + 1 : NULL;
+                } while (v != NULL);
+            }
+            emit(arg, "");
+        }
+    }
 }
 
 void *

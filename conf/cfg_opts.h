@@ -66,6 +66,10 @@ struct cfg_ops {
     const char *(*check)(const char *value, char *buf, size_t len);
     cfg_set_fn set;          /* CFG_T_CUSTOM: parse into the fields */
     void (*drop)(void *obj); /* CFG_T_CUSTOM: free what set made */
+    /* CFG_T_CUSTOM: the value as a file would write it, into buf; a
+     * repeatable option's values one a line. Never a secret: a secret
+     * part is written "(secret)". */
+    void (*show)(const void *obj, char *buf, size_t len);
 };
 
 struct cfg_opt {
@@ -111,6 +115,13 @@ const char *cfg_opt_copy(const struct cfg_opt *o, void *dst, const void *src);
  * written as "(secret)". */
 void cfg_opt_show(const struct cfg_opt *o, const void *obj, char *buf,
                   size_t len);
+
+/* Write the configuration c as an INI file would give it, after
+ * environment overrides and defaults, secrets written "(secret)": each
+ * line through emit (without its '\n'). Keys left unset are not written.
+ */
+void cfg_print(const struct tm_config *c,
+               void (*emit)(void *arg, const char *line), void *arg);
 
 /* The object of singleton section s in c: &c->proxy, ...; NULL for
  * named sections. */

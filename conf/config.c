@@ -97,3 +97,60 @@ tm_config_free(struct tm_config *cfg)
         free(cfg);
     }
 }
+
+struct text_buf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+};
+
+static void
+text_line(void *arg, const char *line)
+{
+    struct text_buf *t = arg;
+    size_t n = strlen(line);
+
+    if (t->oom) {
+        return;
+    }
+    if (t->len + n + 2 > t->cap) {
+        size_t cap = (t->len + n + 2) * 2;
+        char *s = realloc(t->s, cap);
+
+        if (s == NULL) {
+            t->oom = true;
+            return;
+        }
+        t->s = s;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, line, n);
+    t->len += n;
+    t->s[t->len++] = '\n';
+    t->s[t->len] = '\0';
+}
+
+char *
+tm_config_text(const struct tm_config *cfg)
+{
+    struct text_buf t = {0};
+
+    cfg_print(cfg, text_line, &t);
+    if (t.oom) {
+        free(t.s);
+        return NULL;
+    }
+    return t.s != NULL ? t.s : strdup("");
+}
+
+const char *
+tm_config_warnings(const struct tm_config *cfg)
+{
+    return cfg->warnings;
+}
+
+const char *
+tm_version(void)
+{
+    return TM_VERSION;
+}

@@ -97,6 +97,38 @@ free_segs(struct tm_tmpl_seg *segs, size_t n)
     free(segs);
 }
 
+/* Whether the braces of s (len bytes) pair up; if not, a message that
+ * names the brace missing, with the text it belongs to. */
+static bool
+braces_paired(const char *s, size_t len, char *err, size_t errlen)
+{
+    const char *open = NULL;
+
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '{') {
+            if (open != NULL) {
+                set_err(err, errlen, "'%.*s' is missing its closing '}'",
+                        (int)(s + i - open), open);
+                return false;
+            }
+            open = s + i;
+        } else if (s[i] == '}') {
+            if (open == NULL) {
+                set_err(err, errlen, "'%.*s' is missing its opening '{'",
+                        (int)i + 1, s);
+                return false;
+            }
+            open = NULL;
+        }
+    }
+    if (open != NULL) {
+        set_err(err, errlen, "'%.*s' is missing its closing '}'",
+                (int)(s + len - open), open);
+        return false;
+    }
+    return true;
+}
+
 /* Compile one "{name}" or "{name*}" segment of a path template. */
 static bool
 compile_capture(struct tm_tmpl *t, const char *seg, size_t len, bool last,
@@ -180,6 +212,9 @@ tmpl_compile(struct tm_tmpl *t, const char *src, char *err, size_t errlen)
         size_t len = slash != NULL ? (size_t)(slash - p) : strlen(p);
         bool last = slash == NULL;
 
+        if (!braces_paired(p, len, err, errlen)) {
+            goto fail;
+        }
         if (len > 0 && p[0] == '{') {
             if (!compile_capture(t, p, len, last, err, errlen)) {
                 goto fail;
@@ -273,6 +308,9 @@ rtmpl_compile(struct tm_rtmpl *r, const char *src, const struct tm_tmpl *path,
     memset(r, 0, sizeof(*r));
     if (src == NULL || src[0] == '\0') {
         set_err(err, errlen, "empty resource template");
+        return false;
+    }
+    if (!braces_paired(src, strlen(src), err, errlen)) {
         return false;
     }
     if (!canonical_text(src, false, err, errlen)) {

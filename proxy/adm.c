@@ -2,6 +2,7 @@
  * /metrics, /v1/marks/{resource}, and /v1/locks/{name} (adm_locks.c). */
 #include "adm.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "../policies/canon.h"
 #include "fence.h"
 #include "log.h"
+#include "tidemark.h"
 #include "metrics.h"
 #include "order.h"
 #include "up.h"
@@ -351,6 +353,27 @@ origin_allowed(const struct adm *a, struct evhttp_request *req,
     return false;
 }
 
+/* GET /v1/config: the configuration in effect, as `tidemark --check
+ * --print` writes it (secrets redacted). */
+static void
+config_text(const struct adm *a, struct evhttp_request *req)
+{
+    char *text = tm_config_text(a->px->cfg);
+    struct evbuffer *b = evbuffer_new();
+
+    if (text == NULL || b == NULL || evbuffer_add(b, text, strlen(text)) != 0) {
+        free(text);
+        if (b != NULL) {
+            evbuffer_free(b);
+        }
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    free(text);
+    adm_reply(req, 200, "OK", "text/plain; charset=utf-8", b);
+    evbuffer_free(b);
+}
+
 static void
 dispatch(struct evhttp_request *req, void *arg)
 {
@@ -405,9 +428,18 @@ dispatch(struct evhttp_request *req, void *arg)
             evhttp_send_error(req, 500, NULL);
             return;
         }
-        adm_recent_json(a->px, b);
+        struct page_status st = {
+            .store_ready = fence_ready(a->px->fence),
+            .locks_on = a->locks != NULL,
+            .locks_ready = a->locks != NULL && adm_locks_ready(a->locks),
+            .draining = a->px->draining,
+        };
+
+        adm_recent_json(a->px, &st, b);
         adm_reply(req, 200, "OK", "application/json", b);
         evbuffer_free(b);
+    } else if (strcmp(path, "/v1/config") == 0) {
+        config_text(a, req);
     } else if (strcmp(path, "/healthz") == 0) {
         simple(req, 200, "ok");
     } else if (strcmp(path, "/readyz") == 0) {
@@ -451,8 +483,10 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
         goto fail;
     }
     if (evhttp_bind_socket(a->http, host, (ev_uint16_t)atoi(port)) != 0) {
-        snprintf(err, errlen, "admin: cannot listen on %s",
-                 px->cfg->admin.listen);
+        char why[128];
+
+        snprintf(err, errlen, "admin: cannot listen on %s: %s",
+                 px->cfg->admin.listen, errno_text(errno, why, sizeof(why)));
         goto fail;
     }
     a->host = host;

@@ -399,6 +399,7 @@ lost(struct lock_call *c)
     };
 
     c->al->stats.lost++;
+    recent_lease_gone(&c->al->px->recent, c->name, c->len, c->fence);
     problem_out(c, &p);
 }
 
@@ -460,6 +461,7 @@ lease_out(struct lock_call *c, int code, int64_t ttl_ms)
         call_detach(c);
         return false;
     }
+    recent_lease(&c->al->px->recent, c->name, c->len, c->fence, ttl_ms);
     evbuffer_add(b, "{\"name\":\"", 9);
     json_escape(b, c->name, c->len);
     evbuffer_add_printf(b,
@@ -865,6 +867,7 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     }
     if (res == LOCK_OK) {
         al->stats.released++;
+        recent_lease_gone(&al->px->recent, c->name, c->len, c->fence);
         if (c->req != NULL) {
             evhttp_send_reply(c->req, 204, "No Content", NULL);
             call_detach(c);

@@ -11,51 +11,117 @@
 
 #include "problem.h"
 #include "proxy_int.h"
+#include "tidemark.h"
 
 static const char page[] =
-    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-    "<title>tidemark</title>\n<style>\n"
-    "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}\n"
-    "h1{font-size:1.3em}h2{font-size:1.05em;margin-top:1.5em}\n"
-    "table{border-collapse:collapse;min-width:40em}\n"
-    "th,td{text-align:left;padding:.2em .8em;border-bottom:1px solid #ddd}\n"
+    "<!doctype html>\n"
+    "<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "<title>tidemark</title>\n"
+    "<style>\n"
+    "body{font:14px/1.35 system-ui,sans-serif;margin:0;color:#1d2433;backgr"
+    "ound:#f6f7f9}\n"
+    "header{display:flex;flex-wrap:wrap;align-items:baseline;gap:.4em 1.6em"
+    ";padding:.7em 1.2em;background:#1d2433;color:#fff}\n"
+    "header h1{font-size:1.25em;margin:0}\n"
+    "header .k{color:#9aa5b8;margin-right:.3em}\n"
+    ".pill{padding:.05em .55em;border-radius:.8em;font-weight:600}\n"
+    ".ok{background:#1f7a4d}.bad{background:#b3261e}.off{background:#5b6475"
+    "}\n"
+    "main{padding:.4em 1.2em 1.2em}\n"
+    "h2{font-size:1em;margin:1em 0 .35em}\n"
+    ".grid{display:grid;grid-template-columns:1fr 1fr;gap:0 1.6em}\n"
+    "table{border-collapse:collapse;width:100%;background:#fff}\n"
+    "th,td{text-align:left;padding:.18em .6em;border-bottom:1px solid #e3e6"
+    "eb;white-space:nowrap}\n"
+    "th{background:#eef0f4;font-weight:600}\n"
     "td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
-    ".s409{color:#a40}.s503,.s502,.s504{color:#b00}\n"
-    "#state{color:#666}\n</style></head><body>\n"
-    "<h1>tidemark</h1><p id=\"state\">loading&hellip;</p>\n"
-    "<h2>Routes</h2><table id=\"routes\"><thead><tr><th>route</th>"
-    "<th>methods</th><th>path</th><th>resource</th><th>mode</th>"
-    "<th>upstream</th></tr></thead><tbody></tbody></table>\n"
-    "<h2>Recent marks</h2><table id=\"marks\"><thead><tr><th>resource</th>"
-    "<th>mark</th><th>when</th></tr></thead><tbody></tbody></table>\n"
-    "<h2>Recent refusals</h2><table id=\"refusals\"><thead><tr><th>when"
-    "</th><th>status</th><th>reason</th><th>route</th><th>resource</th>"
-    "<th>token</th><th>mark</th></tr></thead><tbody></tbody></table>\n"
+    "tr.refusal td{background:#fdecea}\n"
+    "td.s409{color:#a33c00;font-weight:600}td.s503,td.s502,td.s504{color:#b"
+    "3261e;font-weight:600}\n"
+    ".empty{color:#6b7384;font-style:italic}\n"
+    "#state{color:#9aa5b8}\n"
+    "</style></head><body>\n"
+    "<header><h1>tidemark <span id=\"version\"></span></h1>\n"
+    "<span><span class=\"k\">store</span><span id=\"store\" class=\"pill of"
+    "f\">?</span></span>\n"
+    "<span><span class=\"k\">locks</span><span id=\"locks\" class=\"pill of"
+    "f\">?</span></span>\n"
+    "<span><span class=\"k\">up</span><span id=\"uptime\"></span></span>\n"
+    "<span><span class=\"k\">since</span><span id=\"started\"></span></span"
+    ">\n"
+    "<span><span class=\"k\">accepted</span><b id=\"accepted\">0</b></span>"
+    "\n"
+    "<span><span class=\"k\">refused</span><b id=\"refused\">0</b></span>\n"
+    "<span id=\"state\">loading&hellip;</span></header>\n"
+    "<main>\n"
+    "<h2>Refusals, newest first</h2>\n"
+    "<table id=\"refusals\"><thead><tr><th>when</th><th>status</th><th>reas"
+    "on</th><th>route</th><th>resource</th><th>token</th><th>mark</th></tr>"
+    "</thead><tbody></tbody></table>\n"
+    "<div class=\"grid\"><div>\n"
+    "<h2>Current marks</h2>\n"
+    "<table id=\"marks\"><thead><tr><th>resource</th><th>mark</th><th>last "
+    "write</th></tr></thead><tbody></tbody></table>\n"
+    "</div><div>\n"
+    "<h2>Held locks</h2>\n"
+    "<table id=\"locks-held\"><thead><tr><th>lock</th><th>fence</th><th>tim"
+    "e left</th></tr></thead><tbody></tbody></table>\n"
+    "</div></div>\n"
+    "<h2>Routes</h2>\n"
+    "<table id=\"routes\"><thead><tr><th>route</th><th>methods</th><th>path"
+    "</th><th>resource</th><th>mode</th><th>upstream</th></tr></thead><tbod"
+    "y></tbody></table>\n"
+    "</main>\n"
     "<script>\n"
-    "function cell(tr,v,cls){var td=document.createElement('td');"
-    "td.textContent=v;if(cls)td.className=cls;tr.appendChild(td);}\n"
-    "function fill(id,rows,cols){var tb=document.querySelector('#'+id+"
-    "' tbody');tb.textContent='';rows.forEach(function(r){"
-    "var tr=document.createElement('tr');cols.forEach(function(c){"
-    "var v=r[c[0]];if(c[0]==='when')v=new Date(v*1000)"
-    ".toLocaleTimeString();cell(tr,v,c[1]==='n'?'n':(c[0]==='status'?"
-    "'s'+v:''));});tb.appendChild(tr);});}\n"
-    "var m=location.hash.match(/token=([^&]+)/),hdr={};"
-    "if(m)hdr.Authorization='Bearer '+decodeURIComponent(m[1]);\n"
-    "function tick(){fetch('/v1/recent',{cache:'no-store',headers:hdr})"
-    ".then(function(r){if(!r.ok)throw new Error('HTTP '+r.status+"
-    "(r.status===401?' (open this page as /#token=...)':''));"
-    "return r;}).then("
-    "function(r){return r.json();}).then(function(d){"
-    "fill('routes',d.routes,[['name'],['methods'],['path'],['resource'],"
-    "['mode'],['upstream']]);"
-    "fill('marks',d.marks,[['resource'],['mark','n'],['when']]);"
-    "fill('refusals',d.refusals,[['when'],['status','n'],['reason'],"
-    "['route'],['resource'],['token','n'],['mark','n']]);"
-    "document.getElementById('state').textContent='updated '+"
-    "new Date().toLocaleTimeString();}).catch(function(e){"
-    "document.getElementById('state').textContent='cannot reach tidemark: '"
-    "+e;});}\ntick();setInterval(tick,1000);\n</script></body></html>\n";
+    "function p2(n){return(n<10?'0':'')+n;}\n"
+    "function when(s){var d=new Date(s*1000),o=-d.getTimezoneOffset(),a=Mat"
+    "h.abs(o);\n"
+    "return d.getFullYear()+'-'+p2(d.getMonth()+1)+'-'+p2(d.getDate())+' '+"
+    "p2(d.getHours())+':'+p2(d.getMinutes())+':'+p2(d.getSeconds())+' UTC'+"
+    "(o?(o<0?'-':'+')+p2(Math.floor(a/60))+':'+p2(a%60):'');}\n"
+    "function span(s){s=Math.max(0,Math.floor(s));var d=Math.floor(s/86400)"
+    ",h=Math.floor(s%86400/3600),m=Math.floor(s%3600/60);\n"
+    "return d?d+'d '+h+'h':h?h+'h '+p2(m)+'m':m?m+'m '+p2(s%60)+'s':s+'s';}"
+    "\n"
+    "function fill(id,rows,cols,cls,none){var tb=document.querySelector('#'"
+    "+id+' tbody');tb.textContent='';\n"
+    "if(!rows.length){var tr=tb.insertRow(),td=tr.insertCell();td.colSpan=c"
+    "ols.length;td.className='empty';td.textContent=none;return;}\n"
+    "rows.forEach(function(r){var tr=tb.insertRow();if(cls)tr.className=cls"
+    ";cols.forEach(function(c){var td=tr.insertCell(),v=c.f?c.f(r):r[c.k];"
+    "\n"
+    "td.textContent=v===null||v===undefined?'\\u2014':v;if(c.n)td.className"
+    "='n';if(c.k==='status')td.className='n s'+v;});});}\n"
+    "function pill(id,on,ok){var e=document.getElementById(id);e.textConten"
+    "t=!on?'off':ok?'ready':'unavailable';e.className='pill '+(!on?'off':ok"
+    "?'ok':'bad');}\n"
+    "var m=location.hash.match(/token=([^&]+)/),hdr={};if(m)hdr.Authorizati"
+    "on='Bearer '+decodeURIComponent(m[1]);\n"
+    "function text(id,v){document.getElementById(id).textContent=v;}\n"
+    "function tick(){fetch('/v1/recent',{cache:'no-store',headers:hdr}).the"
+    "n(function(r){\n"
+    "if(!r.ok)throw new Error('HTTP '+r.status+(r.status===401?' (open this"
+    " page as /#token=...)':''));return r.json();}).then(function(d){\n"
+    "text('version',d.version);pill('store',true,d.ready.store);pill('locks"
+    "',d.ready.locks!==null,d.ready.locks);\n"
+    "text('uptime',span(d.now_ms/1000-d.started));text('started',when(d.sta"
+    "rted));text('accepted',d.accepted);text('refused',d.refused);\n"
+    "fill('refusals',d.refusals.slice(0,12),[{k:'when',f:function(r){return "
+    "when(r.when"
+    ");}},{k:'status'},{k:'reason'},{k:'route'},{k:'resource'},{k:'token',n"
+    ":1},{k:'mark',n:1}],'refusal','no refusal yet');\n"
+    "fill('marks',d.marks,[{k:'resource'},{k:'mark',n:1},{k:'when',f:functi"
+    "on(r){return when(r.when);}}],'','no fenced write yet');\n"
+    "fill('locks-held',d.locks,[{k:'name'},{k:'fence',n:1},{k:'ttl_left_ms'"
+    ",n:1,f:function(r){return(r.ttl_left_ms/1000).toFixed(1)+' s';}}],'','"
+    "no lease held through this sidecar');\n"
+    "fill('routes',d.routes,[{k:'name'},{k:'methods'},{k:'path'},{k:'resour"
+    "ce'},{k:'mode'},{k:'upstream'}],'','no route');\n"
+    "text('state',(d.draining?'draining \\u00b7 ':'')+'updated '+when(d.now"
+    "_ms/1000));}).catch(function(e){text('state','cannot reach tidemark: '"
+    "+e);});}\n"
+    "tick();setInterval(tick,1000);\n"
+    "</script></body></html>\n";
 
 void
 adm_page_html(struct evbuffer *out)
@@ -97,21 +163,40 @@ methods_text(const struct tm_methods *m, char *buf, size_t len)
     }
 }
 
+/* A resource or lock name: {"KEY":"...", as JSON. */
+static void
+json_name(struct evbuffer *b, size_t i, const char *key, const char *v)
+{
+    evbuffer_add(b, i ? ",{" : "{", i ? 2 : 1);
+    json_field(b, key, v, true);
+}
+
 void
-adm_recent_json(const struct tm_proxy *px, struct evbuffer *b)
+adm_recent_json(const struct tm_proxy *px, const struct page_status *st,
+                struct evbuffer *b)
 {
     const struct tm_config *cfg = px->cfg;
     const struct recent *r = &px->recent;
-    size_t n;
+    int64_t now = recent_now_ms();
+    size_t n, shown = 0;
 
-    evbuffer_add(b, "{\"routes\":[", 11);
+    evbuffer_add_printf(
+        b,
+        "{\"version\":\"%s\",\"started\":%lld,\"now_ms\":%" PRId64
+        ",\"ready\":{\"store\":%s,\"locks\":%s},"
+        "\"draining\":%s,\"accepted\":%" PRIu64 ",\"refused\":%zu,\"routes\":[",
+        tm_version(), (long long)r->started, now,
+        st->store_ready ? "true" : "false",
+        !st->locks_on     ? "null"
+        : st->locks_ready ? "true"
+                          : "false",
+        st->draining ? "true" : "false", r->accepted, r->nrefusals);
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct cfg_route *rt = &cfg->routes[i];
         char methods[256];
 
         methods_text(&rt->methods, methods, sizeof(methods));
-        evbuffer_add(b, i ? ",{" : "{", i ? 2 : 1);
-        json_field(b, "name", rt->name, true);
+        json_name(b, i, "name", rt->name);
         json_field(b, "methods", methods, false);
         json_field(b, "path", rt->path_src ? rt->path_src : "", false);
         json_field(b, "resource",
@@ -124,27 +209,42 @@ adm_recent_json(const struct tm_proxy *px, struct evbuffer *b)
         evbuffer_add(b, "}", 1);
     }
     evbuffer_add(b, "],\"marks\":[", 11);
-    n = r->nmarks < RECENT_N ? r->nmarks : RECENT_N;
-    for (size_t i = 0; i < n; i++) {
-        const struct recent_mark *m = &r->marks[(r->nmarks - 1 - i) % RECENT_N];
-        evbuffer_add(b, i ? ",{" : "{", i ? 2 : 1);
-        json_field(b, "resource", m->resource, true);
+    for (size_t i = 0; i < r->nmarks; i++) {
+        const struct recent_mark *m = &r->marks[i];
+
+        json_name(b, i, "resource", m->resource);
         evbuffer_add_printf(b, ",\"mark\":%" PRId64 ",\"when\":%lld}", m->mark,
                             (long long)m->when);
+    }
+    evbuffer_add(b, "],\"locks\":[", 11);
+    for (size_t i = 0; i < r->nlocks; i++) {
+        const struct recent_lock *l = &r->locks[i];
+
+        if (l->expires_ms <= now) {
+            continue;
+        }
+        json_name(b, shown++, "name", l->name);
+        evbuffer_add_printf(
+            b, ",\"fence\":%" PRId64 ",\"ttl_left_ms\":%" PRId64 "}", l->fence,
+            l->expires_ms - now);
     }
     evbuffer_add(b, "],\"refusals\":[", 14);
     n = r->nrefusals < RECENT_N ? r->nrefusals : RECENT_N;
     for (size_t i = 0; i < n; i++) {
         const struct recent_refusal *f =
             &r->refusals[(r->nrefusals - 1 - i) % RECENT_N];
-        evbuffer_add(b, i ? ",{" : "{", i ? 2 : 1);
-        json_field(b, "reason", f->reason, true);
+        char token[24] = "null";
+
+        if (f->token != 0) {
+            snprintf(token, sizeof(token), "%" PRId64, f->token);
+        }
+        json_name(b, i, "reason", f->reason);
         json_field(b, "route", f->route, false);
         json_field(b, "resource", f->resource, false);
         evbuffer_add_printf(b,
-                            ",\"status\":%d,\"token\":%" PRId64
-                            ",\"mark\":%" PRId64 ",\"when\":%lld}",
-                            f->status, f->token, f->mark, (long long)f->when);
+                            ",\"status\":%d,\"token\":%s,\"mark\":%" PRId64
+                            ",\"when\":%lld}",
+                            f->status, token, f->mark, (long long)f->when);
     }
     evbuffer_add(b, "]}\n", 3);
 }

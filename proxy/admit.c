@@ -225,10 +225,8 @@ forward_fenced(struct admit *a)
         return;
     }
     count(a, OUT_ACCEPTED);
-    recent_mark(&a->px->recent, s->resource, a->rq->mark);
-    if (s->src_len > 0) {
-        recent_mark(&a->px->recent, s->src, a->rq->src_mark);
-    }
+    recent_accept(&a->px->recent, s->resource, a->rq->mark,
+                  s->src_len > 0 ? s->src : NULL, a->rq->src_mark);
     a->order_wait = 0;
     if (!enter_order(a, s->resource, s->rlen, &a->slot) ||
         (s->src_len > 0 && !enter_order(a, s->src, s->src_len, &a->src_slot))) {

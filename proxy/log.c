@@ -233,3 +233,16 @@ tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
     fputs("}\n", stderr);
     funlockfile(stderr);
 }
+
+const char *
+errno_text(int e, char *buf, size_t len)
+{
+    const char *name = strerrorname_np(e);
+
+    if (name != NULL) {
+        snprintf(buf, len, "%s (%s)", strerror(e), name);
+    } else {
+        snprintf(buf, len, "%s (errno %d)", strerror(e), e);
+    }
+    return buf;
+}

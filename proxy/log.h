@@ -61,6 +61,10 @@ log_get_level(void)
     return log_cur == NULL ? -1 : log_cur->level;
 }
 
+/* "Address already in use (EADDRINUSE)": errno e for a message that
+ * names it, into buf. */
+const char *errno_text(int e, char *buf, size_t len);
+
 void log_write(enum tm_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -1,5 +1,6 @@
-/* main.c: the tidemark daemon: command line, signals and logging to
- * stderr, over libtidemark's public interface (tidemark.h) alone. */
+/* main.c: the tidemark daemon: command line, signals, logging to stderr
+ * and systemd's readiness protocol (sd_notify), over libtidemark's public
+ * interface (tidemark.h) alone. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -7,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <event2/event.h>
+#include <systemd/sd-daemon.h>
 
 #include "tidemark.h"
 
@@ -110,12 +113,70 @@ raise_nofile(const struct daemon_state *d, const struct tm_config *cfg)
 static void
 usage(FILE *f)
 {
-    fprintf(f, "usage: tidemark -c FILE [--check]\n"
-               "  -c, --config FILE  the configuration (INI)\n"
-               "      --check        validate FILE and exit: 0 when fine,\n"
-               "                     1 with one FILE:LINE: message per "
-               "problem\n"
-               "  -h, --help         this text\n");
+    fprintf(f,
+            "usage: tidemark -c FILE [--check [--print] [--strict]]\n"
+            "       tidemark --version\n"
+            "  -c, --config FILE  the configuration (INI)\n"
+            "      --check        validate FILE and exit: 0 when fine,\n"
+            "                     1 with one FILE:LINE: message per "
+            "problem\n"
+            "  -T, --print        with --check (implied): also print the\n"
+            "                     configuration in effect, after defaults and\n"
+            "                     TIDEMARK_* overrides, secrets redacted\n"
+            "      --strict       with --check: warnings (no [route], no\n"
+            "                     [upstream]) fail too\n"
+            "  -V, --version      print the version and exit\n"
+            "  -h, --help         this text\n");
+}
+
+/* Tell systemd (Type=notify) where the daemon is; nothing without
+ * NOTIFY_SOCKET. */
+static void
+notify(const char *state)
+{
+    (void)sd_notify(0, state);
+}
+
+/* The reload's start as systemd 253 and later want it: with the
+ * monotonic time, so that a reload is told from the next one. */
+static void
+notify_reloading(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    (void)sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+                     (unsigned long long)ts.tv_sec * 1000000ULL +
+                         (unsigned long long)ts.tv_nsec / 1000ULL);
+}
+
+/* --check: say what is wrong or fine; print the configuration when
+ * asked. Warnings fail under --strict. Frees cfg. */
+static int
+check_done(const char *file, struct tm_config *cfg, bool print, bool strict)
+{
+    const char *warnings = tm_config_warnings(cfg);
+    int rc = strict && warnings != NULL ? 1 : 0;
+
+    if (warnings != NULL) {
+        fprintf(stderr, "%s\n", warnings);
+    }
+    if (print) {
+        char *text = tm_config_text(cfg);
+
+        if (text == NULL) {
+            fprintf(stderr, "tidemark: out of memory\n");
+            tm_config_free(cfg);
+            return 1;
+        }
+        printf("# %s, in effect: defaults and TIDEMARK_* overrides "
+               "applied, secrets redacted\n%s",
+               file, text);
+        free(text);
+    }
+    fprintf(stderr, "%s: %s\n", file, rc == 0 ? "ok" : "warnings (--strict)");
+    tm_config_free(cfg);
+    return rc;
 }
 
 static void
@@ -135,6 +196,7 @@ reload(struct daemon_state *d)
     struct daemon_state old = *d;
     size_t n = 1;
 
+    notify_reloading();
     if (cfg == NULL) {
         for (const char *p = errbuf; (p = strchr(p, '\n')) != NULL; p++) {
             n++;
@@ -147,6 +209,8 @@ reload(struct daemon_state *d)
              line = strtok(NULL, "\n")) {
             say(d, TM_LOG_ERROR, "reload: %s", line);
         }
+        notify("READY=1\nSTATUS=reload refused: the old configuration "
+               "stays");
         return;
     }
     /* The proxy's lines about this reload come in the new format; a
@@ -154,7 +218,11 @@ reload(struct daemon_state *d)
     read_settings(d, cfg);
     if (!tm_proxy_reload(d->px, cfg)) {
         *d = old;
+        notify("READY=1\nSTATUS=reload refused: the old configuration "
+               "stays");
+        return;
     }
+    notify("READY=1\nSTATUS=serving; configuration reloaded");
 }
 
 static void
@@ -173,6 +241,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     d->stopping = true;
+    notify("STOPPING=1\nSTATUS=draining");
     say(d, TM_LOG_INFO, "signal %d: draining (up to %d ms)", (int)sig,
         d->drain_ms);
     tm_proxy_drain(d->px, -1, drained, d);
@@ -184,11 +253,15 @@ main(int argc, char **argv)
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
         {"check", no_argument, NULL, 'k'},
+        {"print", no_argument, NULL, 'T'},
+        {"strict", no_argument, NULL, 's'},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *file = NULL;
-    bool check = false;
+    bool check = false, print = false, strict = false;
+    const char *warnings;
     struct tm_config *cfg;
     struct daemon_state d = {0};
     struct tm_options opts = {daemon_log, &d, TM_LOG_FROM_CONFIG};
@@ -197,7 +270,7 @@ main(int argc, char **argv)
     char err[512];
     int opt;
 
-    while ((opt = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:hTV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             file = optarg;
@@ -205,6 +278,15 @@ main(int argc, char **argv)
         case 'k':
             check = true;
             break;
+        case 'T':
+            check = print = true;
+            break;
+        case 's':
+            strict = true;
+            break;
+        case 'V':
+            printf("tidemark %s\n", tm_version());
+            return 0;
         case 'h':
             usage(stdout);
             return 0;
@@ -222,12 +304,22 @@ main(int argc, char **argv)
         fprintf(stderr, "%s\n", errbuf);
         return 1;
     }
+    warnings = tm_config_warnings(cfg);
     if (check) {
-        fprintf(stderr, "%s: ok\n", file);
+        return check_done(file, cfg, print, strict);
+    }
+    if (strict) {
+        usage(stderr);
         tm_config_free(cfg);
-        return 0;
+        return 2;
     }
     read_settings(&d, cfg);
+    for (const char *w = warnings; w != NULL && *w != '\0';) {
+        size_t n = strcspn(w, "\n");
+
+        say(&d, TM_LOG_WARN, "%.*s", (int)n, w);
+        w += n + (w[n] == '\n');
+    }
     raise_nofile(&d, cfg);
     /* Memory a burst of connections took can then go back. */
     if (!tm_event_memory_install()) {
@@ -251,6 +343,7 @@ main(int argc, char **argv)
         sigs[i] = evsignal_new(d.base, signos[i], on_signal, &d);
         evsignal_add(sigs[i], NULL);
     }
+    notify("READY=1\nSTATUS=serving");
     event_base_dispatch(d.base);
     for (int i = 0; i < 3; i++) {
         event_free(sigs[i]);

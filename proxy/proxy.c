@@ -152,7 +152,10 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
                                     LEV_OPT_CLOSE_ON_EXEC,
                                 1024, (struct sockaddr *)&ss, sslen);
     if (l == NULL) {
-        snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
+        char why[128];
+
+        snprintf(err, errlen, "cannot listen on %s: %s", addr,
+                 errno_text(errno, why, sizeof(why)));
     }
     return l;
 }
@@ -295,6 +298,7 @@ tm_proxy_new(struct event_base *base, struct tm_config *cfg,
 
     px->base = base;
     px->first = cfg;
+    px->recent.started = time(NULL);
     px->log.level = -1;
     if (opts != NULL && opts->log != NULL) {
         px->log.fn = opts->log;

@@ -1,6 +1,7 @@
-/* recent.c: the rings behind the control port's page. */
+/* recent.c: the tables behind the control port's page. */
 #include "recent.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,24 +11,61 @@ copy(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src != NULL ? src : "");
 }
 
-void
-recent_mark(struct recent *r, const char *resource, int64_t mark)
+/* FNV-1a over the first RECENT_NAME - 1 bytes: what is kept of a name. */
+static uint64_t
+name_hash(const char *s, size_t len)
 {
-    struct recent_mark *m;
+    uint64_t h = 14695981039346656037ULL;
 
-    /* A resource written again moves to the front, not in twice. */
-    if (r->nmarks > 0) {
-        m = &r->marks[(r->nmarks - 1) % RECENT_N];
-        if (strncmp(m->resource, resource, RECENT_NAME - 1) == 0) {
-            m->mark = mark;
-            m->when = time(NULL);
-            return;
+    for (size_t i = 0; i < len && i < RECENT_NAME - 1; i++) {
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    }
+    return h;
+}
+
+static bool
+same_name(const char *kept, uint64_t kept_hash, const char *s, size_t len,
+          uint64_t h)
+{
+    size_t n = len < RECENT_NAME - 1 ? len : RECENT_NAME - 1;
+
+    return kept_hash == h && strncmp(kept, s, n) == 0 && kept[n] == '\0';
+}
+
+/* Put resource at mark first, once: its old entry (or the oldest, when
+ * the table is full) makes room. */
+static void
+mark_first(struct recent *r, const char *resource, int64_t mark)
+{
+    size_t len = strlen(resource);
+    uint64_t h = name_hash(resource, len);
+    size_t i;
+
+    for (i = 0; i < r->nmarks; i++) {
+        if (same_name(r->marks[i].resource, r->marks[i].hash, resource, len,
+                      h)) {
+            break;
         }
     }
-    m = &r->marks[r->nmarks++ % RECENT_N];
-    m->when = time(NULL);
-    m->mark = mark;
-    copy(m->resource, sizeof(m->resource), resource);
+    if (i == r->nmarks) {
+        i = r->nmarks < RECENT_N ? r->nmarks++ : RECENT_N - 1;
+    }
+    memmove(&r->marks[1], &r->marks[0], i * sizeof(r->marks[0]));
+    r->marks[0].when = time(NULL);
+    r->marks[0].mark = mark;
+    r->marks[0].hash = h;
+    copy(r->marks[0].resource, sizeof(r->marks[0].resource), resource);
+}
+
+void
+recent_accept(struct recent *r, const char *resource, int64_t mark,
+              const char *src, int64_t src_mark)
+{
+    r->accepted++;
+    if (src != NULL) {
+        mark_first(r, src, src_mark);
+    }
+    mark_first(r, resource, mark);
 }
 
 void
@@ -44,4 +82,64 @@ recent_refusal(struct recent *r, int status, const char *reason,
     copy(f->reason, sizeof(f->reason), reason);
     copy(f->route, sizeof(f->route), route);
     copy(f->resource, sizeof(f->resource), resource);
+}
+
+int64_t
+recent_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t
+lease_find(const struct recent *r, const char *name, size_t len, uint64_t h)
+{
+    size_t i;
+
+    for (i = 0; i < r->nlocks; i++) {
+        if (same_name(r->locks[i].name, r->locks[i].hash, name, len, h)) {
+            break;
+        }
+    }
+    return i;
+}
+
+void
+recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
+             int64_t ttl_ms)
+{
+    uint64_t h = name_hash(name, len);
+    size_t i = lease_find(r, name, len, h);
+    int64_t now = recent_now_ms();
+    struct recent_lock *l;
+
+    if (i == r->nlocks && r->nlocks < RECENT_N) {
+        r->nlocks++;
+    } else if (i == r->nlocks) {
+        /* Full: the lease that ends first goes (it may have ended). */
+        i = 0;
+        for (size_t j = 1; j < r->nlocks; j++) {
+            if (r->locks[j].expires_ms < r->locks[i].expires_ms) {
+                i = j;
+            }
+        }
+    }
+    l = &r->locks[i];
+    l->fence = fence;
+    l->expires_ms = now + ttl_ms;
+    l->hash = h;
+    snprintf(l->name, sizeof(l->name), "%.*s",
+             (int)(len < RECENT_NAME - 1 ? len : RECENT_NAME - 1), name);
+}
+
+void
+recent_lease_gone(struct recent *r, const char *name, size_t len, int64_t fence)
+{
+    size_t i = lease_find(r, name, len, name_hash(name, len));
+
+    if (i < r->nlocks && r->locks[i].fence == fence) {
+        r->locks[i] = r->locks[--r->nlocks];
+    }
 }

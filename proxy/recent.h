@@ -1,5 +1,6 @@
-/* recent.h: what the control port's page shows: the latest accepted marks
- * and the latest refusals, in two small fixed rings (no allocation). */
+/* recent.h: what the control port's page shows: the current marks of the
+ * resources written last (one entry each), the latest refusals, and the
+ * leases this sidecar handed out, in small fixed tables (no allocation). */
 #ifndef TM_RECENT_H
 #define TM_RECENT_H
 
@@ -13,29 +14,55 @@
 struct recent_mark {
     time_t when;
     int64_t mark;
+    uint64_t hash; /* of resource, to find it again cheaply */
     char resource[RECENT_NAME];
 };
 
 struct recent_refusal {
     time_t when;
     int status;
-    int64_t token;
+    int64_t token; /* 0: the request had none */
     int64_t mark;
     char reason[24];
     char route[48];
     char resource[RECENT_NAME];
 };
 
-struct recent {
-    struct recent_mark marks[RECENT_N];
-    size_t nmarks; /* ever recorded; the ring holds the last */
-    struct recent_refusal refusals[RECENT_N];
-    size_t nrefusals;
+/* A lease the lock service answered with (acquire or extend). */
+struct recent_lock {
+    int64_t fence;
+    int64_t expires_ms; /* wall clock, ms since the epoch */
+    uint64_t hash;
+    char name[RECENT_NAME];
 };
 
-void recent_mark(struct recent *r, const char *resource, int64_t mark);
+struct recent {
+    struct recent_mark marks[RECENT_N]; /* most recently written first */
+    size_t nmarks;                      /* in use */
+    struct recent_refusal refusals[RECENT_N];
+    size_t nrefusals;  /* ever recorded; the ring holds the last */
+    uint64_t accepted; /* fenced writes accepted, ever */
+    struct recent_lock locks[RECENT_N];
+    size_t nlocks; /* in use */
+    time_t started;
+};
+
+/* A fenced write was accepted: resource at mark, and a MOVE's source
+ * (src NULL: none) at src_mark. */
+void recent_accept(struct recent *r, const char *resource, int64_t mark,
+                   const char *src, int64_t src_mark);
 void recent_refusal(struct recent *r, int status, const char *reason,
                     const char *route, const char *resource, int64_t token,
                     int64_t mark);
+/* The lock service leased name (len bytes) with fence for ttl_ms more;
+ * a full table forgets the lease that ends first. */
+void recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
+                  int64_t ttl_ms);
+/* name's lease with fence was released or lost (another's stays). */
+void recent_lease_gone(struct recent *r, const char *name, size_t len,
+                       int64_t fence);
+
+/* Milliseconds since the epoch, now. */
+int64_t recent_now_ms(void);
 
 #endif

@@ -64,8 +64,21 @@ TM_API struct tm_config *tm_config_from_string(const char *name,
 TM_API bool tm_config_get(const struct tm_config *cfg, const char *section,
                           const char *key, char *buf, size_t len);
 
+/* The configuration in effect, as an INI file would give it: every
+ * section and key after defaults and environment overrides, secrets
+ * written "(secret)". A string to free() (NULL when out of memory). */
+TM_API char *tm_config_text(const struct tm_config *cfg) TM_MUST_USE;
+
+/* What loads but does nothing (no [route], no [upstream]), as lines
+ * "FILE: warning: message" separated by '\n'; NULL when there is none.
+ * Owned by cfg. */
+TM_API const char *tm_config_warnings(const struct tm_config *cfg);
+
 /* Release a configuration no proxy has taken. NULL is fine. */
 TM_API void tm_config_free(struct tm_config *cfg);
+
+/* The library's version, "1.2.3". */
+TM_API const char *tm_version(void);
 
 /* ---- logging ----------------------------------------------------------- */
 

@@ -1,6 +1,11 @@
 #!/bin/sh
 # Install the Debian 12 packages that building, testing and benchmarking
 # tidemark need. When they are all present this only asks dpkg and exits.
+#
+#   sh tests/deps.sh        everything make test and make bench use
+#   sh tests/deps.sh demo   only what building tidemark and running the
+#                           demo need (make demo): the toolchain, the
+#                           libraries, python3 for the demo backend, curl
 set -eu
 
 # Build: toolchain and libraries. Tests: cmocka, pytest, the servers the
@@ -12,11 +17,13 @@ set -eu
 # calls per request. Fuzz: clang, and its sanitizer and libFuzzer runtimes
 # (libclang-rt-14-dev, which clang only recommends). Format:
 # clang-format (make format-check). Package:
-# debhelper, build-essential, systemd (systemd-analyze verify). Page:
+# debhelper, build-essential, systemd (systemd-analyze verify). The
+# daemon's sd_notify: libsystemd-dev. Page:
 # chromium (headless). The Kubernetes example's test: python3-yaml.
-PKGS="make gcc libc6-dev pkg-config
+DEMO_PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
-libcmocka-dev python3 python3-pytest curl procps ca-certificates openssl
+libsystemd-dev python3 curl ca-certificates"
+PKGS="$DEMO_PKGS libcmocka-dev python3-pytest procps openssl
 wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
@@ -36,6 +43,18 @@ s3_install() {
 
 POLICY=/usr/sbin/policy-rc.d
 
+case "${1:-all}" in
+demo)
+    PKGS=$DEMO_PKGS
+    s3_install() { :; }
+    ;;
+all) ;;
+*)
+    echo "usage: sh tests/deps.sh [demo]" >&2
+    exit 2
+    ;;
+esac
+
 missing=""
 for p in $PKGS; do
     st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
@@ -45,7 +64,7 @@ for p in $PKGS; do
 done
 # npm: Debian's package, unless the nodejs installed brings its own (a
 # nodejs from elsewhere conflicts with Debian's npm).
-if ! command -v npm >/dev/null 2>&1; then
+if [ "${1:-all}" = all ] && ! command -v npm >/dev/null 2>&1; then
     missing="$missing npm"
 fi
 if [ -z "$missing" ]; then

@@ -1,55 +1,184 @@
-"""The control port's page (GET /): self-contained HTML that shows the
-routes, the latest marks and the latest refusals, loaded in headless
-Chromium (Debian's chromium)."""
+"""The control port's page (GET /): a self-contained operator's dashboard
+(readiness, version, uptime, counts, refusals, current marks, held locks,
+routes), loaded and photographed in headless Chromium (Debian's
+chromium) after real writes, refusals and locks."""
+import json
+import re
 import shutil
+import struct
 import subprocess
+import zlib
 
 import pytest
 
+from conftest import slow
+
 CHROMIUM = shutil.which("chromium")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (make deps "
+    "installs it)")
+
+WHEN = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+REFUSAL_BG = (253, 236, 234)  # tr.refusal td: #fdecea
 
 
-def dump_dom(url, tmp_path):
+def chromium(tmp_path, *args):
     p = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-quic", "--no-first-run",
+         "--disable-quic", "--no-first-run", "--hide-scrollbars",
          "--disable-background-networking", "--disable-component-update",
          "--disable-sync", "--user-data-dir=%s" % (tmp_path / "chromium"),
-         "--virtual-time-budget=5000", "--dump-dom", url],
-        stdin=subprocess.DEVNULL, capture_output=True, timeout=90)
+         "--window-size=1280,900", "--virtual-time-budget=5000"]
+        + list(args),
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=90 * slow())
     assert p.returncode == 0, p.stderr.decode(errors="replace")[-2000:]
     return p.stdout.decode(errors="replace")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
-                    "(make deps installs it)")
-def test_page_shows_routes_marks_and_refusals(tidemark, upstream,
-                                              tmp_path):
+def dump_dom(url, tmp_path):
+    return chromium(tmp_path, "--dump-dom", url)
+
+
+def png_pixels(data):
+    """(width, height, rows of (r, g, b) tuples) of an 8-bit RGB(A),
+    non-interlaced PNG: what Chromium's screenshots are."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat = 8, b""
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype, _, _, interlace = struct.unpack(
+                ">IIBBBBB", chunk)
+            assert depth == 8 and ctype in (2, 6) and interlace == 0
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + n
+    bpp = 4 if ctype == 6 else 3
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    prev = bytearray(stride)
+    rows = []
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                pr = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                line[i] = (line[i] + pr) & 255
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(w)])
+        prev = line
+    return w, h, rows
+
+
+def rows_of(dom, table_id):
+    """The cells of each body row of the table with id table_id."""
+    m = re.search(r'<table id="%s">.*?<tbody>(.*?)</tbody>' % table_id, dom,
+                  re.S)
+    assert m, table_id
+    return [re.findall(r"<td[^>]*>(.*?)</td>", tr)
+            for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", m.group(1), re.S)]
+
+
+@needs_chromium
+def test_dashboard_shows_what_happened(tidemark, upstream, tmp_path):
     tm = tidemark()
-    assert tm.put("shown", token=9).status == 200
-    assert tm.put("shown", token=4).status == 409
-    assert tm.put("nothing").status == 428
-    status, headers, body = tm.admin("GET", "/")
+    assert tm.put("a", token=5).status == 200
+    assert tm.put("b", token=3).status == 200
+    assert tm.put("a", token=7).status == 200
+    assert tm.put("a", token=4).status == 409
+    assert tm.put("c").status == 428
+    status, _, body = tm.admin("POST", "/v1/locks/jobs/nightly?ttl_ms=600000")
+    assert status == 201
+    fence = json.loads(body)["fence"]
+    status, headers, page = tm.admin("GET", "/")
     assert status == 200
     assert headers["content-type"].startswith("text/html")
     # Self-contained: nothing is loaded from anywhere else.
-    assert b"src=" not in body and b"href=" not in body
+    assert b"src=" not in page and b"href=" not in page
+
     dom = dump_dom("http://127.0.0.1:%d/" % tm.admin_port, tmp_path)
-    assert "updated " in dom, dom
-    assert "<td>docs</td>" in dom and "/v1/documents/{doc}" in dom
-    assert "<td>documents/shown</td><td class=\"n\">9</td>" in dom, dom
-    assert "<td>stale</td><td>docs</td><td>documents/shown</td>" in dom, dom
-    assert "<td>missing</td><td>docs</td><td>documents/nothing</td>" in dom
+    version = subprocess.run([str(tm_bin()), "--version"],
+                             capture_output=True).stdout.decode().split()[1]
+    assert '<span id="version">%s</span>' % version in dom
+    assert '<span id="store" class="pill ok">ready</span>' in dom
+    assert '<span id="locks" class="pill ok">ready</span>' in dom
+    assert '<b id="accepted">3</b>' in dom
+    assert '<b id="refused">2</b>' in dom
+    assert re.search(r'<span id="started">%s</span>' % WHEN, dom)
+    assert re.search(r'<span id="state">updated %s</span>' % WHEN, dom)
+    # One row per resource, its current mark, the latest written first.
+    marks = rows_of(dom, "marks")
+    assert [r[:2] for r in marks] == [["documents/a", "7"],
+                                      ["documents/b", "3"]]
+    assert all(re.fullmatch(WHEN, r[2]) for r in marks)
+    held = rows_of(dom, "locks-held")
+    assert [r[:2] for r in held] == [["jobs/nightly", str(fence)]]
+    assert 0 < float(held[0][2].split()[0]) <= 600
+    refusals = rows_of(dom, "refusals")
+    assert [r[1:] for r in refusals] == [
+        ["428", "missing", "docs", "documents/c", "\u2014", "0"],
+        ["409", "stale", "docs", "documents/a", "4", "7"]]
+    assert all(re.fullmatch(WHEN, r[0]) for r in refusals)
+    routes = rows_of(dom, "routes")
+    assert routes[0][:4] == ["docs", "PUT POST PATCH DELETE",
+                             "/v1/documents/{doc}", "documents/{doc}"]
+
+    # At 1280x900, the refusals are on screen without scrolling: their
+    # rows' colour fills two rows' width in the screenshot.
+    shot = tmp_path / "dashboard.png"
+    chromium(tmp_path, "--screenshot=%s" % shot,
+             "http://127.0.0.1:%d/" % tm.admin_port)
+    w, h, pixels = png_pixels(shot.read_bytes())
+    assert (w, h) == (1280, 900)
+    rows = [y for y in range(h)
+            if sum(1 for p in pixels[y] if p == REFUSAL_BG) > w // 2]
+    bands = [y for i, y in enumerate(rows) if i == 0 or rows[i - 1] != y - 1]
+    assert len(bands) == 2, bands
+    assert rows[-1] < h
 
 
-def test_recent_is_newest_first_and_bounded(tidemark, upstream):
+def tm_bin():
+    from conftest import BIN
+    return BIN
+
+
+def test_released_lock_leaves_the_page(tidemark, upstream):
+    tm = tidemark()
+    status, _, body = tm.admin("POST", "/v1/locks/jobs/x?ttl_ms=60000")
+    assert status == 201
+    token = json.loads(body)["token"]
+    d = json.loads(tm.admin("GET", "/v1/recent")[2])
+    assert [lk["name"] for lk in d["locks"]] == ["jobs/x"]
+    assert tm.admin("DELETE", "/v1/locks/jobs/x?token=%s" % token)[0] == 204
+    d = json.loads(tm.admin("GET", "/v1/recent")[2])
+    assert d["locks"] == []
+
+
+def test_marks_are_one_per_resource_newest_first_and_bounded(tidemark,
+                                                             upstream):
     tm = tidemark()
     for i in range(40):
         assert tm.put("r%d" % i, token=1).status == 200
-    import json
+    assert tm.put("r5", token=2).status == 200
     status, _, body = tm.admin("GET", "/v1/recent")
     assert status == 200
     d = json.loads(body)
     assert len(d["marks"]) == 32
-    assert d["marks"][0]["resource"] == "documents/r39"
+    assert [m["resource"] for m in d["marks"][:2]] == ["documents/r5",
+                                                       "documents/r39"]
+    assert d["marks"][0]["mark"] == 2
+    names = [m["resource"] for m in d["marks"]]
+    assert len(set(names)) == len(names)
+    assert d["accepted"] == 41
     assert d["routes"][0]["name"] == "docs"

@@ -21,7 +21,7 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from conftest import REPO, Tidemark, run_check, slow
+from conftest import BIN, REPO, Tidemark, child_env, run_check, slow
 from servers import S3rver
 
 EXAMPLE = REPO / "conf" / "examples" / "s3-signed.ini"
@@ -346,3 +346,18 @@ def test_the_upstream_gets_a_signed_head_without_fencing_headers(
     assert got.header("x_amz_security_token") is None
     assert got.header("Fencing-Token") is None
     assert S3rver.secret_key not in tm.log()
+
+
+def test_print_shows_the_signing_keys_and_never_the_credentials(tmp_path):
+    """tidemark -T prints the configuration in effect: the sign keys,
+    and neither the key id nor the secret, from the environment or a
+    credentials file."""
+    env = child_env(dict(CREDS, AWS_SECRET_ACCESS_KEY="env-secret-value",
+                         AWS_SESSION_TOKEN="env-session-value"))
+    p = subprocess.run([str(BIN), "-c", str(EXAMPLE), "-T"], env=env,
+                       capture_output=True, timeout=20 * slow())
+    out = p.stdout.decode() + p.stderr.decode()
+    assert p.returncode == 0, out
+    assert "sign = aws-sigv4" in out and "sign_region = us-east-1" in out
+    for secret in ("env-secret-value", "env-session-value"):
+        assert secret not in out, out

@@ -1383,8 +1383,14 @@ test_secrets_never_shown(void **state)
         load(&l, ini, NULL);
         /* Only the bogus key is wrong. */
         assert_int_equal(l.errs.n, 1);
-        cfg_opt_show(o, cfg_sect_obj(&l.c, o->sect, 0), shown, sizeof(shown));
-        assert_string_equal(shown, "(secret)");
+        /* The section of the value: [... b] comes after UP_DEFAULT's. */
+        cfg_opt_show(o, cfg_sect_obj(&l.c, o->sect, cfg_sect_named(o->sect)),
+                     shown, sizeof(shown));
+        /* The value is "(secret)"; add_header keeps its header names. */
+        if (strstr(shown, "(secret)") == NULL) {
+            fail_msg("[%s] %s shown as %s", sn, o->key, shown);
+        }
+        assert_null(strstr(shown, "hunter2"));
         assert_null(strstr(l.errs.msgs[0], "hunter2"));
         unload(&l);
 

@@ -1,0 +1,97 @@
+/* test_recent.c: the page's tables: one mark per resource, the latest
+ * written first, the oldest forgotten when full; leases replaced by name,
+ * dropped only by their own fence, the one ending first forgotten. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../proxy/recent.h"
+
+static void
+test_marks_once_each_latest_first(void **state)
+{
+    static struct recent r;
+    char name[32];
+
+    memset(&r, 0, sizeof(r));
+    recent_accept(&r, "a", 1, NULL, 0);
+    recent_accept(&r, "b", 2, NULL, 0);
+    recent_accept(&r, "a", 3, NULL, 0);
+    assert_int_equal(r.nmarks, 2);
+    assert_string_equal(r.marks[0].resource, "a");
+    assert_int_equal(r.marks[0].mark, 3);
+    assert_string_equal(r.marks[1].resource, "b");
+    /* A MOVE: the destination first, then its source. */
+    recent_accept(&r, "dst", 9, "b", 9);
+    assert_int_equal(r.nmarks, 3);
+    assert_string_equal(r.marks[0].resource, "dst");
+    assert_string_equal(r.marks[1].resource, "b");
+    assert_int_equal(r.marks[1].mark, 9);
+    assert_int_equal(r.accepted, 4);
+    for (int i = 0; i < RECENT_N + 5; i++) {
+        snprintf(name, sizeof(name), "r%d", i);
+        recent_accept(&r, name, i, NULL, 0);
+    }
+    assert_int_equal(r.nmarks, RECENT_N);
+    assert_string_equal(r.marks[0].resource, "r36");
+    assert_string_equal(r.marks[RECENT_N - 1].resource, "r5");
+}
+
+static void
+test_long_names_are_one_entry(void **state)
+{
+    static struct recent r;
+    char a[300], b[300];
+
+    memset(&r, 0, sizeof(r));
+    memset(a, 'x', sizeof(a) - 1);
+    a[sizeof(a) - 1] = '\0';
+    memcpy(b, a, sizeof(b));
+    recent_accept(&r, a, 1, NULL, 0);
+    recent_accept(&r, b, 2, NULL, 0);
+    assert_int_equal(r.nmarks, 1);
+    assert_int_equal(strlen(r.marks[0].resource), RECENT_NAME - 1);
+}
+
+static void
+test_leases(void **state)
+{
+    static struct recent r;
+    char name[32];
+
+    memset(&r, 0, sizeof(r));
+    recent_lease(&r, "jobs/x", 6, 4, 1000);
+    recent_lease(&r, "jobs/x", 6, 4, 5000); /* extended */
+    assert_int_equal(r.nlocks, 1);
+    assert_true(r.locks[0].expires_ms > recent_now_ms() + 1000);
+    recent_lease_gone(&r, "jobs/x", 6, 3); /* an older holder's */
+    assert_int_equal(r.nlocks, 1);
+    recent_lease_gone(&r, "jobs/x", 6, 4);
+    assert_int_equal(r.nlocks, 0);
+    for (int i = 0; i < RECENT_N; i++) {
+        snprintf(name, sizeof(name), "l%d", i);
+        recent_lease(&r, name, strlen(name), i + 1, 10000 + i);
+    }
+    recent_lease(&r, "new", 3, 99, 60000);
+    assert_int_equal(r.nlocks, RECENT_N);
+    for (size_t i = 0; i < r.nlocks; i++) {
+        assert_string_not_equal(r.locks[i].name, "l0");
+    }
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_marks_once_each_latest_first),
+        cmocka_unit_test(test_long_names_are_one_entry),
+        cmocka_unit_test(test_leases),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
