@@ -26,12 +26,17 @@
 #   format-check  clang-format --dry-run over every C file
 #   check-docs    tidemark.8, conf/tidemark.ini and README.md against the
 #                 option table (keys, defaults, restart marks); cfgdoc man
-#                 and cfgdoc ini write entries for a new key
+#                 and cfgdoc ini write entries for a new key; README.md's
+#                 Metrics section against the metrics table (metricsdoc)
 #   install       PREFIX=/usr/local, DESTDIR: binary, libtidemark.a,
 #                 tidemark.h, tidemark.pc, example config, man page
 #                 (LIBDIR, INCLUDEDIR, MANDIR override the places)
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
+#   image         the container image tidemark:VERSION, with buildah and
+#                 mmdebstrap from Debian's packages (no registry)
+#   test-image    run the image's tidemark as its user, its configuration
+#                 (podman; chroot --userspec where containers cannot run)
 #   fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (60)
 #   clean
 
@@ -39,10 +44,13 @@ CC      ?= cc
 BUILD   ?= build
 PKGS    := libevent libevent_openssl libevent_pthreads inih lmdb hiredis libpq openssl
 CFLAGS  ?= -O2 -g
+# The version: packaging/debian/changelog's; tidemark_build_info shows it.
+VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)
 # The flags the code needs, kept apart from CFLAGS so that a CFLAGS given on
 # the command line (test-asan) changes optimisation, not the language.
 TM_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
            -Wno-unused-parameter -fno-strict-aliasing -MMD -MP \
+           -DTM_VERSION='"$(VERSION)"' \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 PYTEST  := /usr/bin/python3 -m pytest
@@ -50,8 +58,6 @@ PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
-VERSION := $(shell sed -n '1s/.*(\(.*\)).*/\1/p' packaging/debian/changelog)
-TM_CFLAGS += -DTM_VERSION='"$(VERSION)"'
 
 LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/store/*.c \
                     proxy/locks/*.c)
@@ -74,7 +80,8 @@ TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
         bench-locks-raw bench-conns embed \
-        format-check install clean deb test-deb fuzz check-docs
+        format-check install clean deb test-deb image test-image fuzz \
+        check-docs
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -84,6 +91,9 @@ demo:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The version is compiled into the registry (tidemark_build_info).
+$(BUILD)/proxy/metrics.o: packaging/debian/changelog
 
 $(INT_LIB): $(LIB_OBJ)
 	rm -f $@
@@ -118,9 +128,15 @@ $(BUILD)/tools/cfgdoc: conf/tools/cfgdoc.c $(INT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INT_LIB) $(LDLIBS)
 
-check-docs: $(BUILD)/tools/cfgdoc
+# The metrics registry as documentation: metricsdoc list | check.
+$(BUILD)/tools/metricsdoc: proxy/tools/metricsdoc.c proxy/metrics.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+check-docs: $(BUILD)/tools/cfgdoc $(BUILD)/tools/metricsdoc
 	$(BUILD)/tools/cfgdoc check packaging/tidemark.8 conf/tidemark.ini \
 	    README.md
+	$(BUILD)/tools/metricsdoc check README.md
 
 $(BUILD)/tests/%: tests/unit/%.c $(INT_LIB)
 	@mkdir -p $(dir $@)
@@ -167,6 +183,7 @@ test: deps
 	sh packaging/check-manpage.sh
 	$(MAKE) check-docs
 	$(MAKE) test-deb
+	$(MAKE) test-image
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
@@ -213,6 +230,15 @@ deb:
 
 test-deb: deb
 	sh packaging/smoke-deb.sh out/tidemark_*.deb
+
+# The container image, with buildah from Debian's packages (no registry):
+# tidemark:$(VERSION) in buildah's vfs storage.
+image: deb
+	sh packaging/build-image.sh out/tidemark_$(VERSION)_*.deb
+
+# Run the image's tidemark as its user against its own configuration.
+test-image: image
+	sh packaging/smoke-image.sh tidemark:$(VERSION)
 
 fuzz:
 	sh tests/fuzz/run.sh

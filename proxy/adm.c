@@ -134,54 +134,36 @@ readyz(struct adm *a, struct evhttp_request *req)
     simple(req, ready ? 200 : 503, text);
 }
 
+/* Every family: the registry's, then the values this port reads now,
+ * then the store's and the lock service's own. */
 static void
 metrics(struct adm *a, struct evhttp_request *req)
 {
-    const struct tm_stats *st = &a->px->stats;
+    struct tm_proxy *px = a->px;
     struct evbuffer *b = evbuffer_new();
 
     if (b == NULL) {
         evhttp_send_error(req, 500, NULL);
         return;
     }
-#define COUNTER(name, help, v)                                                 \
-    evbuffer_add_printf(b,                                                     \
-                        "# HELP " name " " help "\n# TYPE " name               \
-                        " counter\n" name " %" PRIu64 "\n",                    \
-                        (uint64_t)(v))
-    COUNTER("tidemark_requests_total", "Requests read.", st->requests);
-    COUNTER("tidemark_bad_requests_total", "Malformed requests.",
-            st->bad_requests);
-    COUNTER("tidemark_connections_total", "Client connections accepted.",
-            st->conns_total);
-    fence_stats(a->px->fence, b);
-#undef COUNTER
-    evbuffer_add_printf(b,
-                        "# HELP tidemark_connections Open client "
-                        "connections.\n# TYPE tidemark_connections "
-                        "gauge\ntidemark_connections %zu\n",
-                        a->px->nclients);
-    evbuffer_add_printf(b,
-                        "# HELP tidemark_order_start_hold_ms Milliseconds "
-                        "left during which fenced writes wait after start "
-                        "(writes of the previous process may be in "
-                        "flight).\n# TYPE tidemark_order_start_hold_ms "
-                        "gauge\ntidemark_order_start_hold_ms %" PRId64 "\n",
-                        order_hold_left(a->px->order));
-    metrics_write(a->px->metrics, fence_backend(a->px->fence), b);
-    evbuffer_add_printf(b, "# HELP tidemark_upstream_connections Pooled "
-                           "upstream connections by state.\n# TYPE "
-                           "tidemark_upstream_connections gauge\n");
-    for (size_t i = 0; i < a->px->cfg->nupstreams; i++) {
-        const char *name = a->px->cfg->upstreams[i].name;
-        evbuffer_add_printf(b,
-                            "tidemark_upstream_connections{upstream=\"%s\","
-                            "state=\"idle\"} %zu\n"
-                            "tidemark_upstream_connections{upstream=\"%s\","
-                            "state=\"busy\"} %zu\n",
-                            name, up_idle_count(a->px->pools[i]), name,
-                            up_busy_count(a->px->pools[i]));
+    metrics_write(px->metrics, fence_backend(px->fence), b);
+    metrics_head(b, MID_tidemark_connections);
+    metrics_value(b, MID_tidemark_connections, (double)px->nclients);
+    metrics_head(b, MID_tidemark_order_start_hold_seconds);
+    metrics_value(b, MID_tidemark_order_start_hold_seconds,
+                  (double)order_hold_left(px->order) / 1e3);
+    metrics_head(b, MID_tidemark_upstream_connections);
+    for (size_t i = 0; i < px->cfg->nupstreams; i++) {
+        const char *name = px->cfg->upstreams[i].name;
+
+        metrics_sample(b, MID_tidemark_upstream_connections,
+                       (double)up_idle_count(px->pools[i]),
+                       "upstream=\"%s\",state=\"idle\"", name);
+        metrics_sample(b, MID_tidemark_upstream_connections,
+                       (double)up_busy_count(px->pools[i]),
+                       "upstream=\"%s\",state=\"busy\"", name);
     }
+    fence_stats(px->fence, b);
     if (a->locks != NULL) {
         adm_locks_metrics(a->locks, b);
     }

@@ -16,6 +16,7 @@
 #include "fence.h"
 #include "locks/lock.h"
 #include "log.h"
+#include "metrics.h"
 #include "problem.h"
 #include "proxy_int.h"
 #include "adm_int.h"
@@ -66,15 +67,6 @@ struct lock_queue {
     char name[];
 };
 
-struct lock_stats {
-    uint64_t acquired;
-    uint64_t busy;
-    uint64_t extended;
-    uint64_t released;
-    uint64_t lost;
-    uint64_t errors;
-};
-
 struct adm_locks {
     struct tm_proxy *px;
     const struct cfg_locks *cfg;
@@ -84,7 +76,6 @@ struct adm_locks {
     struct lock_call *calls;
     struct lock_queue *queues;
     bool closing;
-    struct lock_stats stats;
 };
 
 static void queue_try(struct lock_queue *q);
@@ -398,7 +389,7 @@ lost(struct lock_call *c)
                   "the work",
     };
 
-    c->al->stats.lost++;
+    metrics_lock_call(c->al->px->metrics, LOCK_OUT_LOST);
     recent_lease_gone(&c->al->px->recent, c->name, c->len, c->fence);
     problem_out(c, &p);
 }
@@ -414,7 +405,7 @@ backend_down(struct lock_call *c)
         .retry_after = 1,
     };
 
-    c->al->stats.errors++;
+    metrics_lock_call(c->al->px->metrics, LOCK_OUT_ERROR);
     problem_out(c, &p);
 }
 
@@ -430,7 +421,7 @@ busy(struct lock_call *c, int64_t fence, int64_t ttl_ms, const char *why)
         p.extra = extra;
         p.retry_after = (int)((ttl_ms + 999) / 1000);
     }
-    c->al->stats.busy++;
+    metrics_lock_call(c->al->px->metrics, LOCK_OUT_BUSY);
     problem_out(c, &p);
 }
 
@@ -552,7 +543,7 @@ raised(void *arg, enum store_result res, int64_t mark)
     }
     if (res == STORE_ACCEPTED && c->req != NULL &&
         lease_out(c, 201, c->ttl_ms)) {
-        al->stats.acquired++;
+        metrics_lock_call(al->px->metrics, LOCK_OUT_ACQUIRED);
         call_finish(c);
         return;
     }
@@ -632,7 +623,7 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             give_back(c);
             return;
         }
-        al->stats.acquired++;
+        metrics_lock_call(al->px->metrics, LOCK_OUT_ACQUIRED);
         call_finish(c);
         return;
     }
@@ -843,7 +834,7 @@ extended(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         return;
     }
     if (res == LOCK_OK) {
-        c->al->stats.extended++;
+        metrics_lock_call(c->al->px->metrics, LOCK_OUT_EXTENDED);
         (void)lease_out(c, 200, ttl_ms);
     } else if (res == LOCK_LOST) {
         lost(c);
@@ -866,7 +857,7 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
         return;
     }
     if (res == LOCK_OK) {
-        al->stats.released++;
+        metrics_lock_call(al->px->metrics, LOCK_OUT_RELEASED);
         recent_lease_gone(&al->px->recent, c->name, c->len, c->fence);
         if (c->req != NULL) {
             evhttp_send_reply(c->req, 204, "No Content", NULL);
@@ -1028,30 +1019,11 @@ adm_locks_ready(struct adm_locks *al)
 void
 adm_locks_metrics(struct adm_locks *al, struct evbuffer *b)
 {
-    const struct lock_stats *st = &al->stats;
-
-    static const char *const names[] = {"acquired", "busy", "extended",
-                                        "released", "lost", "error"};
-    const uint64_t v[] = {st->acquired, st->busy, st->extended,
-                          st->released, st->lost, st->errors};
-
-    evbuffer_add_printf(b, "# HELP tidemark_lock_calls_total Lock service "
-                           "calls by outcome (lost: the lease was gone or "
-                           "another's; error: backend or mark store "
-                           "unusable).\n# TYPE tidemark_lock_calls_total "
-                           "counter\n");
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        evbuffer_add_printf(b,
-                            "tidemark_lock_calls_total{outcome=\"%s\"} "
-                            "%" PRIu64 "\n",
-                            names[i], v[i]);
+    metrics_head(b, MID_tidemark_lock_backend_up);
+    metrics_value(b, MID_tidemark_lock_backend_up, adm_locks_ready(al));
+    if (al->ops->metrics != NULL) {
+        al->ops->metrics(al->b, b);
     }
-    evbuffer_add_printf(b,
-                        "# HELP tidemark_lock_backend_up Whether the lock "
-                        "backend can be used (1) or not (0).\n# TYPE "
-                        "tidemark_lock_backend_up gauge\n"
-                        "tidemark_lock_backend_up %d\n",
-                        adm_locks_ready(al) ? 1 : 0);
 }
 
 struct adm_locks *

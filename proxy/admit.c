@@ -68,35 +68,10 @@ admit_in_order(const struct admit *a)
     return a->slot != NULL;
 }
 
-/* Count a decision, overall and for the request's route. */
+/* Count a decision for the request's route. */
 static void
 count(struct admit *a, enum outcome o)
 {
-    struct tm_stats *st = &a->px->stats;
-
-    switch (o) {
-    case OUT_ACCEPTED:
-        st->accepted++;
-        break;
-    case OUT_STALE:
-        st->stale++;
-        break;
-    case OUT_MISSING:
-        st->missing++;
-        break;
-    case OUT_INVALID:
-        st->invalid++;
-        break;
-    case OUT_FORBIDDEN:
-        st->forbidden++;
-        break;
-    case OUT_STORE_ERROR:
-        st->unavailable++;
-        break;
-    default:
-        st->bypassed++;
-        break;
-    }
     metrics_decision(a->px->metrics, a->rq->sc.route_name, o);
 }
 
@@ -271,7 +246,6 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     a->raise = NULL;
     cio_timer_stop(a->io);
     if (res == STORE_ERROR) {
-        a->px->stats.store_errors++;
     }
     d = decide_store(a->rq->sc.mode, res != STORE_ERROR, res == STORE_STALE);
     switch (d) {
@@ -327,7 +301,6 @@ admit_timeout(struct admit *a)
     }
     fence_cancel(a->raise);
     a->raise = NULL;
-    a->px->stats.store_errors++;
     log_error("conn=%" PRIu64 " store did not answer in %d ms", a->io->id,
               a->px->cfg->store.timeout_ms);
     if (a->rq->sc.mode == TM_MODE_EFFICIENCY) {

@@ -23,6 +23,7 @@
 #include "exchange.h"
 #include "head.h"
 #include "log.h"
+#include "metrics.h"
 #include "problem.h"
 #include "proxy_int.h"
 #include "request.h"
@@ -226,7 +227,7 @@ request_begin(struct client *c)
     struct tm_proxy *px = c->io.px;
     struct request *rq = c->rq;
 
-    px->stats.requests++;
+    metrics_inc(px->metrics, MID_tidemark_requests_total);
     /* Everything below reads the request's generation, to its end. */
     rq->gen = gen_hold(px);
     rq->pc = &rq->gen->cfg->proxy;
@@ -244,7 +245,7 @@ request_begin(struct client *c)
 static void
 parse_error(struct client *c, struct problem *p, const char *why)
 {
-    c->io.px->stats.bad_requests++;
+    metrics_inc(c->io.px->metrics, MID_tidemark_bad_requests_total);
     recent_refusal(&c->io.px->recent, p->status, "malformed", NULL, NULL, 0, 0);
     access_bad_head(&c->io, p->status, p->detail, why);
     c->io.close_after = true;
@@ -721,7 +722,7 @@ client_accept(struct tm_proxy *px, int fd)
     if (++px->nclients > px->conn_peak) {
         px->conn_peak = px->nclients;
     }
-    px->stats.conns_total++;
+    metrics_inc(px->metrics, MID_tidemark_connections_total);
     client_pump(c);
 }
 

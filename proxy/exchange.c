@@ -99,11 +99,6 @@ fail(struct exchange *ex, int status, const char *why)
               ex->io->id, name, why,
               rq->sc.route_name ? rq->sc.route_name : "-",
               rq->sc.rlen > 0 ? rq->sc.resource : "-", rq->token);
-    if (timed_out) {
-        px->stats.upstream_timeouts++;
-    } else {
-        px->stats.upstream_errors++;
-    }
     if (status == 502 || status == 504) {
         metrics_upstream_error(px->metrics, name, timed_out);
     }
@@ -196,7 +191,6 @@ up_ready(void *arg, struct up_conn *uc, bool ok)
         const char *name = up_cfg(ex->rq->pool)->name;
 
         ex->up = NULL; /* the pool frees it */
-        px->stats.upstream_errors++;
         metrics_upstream_error(px->metrics, name, err == ETIMEDOUT);
         log_error("conn=%" PRIu64 " upstream %s: connect failed: %s",
                   ex->io->id, name, strerror(err));
@@ -220,7 +214,6 @@ exchange_start(struct exchange *ex, struct request *rq)
     }
     ex->up = up_connect(rq->pool, up_ready, ex);
     if (ex->up == NULL) {
-        px->stats.upstream_errors++;
         metrics_upstream_error(px->metrics, up_cfg(rq->pool)->name, false);
         unreachable(ex, "cannot open a connection to the upstream");
     }
@@ -407,8 +400,8 @@ start_response(struct exchange *ex, const struct http_response *r)
 {
     ex->resp_started = true;
     ex->resp_status = r->status;
-    metrics_upstream_ok(ex->io->px->metrics, up_cfg(ex->rq->pool)->name,
-                        metrics_since(&ex->up_t0));
+    metrics_upstream_answer(ex->io->px->metrics, up_cfg(ex->rq->pool)->name,
+                            r->status, metrics_since(&ex->up_t0));
     ex->resp_kind = r->body;
     ex->resp_left = r->content_length;
     ex->resp_keep_alive = r->keep_alive;

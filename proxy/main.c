@@ -209,6 +209,8 @@ reload(struct daemon_state *d)
              line = strtok(NULL, "\n")) {
             say(d, TM_LOG_ERROR, "reload: %s", line);
         }
+        /* Counted as a refused reload; nothing else changes. */
+        (void)tm_proxy_reload(d->px, NULL);
         notify("READY=1\nSTATUS=reload refused: the old configuration "
                "stays");
         return;

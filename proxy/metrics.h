@@ -1,6 +1,8 @@
-/* metrics.h: what /metrics exposes beyond plain counters: decisions by
- * route and outcome, store and upstream latency histograms, upstream
- * errors. Written in the Prometheus text format. */
+/* metrics.h: the one registry of what /metrics shows, in the Prometheus
+ * text format. TM_METRICS lists every family once (twemproxy's
+ * nc_stats.h): the ids call sites name (MID_<name>), the plain counters'
+ * storage, the HELP and TYPE lines and the README's list all come from
+ * it. */
 #ifndef TM_METRICS_H
 #define TM_METRICS_H
 
@@ -10,6 +12,97 @@
 
 struct evbuffer;
 
+/* X(name, type, source, help), in the order /metrics writes them.
+ * source says who has the values:
+ *   KEPT   one number the registry keeps (metrics_inc, metrics_reload);
+ *   LABELS series the registry keeps under labels (metrics_decision,
+ *          metrics_store, metrics_upstream_*, metrics_lock_call,
+ *          metrics_reload);
+ *   PROC   the process, read from /proc/self when /metrics is asked;
+ *   OWNER  the module that owns the value, read when /metrics is asked
+ *          and written with metrics_head and metrics_sample (the control
+ *          port, the stores' and lock backends' metrics ops).
+ * The process_ family has the names and help of Prometheus' own clients. */
+#define TM_METRICS(X)                                                          \
+    X(process_cpu_seconds_total, COUNTER, PROC,                                \
+      "Total user and system CPU time spent in seconds.")                      \
+    X(process_open_fds, GAUGE, PROC, "Number of open file descriptors.")       \
+    X(process_max_fds, GAUGE, PROC,                                            \
+      "Maximum number of open file descriptors.")                              \
+    X(process_virtual_memory_bytes, GAUGE, PROC,                               \
+      "Virtual memory size in bytes.")                                         \
+    X(process_resident_memory_bytes, GAUGE, PROC,                              \
+      "Resident memory size in bytes.")                                        \
+    X(process_start_time_seconds, GAUGE, PROC,                                 \
+      "Start time of the process since unix epoch in seconds.")                \
+    X(tidemark_build_info, GAUGE, LABELS,                                      \
+      "The version tidemark was built from (label version); always 1.")        \
+    X(tidemark_config_last_reload_successful, GAUGE, KEPT,                     \
+      "Whether the last configuration reload attempt was successful.")         \
+    X(tidemark_config_last_reload_success_timestamp_seconds, GAUGE, KEPT,      \
+      "Timestamp of the last successful configuration load (start or "         \
+      "reload).")                                                              \
+    X(tidemark_requests_total, COUNTER, KEPT, "Requests read.")                \
+    X(tidemark_bad_requests_total, COUNTER, KEPT, "Malformed requests.")       \
+    X(tidemark_connections_total, COUNTER, KEPT,                               \
+      "Client connections accepted.")                                          \
+    X(tidemark_decisions_total, COUNTER, LABELS,                               \
+      "Requests by route and outcome.")                                        \
+    X(tidemark_store_raise_seconds, HISTOGRAM, LABELS,                         \
+      "Time from asking the store to its answer.")                             \
+    X(tidemark_store_raise_errors_total, COUNTER, LABELS,                      \
+      "Raises the store failed.")                                              \
+    X(tidemark_upstream_response_seconds, HISTOGRAM, LABELS,                   \
+      "Time from sending a request to the answer's head.")                     \
+    X(tidemark_upstream_responses_total, COUNTER, LABELS,                      \
+      "Final answers from upstreams by status class.")                         \
+    X(tidemark_upstream_errors_total, COUNTER, LABELS,                         \
+      "Exchanges that failed, by kind.")                                       \
+    X(tidemark_lock_calls_total, COUNTER, LABELS,                              \
+      "Lock service calls by outcome (lost: the lease was gone or "            \
+      "another's; error: backend or mark store unusable).")                    \
+    X(tidemark_connections, GAUGE, OWNER, "Open client connections.")          \
+    X(tidemark_order_start_hold_seconds, GAUGE, OWNER,                         \
+      "Seconds left during which fenced writes wait after start (writes of "   \
+      "the previous process may be in flight).")                               \
+    X(tidemark_upstream_connections, GAUGE, OWNER,                             \
+      "Pooled upstream connections by state.")                                 \
+    X(tidemark_lock_backend_up, GAUGE, OWNER,                                  \
+      "Whether the lock backend can be used (1) or not (0).")                  \
+    X(tidemark_lmdb_journal_syncs_total, COUNTER, OWNER,                       \
+      "Groups of raises written to the journal and synced.")                   \
+    X(tidemark_lmdb_checkpoints_total, COUNTER, OWNER,                         \
+      "LMDB commits that retired the journal.")                                \
+    X(tidemark_lmdb_map_used_bytes, GAUGE, OWNER,                              \
+      "Bytes of the mark store's LMDB file in use.")                           \
+    X(tidemark_lmdb_map_size_bytes, GAUGE, OWNER,                              \
+      "The mark store's [store] map_size: the most it may use.")               \
+    X(tidemark_lock_lmdb_map_used_bytes, GAUGE, OWNER,                         \
+      "Bytes of the lock backend's LMDB file in use.")                         \
+    X(tidemark_lock_lmdb_map_size_bytes, GAUGE, OWNER,                         \
+      "The lock backend's [locks] map_size: the most it may use.")
+
+enum metric_type {
+    METRIC_COUNTER = 0,
+    METRIC_GAUGE,
+    METRIC_HISTOGRAM,
+};
+
+enum metric_source {
+    METRIC_KEPT = 0,
+    METRIC_LABELS,
+    METRIC_PROC,
+    METRIC_OWNER,
+};
+
+enum metric_id {
+#define METRIC_ID(name, type, source, help) MID_##name,
+    TM_METRICS(METRIC_ID)
+#undef METRIC_ID
+        MID_N,
+};
+
+/* Decisions: the outcome label of tidemark_decisions_total. */
 enum outcome {
     OUT_ACCEPTED = 0,
     OUT_STALE,
@@ -19,6 +112,17 @@ enum outcome {
     OUT_STORE_ERROR,
     OUT_BYPASSED,
     OUT_N,
+};
+
+/* Lock service calls: the outcome label of tidemark_lock_calls_total. */
+enum lock_outcome {
+    LOCK_OUT_ACQUIRED = 0,
+    LOCK_OUT_BUSY,
+    LOCK_OUT_EXTENDED,
+    LOCK_OUT_RELEASED,
+    LOCK_OUT_LOST,
+    LOCK_OUT_ERROR,
+    LOCK_OUT_N,
 };
 
 #define METRICS_BUCKETS 12
@@ -31,23 +135,50 @@ struct histo {
 
 struct metrics;
 
+/* A registry whose configuration was loaded now (the reload gauges say
+ * so). NULL when out of memory. */
 struct metrics *metrics_new(void);
 void metrics_free(struct metrics *m);
+
+/* ---- what happened ------------------------------------------------------ */
+
+/* Add one to the KEPT counter id. */
+void metrics_inc(struct metrics *m, enum metric_id id);
+
+/* A configuration was loaded (ok) or refused: the reload gauges. */
+void metrics_reload(struct metrics *m, bool ok);
 
 /* route may be NULL: requests no route matched. */
 void metrics_decision(struct metrics *m, const char *route, enum outcome o);
 /* One raise took seconds; ok is false for a store error. */
 void metrics_store(struct metrics *m, double seconds, bool ok);
-/* One exchange with upstream: seconds to the answer's head when it came;
- * else an error (timeout or not). */
-void metrics_upstream_ok(struct metrics *m, const char *upstream,
-                         double seconds);
+/* One exchange with upstream: its final answer's status came after
+ * seconds; else an error (timeout or not). */
+void metrics_upstream_answer(struct metrics *m, const char *upstream,
+                             int status, double seconds);
 void metrics_upstream_error(struct metrics *m, const char *upstream,
                             bool timeout);
+void metrics_lock_call(struct metrics *m, enum lock_outcome o);
 
-/* Append every family; backend names the store's label. */
+/* ---- writing /metrics ---------------------------------------------------- */
+
+/* Append every family but the OWNER ones; backend names the store's
+ * label. */
 void metrics_write(const struct metrics *m, const char *backend,
                    struct evbuffer *out);
+
+/* The HELP and TYPE lines of id. */
+void metrics_head(struct evbuffer *out, enum metric_id id);
+/* One sample of id without labels. */
+void metrics_value(struct evbuffer *out, enum metric_id id, double v);
+/* One sample of id with labels: fmt is a printf format for what goes
+ * between the braces (label values are configuration names: nothing to
+ * escape). */
+void metrics_sample(struct evbuffer *out, enum metric_id id, double v,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The name of id. */
+const char *metrics_name(enum metric_id id);
 
 /* Seconds between two CLOCK_MONOTONIC readings. */
 double metrics_since(const void *t0 /* struct timespec */);

@@ -207,8 +207,10 @@ bool
 tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
 {
     const struct tm_log *prev = lib_enter(&px->log);
-    bool ok = reload(px, cfg);
+    /* NULL: the caller could not load the file (it said why). */
+    bool ok = cfg != NULL && reload(px, cfg);
 
+    metrics_reload(px->metrics, ok);
     lib_leave(prev);
     return ok;
 }

@@ -23,23 +23,6 @@ struct client;
 struct cio;
 struct metrics;
 
-/* Counters shown on the control port. */
-struct tm_stats {
-    uint64_t conns_total;
-    uint64_t requests;
-    uint64_t accepted;
-    uint64_t stale;
-    uint64_t missing;
-    uint64_t invalid;
-    uint64_t forbidden;
-    uint64_t unavailable;
-    uint64_t bypassed;
-    uint64_t store_errors;
-    uint64_t bad_requests;
-    uint64_t upstream_errors;
-    uint64_t upstream_timeouts;
-};
-
 /* One configuration and the upstream pools built from it. A request keeps
  * the generation it started under alive (refs) until it ends, so a reload
  * never pulls a route or a pool from under it. */
@@ -81,8 +64,7 @@ struct tm_proxy {
     size_t conn_peak; /* most clients at once since memory was given back */
     struct event *trimmer; /* gives memory back after a burst has gone */
     uint64_t next_id;
-    struct tm_stats stats;
-    struct metrics *metrics; /* labelled counters and histograms */
+    struct metrics *metrics; /* every counter /metrics shows */
     struct recent recent;    /* for the control port's page */
     bool draining;
     struct event *drain_timer;

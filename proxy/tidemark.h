@@ -137,7 +137,9 @@ TM_API int tm_proxy_port(const struct tm_proxy *px);
  * finish under the configuration they started with. Keys that need a
  * restart (listen addresses, the store, the lock service, the token key,
  * cache size) keep their running values, each logged. false when refused
- * (logged, with why): the running configuration stays. */
+ * (logged, with why): the running configuration stays. cfg NULL (the
+ * file could not be loaded: tm_config_load's NULL) is a refused reload
+ * too. /metrics counts each attempt (tidemark_config_last_reload_*). */
 TM_API bool tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg);
 
 /* Begin a graceful stop: stop accepting, let requests under way finish,

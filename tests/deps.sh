@@ -20,6 +20,8 @@ set -eu
 # debhelper, build-essential, systemd (systemd-analyze verify). The
 # daemon's sd_notify: libsystemd-dev. Page:
 # chromium (headless). The Kubernetes example's test: python3-yaml.
+# Metrics: prometheus, for promtool (check metrics on /metrics).
+# Image: buildah and mmdebstrap (make image), docker-compose (compose.yaml).
 DEMO_PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libsystemd-dev python3 curl ca-certificates"
@@ -27,7 +29,7 @@ PKGS="$DEMO_PKGS libcmocka-dev python3-pytest procps openssl
 wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
-python3-boto3 rclone"
+python3-boto3 rclone prometheus buildah mmdebstrap docker-compose"
 
 # The S3 server of the integration tests (s3rver, pinned with its
 # dependencies in tests/s3/package-lock.json) comes from npm.
@@ -133,6 +135,7 @@ if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
             redis-server) unit=redis-server ;;
             postgresql) unit=postgresql ;;
             etcd-server) unit=etcd ;;
+            prometheus) unit=prometheus ;;
             *) continue ;;
         esac
         $SUDO systemctl disable "$unit" >/dev/null 2>&1 || true

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 struct event_base;
+struct evbuffer;
 struct cfg_locks;
 
 enum lock_result {
@@ -73,6 +74,10 @@ struct lock_ops {
     void (*submit)(struct lock_backend *b, const struct lock_op *op);
     /* false while the backend cannot be used. */
     bool (*ready)(struct lock_backend *b);
+    /* Optional (NULL: none). Append the backend's own families to out,
+     * named tidemark_lock_<name>_* in metrics.h's table and written with
+     * its metrics_head and metrics_sample. Loop thread. */
+    void (*metrics)(struct lock_backend *b, struct evbuffer *out);
     /* Answer every queued operation (callbacks run before this returns),
      * then release everything. Loop thread, not from a callback. */
     void (*close)(struct lock_backend *b);

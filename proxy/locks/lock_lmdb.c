@@ -15,6 +15,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "../metrics.h"
 #include "../store/lmdb_util.h"
 #include "../store/lmdb_worker.h"
 
@@ -77,6 +78,7 @@ struct lmdb_locks {
     MDB_env *env;
     MDB_dbi dbi;
     size_t maxkey;
+    size_t psize; /* LMDB's page size */
     char *path;
     struct lmdb_worker *w;
 
@@ -478,12 +480,19 @@ static bool
 open_env(struct lmdb_locks *s, int64_t map_size, char *err, size_t errlen)
 {
     int dead;
+    MDB_stat st;
 
     if (!lmdb_open_durable("locks", s->path, map_size, &s->env, &s->dbi, &dead,
                            err, errlen)) {
         return false;
     }
     s->maxkey = (size_t)mdb_env_get_maxkeysize(s->env);
+    if (mdb_env_stat(s->env, &st) != 0) {
+        snprintf(err, errlen, "locks: lmdb: %s: cannot read its page size",
+                 s->path);
+        return false;
+    }
+    s->psize = st.ms_psize;
     return true;
 }
 
@@ -538,10 +547,31 @@ lmdb_close(struct lock_backend *b)
     locks_free(s);
 }
 
+/* How full the file is: the pages up to the last one the newest commit
+ * uses, against the map ([locks] map_size). mdb_env_info reads the meta
+ * page without a transaction: safe beside the writer thread. */
+static void
+lmdb_metrics(struct lock_backend *b, struct evbuffer *out)
+{
+    struct lmdb_locks *s = to_locks(b);
+    MDB_envinfo info;
+
+    if (mdb_env_info(s->env, &info) != 0) {
+        return;
+    }
+    metrics_head(out, MID_tidemark_lock_lmdb_map_used_bytes);
+    metrics_value(out, MID_tidemark_lock_lmdb_map_used_bytes,
+                  (double)(info.me_last_pgno + 1) * (double)s->psize);
+    metrics_head(out, MID_tidemark_lock_lmdb_map_size_bytes);
+    metrics_value(out, MID_tidemark_lock_lmdb_map_size_bytes,
+                  (double)info.me_mapsize);
+}
+
 const struct lock_ops lock_lmdb_ops = {
     .name = "lmdb",
     .open = lmdb_open,
     .submit = lmdb_submit,
     .ready = lmdb_ready,
+    .metrics = lmdb_metrics,
     .close = lmdb_close,
 };

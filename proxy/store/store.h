@@ -45,9 +45,9 @@ struct store_ops {
                 void *arg);
     /* false while the store cannot be used (failed sync, unreachable). */
     bool (*ready)(struct store *s);
-    /* Optional (NULL: none). Append the backend's own counters to out in
-     * the Prometheus text format, families named tidemark_<name>_*.
-     * Loop thread. */
+    /* Optional (NULL: none). Append the backend's own families to out,
+     * named tidemark_<name>_* in metrics.h's table and written with its
+     * metrics_head and metrics_sample. Loop thread. */
     void (*metrics)(struct store *s, struct evbuffer *out);
     /* Optional (NULL: never). Whether the store held no mark when it was
      * opened: then no fenced write can have been forwarded through it

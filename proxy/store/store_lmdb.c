@@ -18,6 +18,7 @@
 
 #include "../../conf/cfg.h"
 #include "../log.h"
+#include "../metrics.h"
 #include "journal.h"
 #include "lmdb_util.h"
 #include "lmdb_worker.h"
@@ -1058,24 +1059,32 @@ store_lmdb_fresh(struct store *st)
     return to_lmdb(st)->fresh;
 }
 
+/* The counters, and how full the file is: the pages up to the last one
+ * the newest commit uses (what the journal holds is not in it yet),
+ * against [store] map_size, the limit the store enforces (the env's map
+ * is larger: env_map_size). mdb_env_info reads the meta page without a
+ * transaction: safe beside the writer thread. */
 static void
 lmdb_metrics(struct store *st, struct evbuffer *out)
 {
+    struct lmdb_store *s = to_lmdb(st);
     struct store_lmdb_stats ls;
+    MDB_envinfo info;
 
     store_lmdb_stats(st, &ls);
-    evbuffer_add_printf(out,
-                        "# HELP tidemark_lmdb_journal_syncs_total Groups of "
-                        "raises written to the journal and synced.\n"
-                        "# TYPE tidemark_lmdb_journal_syncs_total counter\n"
-                        "tidemark_lmdb_journal_syncs_total %" PRIu64 "\n",
-                        ls.commits);
-    evbuffer_add_printf(out,
-                        "# HELP tidemark_lmdb_checkpoints_total LMDB commits "
-                        "that retired the journal.\n"
-                        "# TYPE tidemark_lmdb_checkpoints_total counter\n"
-                        "tidemark_lmdb_checkpoints_total %" PRIu64 "\n",
-                        ls.checkpoints);
+    metrics_head(out, MID_tidemark_lmdb_journal_syncs_total);
+    metrics_value(out, MID_tidemark_lmdb_journal_syncs_total,
+                  (double)ls.commits);
+    metrics_head(out, MID_tidemark_lmdb_checkpoints_total);
+    metrics_value(out, MID_tidemark_lmdb_checkpoints_total,
+                  (double)ls.checkpoints);
+    if (mdb_env_info(s->env, &info) == 0) {
+        metrics_head(out, MID_tidemark_lmdb_map_used_bytes);
+        metrics_value(out, MID_tidemark_lmdb_map_used_bytes,
+                      (double)(info.me_last_pgno + 1) * (double)s->psize);
+    }
+    metrics_head(out, MID_tidemark_lmdb_map_size_bytes);
+    metrics_value(out, MID_tidemark_lmdb_map_size_bytes, (double)s->map_size);
 }
 
 const struct store_ops store_lmdb_ops = {

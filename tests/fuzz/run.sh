@@ -22,7 +22,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
-sigv4"
+procstat sigv4"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -35,6 +35,7 @@ sources() {
     sigv4) echo policies/sigv4.c ;;
     canon) echo policies/canon.c policies/utf8.c ;;
     destination) echo policies/profile.c policies/canon.c policies/utf8.c ;;
+    procstat) echo policies/procstat.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }

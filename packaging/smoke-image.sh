@@ -1,0 +1,123 @@
+#!/bin/sh
+# smoke-image.sh NAME: run the image's tidemark as the image's user, with
+# the image's configuration, in front of the demo backend: /healthz
+# answers, a write with token 5 passes, one with token 4 is refused (409),
+# the process runs as uid 10001 and its marks land in the image's volume,
+# and SIGTERM stops it with status 0.
+#
+# With a container runtime (podman) the image runs as a container. Where
+# the machine cannot start containers (no user namespaces, no cgroups, as
+# inside a build sandbox), the image's root filesystem is run with
+# `chroot --userspec` as a stand-in, and the script says so: same files,
+# same user, same entrypoint and command, the host's network.
+set -eu
+
+name=$1
+here=$(cd "$(dirname "$0")" && pwd)
+B="buildah --storage-driver vfs"
+work=$(mktemp -d "${TMPDIR:-/tmp}/tidemark-image.XXXXXX")
+ctr=""
+root=""
+pids=""
+
+fail() {
+    echo "smoke-image: FAIL: $*" >&2
+    [ -f "$work/tidemark.log" ] && tail -n 30 "$work/tidemark.log" >&2
+    exit 1
+}
+cleanup() {
+    for p in $pids; do
+        kill "$p" 2>/dev/null || true
+    done
+    for p in $pids; do
+        wait "$p" 2>/dev/null || true
+    done
+    if [ -n "$root" ]; then
+        umount "$root/proc" 2>/dev/null || true
+        umount "$root/dev" 2>/dev/null || true
+    fi
+    [ -z "$ctr" ] || $B rm "$ctr" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+cfg() {
+    $B inspect --type image --format "$1" "$name"
+}
+user=$(cfg '{{.Docker.Config.User}}')
+entry=$(cfg '{{range .Docker.Config.Entrypoint}}{{.}} {{end}}')
+cmd=$(cfg '{{range .Docker.Config.Cmd}}{{.}} {{end}}')
+wdir=$(cfg '{{.Docker.Config.WorkingDir}}')
+[ "$user" = 10001:10001 ] || fail "the image runs as '$user', not 10001:10001"
+echo "smoke-image: $name runs '$entry$cmd' as $user in $wdir"
+
+port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+up=$(port)
+proxy=$(port)
+admin=$(port)
+python3 "$here/../tests/demo_upstream.py" --host 127.0.0.1 --port "$up" \
+    >"$work/upstream.log" 2>&1 &
+pids="$pids $!"
+
+if podman --storage-driver vfs run --rm --network host "$name" --version \
+    >"$work/podman.log" 2>&1; then
+    echo "smoke-image: running the image with podman"
+    podman --storage-driver vfs run --rm --network host \
+        -e TIDEMARK_PROXY_LISTEN=127.0.0.1:$proxy \
+        -e TIDEMARK_ADMIN_LISTEN=127.0.0.1:$admin \
+        -e TIDEMARK_UPSTREAM_DEFAULT_URL=http://127.0.0.1:$up \
+        "$name" >"$work/tidemark.log" 2>&1 &
+    pids="$pids $!"
+    mode=podman
+else
+    echo "smoke-image: this machine cannot start containers" \
+        "($(tail -n 1 "$work/podman.log")); running the image's root" \
+        "filesystem with chroot --userspec=$user as a stand-in"
+    ctr=$($B from "$name")
+    root=$($B mount "$ctr")
+    mount --bind /dev "$root/dev"
+    mount -t proc proc "$root/proc"
+    # shellcheck disable=SC2086 # entry and cmd are the image's words
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        TIDEMARK_PROXY_LISTEN=127.0.0.1:$proxy \
+        TIDEMARK_ADMIN_LISTEN=127.0.0.1:$admin \
+        TIDEMARK_UPSTREAM_DEFAULT_URL=http://127.0.0.1:$up \
+        chroot --userspec="$user" "$root" \
+        sh -c 'cd "$1" && shift && exec "$@"' sh "$wdir" $entry $cmd \
+        >"$work/tidemark.log" 2>&1 &
+    tm=$!
+    pids="$pids $tm"
+    mode=chroot
+fi
+
+i=0
+until curl -fsS -o /dev/null "http://127.0.0.1:$admin/healthz" 2>/dev/null; do
+    i=$((i + 1))
+    [ "$i" -le 300 ] || fail "no /healthz on 127.0.0.1:$admin"
+    sleep 0.1
+done
+put() {
+    curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Fencing-Token: $1" \
+        -d "v$1" "http://127.0.0.1:$proxy/v1/documents/image-smoke"
+}
+[ "$(put 5)" = 200 ] || fail "PUT with token 5 was not 200"
+[ "$(put 4)" = 409 ] || fail "PUT with token 4 was not refused (409)"
+echo "smoke-image: token 5 accepted, token 4 refused (409)"
+
+if [ "$mode" = chroot ]; then
+    pid=$(pgrep -n -f "^/usr/bin/tidemark -c /etc/tidemark/tidemark.ini")
+    uid=$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status")
+    [ "$uid" = 10001 ] || fail "tidemark runs as uid $uid"
+    owner=$(stat -c %u:%g "$root/var/lib/tidemark/marks.lmdb")
+    [ "$owner" = 10001:10001 ] || fail "marks.lmdb is owned by $owner"
+    echo "smoke-image: tidemark runs as uid 10001; marks.lmdb is its own"
+    kill -TERM "$tm"
+    rc=0
+    wait "$tm" || rc=$?
+    pids=$(echo "$pids" | sed "s/ $tm\$//")
+    [ "$rc" = 0 ] || fail "tidemark exited $rc on SIGTERM"
+    echo "smoke-image: SIGTERM: drained and exited 0"
+fi
+echo "smoke-image: ok ($mode)"
