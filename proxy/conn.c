@@ -17,6 +17,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "access.h"
 #include "admit.h"
 #include "client_io.h"
 #include "exchange.h"
@@ -246,8 +247,7 @@ parse_error(struct client *c, struct problem *p, const char *why)
 {
     metrics_inc(c->io.px->metrics, MID_tidemark_bad_requests_total);
     recent_refusal(&c->io.px->recent, p->status, "malformed", NULL, NULL, 0, 0);
-    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->io.id, p->status,
-             p->detail, why != NULL ? ": " : "", why != NULL ? why : "");
+    access_bad_head(&c->io, p->status, p->detail, why);
     c->io.close_after = true;
     cio_answer(&c->io, p, false);
     answered(c);
@@ -636,7 +636,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
             struct problem p = {.status = 408,
                                 .detail = "the request head did not "
                                           "arrive in time"};
-            log_info("conn=%" PRIu64 " header timeout", c->io.id);
+            access_bad_head(&c->io, 408, p.detail, "header timeout");
             c->io.close_after = true;
             cio_answer(&c->io, &p, false);
             answered(c);

@@ -12,6 +12,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "access.h"
 #include "client_io.h"
 #include "log.h"
 #include "metrics.h"
@@ -71,26 +72,6 @@ exchange_close(struct exchange *ex)
     ex->attached = false;
 }
 
-/* The access log: one line per forwarded request (refusals have theirs). */
-static void
-log_request(const struct exchange *ex)
-{
-    const struct request *rq = ex->rq;
-    const struct http_request *h = &rq->h;
-    struct timespec t1;
-    double ms;
-
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    ms = (double)(t1.tv_sec - rq->t0.tv_sec) * 1e3 +
-         (double)(t1.tv_nsec - rq->t0.tv_nsec) / 1e6;
-    log_info("conn=%" PRIu64 " request method=%.*s path=%.*s status=%d "
-             "route=%s resource=%s token=%" PRId64 " mark=%" PRId64 " ms=%.3f",
-             ex->io->id, (int)h->method.len, h->method.p, (int)h->path.len,
-             h->path.p, ex->resp_status,
-             rq->sc.route_name ? rq->sc.route_name : "-",
-             rq->sc.rlen > 0 ? rq->sc.resource : "-", rq->token, rq->mark, ms);
-}
-
 /* The upstream's answer is complete; up_ok: its connection may serve
  * another request. */
 static void
@@ -99,9 +80,7 @@ finish(struct exchange *ex, bool up_ok)
     bool reuse = up_ok && ex->resp_keep_alive && ex->io->body.done &&
                  ex->resp_kind != HTTP_BODY_CLOSE;
 
-    if (log_get_level() >= TM_LOG_INFO) {
-        log_request(ex);
-    }
+    access_request(ex->io, ex->rq, ex->resp_status);
     end(ex, XCHG_DONE, reuse, 0);
 }
 
@@ -123,6 +102,7 @@ fail(struct exchange *ex, int status, const char *why)
     if (status == 502 || status == 504) {
         metrics_upstream_error(px->metrics, name, timed_out);
     }
+    access_request(ex->io, rq, ex->resp_started ? ex->resp_status : status);
     if (ex->resp_started) {
         /* Part of the answer is out: only closing can tell the client. */
         end(ex, XCHG_CLOSE, false, timed_out ? rq->pc->order_grace_ms : 0);
@@ -378,10 +358,7 @@ exchange_timer(struct exchange *ex)
     if (!ex->bp_up && ex->body_moved - ex->body_mark < want) {
         struct problem p = {.status = 408,
                             .detail = "the request body came too slowly"};
-        log_info("conn=%" PRIu64 " request body under min_body_rate (%" PRIu64
-                 " bytes in %d ms)",
-                 ex->io->id, ex->body_moved - ex->body_mark,
-                 pc->body_rate_window_ms);
+        access_refused(ex->io, ex->rq, &p, "under min_body_rate");
         ex->io->close_after = true;
         if (ex->resp_started) {
             end(ex, XCHG_CLOSE, false, 0);

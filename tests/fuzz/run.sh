@@ -21,12 +21,8 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
-<<<<<<< HEAD
 ALL="http_request http_response token route config origin canon destination
-procstat json"
-=======
-ALL="http_request http_response token route config origin canon destination redis_slot"
->>>>>>> rcluster
+procstat json redis_slot sigv4"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -35,15 +31,13 @@ sources() {
     token) echo policies/token.c ;;
     route) echo policies/route.c policies/canon.c policies/utf8.c ;;
     origin) echo policies/origin.c ;;
-    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c ;;
+    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c policies/sigv4.c ;;
+    sigv4) echo policies/sigv4.c ;;
     canon) echo policies/canon.c policies/utf8.c ;;
     destination) echo policies/profile.c policies/canon.c policies/utf8.c ;;
-<<<<<<< HEAD
     procstat) echo policies/procstat.c ;;
     json) echo policies/json.c policies/utf8.c ;;
-=======
     redis_slot) echo policies/redis_slot.c ;;
->>>>>>> rcluster
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -51,7 +45,7 @@ sources() {
 libs() {
     case $1 in
     config) echo -linih -lpq -lcrypto ;;
-    token) echo -lcrypto ;;
+    token | sigv4) echo -lcrypto ;;
     esac
 }
 
