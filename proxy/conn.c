@@ -55,6 +55,7 @@ struct client {
     bool pumping;       /* client_pump runs: completions leave the next
                          * step to it */
     bool have_rq;       /* rq holds the current request */
+    struct http_scan head_scan; /* how far the next head was searched */
     struct request *rq;
     struct admit ad;
     struct exchange ex;
@@ -376,7 +377,8 @@ read_head(struct client *c)
         cio_timer_arm(&c->io, pcfg(c)->header_timeout_ms);
         read_watermark(c);
     }
-    switch (head_take(c->io.px, in, &c->rq, &p, &why)) {
+    switch (head_take(c->io.px, in, &c->head_scan, c->io.client_eof, &c->rq, &p,
+                      &why)) {
     case HEAD_WAIT:
         if (c->io.client_eof) {
             client_close(c, 0);

@@ -174,6 +174,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     clock_gettime(CLOCK_MONOTONIC, &ex->up_t0);
     ex->resp_started = false;
     ex->up_eof = false;
+    memset(&ex->resp_scan, 0, sizeof(ex->resp_scan));
     body_in_start(&io->body, rq->h.body, rq->h.content_length, forbid);
     ex->body_seen = 0;
     ex->body_moved = ex->body_mark = 0;
@@ -464,10 +465,12 @@ read_response_head(struct exchange *ex)
             return false;
         }
         p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-        rc = http_parse_response(p, n, &lim, slice_eq(h->method, "HEAD"), r);
+        rc = http_parse_response_more(&ex->resp_scan, p, n, ex->up_eof, &lim,
+                                      slice_eq(h->method, "HEAD"), r);
         if (rc == HTTP_INCOMPLETE) {
             return false;
         }
+        memset(&ex->resp_scan, 0, sizeof(ex->resp_scan)); /* the next's */
         if (rc != HTTP_OK || r->status == 101 ||
             (r->body == HTTP_BODY_CHUNKED && h->minor == 0)) {
             fail(ex, 502, "malformed or ambiguous answer");
