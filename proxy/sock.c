@@ -106,6 +106,17 @@ read_into(struct evbuffer *in, int fd, size_t room)
     return n;
 }
 
+/* A read of room bytes brought n: size the next one. */
+static void
+adapt(struct sock *s, size_t room, size_t n)
+{
+    if (n == room && room == s->read_size && s->read_size < SOCK_READ_MAX) {
+        s->read_size = (s->read_size + 128) * 2 - 128;
+    } else if (n < (s->read_size + 128) / 4 && s->read_size > SOCK_READ_MIN) {
+        s->read_size = (s->read_size + 128) / 2 - 128;
+    }
+}
+
 /* Reading ended (what: EOF, ERROR or TIMEOUT): reading goes off, then
  * the owner hears of it. */
 static void
@@ -126,7 +137,7 @@ readable(evutil_socket_t fd, short what, void *arg)
     struct sock *s = arg;
     struct evbuffer *in = input(s);
     size_t len = evbuffer_get_length(in);
-    size_t room = SOCK_READ_MAX;
+    size_t room = s->read_size;
     ssize_t n;
 
     if (what & EV_TIMEOUT) {
@@ -150,6 +161,7 @@ readable(evutil_socket_t fd, short what, void *arg)
         read_end(s, n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR);
         return;
     }
+    adapt(s, room, (size_t)n);
     if (s->hiwat > 0 && len + (size_t)n >= s->hiwat) {
         suspend(s);
     }
@@ -163,6 +175,7 @@ sock_init(struct sock *s, struct bufferevent *bev, bool tls)
 {
     memset(s, 0, sizeof(*s));
     s->bev = bev;
+    s->read_size = SOCK_READ_MIN;
     if (tls) {
         return true;
     }

@@ -15,8 +15,12 @@
 struct event;
 struct evbuffer_cb_entry;
 
-/* The most one read takes: the size of a chain libevent allocates for
- * it (a power of two with its header) stays 16 KiB. */
+/* What one read takes: SOCK_READ_MIN at first, twice as much after a
+ * read that filled all it asked for, up to SOCK_READ_MAX, and half as
+ * much after one that filled less than a quarter: a small request costs
+ * a 4 KiB chain (with libevent's chain header, a power of two), a long
+ * body one read per 16 KiB. */
+#define SOCK_READ_MIN (4096 - 128)
 #define SOCK_READ_MAX (16384 - 128)
 
 struct sock {
@@ -26,10 +30,11 @@ struct sock {
     bufferevent_data_cb read_cb;
     bufferevent_event_cb event_cb;
     void *arg;
-    size_t hiwat;   /* no reading while the input holds this much; 0: any */
-    int read_ms;    /* read timeout, 0: none */
-    bool reading;   /* the owner wants reads */
-    bool suspended; /* the input is at hiwat */
+    size_t hiwat;     /* no reading while the input holds this much; 0: any */
+    size_t read_size; /* what the next read asks for */
+    int read_ms;      /* read timeout, 0: none */
+    bool reading;     /* the owner wants reads */
+    bool suspended;   /* the input is at hiwat */
 };
 
 /* Take bev (a connected socket bufferevent, plain or TLS: tls says which)
