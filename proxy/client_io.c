@@ -124,20 +124,17 @@ cio_unlist(struct cio *io)
 void
 cio_timeouts(struct cio *io, bool read, int idle_ms)
 {
-    struct timeval tv;
-
     if (io->read_tmo == read) {
         return;
     }
     io->read_tmo = read;
-    ms_to_tv(idle_ms, &tv);
-    bufferevent_set_timeouts(io->bev, read ? &tv : NULL, &tv);
+    sock_timeouts(&io->sk, read ? idle_ms : 0, idle_ms);
 }
 
 void
 cio_no_timeouts(struct cio *io)
 {
-    bufferevent_set_timeouts(io->bev, NULL, NULL);
+    sock_timeouts(&io->sk, 0, 0);
     io->read_tmo = false;
 }
 

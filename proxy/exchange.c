@@ -149,6 +149,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     clock_gettime(CLOCK_MONOTONIC, &ex->up_t0);
     ex->resp_started = false;
     ex->up_eof = false;
+    memset(&ex->resp_scan, 0, sizeof(ex->resp_scan));
     body_in_start(&io->body, rq->h.body, rq->h.content_length, forbid);
     ex->body_seen = 0;
     ex->body_moved = ex->body_mark = 0;
@@ -156,12 +157,12 @@ attach(struct exchange *ex, struct up_conn *uc)
         cio_timer_arm(io, rq->pc->body_rate_window_ms);
     }
     up_timeouts(uc, up_cfg(rq->pool)->timeout_ms);
-    bufferevent_setwatermark(ub, EV_READ, 0, buf);
+    sock_read_limit(up_sock(uc), buf);
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
-    bufferevent_setcb(ub, up_read_cb, up_write_cb, up_event_cb, ex);
+    sock_setcb(up_sock(uc), up_read_cb, up_write_cb, up_event_cb, ex);
     ex->bp_up = ex->bp_down = false;
     bufferevent_disable(ub, EV_WRITE);
-    bufferevent_enable(ub, EV_READ);
+    sock_read(up_sock(uc), true);
     rewrite_request(bufferevent_get_output(ub), rq, up_cfg(rq->pool));
     if (rq->h.expect_continue && !io->body.done &&
         evbuffer_get_length(cio_in(io)) == 0) {
@@ -227,14 +228,14 @@ static void
 pause_up(struct exchange *ex)
 {
     ex->bp_up = true;
-    bufferevent_disable(ex->io->bev, EV_READ);
+    sock_read(&ex->io->sk, false);
 }
 
 static void
 pause_down(struct exchange *ex)
 {
     ex->bp_down = true;
-    bufferevent_disable(up_bev(ex->up), EV_READ);
+    sock_read(up_sock(ex->up), false);
 }
 
 bool
@@ -256,7 +257,7 @@ exchange_drained(struct exchange *ex)
     if (ex->bp_up &&
         evbuffer_get_length(bufferevent_get_output(up_bev(ex->up))) <= half) {
         ex->bp_up = false;
-        bufferevent_enable(io->bev, EV_READ);
+        sock_read(&io->sk, true);
         pump_request_body(ex);
         if (io->dead || ex->up == NULL) {
             return;
@@ -264,7 +265,7 @@ exchange_drained(struct exchange *ex)
     }
     if (ex->bp_down && evbuffer_get_length(cio_out(io)) <= half) {
         ex->bp_down = false;
-        bufferevent_enable(up_bev(ex->up), EV_READ);
+        sock_read(up_sock(ex->up), true);
         pump_response(ex);
     }
 }
@@ -317,7 +318,7 @@ pump_request_body(struct exchange *ex)
         cio_timer_stop(io); /* the body rate check, if any */
         cio_timeouts(io, false, ex->rq->pc->idle_timeout_ms);
         if (io->client_eof) {
-            bufferevent_disable(io->bev, EV_READ);
+            sock_read(&io->sk, false);
         }
         return;
     }
@@ -434,10 +435,12 @@ read_response_head(struct exchange *ex)
             return false;
         }
         p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-        rc = http_parse_response(p, n, &lim, slice_eq(h->method, "HEAD"), r);
+        rc = http_parse_response_more(&ex->resp_scan, p, n, ex->up_eof, &lim,
+                                      slice_eq(h->method, "HEAD"), r);
         if (rc == HTTP_INCOMPLETE) {
             return false;
         }
+        memset(&ex->resp_scan, 0, sizeof(ex->resp_scan)); /* the next's */
         if (rc != HTTP_OK || r->status == 101 ||
             (r->body == HTTP_BODY_CHUNKED && h->minor == 0)) {
             fail(ex, 502, "malformed or ambiguous answer");
