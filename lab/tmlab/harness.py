@@ -359,7 +359,11 @@ class Relay:
                 c, _ = self.lsock.accept()
             except OSError:
                 return
-            u = socket.create_connection(("127.0.0.1", self.target))
+            try:
+                u = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                c.close()   # the server is gone: so is this connection
+                continue
             threading.Thread(target=self._up, args=(c, u),
                              daemon=True).start()
             threading.Thread(target=self._down, args=(u, c),
