@@ -153,7 +153,7 @@ $(LAB_SO): lab/clockjump.c
 
 lab: $(TM_BIN) $(LAB_SO)
 	/usr/bin/python3 lab/tidemark-lab --tidemark $(abspath $(TM_BIN)) \
-	    --out lab-report.html --json lab-report.json
+	    --numbers --out lab-report.html --json lab-report.json
 
 integration: $(TM_BIN) $(PRELOADS) $(LAB_SO)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \

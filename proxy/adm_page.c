@@ -31,7 +31,40 @@ static const char page[] =
     "<h2>Recent refusals</h2><table id=\"refusals\"><thead><tr><th>when"
     "</th><th>status</th><th>reason</th><th>route</th><th>resource</th>"
     "<th>token</th><th>mark</th></tr></thead><tbody></tbody></table>\n"
+    "<h2>Timeline, last 60 s</h2><p id=\"tlnote\">Marks raised (green) "
+    "and refusals (red), a lane per resource: run tidemark-lab --target "
+    "against this sidecar to watch a stale write refused.</p>\n"
+    "<svg id=\"tl\" width=\"900\" height=\"22\"></svg>\n"
     "<script>\n"
+    "var NS='http://www.w3.org/2000/svg';\n"
+    "function el(n,a,p,t){var e=document.createElementNS(NS,n);for(var k in "
+    "a)e.setAttribute(k,a[k]);if(t!==undefined)e.textContent=t;p.appendChild(e)"
+    ";return e;}\n"
+    "function timeline(d){var "
+    "s=document.getElementById('tl'),now=Date.now(),W=900,L=200,ev=[],lanes=[];"
+    "\n"
+    "d.marks.forEach(function(m){ev.push({r:m.resource,t:m.when_ms,k:'mark',x:'"
+    "mark '+m.mark});});\n"
+    "d.refusals.forEach(function(f){if(f.resource)ev.push({r:f.resource,t:f."
+    "when_ms,k:'refused',x:f.status+' '+f.reason+', token '+f.token+', mark "
+    "'+f.mark});});\n"
+    "ev=ev.filter(function(e){return now-e.t<60000;});\n"
+    "ev.forEach(function(e){if(lanes.indexOf(e.r)<0)lanes.push(e.r);});\n"
+    "s.textContent='';s.setAttribute('height',lanes.length*26+22);\n"
+    "lanes.forEach(function(r,i){var "
+    "g=el('g',{'class':'tl-lane','data-lane':r},s);el('line',{x1:L,x2:W-8,y1:i*"
+    "26+13,y2:i*26+13,stroke:'#ddd'},g);el('text',{x:4,y:i*26+17,'font-size':"
+    "12},g,r);});\n"
+    "[60,45,30,15,0].forEach(function(a){el('text',{x:L+(W-L-10)*(1-a/"
+    "60),y:lanes.length*26+16,'font-size':10,fill:'#777','text-anchor':'middle'"
+    "},s,a?'-'+a+' s':'now');});\n"
+    "ev.forEach(function(e){var "
+    "x=L+(W-L-10)*(1-Math.max(0,now-e.t)/"
+    "60000),y=lanes.indexOf(e.r)*26+13,g=el('g',{'class':'tl-'+e.k},s);el('"
+    "title',{},g,new Date(e.t).toLocaleTimeString()+': '+e.x);\n"
+    "if(e.k==='mark')el('circle',{cx:x,cy:y,r:6,fill:'#17803d'},g);else "
+    "el('path',{d:'M'+(x-5)+' '+(y-5)+'l10 10m0 -10l-10 "
+    "10',stroke:'#b42318','stroke-width':3},g);});}\n"
     "function cell(tr,v,cls){var td=document.createElement('td');"
     "td.textContent=v;if(cls)td.className=cls;tr.appendChild(td);}\n"
     "function fill(id,rows,cols){var tb=document.querySelector('#'+id+"
@@ -52,6 +85,7 @@ static const char page[] =
     "fill('marks',d.marks,[['resource'],['mark','n'],['when']]);"
     "fill('refusals',d.refusals,[['when'],['status','n'],['reason'],"
     "['route'],['resource'],['token','n'],['mark','n']]);"
+    "timeline(d);"
     "document.getElementById('state').textContent='updated '+"
     "new Date().toLocaleTimeString();}).catch(function(e){"
     "document.getElementById('state').textContent='cannot reach tidemark: '"
@@ -129,8 +163,10 @@ adm_recent_json(const struct tm_proxy *px, struct evbuffer *b)
         const struct recent_mark *m = &r->marks[(r->nmarks - 1 - i) % RECENT_N];
         evbuffer_add(b, i ? ",{" : "{", i ? 2 : 1);
         json_field(b, "resource", m->resource, true);
-        evbuffer_add_printf(b, ",\"mark\":%" PRId64 ",\"when\":%lld}", m->mark,
-                            (long long)m->when);
+        evbuffer_add_printf(b,
+                            ",\"mark\":%" PRId64 ",\"when\":%lld"
+                            ",\"when_ms\":%" PRId64 "}",
+                            m->mark, (long long)m->when, m->when_ms);
     }
     evbuffer_add(b, "],\"refusals\":[", 14);
     n = r->nrefusals < RECENT_N ? r->nrefusals : RECENT_N;
@@ -143,8 +179,10 @@ adm_recent_json(const struct tm_proxy *px, struct evbuffer *b)
         json_field(b, "resource", f->resource, false);
         evbuffer_add_printf(b,
                             ",\"status\":%d,\"token\":%" PRId64
-                            ",\"mark\":%" PRId64 ",\"when\":%lld}",
-                            f->status, f->token, f->mark, (long long)f->when);
+                            ",\"mark\":%" PRId64 ",\"when\":%lld"
+                            ",\"when_ms\":%" PRId64 "}",
+                            f->status, f->token, f->mark, (long long)f->when,
+                            f->when_ms);
     }
     evbuffer_add(b, "]}\n", 3);
 }

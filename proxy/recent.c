@@ -3,6 +3,17 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+/* The wall clock in ms since the epoch. */
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void
 copy(char *dst, size_t cap, const char *src)
@@ -20,12 +31,14 @@ recent_mark(struct recent *r, const char *resource, int64_t mark)
         m = &r->marks[(r->nmarks - 1) % RECENT_N];
         if (strncmp(m->resource, resource, RECENT_NAME - 1) == 0) {
             m->mark = mark;
-            m->when = time(NULL);
+            m->when_ms = now_ms();
+            m->when = (time_t)(m->when_ms / 1000);
             return;
         }
     }
     m = &r->marks[r->nmarks++ % RECENT_N];
-    m->when = time(NULL);
+    m->when_ms = now_ms();
+    m->when = (time_t)(m->when_ms / 1000);
     m->mark = mark;
     copy(m->resource, sizeof(m->resource), resource);
 }
@@ -37,7 +50,8 @@ recent_refusal(struct recent *r, int status, const char *reason,
 {
     struct recent_refusal *f = &r->refusals[r->nrefusals++ % RECENT_N];
 
-    f->when = time(NULL);
+    f->when_ms = now_ms();
+    f->when = (time_t)(f->when_ms / 1000);
     f->status = status;
     f->token = token;
     f->mark = mark;

@@ -10,14 +10,18 @@
 #define RECENT_N 32
 #define RECENT_NAME 128 /* resource names are cut to this for display */
 
+/* when: seconds since the epoch; when_ms: the same instant in ms, for the
+ * page's timeline (several events a second apart). */
 struct recent_mark {
     time_t when;
+    int64_t when_ms;
     int64_t mark;
     char resource[RECENT_NAME];
 };
 
 struct recent_refusal {
     time_t when;
+    int64_t when_ms;
     int status;
     int64_t token;
     int64_t mark;

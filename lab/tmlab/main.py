@@ -38,6 +38,11 @@ def parse(argv):
     p.add_argument("--tidemark", metavar="BIN",
                    help="the tidemark binary (default: ./tidemark beside "
                    "the lab in a source tree, else tidemark on PATH)")
+    p.add_argument("--numbers", action="store_true",
+                   help="also measure the seed's lock rates on this "
+                   "machine (tests/bench/locks_raw.sh: a few minutes) and "
+                   "print them beside the seed's figures; with --only "
+                   "none, the numbers alone")
     p.add_argument("--lock-ms", type=int)
     p.add_argument("--pause-ms", type=int)
     p.add_argument("--rounds", type=int)
@@ -90,6 +95,8 @@ def main(argv, entry):
         if getattr(args, k) is not None:
             timing[k] = getattr(args, k)
     only = args.only or [s[0] for s in SCENARIOS]
+    if args.only == ["none"]:
+        only = []
     unknown = set(only) - {s[0] for s in SCENARIOS}
     if unknown:
         sys.exit("tidemark-lab: no scenario %s" % ", ".join(sorted(unknown)))
@@ -117,6 +124,10 @@ def main(argv, entry):
             failed += 0 if sc["ok"] else 1
     finally:
         lab.close()
+    if args.numbers:
+        from . import numbers
+        doc["numbers"] = numbers.measure(entry)
+        print(numbers.table(doc["numbers"]), flush=True)
     with open(args.out, "w") as f:
         f.write(report.html(doc))
     if args.json:

@@ -33,6 +33,7 @@ border-bottom:1px solid #e3e6ea;text-align:left}
 <span><i class="sw" style="background:#8a4baf"></i>crash, clock jump</span>
 <span>· step (hover for text)</span></p>
 <table id="summary"></table>
+<div id="numbers"></div>
 <div id="scenarios"></div>
 <script type="application/json" id="lab-data">__DATA__</script>
 <script>
@@ -135,6 +136,27 @@ document.getElementById("meta").textContent =
   "Run " + data.started + ", " + data.mode + " mode: lock " + data.lock_ms +
   " ms, pause " + data.pause_ms + " ms, Redlock rounds " + data.rounds +
   ". Fencing off above, fencing on below.";
+if (data.numbers && data.numbers.rows) {
+  const n = data.numbers, box = document.getElementById("numbers");
+  const h = document.createElement("h2");
+  h.textContent = "The seed's numbers, and this machine's"; box.appendChild(h);
+  const t = document.createElement("table");
+  t.innerHTML = "<tr><th>lock rate</th><th>seed</th><th>here</th></tr>";
+  for (const r of n.rows) {
+    const tr = document.createElement("tr");
+    for (const v of [r.what, r.seed.toLocaleString("en"),
+                     r.here === null ? "-" : r.here.toLocaleString("en")]) {
+      const td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
+    }
+    t.appendChild(tr);
+  }
+  box.appendChild(t);
+  const p = document.createElement("p"); p.className = "story";
+  p.textContent = "Here: " + n.cpus + " CPUs, load " + n.load.join(" ") + ", " +
+    n.seconds + " s a case, 32 clients (tests/bench/locks_raw.sh). The seed: " +
+    "Redis 8 and Postgres 16 on an 8-core laptop, 3 s a case.";
+  box.appendChild(p);
+}
 const sum = document.getElementById("summary");
 sum.innerHTML = "<tr><th>scenario</th><th>without fencing</th>" +
   "<th>with fencing</th><th>check</th></tr>";

@@ -8,6 +8,7 @@ import html.parser
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -222,6 +223,21 @@ def test_target_refuses_the_paused_client(tidemark, upstream, tmp_path):
     # The leases it took are given back.
     st, _, _ = tm.admin("GET", "/v1/locks/documents/lab-test")
     assert st == 404
+    # The control port's page draws the run on its timeline: the lane of
+    # the resource, its mark and the stale write's refusal, from
+    # /v1/recent (when_ms: the events are less than a second apart).
+    _, _, body = tm.admin("GET", "/v1/recent")
+    recent = json.loads(body)
+    times = [m["when_ms"] for m in recent["marks"]] + \
+        [f["when_ms"] for f in recent["refusals"]]
+    assert all(abs(t / 1000.0 - time.time()) < 120 for t in times), times
+    if CHROMIUM is None:
+        return
+    dom = dump_dom("http://127.0.0.1:%d/" % tm.admin_port, tmp_path)
+    assert dom.count('class="tl-lane"') == 1, dom
+    assert 'data-lane="documents/lab-test"' in dom
+    assert dom.count('class="tl-refused"') == len(recent["refusals"]) == 1
+    assert dom.count('class="tl-mark"') == len(recent["marks"]) == 1
 
 
 def test_lab_help_names_every_scenario():
