@@ -35,6 +35,8 @@
 #   lab           the failure lab (lab/tidemark-lab) in full, with the
 #                 seed's timings: lab-report.html and lab-report.json
 #                 (the short run is part of make integration: test_lab.py)
+#   chaos         the randomized history check (tests/chaos/chaos.py),
+#                 CHAOS_SECONDS (60) a run; SEED=N replays a schedule
 #   clean
 
 CC      ?= cc
@@ -75,7 +77,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
         bench-locks-raw bench-conns embed \
-        format-check install clean deb test-deb fuzz check-docs lab
+        format-check install clean deb test-deb fuzz check-docs lab chaos
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -154,6 +156,10 @@ $(LAB_SO): lab/clockjump.c
 lab: $(TM_BIN) $(LAB_SO)
 	/usr/bin/python3 lab/tidemark-lab --tidemark $(abspath $(TM_BIN)) \
 	    --numbers --out lab-report.html --json lab-report.json
+
+chaos: $(TM_BIN)
+	/usr/bin/python3 tests/chaos/chaos.py --tidemark $(abspath $(TM_BIN)) \
+	    --seconds $(or $(CHAOS_SECONDS),60) $(if $(SEED),--seed $(SEED))
 
 integration: $(TM_BIN) $(PRELOADS) $(LAB_SO)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \

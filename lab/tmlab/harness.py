@@ -94,6 +94,7 @@ class Backend:
     def __init__(self):
         self.docs = {}
         self.applied = []
+        self.delay_ms = 0
         self.cond = threading.Condition()
         self.recorder = None
         outer = self
@@ -127,6 +128,8 @@ class Backend:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else b""
                 doc = self._doc()
+                if outer.delay_ms:
+                    time.sleep(outer.delay_ms / 1000.0)  # a slow backend
                 now = time.monotonic()
                 with outer.cond:
                     if self.command == "DELETE":
@@ -136,6 +139,7 @@ class Backend:
                     rec = {"mono": now, "doc": doc, "method": self.command,
                            "body": body.decode("utf-8", "replace"),
                            "client": self.headers.get("X-Lab-Client"),
+                           "id": self.headers.get("X-Write-Id"),
                            "token": self.headers.get("Fencing-Token")}
                     outer.applied.append(rec)
                     outer.cond.notify_all()
@@ -149,6 +153,8 @@ class Backend:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        # A client that went away (killed, timed out) is no error here.
+        self.server.handle_error = lambda *a: None
         self.port = self.server.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
         self.thread = threading.Thread(target=self.server.serve_forever,
@@ -178,25 +184,27 @@ class Tidemark:
     """One tidemark in front of a URL, with the embedded stores (marks
     and leases) in a temporary directory of its own."""
 
-    def __init__(self, binary, upstream_url, locks=None, extra=""):
+    def __init__(self, binary, upstream_url, locks=None, extra="",
+                 store=None, grace_ms=0):
         self.binary = binary
         self.dir = tempfile.mkdtemp(prefix="tidemark-lab-")
         self.port = free_port()
         self.admin_port = free_port()
         locks = locks or ("backend = lmdb\npath = %s/locks.lmdb\n"
                           % self.dir)
+        store = store or "type = lmdb\npath = %s/marks.lmdb\n" % self.dir
         self.ini = os.path.join(self.dir, "tidemark.ini")
         with open(self.ini, "w") as f:
             f.write("[proxy]\nlisten = 127.0.0.1:%d\nlog_level = warn\n"
-                    "order_grace_ms = 0\n"
+                    "order_grace_ms = %d\n"
                     "[admin]\nlisten = 127.0.0.1:%d\n"
-                    "[store]\ntype = lmdb\npath = %s/marks.lmdb\n"
+                    "[store]\n%s"
                     "[locks]\n%s"
                     "[upstream default]\nurl = %s\n"
                     "[route documents]\nmethods = PUT POST PATCH DELETE\n"
                     "path = /v1/documents/{doc}\n"
                     "resource = documents/{doc}\nmode = correctness\n%s"
-                    % (self.port, self.admin_port, self.dir, locks,
+                    % (self.port, grace_ms, self.admin_port, store, locks,
                        upstream_url, extra))
         self.proc = None
         self.url = "http://127.0.0.1:%d" % self.port
