@@ -153,7 +153,8 @@ if (data.numbers && data.numbers.rows) {
   box.appendChild(t);
   const p = document.createElement("p"); p.className = "story";
   p.textContent = "Here: " + n.cpus + " CPUs, load " + n.load.join(" ") + ", " +
-    n.seconds + " s a case, 32 clients (tests/bench/locks_raw.sh). The seed: " +
+    n.seconds + " s a pgbench case, 60,000 requests a redis-benchmark case, " +
+    "32 clients (tests/bench/locks_raw.sh). The seed: " +
     "Redis 8 and Postgres 16 on an 8-core laptop, 3 s a case.";
   box.appendChild(p);
 }

@@ -46,7 +46,7 @@ TTL = 400
 
 
 def worker(cfg):
-    """Take a lock, write 1-3 times with its fence, give it back; again.
+    """Take a lock, write 2-4 times with its fence, give it back; again.
     One JSON line per step on stdout (monotonic times)."""
     rng = random.Random(cfg["seed"])
     n = 0
@@ -68,7 +68,7 @@ def worker(cfg):
             continue
         fence = json.loads(body)["fence"]
         out(ev="acquire", res=res, fence=fence, req=t0, rep=t1)
-        for _ in range(rng.randint(1, 3)):
+        for _ in range(rng.randint(2, 4)):
             n += 1
             wid = "%d-%d" % (cfg["id"], n)
             out(ev="invoke", wid=wid, res=res, token=fence,
@@ -169,7 +169,8 @@ def run(args, fenced, seed, tidemark_bin):
             t.start()
         while time.monotonic() < until - 0.5:
             time.sleep(rng.uniform(0.1, 0.4))
-            act = rng.choice(["pause", "pause", "kill", "store", "slow"])
+            act = rng.choice(["pause", "pause", "pause", "kill", "store",
+                              "slow"])
             nemesis.append({"t": time.monotonic(), "act": act})
             if act == "pause":
                 # A worker that holds a lock now, when one does.
