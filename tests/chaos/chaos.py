@@ -56,7 +56,8 @@ def worker(cfg):
         sys.stdout.write(json.dumps(ev) + "\n")
         sys.stdout.flush()
 
-    while time.monotonic() < cfg["until"]:
+    while time.monotonic() < cfg["until"] and \
+            not os.path.exists(cfg["stop"]):
         res = rng.choice(cfg["resources"])
         t0 = time.monotonic()
         st, _, body = h.http_call(
@@ -146,7 +147,12 @@ def run(args, fenced, seed, tidemark_bin):
                     % redis.url)
     tm.start()
     resources = ["r%d" % i for i in range(args.resources)]
-    until = time.monotonic() + args.seconds
+    # Fencing on: the given seconds. Fencing off: at least that, and on
+    # (up to 5 times as long) until the checker has seen a violation, so
+    # that a slow machine does not make the blindness check fail.
+    start = time.monotonic()
+    until = start + args.seconds * (1 if fenced else 5)
+    stop = os.path.join(tm.dir, "stop")
     procs, history, nemesis = [], [], []
     lock = threading.Lock()
 
@@ -160,14 +166,25 @@ def run(args, fenced, seed, tidemark_bin):
             cfg = {"id": i, "seed": rng.randrange(1 << 30),
                    "resources": resources, "admin": tm.admin,
                    "base": tm.url if fenced else backend.url,
-                   "until": until}
+                   "until": until, "stop": stop}
             p = subprocess.Popen([sys.executable, __file__, "--worker",
                                   json.dumps(cfg)], stdout=subprocess.PIPE,
                                  stdin=subprocess.DEVNULL)
             procs.append(p)
             t = threading.Thread(target=reader, args=(p,), daemon=True)
             t.start()
-        while time.monotonic() < until - 0.5:
+        def more():
+            now = time.monotonic()
+            if now >= until - 0.5:
+                return False
+            if fenced or now < start + args.seconds:
+                return True
+            with lock:
+                hist = list(history)
+            found = check(hist, list(backend.applied))
+            return not any(found.values())
+
+        while more():
             time.sleep(rng.uniform(0.1, 0.4))
             act = rng.choice(["pause", "pause", "pause", "kill", "store",
                               "slow"])
@@ -197,6 +214,7 @@ def run(args, fenced, seed, tidemark_bin):
                 backend.delay_ms = 200     # below order_grace_ms
                 time.sleep(rng.uniform(0.3, 1.0))
                 backend.delay_ms = 0
+        open(stop, "w").close()
         for p in procs:
             p.send_signal(signal.SIGCONT)
             p.wait(timeout=30)
