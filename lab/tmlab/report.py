@@ -75,7 +75,9 @@ function draw(run, maxT) {
     el("text", {x: 6, y: y(lane) + LH / 2 + 4, "font-size": 12,
                 fill: "#333"}, g, lane);
   });
-  for (let t = 0; t <= maxT; t += maxT > 3000 ? 1000 : 100) {
+  const step = [50, 100, 200, 250, 500, 1000, 2000, 5000, 10000]
+    .find(s => maxT / s <= 12) || 20000;
+  for (let t = 0; t <= maxT; t += step) {
     el("line", {x1: x(t), x2: x(t), y1: top, y2: H - 20, stroke: "#eef0f2"},
        svg);
     el("text", {x: x(t), y: H - 6, "font-size": 10, fill: "#777",
@@ -88,8 +90,9 @@ function draw(run, maxT) {
                       height: LH - 14, rx: 3, fill: "#7aa7d8",
                       "class": "bar-hold", "data-t": ev.t}, svg),
           "lock held: " + (ev.label || "") + " (" + ev.t + " to " + ev.t1 + " ms)");
-      el("text", {x: x(ev.t) + 4, y: mid + 4, "font-size": 10, fill: "#fff"},
-         svg, ev.label || "");
+      if (x(ev.t1) - x(ev.t) > 48)
+        el("text", {x: x(ev.t) + 4, y: mid + 4, "font-size": 10, fill: "#fff"},
+           svg, ev.label || "");
     } else if (ev.kind === "pause" || ev.kind === "delay") {
       tip(el("rect", {x: x(ev.t), y: yy + 3, width: Math.max(2, x(ev.t1) - x(ev.t)),
                       height: LH - 6, fill: "#c9ccd1", opacity: 0.75,

@@ -263,7 +263,9 @@ def failover(lab, fenced):
     lab.backend.reset(rec)
     doc = lab.doc("failover")
     S = lab.servers
-    primary = lab.keep(S.Redis().start())
+    # No delay before the replica's first sync (5 s by default).
+    primary = lab.keep(S.Redis(extra=["--repl-diskless-sync-delay",
+                                      "0"]).start())
     # The replica replicates through a relay, so that the link can be cut
     # (bytes already sent by the primary would otherwise still reach a
     # stopped replica from its socket buffer).
