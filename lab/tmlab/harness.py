@@ -563,7 +563,7 @@ def _redlock(op):
     for port in op["ports"]:
         try:
             r = redis(port, "SET", op["key"], op["value"], "NX", "PX",
-                      op["ttl"], timeout=op.get("node_timeout", 0.05))
+                      op["ttl"], timeout=op.get("node_timeout", 0.5))
         except OSError:
             continue
         if r == "OK":
