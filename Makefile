@@ -151,7 +151,7 @@ PRELOADS := tests/preload/failsync.so tests/preload/fakehosts.so
 # flags, never the sanitizer build's.
 LAB_SO := lab/clockjump.so
 $(LAB_SO): lab/clockjump.c
-	$(CC) -shared -fPIC -O2 -g -Wall -Wextra -Werror $(LDFLAGS) -o $@ $<
+	$(CC) -shared -fPIC -O2 -g -Wall -Wextra -Werror -o $@ $<
 
 lab: $(TM_BIN) $(LAB_SO)
 	/usr/bin/python3 lab/tidemark-lab --tidemark $(abspath $(TM_BIN)) \
