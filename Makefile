@@ -39,6 +39,11 @@
 #   test-image    run the image's tidemark as its user, its configuration
 #                 (podman; chroot --userspec where containers cannot run)
 #   fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (60)
+#   lab           the failure lab (lab/tidemark-lab) in full, with the
+#                 seed's timings: lab-report.html and lab-report.json
+#                 (the short run is part of make integration: test_lab.py)
+#   chaos         the randomized history check (tests/chaos/chaos.py),
+#                 CHAOS_SECONDS (60) a run; SEED=N replays a schedule
 #   clean
 
 CC      ?= cc
@@ -82,7 +87,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
         bench-locks-raw bench-conns embed \
         format-check install clean deb test-deb image test-image fuzz \
-        check-docs
+        check-docs lab chaos
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -167,7 +172,21 @@ embed: $(TM_BIN) $(TM_LIB) $(TM_SYMS)
 
 PRELOADS := tests/preload/failsync.so tests/preload/fakehosts.so
 
-integration: $(TM_BIN) $(PRELOADS)
+# The failure lab's clock shim (LD_PRELOAD into one Redis node): plain
+# flags, never the sanitizer build's.
+LAB_SO := lab/clockjump.so
+$(LAB_SO): lab/clockjump.c
+	$(CC) -shared -fPIC -O2 -g -Wall -Wextra -Werror -o $@ $<
+
+lab: $(TM_BIN) $(LAB_SO)
+	/usr/bin/python3 lab/tidemark-lab --tidemark $(abspath $(TM_BIN)) \
+	    --numbers --out lab-report.html --json lab-report.json
+
+chaos: $(TM_BIN)
+	/usr/bin/python3 tests/chaos/chaos.py --tidemark $(abspath $(TM_BIN)) \
+	    --seconds $(or $(CHAOS_SECONDS),60) $(if $(SEED),--seed $(SEED))
+
+integration: $(TM_BIN) $(PRELOADS) $(LAB_SO)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \
 	    tests/integration
 
@@ -212,8 +231,15 @@ bench-conns: all
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
 
-install: $(TM_BIN) $(TM_LIB)
+LABDIR  ?= $(PREFIX)/lib/tidemark/lab
+
+install: $(TM_BIN) $(TM_LIB) $(LAB_SO)
 	install -D -m 0755 $(TM_BIN) $(DESTDIR)$(PREFIX)/bin/tidemark
+	install -D -m 0755 lab/tidemark-lab $(DESTDIR)$(PREFIX)/bin/tidemark-lab
+	install -D -m 0644 -t $(DESTDIR)$(LABDIR)/tmlab lab/tmlab/*.py
+	install -D -m 0644 tests/integration/servers.py \
+	    $(DESTDIR)$(LABDIR)/servers.py
+	install -D -m 0644 $(LAB_SO) $(DESTDIR)$(LABDIR)/clockjump.so
 	install -D -m 0644 $(TM_LIB) $(DESTDIR)$(LIBDIR)/libtidemark.a
 	install -D -m 0644 proxy/tidemark.h $(DESTDIR)$(INCLUDEDIR)/tidemark.h
 	@mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
@@ -246,6 +272,6 @@ fuzz:
 
 clean:
 	rm -rf build build-asan build-fuzz out tidemark libtidemark.a \
-	    tests/preload/*.so
+	    tests/preload/*.so $(LAB_SO) lab-report.html lab-report.json
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
