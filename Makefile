@@ -13,6 +13,9 @@
 #                 pkg-config against a staged make install, and run; and
 #                 the check that libtidemark.a exports only tm_* symbols
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
+#   chaos         the randomized history check, long: fencing off then on,
+#                 DURATION seconds each (60), SEED to replay a run,
+#                 STORE=lmdb|redis (a short run is in integration)
 #   bench         wrk: bare upstream vs nginx vs tidemark, 3 runs a cell,
 #                 medians, ratios, system calls per request (perf);
 #                 raw output in tests/bench/results/
@@ -75,7 +78,7 @@ INT_LIB := $(BUILD)/libtidemark-internal.a
 TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
-        bench-locks-raw bench-conns embed \
+        bench-locks-raw bench-conns embed chaos \
         format-check install clean deb test-deb fuzz check-docs
 
 all: $(TM_BIN) $(TM_LIB)
@@ -164,6 +167,11 @@ PRELOADS := tests/preload/failsync.so tests/preload/fakehosts.so
 integration: $(TM_BIN) $(PRELOADS)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \
 	    tests/integration
+
+chaos: $(TM_BIN)
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/chaos/chaos.py \
+	    --seed "$(SEED)" --duration $(or $(DURATION),60) \
+	    --store $(or $(STORE),lmdb)
 
 tests/preload/%.so: tests/preload/%.c
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl

@@ -8,8 +8,8 @@ order. The same seed runs twice: with the route's mode = off, where the
 checker must find violations (if it finds none, it is blind), then with
 mode = correctness, where it must find none.
 
-Usage: run.py [--seed S] [--duration SECONDS] [--store lmdb|redis]
-              [--workdir DIR]
+Usage: chaos.py [--seed S] [--duration SECONDS] [--store lmdb|redis]
+                 [--workdir DIR]
 The seed fixes the nemesis' schedule and every worker's choices;
 threads and processes still interleave as the machine runs them, so a
 replay repeats the story, not every interleaving. Exit 0 when fencing
@@ -315,14 +315,22 @@ class Run:
             if p.poll() is None:
                 p.send_signal(signal.SIGCONT)
                 p.send_signal(signal.SIGTERM)
-        for p in self.workers.values():
+        bad = []
+        for wid, p in self.workers.items():
             try:
-                p.wait(timeout=30)
+                rc = p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
-                p.wait()
+                rc = p.wait()
+            if rc != 0:
+                err = (self.dir / ("worker%d.err" % wid)).read_text()
+                bad.append("worker %d exited %s:\n%s" % (wid, rc,
+                                                         err[-2000:]))
         for t in self.readers:
             t.join(timeout=10)
+        # A worker that died early would leave a quieter run that still
+        # passes: that is a broken run, not a clean one.
+        assert not bad, "\n".join(bad)
 
     def run(self):
         """Start, run the nemesis for duration seconds, stop, check.
@@ -379,8 +387,8 @@ def report(mode, violations, summary, say=print, examples=3):
 
 def run_both(seed, duration, workdir, store="lmdb", say=print):
     """Fencing off, then on, with one seed. Returns (ok, {mode: result})."""
-    say("chaos: seed %s, %ss per run, store %s (replay: SEED=%s "
-        "DURATION=%s STORE=%s make chaos)"
+    say("chaos: seed %s, %gs per run, store %s (replay: SEED=%s "
+        "DURATION=%g STORE=%s make chaos)"
         % (seed, duration, store, seed, duration, store))
     results = {}
     for mode in ("off", "on"):
