@@ -96,19 +96,19 @@ class ChaosUpstream(Upstream):
 class Run:
     """One run of the workload and the nemesis on one tidemark."""
 
-    def __init__(self, mode, seed, duration, workdir, store="lmdb",
-                 say=print):
+    def __init__(self, mode, seed, duration, workdir, store="lmdb"):
         self.mode = mode
         self.seed = seed
         self.duration = duration
         self.dir = Path(workdir)
         self.store = store
-        self.say = say
+        self.hist_file = None
         self.rng = random.Random("%s:nemesis" % seed)
         self.cond = threading.Condition()
         self.history = []
         self.last = {}          # worker -> its last event
         self.paused = set()
+        self.landed = 0         # paused clients that wrote after resuming
         self.workers = {}
         self.readers = []
         self.up = None
@@ -240,9 +240,22 @@ class Run:
 
         ok = self.wait_cond(overtaken, 5)
         self.resume(wid)
+
+        # It landed when the worker's next call is the write it was about
+        # to make (invoked after the stop); a stop that came after the
+        # write finds the worker extending, refused, and stopping.
+        def next_call():
+            return next((e for e in self.history[mark:]
+                         if e.get("w") == wid and e.get("f") != "nemesis"
+                         and e["t0"] >= t_stop), None)
+
+        nxt = self.wait_cond(next_call, 5)
+        landed = bool(ok) and nxt is not None and nxt["f"] == "write" \
+            and nxt["fence"] == lease["fence"]
+        self.landed += landed
         self.nemesis_event("pause-overtaken", worker=wid, res=lease["res"],
                            fence=lease["fence"], t_stop=t_stop,
-                           overtaken=bool(ok))
+                           overtaken=bool(ok), landed=landed)
 
     def fault_pause_random(self):
         wid = self.rng.randrange(WORKERS)
@@ -290,9 +303,9 @@ class Run:
             faults.append(self.fault_store_down)
         i = 0
         while time.monotonic() < deadline and not self.stop_ev.is_set():
-            # Every third fault is the paused client, the first one too:
-            # each run shows the seed's failure.
-            if i % 3 == 0:
+            # Every third fault is the paused client, and every fault
+            # until one has landed: each run shows the seed's failure.
+            if i % 3 == 0 or not self.landed:
                 self.fault_pause_overtaken()
             else:
                 self.rng.choice(faults)()
@@ -361,7 +374,8 @@ class Run:
                     self.up.stop()
                 if self.redis is not None:
                     self.redis.destroy()
-                self.hist_file.close()
+                if self.hist_file is not None:
+                    self.hist_file.close()
         with open(self.dir / "applies.jsonl", "w") as fh:
             for a in self.up.applies:
                 fh.write(json.dumps(a, sort_keys=True) + "\n")
@@ -392,8 +406,8 @@ def run_both(seed, duration, workdir, store="lmdb", say=print):
         % (seed, duration, store, seed, duration, store))
     results = {}
     for mode in ("off", "on"):
-        v, s = Run(mode, seed, duration, Path(workdir) / mode, store,
-                   say).run()
+        v, s = Run(mode, seed, duration, Path(workdir) / mode,
+                   store).run()
         report(mode, v, s, say)
         results[mode] = (v, s)
     ok = True

@@ -196,6 +196,8 @@ def summary(history, applies):
                 += 1
         elif f == "nemesis":
             counts["fault %s" % e["fault"]] += 1
+            if e.get("landed"):
+                counts["fault %s landed" % e["fault"]] += 1
     counts["applied"] = len(applies)
     return dict(sorted(counts.items()))
 

@@ -144,7 +144,7 @@ class Worker:
                 confirmed = time.monotonic()
             # Work between the check and the write: the window in which
             # a pause makes the token stale.
-            time.sleep(self.rng.uniform(0.01, 0.05))
+            time.sleep(self.rng.uniform(0.02, 0.06))
             if self.write(res, got) == 409:
                 break           # a newer holder wrote: stop the work
         self.release(res, got)

@@ -108,7 +108,8 @@ def test_checker_two_live_leases():
 @pytest.mark.skipif(not hasattr(os, "kill"), reason="needs signals")
 def test_chaos_short(tmp_path):
     """Fencing off: stale writes applied, found; on: none, whatever the
-    nemesis did. The seed is in the output to replay it."""
+    nemesis did, and the paused holders' writes refused (409). The seed
+    is in the output to replay it."""
     import chaos
     seed = os.environ.get("CHAOS_SEED") or str(
         random.SystemRandom().randrange(1, 10 ** 9))
@@ -120,4 +121,6 @@ def test_chaos_short(tmp_path):
     off, on = results["off"][0], results["on"][0]
     assert any(v["kind"] == "stale-applied" for v in off), text
     assert on == [], text
+    # The paused holders wrote with fencing on too, and were refused.
+    assert results["on"][1].get("write 409", 0) >= 1, text
     assert ok, text
