@@ -13,7 +13,8 @@ Usage: chaos.py [--seed S] [--duration SECONDS] [--store lmdb|redis]
 The seed fixes the nemesis' schedule and every worker's choices;
 threads and processes still interleave as the machine runs them, so a
 replay repeats the story, not every interleaving. Exit 0 when fencing
-off shows violations and fencing on shows none.
+off shows violations and fencing on shows none (and has refused a
+paused holder's write).
 """
 
 import argparse
@@ -413,6 +414,10 @@ def run_both(seed, duration, workdir, store="lmdb", say=print):
     ok = True
     if not results["off"][0]:
         say("FAIL: fencing off showed no violation: the check is blind")
+        ok = False
+    if results["on"][1].get("write 409", 0) == 0:
+        say("FAIL: fencing on refused no write: no paused holder reached "
+            "the fence")
         ok = False
     if results["on"][0]:
         say("FAIL: fencing on showed violations (seed %s); the run is "
