@@ -13,6 +13,9 @@
 #                 pkg-config against a staged make install, and run; and
 #                 the check that libtidemark.a exports only tm_* symbols
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
+#   chaos         the randomized history check, long: fencing off then on,
+#                 DURATION seconds each (60), SEED to replay a run,
+#                 STORE=lmdb|redis (a short run is in integration)
 #   bench         wrk: bare upstream vs nginx vs tidemark, 3 runs a cell,
 #                 medians, ratios, system calls per request (perf);
 #                 raw output in tests/bench/results/
@@ -42,8 +45,6 @@
 #   lab           the failure lab (lab/tidemark-lab) in full, with the
 #                 seed's timings: lab-report.html and lab-report.json
 #                 (the short run is part of make integration: test_lab.py)
-#   chaos         the randomized history check (tests/chaos/chaos.py),
-#                 CHAOS_SECONDS (60) a run; SEED=N replays a schedule
 #   clean
 
 CC      ?= cc
@@ -182,13 +183,14 @@ lab: $(TM_BIN) $(LAB_SO)
 	/usr/bin/python3 lab/tidemark-lab --tidemark $(abspath $(TM_BIN)) \
 	    --numbers --out lab-report.html --json lab-report.json
 
-chaos: $(TM_BIN)
-	/usr/bin/python3 tests/chaos/chaos.py --tidemark $(abspath $(TM_BIN)) \
-	    --seconds $(or $(CHAOS_SECONDS),60) $(if $(SEED),--seed $(SEED))
-
 integration: $(TM_BIN) $(PRELOADS) $(LAB_SO)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \
 	    tests/integration
+
+chaos: $(TM_BIN)
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/chaos/chaos.py \
+	    --seed "$(SEED)" --duration $(or $(DURATION),60) \
+	    --store $(or $(STORE),lmdb)
 
 tests/preload/%.so: tests/preload/%.c
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
