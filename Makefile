@@ -38,7 +38,8 @@
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
 #   image         the container image tidemark:VERSION, with buildah and
-#                 mmdebstrap from Debian's packages (no registry)
+#                 mmdebstrap from Debian's packages (no registry), as
+#                 out/tidemark-image_VERSION.tar (docker-archive)
 #   test-image    run the image's tidemark as its user, its configuration
 #                 (podman; chroot --userspec where containers cannot run)
 #   fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (60)
@@ -261,13 +262,14 @@ test-deb: deb
 	sh packaging/smoke-deb.sh out/tidemark_*.deb
 
 # The container image, with buildah from Debian's packages (no registry):
-# tidemark:$(VERSION) in buildah's vfs storage.
+# tidemark:$(VERSION) as a docker-archive in out/ (docker or podman load).
+IMAGE := out/tidemark-image_$(VERSION).tar
 image: deb
-	sh packaging/build-image.sh out/tidemark_$(VERSION)_*.deb
+	sh packaging/build-image.sh out/tidemark_$(VERSION)_*.deb $(IMAGE)
 
 # Run the image's tidemark as its user against its own configuration.
 test-image: image
-	sh packaging/smoke-image.sh tidemark:$(VERSION)
+	sh packaging/smoke-image.sh $(IMAGE)
 
 fuzz:
 	sh tests/fuzz/run.sh
