@@ -13,6 +13,9 @@
 #                 pkg-config against a staged make install, and run; and
 #                 the check that libtidemark.a exports only tm_* symbols
 #   integration   integration tests only (TIDEMARK_BIN picks the binary)
+#   chaos         the randomized history check, long: fencing off then on,
+#                 DURATION seconds each (60), SEED to replay a run,
+#                 STORE=lmdb|redis (a short run is in integration)
 #   bench         wrk: bare upstream vs nginx vs tidemark, 3 runs a cell,
 #                 medians, ratios, system calls per request (perf);
 #                 raw output in tests/bench/results/
@@ -35,10 +38,14 @@
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
 #   image         the container image tidemark:VERSION, with buildah and
-#                 mmdebstrap from Debian's packages (no registry)
+#                 mmdebstrap from Debian's packages (no registry), as
+#                 out/tidemark-image_VERSION.tar (docker-archive)
 #   test-image    run the image's tidemark as its user, its configuration
 #                 (podman; chroot --userspec where containers cannot run)
 #   fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (60)
+#   lab           the failure lab (lab/tidemark-lab) in full, with the
+#                 seed's timings: lab-report.html and lab-report.json
+#                 (the short run is part of make integration: test_lab.py)
 #   clean
 
 CC      ?= cc
@@ -84,7 +91,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
         bench-locks-raw bench-conns embed \
         format-check install clean deb test-deb image test-image fuzz \
-        check-docs
+        check-docs lab chaos
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -169,9 +176,24 @@ embed: $(TM_BIN) $(TM_LIB) $(TM_SYMS)
 
 PRELOADS := tests/preload/failsync.so tests/preload/fakehosts.so
 
-integration: $(TM_BIN) $(PRELOADS)
+# The failure lab's clock shim (LD_PRELOAD into one Redis node): plain
+# flags, never the sanitizer build's.
+LAB_SO := lab/clockjump.so
+$(LAB_SO): lab/clockjump.c
+	$(CC) -shared -fPIC -O2 -g -Wall -Wextra -Werror -o $@ $<
+
+lab: $(TM_BIN) $(LAB_SO)
+	/usr/bin/python3 lab/tidemark-lab --tidemark $(abspath $(TM_BIN)) \
+	    --numbers --out lab-report.html --json lab-report.json
+
+integration: $(TM_BIN) $(PRELOADS) $(LAB_SO)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \
 	    tests/integration
+
+chaos: $(TM_BIN)
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/chaos/chaos.py \
+	    --seed "$(SEED)" --duration $(or $(DURATION),60) \
+	    --store $(or $(STORE),lmdb)
 
 tests/preload/%.so: tests/preload/%.c
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl
@@ -214,8 +236,15 @@ bench-conns: all
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
 
-install: $(TM_BIN) $(TM_LIB)
+LABDIR  ?= $(PREFIX)/lib/tidemark/lab
+
+install: $(TM_BIN) $(TM_LIB) $(LAB_SO)
 	install -D -m 0755 $(TM_BIN) $(DESTDIR)$(PREFIX)/bin/tidemark
+	install -D -m 0755 lab/tidemark-lab $(DESTDIR)$(PREFIX)/bin/tidemark-lab
+	install -D -m 0644 -t $(DESTDIR)$(LABDIR)/tmlab lab/tmlab/*.py
+	install -D -m 0644 tests/integration/servers.py \
+	    $(DESTDIR)$(LABDIR)/servers.py
+	install -D -m 0644 $(LAB_SO) $(DESTDIR)$(LABDIR)/clockjump.so
 	install -D -m 0644 $(TM_LIB) $(DESTDIR)$(LIBDIR)/libtidemark.a
 	install -D -m 0644 proxy/tidemark.h $(DESTDIR)$(INCLUDEDIR)/tidemark.h
 	@mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
@@ -235,19 +264,20 @@ test-deb: deb
 	sh packaging/smoke-deb.sh out/tidemark_*.deb
 
 # The container image, with buildah from Debian's packages (no registry):
-# tidemark:$(VERSION) in buildah's vfs storage.
+# tidemark:$(VERSION) as a docker-archive in out/ (docker or podman load).
+IMAGE := out/tidemark-image_$(VERSION).tar
 image: deb
-	sh packaging/build-image.sh out/tidemark_$(VERSION)_*.deb
+	sh packaging/build-image.sh out/tidemark_$(VERSION)_*.deb $(IMAGE)
 
 # Run the image's tidemark as its user against its own configuration.
 test-image: image
-	sh packaging/smoke-image.sh tidemark:$(VERSION)
+	sh packaging/smoke-image.sh $(IMAGE)
 
 fuzz:
 	sh tests/fuzz/run.sh
 
 clean:
 	rm -rf build build-asan build-fuzz out tidemark libtidemark.a \
-	    tests/preload/*.so
+	    tests/preload/*.so $(LAB_SO) lab-report.html lab-report.json
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,13 +4,16 @@
 #include "cfg.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "cfg_opts.h"
 
@@ -860,6 +863,127 @@ expand_headers(struct loader *l, const struct raw_sect *s,
     }
 }
 
+/* The largest credentials file read. */
+#define CREDS_MAX 65536
+
+/* Read a file that only its owner (and group) may read, up to
+ * CREDS_MAX bytes, into a malloc'd buffer (*out, *n). NULL, or a
+ * message that never quotes the file. */
+static const char *
+read_private(const char *path, char **out, size_t *n, char *buf, size_t len)
+{
+    struct stat st;
+    ssize_t got;
+    int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+
+    if (fd < 0) {
+        snprintf(buf, len, "cannot open it: %s", strerror(errno));
+        return buf;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > CREDS_MAX) {
+        close(fd);
+        return "it is not a regular file of at most 64 KiB";
+    }
+    if (st.st_mode & (S_IROTH | S_IWOTH)) {
+        close(fd);
+        return "it is readable or writable by others: chmod 600 it (or 640 "
+               "for a group)";
+    }
+    *out = malloc(CREDS_MAX);
+    *n = 0;
+    while (*out != NULL && *n < CREDS_MAX &&
+           (got = read(fd, *out + *n, CREDS_MAX - *n)) != 0) {
+        if (got < 0 && errno != EINTR) {
+            close(fd);
+            return "cannot read it";
+        }
+        *n += got > 0 ? (size_t)got : 0;
+    }
+    close(fd);
+    return *out == NULL ? "out of memory" : NULL;
+}
+
+/* A credential from the environment: printable ASCII, no spaces. */
+static bool
+env_cred_ok(const char *v)
+{
+    size_t n = strlen(v);
+
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] <= ' ' || v[i] > '~') {
+            return false;
+        }
+    }
+    return n > 0 && n <= 4096;
+}
+
+/* sign = aws-sigv4: its region, and its credentials from
+ * sign_credentials_file or the environment, into u->sign_creds. No
+ * message quotes a credential. */
+static void
+load_sign(struct loader *l, const struct raw_sect *s, struct cfg_upstream *u)
+{
+    static const char *const keys[] = {"sign_credentials_file", "sign", NULL};
+    const char *key_id, *secret, *session, *msg;
+    struct sigv4_creds *cr = &u->sign_creds;
+    char buf[256];
+    struct origin at;
+
+    if (u->sign == CFG_SIGN_NONE) {
+        return;
+    }
+    if (u->sign_region == NULL || u->sign_region[0] == '\0') {
+        static const char *const rk[] = {"sign", NULL};
+
+        add_err(l, keys_origin(s, rk, &at),
+                "sign = aws-sigv4 needs sign_region");
+    }
+    if (u->sign_credentials_file != NULL &&
+        u->sign_credentials_file[0] != '\0') {
+        char *text = NULL;
+        size_t n = 0;
+
+        msg =
+            read_private(u->sign_credentials_file, &text, &n, buf, sizeof(buf));
+        if (msg == NULL) {
+            msg = sigv4_creds_parse(text, n, u->sign_profile, cr);
+        }
+        if (text != NULL) {
+            explicit_bzero(text, n);
+        }
+        free(text);
+        if (msg != NULL) {
+            add_err(l, keys_origin(s, keys, &at),
+                    "sign_credentials_file [%s]: %s", u->sign_profile, msg);
+        }
+        return;
+    }
+    key_id = env_lookup(l->envp, "AWS_ACCESS_KEY_ID", 17);
+    secret = env_lookup(l->envp, "AWS_SECRET_ACCESS_KEY", 21);
+    session = env_lookup(l->envp, "AWS_SESSION_TOKEN", 17);
+    if (key_id == NULL || secret == NULL || key_id[0] == '\0' ||
+        secret[0] == '\0') {
+        add_err(l, keys_origin(s, keys, &at),
+                "sign = aws-sigv4 needs credentials: sign_credentials_file, "
+                "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the "
+                "environment");
+        return;
+    }
+    if (!env_cred_ok(key_id) || !env_cred_ok(secret) ||
+        (session != NULL && session[0] != '\0' && !env_cred_ok(session))) {
+        add_err(l, keys_origin(s, keys, &at),
+                "sign: an AWS_* credential in the environment is not "
+                "printable ASCII without spaces");
+        return;
+    }
+    cr->key_id = strdup(key_id);
+    cr->secret = strdup(secret);
+    cr->session =
+        session != NULL && session[0] != '\0' ? strdup(session) : NULL;
+    l->oom |= cr->key_id == NULL || cr->secret == NULL ||
+              (session != NULL && session[0] != '\0' && cr->session == NULL);
+}
+
 static void
 build(struct loader *l, struct tm_config *c)
 {
@@ -911,6 +1035,7 @@ build(struct loader *l, struct tm_config *c)
         apply_sect(l, s, obj);
         if (s->kind == CFG_UPSTREAM) {
             expand_headers(l, s, obj);
+            load_sign(l, s, obj);
         }
         /* A bad value was reported; "needs" would only repeat it. */
         if (s->kind == CFG_PROXY && l->errs->n == before &&
@@ -1151,6 +1276,7 @@ cfg_free(struct tm_config *c)
     }
     for (size_t i = 0; i < c->nupstreams; i++) {
         free(c->upstreams[i].name);
+        sigv4_creds_free(&c->upstreams[i].sign_creds);
     }
     for (size_t i = 0; i < c->nroutes; i++) {
         free(c->routes[i].name);

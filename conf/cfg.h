@@ -9,6 +9,7 @@
 
 #include "../policies/profile.h"
 #include "../policies/route.h"
+#include "../policies/sigv4.h"
 
 struct cfg_proxy {
     char *listen;          /* "host:port" */
@@ -30,6 +31,12 @@ struct cfg_proxy {
     char *log_level;         /* error | warn | info | debug */
     bool log_json;           /* log_format = json */
     int drain_timeout_ms;    /* SIGTERM: in-flight requests get this long */
+};
+
+/* How tidemark signs what it forwards to an upstream. */
+enum cfg_sign {
+    CFG_SIGN_NONE = 0,
+    CFG_SIGN_AWS_SIGV4, /* AWS Signature V4, the payload unsigned */
 };
 
 /* A header added to every forwarded request. */
@@ -54,6 +61,12 @@ struct cfg_upstream {
     char **strip; /* strip_header names */
     size_t nstrip;
     bool host_preserve; /* host = preserve: send the client's Host */
+    enum cfg_sign sign;
+    char *sign_region;
+    char *sign_service;
+    char *sign_credentials_file; /* empty: AWS_* from the environment */
+    char *sign_profile;
+    struct sigv4_creds sign_creds; /* read at load: secrets, never shown */
     int line;
 };
 

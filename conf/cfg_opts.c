@@ -1195,7 +1195,30 @@ check_section_ref(const char *v, char *buf, size_t len)
     return NULL;
 }
 
+/* An AWS region or service name: lower-case letters, digits, '-'. */
+static const char *
+check_aws_name(const char *v, char *buf, size_t len)
+{
+    size_t n = strlen(v);
+
+    if (n > 64 || strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") != n) {
+        return "must be lower-case letters, digits and '-' (us-east-1, s3)";
+    }
+    return NULL;
+}
+
+static const char *
+check_profile(const char *v, char *buf, size_t len)
+{
+    if (!cfg_name_ok(v, strlen(v))) {
+        return "must be a profile name (letters, digits, '_', '-', '.')";
+    }
+    return NULL;
+}
+
 static const struct cfg_ops listen_ops = {.check = check_listen};
+static const struct cfg_ops aws_name_ops = {.check = check_aws_name};
+static const struct cfg_ops profile_ops = {.check = check_profile};
 static const struct cfg_ops header_name_ops = {.check = check_header_name};
 static const struct cfg_ops allowed_hosts_ops = {.check = check_allowed_hosts};
 static const struct cfg_ops redis_url_ops = {.check = check_redis_url};
@@ -1221,6 +1244,7 @@ static const char *const profile_choices[] = {"http", "webdav", "s3", NULL};
 static const char *const lock_backend_choices[] = {
     "lmdb", "redis", "postgres", "etcd", "zookeeper", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
+static const char *const sign_choices[] = {"none", "aws-sigv4", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 
 /* CFG_T_ENUM writes the choice's index as an int. */
@@ -1427,6 +1451,24 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_UPSTREAM, "host", CFG_T_FLAG, "upstream",
      OFF(cfg_upstream, host_preserve), CHOICE(host_choices), 0,
      "upstream | preserve: the Host header sent upstream"},
+    {CFG_UPSTREAM, "sign", CFG_T_ENUM, "none", OFF(cfg_upstream, sign),
+     CHOICE(sign_choices), 0,
+     "none | aws-sigv4: sign every forwarded request (AWS Signature V4, "
+     "payload UNSIGNED-PAYLOAD), replacing the client's Authorization"},
+    {CFG_UPSTREAM, "sign_region", CFG_T_STR, "", OFF(cfg_upstream, sign_region),
+     OPS(aws_name_ops), CFG_EMPTY_OK,
+     "aws-sigv4: the region signed for (us-east-1); required with sign"},
+    {CFG_UPSTREAM, "sign_service", CFG_T_STR, "s3",
+     OFF(cfg_upstream, sign_service), OPS(aws_name_ops), 0,
+     "aws-sigv4: the service signed for"},
+    {CFG_UPSTREAM, "sign_credentials_file", CFG_T_STR, "",
+     OFF(cfg_upstream, sign_credentials_file), NONE, CFG_EMPTY_OK,
+     "aws-sigv4: an AWS shared-credentials file (mode 600), read at start "
+     "and reload; empty: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+     "AWS_SESSION_TOKEN from the environment"},
+    {CFG_UPSTREAM, "sign_profile", CFG_T_STR, "default",
+     OFF(cfg_upstream, sign_profile), OPS(profile_ops), 0,
+     "aws-sigv4: the [profile] of sign_credentials_file"},
 
     {CFG_ROUTE, "methods", CFG_T_CUSTOM, "PUT POST PATCH DELETE", 0,
      OPS(methods_ops), 0,

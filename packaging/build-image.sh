@@ -1,18 +1,23 @@
 #!/bin/sh
-# build-image.sh DEB [NAME]: the container image, made with Debian's buildah
+# build-image.sh DEB OUT [NAME]: the container image, made with Debian's buildah
 # from Debian's packages alone, with no registry: a Debian 12 root made by
 # mmdebstrap (the Debian mirror apt uses) with the tidemark package DEB and
 # what it depends on, the same image packaging/Containerfile describes
 # (non-root user 10001, the packaged configuration listening on 0.0.0.0,
 # ports 7070 and 7071, /var/lib/tidemark a volume, /healthz checked).
-# NAME defaults to tidemark:<version>. Storage: buildah's vfs driver,
+# NAME defaults to tidemark:<version>. The image is written to the file
+# OUT as a docker-archive (`docker load -i OUT`, `podman load -i OUT`, or
+# `skopeo copy docker-archive:OUT docker://REGISTRY/...`): committing into
+# local container storage would unpack the layer again, which needs mount
+# rights a build sandbox may not give. buildah works on its vfs driver,
 # which needs no overlay support from the kernel.
 set -eu
 
 deb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(dpkg-deb -f "$deb" Version)
-name=${2:-tidemark:$version}
+out=$2
+name=${3:-tidemark:$version}
 suite=bookworm
 mirror=${TIDEMARK_IMAGE_MIRROR:-}
 B="buildah --storage-driver vfs"
@@ -73,6 +78,7 @@ $B config \
     --label org.opencontainers.image.version="$version" \
     "$ctr"
 $B umount "$ctr" >/dev/null
-$B commit --format docker --rm "$ctr" "$name" >/dev/null
+rm -f "$out"
+$B commit --format docker --rm "$ctr" "docker-archive:$out:$name" >/dev/null
 trap - EXIT
-echo "build-image: $name ($($B images --format '{{.Size}}' "$name"))"
+echo "build-image: $name in $out ($(du -h "$out" | cut -f1))"

@@ -129,6 +129,10 @@ if [ "$rc" -ne 0 ] && command -v man >/dev/null 2>&1 &&
 fi
 echo "verify: exit $rc$( [ "$rc" -eq 0 ] || echo ' (man(1) missing)')"
 
+echo "== tidemark-lab (the failure lab) is installed and starts"
+/usr/bin/tidemark-lab --help >/dev/null || fail "tidemark-lab --help"
+test -f /usr/lib/tidemark/lab/clockjump.so || fail "no clockjump.so"
+
 echo "== tidemark --check as the tidemark user"
 runuser -u tidemark -- /usr/bin/tidemark -c "$CONF" --check ||
     fail "--check of $CONF"

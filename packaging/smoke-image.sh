@@ -1,23 +1,24 @@
 #!/bin/sh
-# smoke-image.sh NAME: run the image's tidemark as the image's user, with
+# smoke-image.sh ARCHIVE: run the tidemark of the image in ARCHIVE (a
+# docker-archive, as build-image.sh writes it) as the image's user, with
 # the image's configuration, in front of the demo backend: /healthz
 # answers, a write with token 5 passes, one with token 4 is refused (409),
 # the process runs as uid 10001 and its marks land in the image's volume,
 # and SIGTERM stops it with status 0.
 #
-# With a container runtime (podman) the image runs as a container. Where
-# the machine cannot start containers (no user namespaces, no cgroups, as
-# inside a build sandbox), the image's root filesystem is run with
-# `chroot --userspec` as a stand-in, and the script says so: same files,
-# same user, same entrypoint and command, the host's network.
+# With a container runtime that can start containers (podman) the image
+# runs as a container. Where the machine cannot (no user namespaces, no
+# cgroups, no rlimits, as inside a build sandbox), the image's layers are
+# unpacked into a folder and run with `chroot --userspec` as a stand-in,
+# and the script says so: same files, same user, same entrypoint and
+# command, from the image's own configuration; the host's network.
 set -eu
 
-name=$1
+archive=$1
 here=$(cd "$(dirname "$0")" && pwd)
-B="buildah --storage-driver vfs"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tidemark-image.XXXXXX")
-ctr=""
-root=""
+root="$work/rootfs"
+mounted=""
 pids=""
 
 fail() {
@@ -32,24 +33,39 @@ cleanup() {
     for p in $pids; do
         wait "$p" 2>/dev/null || true
     done
-    if [ -n "$root" ]; then
+    if [ -n "$mounted" ]; then
         umount "$root/proc" 2>/dev/null || true
         umount "$root/dev" 2>/dev/null || true
     fi
-    [ -z "$ctr" ] || $B rm "$ctr" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-cfg() {
-    $B inspect --type image --format "$1" "$name"
-}
-user=$(cfg '{{.Docker.Config.User}}')
-entry=$(cfg '{{range .Docker.Config.Entrypoint}}{{.}} {{end}}')
-cmd=$(cfg '{{range .Docker.Config.Cmd}}{{.}} {{end}}')
-wdir=$(cfg '{{.Docker.Config.WorkingDir}}')
+# The archive's manifest names the image's configuration and its layers;
+# the layers, in order, are its root filesystem.
+mkdir -p "$work/archive" "$root"
+tar -xf "$archive" -C "$work/archive"
+/usr/bin/python3 - "$work/archive" "$root" >"$work/config" <<'PY'
+import json, os, sys, tarfile
+d, root = sys.argv[1], sys.argv[2]
+m = json.load(open(os.path.join(d, "manifest.json")))[0]
+cfg = json.load(open(os.path.join(d, m["Config"])))["config"]
+for layer in m["Layers"]:
+    with tarfile.open(os.path.join(d, layer)) as t:
+        t.extractall(root, numeric_owner=True)
+print(m["RepoTags"][0])
+print(cfg.get("User", ""))
+print(" ".join(cfg.get("Entrypoint") or []))
+print(" ".join(cfg.get("Cmd") or []))
+print(cfg.get("WorkingDir", "/"))
+PY
+name=$(sed -n 1p "$work/config")
+user=$(sed -n 2p "$work/config")
+entry=$(sed -n 3p "$work/config")
+cmd=$(sed -n 4p "$work/config")
+wdir=$(sed -n 5p "$work/config")
 [ "$user" = 10001:10001 ] || fail "the image runs as '$user', not 10001:10001"
-echo "smoke-image: $name runs '$entry$cmd' as $user in $wdir"
+echo "smoke-image: $name runs '$entry $cmd' as $user in $wdir"
 
 port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -61,10 +77,19 @@ python3 "$here/../tests/demo_upstream.py" --host 127.0.0.1 --port "$up" \
     >"$work/upstream.log" 2>&1 &
 pids="$pids $!"
 
-if podman --storage-driver vfs run --rm --network host "$name" --version \
-    >"$work/podman.log" 2>&1; then
+if ! command -v podman >/dev/null 2>&1; then
+    echo "podman is not installed" >"$work/podman.log"
+    can_run=no
+elif podman load -i "$archive" >"$work/podman.log" 2>&1 &&
+    podman run --rm --network host "$name" --version \
+        >>"$work/podman.log" 2>&1; then
+    can_run=yes
+else
+    can_run=no
+fi
+if [ "$can_run" = yes ]; then
     echo "smoke-image: running the image with podman"
-    podman --storage-driver vfs run --rm --network host \
+    podman run --rm --network host \
         -e TIDEMARK_PROXY_LISTEN=127.0.0.1:$proxy \
         -e TIDEMARK_ADMIN_LISTEN=127.0.0.1:$admin \
         -e TIDEMARK_UPSTREAM_DEFAULT_URL=http://127.0.0.1:$up \
@@ -75,10 +100,9 @@ else
     echo "smoke-image: this machine cannot start containers" \
         "($(tail -n 1 "$work/podman.log")); running the image's root" \
         "filesystem with chroot --userspec=$user as a stand-in"
-    ctr=$($B from "$name")
-    root=$($B mount "$ctr")
     mount --bind /dev "$root/dev"
     mount -t proc proc "$root/proc"
+    mounted=yes
     # shellcheck disable=SC2086 # entry and cmd are the image's words
     env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
         TIDEMARK_PROXY_LISTEN=127.0.0.1:$proxy \

@@ -68,12 +68,45 @@ static const char page[] =
     "<table id=\"locks-held\"><thead><tr><th>lock</th><th>fence</th><th>tim"
     "e left</th></tr></thead><tbody></tbody></table>\n"
     "</div></div>\n"
+    "<h2>Timeline, last 60 s</h2><p id=\"tlnote\">Marks raised (green) "
+    "and refusals (red), a lane per resource: run tidemark-lab --target "
+    "against this sidecar to watch a stale write refused.</p>\n"
+    "<svg id=\"tl\" width=\"900\" height=\"22\"></svg>\n"
     "<h2>Routes</h2>\n"
     "<table id=\"routes\"><thead><tr><th>route</th><th>methods</th><th>path"
     "</th><th>resource</th><th>mode</th><th>upstream</th></tr></thead><tbod"
     "y></tbody></table>\n"
     "</main>\n"
     "<script>\n"
+    "var NS='http://www.w3.org/2000/svg';\n"
+    "function el(n,a,p,t){var e=document.createElementNS(NS,n);for(var k in "
+    "a)e.setAttribute(k,a[k]);if(t!==undefined)e.textContent=t;p.appendChild(e)"
+    ";return e;}\n"
+    "function timeline(d){var "
+    "s=document.getElementById('tl'),now=Date.now(),W=900,L=200,ev=[],lanes=[];"
+    "\n"
+    "d.marks.forEach(function(m){ev.push({r:m.resource,t:m.when_ms,k:'mark',x:'"
+    "mark '+m.mark});});\n"
+    "d.refusals.forEach(function(f){if(f.resource)ev.push({r:f.resource,t:f."
+    "when_ms,k:'refused',x:f.status+' '+f.reason+', token '+f.token+', mark "
+    "'+f.mark});});\n"
+    "ev=ev.filter(function(e){return now-e.t<60000;});\n"
+    "ev.forEach(function(e){if(lanes.indexOf(e.r)<0)lanes.push(e.r);});\n"
+    "s.textContent='';s.setAttribute('height',lanes.length*26+22);\n"
+    "lanes.forEach(function(r,i){var "
+    "g=el('g',{'class':'tl-lane','data-lane':r},s);el('line',{x1:L,x2:W-8,y1:i*"
+    "26+13,y2:i*26+13,stroke:'#ddd'},g);el('text',{x:4,y:i*26+17,'font-size':"
+    "12},g,r);});\n"
+    "[60,45,30,15,0].forEach(function(a){el('text',{x:L+(W-L-10)*(1-a/"
+    "60),y:lanes.length*26+16,'font-size':10,fill:'#777','text-anchor':'middle'"
+    "},s,a?'-'+a+' s':'now');});\n"
+    "ev.forEach(function(e){var "
+    "x=L+(W-L-10)*(1-Math.max(0,now-e.t)/"
+    "60000),y=lanes.indexOf(e.r)*26+13,g=el('g',{'class':'tl-'+e.k},s);el('"
+    "title',{},g,new Date(e.t).toLocaleTimeString()+': '+e.x);\n"
+    "if(e.k==='mark')el('circle',{cx:x,cy:y,r:6,fill:'#17803d'},g);else "
+    "el('path',{d:'M'+(x-5)+' '+(y-5)+'l10 10m0 -10l-10 "
+    "10',stroke:'#b42318','stroke-width':3},g);});}\n"
     "function p2(n){return(n<10?'0':'')+n;}\n"
     "function when(s){var d=new Date(s*1000),o=-d.getTimezoneOffset(),a=Mat"
     "h.abs(o);\n"
@@ -118,6 +151,7 @@ static const char page[] =
     "no lease held through this sidecar');\n"
     "fill('routes',d.routes,[{k:'name'},{k:'methods'},{k:'path'},{k:'resour"
     "ce'},{k:'mode'},{k:'upstream'}],'','no route');\n"
+    "timeline(d);"
     "text('state',(d.draining?'draining \\u00b7 ':'')+'updated '+when(d.now"
     "_ms/1000));}).catch(function(e){text('state','cannot reach tidemark: '"
     "+e);});}\n"
@@ -212,8 +246,10 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
         const struct recent_mark *m = &r->marks[i];
 
         json_name(b, i, "resource", m->resource);
-        evbuffer_add_printf(b, ",\"mark\":%" PRId64 ",\"when\":%lld}", m->mark,
-                            (long long)m->when);
+        evbuffer_add_printf(b,
+                            ",\"mark\":%" PRId64 ",\"when\":%lld"
+                            ",\"when_ms\":%" PRId64 "}",
+                            m->mark, (long long)m->when, m->when_ms);
     }
     evbuffer_add(b, "],\"locks\":[", 11);
     for (size_t i = 0; i < r->nlocks; i++) {
@@ -242,8 +278,9 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
         json_field(b, "resource", f->resource, false);
         evbuffer_add_printf(b,
                             ",\"status\":%d,\"token\":%s,\"mark\":%" PRId64
-                            ",\"when\":%lld}",
-                            f->status, token, f->mark, (long long)f->when);
+                            ",\"when\":%lld,\"when_ms\":%" PRId64 "}",
+                            f->status, token, f->mark, (long long)f->when,
+                            f->when_ms);
     }
     evbuffer_add(b, "]}\n", 3);
 }

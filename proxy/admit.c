@@ -11,6 +11,7 @@
 
 #include "../policies/screen.h"
 #include "../policies/token.h"
+#include "access.h"
 #include "client_io.h"
 #include "fence.h"
 #include "log.h"
@@ -423,6 +424,7 @@ admit_start(struct admit *a, struct request *rq)
 {
     struct screen *s = &rq->sc;
 
+    access_begin(rq);
     a->rq = rq;
     a->raise_res = a->raise_src = false;
     a->waiting = false;

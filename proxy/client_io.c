@@ -10,6 +10,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "access.h"
 #include "log.h"
 #include "problem.h"
 #include "proxy_int.h"
@@ -123,20 +124,17 @@ cio_unlist(struct cio *io)
 void
 cio_timeouts(struct cio *io, bool read, int idle_ms)
 {
-    struct timeval tv;
-
     if (io->read_tmo == read) {
         return;
     }
     io->read_tmo = read;
-    ms_to_tv(idle_ms, &tv);
-    bufferevent_set_timeouts(io->bev, read ? &tv : NULL, &tv);
+    sock_timeouts(&io->sk, read ? idle_ms : 0, idle_ms);
 }
 
 void
 cio_no_timeouts(struct cio *io)
 {
-    bufferevent_set_timeouts(io->bev, NULL, NULL);
+    sock_timeouts(&io->sk, 0, 0);
     io->read_tmo = false;
 }
 
@@ -223,16 +221,6 @@ cio_refuse(struct cio *io, const struct request *rq, struct problem *p,
     }
     recent_refusal(&io->px->recent, p->status, reason, s->route_name,
                    p->resource, rq->token, rq->mark);
-    /* Refusals of stale, missing and malformed tokens are the proxy doing
-     * its job (info); the rest say something is wrong (warn). */
-    log_at(p->status == 409 || p->status == 428 || p->status == 400 ||
-                   p->status == 403
-               ? TM_LOG_INFO
-               : TM_LOG_WARN,
-           "conn=%" PRIu64 " refused %d %s: route=%s resource=%s "
-           "token=%" PRId64 " mark=%" PRId64 "%s%s",
-           io->id, p->status, reason, s->route_name ? s->route_name : "-",
-           p->resource != NULL ? p->resource : "-", rq->token, rq->mark,
-           p->detail ? ": " : "", p->detail ? p->detail : "");
+    access_refused(io, rq, p, reason);
     cio_answer(io, p, rq->h.keep_alive);
 }

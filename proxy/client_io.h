@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "http_parse.h"
+#include "sock.h"
 
 struct tm_proxy;
 struct bufferevent;
@@ -29,13 +30,14 @@ struct body_in {
 struct cio {
     struct tm_proxy *px;
     uint64_t id;
-    struct bufferevent *bev;
-    struct event *timer; /* one timeout at a time; its owner's callback */
+    struct bufferevent *bev; /* writes */
+    struct sock sk;          /* reads, socket timeouts */
+    struct event *timer;     /* one timeout at a time; its owner's callback */
     struct body_in body;
     bool close_after; /* close once the current answer is out */
     bool client_eof;  /* the client sent FIN */
     bool dead;        /* closed; freed at the end of the turn */
-    bool read_tmo;    /* a read timeout is set on bev */
+    bool read_tmo;    /* a read timeout is set on sk */
     bool dirty;       /* on px->dirty: has output to write this turn */
     struct cio *dirty_next;
 };
@@ -59,10 +61,10 @@ void bev_flush(struct bufferevent *bev, bool direct);
 /* A write event drained bev's output: back to direct writes. */
 void bev_written(struct bufferevent *bev);
 
-/* The client's bufferevent always has a write timeout of idle_ms (it
- * only runs while the kernel cannot take an answer); a read timeout
- * only while a request body is expected (read). Changed only when it
- * changes: each change re-adds libevent's events. */
+/* The client's socket always has a write timeout of idle_ms (it only
+ * runs while the kernel cannot take an answer); a read timeout only
+ * while a request body is expected (read). Changed only when it
+ * changes. */
 void cio_timeouts(struct cio *io, bool read, int idle_ms);
 /* No socket timeouts at all (lingering). */
 void cio_no_timeouts(struct cio *io);

@@ -17,6 +17,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "access.h"
 #include "admit.h"
 #include "client_io.h"
 #include "exchange.h"
@@ -56,6 +57,7 @@ struct client {
     bool pumping;       /* client_pump runs: completions leave the next
                          * step to it */
     bool have_rq;       /* rq holds the current request */
+    struct http_scan head_scan; /* how far the next head was searched */
     struct request *rq;
     struct admit ad;
     struct exchange ex;
@@ -171,7 +173,7 @@ exchanged_whole(struct client *c)
     const struct body_in *b = &c->io.body;
 
     request_end(c);
-    bufferevent_enable(c->io.bev, EV_READ);
+    sock_read(&c->io.sk, true);
     if (c->io.close_after) {
         client_set_state(c, CS_CLOSING);
     } else if (!b->done) {
@@ -246,8 +248,7 @@ parse_error(struct client *c, struct problem *p, const char *why)
 {
     metrics_inc(c->io.px->metrics, MID_tidemark_bad_requests_total);
     recent_refusal(&c->io.px->recent, p->status, "malformed", NULL, NULL, 0, 0);
-    log_warn("conn=%" PRIu64 " refused %d: %s%s%s", c->io.id, p->status,
-             p->detail, why != NULL ? ": " : "", why != NULL ? why : "");
+    access_bad_head(&c->io, p->status, p->detail, why);
     c->io.close_after = true;
     cio_answer(&c->io, p, false);
     answered(c);
@@ -331,7 +332,7 @@ read_watermark(struct client *c)
     }
     if (hi != c->read_hi) {
         c->read_hi = hi;
-        bufferevent_setwatermark(c->io.bev, EV_READ, 0, hi);
+        sock_read_limit(&c->io.sk, hi);
     }
 }
 
@@ -377,7 +378,8 @@ read_head(struct client *c)
         cio_timer_arm(&c->io, pcfg(c)->header_timeout_ms);
         read_watermark(c);
     }
-    switch (head_take(c->io.px, in, &c->rq, &p, &why)) {
+    switch (head_take(c->io.px, in, &c->head_scan, c->io.client_eof, &c->rq, &p,
+                      &why)) {
     case HEAD_WAIT:
         if (c->io.client_eof) {
             client_close(c, 0);
@@ -455,9 +457,9 @@ closing(struct client *c)
     if (c->linger_left == 0) {
         c->linger_left = LINGER_BYTES;
         shutdown(bufferevent_getfd(bev), SHUT_WR);
-        bufferevent_setwatermark(bev, EV_READ, 0, 0);
+        sock_read_limit(&c->io.sk, 0);
         cio_no_timeouts(&c->io);
-        bufferevent_enable(bev, EV_READ);
+        sock_read(&c->io.sk, true);
         cio_timer_arm(&c->io, LINGER_MS);
         /* The answer is out: at max_connections, lingering gives way. */
         idle_enter(c);
@@ -478,11 +480,11 @@ head_step(struct client *c)
     if (evbuffer_get_length(cio_out(&c->io)) >= (size_t)pcfg(c)->buffer_size) {
         /* The client is not reading its answers: wait. */
         c->bp_answers = true;
-        bufferevent_disable(c->io.bev, EV_READ);
+        sock_read(&c->io.sk, false);
         return false;
     }
     if (!c->io.client_eof) {
-        bufferevent_enable(c->io.bev, EV_READ);
+        sock_read(&c->io.sk, true);
     }
     /* A request answered at once leaves the next pipelined head to
      * this loop. */
@@ -636,7 +638,7 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
             struct problem p = {.status = 408,
                                 .detail = "the request head did not "
                                           "arrive in time"};
-            log_info("conn=%" PRIu64 " header timeout", c->io.id);
+            access_bad_head(&c->io, 408, p.detail, "header timeout");
             c->io.close_after = true;
             cio_answer(&c->io, &p, false);
             answered(c);
@@ -667,6 +669,7 @@ static void
 client_abort(struct client *c, int fd)
 {
     if (c->io.bev != NULL) {
+        sock_fini(&c->io.sk);
         bufferevent_free(c->io.bev);
     } else {
         evutil_closesocket(fd);
@@ -700,6 +703,9 @@ client_accept(struct tm_proxy *px, int fd)
     c->io.timer = evtimer_new(px->base, timer_cb, c);
     ok = admit_init(&c->ad, px, &c->io, admitted, c);
     exchange_init(&c->ex, &c->io, exchanged, c);
+    if (c->io.bev != NULL && !sock_init(&c->io.sk, c->io.bev, false)) {
+        ok = false;
+    }
     if (c->io.bev == NULL || c->io.timer == NULL || !ok) {
         client_abort(c, fd);
         return;
@@ -707,13 +713,12 @@ client_accept(struct tm_proxy *px, int fd)
     read_watermark(c);
     bufferevent_setwatermark(c->io.bev, EV_WRITE, (size_t)pc->buffer_size / 2,
                              0);
-    bufferevent_setcb(c->io.bev, client_read_cb, client_write_cb,
-                      client_event_cb, c);
+    sock_setcb(&c->io.sk, client_read_cb, client_write_cb, client_event_cb, c);
     c->io.read_tmo = true; /* so that the call below sets the write one */
     cio_timeouts(&c->io, false, pc->idle_timeout_ms);
     /* A new bufferevent has EV_WRITE enabled; writes go direct. */
     bufferevent_disable(c->io.bev, EV_WRITE);
-    bufferevent_enable(c->io.bev, EV_READ);
+    sock_read(&c->io.sk, true);
     c->next = px->clients;
     if (px->clients != NULL) {
         px->clients->prev = c;
@@ -735,6 +740,7 @@ client_close(struct client *c, int grace_ms)
     admit_fini(&c->ad, grace_ms);
     cio_unlist(&c->io);
     idle_leave(c);
+    sock_fini(&c->io.sk);
     bufferevent_free(c->io.bev);
     event_free(c->io.timer);
     c->io.bev = NULL;

@@ -12,6 +12,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "access.h"
 #include "client_io.h"
 #include "log.h"
 #include "metrics.h"
@@ -71,26 +72,6 @@ exchange_close(struct exchange *ex)
     ex->attached = false;
 }
 
-/* The access log: one line per forwarded request (refusals have theirs). */
-static void
-log_request(const struct exchange *ex)
-{
-    const struct request *rq = ex->rq;
-    const struct http_request *h = &rq->h;
-    struct timespec t1;
-    double ms;
-
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    ms = (double)(t1.tv_sec - rq->t0.tv_sec) * 1e3 +
-         (double)(t1.tv_nsec - rq->t0.tv_nsec) / 1e6;
-    log_info("conn=%" PRIu64 " request method=%.*s path=%.*s status=%d "
-             "route=%s resource=%s token=%" PRId64 " mark=%" PRId64 " ms=%.3f",
-             ex->io->id, (int)h->method.len, h->method.p, (int)h->path.len,
-             h->path.p, ex->resp_status,
-             rq->sc.route_name ? rq->sc.route_name : "-",
-             rq->sc.rlen > 0 ? rq->sc.resource : "-", rq->token, rq->mark, ms);
-}
-
 /* The upstream's answer is complete; up_ok: its connection may serve
  * another request. */
 static void
@@ -99,9 +80,7 @@ finish(struct exchange *ex, bool up_ok)
     bool reuse = up_ok && ex->resp_keep_alive && ex->io->body.done &&
                  ex->resp_kind != HTTP_BODY_CLOSE;
 
-    if (log_get_level() >= TM_LOG_INFO) {
-        log_request(ex);
-    }
+    access_request(ex->io, ex->rq, ex->resp_status);
     end(ex, XCHG_DONE, reuse, 0);
 }
 
@@ -123,6 +102,7 @@ fail(struct exchange *ex, int status, const char *why)
     if (status == 502 || status == 504) {
         metrics_upstream_error(px->metrics, name, timed_out);
     }
+    access_request(ex->io, rq, ex->resp_started ? ex->resp_status : status);
     if (ex->resp_started) {
         /* Part of the answer is out: only closing can tell the client. */
         end(ex, XCHG_CLOSE, false, timed_out ? rq->pc->order_grace_ms : 0);
@@ -169,6 +149,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     clock_gettime(CLOCK_MONOTONIC, &ex->up_t0);
     ex->resp_started = false;
     ex->up_eof = false;
+    memset(&ex->resp_scan, 0, sizeof(ex->resp_scan));
     body_in_start(&io->body, rq->h.body, rq->h.content_length, forbid);
     ex->body_seen = 0;
     ex->body_moved = ex->body_mark = 0;
@@ -176,12 +157,12 @@ attach(struct exchange *ex, struct up_conn *uc)
         cio_timer_arm(io, rq->pc->body_rate_window_ms);
     }
     up_timeouts(uc, up_cfg(rq->pool)->timeout_ms);
-    bufferevent_setwatermark(ub, EV_READ, 0, buf);
+    sock_read_limit(up_sock(uc), buf);
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
-    bufferevent_setcb(ub, up_read_cb, up_write_cb, up_event_cb, ex);
+    sock_setcb(up_sock(uc), up_read_cb, up_write_cb, up_event_cb, ex);
     ex->bp_up = ex->bp_down = false;
     bufferevent_disable(ub, EV_WRITE);
-    bufferevent_enable(ub, EV_READ);
+    sock_read(up_sock(uc), true);
     rewrite_request(bufferevent_get_output(ub), rq, up_cfg(rq->pool));
     if (rq->h.expect_continue && !io->body.done &&
         evbuffer_get_length(cio_in(io)) == 0) {
@@ -247,14 +228,14 @@ static void
 pause_up(struct exchange *ex)
 {
     ex->bp_up = true;
-    bufferevent_disable(ex->io->bev, EV_READ);
+    sock_read(&ex->io->sk, false);
 }
 
 static void
 pause_down(struct exchange *ex)
 {
     ex->bp_down = true;
-    bufferevent_disable(up_bev(ex->up), EV_READ);
+    sock_read(up_sock(ex->up), false);
 }
 
 bool
@@ -276,7 +257,7 @@ exchange_drained(struct exchange *ex)
     if (ex->bp_up &&
         evbuffer_get_length(bufferevent_get_output(up_bev(ex->up))) <= half) {
         ex->bp_up = false;
-        bufferevent_enable(io->bev, EV_READ);
+        sock_read(&io->sk, true);
         pump_request_body(ex);
         if (io->dead || ex->up == NULL) {
             return;
@@ -284,7 +265,7 @@ exchange_drained(struct exchange *ex)
     }
     if (ex->bp_down && evbuffer_get_length(cio_out(io)) <= half) {
         ex->bp_down = false;
-        bufferevent_enable(up_bev(ex->up), EV_READ);
+        sock_read(up_sock(ex->up), true);
         pump_response(ex);
     }
 }
@@ -337,7 +318,7 @@ pump_request_body(struct exchange *ex)
         cio_timer_stop(io); /* the body rate check, if any */
         cio_timeouts(io, false, ex->rq->pc->idle_timeout_ms);
         if (io->client_eof) {
-            bufferevent_disable(io->bev, EV_READ);
+            sock_read(&io->sk, false);
         }
         return;
     }
@@ -378,10 +359,7 @@ exchange_timer(struct exchange *ex)
     if (!ex->bp_up && ex->body_moved - ex->body_mark < want) {
         struct problem p = {.status = 408,
                             .detail = "the request body came too slowly"};
-        log_info("conn=%" PRIu64 " request body under min_body_rate (%" PRIu64
-                 " bytes in %d ms)",
-                 ex->io->id, ex->body_moved - ex->body_mark,
-                 pc->body_rate_window_ms);
+        access_refused(ex->io, ex->rq, &p, "under min_body_rate");
         ex->io->close_after = true;
         if (ex->resp_started) {
             end(ex, XCHG_CLOSE, false, 0);
@@ -457,10 +435,12 @@ read_response_head(struct exchange *ex)
             return false;
         }
         p = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-        rc = http_parse_response(p, n, &lim, slice_eq(h->method, "HEAD"), r);
+        rc = http_parse_response_more(&ex->resp_scan, p, n, ex->up_eof, &lim,
+                                      slice_eq(h->method, "HEAD"), r);
         if (rc == HTTP_INCOMPLETE) {
             return false;
         }
+        memset(&ex->resp_scan, 0, sizeof(ex->resp_scan)); /* the next's */
         if (rc != HTTP_OK || r->status == 101 ||
             (r->body == HTTP_BODY_CHUNKED && h->minor == 0)) {
             fail(ex, 502, "malformed or ambiguous answer");

@@ -38,6 +38,8 @@ struct exchange {
     enum http_body resp_kind;
     uint64_t resp_left;
     struct http_chunked resp_chunk;
+    struct http_scan resp_scan; /* how far the next response head was
+                                 * searched */
     int resp_status;
     uint64_t body_seen;    /* chunked request bytes forwarded so far */
     uint64_t body_moved;   /* request body bytes moved to the upstream */

@@ -83,8 +83,8 @@ refusal(enum http_rc rc, struct problem *p)
 }
 
 enum head_rc
-head_take(struct tm_proxy *px, struct evbuffer *in, struct request **rq,
-          struct problem *p, const char **why)
+head_take(struct tm_proxy *px, struct evbuffer *in, struct http_scan *sc,
+          bool final, struct request **rq, struct problem *p, const char **why)
 {
     size_t len = evbuffer_get_length(in);
     size_t n = len < px->limits.max_head + 1 ? len : px->limits.max_head + 1;
@@ -97,10 +97,11 @@ head_take(struct tm_proxy *px, struct evbuffer *in, struct request **rq,
     /* Parse into the loop's scratch space: a connection holds request
      * space only once its head is complete. */
     at = (char *)evbuffer_pullup(in, (ev_ssize_t)n);
-    rc = http_parse_request(at, n, &px->limits, fence, h);
+    rc = http_parse_request_more(sc, at, n, final, &px->limits, fence, h);
     if (rc == HTTP_INCOMPLETE) {
         return HEAD_WAIT;
     }
+    memset(sc, 0, sizeof(*sc)); /* the next head's */
     if (rc != HTTP_OK) {
         refusal(rc, p);
         *why = h->error;

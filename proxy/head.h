@@ -4,8 +4,11 @@
 #ifndef TM_HEAD_H
 #define TM_HEAD_H
 
+#include <stdbool.h>
+
 struct tm_proxy;
 struct evbuffer;
+struct http_scan;
 struct problem;
 struct request;
 
@@ -17,12 +20,16 @@ enum head_rc {
 };
 
 /* Take the head at the front of in (at most max_head + 1 bytes are
- * looked at). *rq grows as needed (NULL: none yet) to hold the head and,
- * after it, its canonical path; the caller frees it. On HEAD_BAD the
- * problem is 400, 414, 431, 501 or 505 and *why the parser's reason
- * (static text or NULL). */
+ * looked at). sc: how far earlier calls searched in's front for the end
+ * of this head (zero for a new head; zeroed again once a head is taken
+ * or refused): only the bytes that came since are searched, and the head
+ * is parsed once it may be whole (http_parse_request_more). final: no
+ * more bytes will come (the client sent FIN). *rq grows as needed (NULL:
+ * none yet) to hold the head and, after it, its canonical path; the
+ * caller frees it. On HEAD_BAD the problem is 400, 414, 431, 501 or 505
+ * and *why the parser's reason (static text or NULL). */
 enum head_rc head_take(struct tm_proxy *px, struct evbuffer *in,
-                       struct request **rq, struct problem *p,
-                       const char **why);
+                       struct http_scan *sc, bool final, struct request **rq,
+                       struct problem *p, const char **why);
 
 #endif

@@ -977,6 +977,79 @@ http_parse_response(const char *buf, size_t len, const struct http_limits *lim,
     return HTTP_OK;
 }
 
+/* Search buf[sc->scanned..len) for an empty line: a LF followed by LF or
+ * by CRLF (whether a bare LF is allowed is the parser's to say). true
+ * when one is there; sc->scanned then is its last LF, which may begin
+ * the next one. false: sc->scanned is where the bytes still to come may
+ * complete one. */
+static bool
+head_end_seen(struct http_scan *sc, const char *buf, size_t len)
+{
+    size_t i = sc->scanned;
+
+    while (i < len) {
+        const char *lf = memchr(buf + i, '\n', len - i);
+        size_t at;
+
+        if (lf == NULL) {
+            sc->looked += len - i;
+            i = len;
+            break;
+        }
+        at = (size_t)(lf - buf);
+        sc->looked += at + 1 - i;
+        if (at + 1 == len || (buf[at + 1] == '\r' && at + 2 == len)) {
+            i = at; /* what follows the LF is still to come */
+            break;
+        }
+        if (buf[at + 1] == '\n') {
+            sc->scanned = at + 1;
+            return true;
+        }
+        if (buf[at + 1] == '\r' && buf[at + 2] == '\n') {
+            sc->scanned = at + 2;
+            return true;
+        }
+        i = at + 1;
+    }
+    sc->scanned = i;
+    return false;
+}
+
+/* Whether the head in buf[0..len) is worth a whole parse now. */
+static bool
+parse_due(struct http_scan *sc, const char *buf, size_t len, bool final,
+          size_t max_head)
+{
+    if (final || len >= max_head || head_end_seen(sc, buf, len)) {
+        sc->parses++;
+        return true;
+    }
+    return false;
+}
+
+enum http_rc
+http_parse_request_more(struct http_scan *sc, const char *buf, size_t len,
+                        bool final, const struct http_limits *lim,
+                        const char *const *fence, struct http_request *req)
+{
+    if (!parse_due(sc, buf, len, final, lim->max_head)) {
+        return HTTP_INCOMPLETE;
+    }
+    return http_parse_request(buf, len, lim, fence, req);
+}
+
+enum http_rc
+http_parse_response_more(struct http_scan *sc, const char *buf, size_t len,
+                         bool final, const struct http_limits *lim,
+                         bool head_request, struct http_response *resp)
+{
+    if (!parse_due(sc, buf, len, final, lim->max_head)) {
+        return HTTP_INCOMPLETE;
+    }
+    return http_parse_response(buf, len, lim, head_request, resp);
+}
+
 int
 http_find_header(const struct http_header *h, size_t n, size_t start,
                  const char *name)

@@ -116,6 +116,36 @@ enum http_rc http_parse_response(const char *buf, size_t len,
                                  const struct http_limits *lim,
                                  bool head_request, struct http_response *resp);
 
+/* A head that arrives in pieces is searched for its end from where the
+ * last search stopped, and parsed once, when it may be whole, rather than
+ * from its start at every read: a head sent a byte at a time costs
+ * linear work, not quadratic. Zero it for each new head. */
+struct http_scan {
+    size_t scanned;  /* where the next search for the empty line starts */
+    size_t looked;   /* bytes the searches looked at: for tests */
+    unsigned parses; /* whole parses made: for tests */
+};
+
+/* The request head at buf[0..len), where buf holds the bytes of the last
+ * call (moved or not) and maybe more: parsed by http_parse_request once
+ * it may be whole (an empty line came, len reached max_head, or final:
+ * no more bytes will come), so with the result one read of the same
+ * bytes gives. Until then HTTP_INCOMPLETE, having looked at the new
+ * bytes only; an error inside the head is reported once one of those
+ * happens, not as soon as its bytes came. */
+enum http_rc http_parse_request_more(struct http_scan *sc, const char *buf,
+                                     size_t len, bool final,
+                                     const struct http_limits *lim,
+                                     const char *const *fence,
+                                     struct http_request *req);
+
+/* The same for a response head (http_parse_response). */
+enum http_rc http_parse_response_more(struct http_scan *sc, const char *buf,
+                                      size_t len, bool final,
+                                      const struct http_limits *lim,
+                                      bool head_request,
+                                      struct http_response *resp);
+
 /* Index of the first header named name (case-insensitive), from index
  * start, or -1. */
 int http_find_header(const struct http_header *h, size_t n, size_t start,

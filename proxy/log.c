@@ -43,6 +43,16 @@ log_write(enum tm_log_level level, const char *fmt, ...)
     l->fn(l->arg, level, buf);
 }
 
+void
+log_emit(enum tm_log_level level, const char *msg)
+{
+    const struct tm_log *l = log_cur;
+
+    if (l != NULL && l->fn != NULL) {
+        l->fn(l->arg, level, msg);
+    }
+}
+
 int
 tm_log_level_parse(const char *name)
 {
@@ -103,8 +113,91 @@ json_str(FILE *f, const char *s, size_t n)
     }
 }
 
+/* Whether s[0..n) is a JSON number as the access log writes them:
+ * -?(0|[1-9][0-9]*)(.[0-9]+)? */
+static bool
+json_number(const char *s, size_t n)
+{
+    size_t i = 0, d;
+
+    i += n > 0 && s[0] == '-';
+    d = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+        i++;
+    }
+    if (i == d || (s[d] == '0' && i - d > 1)) {
+        return false;
+    }
+    if (i < n && s[i] == '.') {
+        d = ++i;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            i++;
+        }
+        if (i == d) {
+            return false;
+        }
+    }
+    return i == n;
+}
+
+/* A quoted value at p ("..." with \" and \\ escaped): its content as a
+ * JSON string into f; returns the length of the quoted text, closing
+ * quote included (or to the end when it has none). */
+static size_t
+json_quoted(FILE *f, const char *p)
+{
+    size_t i = 1;
+
+    fputc('"', f);
+    while (p[i] != '\0' && p[i] != '"') {
+        size_t run = strcspn(p + i, "\"\\");
+
+        if (run > 0) {
+            json_str(f, p + i, run);
+            i += run;
+            continue;
+        }
+        if (p[i] == '\\' && p[i + 1] != '\0') {
+            json_str(f, p + i + 1, 1);
+            i += 2;
+            continue;
+        }
+        json_str(f, p + i, 1);
+        i++;
+    }
+    fputc('"', f);
+    return p[i] == '"' ? i + 1 : i;
+}
+
+/* One key=value word's value: quoted, a string; bare, "-" is null, a
+ * number is a number, anything else a string (a trailing ':' dropped).
+ * Returns how much of p it took. */
+static size_t
+json_value(FILE *f, const char *p)
+{
+    size_t w, vlen;
+
+    if (*p == '"') {
+        return json_quoted(f, p);
+    }
+    w = strcspn(p, " ");
+    vlen = w > 0 && p[w - 1] == ':' ? w - 1 : w;
+    if (vlen == 1 && p[0] == '-') {
+        fputs("null", f);
+    } else if (json_number(p, vlen)) {
+        fwrite(p, 1, vlen, f);
+    } else {
+        fputc('"', f);
+        json_str(f, p, vlen);
+        fputc('"', f);
+    }
+    return w;
+}
+
 /* One JSON object a line: ts, level, msg, and every key=value word of the
- * message as a field of its own (conn=7 route=docs token=5 ...). */
+ * message as a field of its own (conn=7 route=docs token=5 ...): a quoted
+ * value ("...") is a string, a bare number a number, a bare "-" null
+ * (access.h writes its lines so). */
 void
 tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
 {
@@ -120,15 +213,17 @@ tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
     fputc('"', stderr);
     while (*p != '\0') {
         size_t w = strcspn(p, " "), k = strcspn(p, "= ");
+
         if (k < w && k > 0 && strncmp(p, "msg=", 4) != 0 &&
             strncmp(p, "ts=", 3) != 0 && strncmp(p, "level=", 6) != 0) {
-            size_t vlen = w - k - 1;
             fputs(",\"", stderr);
             json_str(stderr, p, k);
-            fputs("\":\"", stderr);
-            json_str(stderr, p + k + 1,
-                     vlen > 0 && p[w - 1] == ':' ? vlen - 1 : vlen);
-            fputc('"', stderr);
+            fputs("\":", stderr);
+            w = k + 1 + json_value(stderr, p + k + 1);
+        } else if (*p == '"') {
+            /* A quoted phrase in free text: skip it whole. */
+            const char *q = strchr(p + 1, '"');
+            w = q != NULL ? (size_t)(q - p) + 1 : strlen(p);
         }
         p += w;
         while (*p == ' ') {

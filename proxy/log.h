@@ -68,6 +68,10 @@ const char *errno_text(int e, char *buf, size_t len);
 void log_write(enum tm_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Write msg, formatted already, to the current sink at level (the
+ * caller checked the level). */
+void log_emit(enum tm_log_level level, const char *msg);
+
 /* Check the level before formatting anything. */
 #define log_at(lvl, ...)                                                       \
     do {                                                                       \

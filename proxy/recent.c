@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static void
 copy(char *dst, size_t cap, const char *src)
@@ -51,7 +52,8 @@ mark_first(struct recent *r, const char *resource, int64_t mark)
         i = r->nmarks < RECENT_N ? r->nmarks++ : RECENT_N - 1;
     }
     memmove(&r->marks[1], &r->marks[0], i * sizeof(r->marks[0]));
-    r->marks[0].when = time(NULL);
+    r->marks[0].when_ms = recent_now_ms();
+    r->marks[0].when = (time_t)(r->marks[0].when_ms / 1000);
     r->marks[0].mark = mark;
     r->marks[0].hash = h;
     copy(r->marks[0].resource, sizeof(r->marks[0].resource), resource);
@@ -75,7 +77,8 @@ recent_refusal(struct recent *r, int status, const char *reason,
 {
     struct recent_refusal *f = &r->refusals[r->nrefusals++ % RECENT_N];
 
-    f->when = time(NULL);
+    f->when_ms = recent_now_ms();
+    f->when = (time_t)(f->when_ms / 1000);
     f->status = status;
     f->token = token;
     f->mark = mark;

@@ -11,8 +11,11 @@
 #define RECENT_N 32
 #define RECENT_NAME 128 /* resource names are cut to this for display */
 
+/* when: seconds since the epoch; when_ms: the same instant in ms, for the
+ * page's timeline (several events a second apart). */
 struct recent_mark {
     time_t when;
+    int64_t when_ms;
     int64_t mark;
     uint64_t hash; /* of resource, to find it again cheaply */
     char resource[RECENT_NAME];
@@ -20,6 +23,7 @@ struct recent_mark {
 
 struct recent_refusal {
     time_t when;
+    int64_t when_ms;
     int status;
     int64_t token; /* 0: the request had none */
     int64_t mark;

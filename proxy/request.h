@@ -25,7 +25,9 @@ struct request {
     int64_t token;
     int64_t mark; /* sent in Fencing-High-Water when > 0 */
     int64_t src_mark;
-    struct timespec t0; /* the head was read (info logging only) */
+    struct timespec t0; /* the head was read (access_begin) */
+    char rid[128 + 1];  /* the request id (access.h: REQID_MAX) */
+    bool rid_client;    /* rid is the client's X-Request-Id */
     size_t cap;         /* bytes[] capacity */
     char bytes[];       /* the head, then the canonical path */
 };

@@ -10,6 +10,7 @@
 #include "../policies/hname.h"
 #include "problem.h"
 #include "request.h"
+#include "sign.h"
 
 /* A client header the upstream must not get from the client: named by
  * strip_header, or one the sidecar sets itself with add_header, in any
@@ -59,12 +60,27 @@ add_field(struct evbuffer *out, struct tm_slice name, struct tm_slice value)
     evbuffer_add(out, "\r\n", 2);
 }
 
+bool
+rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
+                 const struct http_header *f)
+{
+    const struct cfg_proxy *pc = rq->pc;
+
+    return !(f->hop || slice_ieq(f->name, "Host") ||
+             (rq->h.expect_continue && slice_ieq(f->name, "Expect")) ||
+             slice_ieq(f->name, pc->token_header) ||
+             slice_ieq(f->name, pc->resource_header) ||
+             ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name)) ||
+             sign_replaces(u, f->name) ||
+             (!rq->rid_client &&
+              hname_same(f->name.p, f->name.len, "X-Request-Id")));
+}
+
 void
 rewrite_request(struct evbuffer *out, const struct request *rq,
                 const struct cfg_upstream *u)
 {
     const struct http_request *h = &rq->h;
-    const struct cfg_proxy *pc = rq->pc;
     const char *target = h->target.p;
     size_t tlen = h->target.len;
     struct tm_slice host = {u->host_header, strlen(u->host_header)};
@@ -92,19 +108,25 @@ rewrite_request(struct evbuffer *out, const struct request *rq,
             write_destination(rq, u, out, host);
             continue;
         }
-        if (f->hop || slice_ieq(f->name, "Host") ||
-            (h->expect_continue && slice_ieq(f->name, "Expect")) ||
-            slice_ieq(f->name, pc->token_header) ||
-            slice_ieq(f->name, pc->resource_header) ||
-            ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name))) {
-            continue;
+        if (rewrite_forwards(rq, u, f)) {
+            add_field(out, f->name, f->value);
         }
-        add_field(out, f->name, f->value);
     }
     for (size_t i = 0; i < u->nadd; i++) {
         struct tm_slice n = {u->add[i].name, strlen(u->add[i].name)};
         struct tm_slice v = {u->add[i].value, strlen(u->add[i].value)};
-        add_field(out, n, v);
+        if (!sign_replaces(u, n)) {
+            add_field(out, n, v);
+        }
+    }
+    if (!rq->rid_client) {
+        /* The client's, when sane, went through above as it was. */
+        evbuffer_add(out, "X-Request-Id: ", 14);
+        evbuffer_add(out, rq->rid, strlen(rq->rid));
+        evbuffer_add(out, "\r\n", 2);
+    }
+    if (u->sign != CFG_SIGN_NONE) {
+        sign_request(out, rq, u, (struct tm_slice){target, tlen}, host);
     }
     if (h->body == HTTP_BODY_CHUNKED) {
         evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);

@@ -8,13 +8,21 @@
 
 struct evbuffer;
 struct cfg_upstream;
+struct http_header;
 struct http_response;
 struct request;
+
+/* Whether the client header f of rq reaches upstream u as it is: not
+ * hop-by-hop, not Host, a fencing header, one u strips or sets itself
+ * (add_header, or what its signature replaces). */
+bool rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
+                      const struct http_header *f);
 
 /* The request head of rq as upstream u gets it: origin-form target, u's
  * Host (or the client's with host_preserve), the fencing headers,
  * hop-by-hop headers and those u strips or adds removed, u's added
- * headers, a fenced Destination under u's authority, Via. */
+ * headers, a fenced Destination under u's authority, u's signature
+ * (sign = aws-sigv4: sign.h), Via. */
 void rewrite_request(struct evbuffer *out, const struct request *rq,
                      const struct cfg_upstream *u);
 

@@ -27,6 +27,7 @@
 #include "../conf/cfg.h"
 #include "dial.h"
 #include "log.h"
+#include "sock.h"
 
 /* Idle connections are closed after this, well before the keep-alive
  * timeout of common servers (nginx 75 s, Node.js 5 s), so that a write is
@@ -36,6 +37,7 @@
 struct up_conn {
     struct up_pool *pool;
     struct bufferevent *bev; /* NULL while dialing */
+    struct sock sk;          /* reads bev's socket */
     struct dial *dial;       /* while the socket connects */
     int64_t deadline;        /* of the connect, TLS handshake included */
     struct up_conn *next;    /* idle list */
@@ -208,6 +210,7 @@ conn_free(struct up_conn *uc)
     }
     dial_cancel(uc->dial);
     if (uc->bev != NULL) {
+        sock_fini(&uc->sk);
         bufferevent_free(uc->bev);
     }
     free(uc);
@@ -273,7 +276,7 @@ up_take_idle(struct up_pool *p)
         return NULL;
     }
     idle_unlink(uc);
-    bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
+    sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
     uc->uses++;
     uc->busy = true;
     p->nbusy++;
@@ -288,8 +291,8 @@ connect_done(struct up_conn *uc, bool ok, int err)
     int one = 1;
 
     if (ok) {
-        bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
-        bufferevent_set_timeouts(uc->bev, NULL, NULL);
+        sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
+        sock_timeouts(&uc->sk, 0, 0);
         uc->tmo_ms = 0;
         setsockopt(bufferevent_getfd(uc->bev), IPPROTO_TCP, TCP_NODELAY, &one,
                    sizeof(one));
@@ -363,6 +366,11 @@ conn_wrap(struct up_conn *uc, int fd)
         close(fd);
         return false;
     }
+    if (!sock_init(&uc->sk, uc->bev, p->tls != NULL)) {
+        bufferevent_free(uc->bev);
+        uc->bev = NULL;
+        return false;
+    }
     return true;
 }
 
@@ -426,7 +434,7 @@ up_put(struct up_conn *uc, bool reusable)
         conn_free(uc); /* still dialing */
         return;
     }
-    bufferevent_setcb(uc->bev, NULL, NULL, NULL, NULL);
+    sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
     if (!reusable || p->nidle >= (size_t)p->cfg->max_idle ||
         evbuffer_get_length(bufferevent_get_input(uc->bev)) != 0) {
         conn_free(uc);
@@ -444,14 +452,20 @@ up_put(struct up_conn *uc, bool reusable)
      * is closed by it, or passed over by up_take_idle after UP_IDLE_MS,
      * without touching libevent's timers on every request. */
     uc->idle_since = now_ms();
-    bufferevent_setcb(uc->bev, idle_read_cb, NULL, idle_event_cb, uc);
-    bufferevent_enable(uc->bev, EV_READ);
+    sock_setcb(&uc->sk, idle_read_cb, NULL, idle_event_cb, uc);
+    sock_read(&uc->sk, true);
 }
 
 struct bufferevent *
 up_bev(struct up_conn *uc)
 {
     return uc->bev;
+}
+
+struct sock *
+up_sock(struct up_conn *uc)
+{
+    return &uc->sk;
 }
 
 const struct cfg_upstream *
@@ -463,14 +477,11 @@ up_cfg(const struct up_pool *p)
 void
 up_timeouts(struct up_conn *uc, int ms)
 {
-    struct timeval tv;
-
     if (uc->tmo_ms == ms) {
         return;
     }
     uc->tmo_ms = ms;
-    ms_to_tv(ms, &tv);
-    bufferevent_set_timeouts(uc->bev, &tv, &tv);
+    sock_timeouts(&uc->sk, ms, ms);
 }
 
 bool

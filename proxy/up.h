@@ -8,6 +8,7 @@
 
 struct event_base;
 struct bufferevent;
+struct sock;
 struct cfg_upstream;
 struct up_pool;
 struct up_conn;
@@ -38,7 +39,9 @@ struct up_conn *up_connect(struct up_pool *p, up_ready_cb cb, void *arg);
  * room), else closed. The caller's callbacks on it are dropped. */
 void up_put(struct up_conn *uc, bool reusable);
 
+/* Its bufferevent writes; its sock reads (sock.h). */
 struct bufferevent *up_bev(struct up_conn *uc);
+struct sock *up_sock(struct up_conn *uc);
 const struct cfg_upstream *up_cfg(const struct up_pool *p);
 /* Set the read and write timeouts of a connection handed out, unless they
  * already are ms. */

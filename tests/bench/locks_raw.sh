@@ -1,8 +1,10 @@
 #!/bin/sh
 # The seed's lock and release pair without tidemark, the baseline for
 # bench-locks: the Redis acquire and release scripts (redis-benchmark,
-# EVALSHA) and the Postgres lease-row SQL pair (pgbench, a custom
-# script), 32 clients each, on servers started here; and etcd's own lock
+# EVALSHA), the same without a token (SET NX PX, compare-and-delete), the
+# hot lock (tries and wins on one lock), and the Postgres lease-row SQL
+# pair and advisory lock (pgbench, custom scripts), 32 clients each, on
+# servers started here; and etcd's own lock
 # (etcdctl lock NAME true: a session lease, the recipe's txn, release),
 # BENCH_CONNECTIONS loops of etcdctl, since Debian packages no etcd
 # benchmark tool (each pair also pays an etcdctl process start); and
@@ -71,6 +73,24 @@ r=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" -r 1000000000 --csv \
     tail -n 1 | cut -d, -f2 | tr -d '"')
 echo "raw=redis acquire_per_s=$a release_per_s=$r" \
      "pairs_per_s=$(echo "$a $r" | awk '{printf "%.0f", 1 / (1 / $1 + 1 / $2)}')"
+# Without a token: SET NX PX with a value, released by comparing it.
+a=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" -r 1000000000 --csv \
+    SET 'nt:{__rand_int__}' v NX PX 10000 | tail -n 1 | cut -d, -f2 | tr -d '"')
+r=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" -r 1000000000 --csv \
+    EVALSHA "$R" 1 'nt:{__rand_int__}' v | tail -n 1 | cut -d, -f2 | tr -d '"')
+echo "raw=redis-notoken acquire_per_s=$a release_per_s=$r" \
+     "pairs_per_s=$(echo "$a $r" | awk '{printf "%.0f", 1 / (1 / $1 + 1 / $2)}')"
+# The hot lock: every client tries one lock. A win's lease is 1 ms, so a
+# winner gives it back by expiry; wins are the fence counter's growth.
+f0=$(redis-cli -p "$RPORT" GET 'fence:{hot}')
+t0=$(date +%s.%N)
+h=$(redis-benchmark -p "$RPORT" -c "$CONNS" -n "$REQS" --csv \
+    EVALSHA "$A" 2 'lock:{hot}' 'fence:{hot}' 1 | tail -n 1 | cut -d, -f2 |
+    tr -d '"')
+t1=$(date +%s.%N)
+f1=$(redis-cli -p "$RPORT" GET 'fence:{hot}')
+echo "raw=redis-hot tries_per_s=$h wins_per_s=$(echo "${f0:-0} $f1 $t0 $t1" |
+    awk '{printf "%.0f", ($2 - $1) / ($4 - $3)}')"
 stop "$RPID" "$RDIR"
 fi
 
@@ -109,6 +129,19 @@ tps=$("$PGBIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PPORT" -U postgres \
       sed -n 's/^tps = \([0-9.]*\).*/\1/p')
 rm -f "$SCRIPT"
 echo "raw=postgres pairs_per_s=$tps"
+
+# The advisory lock in its own transaction: lock, commit (which releases).
+cat > "$SCRIPT" <<'SQL'
+\set k :client_id * 1000000 + random(1, 1000000)
+BEGIN;
+SELECT pg_try_advisory_xact_lock(:k);
+COMMIT;
+SQL
+tps=$("$PGBIN/pgbench" -n -M prepared -h 127.0.0.1 -p "$PPORT" -U postgres \
+      -c "$CONNS" -j 2 -T "$SECS" -f "$SCRIPT" postgres 2>/dev/null |
+      sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+rm -f "$SCRIPT"
+echo "raw=postgres-advisory pairs_per_s=$tps"
 stop "$PPID_" "$PDIR"
 fi
 

@@ -197,6 +197,33 @@ check_request(const struct http_request *req, const char *buf, size_t len,
     check(req->body != HTTP_BODY_CLOSE, "request: close-delimited body");
 }
 
+/* buf[0..size) arriving in random pieces through
+ * http_parse_request_more, the last call final: the result one read
+ * gives (rc), found by looking at each byte a bounded number of times. */
+static void
+more_check(const char *buf, size_t size, const struct http_limits *lim,
+           enum http_rc rc, uint64_t seed)
+{
+    static struct http_request req;
+    struct http_scan sc = {0};
+    enum http_rc got = HTTP_INCOMPLETE;
+    size_t len = 0;
+
+    while (got == HTTP_INCOMPLETE && len < size) {
+        len += 1 + (size_t)(next_rand(&seed) % 64);
+        if (len > size) {
+            len = size;
+        }
+        got = http_parse_request_more(&sc, buf, len, len == size, lim, fence,
+                                      &req);
+    }
+    if (size == 0) {
+        got = http_parse_request_more(&sc, buf, 0, true, lim, fence, &req);
+    }
+    check(got == rc, "request: read in pieces gives another result");
+    check(sc.looked <= 3 * size + 3, "request: the search is not linear");
+}
+
 /* Parse buf[0..size) under lim and check what came out; the body after
  * a chunked head goes through chunk_check too. */
 static void
@@ -227,6 +254,7 @@ request_check(const char *buf, size_t size, const struct http_limits *lim,
     default:
         fail("request: unknown result");
     }
+    more_check(buf, size, lim, rc, seed);
 
     if (rc == HTTP_OK) {
         size_t hl = req.head_len;

@@ -22,7 +22,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
-procstat json redis_slot zkname"
+procstat json redis_slot sigv4 zkname"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -31,7 +31,8 @@ sources() {
     token) echo policies/token.c ;;
     route) echo policies/route.c policies/canon.c policies/utf8.c ;;
     origin) echo policies/origin.c ;;
-    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c ;;
+    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c policies/sigv4.c ;;
+    sigv4) echo policies/sigv4.c ;;
     canon) echo policies/canon.c policies/utf8.c ;;
     destination) echo policies/profile.c policies/canon.c policies/utf8.c ;;
     procstat) echo policies/procstat.c ;;
@@ -45,7 +46,7 @@ sources() {
 libs() {
     case $1 in
     config) echo -linih -lpq -lcrypto ;;
-    token) echo -lcrypto ;;
+    token | sigv4) echo -lcrypto ;;
     esac
 }
 

@@ -1,54 +1,209 @@
-"""Logs: one line per forwarded request and one per refusal, as text or,
-with log_format = json, one JSON object a line whose key=value words are
-fields of their own."""
+"""Logs an operator can query: one line per forwarded request and one
+per refusal, each with the same keys (event id client method path query
+status route resource token mark ms conn reason detail), in text as
+key=value words (quoted when needed, "-" when absent) or, with
+log_format = json, one JSON object a line where numbers are numbers and
+an absent value is null. The request id is the client's X-Request-Id
+when it is sane, else one tidemark makes; the upstream gets it. Every
+test parses the lines and checks them against the requests it made."""
 import json
+import re
+
+from conftest import Conn, token_headers
+
+ACCESS_KEYS = ["event", "id", "client", "method", "path", "query", "status",
+               "route", "resource", "token", "mark", "ms", "conn", "reason",
+               "detail"]
+HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+# A text line's key=value words: bare, or "quoted" with \" and \\.
+WORD = re.compile(r'([A-Za-z_]+)=("(?:[^"\\]|\\.)*"|[^ ]*)')
 
 
-def json_lines(tm):
-    out = []
-    for ln in tm.log().splitlines():
-        if ln.startswith("===="):
-            continue
-        out.append(json.loads(ln))
+def parse_text(line):
+    """The key=value words of a text line, as json would give them."""
+    out = {}
+    for k, v in WORD.findall(line):
+        if v.startswith('"'):
+            out[k] = re.sub(r"\\(.)", r"\1", v[1:-1])
+        elif v == "-":
+            out[k] = None
+        elif re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", v):
+            out[k] = float(v) if "." in v else int(v)
+        else:
+            out[k] = v
     return out
 
 
-def test_json_log_lines(tidemark, upstream):
+def json_lines(tm):
+    return [json.loads(ln) for ln in tm.log().splitlines()
+            if not ln.startswith("====")]
+
+
+def access_json(tm):
+    return [o for o in json_lines(tm) if o.get("event") in
+            ("request", "refused")]
+
+
+def access_text(tm):
+    return [parse_text(ln) for ln in tm.log().splitlines()
+            if " event=request " in ln or " event=refused " in ln]
+
+
+def send(tm, method, target, token=None, headers=(), body=b""):
+    """One request on its own connection: (response, the client's
+    address as tidemark sees it)."""
+    with Conn(tm.port) as c:
+        addr = "%s:%d" % c.sock.getsockname()[:2]
+        r = c.request(method, target, token_headers(token, None, headers),
+                      body)
+    return r, addr
+
+
+def check_shape(lines):
+    for o in lines:
+        keys = [k for k in o if k not in ("ts", "level", "msg")]
+        assert sorted(keys) == sorted(ACCESS_KEYS), o
+        assert isinstance(o["status"], int), o
+        assert isinstance(o["conn"], int), o
+        # No duration for a head that never made a request.
+        assert (o["ms"] is None) == (o["method"] is None), o
+        assert o["ms"] is None or (isinstance(o["ms"], (int, float)) and
+                                   o["ms"] >= 0), o
+        assert o["token"] is None or isinstance(o["token"], int), o
+        assert o["mark"] is None or isinstance(o["mark"], int), o
+
+
+def traffic(tm):
+    """The requests both formats are checked against, with what each
+    line must say."""
+    want = []
+    r, a = send(tm, "PUT", "/v1/documents/lg?x=1&y=%20", token=7,
+                headers=[("X-Request-Id", "abc-123")], body=b"v7")
+    assert r.status == 200, r
+    want.append({"event": "request", "id": "abc-123", "client": a,
+                 "method": "PUT", "path": "/v1/documents/lg",
+                 "query": "x=1&y=%20", "status": 200, "route": "docs",
+                 "resource": "documents/lg", "token": 7, "mark": 7,
+                 "reason": None, "detail": None})
+    r, a = send(tm, "PUT", "/v1/documents/lg", token=6, body=b"v6")
+    assert r.status == 409, r
+    want.append({"event": "refused", "client": a, "method": "PUT",
+                 "path": "/v1/documents/lg", "query": None, "status": 409,
+                 "route": "docs", "resource": "documents/lg", "token": 6,
+                 "mark": 7, "reason": "stale"})
+    r, a = send(tm, "GET", "/elsewhere?q=1")
+    assert r.status == 200, r
+    want.append({"event": "request", "client": a, "method": "GET",
+                 "path": "/elsewhere", "query": "q=1", "status": 200,
+                 "route": None, "resource": None, "token": None,
+                 "mark": None, "reason": None, "detail": None})
+    r, a = send(tm, "PUT", "/v1/documents/nt", body=b"x")
+    assert r.status == 428, r
+    want.append({"event": "refused", "client": a, "method": "PUT",
+                 "path": "/v1/documents/nt", "status": 428, "route": "docs",
+                 "resource": "documents/nt", "token": None, "mark": None,
+                 "reason": "missing"})
+    with Conn(tm.port) as c:
+        a = "%s:%d" % c.sock.getsockname()[:2]
+        c.send(b"PUT /x HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n")
+        assert c.read_response().status == 400
+    want.append({"event": "refused", "id": None, "client": a,
+                 "method": None, "path": None, "query": None, "status": 400,
+                 "route": None, "resource": None, "token": None,
+                 "mark": None, "reason": "malformed"})
+    return want
+
+
+def check_against(lines, want, upstream):
+    check_shape(lines)
+    assert len(lines) == len(want), lines
+    for got, w in zip(lines, want):
+        for k, v in w.items():
+            assert got[k] == v, (k, got, w)
+    # The id: the client's when sane, else 32 hex digits; the upstream
+    # got the same one.
+    assert upstream.requests[0].header_all("X-Request-Id") == ["abc-123"]
+    assert HEX32.match(lines[2]["id"]), lines[2]
+    assert upstream.requests[1].header_all("X-Request-Id") == \
+        [lines[2]["id"]]
+    assert HEX32.match(lines[1]["id"]) and HEX32.match(lines[3]["id"])
+    assert len({o["id"] for o in lines[:4]}) == 4
+
+
+def test_json_access_lines(tidemark, upstream):
     tm = tidemark({"proxy": {"log_format": "json"}})
-    assert tm.put("lg", token=7).status == 200
-    assert tm.put("lg", token=6).status == 409
-    tm.wait_log("refused")
-    lines = json_lines(tm)
-    for obj in lines:
-        assert set(obj) >= {"ts", "level", "msg"}, obj
-    req = [o for o in lines if "request" in o["msg"] and
-           o.get("status") == "200"]
-    assert len(req) == 1, lines
-    assert req[0]["route"] == "docs"
-    assert req[0]["resource"] == "documents/lg"
-    assert req[0]["token"] == "7"
-    assert req[0]["method"] == "PUT"
-    refused = [o for o in lines if "refused" in o["msg"]]
-    assert len(refused) == 1, lines
-    assert refused[0]["level"] == "info"
-    assert refused[0]["token"] == "6"
-    assert refused[0]["mark"] == "7"
-    assert refused[0]["resource"] == "documents/lg"
+    want = traffic(tm)
+    tm.wait_log('"event":"refused"', count=3)
+    lines = access_json(tm)
+    check_against(lines, want, upstream)
+    for o in json_lines(tm):
+        assert set(o) >= {"ts", "level", "msg"}, o
+    assert [o["level"] for o in lines] == ["info", "info", "info", "info",
+                                           "warn"]
+
+
+def test_text_access_lines(tidemark, upstream):
+    tm = tidemark()
+    want = traffic(tm)
+    tm.wait_log("event=refused", count=3)
+    check_against(access_text(tm), want, upstream)
+    line = tm.log_lines("event=request", "abc-123")[0]
+    assert " event=request id=abc-123 client=127.0.0.1:" in line, line
+    assert " method=PUT path=/v1/documents/lg query=x=1&y=%20 status=200 " \
+        "route=docs resource=documents/lg token=7 mark=7 ms=" in line, line
+    line = tm.log_lines("event=refused", "status=409")[0]
+    assert 'reason=stale detail=-' in line, line
+
+
+def test_an_insane_request_id_is_replaced(tidemark, upstream):
+    tm = tidemark({"proxy": {"log_format": "json"}})
+    for bad in ("a b", "x" * 129, "{evil}", "\u00e9".encode().decode(
+            "latin-1")):
+        r, _ = send(tm, "GET", "/r", headers=[("X-Request-Id", bad)])
+        assert r.status == 200, (bad, r)
+    r, _ = send(tm, "GET", "/r", headers=[("X-Request-Id", "one"),
+                                          ("X-Request-Id", "two")])
+    assert r.status == 200, r
+    tm.wait_log('"event":"request"', count=5)
+    lines = access_json(tm)
+    assert len(lines) == 5, lines
+    for o, req in zip(lines, upstream.requests):
+        assert HEX32.match(o["id"]), o
+        assert req.header_all("X-Request-Id") == [o["id"]], req
+    r, _ = send(tm, "GET", "/r", headers=[("X-Request-Id", "x" * 128)])
+    assert upstream.requests[-1].header_all("X-Request-Id") == ["x" * 128]
+
+
+def test_values_that_need_quotes_read_back(tidemark, upstream):
+    """A route named like a number stays a string; a query with a quote
+    and a backslash reads back as sent."""
+    tm = tidemark({"proxy": {"log_format": "json"},
+                   "route 42": {"methods": "PUT", "path": "/n/{x}",
+                                "resource": "n/{x}"}})
+    r, _ = send(tm, "PUT", '/n/7?a="b"\\c', token=3, body=b"x")
+    assert r.status == 200, r
+    tm.wait_log('"event":"request"')
+    (o,) = access_json(tm)
+    assert o["route"] == "42" and o["resource"] == "n/7", o
+    assert o["query"] == 'a="b"\\c', o
 
 
 def test_text_log_has_one_line_per_request(tidemark, upstream):
     tm = tidemark()
     for i in range(3):
         assert tm.request("GET", "/t%d" % i).status == 200
-    tm.wait_log("request method=GET", count=3)
-    assert len(tm.log_lines("request method=GET")) == 3
+    tm.wait_log("event=request", "method=GET", count=3)
+    paths = [o["path"] for o in access_text(tm)]
+    assert paths == ["/t0", "/t1", "/t2"]
 
 
 def test_warn_level_drops_request_lines(tidemark, upstream):
     tm = tidemark({"proxy": {"log_level": "warn"}})
     assert tm.request("GET", "/quiet").status == 200
     assert tm.put("q", token=2).status == 200
-    assert tm.log_lines("request method=") == []
+    assert tm.log_lines("event=request") == []
 
 
 def test_json_log_stays_utf8_with_any_resource_bytes(tidemark, upstream):
@@ -70,8 +225,8 @@ def test_json_log_stays_utf8_with_any_resource_bytes(tidemark, upstream):
     raw = tm.log_path.read_bytes()
     objs = [json.loads(ln) for ln in raw.decode("utf-8").splitlines()
             if not ln.startswith("====")]
-    refused = [o for o in objs if "refused" in o["msg"]]
+    refused = [o for o in objs if o.get("event") == "refused"]
     assert len(refused) == 2, objs
-    assert "not UTF-8" in refused[0]["msg"], refused
-    assert refused[0].get("resource", "-") == "-", refused
+    assert "not UTF-8" in refused[0]["detail"], refused
+    assert refused[0]["resource"] is None, refused
     assert refused[1]["resource"] == "accounts/\u00e9", refused

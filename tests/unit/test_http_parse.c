@@ -1183,6 +1183,134 @@ test_chunked_trailer_names(void **state)
     }
 }
 
+/* ---- heads that arrive a byte at a time -------------------------------- */
+
+/* Feed buf[0..len) one more byte per call, as reads bring them, each
+ * call seeing an exact-size copy (ASan sees a read past the bytes come
+ * so far); at the end, once more as final. The search must look at each
+ * byte a bounded number of times and the whole parse run a bounded
+ * number of times: the work is linear, where parsing from the start at
+ * every read is quadratic. Returns the result and its length in *at. */
+static enum http_rc
+req_bytewise(const char *raw, size_t len, const struct http_limits *lim,
+             struct http_request *req, size_t *at)
+{
+    struct http_scan sc = {0};
+    enum http_rc rc = HTTP_INCOMPLETE;
+    size_t k;
+
+    for (k = 1; k <= len && rc == HTTP_INCOMPLETE; k++) {
+        char *b = dup_exact(raw, k);
+
+        rc = http_parse_request_more(&sc, b, k, false, lim, fence, req);
+        free(b);
+    }
+    *at = k - 1;
+    if (rc == HTTP_INCOMPLETE) {
+        rc = http_parse_request_more(&sc, raw, len, true, lim, fence, req);
+    }
+    assert_true(sc.looked <= 3 * len);
+    /* Once per empty line (at most 4 leading ones and the end), once at
+     * the end of the input. */
+    assert_true(sc.parses <= 6);
+    return rc;
+}
+
+/* Every head of the table, a byte at a time: the result of one read of
+ * the whole head; HTTP_OK only once the last byte is in, with the same
+ * head; an error at the latest at the end, and the same one. */
+static void
+test_request_bytewise(void **state)
+{
+    static struct http_request one, more;
+
+    (void)state;
+    for (size_t i = 0; i < NELEM(req_cases); i++) {
+        const struct req_case *c = &req_cases[i];
+        enum http_rc want =
+            http_parse_request(c->raw, c->len, &lim_std, fence, &one);
+        size_t at;
+        enum http_rc rc = req_bytewise(c->raw, c->len, &lim_std, &more, &at);
+
+        if (rc != want) {
+            fail_msg("%s: bytewise rc %d, one read %d", c->name, rc, want);
+        }
+        if (rc != HTTP_OK) {
+            continue;
+        }
+        assert_int_equal(at, c->len);
+        assert_int_equal(more.head_len, one.head_len);
+        assert_int_equal(more.nheaders, one.nheaders);
+        assert_int_equal(more.body, one.body);
+        assert_int_equal(more.content_length, one.content_length);
+        assert_int_equal(more.keep_alive, one.keep_alive);
+        assert_int_equal(more.method.len, one.method.len);
+        assert_int_equal(more.target.len, one.target.len);
+    }
+}
+
+/* A long head (a 7 KiB field value) a byte at a time: linear work, one
+ * whole parse; over max_head, 431 at max_head as with one read. */
+static void
+test_request_bytewise_long(void **state)
+{
+    static struct http_request req;
+    static char big[8000];
+    struct http_limits lim = lim_std;
+    size_t n, at;
+
+    (void)state;
+    n = (size_t)sprintf(big, "PUT /d HTTP/1.1\r\nHost: a\r\nX: ");
+    memset(big + n, 'v', sizeof(big) - n - 4);
+    memcpy(big + sizeof(big) - 4, "\r\n\r\n", 4);
+    assert_int_equal(req_bytewise(big, sizeof(big), &lim, &req, &at), HTTP_OK);
+    assert_int_equal(at, sizeof(big));
+    assert_int_equal(req.head_len, sizeof(big));
+    assert_int_equal(req.nheaders, 2);
+
+    lim.max_head = 4096;
+    assert_int_equal(req_bytewise(big, sizeof(big), &lim, &req, &at),
+                     HTTP_HEAD_TOO_LARGE);
+    assert_int_equal(at, lim.max_head);
+}
+
+/* Responses a byte at a time: the result of one read. */
+static void
+test_response_bytewise(void **state)
+{
+    static struct http_response one, more;
+
+    (void)state;
+    for (size_t i = 0; i < NELEM(resp_cases); i++) {
+        const struct resp_case *c = &resp_cases[i];
+        struct http_scan sc = {0};
+        enum http_rc want =
+            http_parse_response(c->raw, c->len, &lim_std, c->head, &one);
+        enum http_rc rc = HTTP_INCOMPLETE;
+        size_t k;
+
+        for (k = 1; k <= c->len && rc == HTTP_INCOMPLETE; k++) {
+            char *b = dup_exact(c->raw, k);
+
+            rc = http_parse_response_more(&sc, b, k, k == c->len, &lim_std,
+                                          c->head, &more);
+            free(b);
+        }
+        if (rc != want) {
+            fail_msg("%s: bytewise rc %d, one read %d", c->name, rc, want);
+        }
+        assert_true(sc.looked <= 3 * c->len);
+        assert_true(sc.parses <= 3);
+        if (rc == HTTP_OK) {
+            assert_int_equal(k - 1, c->len);
+            assert_int_equal(more.head_len, one.head_len);
+            assert_int_equal(more.status, one.status);
+            assert_int_equal(more.body, one.body);
+            assert_int_equal(more.keep_alive, one.keep_alive);
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -1199,6 +1327,9 @@ main(void)
         cmocka_unit_test(test_chunked_bounds),
         cmocka_unit_test(test_chunked_trailer_names),
         cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_request_bytewise),
+        cmocka_unit_test(test_request_bytewise_long),
+        cmocka_unit_test(test_response_bytewise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

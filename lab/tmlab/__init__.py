@@ -1,0 +1,1 @@
+"""tidemark-lab: the seed's failure table, replayed on real servers."""

@@ -1,0 +1,48 @@
+/* access.h: the access log (one line per request answered: forwarded,
+ * or refused by tidemark) and the request id. Every line has the same
+ * keys, in this order, so that a line parses the same in text and in
+ * json (log.c):
+ *
+ *   event id client method path query status route resource token mark
+ *   ms conn reason detail
+ *
+ * A value that is absent is "-" (null in json); a string that could read
+ * as a number, "-", or holds a space, '"' or '\' is written quoted
+ * ("..."), with '"' and '\' escaped; numbers are bare. */
+#ifndef TM_ACCESS_H
+#define TM_ACCESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cio;
+struct problem;
+struct request;
+
+/* The longest X-Request-Id passed through. */
+#define REQID_MAX 128
+
+/* Whether v[0..n) is an X-Request-Id tidemark passes through: 1 to
+ * REQID_MAX characters, letters, digits and - _ . : + / = @. */
+bool reqid_sane(const char *v, size_t n);
+
+/* At the start of a request: its start time, and its id: the client's
+ * X-Request-Id when there is exactly one and it is sane (forwarded as it
+ * is), else 32 random hex digits (sent upstream in X-Request-Id). */
+void access_begin(struct request *rq);
+
+/* The line of a request answered by its upstream (or failed after it
+ * was forwarded, with the status the client got): event=request. */
+void access_request(const struct cio *io, const struct request *rq, int status);
+
+/* The line of a request tidemark refused: event=refused, with why and
+ * p's detail. */
+void access_refused(const struct cio *io, const struct request *rq,
+                    const struct problem *p, const char *why);
+
+/* The line of a request refused before it was one (a malformed or
+ * incomplete head): no method, path, route. */
+void access_bad_head(const struct cio *io, int status, const char *detail,
+                     const char *why);
+
+#endif

@@ -1,0 +1,65 @@
+/* sock.h: reading a connection's socket, the client's and the
+ * upstream's alike. A plain socket is read by tidemark itself: one
+ * recv-sized readv into the bufferevent's input per readable event, with
+ * no ioctl(FIONREAD) before it (libevent's evbuffer_read makes one per
+ * read). A TLS socket is read by its bufferevent (OpenSSL must). Writes
+ * always go through the bufferevent. */
+#ifndef TM_SOCK_H
+#define TM_SOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <event2/bufferevent.h>
+
+struct event;
+struct evbuffer_cb_entry;
+
+/* What one read takes: SOCK_READ_MIN at first, twice as much after a
+ * read that filled all it asked for, up to SOCK_READ_MAX, and half as
+ * much after one that filled less than a quarter: a small request costs
+ * a 4 KiB chain (with libevent's chain header, a power of two), a long
+ * body one read per 16 KiB. */
+#define SOCK_READ_MIN (4096 - 128)
+#define SOCK_READ_MAX (16384 - 128)
+
+struct sock {
+    struct bufferevent *bev;      /* writes; and reads when TLS (ev NULL) */
+    struct event *ev;             /* our own read event; NULL: bev reads */
+    struct evbuffer_cb_entry *wm; /* resumes reading below hiwat */
+    bufferevent_data_cb read_cb;
+    bufferevent_event_cb event_cb;
+    void *arg;
+    size_t hiwat;     /* no reading while the input holds this much; 0: any */
+    size_t read_size; /* what the next read asks for */
+    int read_ms;      /* read timeout, 0: none */
+    bool reading;     /* the owner wants reads */
+    bool suspended;   /* the input is at hiwat */
+};
+
+/* Take bev (a connected socket bufferevent, plain or TLS: tls says which)
+ * for reading. false when out of memory. bev's EV_READ is never enabled
+ * for a plain socket: its reads are ours. */
+bool sock_init(struct sock *s, struct bufferevent *bev, bool tls);
+/* Free the read event; before bev is freed. */
+void sock_fini(struct sock *s);
+
+/* The owner's callbacks, as a bufferevent's: read_cb after bytes came,
+ * event_cb with BEV_EVENT_READING and EOF, ERROR or TIMEOUT when reading
+ * ends (reading is then off), and with BEV_EVENT_WRITING from the
+ * bufferevent. Any may be NULL. */
+void sock_setcb(struct sock *s, bufferevent_data_cb read_cb,
+                bufferevent_data_cb write_cb, bufferevent_event_cb event_cb,
+                void *arg);
+
+/* Reading on or off. */
+void sock_read(struct sock *s, bool on);
+/* Stop reading while the input holds hiwat bytes or more (0: never);
+ * reading resumes by itself when it drains below. */
+void sock_read_limit(struct sock *s, size_t hiwat);
+/* The read timeout (while reading, since the last bytes came) and the
+ * write timeout (while the bufferevent writes), in ms; 0: none. A read
+ * timeout change costs no system call. */
+void sock_timeouts(struct sock *s, int read_ms, int write_ms);
+
+#endif
