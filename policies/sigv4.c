@@ -14,6 +14,8 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "ascii.h"
+
 static const char hexdig[] = "0123456789ABCDEF";
 static const char hexlow[] = "0123456789abcdef";
 
@@ -46,30 +48,15 @@ unreserved(unsigned char c)
            c == '~';
 }
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* The byte at s[*i] as text decodes it: a %XX escape (also advancing
  * *i past it), else the byte itself. */
 static unsigned char
 decode_at(const char *s, size_t n, size_t *i)
 {
-    if (s[*i] == '%' && *i + 2 < n && hexval(s[*i + 1]) >= 0 &&
-        hexval(s[*i + 2]) >= 0) {
-        unsigned char b =
-            (unsigned char)(hexval(s[*i + 1]) * 16 + hexval(s[*i + 2]));
+    if (s[*i] == '%' && *i + 2 < n && ascii_hexval(s[*i + 1]) >= 0 &&
+        ascii_hexval(s[*i + 2]) >= 0) {
+        unsigned char b = (unsigned char)(ascii_hexval(s[*i + 1]) * 16 +
+                                          ascii_hexval(s[*i + 2]));
         *i += 2;
         return b;
     }
@@ -294,7 +281,7 @@ put_headers(struct wbuf *w, struct wbuf *names, const struct sigv4_request *rq,
 
         for (size_t k = 0; k < h->nlen; k++) {
             char c = h->name[k];
-            lower[off + k] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+            lower[off + k] = ascii_lower(c);
         }
         hs[i].lname = lower + off;
         hs[i].nlen = h->nlen;
