@@ -235,7 +235,10 @@ def test_lmdb_map_use_grows_with_writes(tidemark, upstream):
     assert locks1 > locks0
     wait_until(lambda: value(scrape(tm), "tidemark_lmdb_map_used_bytes")
                > store0, 10 * slow(), "the store's used bytes to grow")
-    assert value(scrape(tm), "tidemark_lmdb_checkpoints_total") >= 1
+    # The file grows while the checkpoint writes; it is counted once it
+    # has committed.
+    wait_until(lambda: value(scrape(tm), "tidemark_lmdb_checkpoints_total")
+               >= 1, 10 * slow(), "the checkpoint to be counted")
 
 
 def proc_stat(pid):
