@@ -483,8 +483,7 @@ req_new(struct redis_cluster *c, int argc, const char **argv,
     unsigned slot;
     uint16_t n;
     struct cl_req *r;
-    size_t total = 0, off;
-    char *p;
+    size_t size;
 
     if (argc <= key || argc > CL_MAX_ARGS || nkeys < 1 || key + nkeys > argc) {
         return NULL;
@@ -503,28 +502,13 @@ req_new(struct redis_cluster *c, int argc, const char **argv,
         want_map(c); /* no master, or a master that is down: look again */
         return NULL;
     }
-    for (int i = 0; i < argc; i++) {
-        if (lens[i] > SIZE_MAX / 4 - total) {
-            return NULL;
-        }
-        total += lens[i] + 1;
-    }
-    off = (size_t)argc * (sizeof(char *) + sizeof(size_t));
-    r = malloc(sizeof(*r) + off + total);
+    size = redis_argv_size(argc, lens);
+    r = size > 0 ? malloc(sizeof(*r) + size) : NULL;
     if (r == NULL) {
         return NULL;
     }
     *r = (struct cl_req){.c = c, .slot = slot, .node = n, .argc = argc};
-    r->argv = (const char **)(void *)r->buf;
-    r->lens = (size_t *)(void *)(r->buf + (size_t)argc * sizeof(char *));
-    p = r->buf + off;
-    for (int i = 0; i < argc; i++) {
-        memcpy(p, argv[i], lens[i]);
-        p[lens[i]] = '\0';
-        r->argv[i] = p;
-        r->lens[i] = lens[i];
-        p += lens[i] + 1;
-    }
+    redis_argv_copy(r->buf, argc, argv, lens, &r->argv, &r->lens);
     return r;
 }
 

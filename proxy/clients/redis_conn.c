@@ -508,27 +508,53 @@ send_eval(struct redis_eval *e)
                                  lens) == REDIS_OK;
 }
 
+size_t
+redis_argv_size(int argc, const size_t *lens)
+{
+    size_t total = (size_t)argc * (sizeof(char *) + sizeof(size_t));
+
+    for (int i = 0; i < argc; i++) {
+        if (lens[i] > SIZE_MAX / 4 - total) {
+            return 0;
+        }
+        total += lens[i] + 1;
+    }
+    return total;
+}
+
+void
+redis_argv_copy(char *buf, int argc, const char **argv, const size_t *lens,
+                const char ***out_argv, size_t **out_lens)
+{
+    const char **v = (const char **)(void *)buf;
+    size_t *l = (size_t *)(void *)(buf + (size_t)argc * sizeof(char *));
+    char *p = buf + (size_t)argc * (sizeof(char *) + sizeof(size_t));
+
+    for (int i = 0; i < argc; i++) {
+        memcpy(p, argv[i], lens[i]);
+        p[lens[i]] = '\0';
+        v[i] = p;
+        l[i] = lens[i];
+        p += lens[i] + 1;
+    }
+    *out_argv = v;
+    *out_lens = l;
+}
+
 bool
 redis_conn_eval(struct redis_conn *c, size_t script, int argc,
                 const char **argv, const size_t *lens, redis_conn_cb cb,
                 redis_conn_resent_cb resent, void *priv)
 {
     struct redis_eval *e;
-    size_t total = 0, off;
-    char *p;
+    size_t size;
 
     if (c->closing || c->ac == NULL || script >= c->nscripts || argc < 1 ||
         argc > 16) {
         return false;
     }
-    for (int i = 0; i < argc; i++) {
-        if (lens[i] > SIZE_MAX / 2 - total) {
-            return false;
-        }
-        total += lens[i] + 1;
-    }
-    off = (size_t)argc * (sizeof(char *) + sizeof(size_t));
-    e = malloc(sizeof(*e) + off + total);
+    size = redis_argv_size(argc, lens);
+    e = size > 0 ? malloc(sizeof(*e) + size) : NULL;
     if (e == NULL) {
         return false;
     }
@@ -538,16 +564,7 @@ redis_conn_eval(struct redis_conn *c, size_t script, int argc,
                              .priv = priv,
                              .script = script,
                              .argc = argc};
-    e->argv = (const char **)(void *)e->buf;
-    e->lens = (size_t *)(void *)(e->buf + (size_t)argc * sizeof(char *));
-    p = e->buf + off;
-    for (int i = 0; i < argc; i++) {
-        memcpy(p, argv[i], lens[i]);
-        p[lens[i]] = '\0';
-        e->argv[i] = p;
-        e->lens[i] = lens[i];
-        p += lens[i] + 1;
-    }
+    redis_argv_copy(e->buf, argc, argv, lens, &e->argv, &e->lens);
     if (!send_eval(e)) {
         free(e);
         return false;

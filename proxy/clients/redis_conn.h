@@ -67,6 +67,14 @@ bool redis_conn_eval(struct redis_conn *c, size_t script, int argc,
                      redis_conn_resent_cb resent, void *priv)
     __attribute__((warn_unused_result));
 
+/* An owned copy of a command's arguments, kept after the struct that
+ * holds it (a request that may be sent again): the bytes it needs for
+ * argc pointers, argc lengths and each argument with a NUL, 0 when that
+ * does not fit in a size_t; and the copy into buf, of that size. */
+size_t redis_argv_size(int argc, const size_t *lens);
+void redis_argv_copy(char *buf, int argc, const char **argv, const size_t *lens,
+                     const char ***out_argv, size_t **out_lens);
+
 /* Drop the connection (every command in flight gets a NULL reply) and
  * free. NULL is fine. */
 void redis_conn_free(struct redis_conn *c);
