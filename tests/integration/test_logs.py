@@ -9,6 +9,8 @@ test parses the lines and checks them against the requests it made."""
 import json
 import re
 
+import pytest
+
 from conftest import Conn, token_headers
 
 ACCESS_KEYS = ["event", "id", "client", "method", "path", "query", "status",
@@ -230,3 +232,22 @@ def test_json_log_stays_utf8_with_any_resource_bytes(tidemark, upstream):
     assert "not UTF-8" in refused[0]["detail"], refused
     assert refused[0]["resource"] is None, refused
     assert refused[1]["resource"] == "accounts/\u00e9", refused
+
+
+@pytest.mark.parametrize("ids", [
+    ["two words"],
+    ["x" * 129],
+    ["a\\b"],
+    ["first", "second"],
+], ids=["space", "too-long", "backslash", "repeated"])
+def test_an_unusable_request_id_is_replaced(tidemark, upstream, ids):
+    """A client's X-Request-Id that is not one sane value never reaches
+    the backend: the backend gets one id of tidemark's, the log the
+    same."""
+    tm = tidemark()
+    r, _ = send(tm, "PUT", "/v1/documents/rid", token=3,
+                headers=[("X-Request-Id", v) for v in ids], body=b"v")
+    assert r.status == 200, r
+    got = upstream.requests[0].header_all("X-Request-Id")
+    assert len(got) == 1 and HEX32.match(got[0]), got
+    tm.wait_log("event=request", "id=" + got[0])
