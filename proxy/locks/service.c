@@ -69,6 +69,27 @@ wait_in(struct waitq *q, struct lock_call *c)
     waitq_push(q, &c->w, c);
 }
 
+/* c goes unless a callback still holds it; its client is not answered. */
+static void
+drop(struct lock_call *c)
+{
+    lock_call_detach(c);
+    lock_call_finish(c);
+}
+
+/* The answer c was in flight for has come. false when the service is gone
+ * or closing: c was dropped, and the caller returns at once. */
+static bool
+landed(struct lock_call *c)
+{
+    c->in_flight = false;
+    if (c->ls == NULL || c->ls->closing) {
+        drop(c);
+        return false;
+    }
+    return true;
+}
+
 /* ---- acquire --------------------------------------------------------- */
 
 static void
@@ -94,7 +115,6 @@ give_back(struct lock_call *c)
 
     lock_call_detach(c);
     if (ls->closing) {
-        lock_call_detach(c);
         lock_call_finish(c);
         return;
     }
@@ -113,10 +133,7 @@ refloor_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 
     (void)fence;
     (void)ttl_ms;
-    c->in_flight = false;
-    if (c->ls == NULL || c->ls->closing) {
-        lock_call_detach(c);
-        lock_call_finish(c);
+    if (!landed(c)) {
         return;
     }
     if (res == LOCK_ERROR) {
@@ -132,22 +149,29 @@ refloor_released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     lock_call_finish(c);
 }
 
+/* Answer c's client with its lease (201, ttl_ms left); a lease nobody
+ * can be answered with is given back. */
+static void
+hand_out(struct lock_call *c, int64_t ttl_ms)
+{
+    if (c->req == NULL || !lock_call_lease(c, 201, ttl_ms)) {
+        give_back(c);
+        return;
+    }
+    metrics_lock_call(c->ls->calls.metrics, LOCK_OUT_ACQUIRED);
+    lock_call_finish(c);
+}
+
 static void
 raised(void *arg, enum store_result res, int64_t mark)
 {
     struct lock_call *c = arg;
-    struct lock_service *ls = c->ls;
 
-    c->in_flight = false;
-    if (ls == NULL || ls->closing) {
-        lock_call_detach(c);
-        lock_call_finish(c);
+    if (!landed(c)) {
         return;
     }
-    if (res == STORE_ACCEPTED && c->req != NULL &&
-        lock_call_lease(c, 201, c->ttl_ms)) {
-        metrics_lock_call(ls->calls.metrics, LOCK_OUT_ACQUIRED);
-        lock_call_finish(c);
+    if (res == STORE_ACCEPTED) {
+        hand_out(c, c->ttl_ms);
         return;
     }
     if (res == STORE_STALE && !c->refloored && mark < INT64_MAX &&
@@ -187,11 +211,8 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     struct lock_call *c = arg;
     struct lock_service *ls = c->ls;
 
-    c->in_flight = false;
     waiter_tried(&c->w);
-    if (ls->closing) {
-        lock_call_detach(c);
-        lock_call_finish(c);
+    if (!landed(c)) {
         return;
     }
     if (res == LOCK_OK) {
@@ -221,12 +242,7 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             c->in_flight = true;
             return;
         }
-        if (!lock_call_lease(c, 201, ttl_ms)) {
-            give_back(c);
-            return;
-        }
-        metrics_lock_call(ls->calls.metrics, LOCK_OUT_ACQUIRED);
-        lock_call_finish(c);
+        hand_out(c, ttl_ms);
         return;
     }
     if (res == LOCK_BUSY && c->req != NULL && c->wait_ms > 0 && !c->timed_out &&
@@ -264,12 +280,8 @@ static void
 floor_read(void *arg, enum store_result res, int64_t mark)
 {
     struct lock_call *c = arg;
-    struct lock_service *ls = c->ls;
 
-    c->in_flight = false;
-    if (ls == NULL || ls->closing) {
-        lock_call_detach(c);
-        lock_call_finish(c);
+    if (!landed(c)) {
         return;
     }
     /* fence_get lifted the mark to the cached one: a store that lost
@@ -342,24 +354,31 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the other calls ------------------------------------------------- */
 
+/* An extend or release that failed: 409 when the lease is gone or
+ * another's (LOCK_LOST), else 503. */
+static void
+not_changed(struct lock_call *c, enum lock_result res)
+{
+    if (res == LOCK_LOST) {
+        lock_call_lost(c);
+    } else {
+        lock_call_down(c);
+    }
+}
+
 static void
 extended(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
     struct lock_call *c = arg;
 
-    c->in_flight = false;
-    if (c->ls->closing) {
-        lock_call_detach(c);
-        lock_call_finish(c);
+    if (!landed(c)) {
         return;
     }
     if (res == LOCK_OK) {
         metrics_lock_call(c->ls->calls.metrics, LOCK_OUT_EXTENDED);
         (void)lock_call_lease(c, 200, ttl_ms);
-    } else if (res == LOCK_LOST) {
-        lock_call_lost(c);
     } else {
-        lock_call_down(c);
+        not_changed(c, res);
     }
     lock_call_finish(c);
 }
@@ -370,10 +389,7 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     struct lock_call *c = arg;
     struct lock_service *ls = c->ls;
 
-    c->in_flight = false;
-    if (ls->closing) {
-        lock_call_detach(c);
-        lock_call_finish(c);
+    if (!landed(c)) {
         return;
     }
     if (res == LOCK_OK) {
@@ -383,10 +399,8 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             lock_call_no_content(c);
         }
         waiters_kick(ls->waiters, c->name, c->len);
-    } else if (res == LOCK_LOST) {
-        lock_call_lost(c);
     } else {
-        lock_call_down(c);
+        not_changed(c, res);
     }
     lock_call_finish(c);
 }
@@ -396,9 +410,10 @@ looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
     struct lock_call *c = arg;
 
-    c->in_flight = false;
-    if (c->ls->closing || c->req == NULL) {
-        lock_call_detach(c);
+    if (!landed(c)) {
+        return;
+    }
+    if (c->req == NULL) {
         lock_call_finish(c);
         return;
     }
@@ -605,8 +620,7 @@ lock_service_free(struct lock_service *ls)
     for (c = ls->calls.head; c != NULL; c = next) {
         next = c->next;
         if (!c->in_flight) {
-            lock_call_detach(c);
-            lock_call_finish(c);
+            drop(c);
         }
     }
     /* Runs the callbacks of queued operations: they only finish. */
