@@ -6,6 +6,7 @@
 #define TM_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "tidemark.h"
 
@@ -59,6 +60,16 @@ static inline int
 log_get_level(void)
 {
     return log_cur == NULL ? -1 : log_cur->level;
+}
+
+/* A resource or lock name of len bytes is clipped to this many in a
+ * log line ("%.*s", log_name_len(len), name). */
+#define LOG_NAME_MAX 200
+
+static inline int
+log_name_len(size_t len)
+{
+    return len > LOG_NAME_MAX ? LOG_NAME_MAX : (int)len;
 }
 
 /* "Address already in use (EADDRINUSE)": errno e for a message that

@@ -88,12 +88,6 @@ to_locks(struct lock_backend *b)
     return (struct etcd_locks *)b;
 }
 
-static int
-log_len(const struct el_req *r)
-{
-    return r->len > 200 ? 200 : (int)r->len;
-}
-
 /* ---- request life ---------------------------------------------------- */
 
 static void
@@ -151,7 +145,7 @@ revoke_quietly(struct el_req *r)
                         json_pack("{ss}", "ID", id), ignore_reply, NULL)) {
         log_warn("locks: etcd: %.*s: cannot revoke lease %" PRIx64
                  "; it ends with its TTL",
-                 log_len(r), r->name, (uint64_t)r->lease);
+                 log_name_len(r->len), r->name, (uint64_t)r->lease);
     }
 }
 
@@ -206,11 +200,11 @@ reply_ok(struct el_req *r, const struct etcd_reply *rep, const char *what)
         return true;
     }
     if (rep->st == ETCD_FAILED) {
-        log_error("locks: etcd: %.*s: %s: %d %s", log_len(r), r->name, what,
-                  rep->http, rep->message);
+        log_error("locks: etcd: %.*s: %s: %d %s", log_name_len(r->len), r->name,
+                  what, rep->http, rep->message);
     } else if (rep->st == ETCD_NOANSWER && !r->s->closing) {
         log_error("locks: etcd: %.*s: %s: no answer from any endpoint",
-                  log_len(r), r->name, what);
+                  log_name_len(r->len), r->name, what);
     }
     answer(r, LOCK_ERROR, 0, 0);
     return false;
@@ -478,7 +472,7 @@ owned(struct el_req *r)
         log_error("locks: etcd: %.*s: the new key's revision %" PRId64
                   " is not above the resource's mark %" PRId64
                   " (tokens issued elsewhere): refused",
-                  log_len(r), r->name, r->rev, r->min_fence - 1);
+                  log_name_len(r->len), r->name, r->rev, r->min_fence - 1);
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
@@ -541,7 +535,7 @@ on_pred(void *arg, const struct etcd_reply *rep)
         if (!json_is_true(json_object_get(rep->body, "succeeded"))) {
             log_warn("locks: etcd: %.*s: the waiter's lease ended while "
                      "it waited",
-                     log_len(r), r->name);
+                     log_name_len(r->len), r->name);
             r->lease_known = false;
             answer(r, LOCK_ERROR, 0, 0);
         } else if (kv == NULL) {
@@ -592,8 +586,8 @@ on_wait_keepalive(void *arg, const struct etcd_reply *rep)
     r->ncalls--;
     if (!r->answered && rep->st == ETCD_OK && etcd_int(res, "TTL", &ttl) &&
         ttl <= 0) {
-        log_warn("locks: etcd: %.*s: the waiter's lease ended", log_len(r),
-                 r->name);
+        log_warn("locks: etcd: %.*s: the waiter's lease ended",
+                 log_name_len(r->len), r->name);
         r->lease_known = false;
         answer(r, LOCK_ERROR, 0, 0);
     }
@@ -646,7 +640,7 @@ start_wait(struct el_req *r)
                          (suseconds_t)(r->wait_ms % 1000) * 1000};
 
     log_debug("locks: waiting: name=%.*s wait_ms=%" PRId64 " fence=%" PRId64,
-              log_len(r), r->name, r->wait_ms, r->rev);
+              log_name_len(r->len), r->name, r->wait_ms, r->rev);
     r->waited = true;
     r->keepalive = evtimer_new(r->s->base, keepalive_cb, r);
     r->deadline = evtimer_new(r->s->base, deadline_cb, r);

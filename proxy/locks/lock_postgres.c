@@ -106,8 +106,6 @@ static const struct pg_pool_stmt pl_stmts[] = {
     {"tidemark_lease_get", PL_GET_SQL, 1, NULL},
 };
 
-#define PL_LOG_NAME_MAX 200
-
 struct pl_req {
     struct pl_req *next;
     enum pl_op op;
@@ -143,12 +141,6 @@ static struct pg_locks *
 to_locks(struct lock_backend *b)
 {
     return (struct pg_locks *)b;
-}
-
-static int
-log_len(const struct pl_req *r)
-{
-    return r->len > PL_LOG_NAME_MAX ? PL_LOG_NAME_MAX : (int)r->len;
 }
 
 static void
@@ -307,7 +299,7 @@ pool_done(void *owner, int conn, PGresult *res)
     }
     r->res = LOCK_ERROR;
     if (res == NULL || !read_answer(r, res)) {
-        log_error("locks: postgres: %.*s: %s", log_len(r), r->name,
+        log_error("locks: postgres: %.*s: %s", log_name_len(r->len), r->name,
                   res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR
                       ? PQresultErrorMessage(res)
                       : "an answer that does not fit: refused");

@@ -86,8 +86,6 @@ enum rl_script {
 static const char *const rl_scripts[] = {RL_ACQUIRE, RL_RELEASE, RL_EXTEND,
                                          RL_STATUS};
 
-#define RL_LOG_NAME_MAX 200
-
 struct rl_req;
 
 struct redis_locks {
@@ -111,12 +109,6 @@ static struct redis_locks *
 to_locks(struct lock_backend *b)
 {
     return (struct redis_locks *)b;
-}
-
-static int
-log_len(const struct rl_req *r)
-{
-    return r->len > RL_LOG_NAME_MAX ? RL_LOG_NAME_MAX : (int)r->len;
 }
 
 /* A decimal 1..INT64_MAX (0 too when zero_ok) from a reply string. */
@@ -154,7 +146,8 @@ on_reply(void *priv, redisReply *rep)
         goto out; /* connection lost or closing: logged by redis_conn */
     }
     if (rep->type == REDIS_REPLY_ERROR) {
-        log_error("locks: redis: %.*s: %s", log_len(r), r->name, rep->str);
+        log_error("locks: redis: %.*s: %s", log_name_len(r->len), r->name,
+                  rep->str);
         goto out;
     }
     switch (r->op) {
@@ -211,7 +204,7 @@ on_reply(void *priv, redisReply *rep)
     if (res == LOCK_ERROR) {
         log_error("locks: redis: %.*s: the script answered something "
                   "unexpected: refused",
-                  log_len(r), r->name);
+                  log_name_len(r->len), r->name);
         fence = 0;
         ttl = 0;
     }

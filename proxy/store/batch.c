@@ -8,8 +8,6 @@
 
 #include "../log.h"
 
-#define BATCH_LOG_NAME_MAX 200
-
 struct batch_req *
 batch_req_new(const char *res, size_t len, const char *key, size_t klen,
               int64_t token, bool is_get, store_cb cb, void *arg)
@@ -170,10 +168,7 @@ batch_settle(struct batch_req *first, struct batch_req *end, int64_t mark,
         } else {
             log_error("%s: raise of %.*s to %" PRId64 ": the store answered "
                       "%" PRId64 ", below it: refused",
-                      who,
-                      r->nlen > BATCH_LOG_NAME_MAX ? BATCH_LOG_NAME_MAX
-                                                   : (int)r->nlen,
-                      r->name, r->token, mark);
+                      who, log_name_len(r->nlen), r->name, r->token, mark);
         }
     }
 }

@@ -80,8 +80,6 @@
  */
 
 #define LMDB_MAP_SIZE_DEFAULT ((int64_t)64 << 20)
-/* Bytes of a resource name quoted in a log line. */
-#define LMDB_LOG_NAME_MAX 200
 /* Checkpoint after this many marks written since the last one: bounds
  * the transaction's dirty pages (a few MiB at worst) and the replay. */
 #define CHECKPOINT_PUTS 4096
@@ -277,12 +275,6 @@ env_map_size(const struct lmdb_store *s)
 
     room = (room + HEADROOM_ROUND - 1) / HEADROOM_ROUND * HEADROOM_ROUND;
     return base + room;
-}
-
-static int
-log_name_len(size_t len)
-{
-    return len > LMDB_LOG_NAME_MAX ? LMDB_LOG_NAME_MAX : (int)len;
 }
 
 static void

@@ -54,7 +54,6 @@
 #define PG_DIGEST_PREFIX "\x01sha256:"
 #define PG_DIGEST_PREFIX_LEN 8
 #define PG_DIGEST_KEY_LEN (PG_DIGEST_PREFIX_LEN + 2 * SHA256_DIGEST_LENGTH)
-#define PG_LOG_NAME_MAX 200
 #define OID_TEXT 25
 #define OID_INT8 20
 #define OID_TEXT_ARRAY 1009
@@ -97,12 +96,6 @@ static struct pg_store *
 to_pg(struct store *s)
 {
     return (struct pg_store *)s;
-}
-
-static int
-log_name_len(size_t len)
-{
-    return len > PG_LOG_NAME_MAX ? PG_LOG_NAME_MAX : (int)len;
 }
 
 /* A name is stored verbatim when it is valid UTF-8 without NUL bytes. */

@@ -58,8 +58,6 @@
 
 #define REDIS_KEY_PREFIX "fence:{"
 #define REDIS_KEY_PREFIX_LEN 7
-/* Bytes of a resource name quoted in a log line. */
-#define REDIS_LOG_NAME_MAX 200
 
 struct redis_wait;
 
@@ -103,15 +101,10 @@ to_redis(struct store *s)
     return (struct redis_store *)s;
 }
 
-static int
-log_name_len(size_t keylen)
-{
-    size_t n = keylen - REDIS_KEY_PREFIX_LEN - 1;
-
-    return n > REDIS_LOG_NAME_MAX ? REDIS_LOG_NAME_MAX : (int)n;
-}
-
-#define REQ_NAME(r) log_name_len((r)->keylen), (r)->key + REDIS_KEY_PREFIX_LEN
+/* r's name, for "%.*s": its key without the prefix and the '}'. */
+#define REQ_NAME(r)                                                            \
+    log_name_len((r)->keylen - REDIS_KEY_PREFIX_LEN - 1),                      \
+        (r)->key + REDIS_KEY_PREFIX_LEN
 
 static void
 req_answer(struct redis_req *r, enum store_result res, int64_t mark)
