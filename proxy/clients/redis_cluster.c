@@ -473,6 +473,18 @@ send_req(struct cl_req *r)
                                  r->lens) == REDIS_OK;
 }
 
+/* Send a new r; false when it cannot be sent (r is freed, and its
+ * callback never runs). */
+static bool
+send_new(struct cl_req *r)
+{
+    if (!send_req(r)) {
+        free(r);
+        return false;
+    }
+    return true;
+}
+
 /* A request for the master of the slot of key (argv[key]), every key
  * from argv[key] to argv[key + nkeys) in that slot; NULL (logged when
  * the keys split) otherwise, or when no connected master serves it. */
@@ -552,11 +564,7 @@ redis_cluster_eval(struct redis_cluster *c, size_t script, int argc,
     r->script = script;
     r->cb = cb;
     r->priv = priv;
-    if (!send_req(r)) {
-        free(r);
-        return false;
-    }
-    return true;
+    return send_new(r);
 }
 
 /* One server's plain command: the reply counted, handed on. */
@@ -603,11 +611,7 @@ redis_cluster_command(struct redis_cluster *c, int argc, const char **argv,
     }
     r->cb = cb;
     r->priv = priv;
-    if (!send_req(r)) {
-        free(r);
-        return false;
-    }
-    return true;
+    return send_new(r);
 }
 
 /* ---- the rest -------------------------------------------------------- */
