@@ -3,7 +3,6 @@
  * the value, which may hold a password. */
 #include "cfg_opts.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -215,8 +214,7 @@ field_name_ok(const char *s, size_t n)
         return false;
     }
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!(isalnum(c) || strchr("!#$%&'*+-.^_`|~", c) != NULL)) {
+        if (!is_alnum(s[i]) && strchr("!#$%&'*+-.^_`|~", s[i]) == NULL) {
             return false;
         }
     }
@@ -676,14 +674,12 @@ check_listen(const char *v, char *buf, size_t len)
     return NULL;
 }
 
-/* A header name is an RFC 9110 token. */
+/* A header name is an RFC 9110 token (empty: unset). */
 static const char *
 check_header_name(const char *v, char *buf, size_t len)
 {
-    for (const char *p = v; *p != '\0'; p++) {
-        if (!is_alnum(*p) && strchr("!#$%&'*+-.^_`|~", *p) == NULL) {
-            return "must be a header name (letters, digits, '-')";
-        }
+    if (v[0] != '\0' && !field_name_ok(v, strlen(v))) {
+        return "must be a header name (letters, digits, '-')";
     }
     return NULL;
 }
@@ -774,6 +770,34 @@ show_upstream_url(const void *obj, char *buf, size_t len)
 static const struct cfg_ops upstream_url_ops = {
     NULL, set_upstream_url, drop_upstream_url, show_upstream_url};
 
+/* Whether ok(p, n, arg) holds for each item (p, n bytes, maybe empty)
+ * of the comma-separated list v, in order; false at the first that
+ * fails. trim: the spaces and tabs around an item are not part of it. */
+static bool
+each_item(const char *v, bool trim,
+          bool (*ok)(const char *p, size_t n, void *arg), void *arg)
+{
+    for (const char *p = v;;) {
+        size_t n = strcspn(p, ",");
+        const char *next = p + n;
+
+        while (trim && n > 0 && (*p == ' ' || *p == '\t')) {
+            p++;
+            n--;
+        }
+        while (trim && n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) {
+            n--;
+        }
+        if (!ok(p, n, arg)) {
+            return false;
+        }
+        if (*next == '\0') {
+            return true;
+        }
+        p = next + 1;
+    }
+}
+
 /* redis://[[user]:password@]host:port[/db] */
 static bool
 redis_url_ok(const char *v)
@@ -814,44 +838,48 @@ redis_url_ok(const char *v)
     return true;
 }
 
+/* The URLs of a list so far, and whether each has no database or
+ * database 0 (a cluster has only that one). */
+struct redis_list {
+    int n;
+    bool db0;
+};
+
+/* One item of a list of redis:// URLs. */
+static bool
+redis_item_ok(const char *p, size_t k, void *arg)
+{
+    struct redis_list *l = arg;
+    char one[256];
+    const char *slash;
+
+    if (k == 0 || k >= sizeof(one)) {
+        return false;
+    }
+    memcpy(one, p, k);
+    one[k] = '\0';
+    if (!redis_url_ok(one)) {
+        return false;
+    }
+    slash = strchr(one + 8, '/');
+    if (slash != NULL && strspn(slash + 1, "0") != strlen(slash + 1)) {
+        l->db0 = false;
+    }
+    l->n++;
+    return true;
+}
+
 /* The URLs of a comma-separated list (spaces around commas allowed);
  * -1 when one of them is not a redis:// URL. *db0 tells whether every
  * URL has no database or database 0 (a cluster has only that one). */
 static int
 redis_urls(const char *v, bool *db0)
 {
-    int n = 0;
+    struct redis_list l = {.n = 0, .db0 = true};
+    bool ok = each_item(v, true, redis_item_ok, &l);
 
-    *db0 = true;
-    for (const char *p = v;;) {
-        char one[256];
-        size_t k;
-        const char *slash;
-
-        p += strspn(p, " \t");
-        k = strcspn(p, ",");
-        while (k > 0 && (p[k - 1] == ' ' || p[k - 1] == '\t')) {
-            k--;
-        }
-        if (k == 0 || k >= sizeof(one)) {
-            return -1;
-        }
-        memcpy(one, p, k);
-        one[k] = '\0';
-        if (!redis_url_ok(one)) {
-            return -1;
-        }
-        slash = strchr(one + 8, '/');
-        if (slash != NULL && strspn(slash + 1, "0") != strlen(slash + 1)) {
-            *db0 = false;
-        }
-        n++;
-        p += strcspn(p, ",");
-        if (*p == '\0') {
-            return n;
-        }
-        p++;
-    }
+    *db0 = l.db0;
+    return ok ? l.n : -1;
 }
 
 static const char *
@@ -982,37 +1010,40 @@ check_watch_resource(const char *v, char *buf, size_t len)
     return v[0] == '\0' ? "must not be empty" : NULL;
 }
 
+/* http://host:port, perhaps with a '/' after it. */
+static bool
+endpoint_ok(const char *p, size_t n, void *arg)
+{
+    struct tm_slice host, port;
+    bool br;
+
+    (void)arg;
+    if (n > 0 && p[n - 1] == '/') {
+        n--;
+    }
+    return n >= 7 && strncmp(p, "http://", 7) == 0 &&
+           split_authority(p + 7, n - 7, &host, &port, &br) && port.len > 0;
+}
+
 static const char *
 check_endpoints(const char *v, char *buf, size_t len)
 {
-    const char *p = v;
+    return each_item(v, true, endpoint_ok, NULL)
+               ? NULL
+               : "must be http://host:port, comma-separated";
+}
 
-    for (;;) {
-        size_t n = strcspn(p, ",");
-        const char *next = p + n;
-        struct tm_slice host, port;
-        bool br;
+/* host:port, nothing around it. */
+static bool
+zk_host_ok(const char *p, size_t n, void *arg)
+{
+    struct tm_slice host, port;
+    bool br;
 
-        while (n > 0 && (*p == ' ' || *p == '\t')) {
-            p++;
-            n--;
-        }
-        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) {
-            n--;
-        }
-        if (n > 0 && p[n - 1] == '/') {
-            n--;
-        }
-        if (n < 7 || strncmp(p, "http://", 7) != 0 ||
-            !split_authority(p + 7, n - 7, &host, &port, &br) ||
-            port.len == 0) {
-            return "must be http://host:port, comma-separated";
-        }
-        if (*next == '\0') {
-            return NULL;
-        }
-        p = next + 1;
-    }
+    (void)arg;
+    return n > 0 && memchr(p, '/', n) == NULL &&
+           split_authority(p, n, &host, &port, &br) && port.len > 0 &&
+           host.len > 0;
 }
 
 /* ZooKeeper's connect string: host:port[,host:port...] (no chroot: the
@@ -1020,26 +1051,11 @@ check_endpoints(const char *v, char *buf, size_t len)
 static const char *
 check_zk_hosts(const char *v, char *buf, size_t len)
 {
-    const char *p = v;
-
     (void)buf;
     (void)len;
-    for (;;) {
-        size_t n = strcspn(p, ",");
-        const char *next = p + n;
-        struct tm_slice host, port;
-        bool br;
-
-        if (n == 0 || memchr(p, '/', n) != NULL ||
-            !split_authority(p, n, &host, &port, &br) || port.len == 0 ||
-            host.len == 0) {
-            return "must be host:port, comma-separated (no spaces)";
-        }
-        if (*next == '\0') {
-            return NULL;
-        }
-        p = next + 1;
-    }
+    return each_item(v, false, zk_host_ok, NULL)
+               ? NULL
+               : "must be host:port, comma-separated (no spaces)";
 }
 
 /* An absolute znode path: "/a/b", no empty, "." or ".." component, no
