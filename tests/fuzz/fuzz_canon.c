@@ -12,15 +12,7 @@
 
 #include "../../policies/canon.h"
 #include "../../policies/utf8.h"
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
+#include "fuzz.h"
 
 /* The canonical form, checked from its definition: segments joined by
  * '/' (a path: after a leading '/', or the root "/"), none empty, "."

@@ -14,18 +14,10 @@
 
 #include "../../conf/cfg.h"
 #include "../../conf/cfg_opts.h"
+#include "fuzz.h"
 
 static char tmp_path[] = "/tmp/tidemark-fuzz-config-XXXXXX";
 static int tmp_fd = -1;
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
 
 static void
 remove_tmp(void)

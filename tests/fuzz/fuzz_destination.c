@@ -10,15 +10,7 @@
 #include <string.h>
 
 #include "../../policies/profile.h"
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
+#include "fuzz.h"
 
 /* An exact-size heap copy (so ASan sees reads past its end). */
 static char *

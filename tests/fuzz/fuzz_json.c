@@ -12,15 +12,7 @@
 
 #include "../../policies/json.h"
 #include "../../policies/utf8.h"
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
+#include "fuzz.h"
 
 static bool
 is_hex(char c)

@@ -20,17 +20,9 @@
 #include <strings.h>
 
 #include "../../policies/origin.h"
+#include "fuzz.h"
 
 #define PORT 7071
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
 
 /* The port after the last ':' of a Host not ending in ']'; 0 if none. */
 static long

@@ -10,15 +10,7 @@
 #include <string.h>
 
 #include "../../policies/procstat.h"
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
+#include "fuzz.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -16,15 +16,7 @@
 #include <string.h>
 
 #include "../../policies/redis_slot.h"
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
+#include "fuzz.h"
 
 static void
 check_slot(const char *p, size_t n)

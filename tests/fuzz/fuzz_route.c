@@ -13,17 +13,9 @@
 
 #include "../../policies/canon.h"
 #include "../../policies/route.h"
+#include "fuzz.h"
 
 #define SEP '\n'
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
 
 /* The next part of data[*off..size) up to SEP, as an exact-size heap copy
  * plus a NUL (so ASan sees reads past it). Caller frees. */

@@ -13,15 +13,7 @@
 #include <string.h>
 
 #include "../../policies/sigv4.h"
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
+#include "fuzz.h"
 
 /* Only what UriEncode writes, plus the given extra characters. */
 static bool

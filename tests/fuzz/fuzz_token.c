@@ -11,17 +11,9 @@
 #include <string.h>
 
 #include "../../policies/token.h"
+#include "fuzz.h"
 
 static const char int64_max[] = "9223372036854775807";
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
 
 /* What token_parse should answer, from the text alone. */
 static bool

@@ -15,15 +15,7 @@
 #include <string.h>
 
 #include "../../policies/zkname.h"
-
-static void
-check(bool ok, const char *what)
-{
-    if (!ok) {
-        fprintf(stderr, "invariant violated: %s\n", what);
-        abort();
-    }
-}
+#include "fuzz.h"
 
 static void
 as_name(const uint8_t *data, size_t size)

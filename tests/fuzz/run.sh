@@ -7,6 +7,9 @@
 #   sh tests/fuzz/run.sh token route     only these
 #   FUZZ_SECONDS=0 sh tests/fuzz/run.sh  replay the seed corpora only
 #
+# A target is tests/fuzz/fuzz_<name>.c, listed in ALL with the sources it
+# needs (below); it checks its invariants with fuzz.h's check and fail.
+#
 # Output goes under build-fuzz/: binaries, fuzz logs (<target>.log), the
 # working corpora (corpus/<target>, grown there, never in the tree) and
 # crashing inputs (artifacts/<target>/).
