@@ -892,6 +892,18 @@ class DavServer(Server):
     def url(self):
         return "http://127.0.0.1:%d" % self.port
 
+    def write_conf(self, workdir, name):
+        """Make self.dir/workdir (the workers' own when they run as
+        www-data) and write self.conf() to self.dir/name; its path."""
+        d = os.path.join(self.dir, workdir)
+        os.makedirs(d, exist_ok=True)
+        if self.user is not None:
+            os.chown(d, self.user[1], self.user[2])
+        conf = os.path.join(self.dir, name)
+        with open(conf, "w") as f:
+            f.write(self.conf())
+        return conf
+
 
 APACHE_MODULES = "/usr/lib/apache2/modules"
 
@@ -941,13 +953,7 @@ class Apache(DavServer):
                    "docroot": self.docroot, "root": self.root})
 
     def argv(self):
-        lockdir = os.path.join(self.dir, "davlock")
-        os.makedirs(lockdir, exist_ok=True)
-        if self.user is not None:
-            os.chown(lockdir, self.user[1], self.user[2])
-        conf = os.path.join(self.dir, "apache.conf")
-        with open(conf, "w") as f:
-            f.write(self.conf())
+        conf = self.write_conf("davlock", "apache.conf")
         return [_find("apache2"), "-d", self.dir, "-f", conf,
                 "-DFOREGROUND"]
 
@@ -1013,13 +1019,7 @@ class NginxDav(DavServer):
                       "docroot": self.docroot})
 
     def argv(self):
-        tmp = os.path.join(self.dir, "tmp")
-        os.makedirs(tmp, exist_ok=True)
-        if self.user is not None:
-            os.chown(tmp, self.user[1], self.user[2])
-        conf = os.path.join(self.dir, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(self.conf())
+        conf = self.write_conf("tmp", "nginx.conf")
         return [_find("nginx"), "-p", self.dir + "/", "-c", conf,
                 "-e", os.path.join(self.dir, "server.log")]
 

@@ -4,7 +4,6 @@ stores that answer garbage (503 and a log line, never a forwarded
 write)."""
 
 import base64
-import json
 import socket
 import threading
 import uuid
@@ -320,31 +319,17 @@ def test_redis_bad_url_is_a_check_error(tmp_path):
 
 def etcd_get(server, key):
     """The value of key (bytes), or None."""
-    body = json.dumps({"key": base64.b64encode(key).decode()}).encode()
-    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
-    s.sendall(b"POST /v3/kv/range HTTP/1.1\r\nHost: x\r\nConnection: close"
-              b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    doc = json.loads(data.split(b"\r\n\r\n", 1)[1])
+    doc = server.call("/v3/kv/range", {"key": base64.b64encode(key).decode()})
+    assert doc is not None, "etcd did not answer"
     kvs = doc.get("kvs") or []
     return base64.b64decode(kvs[0]["value"]) if kvs else None
 
 
 def etcd_put(server, key, value):
-    body = json.dumps({"key": base64.b64encode(key).decode(),
-                       "value": base64.b64encode(value).decode()}).encode()
-    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
-    s.sendall(b"POST /v3/kv/put HTTP/1.1\r\nHost: x\r\nConnection: close"
-              b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-    while s.recv(65536):
-        pass
-    s.close()
+    doc = server.call("/v3/kv/put",
+                      {"key": base64.b64encode(key).decode(),
+                       "value": base64.b64encode(value).decode()})
+    assert doc is not None and "header" in doc, doc
 
 
 def test_etcd_value_is_fixed_width(tidemark, upstream, store_servers):
