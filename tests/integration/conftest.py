@@ -436,6 +436,22 @@ def assert_problem(resp, status):
     return doc
 
 
+def assert_holders_in_turn(grants, upstream):
+    """grants: (fence, granted_at, release_started_at) of each holder of
+    one lock, each of which wrote its fence as the body of one request.
+    Fences are unique, each lease starts after the previous holder began
+    its release, and the upstream saw the writes in fence order. Returns
+    the fences, in order."""
+    grants.sort()
+    fences = [g[0] for g in grants]
+    assert len(set(fences)) == len(fences)
+    for prev, nxt in zip(grants, grants[1:]):
+        assert nxt[1] > prev[2], (prev, nxt)
+    seen = [int(r.body) for r in upstream.requests]
+    assert seen == fences
+    return fences
+
+
 # ------------------------------------------------------------ upstream
 
 
