@@ -59,6 +59,24 @@ def _tail(path):
         return ""
 
 
+def _ask(port, data):
+    """Send data to 127.0.0.1:port and read until the peer closes; b""
+    when nothing answers."""
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=1)
+        s.sendall(data)
+        got = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+        s.close()
+        return got
+    except OSError:
+        return b""
+
+
 def _connects(port):
     try:
         s = socket.create_connection(("127.0.0.1", port), timeout=0.5)
@@ -319,21 +337,9 @@ class Etcd(Server):
                 "--log-level", "warn"]
 
     def ready(self):
-        try:
-            s = socket.create_connection(("127.0.0.1", self.port),
-                                         timeout=1)
-            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n"
-                      b"Connection: close\r\n\r\n")
-            data = b""
-            while True:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-            s.close()
-            return b'"health":"true"' in data
-        except OSError:
-            return False
+        return b'"health":"true"' in _ask(
+            self.port,
+            b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 
     def call(self, path, body, timeout=5.0):
         return etcd_call(self.port, path, body, timeout)
@@ -366,19 +372,7 @@ ZK_JVM = ["-Xms16m", "-Xmx128m", "-XX:+UseSerialGC",
 def four_letters(port, word):
     """A four-letter-word command's answer (b"" when none): srvr and ruok
     are whitelisted in the configuration below."""
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=1)
-        s.sendall(word)
-        data = b""
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
-        return data
-    except OSError:
-        return b""
+    return _ask(port, word)
 
 
 class ZooKeeper(Server):
