@@ -150,7 +150,9 @@ on_prefix(struct watch_source *s, struct zk_call *c)
 {
     int i = 0, j = 0;
 
-    qsort(c->kids, (size_t)c->nkids, sizeof(*c->kids), by_name);
+    if (c->nkids > 1) {
+        qsort(c->kids, (size_t)c->nkids, sizeof(*c->kids), by_name);
+    }
     while (i < c->nkids) {
         int cmp = j < s->nlocks ? strcmp(c->kids[i], s->locks[j]) : -1;
 
