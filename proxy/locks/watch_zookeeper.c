@@ -51,7 +51,6 @@ struct watch_source {
     void *owner;
     char *section;
     char *prefix;
-    size_t plen;
     /* The locks whose children are watched (or read), sorted by strcmp. */
     char **locks;
     int nlocks;
