@@ -1057,6 +1057,16 @@ build(struct loader *l, struct tm_config *c)
 
             add_err(l, sect_origin(s, &at), "%s", buf);
         }
+        if (s->kind == CFG_WATCH && l->errs->n == before &&
+            cfg_check_watch(obj, buf, sizeof(buf)) != NULL) {
+            static const char *const keys[] = {"prefix", NULL};
+            struct origin at;
+
+            add_err(l,
+                    strncmp(buf, "prefix:", 7) == 0 ? keys_origin(s, keys, &at)
+                                                    : sect_origin(s, &at),
+                    "%s", buf);
+        }
     }
     nroute = 0;
     for (size_t i = 0; i < l->nsects; i++) {

@@ -130,15 +130,19 @@ struct cfg_locks {
 };
 
 /* [watch NAME]: a lock applications take elsewhere (etcdctl lock, an etcd
- * client's mutex), followed so that a change of holder raises the mark
- * of the lock's resource to the new holder's fence (proxy/locks/watch.c). */
+ * client's mutex, kazoo's or Curator's ZooKeeper lock), followed so that a
+ * change of holder raises the mark of the lock's resource to the new
+ * holder's fence (proxy/locks/watch.c). */
 struct cfg_watch {
     char *name;
-    char *backend;   /* etcd */
+    char *backend;   /* etcd | zookeeper */
     char *endpoints; /* etcd: http://host:port, comma-separated */
-    char *prefix;    /* the keys of lock L are <prefix>L/<lease in hex> */
+    char *zk_hosts;  /* zookeeper: host:port, comma-separated */
+    char *prefix;    /* etcd: the keys of lock L are <prefix>L/<lease hex>;
+                      * zookeeper: lock L is the znode <prefix>/L */
     char *resource;  /* template: {name} is the lock's name */
-    int timeout_ms;  /* one call to the backend */
+    int timeout_ms;  /* etcd: one call to the backend */
+    int zk_sess_ms;  /* zookeeper: the session timeout asked for */
     int line;
 };
 

@@ -978,10 +978,13 @@ check_watch_backend(const char *v, char *buf, size_t len)
 {
     (void)buf;
     (void)len;
-    return strcmp(v, "etcd") == 0 ? NULL : "must be etcd";
+    return strcmp(v, "etcd") == 0 || strcmp(v, "zookeeper") == 0
+               ? NULL
+               : "must be etcd or zookeeper";
 }
 
-/* A [watch] prefix: not empty (it would follow every key of etcd). */
+/* A [watch] prefix: not empty (it would follow every key of etcd); for
+ * zookeeper also a znode path (cfg_check_watch). */
 static const char *
 check_watch_prefix(const char *v, char *buf, size_t len)
 {
@@ -1428,18 +1431,26 @@ const struct cfg_opt cfg_opts[] = {
     /* [watch] sections are read at start as a whole: a reload keeps
      * them (cfg_keep_restart_only), so no key is marked CFG_RESTART. */
     {CFG_WATCH, "backend", CFG_T_STR, "etcd", OFF(cfg_watch, backend),
-     OPS(watch_backend_ops), 0, "where the lock lives: etcd"},
+     OPS(watch_backend_ops), 0, "where the lock lives: etcd | zookeeper"},
     {CFG_WATCH, "endpoints", CFG_T_STR, NULL, OFF(cfg_watch, endpoints),
-     OPS(endpoints_ops), CFG_REQUIRED,
+     OPS(endpoints_ops), CFG_EMPTY_OK,
      "etcd: http://host:port, comma-separated"},
+    {CFG_WATCH, "hosts", CFG_T_STR, NULL, OFF(cfg_watch, zk_hosts),
+     OPS(zk_hosts_ops), CFG_EMPTY_OK,
+     "zookeeper: host:port, comma-separated (the ensemble)"},
     {CFG_WATCH, "prefix", CFG_T_STR, NULL, OFF(cfg_watch, prefix),
      OPS(watch_prefix_ops), CFG_REQUIRED,
      "etcd: lock NAME's keys are PREFIX NAME / lease (etcdctl lock PREFIX "
-     "NAME)"},
+     "NAME); zookeeper: lock NAME is the znode PREFIX/NAME (kazoo "
+     "Lock(PREFIX/NAME), Curator InterProcessMutex)"},
     {CFG_WATCH, "resource", CFG_T_STR, "{name}", OFF(cfg_watch, resource),
      OPS(watch_resource_ops), 0, "the resource whose mark follows lock {name}"},
     {CFG_WATCH, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_watch, timeout_ms),
-     INT(1, 600000), 0, "one call to the lock's store"},
+     INT(1, 600000), 0, "etcd: one call to the lock's store"},
+    {CFG_WATCH, "session_timeout_ms", CFG_T_INT, "10000",
+     OFF(cfg_watch, zk_sess_ms), INT(1000, 600000), 0,
+     "zookeeper: tidemark's session; after a longer outage every lock is "
+     "read again"},
 
     {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
      INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,
@@ -1870,6 +1881,34 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     }
     if (strcmp(l->backend, "redis") == 0) {
         return check_redis_pair("locks", l->url, l->cluster, buf, len);
+    }
+    return NULL;
+}
+
+const char *
+cfg_check_watch(const struct cfg_watch *w, char *buf, size_t len)
+{
+    const char *v = NULL, *need = NULL, *msg;
+
+    if (w->backend == NULL || w->prefix == NULL) {
+        return NULL; /* reported already */
+    }
+    if (strcmp(w->backend, "etcd") == 0) {
+        need = "endpoints";
+        v = w->endpoints;
+    } else if (strcmp(w->backend, "zookeeper") == 0) {
+        need = "hosts";
+        v = w->zk_hosts;
+    }
+    if (need != NULL && (v == NULL || !*v)) {
+        snprintf(buf, len, "[watch %s] backend %s needs %s", w->name,
+                 w->backend, need);
+        return buf;
+    }
+    if (strcmp(w->backend, "zookeeper") == 0 &&
+        (msg = check_zk_root(w->prefix, buf, len)) != NULL) {
+        snprintf(buf, len, "prefix: %s", msg);
+        return buf;
     }
     return NULL;
 }

@@ -149,6 +149,10 @@ const char *cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len);
  * runs over max_head (431). */
 #define CFG_URI_SLACK 64
 
+/* A [watch] section as a whole: the keys its backend needs, a znode
+ * path as a zookeeper prefix. NULL, or a message in buf. */
+const char *cfg_check_watch(const struct cfg_watch *w, char *buf, size_t len);
+
 /* Section-level check of [proxy] once every key is set: max_uri leaves
  * CFG_URI_SLACK bytes of max_head. NULL when fine. */
 const char *cfg_check_proxy(const struct cfg_proxy *p, char *buf, size_t len);

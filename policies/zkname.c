@@ -107,3 +107,17 @@ zkname_first(char *const *kids, int n)
     }
     return best;
 }
+
+const char *
+zkname_below(const char *dir, const char *path, size_t *len)
+{
+    size_t dl = strlen(dir);
+    const char *c;
+
+    if (strncmp(path, dir, dl) != 0 || path[dl] != '/') {
+        return NULL;
+    }
+    c = path + dl + 1;
+    *len = strcspn(c, "/");
+    return *len > 0 ? c : NULL;
+}

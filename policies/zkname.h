@@ -31,4 +31,10 @@ int64_t zkname_seq(const char *kid);
  * number: the lock's holder in the recipe. -1 when none has one. */
 int zkname_first(char *const *kids, int n);
 
+/* The child of dir that path names: path is dir "/" C or dir "/" C "/"
+ * more, C one non-empty znode name. Returns C's start in path and its
+ * length in *len; NULL when path is not below dir. dir has no trailing
+ * '/'. */
+const char *zkname_below(const char *dir, const char *path, size_t *len);
+
 #endif

@@ -3,16 +3,11 @@
  * holds the lock, and the fence is that node's czxid. */
 #include "lock.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 #include <zookeeper/zookeeper.h>
@@ -21,6 +16,7 @@
 #include "../../policies/zkname.h"
 #include "../log.h"
 #include "../clients/defer.h"
+#include "../clients/zk_conn.h"
 
 /*
  * Layout. The lock named N lives at ROOT/E, E being N with every byte
@@ -51,10 +47,9 @@
  * another one deletes the holder's node when its czxid is the token.
  *
  * Threads. The C client (libzookeeper_mt) runs its I/O and its
- * completions on threads of its own. A completion only copies what it
- * was given into its call and queues the call under a mutex, then wakes
- * the loop through an eventfd; everything else (leases, requests,
- * answers, timers) is touched on the loop thread only.
+ * completions on threads of its own; ../clients/zk_conn.c hands every
+ * answer and event back to the loop thread, and everything here (leases,
+ * requests, answers, timers) is touched on the loop thread only.
  */
 
 #define ZK_LOG_NAME_MAX 200
@@ -71,42 +66,13 @@ enum zk_step {
     ZK_S_DROP,       /* a node of ours that must go; no answer */
     ZK_S_SWEEP,      /* reconnected: the children of a dir to clean */
     ZK_S_ROOT,       /* connected: one part of the root */
-    ZK_S_SESSION,    /* the session's state changed */
-    ZK_S_WATCH,      /* a watched node changed or went */
-    ZK_S_LOCAL,      /* an answer given without a round trip */
+    /* (a watched node changed or went: zk_conn's ZK_CALL_EVENT) */
+    ZK_S_LOCAL, /* an answer given without a round trip: code, num[0]
+                 * and num[1] hold the result, fence and ttl_ms */
 };
 
 struct zk_locks;
 struct zk_req;
-
-/* One request to ZooKeeper, or one event. Made on the loop thread (events
- * on the client's), filled by the completion, queued, then read and freed
- * on the loop thread. */
-struct zk_call {
-    struct zk_call *next;          /* the done queue (under mu) */
-    struct zk_call *oprev, *onext; /* z->out: with the client */
-    struct zk_locks *z;
-    enum zk_step step;
-    struct zk_req *req; /* the operation it serves, or NULL */
-    uint64_t gen;       /* the handle it went out on */
-    char *path;         /* the znode it is about */
-    char *name;         /* ZK_S_DROP: the lock, for freed; SWEEP: prefix */
-    size_t len;
-    bool queued; /* in the done queue (under mu) */
-    bool out;    /* in z->out */
-    /* filled on the client's thread: */
-    int rc;
-    struct Stat stat;
-    char *str; /* a created node's path; an event's path */
-    char **kids;
-    int nkids;
-    char *data;
-    int data_len;
-    int state; /* session events */
-    /* ZK_S_LOCAL: */
-    enum lock_result res;
-    int64_t fence, ttl_ms;
-};
 
 /* One lock operation. It lives until it is answered and none of its
  * calls is out. */
@@ -152,39 +118,20 @@ struct zk_sweep {
     char *prefix;
 };
 
-/* What the client's threads see of a handle: whom to tell. */
-struct zk_ctx {
-    struct zk_locks *z;
-    uint64_t gen;
-};
-
 struct zk_locks {
     struct event_base *base;
     const struct tm_log *log;
-    char *hosts;
+    struct zk_conn *k; /* the session */
     char *root;
     int session_ms;
-    zhandle_t *zh;
-    struct zk_ctx *ctx;
-    uint64_t gen;
-    bool connected;
     bool closing;
     uint64_t counter;
-    struct zk_call *out; /* calls the client holds */
     struct zk_lease *leases;
     struct zk_sweep *sweeps;
-    struct event *retry; /* a new handle after a failed start */
     struct defer *defer; /* answers when out of memory */
     lock_freed_cb freed;
     void *freed_arg;
-    /* the calls answered, shared with the client's threads */
-    pthread_mutex_t mu;
-    struct zk_call *done_head, *done_tail;
-    int efd;
-    struct event *done_ev;
 };
-
-static void zk_dispatch(struct zk_locks *z, struct zk_call *c);
 
 static struct zk_locks *
 to_zk(struct lock_backend *b)
@@ -207,233 +154,7 @@ clock_ms(clockid_t id)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* An answer that says nothing about the node: the connection, the
- * session or the handle went, or the client failed. */
-static bool
-rc_outage(int rc)
-{
-    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
-           rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE ||
-           rc == ZSYSTEMERROR || rc == ZMARSHALLINGERROR;
-}
-
-/* ---- the queue between the client's threads and the loop ------------ */
-
-/* Any thread: queue c for the loop and wake it. */
-static void
-push(struct zk_locks *z, struct zk_call *c)
-{
-    uint64_t one = 1;
-    ssize_t n;
-
-    pthread_mutex_lock(&z->mu);
-    c->next = NULL;
-    c->queued = true;
-    if (z->done_tail != NULL) {
-        z->done_tail->next = c;
-    } else {
-        z->done_head = c;
-    }
-    z->done_tail = c;
-    pthread_mutex_unlock(&z->mu);
-    n = write(z->efd, &one, sizeof(one));
-    (void)n; /* EAGAIN: the counter is full, the loop wakes anyway */
-}
-
-/* Loop thread: run every queued call, also those queued meanwhile. */
-static void
-drain(struct zk_locks *z)
-{
-    for (;;) {
-        struct zk_call *c;
-
-        pthread_mutex_lock(&z->mu);
-        c = z->done_head;
-        if (c != NULL) {
-            z->done_head = c->next;
-            if (z->done_head == NULL) {
-                z->done_tail = NULL;
-            }
-        }
-        pthread_mutex_unlock(&z->mu);
-        if (c == NULL) {
-            return;
-        }
-        zk_dispatch(z, c);
-    }
-}
-
-static void
-on_done(evutil_socket_t fd, short what, void *arg)
-{
-    struct zk_locks *z = arg;
-    uint64_t n;
-    ssize_t got;
-
-    lib_enter(z->log);
-    (void)what;
-    /* Reset the counter before taking the queue: a wake-up sent after
-     * the take is not lost. */
-    got = read(fd, &n, sizeof(n));
-    (void)got;
-    drain(z);
-}
-
-/* ---- the client's threads: completions and watches -------------------- */
-
-static void
-done_void(int rc, const void *data)
-{
-    struct zk_call *c = (struct zk_call *)data;
-
-    c->rc = rc;
-    push(c->z, c);
-}
-
-static void
-done_string(int rc, const char *s, const void *data)
-{
-    (void)s;
-    done_void(rc, data);
-}
-
-static void
-done_stat(int rc, const struct Stat *st, const void *data)
-{
-    struct zk_call *c = (struct zk_call *)data;
-
-    c->rc = rc;
-    if (rc == ZOK && st != NULL) {
-        c->stat = *st;
-    }
-    push(c->z, c);
-}
-
-/* The completions below copy what is valid only during the call; an
- * allocation that fails reads as ZSYSTEMERROR (an outage). */
-static void
-done_string_stat(int rc, const char *s, const struct Stat *st, const void *data)
-{
-    struct zk_call *c = (struct zk_call *)data;
-
-    c->rc = rc;
-    if (rc == ZOK) {
-        c->stat = *st;
-        if (s == NULL || (c->str = strdup(s)) == NULL) {
-            c->rc = ZSYSTEMERROR;
-        }
-    }
-    push(c->z, c);
-}
-
-static void
-done_strings(int rc, const struct String_vector *v, const void *data)
-{
-    struct zk_call *c = (struct zk_call *)data;
-
-    c->rc = rc;
-    if (rc == ZOK && v != NULL && v->count > 0) {
-        c->kids = calloc((size_t)v->count, sizeof(*c->kids));
-        for (int i = 0; c->kids != NULL && i < v->count; i++) {
-            if ((c->kids[i] = strdup(v->data[i])) == NULL) {
-                break;
-            }
-            c->nkids++;
-        }
-        if (c->nkids != v->count) {
-            c->rc = ZSYSTEMERROR;
-        }
-    }
-    push(c->z, c);
-}
-
-static void
-done_data(int rc, const char *value, int len, const struct Stat *st,
-          const void *data)
-{
-    struct zk_call *c = (struct zk_call *)data;
-
-    c->rc = rc;
-    if (rc == ZOK) {
-        c->stat = *st;
-        if (value != NULL && len > 0) {
-            c->data = malloc((size_t)len);
-            if (c->data == NULL) {
-                c->rc = ZSYSTEMERROR;
-            } else {
-                memcpy(c->data, value, (size_t)len);
-                c->data_len = len;
-            }
-        }
-    }
-    push(c->z, c);
-}
-
-/* An event, queued as a call of its own. Lost only when out of memory:
- * then a waiter tries at the holder's lease end instead, and a state
- * change is seen in zoo_state at the next operation. */
-static void
-event_push(struct zk_ctx *x, enum zk_step step, int state, const char *path)
-{
-    struct zk_call *c = calloc(1, sizeof(*c));
-
-    if (c == NULL) {
-        return;
-    }
-    c->z = x->z;
-    c->step = step;
-    c->gen = x->gen;
-    c->state = state;
-    if (path != NULL && (c->str = strdup(path)) == NULL) {
-        free(c);
-        return;
-    }
-    push(x->z, c);
-}
-
-static void
-session_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh;
-    (void)path;
-    if (type == ZOO_SESSION_EVENT) {
-        event_push(ctx, ZK_S_SESSION, state, NULL);
-    }
-}
-
-/* A node a busy acquire watched was deleted or changed. */
-static void
-node_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh;
-    if (type != ZOO_SESSION_EVENT && path != NULL) {
-        event_push(ctx, ZK_S_WATCH, state, path);
-    }
-}
-
-/* The client's own log lines: the library writes to no fixed place
- * (log.h); what matters is logged here from its answers. */
-static void
-zk_log_drop(const char *msg)
-{
-    (void)msg;
-}
-
 /* ---- calls ------------------------------------------------------------ */
-
-static void
-call_free(struct zk_call *c)
-{
-    for (int i = 0; i < c->nkids; i++) {
-        free(c->kids[i]);
-    }
-    free(c->kids);
-    free(c->path);
-    free(c->name);
-    free(c->str);
-    free(c->data);
-    free(c);
-}
 
 /* A call for step on path (copied; NULL: none), serving r (NULL: none).
  * NULL when out of memory. */
@@ -441,64 +162,24 @@ static struct zk_call *
 call_new(struct zk_locks *z, enum zk_step step, struct zk_req *r,
          const char *path)
 {
-    struct zk_call *c = calloc(1, sizeof(*c));
+    struct zk_call *c = zk_call_new(z->k, (int)step, path);
 
-    if (c == NULL) {
-        return NULL;
-    }
-    c->z = z;
-    c->step = step;
-    c->req = r;
-    c->gen = z->gen;
-    if (path != NULL && (c->path = strdup(path)) == NULL) {
-        free(c);
-        return NULL;
-    }
-    if (r != NULL) {
+    if (c != NULL && r != NULL) {
+        c->req = r;
         r->pending++;
     }
     return c;
 }
 
-/* c went to the client with result rc: the client holds it (ZOK) and
- * will complete it, or c comes back through the queue with rc. */
+/* The handle, or NULL between handles and while closing (a call sent
+ * then comes back ZCLOSING). */
+#define ZH(z) zk_conn_zh((z)->k)
+
 static void
 sent(struct zk_locks *z, struct zk_call *c, int rc)
 {
-    if (rc != ZOK) {
-        c->rc = rc;
-        push(z, c);
-        return;
-    }
-    c->out = true;
-    c->oprev = NULL;
-    c->onext = z->out;
-    if (z->out != NULL) {
-        z->out->oprev = c;
-    }
-    z->out = c;
+    zk_conn_sent(z->k, c, rc);
 }
-
-static void
-out_unlink(struct zk_locks *z, struct zk_call *c)
-{
-    if (!c->out) {
-        return;
-    }
-    if (c->oprev != NULL) {
-        c->oprev->onext = c->onext;
-    } else {
-        z->out = c->onext;
-    }
-    if (c->onext != NULL) {
-        c->onext->oprev = c->oprev;
-    }
-    c->out = false;
-}
-
-/* The handle, or NULL between handles and while closing (a call sent
- * then comes back ZCLOSING). */
-#define ZH(z) ((z)->closing ? NULL : (z)->zh)
 
 static void
 send_create(struct zk_locks *z, struct zk_call *c, const char *path,
@@ -508,10 +189,11 @@ send_create(struct zk_locks *z, struct zk_call *c, const char *path,
 
     if (ZH(z) != NULL) {
         rc = with_stat
-                 ? zoo_acreate2(z->zh, path, value, (int)strlen(value),
-                                &ZOO_OPEN_ACL_UNSAFE, mode, done_string_stat, c)
-                 : zoo_acreate(z->zh, path, value, (int)strlen(value),
-                               &ZOO_OPEN_ACL_UNSAFE, mode, done_string, c);
+                 ? zoo_acreate2(ZH(z), path, value, (int)strlen(value),
+                                &ZOO_OPEN_ACL_UNSAFE, mode, zk_done_string_stat,
+                                c)
+                 : zoo_acreate(ZH(z), path, value, (int)strlen(value),
+                               &ZOO_OPEN_ACL_UNSAFE, mode, zk_done_string, c);
     }
     sent(z, c, rc);
 }
@@ -520,7 +202,7 @@ static void
 send_children(struct zk_locks *z, struct zk_call *c, const char *dir)
 {
     sent(z, c,
-         ZH(z) != NULL ? zoo_aget_children(z->zh, dir, 0, done_strings, c)
+         ZH(z) != NULL ? zoo_aget_children(ZH(z), dir, 0, zk_done_strings, c)
                        : ZCLOSING);
 }
 
@@ -528,7 +210,7 @@ static void
 send_delete(struct zk_locks *z, struct zk_call *c)
 {
     sent(z, c,
-         ZH(z) != NULL ? zoo_adelete(z->zh, c->path, -1, done_void, c)
+         ZH(z) != NULL ? zoo_adelete(ZH(z), c->path, -1, zk_done_void, c)
                        : ZCLOSING);
 }
 
@@ -668,10 +350,10 @@ answer_soon(struct zk_req *r, enum lock_result res, int64_t fence,
         }
         return;
     }
-    c->res = res;
-    c->fence = fence;
-    c->ttl_ms = ttl_ms;
-    push(r->z, c);
+    c->code = (int)res;
+    c->num[0] = fence;
+    c->num[1] = ttl_ms;
+    zk_conn_push(r->z->k, c);
 }
 
 /* ---- leases and sweeps -------------------------------------------------- */
@@ -778,7 +460,7 @@ drop_node(struct zk_locks *z, const char *path, const char *name, size_t len)
     if (c != NULL && name != NULL) {
         c->name = malloc(len + 1);
         if (c->name == NULL) {
-            call_free(c);
+            zk_call_free(c);
             c = NULL;
         } else {
             memcpy(c->name, name, len);
@@ -884,7 +566,7 @@ acquire_send(struct zk_req *r)
     struct zk_locks *z = r->z;
     struct zk_call *mk, *ls;
     char ttl[24], *path;
-    const clientid_t *id = ZH(z) != NULL ? zoo_client_id(z->zh) : NULL;
+    const clientid_t *id = ZH(z) != NULL ? zoo_client_id(ZH(z)) : NULL;
 
     snprintf(r->prefix, sizeof(r->prefix), "%016" PRIx64 "-%" PRIx64 "-lock-",
              id != NULL ? (uint64_t)id->client_id : 0, ++z->counter);
@@ -894,7 +576,7 @@ acquire_send(struct zk_req *r)
     if (ls == NULL) {
         if (mk != NULL) {
             r->pending--;
-            call_free(mk);
+            zk_call_free(mk);
         }
         free(path);
         log_error("locks: zookeeper: %.*s: out of memory", log_len(r->len),
@@ -929,7 +611,7 @@ acquire_mkdir(struct zk_req *r)
 }
 
 /* Busy: read the holder's node (its czxid and TTL) with a watch, so
- * that its end wakes this process's waiters (node_watch). */
+ * that its end wakes this process's waiters (on_watch). */
 static void
 acquire_busy(struct zk_req *r, const char *first)
 {
@@ -944,9 +626,9 @@ acquire_busy(struct zk_req *r, const char *first)
         return;
     }
     sent(z, c,
-         ZH(z) != NULL
-             ? zoo_awget(z->zh, c->path, node_watch, z->ctx, done_data, c)
-             : ZCLOSING);
+         ZH(z) != NULL ? zoo_awget(ZH(z), c->path, zk_conn_watcher,
+                                   zk_conn_ctx(z->k), zk_done_data, c)
+                       : ZCLOSING);
 }
 
 /* Both answers of acquire_send are in: decide. */
@@ -961,7 +643,8 @@ acquire_decide(struct zk_req *r, uint64_t gen)
         return;
     }
     if (r->create_rc != ZOK) {
-        if (rc_outage(r->create_rc) && gen == z->gen && !z->closing) {
+        if (zk_rc_outage(r->create_rc) && gen == zk_conn_gen(z->k) &&
+            !z->closing) {
             /* The create may have happened: find the node later. */
             sweep_add(z, r->dir, r->prefix);
         }
@@ -1055,7 +738,7 @@ release_other(struct zk_req *r, struct zk_call *c)
     }
     sent(z, d,
          ZH(z) != NULL
-             ? zoo_adelete(z->zh, d->path, c->stat.version, done_void, d)
+             ? zoo_adelete(ZH(z), d->path, c->stat.version, zk_done_void, d)
              : ZCLOSING);
 }
 
@@ -1132,7 +815,8 @@ on_status_children(struct zk_req *r, struct zk_call *c)
         return;
     }
     sent(z, g,
-         ZH(z) != NULL ? zoo_aget(z->zh, g->path, 0, done_data, g) : ZCLOSING);
+         ZH(z) != NULL ? zoo_aget(ZH(z), g->path, 0, zk_done_data, g)
+                       : ZCLOSING);
 }
 
 /* An extend or release came back: the lease it was about, if this
@@ -1253,7 +937,7 @@ on_sweep(struct zk_locks *z, struct zk_call *c)
         return;
     }
     if (c->rc != ZOK) {
-        if (c->gen == z->gen && !z->closing) {
+        if (c->gen == zk_conn_gen(z->k) && !z->closing) {
             sweep_add(z, c->path, c->name);
         }
         return;
@@ -1286,10 +970,10 @@ on_drop(struct zk_locks *z, struct zk_call *c)
         }
         return;
     }
-    if (rc_outage(c->rc)) {
+    if (zk_rc_outage(c->rc)) {
         char *slash = strrchr(c->path, '/');
 
-        if (c->gen == z->gen && !z->closing && slash != NULL) {
+        if (c->gen == zk_conn_gen(z->k) && !z->closing && slash != NULL) {
             *slash = '\0';
             sweep_add(z, c->path, slash + 1);
         }
@@ -1298,105 +982,25 @@ on_drop(struct zk_locks *z, struct zk_call *c)
     log_warn("locks: zookeeper: cannot delete %s: %s", c->path, zerror(c->rc));
 }
 
+/* The session's state changed (zk_conn). */
 static void
-zk_retry_later(struct zk_locks *z)
-{
-    struct timeval tv = {1, 0};
-
-    evtimer_add(z->retry, &tv);
-}
-
-/* A new handle (and session); the old one must be closed. */
-static bool
-zk_start(struct zk_locks *z)
-{
-    struct zk_ctx *x = malloc(sizeof(*x));
-
-    if (x == NULL) {
-        return false;
-    }
-    z->gen++;
-    x->z = z;
-    x->gen = z->gen;
-    z->zh = zookeeper_init2(z->hosts, session_watch, z->session_ms, NULL, x, 0,
-                            zk_log_drop);
-    if (z->zh == NULL) {
-        free(x);
-        return false;
-    }
-    z->ctx = x;
-    return true;
-}
-
-/* Close the handle: its threads end, and every call it still held comes
- * back through the queue as ZCLOSING. */
-static void
-zk_stop(struct zk_locks *z)
-{
-    uint64_t gen = z->gen;
-
-    if (z->zh == NULL) {
-        return;
-    }
-    zookeeper_close(z->zh);
-    z->zh = NULL;
-    free(z->ctx);
-    z->ctx = NULL;
-    z->connected = false;
-    /* The client's threads are gone: what they did not complete is ours. */
-    for (struct zk_call *c = z->out, *next; c != NULL; c = next) {
-        next = c->onext;
-        if (c->gen == gen && !c->queued) {
-            out_unlink(z, c);
-            c->rc = ZCLOSING;
-            push(z, c);
-        }
-    }
-}
-
-static void
-on_retry(evutil_socket_t fd, short what, void *arg)
+on_state(void *arg, enum zk_conn_state st)
 {
     struct zk_locks *z = arg;
 
-    lib_enter(z->log);
-    (void)fd;
-    (void)what;
-    if (z->zh == NULL && !z->closing && !zk_start(z)) {
-        log_debug("locks: zookeeper: cannot start a client for %s: %s",
-                  z->hosts, strerror(errno));
-        zk_retry_later(z);
-    }
-}
-
-static void
-on_session(struct zk_locks *z, struct zk_call *c)
-{
-    if (c->gen != z->gen || z->closing || z->zh == NULL) {
+    if (z->closing) {
         return;
     }
-    if (c->state == ZOO_CONNECTED_STATE) {
-        const clientid_t *id = zoo_client_id(z->zh);
-
-        log_info("locks: zookeeper: connected, session 0x%" PRIx64
-                 ", timeout %d ms",
-                 (uint64_t)id->client_id, zoo_recv_timeout(z->zh));
-        z->connected = true;
+    if (st == ZK_CONN_UP) {
         make_root(z);
         sweep_all(z);
-    } else if (c->state == ZOO_EXPIRED_SESSION_STATE ||
-               c->state == ZOO_AUTH_FAILED_STATE) {
+    } else if (st == ZK_CONN_EXPIRED) {
         log_warn("locks: zookeeper: the session ended: every lease of it is "
                  "lost; starting a new one");
         leases_lost(z);
-        zk_stop(z);
-        if (!zk_start(z)) {
-            zk_retry_later(z);
-        }
-    } else if (z->connected) {
+    } else {
         log_warn("locks: zookeeper: connection lost: lock calls are 503 "
                  "until it is back");
-        z->connected = false;
     }
 }
 
@@ -1448,39 +1052,38 @@ dispatch_req(struct zk_req *r, struct zk_call *c)
         on_delete(r, c);
         break;
     case ZK_S_LOCAL:
-        answer(r, c->res, c->fence, c->ttl_ms);
+        answer(r, (enum lock_result)c->code, c->num[0], c->num[1]);
         break;
     default:
         break;
     }
 }
 
+/* A call came back, or an event came (zk_conn). */
 static void
-zk_dispatch(struct zk_locks *z, struct zk_call *c)
+zk_dispatch(void *arg, struct zk_call *c)
 {
+    struct zk_locks *z = arg;
     struct zk_req *r = c->req;
 
-    out_unlink(z, c);
     if (r != NULL) {
         r->pending--;
         dispatch_req(r, c);
         if (r->answered && r->pending == 0) {
             req_free(r);
         }
-    } else if (c->step == ZK_S_SESSION) {
-        on_session(z, c);
-    } else if (c->step == ZK_S_WATCH) {
+    } else if (c->step == ZK_CALL_EVENT) {
         on_watch(z, c);
     } else if (c->step == ZK_S_DROP) {
         on_drop(z, c);
     } else if (c->step == ZK_S_SWEEP) {
         on_sweep(z, c);
     } else if (c->step == ZK_S_ROOT && c->rc != ZOK && c->rc != ZNODEEXISTS &&
-               !rc_outage(c->rc)) {
+               !zk_rc_outage(c->rc)) {
         log_error("locks: zookeeper: cannot create %s: %s", c->path,
                   zerror(c->rc));
     }
-    call_free(c);
+    zk_call_free(c);
 }
 
 /* ---- the backend -------------------------------------------------------- */
@@ -1490,8 +1093,7 @@ zk_ready(struct lock_backend *b)
 {
     struct zk_locks *z = to_zk(b);
 
-    return !z->closing && z->zh != NULL && z->connected &&
-           zoo_state(z->zh) == ZOO_CONNECTED_STATE;
+    return !z->closing && zk_conn_ready(z->k);
 }
 
 static struct zk_req *
@@ -1560,9 +1162,9 @@ submit_lease_op(struct zk_req *r)
     }
     snprintf(ttl, sizeof(ttl), "%" PRId64, r->ttl_ms);
     sent(z, c,
-         ZH(z) != NULL
-             ? zoo_aset(z->zh, c->path, ttl, (int)strlen(ttl), -1, done_stat, c)
-             : ZCLOSING);
+         ZH(z) != NULL ? zoo_aset(ZH(z), c->path, ttl, (int)strlen(ttl), -1,
+                                  zk_done_stat, c)
+                       : ZCLOSING);
 }
 
 static void
@@ -1631,18 +1233,7 @@ zk_watch_freed(struct lock_backend *b, lock_freed_cb freed, void *arg)
 static void
 zk_free(struct zk_locks *z)
 {
-    if (z->done_ev != NULL) {
-        event_free(z->done_ev);
-    }
-    if (z->retry != NULL) {
-        event_free(z->retry);
-    }
     defer_free(z->defer);
-    if (z->efd >= 0) {
-        close(z->efd);
-    }
-    pthread_mutex_destroy(&z->mu);
-    free(z->hosts);
     free(z->root);
     free(z);
 }
@@ -1651,6 +1242,8 @@ static struct lock_backend *
 zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         size_t errlen)
 {
+    static const struct zk_conn_hooks hooks = {.call = zk_dispatch,
+                                               .state = on_state};
     struct zk_locks *z;
 
     if (cfg->zk_hosts == NULL || cfg->zk_hosts[0] == '\0') {
@@ -1658,25 +1251,16 @@ zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     z = calloc(1, sizeof(*z));
-    if (z == NULL || pthread_mutex_init(&z->mu, NULL) != 0) {
-        free(z);
+    if (z == NULL) {
         snprintf(err, errlen, "locks: out of memory");
         return NULL;
     }
     z->base = base;
     z->log = log_current();
     z->session_ms = cfg->zk_sess_ms;
-    z->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    z->hosts = strdup(cfg->zk_hosts);
     z->root = strdup(cfg->zk_root != NULL ? cfg->zk_root : "/tidemark/locks");
-    if (z->efd >= 0) {
-        z->done_ev = event_new(base, z->efd, EV_READ | EV_PERSIST, on_done, z);
-    }
-    z->retry = evtimer_new(base, on_retry, z);
     z->defer = defer_new(base);
-    if (z->hosts == NULL || z->root == NULL || z->done_ev == NULL ||
-        z->defer == NULL || z->retry == NULL ||
-        event_add(z->done_ev, NULL) != 0) {
+    if (z->root == NULL || z->defer == NULL) {
         snprintf(err, errlen, "locks: cannot set up events");
         zk_free(z);
         return NULL;
@@ -1684,37 +1268,13 @@ zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     /* Unreachable now (down, or a name that does not resolve yet) is
      * an outage, not a configuration error: lock calls are 503 until
      * the ensemble answers. */
-    if (!zk_start(z)) {
-        log_warn("locks: zookeeper: cannot start a client for %s: %s; "
-                 "trying again every second",
-                 z->hosts, strerror(errno));
-        zk_retry_later(z);
+    z->k = zk_conn_new(base, cfg->zk_hosts, z->session_ms, "locks: zookeeper",
+                       &hooks, z, err, errlen);
+    if (z->k == NULL) {
+        zk_free(z);
+        return NULL;
     }
     return (struct lock_backend *)z;
-}
-
-/* Let the calls out be answered, for up to ZK_SETTLE_MS, before the
- * handle closes: the answers are the real ones, and the client frees a
- * request it answers, not always one it is closed with. Loop thread,
- * blocking: for close only. */
-static void
-settle(struct zk_locks *z)
-{
-    int64_t end = clock_ms(CLOCK_MONOTONIC) + ZK_SETTLE_MS;
-
-    while (z->out != NULL && z->connected) {
-        int64_t left = end - clock_ms(CLOCK_MONOTONIC);
-        struct pollfd p = {.fd = z->efd, .events = POLLIN};
-        uint64_t n;
-
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
-            return;
-        }
-        if (read(z->efd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
-            return;
-        }
-        drain(z);
-    }
 }
 
 static void
@@ -1726,10 +1286,13 @@ zk_close(struct lock_backend *b)
         return;
     }
     z->closing = true; /* nothing new goes out (ZH) */
-    settle(z);
-    /* Closing the session deletes its nodes: every lease ends. */
-    zk_stop(z);
-    drain(z);
+    /* Let the calls out be answered, for up to ZK_SETTLE_MS: the answers
+     * are the real ones. */
+    zk_conn_close(z->k, ZK_SETTLE_MS);
+    /* Closing the session deletes its nodes: every lease ends. The calls
+     * still out come back (ZCLOSING) and are answered. */
+    zk_conn_free(z->k);
+    z->k = NULL;
     leases_lost(z);
     zk_free(z);
 }

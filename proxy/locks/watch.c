@@ -16,7 +16,7 @@
 #include "../log.h"
 
 /* Every source, by the name part of its watch_<name>_ops. */
-#define WATCH_SOURCES(X) X(etcd)
+#define WATCH_SOURCES(X) X(etcd) X(zookeeper)
 
 #define WATCH_DECLARE(name)                                                    \
     extern const struct watch_source_ops watch_##name##_ops;

@@ -1,8 +1,9 @@
 /* watch.h: eager fencing for locks that applications take elsewhere. A
- * [watch NAME] section names a lock store (etcd; a ZooKeeper source can
- * plug in the same way) and a prefix; the moment a lock under it changes
- * holder, the mark of the lock's resource is raised to the new holder's
- * fence, so the previous holder is refused before the new one writes. */
+ * [watch NAME] section names a lock store (etcd, watch_etcd.c, or
+ * ZooKeeper, watch_zookeeper.c) and a prefix; the moment a lock under it
+ * changes holder, the mark of the lock's resource is raised to the new
+ * holder's fence, so the previous holder is refused before the new one
+ * writes. */
 #ifndef TM_WATCH_H
 #define TM_WATCH_H
 
@@ -17,9 +18,9 @@ struct tm_config;
 
 /* What a source reports: lock name (len bytes, as the lock store names
  * it, below the section's prefix) is now held by the holder whose fence
- * is fence (etcd: its key's create revision). A source reports each
- * change of holder at least once, on the loop thread; reporting a holder
- * again is harmless. */
+ * is fence (etcd: its key's create revision; zookeeper: its node's
+ * czxid). A source reports each change of holder at least once, on the
+ * loop thread; reporting a holder again is harmless. */
 typedef void (*watch_holder_cb)(void *owner, const char *name, size_t len,
                                 int64_t fence);
 

@@ -434,15 +434,41 @@ else
     echo "bench: neither perf nor strace works: no syscall column" >&2
 fi
 
+# cpu_ticks PIDLIST: "user system", the CPU time the processes of
+# PIDLIST (comma-separated; each with all its threads) have used, in
+# clock ticks.
+cpu_ticks() {
+    for p in $(echo "$1" | tr ',' ' '); do
+        cat "/proc/$p/stat"
+    done | awk '{ sub(/^.*\) /, ""); u += $12; s += $13 }
+                END { print u + 0, s + 0 }'
+}
+
+# raise_stats: "seconds raises syncs", tidemark's counters of the time its
+# raises waited for the store (from the request's raise to the store's
+# answer), how many raises, and how many journal syncs (lmdb; 0 elsewhere).
+raise_stats() {
+    curl -sf "http://127.0.0.1:$ADM_PORT/metrics" | awk '
+        /^tidemark_store_raise_seconds_sum/ { s += $NF }
+        /^tidemark_store_raise_seconds_count/ { n += $NF }
+        /^tidemark_lmdb_journal_syncs_total/ { j += $NF }
+        END { printf "%.6f %d %d\n", s, n, j }'
+}
+
 # count_syscalls WORKLOAD TARGET: one wrk run of SYSCALL_DURATION while
 # the target's system calls are counted; prints "workload target
-# syscalls requests". The count covers the whole run (accepts and the
-# first reads included) and wrk's requests are the answered ones, so the
-# ratio is the calls per answered request, within the few requests in
-# flight at the end.
+# syscalls requests user_us system_us raise_seconds raises syncs" (the
+# CPU time of the target's processes over the run, in microseconds, and
+# for tidemark its store's raise counters over the run). The count covers
+# the whole run (accepts and the first reads included) and wrk's requests
+# are the answered ones, so the ratio is the calls per answered request,
+# within the few requests in flight at the end.
 count_syscalls() {
     w=$1 t=$2
     pidlist=$(target_pids "$t")
+    cpu0=$(cpu_ticks "$pidlist")
+    raise0="0 0 0"
+    [ "$t" != tidemark ] || raise0=$(raise_stats)
     tab="$out_dir/syscalls-$w-$t.txt"
     case "$SYSCALL_TOOL" in
         perf)
@@ -497,7 +523,13 @@ count_syscalls() {
             }
             print line
         }' "$tab" >>"$out_dir/syscalls-by-call.txt"
-    echo "$w $t ${calls:-0} $reqs"
+    cpu1=$(cpu_ticks "$pidlist")
+    raise1="0 0 0"
+    [ "$t" != tidemark ] || raise1=$(raise_stats)
+    echo "$cpu0 $cpu1 $raise0 $raise1" | awk -v hz="$(getconf CLK_TCK)" \
+        -v head="$w $t ${calls:-0} $reqs" '{
+        printf "%s %.0f %.0f %.6f %d %d\n", head, ($3 - $1) * 1e6 / hz,
+            ($4 - $2) * 1e6 / hz, $8 - $5, $9 - $6, $10 - $7 }'
 }
 
 tm_version="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
@@ -595,7 +627,16 @@ awk -v store="$STORE" -v store_goal="$STORE_GOAL" -v tool="$SYSCALL_TOOL" \
         p99goal["rising"] = 2.0
     }
     FILENAME ~ /syscalls.txt$/ {
-        if ($4 > 0) sc[$1 " " $2] = sprintf("%.2f", $3 / $4)
+        k = $1 " " $2
+        if ($4 > 0) {
+            sc[k] = sprintf("%.2f", $3 / $4)
+            cpu[k] = sprintf("%.1f", ($5 + $6) / $4)
+            cpuorder[++ncpu] = k; cu[k] = $5 / $4; cs[k] = $6 / $4
+        }
+        if ($8 > 0) {
+            rwait[k] = $7 / $8 * 1000; rn[k] = $8
+            rsync[k] = $9 > 0 ? sprintf("%.1f", $8 / $9) : "-"
+        }
         next
     }
     {
@@ -608,11 +649,12 @@ awk -v store="$STORE" -v store_goal="$STORE_GOAL" -v tool="$SYSCALL_TOOL" \
         for (c = 1; c <= ncell; c++) {
             k = order[c]; mrps[k] = median(rps[k]); mp99[k] = median(p99[k])
         }
-        fmt = "%-8s %-9s %11s %10s %9s %9s %14s %9s %8s %8s %6s\n"
+        fmt = "%-8s %-9s %11s %10s %9s %9s %14s %9s %8s %8s %8s %6s\n"
         printf fmt, "workload", "target", "requests/s", "p99", "vs nginx",
-            "p99 vs", "goal", "syscalls", "non-2xx", "sock err", "lost"
+            "p99 vs", "goal", "syscalls", "CPU us", "non-2xx", "sock err",
+            "lost"
         printf fmt, "", "", "(median)", "(median)", "", "nginx", "",
-            "/request", "(sum)", "(sum)", "(sum)"
+            "/request", "/request", "(sum)", "(sum)", "(sum)"
         for (c = 1; c <= ncell; c++) {
             k = order[c]; n = wl[k] " nginx"
             ratio = "-"; pr = "-"; g = "-"
@@ -632,7 +674,8 @@ awk -v store="$STORE" -v store_goal="$STORE_GOAL" -v tool="$SYSCALL_TOOL" \
             }
             printf fmt, wl[k], tg[k], sprintf("%.0f", mrps[k]),
                 sprintf("%.2f ms", mp99[k] / 1000), ratio, pr, g,
-                (k in sc) ? sc[k] : "-", bad[k], sock[k], lost[k]
+                (k in sc) ? sc[k] : "-", (k in cpu) ? cpu[k] : "-", bad[k],
+                sock[k], lost[k]
         }
         print ""
         print "requests/s of each run, in the order run:"
@@ -652,6 +695,20 @@ awk -v store="$STORE" -v store_goal="$STORE_GOAL" -v tool="$SYSCALL_TOOL" \
                 " run of %s, divided by the requests answered\n(strace" \
                 " slows the target: fewer calls are batched than at full" \
                 " speed).\n", sdur
+        if (ncpu) {
+            print "CPU us/request: user + system time of the same processes" \
+                " over the same run, divided\nthe same way (from /proc/PID/stat):"
+            for (c = 1; c <= ncpu; c++) {
+                k = cpuorder[c]
+                printf "  %-17s user %5.1f  system %5.1f\n", k, cu[k], cs[k]
+            }
+        }
+        for (k in rwait) {
+            printf "store wait (%s): a raise waited %.2f ms on average for" \
+                " the store to answer, %s\nraises a journal sync, over the" \
+                " counted run (tidemark_store_raise_seconds).\n",
+                k, rwait[k], rsync[k]
+        }
         print "non-2xx: answers >= 400 as wrk counts them; tidemark answers"
         print "every stale request 409 by design (nginx does not fence and"
         print "forwards them). lost: requests whose connection closed"

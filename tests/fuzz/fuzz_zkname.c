@@ -6,7 +6,10 @@
  * - the input as an escaped name: when it unescapes, escaping the result
  *   gives the input back (one spelling per name);
  * - zkname_seq is -1 or a value of the last ten digits, and zkname_first
- *   over the input's lines picks one with the lowest. */
+ *   over the input's lines picks one with the lowest;
+ * - zkname_below with the first line as the directory and the rest as
+ *   the path names a non-empty part of the path with no '/', right
+ *   after the directory and a '/'. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,11 +91,37 @@ as_children(const uint8_t *data, size_t size)
     free(copy);
 }
 
+static void
+as_below(const uint8_t *data, size_t size)
+{
+    char *copy = malloc(size + 1);
+    char *path, *dir = copy;
+    const char *got;
+    size_t len = 0, dl;
+
+    check(copy != NULL, "out of memory");
+    memcpy(copy, data, size);
+    copy[size] = '\0';
+    path = strchr(copy, '\n');
+    if (path != NULL) {
+        *path++ = '\0';
+        dl = strlen(dir);
+        got = zkname_below(dir, path, &len);
+        check(got == NULL ||
+                  (got == path + dl + 1 && path[dl] == '/' && len > 0 &&
+                   strncmp(path, dir, dl) == 0 &&
+                   memchr(got, '/', len) == NULL && len <= strlen(got)),
+              "below names one part right after the directory");
+    }
+    free(copy);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     as_name(data, size);
     as_escaped(data, size);
     as_children(data, size);
+    as_below(data, size);
     return 0;
 }

@@ -370,8 +370,8 @@ ZK_JVM = ["-Xms16m", "-Xmx128m", "-XX:+UseSerialGC",
 
 
 def four_letters(port, word):
-    """A four-letter-word command's answer (b"" when none): srvr and ruok
-    are whitelisted in the configuration below."""
+    """A four-letter-word command's answer (b"" when none): srvr, ruok
+    and cons are whitelisted in the configuration below."""
     return _ask(port, word)
 
 
@@ -399,7 +399,8 @@ class ZooKeeper(Server):
                  "clientPort=%d" % self.port,
                  "clientPortAddress=127.0.0.1",
                  "admin.enableServer=false",
-                 "4lw.commands.whitelist=srvr,ruok",
+                 # cons: the sessions connected ([watch] tests)
+                 "4lw.commands.whitelist=srvr,ruok,cons",
                  # sessions of up to 60 s (the default stops at 20 ticks)
                  "maxSessionTimeout=60000",
                  "maxClientCnxns=0"]

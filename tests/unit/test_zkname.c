@@ -103,6 +103,62 @@ test_first(void **state)
     assert_int_equal(zkname_first(kids, 0), -1);
 }
 
+/* The recipes' names: kazoo's Lock (<uuid hex>__lock__<seq>) and
+ * Curator's InterProcessMutex (_c_<uuid>-lock-<seq>): the holder is the
+ * lowest sequence number, whatever comes before it. */
+static void
+test_first_recipes(void **state)
+{
+    char *kazoo[] = {"9f1c2a4be0d14a5c8f6f1e2d3c4b5a69__lock__0000000012",
+                     "0a1c2a4be0d14a5c8f6f1e2d3c4b5a69__lock__0000000010",
+                     "ff1c2a4be0d14a5c8f6f1e2d3c4b5a69__lock__0000000011"};
+    char *curator[] = {
+        "_c_f2b8e6a0-5d7e-4c1a-9f39-1b2c3d4e5f60-lock-0000000004",
+        "_c_a2b8e6a0-5d7e-4c1a-9f39-1b2c3d4e5f60-lock-0000000005",
+        "_c_02b8e6a0-5d7e-4c1a-9f39-1b2c3d4e5f60-lock-0000000003"};
+
+    (void)state;
+    assert_int_equal(zkname_first(kazoo, 3), 1);
+    assert_int_equal(zkname_first(curator, 3), 2);
+    assert_int_equal(zkname_seq(kazoo[2]), 11);
+    assert_int_equal(zkname_seq(curator[0]), 4);
+}
+
+struct below_case {
+    const char *dir, *path, *want; /* want NULL: not below */
+};
+
+static const struct below_case below_cases[] = {
+    {"/locks", "/locks/doc1", "doc1"},
+    {"/locks", "/locks/doc1/x__lock__0000000001", "doc1"},
+    {"/a/b", "/a/b/c", "c"},
+    {"/locks", "/locks", NULL},
+    {"/locks", "/locks/", NULL},
+    {"/locks", "/locksmith/doc1", NULL},
+    {"/locks", "/lock/doc1", NULL},
+    {"/locks", "/locks//doc1", NULL},
+    {"/locks", "/other/locks/doc1", NULL},
+};
+
+static void
+test_below(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(below_cases) / sizeof(below_cases[0]); i++) {
+        const struct below_case *c = &below_cases[i];
+        size_t len = 0;
+        const char *got = zkname_below(c->dir, c->path, &len);
+
+        if (c->want == NULL) {
+            assert_null(got);
+            continue;
+        }
+        assert_non_null(got);
+        assert_int_equal(len, strlen(c->want));
+        assert_memory_equal(got, c->want, len);
+    }
+}
+
 int
 main(void)
 {
@@ -111,6 +167,8 @@ main(void)
         cmocka_unit_test(test_unescape_refuses),
         cmocka_unit_test(test_seq),
         cmocka_unit_test(test_first),
+        cmocka_unit_test(test_first_recipes),
+        cmocka_unit_test(test_below),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,363 @@
+/* watch_zookeeper.c: a [watch] source on ZooKeeper: the locks that
+ * ZooKeeper's lock recipe takes (kazoo's Lock, Curator's
+ * InterProcessMutex): each child of the prefix is one lock, its
+ * ephemeral sequential children its contenders, the holder the one with
+ * the lowest sequence number, its fence that node's czxid. Followed with
+ * ZooKeeper's one-shot watches, set again by every read. */
+#include "watch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../conf/cfg.h"
+#include "../../policies/zkname.h"
+#include "../clients/zk_conn.h"
+#include "../log.h"
+
+/*
+ * What is watched. A read of the prefix's children sets a child watch on
+ * the prefix (a lock made or removed), or, while the prefix does not
+ * exist, an exists watch on it. A read of a lock's children sets a child
+ * watch on the lock (a contender came or went: maybe a new holder); the
+ * holder's czxid is then read with exists. Every event is answered by
+ * reading again, which sets the watch again: ZooKeeper delivers a watch
+ * event before any read that sees the change, so no change is missed
+ * between the event and the next read.
+ *
+ * Order. A holder is reported more than once (a read per event) and
+ * maybe late, after a later holder: harmless, since the next holder's
+ * node was created after the previous holder's, so its czxid is higher,
+ * and a mark only grows.
+ *
+ * Sessions. A connection lost and found again keeps the session and its
+ * watches (the client sets them again); a session that ended loses them.
+ * Either way, every (re)connection reads every lock again and reports
+ * its holder.
+ */
+
+#define ZW_SETTLE_MS 500
+
+enum zw_step {
+    ZW_PREFIX = 0,  /* the prefix's children, with a watch */
+    ZW_PREFIX_WAIT, /* the prefix does not exist: exists, with a watch */
+    ZW_LOCK,        /* a lock's children, with a watch */
+    ZW_HOLDER,      /* the holder's node: its czxid */
+};
+
+struct watch_source {
+    struct zk_conn *k;
+    watch_holder_cb cb;
+    void *owner;
+    char *section;
+    char *prefix;
+    /* The locks whose children are watched (or read), sorted by strcmp. */
+    char **locks;
+    int nlocks;
+};
+
+static void
+names_free(char **v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
+
+static void
+locks_clear(struct watch_source *s)
+{
+    names_free(s->locks, s->nlocks);
+    s->locks = NULL;
+    s->nlocks = 0;
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *
+join(const char *dir, const char *kid)
+{
+    size_t dl = strlen(dir), kl = strlen(kid);
+    char *p = malloc(dl + kl + 2);
+
+    if (p != NULL) {
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        memcpy(p + dl + 1, kid, kl + 1);
+    }
+    return p;
+}
+
+/* Send the read of step about path (lock: the lock's name, or NULL). */
+static void
+send_read(struct watch_source *s, enum zw_step step, const char *path,
+          const char *lock)
+{
+    struct zk_call *c = zk_call_new(s->k, (int)step, path);
+    zhandle_t *zh = zk_conn_zh(s->k);
+    void *ctx = zk_conn_ctx(s->k);
+    int rc = ZCLOSING;
+
+    if (c == NULL || (lock != NULL && (c->name = strdup(lock)) == NULL)) {
+        log_error("watch %s: out of memory: %s is not followed until the "
+                  "next connection",
+                  s->section, path);
+        zk_call_free(c);
+        return;
+    }
+    if (zh != NULL && step == ZW_HOLDER) {
+        rc = zoo_aexists(zh, path, 0, zk_done_stat, c);
+    } else if (zh != NULL && step == ZW_PREFIX_WAIT) {
+        rc = zoo_awexists(zh, path, zk_conn_watcher, ctx, zk_done_stat, c);
+    } else if (zh != NULL) {
+        rc = zoo_awget_children(zh, path, zk_conn_watcher, ctx, zk_done_strings,
+                                c);
+    }
+    zk_conn_sent(s->k, c, rc);
+}
+
+static void
+read_prefix(struct watch_source *s)
+{
+    send_read(s, ZW_PREFIX, s->prefix, NULL);
+}
+
+static void
+read_lock(struct watch_source *s, const char *name)
+{
+    char *path = join(s->prefix, name);
+
+    if (path == NULL) {
+        log_error("watch %s: out of memory: lock %s is not followed until "
+                  "the next connection",
+                  s->section, name);
+        return;
+    }
+    send_read(s, ZW_LOCK, path, name);
+    free(path);
+}
+
+/* The prefix's children came: read each lock not followed yet; the set
+ * becomes kids (taken from c). */
+static void
+on_prefix(struct watch_source *s, struct zk_call *c)
+{
+    int i = 0, j = 0;
+
+    if (c->nkids > 1) {
+        qsort(c->kids, (size_t)c->nkids, sizeof(*c->kids), by_name);
+    }
+    while (i < c->nkids) {
+        int cmp = j < s->nlocks ? strcmp(c->kids[i], s->locks[j]) : -1;
+
+        if (cmp < 0) {
+            read_lock(s, c->kids[i++]);
+        } else {
+            j++;
+            i += cmp == 0;
+        }
+    }
+    locks_clear(s);
+    s->locks = c->kids;
+    s->nlocks = c->nkids;
+    c->kids = NULL;
+    c->nkids = 0;
+}
+
+/* Take name out of the set: its node is gone (a new one is seen through
+ * the prefix's watch). */
+static void
+lock_forget(struct watch_source *s, const char *name)
+{
+    for (int i = 0; i < s->nlocks; i++) {
+        if (strcmp(s->locks[i], name) == 0) {
+            free(s->locks[i]);
+            memmove(&s->locks[i], &s->locks[i + 1],
+                    (size_t)(s->nlocks - i - 1) * sizeof(*s->locks));
+            s->nlocks--;
+            return;
+        }
+    }
+}
+
+/* A lock's contenders came: read the holder's node. */
+static void
+on_lock(struct watch_source *s, struct zk_call *c)
+{
+    int first = zkname_first(c->kids, c->nkids);
+    char *path;
+
+    if (first < 0) {
+        log_debug("watch %s: lock %s: no holder", s->section, c->name);
+        return;
+    }
+    path = join(c->path, c->kids[first]);
+    if (path == NULL) {
+        log_error("watch %s: out of memory: lock %s not followed", s->section,
+                  c->name);
+        return;
+    }
+    send_read(s, ZW_HOLDER, path, c->name);
+    free(path);
+}
+
+/* A watch fired on path: read again what it was about. */
+static void
+on_event(struct watch_source *s, struct zk_call *c)
+{
+    size_t len = 0;
+    const char *name;
+
+    if (c->str == NULL || c->type == ZOO_NOTWATCHING_EVENT) {
+        return;
+    }
+    if (strcmp(c->str, s->prefix) == 0) {
+        read_prefix(s);
+        return;
+    }
+    name = zkname_below(s->prefix, c->str, &len);
+    if (name != NULL) {
+        char *lock = strndup(name, len);
+
+        if (lock != NULL) {
+            read_lock(s, lock);
+            free(lock);
+        }
+    }
+}
+
+/* An error that is no outage (an ACL, say): it stays until an operator
+ * acts, so it is logged; an outage is read again on the next
+ * connection. */
+static void
+on_error(struct watch_source *s, struct zk_call *c)
+{
+    if (zk_rc_outage(c->rc)) {
+        log_debug("watch %s: %s: %s; read again once connected", s->section,
+                  c->path, zerror(c->rc));
+        return;
+    }
+    log_error("watch %s: cannot read %s: %s: its locks are not followed",
+              s->section, c->path, zerror(c->rc));
+}
+
+static void
+zw_call(void *arg, struct zk_call *c)
+{
+    struct watch_source *s = arg;
+
+    if (zk_conn_closing(s->k) || c->gen != zk_conn_gen(s->k)) {
+        /* an old session's: the new one reads everything again */
+    } else if (c->step == ZK_CALL_EVENT) {
+        on_event(s, c);
+    } else if (c->step == ZW_PREFIX && c->rc == ZNONODE) {
+        locks_clear(s);
+        send_read(s, ZW_PREFIX_WAIT, s->prefix, NULL);
+    } else if (c->step == ZW_PREFIX_WAIT && c->rc == ZNONODE) {
+        log_info("watch %s: %s does not exist yet: waiting for it", s->section,
+                 s->prefix);
+    } else if (c->step == ZW_LOCK && c->rc == ZNONODE) {
+        lock_forget(s, c->name);
+    } else if (c->step == ZW_HOLDER && c->rc == ZNONODE) {
+        /* gone since: the lock's watch fires and it is read again */
+    } else if (c->rc != ZOK) {
+        on_error(s, c);
+    } else if (c->step == ZW_PREFIX) {
+        on_prefix(s, c);
+    } else if (c->step == ZW_PREFIX_WAIT) {
+        read_prefix(s); /* made meanwhile */
+    } else if (c->step == ZW_LOCK) {
+        on_lock(s, c);
+    } else if (c->step == ZW_HOLDER) {
+        log_debug("watch %s: lock %s: held by %s, czxid %lld", s->section,
+                  c->name, c->path, (long long)c->stat.czxid);
+        s->cb(s->owner, c->name, strlen(c->name), c->stat.czxid);
+    }
+    zk_call_free(c);
+}
+
+static void
+zw_state(void *arg, enum zk_conn_state st)
+{
+    struct watch_source *s = arg;
+
+    if (st == ZK_CONN_UP) {
+        log_info("watch %s: reading every lock under %s", s->section,
+                 s->prefix);
+        locks_clear(s);
+        read_prefix(s);
+    } else if (st == ZK_CONN_DOWN) {
+        log_warn("watch %s: the connection to ZooKeeper is lost: a new "
+                 "holder is fenced once it is back",
+                 s->section);
+    } else {
+        log_warn("watch %s: the session ended: starting a new one", s->section);
+        locks_clear(s);
+    }
+}
+
+static void
+zw_close(struct watch_source *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    if (s->k != NULL) {
+        zk_conn_close(s->k, ZW_SETTLE_MS);
+        zk_conn_free(s->k); /* the calls out come back: dropped */
+    }
+    locks_clear(s);
+    free(s->section);
+    free(s->prefix);
+    free(s);
+}
+
+static struct watch_source *
+zw_open(struct event_base *base, const struct cfg_watch *cfg,
+        watch_holder_cb cb, void *owner, char *err, size_t errlen)
+{
+    static const struct zk_conn_hooks hooks = {.call = zw_call,
+                                               .state = zw_state};
+    struct watch_source *s = calloc(1, sizeof(*s));
+    char who[96];
+
+    if (s == NULL) {
+        snprintf(err, errlen, "watch: out of memory");
+        return NULL;
+    }
+    s->cb = cb;
+    s->owner = owner;
+    s->section = strdup(cfg->name);
+    s->prefix = strdup(cfg->prefix);
+    if (s->section == NULL || s->prefix == NULL) {
+        snprintf(err, errlen, "watch: out of memory");
+        zw_close(s);
+        return NULL;
+    }
+    if (cfg->zk_hosts == NULL || cfg->zk_hosts[0] == '\0') {
+        snprintf(err, errlen, "watch %s: backend zookeeper needs hosts",
+                 cfg->name);
+        zw_close(s);
+        return NULL;
+    }
+    snprintf(who, sizeof(who), "watch %s: zookeeper", cfg->name);
+    /* The first read waits for the session (zw_state, ZK_CONN_UP). */
+    s->k = zk_conn_new(base, cfg->zk_hosts, cfg->zk_sess_ms, who, &hooks, s,
+                       err, errlen);
+    if (s->k == NULL) {
+        zw_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+const struct watch_source_ops watch_zookeeper_ops = {
+    .name = "zookeeper",
+    .open = zw_open,
+    .close = zw_close,
+};
