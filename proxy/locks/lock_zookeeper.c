@@ -52,7 +52,6 @@
  * requests, answers, timers) is touched on the loop thread only.
  */
 
-#define ZK_LOG_NAME_MAX 200
 #define ZK_DIR_TRIES 3
 #define ZK_SETTLE_MS 2000 /* close: the longest wait for answers out */
 
@@ -137,12 +136,6 @@ static struct zk_locks *
 to_zk(struct lock_backend *b)
 {
     return (struct zk_locks *)b;
-}
-
-static int
-log_len(size_t len)
-{
-    return len > ZK_LOG_NAME_MAX ? ZK_LOG_NAME_MAX : (int)len;
 }
 
 static int64_t
@@ -490,7 +483,7 @@ lease_expire(struct zk_lease *l)
         return;
     }
     log_debug("locks: zookeeper: %.*s: the lease's TTL passed: deleting %s",
-              log_len(l->len), l->name, path);
+              log_name_len(l->len), l->name, path);
     drop_node(z, path, l->name, l->len);
     lease_free(l);
 }
@@ -579,7 +572,7 @@ acquire_send(struct zk_req *r)
             zk_call_free(mk);
         }
         free(path);
-        log_error("locks: zookeeper: %.*s: out of memory", log_len(r->len),
+        log_error("locks: zookeeper: %.*s: out of memory", log_name_len(r->len),
                   r->name);
         answer(r, LOCK_ERROR, 0, 0);
         return;
@@ -648,13 +641,13 @@ acquire_decide(struct zk_req *r, uint64_t gen)
             /* The create may have happened: find the node later. */
             sweep_add(z, r->dir, r->prefix);
         }
-        log_warn("locks: zookeeper: %.*s: create: %s", log_len(r->len), r->name,
-                 zerror(r->create_rc));
+        log_warn("locks: zookeeper: %.*s: create: %s", log_name_len(r->len),
+                 r->name, zerror(r->create_rc));
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
     if (r->kids_rc != ZOK) {
-        log_warn("locks: zookeeper: %.*s: children: %s", log_len(r->len),
+        log_warn("locks: zookeeper: %.*s: children: %s", log_name_len(r->len),
                  r->name, zerror(r->kids_rc));
         drop_node(z, r->node, NULL, 0);
         answer(r, LOCK_ERROR, 0, 0);
@@ -676,7 +669,7 @@ acquire_decide(struct zk_req *r, uint64_t gen)
                   " is below the lowest fence allowed (%" PRId64
                   ", the resource's mark plus one): tokens for it were "
                   "issued elsewhere; refused",
-                  log_len(r->len), r->name, r->czxid, r->min_fence);
+                  log_name_len(r->len), r->name, r->czxid, r->min_fence);
         drop_node(z, r->node, NULL, 0);
         answer(r, LOCK_ERROR, 0, 0);
         return;
@@ -1189,7 +1182,7 @@ zk_submit(struct lock_backend *b, const struct lock_op *op)
               : op->kind == LOCK_OP_EXTEND  ? "extend"
               : op->kind == LOCK_OP_RELEASE ? "release"
                                             : "status",
-              log_len(r->len), r->name);
+              log_name_len(r->len), r->name);
     switch (op->kind) {
     case LOCK_OP_ACQUIRE:
         if (own != NULL && !own->expired) {
