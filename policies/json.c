@@ -34,6 +34,24 @@ json_piece(const char *s, size_t len, size_t *take, char esc[8])
     return NULL;
 }
 
+/* How many bytes from s on are printable ASCII other than '"' and '\\':
+ * each a piece that json_piece writes as itself. */
+static size_t
+plain_run(const char *s, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        unsigned char ch = (unsigned char)s[i];
+
+        if (ch < 0x20 || ch >= 0x80 || ch == '"' || ch == '\\') {
+            break;
+        }
+        i++;
+    }
+    return i;
+}
+
 void
 json_escape_into(char *buf, size_t cap, size_t *n, const char *s)
 {
@@ -41,7 +59,21 @@ json_escape_into(char *buf, size_t cap, size_t *n, const char *s)
 
     while (len > 0) {
         char esc[8];
-        size_t take;
+        size_t take, run = plain_run(s, len);
+
+        if (run > 0) { /* bytes written as themselves, one piece each */
+            size_t room = cap > *n + 1 ? cap - *n - 1 : 0;
+            size_t w = run < room ? run : room;
+
+            memcpy(buf + *n, s, w);
+            *n += w;
+            if (w < run) {
+                return;
+            }
+            s += run;
+            len -= run;
+            continue;
+        }
         const char *e = json_piece(s, len, &take, esc);
         const char *src = e != NULL ? e : s;
         size_t w = e != NULL ? strlen(e) : take;

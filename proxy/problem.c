@@ -81,32 +81,71 @@ problem_kind(const struct problem *p)
     return strncmp(t, "urn:tidemark:", 13) == 0 ? t + 13 : t;
 }
 
+/* Append the NUL-terminated s to buf at *n, as much as fits below cap. */
+static void
+put(char *buf, size_t cap, size_t *n, const char *s)
+{
+    size_t len = strlen(s);
+
+    if (len > cap - *n) {
+        len = cap - *n;
+    }
+    memcpy(buf + *n, s, len);
+    *n += len;
+}
+
+/* Append v in decimal, as put does. */
+static void
+put_int(char *buf, size_t cap, size_t *n, int64_t v)
+{
+    char digits[24], *p = digits + sizeof(digits);
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0) {
+        *--p = '-';
+    }
+    put(buf, cap, n, p);
+}
+
+/* Built with put rather than snprintf: a stale write's 409 is the
+ * answer tidemark gives most often under load. */
 size_t
 problem_body(char *body, size_t cap, const struct problem *p)
 {
     const struct kind *k = kind_of(p->status);
     const char *detail = p->detail != NULL ? p->detail : k->detail;
-    size_t n;
+    /* What detail and resource may fill: the rest always fits (quotes,
+     * token and mark of at most 20 digits and a sign each, the brace). */
+    size_t n = 0, room = cap - 96;
 
-    n = (size_t)snprintf(body, cap,
-                         "{\"type\":\"%s\",\"title\":\"%s\","
-                         "\"status\":%d,\"detail\":\"",
-                         p->type != NULL ? p->type : k->type,
-                         p->type != NULL ? p->title : k->title, p->status);
-    json_escape_into(body, cap - 64, &n, detail);
+    put(body, room, &n, "{\"type\":\"");
+    put(body, room, &n, p->type != NULL ? p->type : k->type);
+    put(body, room, &n, "\",\"title\":\"");
+    put(body, room, &n, p->type != NULL ? p->title : k->title);
+    put(body, room, &n, "\",\"status\":");
+    put_int(body, room, &n, p->status);
+    put(body, room, &n, ",\"detail\":\"");
+    json_escape_into(body, room, &n, detail);
     body[n++] = '"';
     if (p->resource != NULL) {
-        n += (size_t)snprintf(body + n, cap - n, ",\"resource\":\"");
-        json_escape_into(body, cap - 64, &n, p->resource);
+        put(body, room, &n, ",\"resource\":\"");
+        json_escape_into(body, room, &n, p->resource);
         body[n++] = '"';
     }
     if (p->status == 409 && p->type == NULL) {
-        n += (size_t)snprintf(body + n, cap - n,
-                              ",\"token\":%" PRId64 ",\"high_water\":%" PRId64,
-                              p->token, p->mark);
+        put(body, cap, &n, ",\"token\":");
+        put_int(body, cap, &n, p->token);
+        put(body, cap, &n, ",\"high_water\":");
+        put_int(body, cap, &n, p->mark);
     }
     if (p->extra != NULL && n + strlen(p->extra) + 4 < cap) {
-        n += (size_t)snprintf(body + n, cap - n, ",%s", p->extra);
+        put(body, cap, &n, ",");
+        put(body, cap, &n, p->extra);
     }
     body[n++] = '}';
     body[n++] = '\n';
@@ -118,24 +157,29 @@ problem_write(struct evbuffer *out, const struct problem *p, bool close)
 {
     char body[PROBLEM_BODY_MAX], head[512];
     const struct kind *k = kind_of(p->status);
-    size_t n = problem_body(body, sizeof(body), p), h;
+    size_t n = problem_body(body, sizeof(body), p), h = 0;
 
-    h = (size_t)snprintf(head, sizeof(head),
-                         "HTTP/1.1 %d %s\r\n"
-                         "Content-Type: application/problem+json\r\n"
-                         "Content-Length: %zu\r\n"
-                         "Tidemark-Error: %s\r\n",
-                         p->status, k->reason, n, problem_kind(p));
+    put(head, sizeof(head), &h, "HTTP/1.1 ");
+    put_int(head, sizeof(head), &h, p->status);
+    put(head, sizeof(head), &h, " ");
+    put(head, sizeof(head), &h, k->reason);
+    put(head, sizeof(head), &h,
+        "\r\nContent-Type: application/problem+json\r\nContent-Length: ");
+    put_int(head, sizeof(head), &h, (int64_t)n);
+    put(head, sizeof(head), &h, "\r\nTidemark-Error: ");
+    put(head, sizeof(head), &h, problem_kind(p));
+    put(head, sizeof(head), &h, "\r\n");
     if (p->status == 409 && p->type == NULL) {
-        h += (size_t)snprintf(head + h, sizeof(head) - h,
-                              "Fencing-High-Water: %" PRId64 "\r\n", p->mark);
+        put(head, sizeof(head), &h, "Fencing-High-Water: ");
+        put_int(head, sizeof(head), &h, p->mark);
+        put(head, sizeof(head), &h, "\r\n");
     }
     if (p->retry_after > 0) {
-        h += (size_t)snprintf(head + h, sizeof(head) - h, "Retry-After: %d\r\n",
-                              p->retry_after);
+        put(head, sizeof(head), &h, "Retry-After: ");
+        put_int(head, sizeof(head), &h, p->retry_after);
+        put(head, sizeof(head), &h, "\r\n");
     }
-    h += (size_t)snprintf(head + h, sizeof(head) - h, "%s\r\n",
-                          close ? "Connection: close\r\n" : "");
+    put(head, sizeof(head), &h, close ? "Connection: close\r\n\r\n" : "\r\n");
     evbuffer_add(out, head, h);
     evbuffer_add(out, body, n);
 }

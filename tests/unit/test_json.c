@@ -85,6 +85,12 @@ test_json_escape_into(void **state)
         assert_int_equal(n, fit < 8 ? fit : 8);
         assert_true(utf8_valid(buf, n));
     }
+    for (size_t cap = 1; cap < 12; cap++) { /* plain bytes: one a piece */
+        n = 0;
+        json_escape_into(buf, cap, &n, "plain text\"x");
+        assert_int_equal(n, cap - 1 < 10 ? cap - 1 : 10);
+        assert_memory_equal(buf, "plain text", n);
+    }
     n = 3;
     memcpy(buf, "ab:", 3);
     json_escape_into(buf, sizeof(buf), &n, "c");
