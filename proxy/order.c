@@ -6,10 +6,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/event.h>
 
+#include "dial.h"
 #include "log.h"
 
 struct order_slot {
@@ -337,15 +337,6 @@ hold_done(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool
 order_hold(struct order *o, int ms)
 {
@@ -362,14 +353,14 @@ order_hold(struct order *o, int ms)
         }
         return false;
     }
-    o->hold_end = mono_ms() + ms;
+    o->hold_end = dial_now_ms() + ms;
     return true;
 }
 
 int64_t
 order_hold_left(const struct order *o)
 {
-    int64_t left = o->hold != NULL ? o->hold_end - mono_ms() : 0;
+    int64_t left = o->hold != NULL ? o->hold_end - dial_now_ms() : 0;
 
     /* At least 1 while held: the timer may not have run yet. */
     return o->hold == NULL ? 0 : left > 0 ? left : 1;

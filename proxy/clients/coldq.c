@@ -3,10 +3,10 @@
 #include "coldq.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #include <event2/event.h>
 
+#include "../dial.h"
 #include "../log.h"
 #include "../queue.h"
 
@@ -34,15 +34,6 @@ struct coldq {
     struct event *run_ev;    /* up: run them all */
 };
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 arm_expire(struct coldq *q)
 {
@@ -53,7 +44,7 @@ arm_expire(struct coldq *q)
         evtimer_del(q->expire_ev);
         return;
     }
-    ms = q->list.head->until - now_ms();
+    ms = q->list.head->until - dial_now_ms();
     ms = ms < 0 ? 0 : ms;
     tv.tv_sec = (time_t)(ms / 1000);
     tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
@@ -75,7 +66,7 @@ static void
 on_expire(evutil_socket_t fd, short what, void *arg)
 {
     struct coldq *q = arg;
-    int64_t now = now_ms();
+    int64_t now = dial_now_ms();
 
     lib_enter(q->log);
     (void)fd;
@@ -145,7 +136,7 @@ coldq_park(struct coldq *q, coldq_fn fn, void *arg)
     }
     p->fn = fn;
     p->arg = arg;
-    p->until = now_ms() + q->timeout_ms;
+    p->until = dial_now_ms() + q->timeout_ms;
     QUEUE_PUSH(&q->list, p);
     if (q->list.n == 1) {
         arm_expire(q);

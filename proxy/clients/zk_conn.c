@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
+#include "../dial.h"
 #include "../log.h"
 
 /* The step of a session event: zk_conn's own. */
@@ -52,15 +52,6 @@ struct zk_conn {
     int efd;
     struct event *done_ev;
 };
-
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 bool
 zk_rc_outage(int rc)
@@ -323,15 +314,21 @@ zk_log_drop(const char *msg)
 /* ---- calls ------------------------------------------------------------ */
 
 void
+zk_kids_free(char **kids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(kids[i]);
+    }
+    free(kids);
+}
+
+void
 zk_call_free(struct zk_call *c)
 {
     if (c == NULL) {
         return;
     }
-    for (int i = 0; i < c->nkids; i++) {
-        free(c->kids[i]);
-    }
-    free(c->kids);
+    zk_kids_free(c->kids, c->nkids);
     free(c->path);
     free(c->name);
     free(c->str);
@@ -555,14 +552,14 @@ zk_conn_new(struct event_base *base, const char *hosts, int session_ms,
 void
 zk_conn_close(struct zk_conn *k, int settle_ms)
 {
-    int64_t end = mono_ms() + settle_ms;
+    int64_t end = dial_now_ms() + settle_ms;
 
     k->closing = true; /* nothing new goes out (zk_conn_zh) */
     /* Let the calls out be answered: the answers are the real ones, and
      * the client frees a request it answers, not always one it is closed
      * with. */
     while (k->out != NULL && k->connected) {
-        int64_t left = end - mono_ms();
+        int64_t left = end - dial_now_ms();
         struct pollfd p = {.fd = k->efd, .events = POLLIN};
         uint64_t n;
 

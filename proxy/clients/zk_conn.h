@@ -95,6 +95,9 @@ struct zk_call *zk_call_new(struct zk_conn *k, int step, const char *path);
 
 void zk_call_free(struct zk_call *c);
 
+/* Free n names and their array, as a call's kids (taken from it). */
+void zk_kids_free(char **kids, int n);
+
 /* c went to the client with result rc: the client holds it (ZOK) and
  * will complete it, or c comes back through the queue with rc. */
 void zk_conn_sent(struct zk_conn *k, struct zk_call *c, int rc);

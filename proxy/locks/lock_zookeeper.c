@@ -295,18 +295,9 @@ data_dec(const char *d, int n)
 /* ---- requests ----------------------------------------------------------- */
 
 static void
-kids_free(char **kids, int n)
-{
-    for (int i = 0; i < n; i++) {
-        free(kids[i]);
-    }
-    free(kids);
-}
-
-static void
 req_free(struct zk_req *r)
 {
-    kids_free(r->kids, r->nkids);
+    zk_kids_free(r->kids, r->nkids);
     free(r->node);
     free(r->dir);
     free(r);
@@ -597,7 +588,7 @@ acquire_mkdir(struct zk_req *r)
         return;
     }
     r->tries++;
-    kids_free(r->kids, r->nkids);
+    zk_kids_free(r->kids, r->nkids);
     r->kids = NULL;
     r->nkids = 0;
     send_create(r->z, c, r->dir, "", ZOO_CONTAINER, false);

@@ -57,18 +57,9 @@ struct watch_source {
 };
 
 static void
-names_free(char **v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        free(v[i]);
-    }
-    free(v);
-}
-
-static void
 locks_clear(struct watch_source *s)
 {
-    names_free(s->locks, s->nlocks);
+    zk_kids_free(s->locks, s->nlocks);
     s->locks = NULL;
     s->nlocks = 0;
 }
