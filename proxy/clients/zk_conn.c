@@ -313,6 +313,20 @@ zk_log_drop(const char *msg)
 
 /* ---- calls ------------------------------------------------------------ */
 
+char *
+zk_path_join(const char *dir, const char *kid)
+{
+    size_t dl = strlen(dir), kl = strlen(kid);
+    char *p = malloc(dl + kl + 2);
+
+    if (p != NULL) {
+        memcpy(p, dir, dl);
+        p[dl] = '/';
+        memcpy(p + dl + 1, kid, kl + 1);
+    }
+    return p;
+}
+
 void
 zk_kids_free(char **kids, int n)
 {

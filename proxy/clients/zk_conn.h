@@ -95,6 +95,9 @@ struct zk_call *zk_call_new(struct zk_conn *k, int step, const char *path);
 
 void zk_call_free(struct zk_call *c);
 
+/* "dir/kid", malloc'd; NULL when out of memory. */
+char *zk_path_join(const char *dir, const char *kid);
+
 /* Free n names and their array, as a call's kids (taken from it). */
 void zk_kids_free(char **kids, int n);
 

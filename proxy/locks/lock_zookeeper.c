@@ -260,20 +260,6 @@ first_kid(char **kids, int n)
     return i >= 0 ? kids[i] : NULL;
 }
 
-static char *
-join(const char *dir, const char *kid)
-{
-    size_t dl = strlen(dir), kl = strlen(kid);
-    char *p = malloc(dl + kl + 2);
-
-    if (p != NULL) {
-        memcpy(p, dir, dl);
-        p[dl] = '/';
-        memcpy(p + dl + 1, kid, kl + 1);
-    }
-    return p;
-}
-
 /* A decimal 0..INT64_MAX from a node's data; -1 when it is not one. */
 static int64_t
 data_dec(const char *d, int n)
@@ -554,7 +540,7 @@ acquire_send(struct zk_req *r)
 
     snprintf(r->prefix, sizeof(r->prefix), "%016" PRIx64 "-%" PRIx64 "-lock-",
              id != NULL ? (uint64_t)id->client_id : 0, ++z->counter);
-    path = join(r->dir, r->prefix);
+    path = zk_path_join(r->dir, r->prefix);
     mk = path != NULL ? call_new(z, ZK_S_CREATE, r, NULL) : NULL;
     ls = mk != NULL ? call_new(z, ZK_S_CHILDREN, r, NULL) : NULL;
     if (ls == NULL) {
@@ -599,7 +585,7 @@ acquire_mkdir(struct zk_req *r)
 static void
 acquire_busy(struct zk_req *r, const char *first)
 {
-    char *path = join(r->dir, first);
+    char *path = zk_path_join(r->dir, first);
     struct zk_call *c =
         path != NULL ? call_new(r->z, ZK_S_HOLDER, r, path) : NULL;
     struct zk_locks *z = r->z;
@@ -791,7 +777,7 @@ on_status_children(struct zk_req *r, struct zk_call *c)
                0);
         return;
     }
-    path = join(r->dir, first);
+    path = zk_path_join(r->dir, first);
     g = path != NULL ? call_new(z, ZK_S_HOLDER, r, path) : NULL;
     free(path);
     if (g == NULL) {
@@ -931,7 +917,7 @@ on_sweep(struct zk_locks *z, struct zk_call *c)
     }
     for (int i = 0; i < c->nkids; i++) {
         if (strncmp(c->kids[i], c->name, pl) == 0) {
-            char *path = join(c->path, c->kids[i]);
+            char *path = zk_path_join(c->path, c->kids[i]);
 
             if (path != NULL) {
                 log_info("locks: zookeeper: deleting %s, left by a lost "

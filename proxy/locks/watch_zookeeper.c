@@ -70,20 +70,6 @@ by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static char *
-join(const char *dir, const char *kid)
-{
-    size_t dl = strlen(dir), kl = strlen(kid);
-    char *p = malloc(dl + kl + 2);
-
-    if (p != NULL) {
-        memcpy(p, dir, dl);
-        p[dl] = '/';
-        memcpy(p + dl + 1, kid, kl + 1);
-    }
-    return p;
-}
-
 /* Send the read of step about path (lock: the lock's name, or NULL). */
 static void
 send_read(struct watch_source *s, enum zw_step step, const char *path,
@@ -121,7 +107,7 @@ read_prefix(struct watch_source *s)
 static void
 read_lock(struct watch_source *s, const char *name)
 {
-    char *path = join(s->prefix, name);
+    char *path = zk_path_join(s->prefix, name);
 
     if (path == NULL) {
         log_error("watch %s: out of memory: lock %s is not followed until "
@@ -187,7 +173,7 @@ on_lock(struct watch_source *s, struct zk_call *c)
         log_debug("watch %s: lock %s: no holder", s->section, c->name);
         return;
     }
-    path = join(c->path, c->kids[first]);
+    path = zk_path_join(c->path, c->kids[first]);
     if (path == NULL) {
         log_error("watch %s: out of memory: lock %s not followed", s->section,
                   c->name);
