@@ -126,7 +126,8 @@ rewrite_request(struct evbuffer *out, const struct request *rq,
         evbuffer_add(out, "\r\n", 2);
     }
     if (u->sign != CFG_SIGN_NONE) {
-        sign_request(out, rq, u, (struct tm_slice){target, tlen}, host);
+        sign_request(out, rq, u, (struct tm_slice){target, tlen}, host,
+                     rewrite_forwards);
     }
     if (h->body == HTTP_BODY_CHUNKED) {
         evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);

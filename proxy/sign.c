@@ -16,7 +16,6 @@
 #include "../policies/sigv4.h"
 #include "log.h"
 #include "request.h"
-#include "rewrite.h"
 
 static const char *const replaced[] = {"Authorization", "X-Amz-Date",
                                        "X-Amz-Content-Sha256",
@@ -103,7 +102,7 @@ put_field(struct evbuffer *out, const char *name, const char *v, size_t vlen)
  * added ones it picks, then the signer's own. */
 static void
 collect(struct hlist *l, const struct request *rq, const struct cfg_upstream *u,
-        struct tm_slice host)
+        struct tm_slice host, sign_forwards_fn forwards)
 {
     const struct http_request *h = &rq->h;
 
@@ -111,7 +110,7 @@ collect(struct hlist *l, const struct request *rq, const struct cfg_upstream *u,
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
 
-        if (signed_name(f->name) && rewrite_forwards(rq, u, f)) {
+        if (signed_name(f->name) && forwards(rq, u, f)) {
             add(l, f->name.p, f->name.len, f->value.p, f->value.len);
         }
     }
@@ -127,7 +126,7 @@ collect(struct hlist *l, const struct request *rq, const struct cfg_upstream *u,
 void
 sign_request(struct evbuffer *out, const struct request *rq,
              const struct cfg_upstream *u, struct tm_slice target,
-             struct tm_slice host)
+             struct tm_slice host, sign_forwards_fn forwards)
 {
     const struct sigv4_creds *cr = &u->sign_creds;
     struct sigv4_key key = {cr->key_id, cr->secret, u->sign_region,
@@ -156,7 +155,7 @@ sign_request(struct evbuffer *out, const struct request *rq,
     }
     l->n = 0;
     l->full = false;
-    collect(l, rq, u, host);
+    collect(l, rq, u, host, forwards);
     add(l, "x-amz-date", 10, date, SIGV4_DATE_LEN);
     add(l, "x-amz-content-sha256", 20, hashz, strlen(hashz));
     if (cr->session != NULL) {
