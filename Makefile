@@ -221,7 +221,7 @@ test-asan: deps
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \
 	    LDFLAGS="-fsanitize=address,undefined" unit embed integration
 
-bench: deps all
+bench: deps all tests/preload/nosync.so
 	sh tests/bench/run.sh
 
 bench-locks: deps all

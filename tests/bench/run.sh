@@ -7,6 +7,9 @@
 # counted over one more run of each cell.
 #
 # Env: BENCH_DURATION (10s per run), BENCH_REPEAT (3 runs per cell),
+# BENCH_FLUSH (on; off: tidemark runs with fsync and fdatasync made
+# no-ops by tests/preload/nosync.so, so nothing it writes is durable: a
+# measurement of what the flush costs the rising path, never a result),
 # BENCH_SYSCALL_DURATION (5s: the run whose system calls are counted; 0
 # for none), BENCH_SYSCALL_TOOL (perf, or strace: slower, see below),
 # BENCH_THREADS (2), BENCH_CONNECTIONS (32), BENCH_RESOURCES (1000),
@@ -41,6 +44,7 @@ WARMUP=${BENCH_WARMUP:-2s}
 WORKLOADS=${BENCH_WORKLOADS:-equal rising stale}
 TARGETS=${BENCH_TARGETS:-bare nginx tidemark}
 STORE=${STORE:-lmdb}
+FLUSH=${BENCH_FLUSH:-on}
 TIDEMARK_BIN=${TIDEMARK_BIN:-$ROOT/tidemark}
 
 EQUAL_TOKEN=1000
@@ -67,6 +71,14 @@ for w in $WORKLOADS; do
         *) die "unknown workload '$w' in BENCH_WORKLOADS (equal rising stale)" ;;
     esac
 done
+case "$FLUSH" in
+    on) TM_PRELOAD="" ;;
+    off)
+        TM_PRELOAD=$ROOT/tests/preload/nosync.so
+        [ -f "$TM_PRELOAD" ] || die "$TM_PRELOAD not built: make tests/preload/nosync.so"
+        ;;
+    *) die "BENCH_FLUSH=$FLUSH: on or off" ;;
+esac
 case "$REPEAT" in
     '' | *[!0-9]* | 0) die "BENCH_REPEAT=$REPEAT: a count of runs, 1 or more" ;;
 esac
@@ -307,7 +319,12 @@ resource = documents/{doc}
 mode = correctness
 upstream = default
 INI
-    "$TIDEMARK_BIN" -c "$dir/tidemark.ini" >"$dir/tidemark.log" 2>&1 &
+    if [ -n "$TM_PRELOAD" ]; then
+        LD_PRELOAD=$TM_PRELOAD "$TIDEMARK_BIN" -c "$dir/tidemark.ini" \
+            >"$dir/tidemark.log" 2>&1 &
+    else
+        "$TIDEMARK_BIN" -c "$dir/tidemark.ini" >"$dir/tidemark.log" 2>&1 &
+    fi
     TM_PID=$!
     pids="$pids $TM_PID"
     wait_http tidemark "$TM_PID" "http://127.0.0.1:$TM_PORT/" \
@@ -542,6 +559,10 @@ header() {
         "tidemark $tm_version"
     if has_target tidemark; then
         echo "store: $STORE_DESC"
+    fi
+    if [ "$FLUSH" = off ]; then
+        echo "flush: OFF (BENCH_FLUSH=off: fsync and fdatasync are no-ops in" \
+            "tidemark, nothing is durable; a measurement, not a result)"
     fi
     echo "load: wrk -t$THREADS -c$CONNS -d$DURATION per run, PUT with a" \
         "Fencing-Token, $RES resources per workload"
