@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import assert_holders_in_turn, assert_problem, slow, wait_until
+from conftest import (KAZOO_HOLDER, assert_holders_in_turn, assert_problem,
+                      slow, wait_until)
 from servers import ZooKeeperEnsemble
 from test_locks import Admin, assert_lease
 
@@ -254,32 +255,6 @@ def test_session_ended_extend_is_409(tidemark, store_servers):
 # -------------------------------------------- locks users already run
 
 
-HOLDER = r"""
-import http.client, sys
-from kazoo.client import KazooClient
-hosts, path, port, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
-    float(sys.argv[4])
-zk = KazooClient(hosts=hosts, timeout=timeout)
-zk.start()
-lock = zk.Lock(path, "paused-holder")
-lock.acquire()
-czxid = zk.exists(path + "/" + lock.node).czxid
-
-def put(tag):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    c.request("PUT", "/v1/documents/k", body=tag.encode(),
-              headers={"Fencing-Token": str(czxid), "X-Test-Id": tag})
-    r = c.getresponse()
-    r.read()
-    print(tag, r.status, flush=True)
-
-print("token", czxid, flush=True)
-put("a1")
-sys.stdin.readline()               # SIGSTOP arrives while waiting here
-put("a2")
-"""
-
-
 def kazoo_write(tm, token, tag):
     return tm.put("k", token=str(token), body=tag.encode(),
                   headers=[("X-Test-Id", tag)])
@@ -296,7 +271,8 @@ def test_kazoo_lock_czxid_fences_a_paused_holder(tidemark, upstream,
     tm = tidemark()
     path = "/app/locks/k-%d" % time.monotonic_ns()
     a = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, zk.hosts, path, str(tm.port), "1.0"],
+        [sys.executable, "-c", KAZOO_HOLDER, zk.hosts, path, "k",
+         str(tm.port), "1.0"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         start_new_session=True)
     b = kazoo_client.KazooClient(hosts=zk.hosts, timeout=10.0)

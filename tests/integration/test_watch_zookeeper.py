@@ -14,36 +14,11 @@ import uuid
 
 import pytest
 
-from conftest import assert_problem, run_check, slow, wait_until
+from conftest import (KAZOO_HOLDER, assert_problem, run_check, slow,
+                      wait_until)
 import servers
 
 kazoo_client = pytest.importorskip("kazoo.client")
-
-
-HOLDER = r"""
-import http.client, sys
-from kazoo.client import KazooClient
-hosts, path, doc, port, timeout = sys.argv[1], sys.argv[2], sys.argv[3], \
-    int(sys.argv[4]), float(sys.argv[5])
-zk = KazooClient(hosts=hosts, timeout=timeout)
-zk.start()
-lock = zk.Lock(path, "paused-holder")
-lock.acquire()
-czxid = zk.exists(lock.path + "/" + lock.node).czxid
-
-def put(tag):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    c.request("PUT", "/v1/documents/" + doc, body=tag.encode(),
-              headers={"Fencing-Token": str(czxid), "X-Test-Id": tag})
-    r = c.getresponse()
-    r.read()
-    print(tag, r.status, flush=True)
-
-print("token", czxid, flush=True)
-put("a1")
-sys.stdin.readline()               # SIGSTOP arrives while waiting here
-put("a2")
-"""
 
 
 def unique_prefix():
@@ -83,8 +58,8 @@ def test_watch_fences_the_paused_kazoo_holder_before_the_next_one_writes(
     prefix = unique_prefix()
     tm = watch_tidemark(tidemark, zk.hosts, prefix)
     a = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, zk.hosts, prefix + "/doc1", "doc1",
-         str(tm.port), "1.0"],
+        [sys.executable, "-c", KAZOO_HOLDER, zk.hosts, prefix + "/doc1",
+         "doc1", str(tm.port), "1.0"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         start_new_session=True)
     b = None
