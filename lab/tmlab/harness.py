@@ -20,21 +20,13 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import servers  # the tests' server starters, shipped with the lab
+
 
 def free_port():
-    """A loopback port nothing listens on right now: the test suite's
-    choice (outside the ephemeral range) when the lab runs from the
-    source tree, else one the kernel gives."""
-    try:
-        import servers
-        return servers._free_port()
-    except ImportError:
-        pass
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port nothing listens on right now (the test suite's
+    choice, from servers.py, which the lab always ships with)."""
+    return servers._free_port()
 
 
 def wait_until(pred, timeout, what):
@@ -281,47 +273,22 @@ def http_call(method, url, headers=None, body=b"", timeout=5.0):
 # ---------------------------------------------------------------- redis
 
 
-def resp_encode(args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-def _resp_read(f):
-    line = f.readline()
-    if not line:
-        raise OSError("redis closed the connection")
-    kind, rest = line[:1], line[1:-2]
-    if kind == b"+":
-        return rest.decode()
-    if kind == b"-":
-        return {"error": rest.decode()}
-    if kind == b":":
-        return int(rest)
-    if kind == b"$":
-        n = int(rest)
-        if n < 0:
-            return None
-        data = f.read(n + 2)[:-2]
-        return data.decode("utf-8", "replace")
-    if kind == b"*":
-        n = int(rest)
-        return None if n < 0 else [_resp_read(f) for _ in range(n)]
-    raise OSError("bad reply %r" % line)
+def _text(v):
+    """A reply as the scenarios read it: strings as str, an error reply
+    as {"error": message}, arrays element by element."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, servers.RespError):
+        return {"error": str(v)}
+    if isinstance(v, list):
+        return [_text(x) for x in v]
+    return v
 
 
 def redis(port, *args, timeout=2.0):
     """One command on a new connection: the decoded reply. Raises OSError
     when the node does not answer within timeout."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        s.sendall(resp_encode(args))
-        with s.makefile("rb") as f:
-            return _resp_read(f)
-    finally:
-        s.close()
+    return _text(servers.resp(port, args, timeout=timeout)[0])
 
 
 # The seed's scripts, as printed there.
