@@ -75,7 +75,18 @@ proxy=$(port)
 admin=$(port)
 python3 "$here/../tests/demo_upstream.py" --host 127.0.0.1 --port "$up" \
     >"$work/upstream.log" 2>&1 &
-pids="$pids $!"
+up_pid=$!
+pids="$pids $up_pid"
+# The backend answers before tidemark starts: a PUT that finds no backend
+# is a 502, which says nothing about the image.
+i=0
+until curl -s -o /dev/null "http://127.0.0.1:$up/" 2>/dev/null; do
+    kill -0 "$up_pid" 2>/dev/null ||
+        fail "the demo backend exited: $(tail -n 5 "$work/upstream.log")"
+    i=$((i + 1))
+    [ "$i" -le 300 ] || fail "the demo backend does not answer on 127.0.0.1:$up"
+    sleep 0.1
+done
 
 if ! command -v podman >/dev/null 2>&1; then
     echo "podman is not installed" >"$work/podman.log"
