@@ -14,7 +14,8 @@ set -eu
 # differential test; Apache with mod_dav and nginx's DAV modules as WebDAV
 # backends; node for the S3 server installed from npm below) and the
 # clients they drive (curl, requests, boto3, rclone; ZooKeeper's server,
-# and kazoo for the locks applications already take). Bench: wrk and
+# and kazoo and Curator, run from Java source with the JDK, for the locks
+# applications already take). Bench: wrk and
 # nginx, and linux-perf (strace where perf cannot count) for the system
 # calls per request. Fuzz: clang, and its sanitizer and libFuzzer runtimes
 # (libclang-rt-14-dev, which clang only recommends). Format:
@@ -32,7 +33,7 @@ wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server et
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
 python3-boto3 rclone prometheus buildah mmdebstrap docker-compose
-zookeeperd python3-kazoo"
+zookeeperd python3-kazoo libcurator-recipes-java default-jdk-headless"
 
 # The S3 server of the integration tests (s3rver, pinned with its
 # dependencies in tests/s3/package-lock.json) comes from npm.

@@ -99,6 +99,80 @@ def test_watch_fences_the_paused_kazoo_holder_before_the_next_one_writes(
     assert tm.log_lines("watch docs: documents/doc1: the holder changed")
 
 
+CURATOR_JAR = "/usr/share/java/curator-recipes.jar"
+CURATOR_HOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "CuratorHolder.java")
+
+
+def curator_holder(zk, lock_path, doc, tm, session_ms):
+    """A Java application holding Curator's InterProcessMutex on
+    lock_path (CuratorHolder.java, run from source): its first line,
+    once it holds the mutex, is its token as the README tells a Curator
+    user to read it. Each line written to it is a PUT of doc with that
+    token; its answer is a line "TAG STATUS"."""
+    assert os.path.exists(CURATOR_JAR), \
+        "Curator is not installed (Debian package libcurator-recipes-java)"
+    return subprocess.Popen(
+        ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp",
+         CURATOR_JAR, CURATOR_HOLDER, zk.hosts, lock_path, doc,
+         str(tm.port), str(session_ms)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+
+
+def holder_token(holder):
+    """The token a curator_holder printed once it held the mutex."""
+    line = holder.stdout.readline().split()
+    assert len(line) == 3 and line[0] == "token", line
+    return int(line[1])
+
+
+def holder_put(holder, tag):
+    """The status of the PUT the holder made for tag."""
+    holder.stdin.write(tag + "\n")
+    holder.stdin.flush()
+    line = holder.stdout.readline().split()
+    assert len(line) == 2 and line[0] == tag, line
+    return int(line[1])
+
+
+def test_watch_fences_the_paused_curator_holder(tidemark, upstream,
+                                                store_servers):
+    """Two Java applications lock one resource with Curator's
+    InterProcessMutex and send the token the README's Curator advice
+    gives. A holds the mutex and writes; A's JVM is paused past its
+    session and B takes the mutex. Before B writes anything, the watch
+    has raised the mark to exactly B's token, so A's write when it wakes
+    is refused (409) and never reaches the upstream; B's is forwarded."""
+    zk = store_servers("zookeeper")
+    prefix = unique_prefix()
+    tm = watch_tidemark(tidemark, zk.hosts, prefix)
+    a = curator_holder(zk, prefix + "/doc5", "doc5", tm, 2000)
+    b = None
+    try:
+        token_a = holder_token(a)
+        assert holder_put(a, "a1") == 200
+        wait_mark(tm, "documents/doc5", token_a, "the mark at A's token")
+        os.kill(a.pid, signal.SIGSTOP)   # the seed's paused client
+        b = curator_holder(zk, prefix + "/doc5", "doc5", tm, 10000)
+        token_b = holder_token(b)        # A's session ended
+        assert token_b > token_a
+        wait_mark(tm, "documents/doc5", token_b, "the mark at B's token")
+        assert upstream.find("X-Test-Id", "b1") == []
+        os.kill(a.pid, signal.SIGCONT)
+        assert holder_put(a, "a2") == 409
+        assert holder_put(b, "b1") == 200
+    finally:
+        for h in (a, b):
+            if h is not None:
+                os.kill(h.pid, signal.SIGCONT)
+                h.kill()
+                h.wait()
+    assert upstream.find("X-Test-Id", "a2") == []
+    assert len(upstream.find("X-Test-Id", "b1")) == 1
+    assert tm.log_lines("watch docs: documents/doc5: the holder changed")
+
+
 def curator_node(client, lock_path):
     """A contender as Curator's InterProcessMutex makes it: an ephemeral
     sequential _c_<uuid>-lock-<seq> under the lock's znode."""
