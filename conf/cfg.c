@@ -1059,13 +1059,19 @@ build(struct loader *l, struct tm_config *c)
         }
         if (s->kind == CFG_WATCH && l->errs->n == before &&
             cfg_check_watch(obj, buf, sizeof(buf)) != NULL) {
-            static const char *const keys[] = {"prefix", NULL};
+            /* "KEY: ..." is reported where KEY is set. */
+            static const char *const none[] = {NULL};
+            static const char *const prefix[] = {"prefix", NULL};
+            static const char *const token[] = {"token", NULL};
+            const char *const *keys = none;
             struct origin at;
 
-            add_err(l,
-                    strncmp(buf, "prefix:", 7) == 0 ? keys_origin(s, keys, &at)
-                                                    : sect_origin(s, &at),
-                    "%s", buf);
+            if (strncmp(buf, "prefix:", 7) == 0) {
+                keys = prefix;
+            } else if (strncmp(buf, "token:", 6) == 0) {
+                keys = token;
+            }
+            add_err(l, keys_origin(s, keys, &at), "%s", buf);
         }
     }
     nroute = 0;

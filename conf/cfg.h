@@ -141,6 +141,8 @@ struct cfg_watch {
     char *prefix;    /* etcd: the keys of lock L are <prefix>L/<lease hex>;
                       * zookeeper: lock L is the znode <prefix>/L */
     char *resource;  /* template: {name} is the lock's name */
+    char *token;     /* etcd: create_revision | lock_revision, the token
+                      * holders send */
     int timeout_ms;  /* etcd: one call to the backend */
     int zk_sess_ms;  /* zookeeper: the session timeout asked for */
     int line;

@@ -1265,6 +1265,8 @@ static const char *const lock_backend_choices[] = {
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const sign_choices[] = {"none", "aws-sigv4", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
+static const char *const watch_token_choices[] = {"create_revision",
+                                                  "lock_revision", NULL};
 
 /* CFG_T_ENUM writes the choice's index as an int. */
 _Static_assert(sizeof(enum tm_mode) == sizeof(int) &&
@@ -1445,6 +1447,10 @@ const struct cfg_opt cfg_opts[] = {
      "Lock(PREFIX/NAME), Curator InterProcessMutex)"},
     {CFG_WATCH, "resource", CFG_T_STR, "{name}", OFF(cfg_watch, resource),
      OPS(watch_resource_ops), 0, "the resource whose mark follows lock {name}"},
+    {CFG_WATCH, "token", CFG_T_CHOICE, "create_revision", OFF(cfg_watch, token),
+     CHOICE(watch_token_choices), 0,
+     "etcd: what holders send: create_revision (their key's) | "
+     "lock_revision (etcdctl lock's ETCD_LOCK_REV)"},
     {CFG_WATCH, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_watch, timeout_ms),
      INT(1, 600000), 0, "etcd: one call to the lock's store"},
     {CFG_WATCH, "session_timeout_ms", CFG_T_INT, "10000",
@@ -1908,6 +1914,13 @@ cfg_check_watch(const struct cfg_watch *w, char *buf, size_t len)
     if (strcmp(w->backend, "zookeeper") == 0 &&
         (msg = check_zk_root(w->prefix, buf, len)) != NULL) {
         snprintf(buf, len, "prefix: %s", msg);
+        return buf;
+    }
+    if (strcmp(w->backend, "zookeeper") == 0 && w->token != NULL &&
+        strcmp(w->token, "lock_revision") == 0) {
+        snprintf(buf, len,
+                 "token: lock_revision is for backend etcd (a "
+                 "ZooKeeper lock's token is its node's czxid)");
         return buf;
     }
     return NULL;

@@ -1,7 +1,20 @@
 /* watch_etcd.c: a [watch] source on etcd: the locks that etcdctl lock and
  * etcd's concurrency.Mutex take (keys <prefix><name>/<lease in hex>, the
  * holder the key with the lowest create revision), followed with one
- * watch over the prefix (../clients/etcd_http.c). */
+ * watch over the prefix (../clients/etcd_http.c).
+ *
+ * The fence reported for a holder is what its application sends. With
+ * token = create_revision, its key's create revision. With token =
+ * lock_revision, the revision at which it got the lock (etcdctl lock's
+ * ETCD_LOCK_REV, Mutex.Header().Revision): a holder whose key was
+ * created at C gets the lock once every key of its lock created before
+ * C is gone, so the revision of any such deletion is at or below the
+ * revision its Lock returns, and above any revision the deleted key's
+ * own holder could have been handed. When a watched deletion at R was
+ * of a key created before the holder's, the holder is reported at R
+ * (or its create revision, if higher). A holder found by a full read
+ * (the start, a watch that ended) has no deletion seen: it is reported
+ * at its create revision. */
 #include "watch.h"
 
 #include <inttypes.h>
@@ -29,13 +42,22 @@ struct watch_source {
     size_t plen;
     struct etcd_watch *w;
     struct event *retry;
-    bool syncing; /* the full read is in flight */
+    bool syncing;  /* the full read is in flight */
+    bool lock_rev; /* token = lock_revision */
     bool closing;
+};
+
+/* What a watched deletion says of the holders after it: one whose key
+ * was created after `before` got the lock at `at` or later. */
+struct we_floor {
+    int64_t before;
+    int64_t at; /* 0: no deletion, nothing said */
 };
 
 /* A look at one lock after a change. */
 struct we_look {
     struct watch_source *s;
+    struct we_floor floor;
     size_t len;
     char name[];
 };
@@ -70,9 +92,11 @@ key_name(const struct watch_source *s, const unsigned char *k, size_t n,
 }
 
 /* Report the holder of each lock among kvs (oldest first): the first key
- * of each name. */
+ * of each name, at the revision f says it got the lock at if later than
+ * its key's. */
 static void
-report_holders(struct watch_source *s, const json_t *kvs)
+report_holders(struct watch_source *s, const json_t *kvs,
+               const struct we_floor *f)
 {
     unsigned char key[WE_KEY_MAX], last[WE_KEY_MAX];
     size_t lastlen = (size_t)-1;
@@ -103,6 +127,9 @@ report_holders(struct watch_source *s, const json_t *kvs)
                    memcmp(other + s->plen, key + s->plen, len) == 0;
         }
         if (!seen) {
+            if (f->at > rev && rev > f->before) {
+                rev = f->at;
+            }
             memcpy(last, key + s->plen, len);
             lastlen = len;
             s->cb(s->owner, (const char *)last, lastlen, rev);
@@ -151,7 +178,7 @@ on_look(void *arg, const struct etcd_reply *rep)
     struct watch_source *s = l->s;
 
     if (!s->closing && rep->st == ETCD_OK) {
-        report_holders(s, json_object_get(rep->body, "kvs"));
+        report_holders(s, json_object_get(rep->body, "kvs"), &l->floor);
     } else if (!s->closing) {
         log_warn("watch %s: cannot read lock %.*s after a change: "
                  "reading every lock again",
@@ -165,7 +192,8 @@ on_look(void *arg, const struct etcd_reply *rep)
 
 /* A lock changed: read its keys, oldest first; its holder is the first. */
 static void
-look(struct watch_source *s, const unsigned char *name, size_t len)
+look(struct watch_source *s, const unsigned char *name, size_t len,
+     const struct we_floor *floor)
 {
     struct we_look *l = malloc(sizeof(*l) + s->plen + len + 2);
     char *p;
@@ -174,6 +202,7 @@ look(struct watch_source *s, const unsigned char *name, size_t len)
         return;
     }
     l->s = s;
+    l->floor = *floor;
     l->len = len;
     memcpy(l->name, name, len);
     p = l->name + len;
@@ -183,6 +212,23 @@ look(struct watch_source *s, const unsigned char *name, size_t len)
     if (!etcd_http_call(s->h, "/v3/kv/range",
                         prefix_range(p, s->plen + len + 1), on_look, l)) {
         free(l);
+    }
+}
+
+/* What event ev says of the holders after it: a deletion (a release, a
+ * lease's end) at R of a key created at C (its prev_kv) says that a key
+ * created after C got the lock at R or later. Anything else, or a
+ * deletion without its prev_kv, says nothing. */
+static void
+deletion_floor(const json_t *ev, struct we_floor *f)
+{
+    const char *type = json_string_value(json_object_get(ev, "type"));
+
+    if (type == NULL || strcmp(type, "DELETE") != 0 ||
+        !etcd_int(json_object_get(ev, "kv"), "mod_revision", &f->at) ||
+        !etcd_int(json_object_get(ev, "prev_kv"), "create_revision",
+                  &f->before)) {
+        f->at = 0;
     }
 }
 
@@ -210,10 +256,15 @@ on_event(void *arg, json_t *result)
         json_t *kv = json_object_get(ev, "kv");
         int n = etcd_unb64(json_object_get(kv, "key"), key, sizeof(key));
         size_t len = 0;
+        struct we_floor floor = {0, 0};
 
-        if (n >= 0 && key_name(s, key, (size_t)n, &len)) {
-            look(s, key + s->plen, len);
+        if (n < 0 || !key_name(s, key, (size_t)n, &len)) {
+            continue;
         }
+        if (s->lock_rev) {
+            deletion_floor(ev, &floor);
+        }
+        look(s, key + s->plen, len, &floor);
     }
 }
 
@@ -223,12 +274,12 @@ start_watch(struct watch_source *s, int64_t from)
     char rev[24];
 
     snprintf(rev, sizeof(rev), "%" PRId64, from);
-    s->w = etcd_http_watch(s->h,
-                           json_pack("{s:o,s:o,s:s}", "key",
-                                     etcd_b64(s->prefix, s->plen), "range_end",
-                                     etcd_prefix_end(s->prefix, s->plen),
-                                     "start_revision", rev),
-                           on_event, s);
+    s->w = etcd_http_watch(
+        s->h,
+        json_pack("{s:o,s:o,s:s,s:b}", "key", etcd_b64(s->prefix, s->plen),
+                  "range_end", etcd_prefix_end(s->prefix, s->plen),
+                  "start_revision", rev, "prev_kv", s->lock_rev),
+        on_event, s);
     if (s->w == NULL) {
         retry_later(s);
     }
@@ -249,7 +300,8 @@ on_sync(void *arg, const struct etcd_reply *rep)
         retry_later(s);
         return;
     }
-    report_holders(s, json_object_get(rep->body, "kvs"));
+    report_holders(s, json_object_get(rep->body, "kvs"),
+                   &(struct we_floor){0, 0});
     start_watch(s, rev + 1);
 }
 
@@ -312,6 +364,8 @@ we_open(struct event_base *base, const struct cfg_watch *cfg,
     s->section = strdup(cfg->name);
     s->prefix = strdup(cfg->prefix);
     s->plen = s->prefix != NULL ? strlen(s->prefix) : 0;
+    s->lock_rev =
+        cfg->token != NULL && strcmp(cfg->token, "lock_revision") == 0;
     s->retry = evtimer_new(base, retry_cb, s);
     if (s->section == NULL || s->prefix == NULL || s->retry == NULL) {
         snprintf(err, errlen, "watch: out of memory");

@@ -158,7 +158,8 @@ def test_mark_store_on_three_members_survives_the_leader(tidemark, cluster):
 
 def etcdctl_lock(endpoints, name, script, ttl=2):
     """etcdctl lock NAME -- sh -c script: the script runs while the lock
-    is held, with ETCD_LOCK_REV (the key's create revision) set."""
+    is held, with ETCD_LOCK_REV (the revision at which it got the lock)
+    and ETCD_LOCK_KEY set."""
     return subprocess.Popen(
         ["etcdctl", "--endpoints", endpoints, "lock", "--ttl", str(ttl),
          name, "--", "sh", "-c", script],
@@ -279,6 +280,86 @@ def test_watch_fences_the_paused_holder_before_the_next_one_writes(
     assert tm.log_lines("watch docs: documents/w: the holder changed")
 
 
+def lock_keys(etcd, lock):
+    """The create revisions of lock's keys (its holder's and waiters'),
+    oldest first."""
+    import base64
+    prefix = (lock + "/").encode()
+    end = prefix[:-1] + bytes([prefix[-1] + 1])
+    r = etcd.call("/v3/kv/range",
+                  {"key": base64.b64encode(prefix).decode(),
+                   "range_end": base64.b64encode(end).decode()})
+    return sorted(int(kv["create_revision"]) for kv in r.get("kvs", []))
+
+
+def test_watch_with_lock_revisions_fences_a_holder_that_queued(
+        tidemark, upstream, store_servers, tmp_path):
+    """token = lock_revision: the holders send etcdctl lock's
+    ETCD_LOCK_REV. A and B queue behind H, so A's ETCD_LOCK_REV is above
+    B's key's create revision: a mark at B's create revision would let
+    paused A through. When A's lease ends, the mark is raised to the
+    revision at which B got the lock: above A's ETCD_LOCK_REV, not above
+    B's. A's write is refused (409) before B has written; B's is
+    forwarded."""
+    etcd = store_servers("etcd")
+    tm = tidemark(config={
+        "proxy": {"log_level": "debug"},
+        "watch docs": {"endpoints": etcd.endpoints, "prefix": "locks/",
+                       "resource": "documents/{name}",
+                       "token": "lock_revision"}})
+    h_done, b_go = tmp_path / "h-done", tmp_path / "b-may-write"
+    procs = []
+    try:
+        h = etcdctl_lock(etcd.endpoints, "locks/q",
+                         "echo rev=$ETCD_LOCK_REV; "
+                         "while [ ! -e %s ]; do sleep 0.05; done" % h_done)
+        procs.append(h)
+        read_fields(h, "rev")
+        a = etcdctl_lock(etcd.endpoints, "locks/q",
+                         put_script(tm, "q", "a1") + "sleep 600")
+        procs.append(a)
+        wait_until(lambda: len(lock_keys(etcd, "locks/q")) == 2,
+                   10 * slow(), "A's key behind H's")
+        b = etcdctl_lock(etcd.endpoints, "locks/q",
+                         "echo rev=$ETCD_LOCK_REV; "
+                         "while [ ! -e %s ]; do sleep 0.05; done; %s"
+                         % (b_go, put_script(tm, "q", "b1")))
+        procs.append(b)
+        wait_until(lambda: len(lock_keys(etcd, "locks/q")) == 3,
+                   10 * slow(), "B's key behind A's")
+        b_created = lock_keys(etcd, "locks/q")[2]
+        h_done.write_text("")               # H releases: A holds
+        fa = read_fields(a, "rev", "status")
+        assert fa["status"] == "200"
+        rev_a = int(fa["rev"])
+        assert rev_a > b_created            # the case create revisions miss
+        assert tm.mark("documents/q") == rev_a
+        os.killpg(a.pid, signal.SIGSTOP)    # no keepalive: the lease ends
+        rev_b = int(read_fields(b, "rev")["rev"])
+        # B holds the lock and has written nothing: the watch raised the
+        # mark past A's lock revision, and not past B's
+        wait_until(lambda: tm.mark("documents/q") > rev_a, 10 * slow(),
+                   "the mark past A's lock revision")
+        mark = tm.mark("documents/q")
+        assert mark <= rev_b, (mark, rev_b)
+        assert upstream.find("X-Test-Id", "b1") == []
+        os.killpg(a.pid, signal.SIGCONT)
+        r = tm.put("q", token=str(rev_a), headers=[("X-Test-Id", "a2")])
+        doc = assert_problem(r, 409)
+        assert doc["high_water"] == mark
+        b_go.write_text("")
+        assert read_fields(b, "status")["status"] == "200"
+        assert b.wait(30 * slow()) == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGCONT)
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    assert upstream.find("X-Test-Id", "a2") == []
+    assert len(upstream.find("X-Test-Id", "b1")) == 1
+
+
 def test_watch_sections_are_checked(tmp_path, upstream):
     from conftest import run_check
 
@@ -300,4 +381,12 @@ def test_watch_sections_are_checked(tmp_path, upstream):
     assert rc == 1, lines
     rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix = l/\n"
                       "resource = documents/{name}\n")
+    assert rc == 0, lines
+    rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix = l/\n"
+                      "token = lock_rev\n")
+    assert rc == 1, lines
+    assert any(":6: token: must be create_revision or lock_revision" in ln
+               for ln in lines), lines
+    rc, lines = check("[watch a]\nendpoints = http://e:1\nprefix = l/\n"
+                      "token = lock_revision\n")
     assert rc == 0, lines

@@ -319,6 +319,12 @@ def test_watch_zookeeper_sections_are_checked(tmp_path, upstream):
     assert any(ln.startswith("%s:4: backend: must be etcd or zookeeper"
                              % ini) for ln in lines), lines
     ini, (rc, lines) = check("[watch a]\nbackend = zookeeper\n"
+                             "hosts = 127.0.0.1:2181\nprefix = /locks\n"
+                             "token = lock_revision\n")
+    assert rc == 1
+    assert "%s:7: token: lock_revision is for backend etcd (a ZooKeeper " \
+        "lock's token is its node's czxid)" % ini in lines, lines
+    ini, (rc, lines) = check("[watch a]\nbackend = zookeeper\n"
                              "hosts = 127.0.0.1:2181,127.0.0.2:2181\n"
                              "prefix = /app/locks\n"
                              "resource = documents/{name}\n")
