@@ -187,7 +187,7 @@ lab: $(TM_BIN) $(LAB_SO)
 	    --numbers --out lab-report.html --json lab-report.json
 
 integration: $(TM_BIN) $(PRELOADS) $(LAB_SO)
-	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -p no:cacheprovider \
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -rs -p no:cacheprovider \
 	    tests/integration
 
 chaos: $(TM_BIN)

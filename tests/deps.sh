@@ -13,7 +13,7 @@ set -eu
 # integration tests start themselves (nginx and HAProxy also for the
 # differential test; Apache with mod_dav and nginx's DAV modules as WebDAV
 # backends; node for the S3 server installed from npm below) and the
-# clients they drive (curl, requests, boto3, rclone; ZooKeeper's server,
+# clients they drive (curl, requests, boto3, the AWS CLI, rclone; ZooKeeper's server,
 # and kazoo and Curator, run from Java source with the JDK, for the locks
 # applications already take). Bench: wrk and
 # nginx, and linux-perf (strace where perf cannot count) for the system
@@ -32,7 +32,7 @@ PKGS="$DEMO_PKGS libcmocka-dev python3-pytest procps openssl
 wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server etcd-client clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
-python3-boto3 rclone prometheus buildah mmdebstrap docker-compose
+python3-boto3 awscli rclone prometheus buildah mmdebstrap docker-compose
 zookeeperd python3-kazoo libcurator-recipes-java default-jdk-headless"
 
 # The S3 server of the integration tests (s3rver, pinned with its

@@ -205,8 +205,8 @@ def test_boto3_unsigned_client_writes_through_tidemark(signed, s3rver):
 def test_awscli_without_credentials_reads_through_tidemark(signed, s3rver,
                                                            tmp_path):
     aws = shutil.which("aws")
-    if aws is None:
-        pytest.skip("awscli is not installed")
+    assert aws is not None, \
+        "the AWS CLI is not installed (Debian package awscli; tests/deps.sh)"
     key = unique("awscli")
     token = lock(signed, "s3/%s/%s" % (BUCKET, key))
     unsigned_client(signed, token).put_object(Bucket=BUCKET, Key=key,
