@@ -432,12 +432,13 @@ def test_acquire_without_the_mark_store_is_503(tidemark, eager):
     assert api.get("documents/n").status == 404
 
 
+# lmdb has no server: kill -9 of tidemark covers it
+@pytest.mark.parametrize("lock_backend",
+                         [b for b in BACKENDS if b != "lmdb"], indirect=True)
 def test_backend_restart_keeps_the_fence(tidemark, lock_backend):
     """The lease store's server restarts: fences handed out before are
     not handed out again, and a live lease is still live."""
     kind, srv, _ = lock_backend
-    if srv is None:
-        pytest.skip("lmdb: kill -9 of tidemark covers it")
     tm = tidemark()
     api = lock_api(tm)
     fr = tm.fences()
@@ -724,10 +725,10 @@ def failsync():
     return FAILSYNC, m.group(0).decode()
 
 
+# a failed fsync of the lmdb lease file
+@pytest.mark.parametrize("lock_backend", ["lmdb"], indirect=True)
 def test_failed_sync_is_503_and_hands_out_no_fence(tidemark, failsync,
                                                    tmp_path, lock_backend):
-    if lock_backend[0] != "lmdb":
-        pytest.skip("a failed fsync of the lmdb lease file")
     shim, var = failsync
     trigger = tmp_path / "fail-now"
     tm = tidemark(env={"LD_PRELOAD": str(shim), var: str(trigger)})
