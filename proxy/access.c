@@ -69,6 +69,17 @@ mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
+/* v as 16 lowercase hex digits (no NUL). */
+static void
+hex64(char *out, uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (int i = 15; i >= 0; i--, v >>= 4) {
+        out[i] = digits[v & 15];
+    }
+}
+
 /* A fresh id: 32 hex digits, unique within the process (the counter)
  * and unlikely to repeat across processes (the key). */
 static void
@@ -78,8 +89,9 @@ reqid_new(char *out)
 
     pthread_once(&reqid_once, reqid_seed);
     n = atomic_fetch_add(&reqid_next, 1);
-    snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, mix(reqid_key[0] ^ n),
-             mix(reqid_key[1] + n));
+    hex64(out, mix(reqid_key[0] ^ n));
+    hex64(out + 16, mix(reqid_key[1] + n));
+    out[32] = '\0';
 }
 
 void

@@ -243,7 +243,7 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
     }
     evbuffer_add(b, "],\"marks\":[", 11);
     for (size_t i = 0; i < r->nmarks; i++) {
-        const struct recent_mark *m = &r->marks[i];
+        const struct recent_mark *m = recent_mark_at(r, i);
 
         json_name(b, i, "resource", m->resource);
         evbuffer_add_printf(b,

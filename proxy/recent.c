@@ -6,10 +6,14 @@
 #include <string.h>
 #include <time.h>
 
+/* src cut to cap - 1 bytes (NULL: empty). */
 static void
 copy(char *dst, size_t cap, const char *src)
 {
-    snprintf(dst, cap, "%s", src != NULL ? src : "");
+    size_t n = src != NULL ? strnlen(src, cap - 1) : 0;
+
+    memcpy(dst, src != NULL ? src : "", n);
+    dst[n] = '\0';
 }
 
 /* FNV-1a over the first RECENT_NAME - 1 bytes: what is kept of a name. */
@@ -40,23 +44,36 @@ mark_first(struct recent *r, const char *resource, int64_t mark)
 {
     size_t len = strlen(resource);
     uint64_t h = name_hash(resource, len);
+    struct recent_mark *m;
+    uint8_t slot;
     size_t i;
 
     for (i = 0; i < r->nmarks; i++) {
-        if (same_name(r->marks[i].resource, r->marks[i].hash, resource, len,
-                      h)) {
+        m = &r->marks[r->order[i]];
+        if (same_name(m->resource, m->hash, resource, len, h)) {
             break;
         }
     }
-    if (i == r->nmarks) {
-        i = r->nmarks < RECENT_N ? r->nmarks++ : RECENT_N - 1;
+    if (i == r->nmarks && r->nmarks < RECENT_N) {
+        r->order[i] = (uint8_t)r->nmarks++;
+    } else if (i == r->nmarks) {
+        i = RECENT_N - 1;
     }
-    memmove(&r->marks[1], &r->marks[0], i * sizeof(r->marks[0]));
-    r->marks[0].when_ms = recent_now_ms();
-    r->marks[0].when = (time_t)(r->marks[0].when_ms / 1000);
-    r->marks[0].mark = mark;
-    r->marks[0].hash = h;
-    copy(r->marks[0].resource, sizeof(r->marks[0].resource), resource);
+    slot = r->order[i];
+    memmove(&r->order[1], &r->order[0], i);
+    r->order[0] = slot;
+    m = &r->marks[slot];
+    m->when_ms = recent_now_ms();
+    m->when = (time_t)(m->when_ms / 1000);
+    m->mark = mark;
+    m->hash = h;
+    copy(m->resource, sizeof(m->resource), resource);
+}
+
+const struct recent_mark *
+recent_mark_at(const struct recent *r, size_t i)
+{
+    return &r->marks[r->order[i]];
 }
 
 void
@@ -133,8 +150,9 @@ recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
     l->fence = fence;
     l->expires_ms = now + ttl_ms;
     l->hash = h;
-    snprintf(l->name, sizeof(l->name), "%.*s",
-             (int)(len < RECENT_NAME - 1 ? len : RECENT_NAME - 1), name);
+    len = len < RECENT_NAME - 1 ? len : RECENT_NAME - 1;
+    memcpy(l->name, name, len);
+    l->name[len] = '\0';
 }
 
 void

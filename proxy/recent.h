@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define RECENT_N 32
+#define RECENT_N 32     /* at most 256: struct recent's order is bytes */
 #define RECENT_NAME 128 /* resource names are cut to this for display */
 
 /* when: seconds since the epoch; when_ms: the same instant in ms, for the
@@ -41,8 +41,10 @@ struct recent_lock {
 };
 
 struct recent {
-    struct recent_mark marks[RECENT_N]; /* most recently written first */
-    size_t nmarks;                      /* in use */
+    struct recent_mark marks[RECENT_N]; /* in no order: see order */
+    uint8_t order[RECENT_N]; /* indexes into marks, most recently written
+                              * first (moving one is a byte, not an entry) */
+    size_t nmarks;           /* in use */
     struct recent_refusal refusals[RECENT_N];
     size_t nrefusals;  /* ever recorded; the ring holds the last */
     uint64_t accepted; /* fenced writes accepted, ever */
@@ -55,6 +57,8 @@ struct recent {
  * (src NULL: none) at src_mark. */
 void recent_accept(struct recent *r, const char *resource, int64_t mark,
                    const char *src, int64_t src_mark);
+/* The i-th most recently written of the nmarks resources. */
+const struct recent_mark *recent_mark_at(const struct recent *r, size_t i);
 void recent_refusal(struct recent *r, int status, const char *reason,
                     const char *route, const char *resource, int64_t token,
                     int64_t mark);

@@ -23,23 +23,23 @@ test_marks_once_each_latest_first(void **state)
     recent_accept(&r, "b", 2, NULL, 0);
     recent_accept(&r, "a", 3, NULL, 0);
     assert_int_equal(r.nmarks, 2);
-    assert_string_equal(r.marks[0].resource, "a");
-    assert_int_equal(r.marks[0].mark, 3);
-    assert_string_equal(r.marks[1].resource, "b");
+    assert_string_equal(recent_mark_at(&r, 0)->resource, "a");
+    assert_int_equal(recent_mark_at(&r, 0)->mark, 3);
+    assert_string_equal(recent_mark_at(&r, 1)->resource, "b");
     /* A MOVE: the destination first, then its source. */
     recent_accept(&r, "dst", 9, "b", 9);
     assert_int_equal(r.nmarks, 3);
-    assert_string_equal(r.marks[0].resource, "dst");
-    assert_string_equal(r.marks[1].resource, "b");
-    assert_int_equal(r.marks[1].mark, 9);
+    assert_string_equal(recent_mark_at(&r, 0)->resource, "dst");
+    assert_string_equal(recent_mark_at(&r, 1)->resource, "b");
+    assert_int_equal(recent_mark_at(&r, 1)->mark, 9);
     assert_int_equal(r.accepted, 4);
     for (int i = 0; i < RECENT_N + 5; i++) {
         snprintf(name, sizeof(name), "r%d", i);
         recent_accept(&r, name, i, NULL, 0);
     }
     assert_int_equal(r.nmarks, RECENT_N);
-    assert_string_equal(r.marks[0].resource, "r36");
-    assert_string_equal(r.marks[RECENT_N - 1].resource, "r5");
+    assert_string_equal(recent_mark_at(&r, 0)->resource, "r36");
+    assert_string_equal(recent_mark_at(&r, RECENT_N - 1)->resource, "r5");
 }
 
 static void
@@ -55,7 +55,7 @@ test_long_names_are_one_entry(void **state)
     recent_accept(&r, a, 1, NULL, 0);
     recent_accept(&r, b, 2, NULL, 0);
     assert_int_equal(r.nmarks, 1);
-    assert_int_equal(strlen(r.marks[0].resource), RECENT_NAME - 1);
+    assert_int_equal(strlen(recent_mark_at(&r, 0)->resource), RECENT_NAME - 1);
 }
 
 static void
