@@ -609,6 +609,12 @@ on_watch_end(struct evhttp_request *req, void *arg)
     if (req != NULL && evhttp_request_get_response_code(req) == 200) {
         evbuffer_add_buffer(w->buf, evhttp_request_get_input_buffer(req));
         watch_lines(w);
+    } else if (!w->h->closing) {
+        /* No stream, or it broke: the member is gone or not serving. The
+         * next watch, like the next call, goes to another one. */
+        set_down(w->h, w->ep,
+                 req == NULL ? "the watch stream broke or got no answer"
+                             : "the watch was refused");
     }
     watch_over(w);
 }

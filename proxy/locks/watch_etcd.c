@@ -13,8 +13,13 @@
  * own holder could have been handed. When a watched deletion at R was
  * of a key created before the holder's, the holder is reported at R
  * (or its create revision, if higher). A holder found by a full read
- * (the start, a watch that ended) has no deletion seen: it is reported
- * at its create revision. */
+ * has no deletion seen: it is reported at its create revision.
+ *
+ * A watch that ends (its member lost, the connection closed) is opened
+ * again from the revision after the last event it delivered, so that
+ * no change in between goes unseen; a full read happens at the start,
+ * when etcd compacted that revision away, and after a lock could not be
+ * read. */
 #include "watch.h"
 
 #include <inttypes.h>
@@ -42,8 +47,9 @@ struct watch_source {
     size_t plen;
     struct etcd_watch *w;
     struct event *retry;
-    bool syncing;  /* the full read is in flight */
-    bool lock_rev; /* token = lock_revision */
+    int64_t next_rev; /* where a new watch starts; 0: read every lock */
+    bool syncing;     /* the full read is in flight */
+    bool lock_rev;    /* token = lock_revision */
     bool closing;
 };
 
@@ -137,8 +143,7 @@ report_holders(struct watch_source *s, const json_t *kvs,
     }
 }
 
-static void start_watch(struct watch_source *s, int64_t from);
-static void sync_all(struct watch_source *s);
+static void rewatch(struct watch_source *s);
 
 static void
 retry_later(struct watch_source *s)
@@ -158,9 +163,7 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
     lib_enter(s->log);
     (void)fd;
     (void)what;
-    if (s->w == NULL && !s->syncing) {
-        sync_all(s);
-    }
+    rewatch(s);
 }
 
 static json_t *
@@ -185,6 +188,7 @@ on_look(void *arg, const struct etcd_reply *rep)
                  s->section, l->len > 200 ? 200 : (int)l->len, l->name);
         etcd_watch_free(s->w);
         s->w = NULL;
+        s->next_rev = 0;
         retry_later(s);
     }
     free(l);
@@ -242,11 +246,27 @@ on_event(void *arg, json_t *result)
     if (s->closing) {
         return;
     }
-    if (result == NULL || json_is_true(json_object_get(result, "canceled"))) {
-        log_warn("watch %s: the watch ended: reading every lock again",
-                 s->section);
+    if (result == NULL) {
+        log_warn("watch %s: the watch ended: watching again from revision "
+                 "%" PRId64,
+                 s->section, s->next_rev);
         etcd_watch_free(s->w);
         s->w = NULL;
+        retry_later(s);
+        return;
+    }
+    if (json_is_true(json_object_get(result, "canceled"))) {
+        int64_t compacted = 0;
+
+        if (!etcd_int(result, "compact_revision", &compacted)) {
+            compacted = 0;
+        }
+        log_warn("watch %s: etcd ended the watch (compacted up to revision "
+                 "%" PRId64 "): reading every lock again",
+                 s->section, compacted);
+        etcd_watch_free(s->w);
+        s->w = NULL;
+        s->next_rev = 0;
         retry_later(s);
         return;
     }
@@ -257,7 +277,11 @@ on_event(void *arg, json_t *result)
         int n = etcd_unb64(json_object_get(kv, "key"), key, sizeof(key));
         size_t len = 0;
         struct we_floor floor = {0, 0};
+        int64_t mod = 0;
 
+        if (etcd_int(kv, "mod_revision", &mod) && mod >= s->next_rev) {
+            s->next_rev = mod + 1;
+        }
         if (n < 0 || !key_name(s, key, (size_t)n, &len)) {
             continue;
         }
@@ -268,18 +292,23 @@ on_event(void *arg, json_t *result)
     }
 }
 
+/* Open the watch from revision from on. progress_notify: etcd says now
+ * and then that the stream is alive, so a stream that stays silent
+ * (EH_WATCH_IDLE_S in etcd_http.c) has broken. */
 static void
 start_watch(struct watch_source *s, int64_t from)
 {
     char rev[24];
 
     snprintf(rev, sizeof(rev), "%" PRId64, from);
-    s->w = etcd_http_watch(
-        s->h,
-        json_pack("{s:o,s:o,s:s,s:b}", "key", etcd_b64(s->prefix, s->plen),
-                  "range_end", etcd_prefix_end(s->prefix, s->plen),
-                  "start_revision", rev, "prev_kv", s->lock_rev),
-        on_event, s);
+    s->next_rev = from;
+    s->w = etcd_http_watch(s->h,
+                           json_pack("{s:o,s:o,s:s,s:b,s:b}", "key",
+                                     etcd_b64(s->prefix, s->plen), "range_end",
+                                     etcd_prefix_end(s->prefix, s->plen),
+                                     "start_revision", rev, "prev_kv",
+                                     s->lock_rev, "progress_notify", 1),
+                           on_event, s);
     if (s->w == NULL) {
         retry_later(s);
     }
@@ -320,14 +349,25 @@ sync_all(struct watch_source *s)
     }
 }
 
+/* No watch open: open one where the last one stopped, or read every
+ * lock first. */
+static void
+rewatch(struct watch_source *s)
+{
+    if (s->w != NULL || s->syncing) {
+        return;
+    }
+    if (s->next_rev > 0) {
+        start_watch(s, s->next_rev);
+    } else {
+        sync_all(s);
+    }
+}
+
 static void
 on_up(void *arg)
 {
-    struct watch_source *s = arg;
-
-    if (s->w == NULL && !s->syncing) {
-        sync_all(s);
-    }
+    rewatch(arg);
 }
 
 static void

@@ -292,6 +292,72 @@ def lock_keys(etcd, lock):
     return sorted(int(kv["create_revision"]) for kv in r.get("kvs", []))
 
 
+def lock_rev_watch(tidemark, endpoints):
+    return tidemark(config={
+        "proxy": {"log_level": "debug"},
+        "watch docs": {"endpoints": endpoints, "prefix": "locks/",
+                       "resource": "documents/{name}",
+                       "token": "lock_revision"}})
+
+
+def queue_behind(etcd, endpoints, tm, procs, tmp_path):
+    """H holds locks/q; A and B queue behind it, in that order, sending
+    their ETCD_LOCK_REV. H releases, so A holds and writes (a1). B
+    waits, once it holds, for the file it returns. Returns (A, B, A's
+    ETCD_LOCK_REV, B's key's create revision, B's go file)."""
+    h_done, b_go = tmp_path / "h-done", tmp_path / "b-may-write"
+    h = etcdctl_lock(endpoints, "locks/q",
+                     "echo rev=$ETCD_LOCK_REV; "
+                     "while [ ! -e %s ]; do sleep 0.05; done" % h_done)
+    procs.append(h)
+    read_fields(h, "rev")
+    a = etcdctl_lock(endpoints, "locks/q",
+                     put_script(tm, "q", "a1") + "sleep 600")
+    procs.append(a)
+    wait_until(lambda: len(lock_keys(etcd, "locks/q")) == 2,
+               10 * slow(), "A's key behind H's")
+    b = etcdctl_lock(endpoints, "locks/q",
+                     "echo rev=$ETCD_LOCK_REV; "
+                     "while [ ! -e %s ]; do sleep 0.05; done; %s"
+                     % (b_go, put_script(tm, "q", "b1")))
+    procs.append(b)
+    wait_until(lambda: len(lock_keys(etcd, "locks/q")) == 3,
+               10 * slow(), "B's key behind A's")
+    b_created = lock_keys(etcd, "locks/q")[2]
+    h_done.write_text("")               # H releases: A holds
+    fa = read_fields(a, "rev", "status")
+    assert fa["status"] == "200"
+    rev_a = int(fa["rev"])
+    assert rev_a > b_created            # the case create revisions miss
+    assert tm.mark("documents/q") == rev_a
+    return a, b, rev_a, b_created, b_go
+
+
+def a_refused_b_forwarded(tm, upstream, a, b, rev_a, rev_b, b_go):
+    """B holds and has not written; the mark is past A's lock revision
+    and not past B's: A's write is refused, then B's forwarded."""
+    wait_until(lambda: tm.mark("documents/q") > rev_a, 10 * slow(),
+               "the mark past A's lock revision")
+    mark = tm.mark("documents/q")
+    assert mark <= rev_b, (mark, rev_b)
+    assert upstream.find("X-Test-Id", "b1") == []
+    os.killpg(a.pid, signal.SIGCONT)
+    r = tm.put("q", token=str(rev_a), headers=[("X-Test-Id", "a2")])
+    doc = assert_problem(r, 409)
+    assert doc["high_water"] == mark
+    b_go.write_text("")
+    assert read_fields(b, "status")["status"] == "200"
+    assert b.wait(30 * slow()) == 0
+
+
+def stop_all(procs):
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGCONT)
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
 def test_watch_with_lock_revisions_fences_a_holder_that_queued(
         tidemark, upstream, store_servers, tmp_path):
     """token = lock_revision: the holders send etcdctl lock's
@@ -302,62 +368,97 @@ def test_watch_with_lock_revisions_fences_a_holder_that_queued(
     B's. A's write is refused (409) before B has written; B's is
     forwarded."""
     etcd = store_servers("etcd")
-    tm = tidemark(config={
-        "proxy": {"log_level": "debug"},
-        "watch docs": {"endpoints": etcd.endpoints, "prefix": "locks/",
-                       "resource": "documents/{name}",
-                       "token": "lock_revision"}})
-    h_done, b_go = tmp_path / "h-done", tmp_path / "b-may-write"
+    tm = lock_rev_watch(tidemark, etcd.endpoints)
     procs = []
     try:
-        h = etcdctl_lock(etcd.endpoints, "locks/q",
-                         "echo rev=$ETCD_LOCK_REV; "
-                         "while [ ! -e %s ]; do sleep 0.05; done" % h_done)
-        procs.append(h)
-        read_fields(h, "rev")
-        a = etcdctl_lock(etcd.endpoints, "locks/q",
-                         put_script(tm, "q", "a1") + "sleep 600")
-        procs.append(a)
-        wait_until(lambda: len(lock_keys(etcd, "locks/q")) == 2,
-                   10 * slow(), "A's key behind H's")
-        b = etcdctl_lock(etcd.endpoints, "locks/q",
-                         "echo rev=$ETCD_LOCK_REV; "
-                         "while [ ! -e %s ]; do sleep 0.05; done; %s"
-                         % (b_go, put_script(tm, "q", "b1")))
-        procs.append(b)
-        wait_until(lambda: len(lock_keys(etcd, "locks/q")) == 3,
-                   10 * slow(), "B's key behind A's")
-        b_created = lock_keys(etcd, "locks/q")[2]
-        h_done.write_text("")               # H releases: A holds
-        fa = read_fields(a, "rev", "status")
-        assert fa["status"] == "200"
-        rev_a = int(fa["rev"])
-        assert rev_a > b_created            # the case create revisions miss
-        assert tm.mark("documents/q") == rev_a
+        a, b, rev_a, _, b_go = queue_behind(etcd, etcd.endpoints, tm, procs,
+                                            tmp_path)
         os.killpg(a.pid, signal.SIGSTOP)    # no keepalive: the lease ends
         rev_b = int(read_fields(b, "rev")["rev"])
-        # B holds the lock and has written nothing: the watch raised the
-        # mark past A's lock revision, and not past B's
-        wait_until(lambda: tm.mark("documents/q") > rev_a, 10 * slow(),
-                   "the mark past A's lock revision")
-        mark = tm.mark("documents/q")
-        assert mark <= rev_b, (mark, rev_b)
-        assert upstream.find("X-Test-Id", "b1") == []
-        os.killpg(a.pid, signal.SIGCONT)
-        r = tm.put("q", token=str(rev_a), headers=[("X-Test-Id", "a2")])
-        doc = assert_problem(r, 409)
-        assert doc["high_water"] == mark
-        b_go.write_text("")
-        assert read_fields(b, "status")["status"] == "200"
-        assert b.wait(30 * slow()) == 0
+        a_refused_b_forwarded(tm, upstream, a, b, rev_a, rev_b, b_go)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGCONT)
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_all(procs)
     assert upstream.find("X-Test-Id", "a2") == []
     assert len(upstream.find("X-Test-Id", "b1")) == 1
+
+
+def test_watch_picks_up_where_its_member_was_lost(tidemark, upstream,
+                                                 cluster, tmp_path):
+    """The watch runs on member m0 (the first endpoint). While tidemark
+    is paused, m0 is killed and the lock changes holder: A's lease ends
+    and B takes the lock. When tidemark wakes, its watch is gone with
+    m0: it watches again from the revision after the last event it had,
+    on another member, sees A's key deleted, and fences A before B
+    writes. A full read instead would find B and mark it at its key's
+    create revision, below A's ETCD_LOCK_REV."""
+    m0, m1, m2 = cluster.members
+    survivors = ",".join((m1.endpoints, m2.endpoints))
+    tm = lock_rev_watch(tidemark, cluster.endpoints)
+    procs = []
+    try:
+        a, b, rev_a, _, b_go = queue_behind(m1, survivors, tm, procs,
+                                            tmp_path)
+        os.kill(tm.proc.pid, signal.SIGSTOP)
+        try:
+            m0.kill9()
+            os.killpg(a.pid, signal.SIGSTOP)    # the lease ends
+            rev_b = int(read_fields(b, "rev")["rev"])
+        finally:
+            os.kill(tm.proc.pid, signal.SIGCONT)
+        tm.wait_log("watch docs: the watch ended: watching again from "
+                    "revision", timeout=10)
+        a_refused_b_forwarded(tm, upstream, a, b, rev_a, rev_b, b_go)
+    finally:
+        stop_all(procs)
+    assert tm.log_lines("reading every lock again") == []
+    assert upstream.find("X-Test-Id", "a2") == []
+    assert len(upstream.find("X-Test-Id", "b1")) == 1
+
+
+def test_watch_reads_every_lock_when_its_revision_was_compacted(
+        tidemark, upstream, cluster):
+    """As above, but etcd compacts its history while tidemark sleeps, so
+    the revision to watch from is gone: etcd ends the new watch, and
+    tidemark reads every lock again and fences the holder it finds (B,
+    at its key's create revision)."""
+    m0, m1, m2 = cluster.members
+    survivors = ",".join((m1.endpoints, m2.endpoints))
+    tm = tidemark(config={
+        "proxy": {"log_level": "debug"},
+        "watch docs": {"endpoints": cluster.endpoints, "prefix": "locks/",
+                       "resource": "documents/{name}"}})
+    procs = []
+    try:
+        a = etcdctl_lock(survivors, "locks/c", "echo rev=$ETCD_LOCK_REV")
+        procs.append(a)
+        rev_a = int(read_fields(a, "rev")["rev"])
+        assert a.wait(30 * slow()) == 0
+        wait_until(lambda: tm.mark("documents/c") == rev_a, 10 * slow(),
+                   "the mark at A's revision")
+        os.kill(tm.proc.pid, signal.SIGSTOP)
+        try:
+            m0.kill9()
+            b = etcdctl_lock(survivors, "locks/c",
+                             "echo key=$ETCD_LOCK_KEY; sleep 600")
+            procs.append(b)
+            created = create_revision(m1, read_fields(b, "key")["key"])
+            # a write outside the prefix, then history up to it is gone:
+            # the revision after B's key, where tidemark would resume
+            r = m1.call("/v3/kv/put", {"key": "b3RoZXI=", "value": ""})
+            now = int(r["header"]["revision"])
+            assert now > created
+            r = m1.call("/v3/kv/compaction", {"revision": str(now),
+                                               "physical": True})
+            assert r is not None and "header" in r, r
+        finally:
+            os.kill(tm.proc.pid, signal.SIGCONT)
+        tm.wait_log("watch docs: etcd ended the watch (compacted up to "
+                    "revision %d): reading every lock again" % now,
+                    timeout=10)
+        wait_until(lambda: tm.mark("documents/c") == created, 10 * slow(),
+                   "the mark at B's create revision")
+    finally:
+        stop_all(procs)
 
 
 def test_watch_sections_are_checked(tmp_path, upstream):
