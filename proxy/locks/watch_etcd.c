@@ -288,6 +288,13 @@ on_event(void *arg, json_t *result)
         if (s->lock_rev) {
             deletion_floor(ev, &floor);
         }
+        log_debug("watch %s: %s of %.*s at revision %" PRId64
+                  " (deleted key created at %" PRId64 ")",
+                  s->section,
+                  json_is_string(json_object_get(ev, "type"))
+                      ? json_string_value(json_object_get(ev, "type"))
+                      : "PUT",
+                  n > 200 ? 200 : n, (const char *)key, mod, floor.before);
         look(s, key + s->plen, len, &floor);
     }
 }

@@ -382,18 +382,28 @@ def test_watch_with_lock_revisions_fences_a_holder_that_queued(
     assert len(upstream.find("X-Test-Id", "b1")) == 1
 
 
+def follower_first(cluster):
+    """(a follower, the two others, every endpoint with the follower's
+    first): the watch goes to the first endpoint, and losing a follower
+    leaves the leader, and the leases it keeps, alone."""
+    leader = cluster.leader()
+    f = next(m for m in cluster.members if m is not leader)
+    rest = [m for m in cluster.members if m is not f]
+    return f, rest, ", ".join(m.endpoints for m in [f] + rest)
+
+
 def test_watch_picks_up_where_its_member_was_lost(tidemark, upstream,
                                                  cluster, tmp_path):
-    """The watch runs on member m0 (the first endpoint). While tidemark
-    is paused, m0 is killed and the lock changes holder: A's lease ends
-    and B takes the lock. When tidemark wakes, its watch is gone with
-    m0: it watches again from the revision after the last event it had,
-    on another member, sees A's key deleted, and fences A before B
-    writes. A full read instead would find B and mark it at its key's
-    create revision, below A's ETCD_LOCK_REV."""
-    m0, m1, m2 = cluster.members
+    """The watch runs on member m0 (the first endpoint, a follower).
+    While tidemark is paused, m0 is killed and the lock changes holder:
+    A's lease ends and B takes the lock. When tidemark wakes, its watch
+    is gone with m0: it watches again from the revision after the last
+    event it had, on another member, sees A's key deleted, and fences A
+    before B writes. A full read instead would find B and mark it at its
+    key's create revision, below A's ETCD_LOCK_REV."""
+    m0, (m1, m2), endpoints = follower_first(cluster)
     survivors = ",".join((m1.endpoints, m2.endpoints))
-    tm = lock_rev_watch(tidemark, cluster.endpoints)
+    tm = lock_rev_watch(tidemark, endpoints)
     procs = []
     try:
         a, b, rev_a, _, b_go = queue_behind(m1, survivors, tm, procs,
@@ -416,25 +426,29 @@ def test_watch_picks_up_where_its_member_was_lost(tidemark, upstream,
 
 
 def test_watch_reads_every_lock_when_its_revision_was_compacted(
-        tidemark, upstream, cluster):
+        tidemark, upstream, cluster, tmp_path):
     """As above, but etcd compacts its history while tidemark sleeps, so
     the revision to watch from is gone: etcd ends the new watch, and
     tidemark reads every lock again and fences the holder it finds (B,
     at its key's create revision)."""
-    m0, m1, m2 = cluster.members
+    m0, (m1, m2), endpoints = follower_first(cluster)
     survivors = ",".join((m1.endpoints, m2.endpoints))
     tm = tidemark(config={
         "proxy": {"log_level": "debug"},
-        "watch docs": {"endpoints": cluster.endpoints, "prefix": "locks/",
+        "watch docs": {"endpoints": endpoints, "prefix": "locks/",
                        "resource": "documents/{name}"}})
     procs = []
     try:
-        a = etcdctl_lock(survivors, "locks/c", "echo rev=$ETCD_LOCK_REV")
+        a_done = tmp_path / "a-done"
+        a = etcdctl_lock(survivors, "locks/c",
+                         "echo rev=$ETCD_LOCK_REV; "
+                         "while [ ! -e %s ]; do sleep 0.05; done" % a_done)
         procs.append(a)
         rev_a = int(read_fields(a, "rev")["rev"])
-        assert a.wait(30 * slow()) == 0
         wait_until(lambda: tm.mark("documents/c") == rev_a, 10 * slow(),
                    "the mark at A's revision")
+        a_done.write_text("")               # A releases
+        assert a.wait(30 * slow()) == 0
         os.kill(tm.proc.pid, signal.SIGSTOP)
         try:
             m0.kill9()
@@ -450,6 +464,11 @@ def test_watch_reads_every_lock_when_its_revision_was_compacted(
             r = m1.call("/v3/kv/compaction", {"revision": str(now),
                                                "physical": True})
             assert r is not None and "header" in r, r
+            for m in (m1, m2):          # where tidemark may resume
+                wait_until(lambda: "compacted" in str(m.call(
+                    "/v3/kv/range", {"key": "AA==",
+                                     "revision": str(created)})),
+                           10 * slow(), "the compaction on " + m.member)
         finally:
             os.kill(tm.proc.pid, signal.SIGCONT)
         tm.wait_log("watch docs: etcd ended the watch (compacted up to "
