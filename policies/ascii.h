@@ -3,6 +3,8 @@
 #ifndef TM_ASCII_H
 #define TM_ASCII_H
 
+#include <stddef.h>
+
 /* The value of a hex digit in either case, or -1. */
 static inline int
 ascii_hexval(char c)
@@ -17,6 +19,18 @@ ascii_hexval(char c)
         return c - 'A' + 10;
     }
     return -1;
+}
+
+/* The n bytes at b as 2n lowercase hex digits at out (no NUL). */
+static inline void
+ascii_hex(const unsigned char *b, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 15];
+    }
 }
 
 /* c in lower case if it is an ASCII capital letter. */

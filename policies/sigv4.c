@@ -17,7 +17,6 @@
 #include "ascii.h"
 
 static const char hexdig[] = "0123456789ABCDEF";
-static const char hexlow[] = "0123456789abcdef";
 
 /* A writer into a buffer sized in advance (an upper bound), so no
  * write can run past it. */
@@ -394,10 +393,7 @@ hmac(const unsigned char *key, size_t klen, const char *msg, size_t mlen,
 static void
 to_hex(const unsigned char *b, size_t n, char *out)
 {
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hexlow[b[i] >> 4];
-        out[2 * i + 1] = hexlow[b[i] & 15];
-    }
+    ascii_hex(b, n, out);
     out[2 * n] = '\0';
 }
 

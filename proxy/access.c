@@ -16,6 +16,7 @@
 #include <event2/bufferevent.h>
 #include <openssl/rand.h>
 
+#include "../policies/ascii.h"
 #include "client_io.h"
 #include "log.h"
 #include "problem.h"
@@ -69,28 +70,22 @@ mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* v as 16 lowercase hex digits (no NUL). */
-static void
-hex64(char *out, uint64_t v)
-{
-    static const char digits[] = "0123456789abcdef";
-
-    for (int i = 15; i >= 0; i--, v >>= 4) {
-        out[i] = digits[v & 15];
-    }
-}
-
 /* A fresh id: 32 hex digits, unique within the process (the counter)
  * and unlikely to repeat across processes (the key). */
 static void
 reqid_new(char *out)
 {
-    uint64_t n;
+    uint64_t n, v[2];
+    unsigned char b[16];
 
     pthread_once(&reqid_once, reqid_seed);
     n = atomic_fetch_add(&reqid_next, 1);
-    hex64(out, mix(reqid_key[0] ^ n));
-    hex64(out + 16, mix(reqid_key[1] + n));
+    v[0] = mix(reqid_key[0] ^ n);
+    v[1] = mix(reqid_key[1] + n);
+    for (int i = 0; i < 16; i++) { /* big-endian: the digits read as v */
+        b[i] = (unsigned char)(v[i / 8] >> (56 - 8 * (i % 8)));
+    }
+    ascii_hex(b, sizeof(b), out);
     out[32] = '\0';
 }
 

@@ -166,6 +166,19 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
     rewatch(s);
 }
 
+/* Drop the watch and open another later: where it stopped, or after
+ * reading every lock when read_all. */
+static void
+end_watch(struct watch_source *s, bool read_all)
+{
+    etcd_watch_free(s->w);
+    s->w = NULL;
+    if (read_all) {
+        s->next_rev = 0;
+    }
+    retry_later(s);
+}
+
 static json_t *
 prefix_range(const char *p, size_t n)
 {
@@ -186,10 +199,7 @@ on_look(void *arg, const struct etcd_reply *rep)
         log_warn("watch %s: cannot read lock %.*s after a change: "
                  "reading every lock again",
                  s->section, l->len > 200 ? 200 : (int)l->len, l->name);
-        etcd_watch_free(s->w);
-        s->w = NULL;
-        s->next_rev = 0;
-        retry_later(s);
+        end_watch(s, true);
     }
     free(l);
 }
@@ -219,17 +229,14 @@ look(struct watch_source *s, const unsigned char *name, size_t len,
     }
 }
 
-/* What event ev says of the holders after it: a deletion (a release, a
- * lease's end) at R of a key created at C (its prev_kv) says that a key
- * created after C got the lock at R or later. Anything else, or a
- * deletion without its prev_kv, says nothing. */
+/* What a deletion ev says of the holders after it: a deletion (a
+ * release, a lease's end) at R of a key created at C (its prev_kv) says
+ * that a key created after C got the lock at R or later. Without its
+ * prev_kv, it says nothing. */
 static void
 deletion_floor(const json_t *ev, struct we_floor *f)
 {
-    const char *type = json_string_value(json_object_get(ev, "type"));
-
-    if (type == NULL || strcmp(type, "DELETE") != 0 ||
-        !etcd_int(json_object_get(ev, "kv"), "mod_revision", &f->at) ||
+    if (!etcd_int(json_object_get(ev, "kv"), "mod_revision", &f->at) ||
         !etcd_int(json_object_get(ev, "prev_kv"), "create_revision",
                   &f->before)) {
         f->at = 0;
@@ -250,9 +257,7 @@ on_event(void *arg, json_t *result)
         log_warn("watch %s: the watch ended: watching again from revision "
                  "%" PRId64,
                  s->section, s->next_rev);
-        etcd_watch_free(s->w);
-        s->w = NULL;
-        retry_later(s);
+        end_watch(s, false);
         return;
     }
     if (json_is_true(json_object_get(result, "canceled"))) {
@@ -264,10 +269,7 @@ on_event(void *arg, json_t *result)
         log_warn("watch %s: etcd ended the watch (compacted up to revision "
                  "%" PRId64 "): reading every lock again",
                  s->section, compacted);
-        etcd_watch_free(s->w);
-        s->w = NULL;
-        s->next_rev = 0;
-        retry_later(s);
+        end_watch(s, true);
         return;
     }
     json_array_foreach(json_object_get(result, "events"), i, ev)
@@ -278,6 +280,8 @@ on_event(void *arg, json_t *result)
         size_t len = 0;
         struct we_floor floor = {0, 0};
         int64_t mod = 0;
+        /* etcd's JSON leaves out the default, PUT */
+        const char *type = json_string_value(json_object_get(ev, "type"));
 
         if (etcd_int(kv, "mod_revision", &mod) && mod >= s->next_rev) {
             s->next_rev = mod + 1;
@@ -285,16 +289,16 @@ on_event(void *arg, json_t *result)
         if (n < 0 || !key_name(s, key, (size_t)n, &len)) {
             continue;
         }
-        if (s->lock_rev) {
+        if (type == NULL) {
+            type = "PUT";
+        }
+        if (s->lock_rev && strcmp(type, "DELETE") == 0) {
             deletion_floor(ev, &floor);
         }
         log_debug("watch %s: %s of %.*s at revision %" PRId64
                   " (deleted key created at %" PRId64 ")",
-                  s->section,
-                  json_is_string(json_object_get(ev, "type"))
-                      ? json_string_value(json_object_get(ev, "type"))
-                      : "PUT",
-                  n > 200 ? 200 : n, (const char *)key, mod, floor.before);
+                  s->section, type, n > 200 ? 200 : n, (const char *)key, mod,
+                  floor.before);
         look(s, key + s->plen, len, &floor);
     }
 }

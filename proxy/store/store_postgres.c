@@ -14,6 +14,7 @@
 #include <openssl/sha.h>
 
 #include "../../conf/cfg.h"
+#include "../../policies/ascii.h"
 #include "../clients/coldq.h"
 #include "../clients/defer.h"
 #include "../clients/pg_pool.h"
@@ -160,12 +161,7 @@ req_new(const char *res, size_t len, int64_t token, bool is_get, store_cb cb,
     }
     SHA256((const unsigned char *)res, len, d);
     memcpy(key, PG_DIGEST_PREFIX, PG_DIGEST_PREFIX_LEN);
-    for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-        static const char hex[] = "0123456789abcdef";
-
-        key[PG_DIGEST_PREFIX_LEN + 2 * i] = hex[d[i] >> 4];
-        key[PG_DIGEST_PREFIX_LEN + 2 * i + 1] = hex[d[i] & 15];
-    }
+    ascii_hex(d, sizeof(d), key + PG_DIGEST_PREFIX_LEN);
     return batch_req_new(res, len, key, sizeof(key), token, is_get, cb, arg);
 }
 

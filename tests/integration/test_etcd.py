@@ -189,6 +189,15 @@ def read_fields(proc, *keys, timeout=30.0):
     return out
 
 
+def stop_all(procs):
+    """Kill the etcdctl lock processes still running, paused or not."""
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGCONT)
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
 def test_etcdctl_lock_revision_is_a_fencing_token(tidemark, upstream,
                                                   store_servers):
     """A holder takes `etcdctl lock`, writes with its revision, and is
@@ -213,18 +222,33 @@ def test_etcdctl_lock_revision_is_a_fencing_token(tidemark, upstream,
         doc = assert_problem(r, 409)
         assert doc["high_water"] == int(fb["rev"])
     finally:
-        os.killpg(a.pid, signal.SIGCONT)
-        os.killpg(a.pid, signal.SIGKILL)
-        a.wait()
+        stop_all([a])
     assert upstream.find("X-Test-Id", "a2") == []
     assert len(upstream.find("X-Test-Id", "b1")) == 1
 
 
-def create_revision(etcd, key):
+def etcd_kvs(etcd, key, prefix=False):
+    """What etcd holds at key, or under it with prefix (its kvs)."""
     import base64
-    r = etcd.call("/v3/kv/range",
-                  {"key": base64.b64encode(key.encode()).decode()})
-    return int(r["kvs"][0]["create_revision"])
+    k = key.encode()
+    body = {"key": base64.b64encode(k).decode()}
+    if prefix:
+        end = k[:-1] + bytes([k[-1] + 1])
+        body["range_end"] = base64.b64encode(end).decode()
+    return etcd.call("/v3/kv/range", body).get("kvs", [])
+
+
+def create_revision(etcd, key):
+    return int(etcd_kvs(etcd, key)[0]["create_revision"])
+
+
+def etcd_watch(tidemark, endpoints, **keys):
+    """tidemark with [watch docs] on the etcdctl locks under "locks/"."""
+    section = {"endpoints": endpoints, "prefix": "locks/",
+               "resource": "documents/{name}"}
+    section.update(keys)
+    return tidemark(config={"proxy": {"log_level": "debug"},
+                            "watch docs": section})
 
 
 def test_watch_fences_the_paused_holder_before_the_next_one_writes(
@@ -235,10 +259,7 @@ def test_watch_fences_the_paused_holder_before_the_next_one_writes(
     written anything, so the paused holder's write is refused (409), with
     no change to either application."""
     etcd = store_servers("etcd")
-    tm = tidemark(config={
-        "proxy": {"log_level": "debug"},
-        "watch docs": {"endpoints": etcd.endpoints, "prefix": "locks/",
-                       "resource": "documents/{name}"}})
+    tm = etcd_watch(tidemark, etcd.endpoints)
     go = tmp_path / "b-may-write"
     a = etcdctl_lock(etcd.endpoints, "locks/w",
                      put_script(tm, "w", "a1") + "sleep 600")
@@ -270,11 +291,7 @@ def test_watch_fences_the_paused_holder_before_the_next_one_writes(
         assert int(fb["rev"]) >= created
         assert b.wait(30 * slow()) == 0
     finally:
-        for p in (a, b):
-            if p is not None and p.poll() is None:
-                os.killpg(p.pid, signal.SIGCONT)
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_all([p for p in (a, b) if p is not None])
     assert upstream.find("X-Test-Id", "a2") == []
     assert len(upstream.find("X-Test-Id", "b1")) == 1
     assert tm.log_lines("watch docs: documents/w: the holder changed")
@@ -283,21 +300,8 @@ def test_watch_fences_the_paused_holder_before_the_next_one_writes(
 def lock_keys(etcd, lock):
     """The create revisions of lock's keys (its holder's and waiters'),
     oldest first."""
-    import base64
-    prefix = (lock + "/").encode()
-    end = prefix[:-1] + bytes([prefix[-1] + 1])
-    r = etcd.call("/v3/kv/range",
-                  {"key": base64.b64encode(prefix).decode(),
-                   "range_end": base64.b64encode(end).decode()})
-    return sorted(int(kv["create_revision"]) for kv in r.get("kvs", []))
-
-
-def lock_rev_watch(tidemark, endpoints):
-    return tidemark(config={
-        "proxy": {"log_level": "debug"},
-        "watch docs": {"endpoints": endpoints, "prefix": "locks/",
-                       "resource": "documents/{name}",
-                       "token": "lock_revision"}})
+    return sorted(int(kv["create_revision"])
+                  for kv in etcd_kvs(etcd, lock + "/", prefix=True))
 
 
 def queue_behind(etcd, endpoints, tm, procs, tmp_path):
@@ -350,14 +354,6 @@ def a_refused_b_forwarded(tm, upstream, a, b, rev_a, rev_b, b_go):
     assert b.wait(30 * slow()) == 0
 
 
-def stop_all(procs):
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGCONT)
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-
-
 def test_watch_with_lock_revisions_fences_a_holder_that_queued(
         tidemark, upstream, store_servers, tmp_path):
     """token = lock_revision: the holders send etcdctl lock's
@@ -368,7 +364,7 @@ def test_watch_with_lock_revisions_fences_a_holder_that_queued(
     B's. A's write is refused (409) before B has written; B's is
     forwarded."""
     etcd = store_servers("etcd")
-    tm = lock_rev_watch(tidemark, etcd.endpoints)
+    tm = etcd_watch(tidemark, etcd.endpoints, token="lock_revision")
     procs = []
     try:
         a, b, rev_a, _, b_go = queue_behind(etcd, etcd.endpoints, tm, procs,
@@ -403,7 +399,7 @@ def test_watch_picks_up_where_its_member_was_lost(tidemark, upstream,
     key's create revision, below A's ETCD_LOCK_REV."""
     m0, (m1, m2), endpoints = follower_first(cluster)
     survivors = ",".join((m1.endpoints, m2.endpoints))
-    tm = lock_rev_watch(tidemark, endpoints)
+    tm = etcd_watch(tidemark, endpoints, token="lock_revision")
     procs = []
     try:
         a, b, rev_a, _, b_go = queue_behind(m1, survivors, tm, procs,
@@ -433,10 +429,7 @@ def test_watch_reads_every_lock_when_its_revision_was_compacted(
     at its key's create revision)."""
     m0, (m1, m2), endpoints = follower_first(cluster)
     survivors = ",".join((m1.endpoints, m2.endpoints))
-    tm = tidemark(config={
-        "proxy": {"log_level": "debug"},
-        "watch docs": {"endpoints": endpoints, "prefix": "locks/",
-                       "resource": "documents/{name}"}})
+    tm = etcd_watch(tidemark, endpoints)
     procs = []
     try:
         a_done = tmp_path / "a-done"
