@@ -209,7 +209,9 @@ static void
 look(struct watch_source *s, const unsigned char *name, size_t len,
      const struct we_floor *floor)
 {
-    struct we_look *l = malloc(sizeof(*l) + s->plen + len + 2);
+    /* name[] holds the name, then the range's key: prefix, name, '/'. */
+    size_t klen = s->plen + len + 1;
+    struct we_look *l = malloc(sizeof(*l) + len + klen);
     char *p;
 
     if (l == NULL) {
@@ -222,9 +224,9 @@ look(struct watch_source *s, const unsigned char *name, size_t len,
     p = l->name + len;
     memcpy(p, s->prefix, s->plen);
     memcpy(p + s->plen, name, len);
-    p[s->plen + len] = '/';
-    if (!etcd_http_call(s->h, "/v3/kv/range",
-                        prefix_range(p, s->plen + len + 1), on_look, l)) {
+    p[klen - 1] = '/';
+    if (!etcd_http_call(s->h, "/v3/kv/range", prefix_range(p, klen), on_look,
+                        l)) {
         free(l);
     }
 }
