@@ -145,6 +145,7 @@ struct cfg_watch {
                       * holders send */
     int timeout_ms;  /* etcd: one call to the backend */
     int zk_sess_ms;  /* zookeeper: the session timeout asked for */
+    bool required;   /* /readyz is 503 while the watch is not ok */
     int line;
 };
 

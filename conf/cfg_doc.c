@@ -438,6 +438,7 @@ cfg_doc_check_ini(const char *name, const char *text, struct cfg_errors *errs)
     int *here = calloc(cfg_nopts, sizeof(*here));
     enum cfg_sect sect = CFG_NSECT;
     bool bad_sect = false;
+    bool sect_off = false; /* its header is commented out */
     char line[1024], value[256];
     int lineno = 0;
 
@@ -454,17 +455,20 @@ cfg_doc_check_ini(const char *name, const char *text, struct cfg_errors *errs)
         int opt;
 
         lineno++;
-        if (s[0] == '[') {
+        if (commented) {
+            s += 1 + strspn(s + 1, " \t");
+        }
+        /* A section may be shown commented out ("; [watch NAME]"), its
+         * keys commented too: an example to turn on. */
+        if (s[0] == '[' && (!commented || bracket_sect(s) != CFG_NSECT)) {
             sect = bracket_sect(s);
+            sect_off = commented;
             bad_sect = sect == CFG_NSECT;
             if (bad_sect) {
                 doc_err(&k, lineno, "%s: no such section", s);
             }
             memset(here, 0, cfg_nopts * sizeof(*here));
             continue;
-        }
-        if (commented) {
-            s += 1 + strspn(s + 1, " \t");
         }
         if (!ini_key_line(s, &klen, value, sizeof(value), &comment)) {
             if (!commented && s[0] != '\0') {
@@ -491,7 +495,13 @@ cfg_doc_check_ini(const char *name, const char *text, struct cfg_errors *errs)
         }
         here[opt] = lineno;
         seen[opt] = lineno;
-        ini_key(&k, opt, commented, value, comment, lineno);
+        if (sect_off && !commented) {
+            doc_err(&k, lineno,
+                    "[%s] %s is set under a commented-out section: it "
+                    "belongs to the section above",
+                    cfg_sect_name(sect), cfg_opts[opt].key);
+        }
+        ini_key(&k, opt, commented && !sect_off, value, comment, lineno);
     }
     missing(&k, seen, "in the example");
     free(seen);

@@ -1457,6 +1457,10 @@ const struct cfg_opt cfg_opts[] = {
      OFF(cfg_watch, zk_sess_ms), INT(1000, 600000), 0,
      "zookeeper: tidemark's session; after a longer outage every lock is "
      "read again"},
+    {CFG_WATCH, "required", CFG_T_BOOL, "yes", OFF(cfg_watch, required), NONE,
+     0,
+     "/readyz is 503 while the watch cannot follow its locks (a paused "
+     "holder's writes pass until the next holder writes)"},
 
     {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
      INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,

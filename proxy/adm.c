@@ -12,6 +12,7 @@
 #include "../policies/canon.h"
 #include "fence.h"
 #include "locks/service.h"
+#include "locks/watch.h"
 #include "log.h"
 #include "tidemark.h"
 #include "metrics.h"
@@ -71,34 +72,42 @@ simple(struct evhttp_request *req, int code, const char *text)
     evbuffer_free(b);
 }
 
-/* 503 while the data path cannot fence (the store is unusable) or
- * tidemark is draining. The lock backend is reported in the body only:
- * fenced writes still pass without it, so a load balancer should keep
- * sending them; so is the hold after a start (fenced writes wait, they
- * are not refused). */
+/* 503 while the data path cannot fence (the store is unusable, or a
+ * required [watch] cannot follow its locks: a paused holder's writes
+ * would pass) or tidemark is draining. The lock backend is reported in
+ * the body only: fenced writes still pass without it, so a load
+ * balancer should keep sending them; so is the hold after a start
+ * (fenced writes wait, they are not refused). */
 static void
 readyz(struct adm *a, struct evhttp_request *req)
 {
+    const struct watches *w = proxy_watches(a->px);
     bool store = fence_ready(proxy_fence(a->px));
-    bool ready = store && !proxy_draining(a->px);
+    bool ready = store && watches_ready(w) && !proxy_draining(a->px);
     int64_t held = order_hold_left(proxy_order(a->px));
-    const char *locks = "";
-    char hold[80] = "";
-    char text[192];
+    struct evbuffer *b = evbuffer_new();
 
+    if (b == NULL) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    evbuffer_add_printf(b, "%s\nstore: %s", ready ? "ready" : "not ready",
+                        store ? "ready" : "unavailable");
     if (a->locks != NULL) {
-        locks = lock_service_ready(a->locks) ? "\nlocks: ready"
-                                             : "\nlocks: unavailable";
+        evbuffer_add_printf(b, "\nlocks: %s",
+                            lock_service_ready(a->locks) ? "ready"
+                                                         : "unavailable");
     }
+    watches_describe(w, b);
     if (held > 0) {
-        snprintf(hold, sizeof(hold),
-                 "\norder: fenced writes held after start, %" PRId64 " ms left",
-                 held);
+        evbuffer_add_printf(
+            b, "\norder: fenced writes held after start, %" PRId64 " ms left",
+            held);
     }
-    snprintf(text, sizeof(text), "%s\nstore: %s%s%s%s",
-             ready ? "ready" : "not ready", store ? "ready" : "unavailable",
-             locks, hold, proxy_draining(a->px) ? "\ndraining" : "");
-    simple(req, ready ? 200 : 503, text);
+    evbuffer_add_printf(b, "%s\n", proxy_draining(a->px) ? "\ndraining" : "");
+    adm_reply(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable",
+              "text/plain; charset=utf-8", b);
+    evbuffer_free(b);
 }
 
 /* Every family: the registry's, then the values this port reads now,
@@ -134,6 +143,7 @@ metrics(struct adm *a, struct evhttp_request *req)
     if (a->locks != NULL) {
         lock_service_metrics(a->locks, b);
     }
+    watches_metrics(proxy_watches(px), b);
     adm_reply(req, 200, "OK", "text/plain; version=0.0.4", b);
     evbuffer_free(b);
 }

@@ -80,7 +80,17 @@ struct evbuffer;
     X(tidemark_lock_lmdb_map_used_bytes, GAUGE, OWNER,                         \
       "Bytes of the lock backend's LMDB file in use.")                         \
     X(tidemark_lock_lmdb_map_size_bytes, GAUGE, OWNER,                         \
-      "The lock backend's [locks] map_size: the most it may use.")
+      "The lock backend's [locks] map_size: the most it may use.")             \
+    X(tidemark_watch_state, GAUGE, OWNER,                                      \
+      "1 for the state each [watch] is in: starting, ok or failing.")          \
+    X(tidemark_watch_errors_total, COUNTER, OWNER,                             \
+      "Failed reads of a [watch]'s store (and streams or sessions lost).")     \
+    X(tidemark_watch_last_event_age_seconds, GAUGE, OWNER,                     \
+      "Seconds since a [watch]'s store last told of a change (since its "      \
+      "start until the first).")                                               \
+    X(tidemark_watch_last_read_age_seconds, GAUGE, OWNER,                      \
+      "Seconds since a [watch]'s store last answered (since its start until "  \
+      "the first).")
 
 enum metric_type {
     METRIC_COUNTER = 0,

@@ -47,6 +47,12 @@ proxy_metrics(const struct tm_proxy *px)
     return px->metrics;
 }
 
+const struct watches *
+proxy_watches(const struct tm_proxy *px)
+{
+    return px->watches;
+}
+
 struct recent *
 proxy_recent(struct tm_proxy *px)
 {

@@ -18,6 +18,7 @@ struct tm_config;
 struct tm_log;
 struct tm_proxy;
 struct up_pool;
+struct watches;
 
 /* The loop and the log sink the proxy runs on (for its whole life). */
 struct event_base *proxy_base(const struct tm_proxy *px);
@@ -34,6 +35,9 @@ struct up_pool *proxy_pool(const struct tm_proxy *px, size_t i);
 struct fence *proxy_fence(const struct tm_proxy *px);
 struct order *proxy_order(const struct tm_proxy *px);
 struct metrics *proxy_metrics(const struct tm_proxy *px);
+
+/* The [watch] sections at work (for the proxy's whole life). */
+const struct watches *proxy_watches(const struct tm_proxy *px);
 
 /* What the page shows: recent marks, refusals and live leases. */
 struct recent *proxy_recent(struct tm_proxy *px);

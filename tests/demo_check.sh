@@ -40,6 +40,16 @@ body=$(curl -fsS http://127.0.0.1:7070/v1/documents/demo-check)
 [ "$body" = v5 ] || fail "GET gave '$body', not the accepted write v5"
 echo "demo_check: make demo serves: token 5 accepted, token 4 refused (409)"
 
+# Ready: the example follows no lock store a newcomer does not run.
+i=0
+until curl -fsS -o /dev/null http://127.0.0.1:7071/readyz 2>/dev/null; do
+    i=$((i + 1))
+    [ "$i" -le 100 ] || fail "/readyz is not 200: $(curl -s \
+        http://127.0.0.1:7071/readyz)"
+    sleep 0.1
+done
+echo "demo_check: /readyz is 200"
+
 if [ -n "${FRESH_DEBIAN:-}" ]; then
     heavy=""
     for p in chromium postgresql etcd-server redis-server haproxy apache2 \

@@ -8,12 +8,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
 
 #include "../../conf/cfg.h"
 #include "../../policies/canon.h"
+#include "../../policies/json.h"
 #include "../../policies/route.h"
+#include "../dial.h"
 #include "../fence.h"
 #include "../log.h"
+#include "../metrics.h"
+#include "../recent.h"
+
+/* While a watch fails, a reminder this often (no line per retry). */
+#define WATCH_REMIND_MS (5 * 60 * 1000)
 
 /* Every source, by the name part of its watch_<name>_ops. */
 #define WATCH_SOURCES(X) X(etcd) X(zookeeper)
@@ -27,6 +38,19 @@ WATCH_SOURCES(WATCH_DECLARE)
 static const struct watch_source_ops *const sources[] = {
     WATCH_SOURCES(WATCH_ENTRY)};
 
+/* What a watch knows of its own health. Times: _ms on CLOCK_MONOTONIC
+ * (ages), _wall in ms since the epoch (shown). */
+struct watch_health {
+    enum watch_state state;
+    int64_t since_ms, since_wall; /* the state's start */
+    int64_t read_ms;              /* the store's last answer; 0: none */
+    int64_t event_ms;             /* its last change told; 0: none */
+    int64_t start_ms;
+    uint64_t errors;
+    char why[256]; /* the last failure, escaped */
+    struct event *remind;
+};
+
 /* One [watch] section at work. */
 struct watch_one {
     struct watches *set;
@@ -34,9 +58,14 @@ struct watch_one {
     struct watch_source *src;
     char *section;  /* its NAME, for log lines */
     char *resource; /* the template */
+    bool required;  /* readiness waits for it */
+    struct watch_health h;
 };
 
+static const char *const state_names[] = {"starting", "ok", "failing"};
+
 struct watches {
+    const struct tm_log *log; /* the proxy's, entered by timers */
     struct fence *fence;
     struct watch_one *w;
     size_t n;
@@ -145,10 +174,173 @@ on_holder(void *owner, const char *name, size_t len, int64_t fence)
     }
 }
 
+/* ---- health ------------------------------------------------------------ */
+
+static void
+health_set(struct watch_one *w, enum watch_state st)
+{
+    w->h.state = st;
+    w->h.since_ms = dial_now_ms();
+    w->h.since_wall = recent_now_ms();
+}
+
+static void
+remind_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct watch_one *w = arg;
+
+    lib_enter(w->set->log);
+    (void)fd;
+    (void)what;
+    log_warn("watch %s: still cannot follow its locks after %" PRId64
+             " s (%" PRIu64 " errors; last: %s)",
+             w->section, (dial_now_ms() - w->h.since_ms) / 1000, w->h.errors,
+             w->h.why);
+}
+
+/* A failure: counted; logged once when the watch starts failing. */
+static void
+health_failed(struct watch_one *w, const char *why)
+{
+    size_t n = 0;
+
+    w->h.errors++;
+    json_escape_into(w->h.why, sizeof(w->h.why), &n, why != NULL ? why : "-");
+    w->h.why[n] = '\0';
+    if (w->h.state == WATCH_FAILING) {
+        return;
+    }
+    health_set(w, WATCH_FAILING);
+    log_warn("watch %s: cannot follow its locks: %s: a lock that changes "
+             "holder now is fenced only once it is back",
+             w->section, w->h.why);
+    if (w->h.remind != NULL) {
+        struct timeval tv = {WATCH_REMIND_MS / 1000, 0};
+
+        evtimer_add(w->h.remind, &tv);
+    }
+}
+
+/* The store answered: ok, logged when it was failing. */
+static void
+health_answered(struct watch_one *w)
+{
+    w->h.read_ms = dial_now_ms();
+    if (w->h.state == WATCH_FAILING) {
+        log_warn("watch %s: follows its locks again, after %.1f s without "
+                 "them (%" PRIu64 " errors so far)",
+                 w->section, (double)(w->h.read_ms - w->h.since_ms) / 1e3,
+                 w->h.errors);
+        evtimer_del(w->h.remind);
+    } else if (w->h.state == WATCH_STARTING) {
+        log_info("watch %s: follows its locks", w->section);
+    }
+    if (w->h.state != WATCH_OK) {
+        health_set(w, WATCH_OK);
+    }
+}
+
+static void
+on_seen(void *owner, enum watch_seen what, const char *why)
+{
+    struct watch_one *w = owner;
+
+    if (what == WATCH_SEEN_ERROR) {
+        health_failed(w, why);
+        return;
+    }
+    if (what == WATCH_SEEN_EVENT) {
+        w->h.event_ms = dial_now_ms();
+    }
+    health_answered(w);
+}
+
+bool
+watches_ready(const struct watches *set)
+{
+    for (size_t i = 0; set != NULL && i < set->n; i++) {
+        if (set->w[i].required && set->w[i].h.state != WATCH_OK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+watches_describe(const struct watches *set, struct evbuffer *out)
+{
+    for (size_t i = 0; set != NULL && i < set->n; i++) {
+        const struct watch_one *w = &set->w[i];
+        time_t t = (time_t)(w->h.since_wall / 1000);
+        struct tm tm;
+        char when[32];
+
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        evbuffer_add_printf(out, "\nwatch %s: %s since %s (%" PRId64 " s)",
+                            w->section, state_names[w->h.state], when,
+                            (dial_now_ms() - w->h.since_ms) / 1000);
+        if (w->h.state == WATCH_FAILING) {
+            evbuffer_add_printf(out, ", %" PRIu64 " errors: %s", w->h.errors,
+                                w->h.why);
+        }
+        if (!w->required) {
+            evbuffer_add_printf(out, " (not required)");
+        }
+    }
+}
+
+/* Seconds since t (CLOCK_MONOTONIC ms), or since the watch started when
+ * t is 0. */
+static double
+age_s(const struct watch_one *w, int64_t t)
+{
+    return (double)(dial_now_ms() - (t > 0 ? t : w->h.start_ms)) / 1e3;
+}
+
+void
+watches_metrics(const struct watches *set, struct evbuffer *out)
+{
+    if (set == NULL || set->n == 0) {
+        return;
+    }
+    metrics_head(out, MID_tidemark_watch_state);
+    for (size_t i = 0; i < set->n; i++) {
+        for (int st = WATCH_STARTING; st <= WATCH_FAILING; st++) {
+            metrics_sample(out, MID_tidemark_watch_state,
+                           set->w[i].h.state == (enum watch_state)st,
+                           "watch=\"%s\",state=\"%s\"", set->w[i].section,
+                           state_names[st]);
+        }
+    }
+    metrics_head(out, MID_tidemark_watch_errors_total);
+    for (size_t i = 0; i < set->n; i++) {
+        metrics_sample(out, MID_tidemark_watch_errors_total,
+                       (double)set->w[i].h.errors, "watch=\"%s\"",
+                       set->w[i].section);
+    }
+    metrics_head(out, MID_tidemark_watch_last_event_age_seconds);
+    for (size_t i = 0; i < set->n; i++) {
+        metrics_sample(out, MID_tidemark_watch_last_event_age_seconds,
+                       age_s(&set->w[i], set->w[i].h.event_ms), "watch=\"%s\"",
+                       set->w[i].section);
+    }
+    metrics_head(out, MID_tidemark_watch_last_read_age_seconds);
+    for (size_t i = 0; i < set->n; i++) {
+        metrics_sample(out, MID_tidemark_watch_last_read_age_seconds,
+                       age_s(&set->w[i], set->w[i].h.read_ms), "watch=\"%s\"",
+                       set->w[i].section);
+    }
+}
+
+/* ---- the set ------------------------------------------------------------ */
+
 struct watches *
 watches_new(struct event_base *base, struct fence *f,
             const struct tm_config *cfg, char *err, size_t errlen)
 {
+    static const struct watch_hooks hooks = {.holder = on_holder,
+                                             .seen = on_seen};
     struct watches *set = calloc(1, sizeof(*set));
 
     if (set == NULL ||
@@ -158,6 +350,7 @@ watches_new(struct event_base *base, struct fence *f,
         return NULL;
     }
     set->fence = f;
+    set->log = log_current();
     for (size_t i = 0; i < cfg->nwatches; i++) {
         const struct cfg_watch *c = &cfg->watches[i];
         struct watch_one *w = &set->w[i];
@@ -166,14 +359,19 @@ watches_new(struct event_base *base, struct fence *f,
         w->ops = source_find(c->backend);
         w->section = strdup(c->name);
         w->resource = strdup(c->resource);
+        w->required = c->required;
+        health_set(w, WATCH_STARTING);
+        w->h.start_ms = w->h.since_ms;
+        w->h.remind = event_new(base, -1, EV_PERSIST, remind_cb, w);
         set->n++;
-        if (w->ops == NULL || w->section == NULL || w->resource == NULL) {
+        if (w->ops == NULL || w->section == NULL || w->resource == NULL ||
+            w->h.remind == NULL) {
             snprintf(err, errlen, "watch %s: backend %s is not available",
                      c->name, c->backend != NULL ? c->backend : "-");
             watches_free(set);
             return NULL;
         }
-        w->src = w->ops->open(base, c, on_holder, w, err, errlen);
+        w->src = w->ops->open(base, c, &hooks, w, err, errlen);
         if (w->src == NULL) {
             watches_free(set);
             return NULL;
@@ -195,6 +393,9 @@ watches_free(struct watches *set)
 
         if (w->src != NULL) {
             w->ops->close(w->src);
+        }
+        if (w->h.remind != NULL) {
+            event_free(w->h.remind);
         }
         free(w->section);
         free(w->resource);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct event_base;
+struct evbuffer;
 struct fence;
 struct cfg_watch;
 struct tm_config;
@@ -24,19 +25,40 @@ struct tm_config;
 typedef void (*watch_holder_cb)(void *owner, const char *name, size_t len,
                                 int64_t fence);
 
+/* What a source tells of its store, besides holders. */
+enum watch_seen {
+    WATCH_SEEN_READ = 0, /* the store answered: its locks are followed */
+    WATCH_SEEN_EVENT,    /* the store told of a change */
+    WATCH_SEEN_ERROR,    /* a read failed; the stream or session was lost */
+};
+
+/* A source's report of its store: why (NUL-terminated, maybe the store's
+ * own words: escaped before it is logged) says what failed, for
+ * WATCH_SEEN_ERROR; NULL otherwise. On the loop thread. */
+typedef void (*watch_seen_cb)(void *owner, enum watch_seen what,
+                              const char *why);
+
+/* Whom a source tells, and what. */
+struct watch_hooks {
+    watch_holder_cb holder;
+    watch_seen_cb seen;
+};
+
 struct watch_source;
 
 /* One kind of lock store. */
 struct watch_source_ops {
     const char *name; /* [watch] backend = name */
     /* Start following cfg's locks: the current holders first, then every
-     * change. Outages are the source's to ride out (it reports again
-     * what it may have missed). NULL with a message in err when cfg
-     * cannot be used. */
+     * change, told to hooks with owner. Outages are the source's to ride
+     * out (it reports again what it may have missed), and to tell: every
+     * failed try is a WATCH_SEEN_ERROR, the first one too, and a store
+     * followed again is a WATCH_SEEN_READ. NULL with a message in err
+     * when cfg cannot be used. */
     struct watch_source *(*open)(struct event_base *base,
                                  const struct cfg_watch *cfg,
-                                 watch_holder_cb cb, void *owner, char *err,
-                                 size_t errlen);
+                                 const struct watch_hooks *hooks, void *owner,
+                                 char *err, size_t errlen);
     /* Stop; no callback after this. */
     void (*close)(struct watch_source *src);
 };
@@ -52,6 +74,27 @@ struct watches *watches_new(struct event_base *base, struct fence *f,
 
 /* Stop every source. Raises in flight finish without us. */
 void watches_free(struct watches *w);
+
+/* The health of a watch: starting until its store first answers, ok
+ * while it follows its locks, failing from a failed read (or a lost
+ * stream or session) until its store answers again. */
+enum watch_state {
+    WATCH_STARTING = 0,
+    WATCH_OK,
+    WATCH_FAILING,
+};
+
+/* true when every watch of w that readiness waits for ([watch]
+ * required = yes) is ok. */
+bool watches_ready(const struct watches *w);
+
+/* Append one line per watch to out, for /readyz:
+ * "\nwatch NAME: STATE since TIME (N s)", and for a failing one its
+ * errors and the last reason. */
+void watches_describe(const struct watches *w, struct evbuffer *out);
+
+/* Append the watch families of /metrics to out. */
+void watches_metrics(const struct watches *w, struct evbuffer *out);
 
 /* Pure: the resource of lock name for template tmpl ("{name}" replaced
  * by name, then the canonical form, policies/canon.h) into out (outcap

@@ -40,7 +40,7 @@ struct watch_source {
     struct event_base *base;
     const struct tm_log *log;
     struct etcd_http *h;
-    watch_holder_cb cb;
+    struct watch_hooks hooks;
     void *owner;
     char *section;
     char *prefix;
@@ -138,12 +138,33 @@ report_holders(struct watch_source *s, const json_t *kvs,
             }
             memcpy(last, key + s->plen, len);
             lastlen = len;
-            s->cb(s->owner, (const char *)last, lastlen, rev);
+            s->hooks.holder(s->owner, (const char *)last, lastlen, rev);
         }
     }
 }
 
 static void rewatch(struct watch_source *s);
+
+static void
+seen(struct watch_source *s, enum watch_seen what, const char *why)
+{
+    s->hooks.seen(s->owner, what, why);
+}
+
+/* A failed call's reason, into buf. */
+static const char *
+reply_why(const struct etcd_reply *rep, const char *what, char *buf, size_t len)
+{
+    if (rep->st == ETCD_NOANSWER) {
+        snprintf(buf, len, "%s: no member answered", what);
+    } else if (rep->st == ETCD_FAILED) {
+        snprintf(buf, len, "%s: etcd answered %d: %.160s", what, rep->http,
+                 rep->message != NULL ? rep->message : "-");
+    } else {
+        snprintf(buf, len, "%s: etcd's answer is not what it should be", what);
+    }
+    return buf;
+}
 
 static void
 retry_later(struct watch_source *s)
@@ -193,12 +214,17 @@ on_look(void *arg, const struct etcd_reply *rep)
     struct we_look *l = arg;
     struct watch_source *s = l->s;
 
+    char why[256];
+
     if (!s->closing && rep->st == ETCD_OK) {
+        seen(s, WATCH_SEEN_READ, NULL);
         report_holders(s, json_object_get(rep->body, "kvs"), &l->floor);
     } else if (!s->closing) {
-        log_warn("watch %s: cannot read lock %.*s after a change: "
+        log_info("watch %s: cannot read lock %.*s after a change: "
                  "reading every lock again",
                  s->section, l->len > 200 ? 200 : (int)l->len, l->name);
+        seen(s, WATCH_SEEN_ERROR,
+             reply_why(rep, "a lock's read after a change", why, sizeof(why)));
         end_watch(s, true);
     }
     free(l);
@@ -256,9 +282,10 @@ on_event(void *arg, json_t *result)
         return;
     }
     if (result == NULL) {
-        log_warn("watch %s: the watch ended: watching again from revision "
+        log_info("watch %s: the watch ended: watching again from revision "
                  "%" PRId64,
                  s->section, s->next_rev);
+        seen(s, WATCH_SEEN_ERROR, "the watch stream ended or was refused");
         end_watch(s, false);
         return;
     }
@@ -274,6 +301,12 @@ on_event(void *arg, json_t *result)
         end_watch(s, true);
         return;
     }
+    /* Created, a progress notice or events: the stream is alive. */
+    seen(s,
+         json_array_size(json_object_get(result, "events")) > 0
+             ? WATCH_SEEN_EVENT
+             : WATCH_SEEN_READ,
+         NULL);
     json_array_foreach(json_object_get(result, "events"), i, ev)
     {
         unsigned char key[WE_KEY_MAX];
@@ -323,6 +356,7 @@ start_watch(struct watch_source *s, int64_t from)
                                      s->lock_rev, "progress_notify", 1),
                            on_event, s);
     if (s->w == NULL) {
+        seen(s, WATCH_SEEN_ERROR, "cannot open a watch stream");
         retry_later(s);
     }
 }
@@ -332,6 +366,7 @@ on_sync(void *arg, const struct etcd_reply *rep)
 {
     struct watch_source *s = arg;
     int64_t rev = 0;
+    char why[256];
 
     s->syncing = false;
     if (s->closing) {
@@ -339,9 +374,12 @@ on_sync(void *arg, const struct etcd_reply *rep)
     }
     if (rep->st != ETCD_OK ||
         !etcd_int(json_object_get(rep->body, "header"), "revision", &rev)) {
+        seen(s, WATCH_SEEN_ERROR,
+             reply_why(rep, "the read of every lock", why, sizeof(why)));
         retry_later(s);
         return;
     }
+    seen(s, WATCH_SEEN_READ, NULL);
     report_holders(s, json_object_get(rep->body, "kvs"),
                    &(struct we_floor){0, 0});
     start_watch(s, rev + 1);
@@ -358,6 +396,7 @@ sync_all(struct watch_source *s)
     s->syncing = etcd_http_call(s->h, "/v3/kv/range",
                                 prefix_range(s->prefix, s->plen), on_sync, s);
     if (!s->syncing) {
+        seen(s, WATCH_SEEN_ERROR, "cannot send the read of every lock");
         retry_later(s);
     }
 }
@@ -401,7 +440,7 @@ we_close(struct watch_source *s)
 
 static struct watch_source *
 we_open(struct event_base *base, const struct cfg_watch *cfg,
-        watch_holder_cb cb, void *owner, char *err, size_t errlen)
+        const struct watch_hooks *hooks, void *owner, char *err, size_t errlen)
 {
     struct watch_source *s = calloc(1, sizeof(*s));
     char who[96];
@@ -412,7 +451,7 @@ we_open(struct event_base *base, const struct cfg_watch *cfg,
     }
     s->base = base;
     s->log = log_current();
-    s->cb = cb;
+    s->hooks = *hooks;
     s->owner = owner;
     s->section = strdup(cfg->name);
     s->prefix = strdup(cfg->prefix);
@@ -432,8 +471,10 @@ we_open(struct event_base *base, const struct cfg_watch *cfg,
         we_close(s);
         return NULL;
     }
-    /* The first read waits for etcd's first answer. */
+    /* The first read goes now: a store that does not answer is told
+     * at once, not only once it answers. */
     etcd_http_on_up(s->h, on_up, s);
+    event_active(s->retry, EV_TIMEOUT, 1);
     return s;
 }
 

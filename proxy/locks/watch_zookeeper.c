@@ -15,6 +15,8 @@
 #include "../clients/zk_conn.h"
 #include "../log.h"
 
+#include <event2/event.h>
+
 /*
  * What is watched. A read of the prefix's children sets a child watch on
  * the prefix (a lock made or removed), or, while the prefix does not
@@ -37,18 +39,23 @@
  */
 
 #define ZW_SETTLE_MS 500
+#define ZW_PROBE_MS 1000
 
 enum zw_step {
     ZW_PREFIX = 0,  /* the prefix's children, with a watch */
     ZW_PREFIX_WAIT, /* the prefix does not exist: exists, with a watch */
     ZW_LOCK,        /* a lock's children, with a watch */
     ZW_HOLDER,      /* the holder's node: its czxid */
+    ZW_PROBE,       /* while not connected: answered when a try failed */
 };
 
 struct watch_source {
+    const struct tm_log *log;
     struct zk_conn *k;
-    watch_holder_cb cb;
+    struct watch_hooks hooks;
     void *owner;
+    struct event *probe_ev; /* the next probe while not connected */
+    bool probing;           /* a probe is out */
     char *section;
     char *prefix;
     /* The locks whose children are watched (or read), sorted by strcmp. */
@@ -87,7 +94,7 @@ send_read(struct watch_source *s, enum zw_step step, const char *path,
         zk_call_free(c);
         return;
     }
-    if (zh != NULL && step == ZW_HOLDER) {
+    if (zh != NULL && (step == ZW_HOLDER || step == ZW_PROBE)) {
         rc = zoo_aexists(zh, path, 0, zk_done_stat, c);
     } else if (zh != NULL && step == ZW_PREFIX_WAIT) {
         rc = zoo_awexists(zh, path, zk_conn_watcher, ctx, zk_done_stat, c);
@@ -102,6 +109,56 @@ static void
 read_prefix(struct watch_source *s)
 {
     send_read(s, ZW_PREFIX, s->prefix, NULL);
+}
+
+/* While not connected, a read that the client answers when a try to
+ * connect fails (it fails every call it holds then): so a store that
+ * cannot be reached is told after the first try, not only after a
+ * session that never comes. */
+static void
+probe(struct watch_source *s)
+{
+    if (!s->probing && !zk_conn_ready(s->k)) {
+        s->probing = true;
+        send_read(s, ZW_PROBE, s->prefix, NULL);
+    }
+}
+
+static void
+probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct watch_source *s = arg;
+
+    lib_enter(s->log);
+    (void)fd;
+    (void)what;
+    probe(s);
+}
+
+/* The probe came back: a failed try, or connected meanwhile. */
+static void
+on_probe(struct watch_source *s, struct zk_call *c)
+{
+    struct timeval tv = {ZW_PROBE_MS / 1000, (ZW_PROBE_MS % 1000) * 1000};
+
+    s->probing = false;
+    if (zk_conn_ready(s->k)) {
+        return;
+    }
+    if (c->rc == ZCLOSING && c->gen != zk_conn_gen(s->k)) {
+        /* its handle was closed for a new session's: no try failed */
+    } else if (c->rc == ZCLOSING) {
+        s->hooks.seen(s->owner, WATCH_SEEN_ERROR,
+                      "cannot start a ZooKeeper client (do the hosts "
+                      "resolve?)");
+    } else if (zk_rc_outage(c->rc)) {
+        char why[128];
+
+        snprintf(why, sizeof(why), "cannot connect to ZooKeeper: %s",
+                 zerror(c->rc));
+        s->hooks.seen(s->owner, WATCH_SEEN_ERROR, why);
+    }
+    evtimer_add(s->probe_ev, &tv);
 }
 
 static void
@@ -193,6 +250,7 @@ on_event(struct watch_source *s, struct zk_call *c)
     if (c->str == NULL || c->type == ZOO_NOTWATCHING_EVENT) {
         return;
     }
+    s->hooks.seen(s->owner, WATCH_SEEN_EVENT, NULL);
     if (strcmp(c->str, s->prefix) == 0) {
         read_prefix(s);
         return;
@@ -221,6 +279,7 @@ on_error(struct watch_source *s, struct zk_call *c)
     }
     log_error("watch %s: cannot read %s: %s: its locks are not followed",
               s->section, c->path, zerror(c->rc));
+    s->hooks.seen(s->owner, WATCH_SEEN_ERROR, zerror(c->rc));
 }
 
 static void
@@ -228,7 +287,9 @@ zw_call(void *arg, struct zk_call *c)
 {
     struct watch_source *s = arg;
 
-    if (zk_conn_closing(s->k) || c->gen != zk_conn_gen(s->k)) {
+    if (c->step == ZW_PROBE && !zk_conn_closing(s->k)) {
+        on_probe(s, c); /* any session's: it tells of a try */
+    } else if (zk_conn_closing(s->k) || c->gen != zk_conn_gen(s->k)) {
         /* an old session's: the new one reads everything again */
     } else if (c->step == ZK_CALL_EVENT) {
         on_event(s, c);
@@ -238,6 +299,7 @@ zw_call(void *arg, struct zk_call *c)
     } else if (c->step == ZW_PREFIX_WAIT && c->rc == ZNONODE) {
         log_info("watch %s: %s does not exist yet: waiting for it", s->section,
                  s->prefix);
+        s->hooks.seen(s->owner, WATCH_SEEN_READ, NULL);
     } else if (c->step == ZW_LOCK && c->rc == ZNONODE) {
         lock_forget(s, c->name);
     } else if (c->step == ZW_HOLDER && c->rc == ZNONODE) {
@@ -245,6 +307,7 @@ zw_call(void *arg, struct zk_call *c)
     } else if (c->rc != ZOK) {
         on_error(s, c);
     } else if (c->step == ZW_PREFIX) {
+        s->hooks.seen(s->owner, WATCH_SEEN_READ, NULL);
         on_prefix(s, c);
     } else if (c->step == ZW_PREFIX_WAIT) {
         read_prefix(s); /* made meanwhile */
@@ -253,7 +316,7 @@ zw_call(void *arg, struct zk_call *c)
     } else if (c->step == ZW_HOLDER) {
         log_debug("watch %s: lock %s: held by %s, czxid %lld", s->section,
                   c->name, c->path, (long long)c->stat.czxid);
-        s->cb(s->owner, c->name, strlen(c->name), c->stat.czxid);
+        s->hooks.holder(s->owner, c->name, strlen(c->name), c->stat.czxid);
     }
     zk_call_free(c);
 }
@@ -269,12 +332,15 @@ zw_state(void *arg, enum zk_conn_state st)
         locks_clear(s);
         read_prefix(s);
     } else if (st == ZK_CONN_DOWN) {
-        log_warn("watch %s: the connection to ZooKeeper is lost: a new "
-                 "holder is fenced once it is back",
-                 s->section);
+        s->hooks.seen(s->owner, WATCH_SEEN_ERROR,
+                      "the connection to ZooKeeper is lost");
+        probe(s);
     } else {
-        log_warn("watch %s: the session ended: starting a new one", s->section);
+        log_info("watch %s: the session ended: starting a new one", s->section);
+        s->hooks.seen(s->owner, WATCH_SEEN_ERROR, "the session ended");
         locks_clear(s);
+        /* once the new handle is there (zk_conn starts it after this) */
+        event_active(s->probe_ev, EV_TIMEOUT, 1);
     }
 }
 
@@ -288,6 +354,9 @@ zw_close(struct watch_source *s)
         zk_conn_close(s->k, ZW_SETTLE_MS);
         zk_conn_free(s->k); /* the calls out come back: dropped */
     }
+    if (s->probe_ev != NULL) {
+        event_free(s->probe_ev);
+    }
     locks_clear(s);
     free(s->section);
     free(s->prefix);
@@ -296,10 +365,10 @@ zw_close(struct watch_source *s)
 
 static struct watch_source *
 zw_open(struct event_base *base, const struct cfg_watch *cfg,
-        watch_holder_cb cb, void *owner, char *err, size_t errlen)
+        const struct watch_hooks *hooks, void *owner, char *err, size_t errlen)
 {
-    static const struct zk_conn_hooks hooks = {.call = zw_call,
-                                               .state = zw_state};
+    static const struct zk_conn_hooks zk_hooks = {.call = zw_call,
+                                                  .state = zw_state};
     struct watch_source *s = calloc(1, sizeof(*s));
     char who[96];
 
@@ -307,11 +376,13 @@ zw_open(struct event_base *base, const struct cfg_watch *cfg,
         snprintf(err, errlen, "watch: out of memory");
         return NULL;
     }
-    s->cb = cb;
+    s->log = log_current();
+    s->hooks = *hooks;
     s->owner = owner;
     s->section = strdup(cfg->name);
     s->prefix = strdup(cfg->prefix);
-    if (s->section == NULL || s->prefix == NULL) {
+    s->probe_ev = evtimer_new(base, probe_cb, s);
+    if (s->section == NULL || s->prefix == NULL || s->probe_ev == NULL) {
         snprintf(err, errlen, "watch: out of memory");
         zw_close(s);
         return NULL;
@@ -324,12 +395,13 @@ zw_open(struct event_base *base, const struct cfg_watch *cfg,
     }
     snprintf(who, sizeof(who), "watch %s: zookeeper", cfg->name);
     /* The first read waits for the session (zw_state, ZK_CONN_UP). */
-    s->k = zk_conn_new(base, cfg->zk_hosts, cfg->zk_sess_ms, who, &hooks, s,
+    s->k = zk_conn_new(base, cfg->zk_hosts, cfg->zk_sess_ms, who, &zk_hooks, s,
                        err, errlen);
     if (s->k == NULL) {
         zw_close(s);
         return NULL;
     }
+    probe(s);
     return s;
 }
 

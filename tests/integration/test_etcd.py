@@ -14,7 +14,9 @@ import time
 
 import pytest
 
-from conftest import assert_holders_in_turn, assert_problem, slow, wait_until
+from conftest import (assert_holders_in_turn, assert_problem, free_port,
+                      slow, wait_ready, wait_until)
+import servers
 from servers import EtcdCluster
 from test_locks import Admin, assert_lease, wait_locks_ready
 
@@ -471,6 +473,84 @@ def test_watch_reads_every_lock_when_its_revision_was_compacted(
                    "the mark at B's create revision")
     finally:
         stop_all(procs)
+
+
+def watch_health(tm, name="docs"):
+    """(the /readyz status, the watch's line of its body, its state and
+    error count in /metrics)."""
+    from test_metrics import scrape, value
+    st, _, body = tm.admin("GET", "/readyz")
+    line = [ln for ln in body.decode().splitlines()
+            if ln.startswith("watch %s: " % name)]
+    fams = scrape(tm)
+    state = [s for s in ("starting", "ok", "failing")
+             if value(fams, "tidemark_watch_state", watch=name,
+                      state=s) == 1]
+    errors = value(fams, "tidemark_watch_errors_total", watch=name)
+    return st, line, state, errors
+
+
+def wait_failing(tm, count):
+    """The count-th warning that the watch cannot follow its locks, and
+    what readiness and metrics say then."""
+    tm.wait_log("warn watch docs: cannot follow its locks: ", timeout=15,
+                count=count)
+    wait_until(lambda: watch_health(tm)[0] == 503, 10 * slow(),
+               "/readyz 503")
+    st, line, state, errors = watch_health(tm)
+    assert line and line[0].startswith("watch docs: failing since "), line
+    assert state == ["failing"]
+    return errors
+
+
+def test_watch_tells_when_its_etcd_cannot_be_read(tidemark, upstream):
+    """A [watch] on an etcd that is not there yet: one warning, /readyz
+    503 naming the watch as failing, its state and errors in /metrics.
+    etcd starts on that address: the watch says it follows its locks
+    again, /readyz is 200, and a lock taken then raises the mark. etcd
+    killed: failing again, with a warning."""
+    etcd = servers.Etcd()
+    tm = etcd_watch(tidemark, etcd.endpoints)
+    procs = []
+    try:
+        assert wait_failing(tm, 1) >= 1
+        # retries count, but are not logged one by one
+        wait_until(lambda: watch_health(tm)[3] >= 3, 10 * slow(),
+                   "three failed reads")
+        assert len(tm.log_lines("watch docs: cannot follow its locks")) == 1
+        etcd.start()
+        tm.wait_log("warn watch docs: follows its locks again, after ",
+                    timeout=15)
+        wait_ready(tm, 200, timeout=10)
+        st, line, state, _ = watch_health(tm)
+        assert line[0].startswith("watch docs: ok since "), line
+        assert state == ["ok"]
+        a = etcdctl_lock(etcd.endpoints, "locks/up",
+                         "echo key=$ETCD_LOCK_KEY; sleep 600")
+        procs.append(a)
+        created = create_revision(etcd, read_fields(a, "key")["key"])
+        wait_until(lambda: tm.mark("documents/up") == created, 10 * slow(),
+                   "the mark at the holder's create revision")
+        stop_all(procs)
+        errors = watch_health(tm)[3]
+        etcd.kill9()
+        assert wait_failing(tm, 2) > errors
+    finally:
+        stop_all(procs)
+        etcd.destroy()
+
+
+def test_a_watch_not_required_is_shown_not_counted(tidemark, upstream):
+    """required = no: a failing watch is in /readyz's body, and tidemark
+    is ready all the same."""
+    tm = etcd_watch(tidemark, "http://127.0.0.1:%d" % free_port(),
+                    required="no")
+    tm.wait_log("warn watch docs: cannot follow its locks: ", timeout=15)
+    st, line, state, _ = watch_health(tm)
+    assert st == 200
+    assert line[0].startswith("watch docs: failing since "), line
+    assert line[0].endswith(" (not required)"), line
+    assert state == ["failing"]
 
 
 def test_watch_sections_are_checked(tmp_path, upstream):

@@ -15,8 +15,9 @@ import uuid
 import pytest
 
 from conftest import (KAZOO_HOLDER, assert_problem, run_check, slow,
-                      wait_until)
+                      wait_ready, wait_until)
 import servers
+from test_etcd import wait_failing, watch_health
 
 kazoo_client = pytest.importorskip("kazoo.client")
 
@@ -214,9 +215,11 @@ def test_watch_follows_curator_names_and_new_locks(tidemark, upstream,
 
 def test_watch_waits_for_zookeeper_and_catches_up_after_restarts(
         tidemark, upstream):
-    """ZooKeeper is down when tidemark starts: tidemark runs, and follows
-    the locks once ZooKeeper serves. ZooKeeper restarted: the holder that
-    comes after is fenced. tidemark paused past its own session (its
+    """ZooKeeper is down when tidemark starts: tidemark runs, warns that
+    the watch cannot follow its locks and is not ready; once ZooKeeper
+    serves it says the watch follows them again, is ready, and fences.
+    ZooKeeper killed: a warning and not ready; started again: the holder
+    that comes after is fenced. tidemark paused past its own session (its
     watches gone with it): the holder that took the lock meanwhile is
     fenced once it wakes."""
     zk = servers.ZooKeeper()
@@ -226,7 +229,13 @@ def test_watch_waits_for_zookeeper_and_catches_up_after_restarts(
         tm = watch_tidemark(tidemark, zk.hosts, prefix,
                             session_timeout_ms="1000")
         assert tm.proc.poll() is None
+        # not there: one warning, /readyz 503, failing in /metrics
+        assert wait_failing(tm, 1) >= 1
         zk.start(timeout=60 * slow())
+        tm.wait_log("warn watch docs: follows its locks again, after ",
+                    timeout=30)
+        wait_ready(tm, 200, timeout=10)
+        assert watch_health(tm)[2] == ["ok"]
         a = kazoo(zk.hosts)
         clients.append(a)
         lock_a = a.Lock(prefix + "/doc4", "a")
@@ -234,9 +243,11 @@ def test_watch_waits_for_zookeeper_and_catches_up_after_restarts(
         wait_mark(tm, "documents/doc4", czxid_of(a, lock_a),
                   "the mark once ZooKeeper serves")
 
-        zk.stop()
+        zk.kill9()
+        wait_failing(tm, 2)     # lost while it followed its locks
         zk.start(timeout=60 * slow())
         tm.wait_log("watch docs: reading every lock", timeout=30, count=2)
+        wait_ready(tm, 200, timeout=30)
         b = kazoo(zk.hosts)
         clients.append(b)
         lock_b = b.Lock(prefix + "/doc4", "b")

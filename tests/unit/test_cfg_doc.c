@@ -313,6 +313,61 @@ test_ini_drift(void **state)
     free(ini);
 }
 
+/* text with the lines of its [watch NAME] section, header first,
+ * commented out ("; ") where they are not already, as an example shows
+ * a section that is off. */
+static char *
+watch_off(const char *text)
+{
+    const char *at = strstr(text, "[watch NAME]");
+    const char *end = "";
+    char *out = malloc(strlen(text) * 2 + 1);
+    size_t n;
+
+    assert_non_null(at);
+    assert_non_null(out);
+    n = (size_t)(at - text);
+    memcpy(out, text, n);
+    for (const char *p = at; *p != '\0'; p = end) {
+        end = strchr(p, '\n');
+        end = end != NULL ? end + 1 : p + strlen(p);
+        if (p != at && *p == '[') {
+            break;
+        }
+        if (*p != ';') {
+            memcpy(out + n, "; ", 2);
+            n += 2;
+        }
+        memcpy(out + n, p, (size_t)(end - p));
+        n += (size_t)(end - p);
+    }
+    strcpy(out + n, end);
+    return out;
+}
+
+/* A section shown commented out: its keys commented too, at their
+ * defaults; one set under it would belong to the section above. */
+static void
+test_ini_section_off(void **state)
+{
+    char *ini = written(cfg_doc_ini, "");
+    char *off = watch_off(ini);
+    char *text;
+
+    expect_ok(cfg_doc_check_ini, "ini", off);
+    text = replaced(off, "; timeout_ms = 2000", "; timeout_ms = 2001");
+    expect_one(cfg_doc_check_ini, text,
+               "[watch] timeout_ms = 2001, but the table's default is 2000");
+    free(text);
+    text = replaced(off, "; required = yes", "required = yes");
+    expect_one(cfg_doc_check_ini, text,
+               "[watch] required is set under a commented-out section: it "
+               "belongs to the section above");
+    free(text);
+    free(off);
+    free(ini);
+}
+
 static void
 test_readme(void **state)
 {
@@ -333,8 +388,11 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_checked_in), cmocka_unit_test(test_written),
-        cmocka_unit_test(test_man_drift),  cmocka_unit_test(test_ini_drift),
+        cmocka_unit_test(test_checked_in),
+        cmocka_unit_test(test_written),
+        cmocka_unit_test(test_man_drift),
+        cmocka_unit_test(test_ini_drift),
+        cmocka_unit_test(test_ini_section_off),
         cmocka_unit_test(test_readme),
     };
 
