@@ -27,6 +27,10 @@
 #                 masters, pgbench): the baseline
 #   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
 #                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
+#   bench-watch   the window a [watch] leaves: a holder's lease ended
+#                 (revoked, closed, expired) to the mark raised, on a
+#                 3-member etcd cluster and a 3-server ZooKeeper ensemble
+#                 (WATCH_ROUNDS, WATCH_TTL_ROUNDS)
 #   format-check  clang-format --dry-run over every C file
 #   check-docs    tidemark.8, conf/tidemark.ini and README.md against the
 #                 option table (keys, defaults, restart marks); cfgdoc man
@@ -89,7 +93,7 @@ INT_LIB := $(BUILD)/libtidemark-internal.a
 TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps test test-asan unit integration bench bench-locks \
-        bench-locks-raw bench-conns embed \
+        bench-locks-raw bench-conns bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
         check-docs lab chaos
 
@@ -232,6 +236,10 @@ bench-locks-raw: deps
 
 bench-conns: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/conns.py
+
+bench-watch: all
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 \
+	    tests/bench/watch_window.py
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
