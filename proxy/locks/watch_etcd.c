@@ -34,6 +34,9 @@
 #include "../log.h"
 
 #define WE_RETRY_MS 500
+/* Failing tries space out to this (etcd coming back is seen by its
+ * probe, which starts the next try at once). */
+#define WE_RETRY_MAX_MS 8000
 #define WE_KEY_MAX 2048
 
 struct watch_source {
@@ -48,6 +51,7 @@ struct watch_source {
     struct etcd_watch *w;
     struct event *retry;
     int64_t next_rev; /* where a new watch starts; 0: read every lock */
+    int retry_ms;     /* the wait before the next try */
     bool syncing;     /* the full read is in flight */
     bool lock_rev;    /* token = lock_revision */
     bool closing;
@@ -145,9 +149,13 @@ report_holders(struct watch_source *s, const json_t *kvs,
 
 static void rewatch(struct watch_source *s);
 
+/* Tell the owner; an answer makes the next try quick again. */
 static void
 seen(struct watch_source *s, enum watch_seen what, const char *why)
 {
+    if (what != WATCH_SEEN_ERROR) {
+        s->retry_ms = WE_RETRY_MS;
+    }
     s->hooks.seen(s->owner, what, why);
 }
 
@@ -166,13 +174,18 @@ reply_why(const struct etcd_reply *rep, const char *what, char *buf, size_t len)
     return buf;
 }
 
+/* Try again after retry_ms, twice as long the next time while nothing
+ * answers. */
 static void
 retry_later(struct watch_source *s)
 {
-    struct timeval tv = {0, WE_RETRY_MS * 1000};
+    struct timeval tv = {s->retry_ms / 1000, (s->retry_ms % 1000) * 1000};
 
     if (!s->closing && !evtimer_pending(s->retry, NULL)) {
         evtimer_add(s->retry, &tv);
+        if (s->retry_ms < WE_RETRY_MAX_MS) {
+            s->retry_ms *= 2;
+        }
     }
 }
 
@@ -458,6 +471,7 @@ we_open(struct event_base *base, const struct cfg_watch *cfg,
     s->plen = s->prefix != NULL ? strlen(s->prefix) : 0;
     s->lock_rev =
         cfg->token != NULL && strcmp(cfg->token, "lock_revision") == 0;
+    s->retry_ms = WE_RETRY_MS;
     s->retry = evtimer_new(base, retry_cb, s);
     if (s->section == NULL || s->prefix == NULL || s->retry == NULL) {
         snprintf(err, errlen, "watch: out of memory");
