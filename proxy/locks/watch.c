@@ -298,9 +298,27 @@ age_s(const struct watch_one *w, int64_t t)
     return (double)(dial_now_ms() - (t > 0 ? t : w->h.start_ms)) / 1e3;
 }
 
+/* w's value in family id (one of the watch families but the state). */
+static double
+watch_value(const struct watch_one *w, enum metric_id id)
+{
+    if (id == MID_tidemark_watch_errors_total) {
+        return (double)w->h.errors;
+    }
+    return age_s(w, id == MID_tidemark_watch_last_event_age_seconds
+                        ? w->h.event_ms
+                        : w->h.read_ms);
+}
+
 void
 watches_metrics(const struct watches *set, struct evbuffer *out)
 {
+    static const enum metric_id ids[] = {
+        MID_tidemark_watch_errors_total,
+        MID_tidemark_watch_last_event_age_seconds,
+        MID_tidemark_watch_last_read_age_seconds,
+    };
+
     if (set == NULL || set->n == 0) {
         return;
     }
@@ -313,23 +331,12 @@ watches_metrics(const struct watches *set, struct evbuffer *out)
                            state_names[st]);
         }
     }
-    metrics_head(out, MID_tidemark_watch_errors_total);
-    for (size_t i = 0; i < set->n; i++) {
-        metrics_sample(out, MID_tidemark_watch_errors_total,
-                       (double)set->w[i].h.errors, "watch=\"%s\"",
-                       set->w[i].section);
-    }
-    metrics_head(out, MID_tidemark_watch_last_event_age_seconds);
-    for (size_t i = 0; i < set->n; i++) {
-        metrics_sample(out, MID_tidemark_watch_last_event_age_seconds,
-                       age_s(&set->w[i], set->w[i].h.event_ms), "watch=\"%s\"",
-                       set->w[i].section);
-    }
-    metrics_head(out, MID_tidemark_watch_last_read_age_seconds);
-    for (size_t i = 0; i < set->n; i++) {
-        metrics_sample(out, MID_tidemark_watch_last_read_age_seconds,
-                       age_s(&set->w[i], set->w[i].h.read_ms), "watch=\"%s\"",
-                       set->w[i].section);
+    for (size_t k = 0; k < sizeof(ids) / sizeof(ids[0]); k++) {
+        metrics_head(out, ids[k]);
+        for (size_t i = 0; i < set->n; i++) {
+            metrics_sample(out, ids[k], watch_value(&set->w[i], ids[k]),
+                           "watch=\"%s\"", set->w[i].section);
+        }
     }
 }
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import render_ini, slow, wait_until
+from conftest import free_port, render_ini, slow, wait_until
 
 NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? '
@@ -139,12 +139,16 @@ def scrape(tm):
 
 def test_promtool_check_metrics(tidemark, upstream):
     """promtool (Debian's prometheus package) lints the whole output after
-    traffic of every kind: names, types, units, help."""
+    traffic of every kind: names, types, units, help; with a [watch]
+    (on an etcd address nobody serves: its families all the same)."""
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (Debian package prometheus, "
                     "installed by tests/deps.sh)")
-    tm = tidemark()
+    tm = tidemark(config={"watch w": {
+        "endpoints": "http://127.0.0.1:%d" % free_port(),
+        "prefix": "locks/", "required": "no"}})
+    assert "tidemark_watch_state" in scrape(tm)
     assert tm.put("p", token=5).status == 200
     assert tm.put("p", token=4).status == 409
     assert tm.request("GET", "/x", headers=[("X-Test-Drop", "1")]).status \
