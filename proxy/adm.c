@@ -83,7 +83,7 @@ readyz(struct adm *a, struct evhttp_request *req)
 {
     const struct watches *w = proxy_watches(a->px);
     bool store = fence_ready(proxy_fence(a->px));
-    bool ready = store && watches_ready(w) && !proxy_draining(a->px);
+    bool ready = store && watches_ready(w, true) && !proxy_draining(a->px);
     int64_t held = order_hold_left(proxy_order(a->px));
     struct evbuffer *b = evbuffer_new();
 
@@ -392,6 +392,8 @@ dispatch(struct evhttp_request *req, void *arg)
             .store_ready = fence_ready(proxy_fence(a->px)),
             .locks_on = a->locks != NULL,
             .locks_ready = a->locks != NULL && lock_service_ready(a->locks),
+            .watches_on = proxy_cfg(a->px)->nwatches > 0,
+            .watches_ready = watches_ready(proxy_watches(a->px), false),
             .draining = proxy_draining(a->px),
         };
 

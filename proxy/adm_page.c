@@ -47,6 +47,8 @@ static const char page[] =
     "f\">?</span></span>\n"
     "<span><span class=\"k\">locks</span><span id=\"locks\" class=\"pill of"
     "f\">?</span></span>\n"
+    "<span><span class=\"k\">watches</span><span id=\"watches\" class=\"pil"
+    "l off\">?</span></span>\n"
     "<span><span class=\"k\">up</span><span id=\"uptime\"></span></span>\n"
     "<span><span class=\"k\">since</span><span id=\"started\"></span></span"
     ">\n"
@@ -138,6 +140,7 @@ static const char page[] =
     " page as /#token=...)':''));return r.json();}).then(function(d){\n"
     "text('version',d.version);pill('store',true,d.ready.store);pill('locks"
     "',d.ready.locks!==null,d.ready.locks);\n"
+    "pill('watches',d.ready.watches!==null,d.ready.watches);\n"
     "text('uptime',span(d.now_ms/1000-d.started));text('started',when(d.sta"
     "rted));text('accepted',d.accepted);text('refused',d.refused);\n"
     "fill('refusals',d.refusals.slice(0,12),[{k:'when',f:function(r){return "
@@ -216,13 +219,16 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
     evbuffer_add_printf(
         b,
         "{\"version\":\"%s\",\"started\":%lld,\"now_ms\":%" PRId64
-        ",\"ready\":{\"store\":%s,\"locks\":%s},"
+        ",\"ready\":{\"store\":%s,\"locks\":%s,\"watches\":%s},"
         "\"draining\":%s,\"accepted\":%" PRIu64 ",\"refused\":%zu,\"routes\":[",
         tm_version(), (long long)r->started, now,
         st->store_ready ? "true" : "false",
         !st->locks_on     ? "null"
         : st->locks_ready ? "true"
                           : "false",
+        !st->watches_on     ? "null"
+        : st->watches_ready ? "true"
+                            : "false",
         st->draining ? "true" : "false", r->accepted, r->nrefusals);
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct cfg_route *rt = &cfg->routes[i];

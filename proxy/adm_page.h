@@ -13,8 +13,11 @@ struct tm_config;
 /* What the control port knows of the parts the page reports on. */
 struct page_status {
     bool store_ready;
-    bool locks_on;    /* a lock service runs */
-    bool locks_ready; /* and its backend can be used */
+    bool locks_on;      /* a lock service runs */
+    bool locks_ready;   /* and its backend can be used */
+    bool watches_on;    /* [watch] sections run */
+    bool watches_ready; /* and every one follows its locks (required
+                         * or not) */
     bool draining;
 };
 

@@ -256,10 +256,11 @@ on_seen(void *owner, enum watch_seen what, const char *why)
 }
 
 bool
-watches_ready(const struct watches *set)
+watches_ready(const struct watches *set, bool required_only)
 {
     for (size_t i = 0; set != NULL && i < set->n; i++) {
-        if (set->w[i].required && set->w[i].h.state != WATCH_OK) {
+        if ((set->w[i].required || !required_only) &&
+            set->w[i].h.state != WATCH_OK) {
             return false;
         }
     }

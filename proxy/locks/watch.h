@@ -84,9 +84,9 @@ enum watch_state {
     WATCH_FAILING,
 };
 
-/* true when every watch of w that readiness waits for ([watch]
- * required = yes) is ok. */
-bool watches_ready(const struct watches *w);
+/* true when every watch of w is ok; with required_only, every one that
+ * readiness waits for ([watch] required = yes). */
+bool watches_ready(const struct watches *w, bool required_only);
 
 /* Append one line per watch to out, for /readyz:
  * "\nwatch NAME: STATE since TIME (N s)", and for a failing one its

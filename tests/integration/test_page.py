@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from conftest import slow
+from conftest import free_port, slow
 
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(
@@ -92,7 +92,11 @@ def rows_of(dom, table_id):
 
 @needs_chromium
 def test_dashboard_shows_what_happened(tidemark, upstream, tmp_path):
-    tm = tidemark()
+    # a [watch] on an etcd address nobody serves: shown, not required
+    tm = tidemark(config={"watch w": {
+        "endpoints": "http://127.0.0.1:%d" % free_port(),
+        "prefix": "locks/", "required": "no"}})
+    tm.wait_log("watch w: cannot follow its locks")
     assert tm.put("a", token=5).status == 200
     assert tm.put("b", token=3).status == 200
     assert tm.put("a", token=7).status == 200
@@ -113,6 +117,7 @@ def test_dashboard_shows_what_happened(tidemark, upstream, tmp_path):
     assert '<span id="version">%s</span>' % version in dom
     assert '<span id="store" class="pill ok">ready</span>' in dom
     assert '<span id="locks" class="pill ok">ready</span>' in dom
+    assert '<span id="watches" class="pill bad">unavailable</span>' in dom
     assert '<b id="accepted">3</b>' in dom
     assert '<b id="refused">2</b>' in dom
     assert re.search(r'<span id="started">%s</span>' % WHEN, dom)
