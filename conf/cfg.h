@@ -144,6 +144,7 @@ struct cfg_watch {
     char *token;     /* etcd: create_revision | lock_revision, the token
                       * holders send */
     int timeout_ms;  /* etcd: one call to the backend */
+    int idle_ms;     /* etcd: a stream silent this long has broken */
     int zk_sess_ms;  /* zookeeper: the session timeout asked for */
     bool required;   /* /readyz is 503 while the watch is not ok */
     int line;

@@ -1453,6 +1453,10 @@ const struct cfg_opt cfg_opts[] = {
      "lock_revision (etcdctl lock's ETCD_LOCK_REV)"},
     {CFG_WATCH, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_watch, timeout_ms),
      INT(1, 600000), 0, "etcd: one call to the lock's store"},
+    {CFG_WATCH, "idle_timeout_ms", CFG_T_INT, "660000", OFF(cfg_watch, idle_ms),
+     INT(1000, 86400000), 0,
+     "etcd: a watch stream silent this long (no event, no progress notice, "
+     "which etcd sends every 10 min by default) has broken: opened again"},
     {CFG_WATCH, "session_timeout_ms", CFG_T_INT, "10000",
      OFF(cfg_watch, zk_sess_ms), INT(1000, 600000), 0,
      "zookeeper: tidemark's session; after a longer outage every lock is "

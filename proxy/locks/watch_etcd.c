@@ -50,6 +50,8 @@ struct watch_source {
     size_t plen;
     struct etcd_watch *w;
     struct event *retry;
+    struct event *idle; /* the stream has been silent too long */
+    int idle_ms;
     int64_t next_rev; /* where a new watch starts; 0: read every lock */
     int retry_ms;     /* the wait before the next try */
     bool syncing;     /* the full read is in flight */
@@ -200,17 +202,48 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
     rewatch(s);
 }
 
+/* The stream said something: it lives for idle_ms more. */
+static void
+idle_reset(struct watch_source *s)
+{
+    struct timeval tv = {s->idle_ms / 1000, (s->idle_ms % 1000) * 1000};
+
+    evtimer_add(s->idle, &tv);
+}
+
 /* Drop the watch and open another later: where it stopped, or after
  * reading every lock when read_all. */
 static void
 end_watch(struct watch_source *s, bool read_all)
 {
+    evtimer_del(s->idle);
     etcd_watch_free(s->w);
     s->w = NULL;
     if (read_all) {
         s->next_rev = 0;
     }
     retry_later(s);
+}
+
+/* Nothing came on the stream for idle_ms, not even etcd's progress
+ * notice: the connection is gone without a word (a partition) or its
+ * member does not serve. */
+static void
+idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct watch_source *s = arg;
+    char why[96];
+
+    lib_enter(s->log);
+    (void)fd;
+    (void)what;
+    if (s->w == NULL || s->closing) {
+        return;
+    }
+    snprintf(why, sizeof(why), "the watch stream was silent for %d ms",
+             s->idle_ms);
+    seen(s, WATCH_SEEN_ERROR, why);
+    end_watch(s, false);
 }
 
 static json_t *
@@ -315,6 +348,7 @@ on_event(void *arg, json_t *result)
         return;
     }
     /* Created, a progress notice or events: the stream is alive. */
+    idle_reset(s);
     seen(s,
          json_array_size(json_object_get(result, "events")) > 0
              ? WATCH_SEEN_EVENT
@@ -371,7 +405,9 @@ start_watch(struct watch_source *s, int64_t from)
     if (s->w == NULL) {
         seen(s, WATCH_SEEN_ERROR, "cannot open a watch stream");
         retry_later(s);
+        return;
     }
+    idle_reset(s);
 }
 
 static void
@@ -446,6 +482,9 @@ we_close(struct watch_source *s)
     if (s->retry != NULL) {
         event_free(s->retry);
     }
+    if (s->idle != NULL) {
+        event_free(s->idle);
+    }
     free(s->section);
     free(s->prefix);
     free(s);
@@ -472,8 +511,11 @@ we_open(struct event_base *base, const struct cfg_watch *cfg,
     s->lock_rev =
         cfg->token != NULL && strcmp(cfg->token, "lock_revision") == 0;
     s->retry_ms = WE_RETRY_MS;
+    s->idle_ms = cfg->idle_ms > 0 ? cfg->idle_ms : 660000;
     s->retry = evtimer_new(base, retry_cb, s);
-    if (s->section == NULL || s->prefix == NULL || s->retry == NULL) {
+    s->idle = evtimer_new(base, idle_cb, s);
+    if (s->section == NULL || s->prefix == NULL || s->retry == NULL ||
+        s->idle == NULL) {
         snprintf(err, errlen, "watch: out of memory");
         we_close(s);
         return NULL;

@@ -316,11 +316,13 @@ class Etcd(Server):
 
     name = "etcd"
 
-    def __init__(self, member="default", cluster=None, peer_port=None):
+    def __init__(self, member="default", cluster=None, peer_port=None,
+                 extra=()):
         super().__init__()
         self.member = member
         self.peer_port = peer_port or _free_port()
         self.cluster = cluster
+        self.extra = list(extra)
 
     def argv(self):
         client = "http://127.0.0.1:%d" % self.port
@@ -334,7 +336,7 @@ class Etcd(Server):
                 "--initial-cluster",
                 self.cluster or "%s=%s" % (self.member, peer),
                 "--initial-cluster-state", "new",
-                "--log-level", "warn"]
+                "--log-level", "warn"] + self.extra
 
     def ready(self):
         return b'"health":"true"' in _ask(

@@ -540,6 +540,39 @@ def test_watch_tells_when_its_etcd_cannot_be_read(tidemark, upstream):
         etcd.destroy()
 
 
+def test_a_silent_watch_stream_is_taken_for_broken(tidemark, upstream):
+    """etcd sends a progress notice on a quiet watch every 500 ms here:
+    the watch stays ok past its idle_timeout_ms (2 s). etcd paused
+    (SIGSTOP: its connections stay open, nothing comes): after 2 s of
+    silence the watch is failing, with a warning; resumed, it follows
+    its locks again."""
+    from test_metrics import scrape, value
+    etcd = servers.Etcd(extra=["--experimental-watch-progress-notify-"
+                               "interval", "500ms"])
+    try:
+        etcd.start()
+        tm = etcd_watch(tidemark, etcd.endpoints, idle_timeout_ms="2000")
+        wait_ready(tm, 200, timeout=10)
+        quiet_from = time.monotonic()
+        # 3 s with no change under the prefix: progress notices only
+        wait_until(lambda: time.monotonic() - quiet_from > 3 and value(
+            scrape(tm), "tidemark_watch_last_read_age_seconds",
+            watch="docs") < 1, 10 * slow(), "a progress notice after 3 s")
+        assert watch_health(tm)[2] == ["ok"]
+        assert tm.log_lines("cannot follow its locks") == []
+        etcd.pause()
+        wait_failing(tm, 1)
+        assert tm.log_lines("cannot follow its locks: the watch stream was "
+                            "silent for 2000 ms")
+        etcd.resume()
+        tm.wait_log("warn watch docs: follows its locks again, after ",
+                    timeout=15)
+        wait_ready(tm, 200, timeout=10)
+    finally:
+        etcd.resume()
+        etcd.destroy()
+
+
 def test_a_watch_not_required_is_shown_not_counted(tidemark, upstream):
     """required = no: a failing watch is in /readyz's body, and tidemark
     is ready all the same."""
