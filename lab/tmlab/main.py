@@ -186,14 +186,29 @@ def judge(r, fenced):
     if not raced:
         return ("the race never happened (%s, %d round%s): %s" % (
             "fencing on" if fenced else "fencing off", len(rounds),
-            "" if len(rounds) == 1 else "s",
-            "; ".join(x["verdict"] for x in rounds)))
+            "" if len(rounds) == 1 else "s", why_no_race(rounds)))
     if fenced and r["harm"]:
         return "with fencing the failure still happened: " + r["verdict"]
     if not fenced and not r["harm"]:
         return ("the scenario is broken: without fencing the failure did "
                 "not happen in any round with the race: " + r["verdict"])
     return None
+
+
+def why_no_race(rounds):
+    """What happened instead of the race, each reason once with the
+    rounds it held for."""
+    reasons = {}
+    for i, x in enumerate(rounds):
+        why = x["verdict"]
+        if why.startswith("no race: "):
+            why = why[len("no race: "):]
+        reasons.setdefault(why, []).append(str(i + 1))
+    if len(rounds) == 1:
+        return next(iter(reasons))
+    return "; ".join("%s (round%s %s)" % (why, "" if len(n) == 1 else "s",
+                                          ", ".join(n))
+                     for why, n in reasons.items())
 
 
 def summary_line(sc):

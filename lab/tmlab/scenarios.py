@@ -561,7 +561,13 @@ def redlock_pause(lab, fenced):
 
 
 def no_majority(who, r):
-    return "%s got %d of 5 nodes, no majority" % (who, len(r["won"]))
+    """Why a Redlock acquire did not hold: too few nodes, or a majority
+    that took longer than the TTL to gather (no validity left)."""
+    won = len(r["won"])
+    if won >= 3:
+        return ("%s got %d of 5 nodes but no validity: %.0f ms left of "
+                "the TTL after asking them" % (who, won, r["validity_ms"]))
+    return "%s got %d of 5 nodes, no majority" % (who, won)
 
 
 def clock_round(lab, nodes, tm, base, rec, c1, c2, doc, key):

@@ -142,8 +142,8 @@ def test_rounds_without_the_race_are_reported_not_failed():
 
     sc = main.run_scenario(FakeLab(), "x", "t", "s", never)
     assert not sc["ok"]
-    assert sc["problem"].startswith("the race never happened "
-                                    "(fencing off, 2 rounds)"), sc
+    assert sc["problem"] == ("the race never happened (fencing off, 2 "
+                             "rounds): r0 (round 1); r1 (round 2)"), sc
 
     def stale_with_fencing(lab, fenced):
         return rounds((False, False), (True, True))
