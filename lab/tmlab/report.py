@@ -172,7 +172,9 @@ for (const sc of data.scenarios) {
   const cell = (rs) => rs.map(r => (r.raced === 0 ? "no race" :
     r.harm ? "failure happened" : "held") + (r.rounds && r.rounds.length > 1 ?
     " (race in " + r.raced + " of " + r.rounds.length + " rounds)" : "")).join(", ");
-  for (const t of [sc.title, cell(off), cell(on), sc.ok ? "ok" : "BROKEN"]) {
+  const noRace = (sc.problem || "").startsWith("the race never happened");
+  for (const t of [sc.title, cell(off), cell(on),
+                   sc.ok ? "ok" : noRace ? "FAILED: no race" : "BROKEN"]) {
     const td = document.createElement("td"); td.textContent = t; tr.appendChild(td);
   }
   tr.lastChild.className = sc.ok ? "ok" : "bad";
