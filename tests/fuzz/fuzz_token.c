@@ -2,7 +2,8 @@
  * oracle: accepted exactly when the input is decimal digits whose value,
  * leading zeros dropped, is in 1..INT64_MAX; then *out prints back as
  * that text. token_check under verify = hmac accepts exactly the signed
- * token token_sign makes. Any disagreement aborts. */
+ * token token_sign makes; under none, a bare number or that token; with
+ * no key, only a bare number. Any disagreement aborts. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
