@@ -6,12 +6,14 @@
 #include <string.h>
 #include <strings.h>
 
-/* A Host value taken apart: the host without brackets, the port. */
+/* A Host value taken apart: the host without brackets, the port (80
+ * when the value names none: http's default). */
 struct authority {
     struct tm_slice host;
-    bool has_port;
     unsigned port;
 };
+
+#define HTTP_DEFAULT_PORT 80
 
 static bool
 is_alnum(char c)
@@ -75,6 +77,7 @@ split_host(struct tm_slice s, struct authority *a)
     const char *colon;
 
     memset(a, 0, sizeof(*a));
+    a->port = HTTP_DEFAULT_PORT;
     if (s.len > 0 && s.p[0] == '[') {
         const char *end = memchr(s.p, ']', s.len);
 
@@ -100,7 +103,6 @@ split_host(struct tm_slice s, struct authority *a)
         }
     }
     if (colon != NULL) {
-        a->has_port = true;
         a->port = parse_port(colon + 1, (size_t)(s.p + s.len - colon - 1));
         if (a->port == 0) {
             return false;
@@ -247,17 +249,20 @@ same_origin(struct tm_slice origin, struct tm_slice host)
 }
 
 enum origin_verdict
-origin_check(const struct origin_self *self, struct tm_slice host,
+origin_check(const struct origin_self *self, bool http11, struct tm_slice host,
              struct tm_slice origin, struct tm_slice fetch_site)
 {
     struct authority a;
 
+    if (host.p == NULL && http11) {
+        return ORIGIN_NO_HOST;
+    }
     if (host.p != NULL) {
         host = slice_trim(host);
         if (!split_host(host, &a)) {
             return ORIGIN_BAD_HOST;
         }
-        if (a.has_port && a.port != self->port) {
+        if (a.port != self->port) {
             return ORIGIN_WRONG_PORT;
         }
         if (!host_is_ours(self, &a)) {
@@ -284,6 +289,7 @@ origin_status(enum origin_verdict v)
     case ORIGIN_OK:
         return 0;
     case ORIGIN_BAD_HOST:
+    case ORIGIN_NO_HOST:
         return 400;
     case ORIGIN_FOREIGN_HOST:
     case ORIGIN_WRONG_PORT:
@@ -303,11 +309,14 @@ origin_reason(enum origin_verdict v)
         return "";
     case ORIGIN_BAD_HOST:
         return "the Host header is not host[:port]";
+    case ORIGIN_NO_HOST:
+        return "an HTTP/1.1 request needs a Host header";
     case ORIGIN_FOREIGN_HOST:
         return "the Host header names neither this control port's address, "
                "a loopback name nor a name of [admin] allowed_hosts";
     case ORIGIN_WRONG_PORT:
-        return "the Host header's port is not this control port's";
+        return "the Host header's port is not this control port's (a Host "
+               "without a port names port 80)";
     case ORIGIN_CROSS_ORIGIN:
         return "a web page of another origin may not call the control port "
                "(Origin is not this port's own)";

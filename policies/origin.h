@@ -20,6 +20,7 @@ struct origin_self {
 enum origin_verdict {
     ORIGIN_OK = 0,
     ORIGIN_BAD_HOST,     /* 400: Host is not host[:port] */
+    ORIGIN_NO_HOST,      /* 400: an HTTP/1.1 request without Host */
     ORIGIN_FOREIGN_HOST, /* 421: a name or address that is not ours */
     ORIGIN_WRONG_PORT,   /* 421: a port that is not the control port's */
     ORIGIN_CROSS_ORIGIN, /* 403: Origin of another page, or "null" */
@@ -30,22 +31,26 @@ enum origin_verdict {
 /*
  * Judge one request by its Host, Origin and Sec-Fetch-Site values (a
  * slice with p == NULL: the header is absent; surrounding spaces are
- * ignored). In this order:
+ * ignored); http11 is true for an HTTP/1.1 request. In this order:
  *
- * - Host, when present, is host[:port]; its port, when given, is the
- *   control port's; its host is the listen address (any IP literal when
- *   listening on 0.0.0.0 or [::]: rebinding needs a name), a loopback
- *   name (localhost, *.localhost, 127.0.0.0/8, [::1]) or a name in
- *   allowed. Names compare ASCII case-insensitively, one final dot
- *   ignored.
+ * - Host is present when http11 (RFC 9112 section 3.2; an HTTP/1.0
+ *   client may leave it out, and no browser does).
+ * - Host, when present, is host[:port]; its port is the control port's,
+ *   a Host without one naming port 80 (RFC 9110 section 4.2.1: what a
+ *   browser sends for http://host/, so a page served on port 80, or a
+ *   forwarder from port 80, is judged as another port); its host is the
+ *   listen address (any IP literal when listening on 0.0.0.0 or [::]:
+ *   rebinding needs a name), a loopback name (localhost, *.localhost,
+ *   127.0.0.0/8, [::1]) or a name in allowed. Names compare ASCII
+ *   case-insensitively, one final dot ignored.
  * - Origin, when present, is "http://" followed by the Host value (so a
  *   page on another port of the same host is refused); "null", or an
  *   Origin without a Host, is refused.
  * - Sec-Fetch-Site, when present, is "same-origin" or "none".
  *
- * A request with none of the three (curl, probes over HTTP/1.0) passes.
+ * An HTTP/1.0 request with none of the three (probes, scripts) passes.
  */
-enum origin_verdict origin_check(const struct origin_self *self,
+enum origin_verdict origin_check(const struct origin_self *self, bool http11,
                                  struct tm_slice host, struct tm_slice origin,
                                  struct tm_slice fetch_site);
 

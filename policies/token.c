@@ -113,6 +113,26 @@ is_b64url(char c)
            (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
+/* Whether s[0..len), whose fence part is s[0..nlen) and parsed, has a
+ * signed token's shape after it: one spelling per signed token (the fence
+ * as signed, no leading zeros: found by fuzz_token) and TOKEN_SIG_LEN
+ * base64url characters after the dot. */
+static bool
+sig_shape_ok(const char *s, size_t len, size_t nlen)
+{
+    const char *sig = s + nlen + 1;
+
+    if (s[0] == '0' || len - nlen - 1 != TOKEN_SIG_LEN) {
+        return false;
+    }
+    for (size_t i = 0; i < TOKEN_SIG_LEN; i++) {
+        if (!is_b64url(sig[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 enum token_status
 token_check(enum tm_verify verify, const unsigned char *key, size_t keylen,
             const char *res, size_t rlen, const char *s, size_t len,
@@ -127,23 +147,24 @@ token_check(enum tm_verify verify, const unsigned char *key, size_t keylen,
     if (token_parse(s, nlen, &v) != TOKEN_OK) {
         return TOKEN_INVALID;
     }
-    if (sig != NULL) {
-        /* One spelling per signed token: the fence as signed, no leading
-         * zeros (found by fuzz_token). */
-        if (s[0] == '0' || len - nlen - 1 != TOKEN_SIG_LEN) {
-            return TOKEN_INVALID;
+    if (sig == NULL) {
+        if (verify == TM_VERIFY_HMAC) {
+            return TOKEN_FORBIDDEN; /* unsigned */
         }
-        for (size_t i = 0; i < TOKEN_SIG_LEN; i++) {
-            if (!is_b64url(sig[i])) {
-                return TOKEN_INVALID;
-            }
-        }
+        *fence = v;
+        return TOKEN_OK;
     }
-    if (verify == TM_VERIFY_HMAC) {
-        if (sig == NULL || !compute_sig(key, keylen, res, rlen, v, want) ||
-            CRYPTO_memcmp(want, sig, TOKEN_SIG_LEN) != 0) {
-            return TOKEN_FORBIDDEN;
-        }
+    if (!sig_shape_ok(s, len, nlen)) {
+        return TOKEN_INVALID;
+    }
+    /* A signature that cannot be checked is not read as its fence:
+     * "1.<anything>" would otherwise pass for the bare 1. */
+    if (key == NULL || keylen == 0) {
+        return verify == TM_VERIFY_HMAC ? TOKEN_FORBIDDEN : TOKEN_NO_KEY;
+    }
+    if (!compute_sig(key, keylen, res, rlen, v, want) ||
+        CRYPTO_memcmp(want, sig, TOKEN_SIG_LEN) != 0) {
+        return TOKEN_FORBIDDEN;
     }
     *fence = v;
     return TOKEN_OK;

@@ -13,7 +13,9 @@ enum token_status {
     TOKEN_OK = 0,
     TOKEN_MISSING,   /* no header */
     TOKEN_INVALID,   /* not 1..INT64_MAX in decimal digits */
-    TOKEN_FORBIDDEN, /* verify = hmac: unsigned, forged or borrowed */
+    TOKEN_FORBIDDEN, /* signature wrong (forged or borrowed), or unsigned
+                      * under verify = hmac */
+    TOKEN_NO_KEY,    /* signed, but no key to check the signature with */
 };
 
 /* Parse a token value: decimal digits only, 1 to 9223372036854775807,
@@ -43,14 +45,18 @@ size_t token_sign(const unsigned char *key, size_t keylen, const char *res,
     __attribute__((warn_unused_result));
 
 /* Parse and check a token value for resource res under a route's verify
- * rule. key may be NULL (no [tokens] key_file).
- *  - TM_VERIFY_NONE: "<fence>" or "<fence>.<43 base64url chars>"; the
- *    signature, if any, is not checked.
- *  - TM_VERIFY_HMAC: only "<fence>.<signature>" whose signature is the
- *    one for (res, fence) under key; anything else of that shape is
- *    TOKEN_FORBIDDEN (compared in constant time). A bare number is
- *    TOKEN_FORBIDDEN too: unsigned.
- * Malformed values are TOKEN_INVALID. TOKEN_OK sets *fence. */
+ * rule: the one reader of tokens, for the data path and the lock service
+ * alike. key may be NULL (no [tokens] key_file). A token is read
+ * strictly: a signature part is never ignored.
+ *  - "<fence>.<43 base64url chars>" is TOKEN_OK only when the signature
+ *    is the one for (res, fence) under key (compared in constant time);
+ *    else TOKEN_FORBIDDEN (forged, or signed for another resource). With
+ *    no key it cannot be checked: TOKEN_NO_KEY under TM_VERIFY_NONE
+ *    (TOKEN_FORBIDDEN under TM_VERIFY_HMAC, where nothing verifies).
+ *  - A bare "<fence>" is TOKEN_OK under TM_VERIFY_NONE, TOKEN_FORBIDDEN
+ *    (unsigned) under TM_VERIFY_HMAC.
+ * Malformed values are TOKEN_INVALID. TOKEN_OK sets *fence; no other
+ * status touches it. */
 enum token_status token_check(enum tm_verify verify, const unsigned char *key,
                               size_t keylen, const char *res, size_t rlen,
                               const char *s, size_t len, int64_t *fence)

@@ -27,6 +27,7 @@
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <sys/queue.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
@@ -277,6 +278,14 @@ one_header(struct evhttp_request *req, const char *name, struct tm_slice *out)
     return true;
 }
 
+/* Whether req is HTTP/1.1 (or above: evhttp reads any 1.x and refuses
+ * other majors). */
+static bool
+http11(const struct evhttp_request *req)
+{
+    return req->major > 1 || (req->major == 1 && req->minor >= 1);
+}
+
 /* Before any route, for every request: a web page of another origin
  * (Origin, Sec-Fetch-Site) or a Host that is not ours (DNS rebinding)
  * is refused (policies/origin.h). Replies and returns false then. */
@@ -297,7 +306,7 @@ origin_allowed(const struct adm *a, struct evhttp_request *req,
         p.status = 400;
         p.detail = "Host, Origin or Sec-Fetch-Site is given more than once";
     } else {
-        v = origin_check(&self, host, origin, site);
+        v = origin_check(&self, http11(req), host, origin, site);
         if (v == ORIGIN_OK) {
             return true;
         }

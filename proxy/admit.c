@@ -322,11 +322,12 @@ check_token(struct admit *a, enum tm_verify v, const char *res, size_t len)
     int ti = a->rq->sc.token_idx;
 
     if (ti < 0) {
-        return TOKEN_MISSING;
+        return a->ts = TOKEN_MISSING;
     }
-    return token_check(v, tk->key, tk->key_len, res, len,
-                       h->headers[ti].value.p, h->headers[ti].value.len,
-                       &a->rq->token);
+    a->ts =
+        token_check(v, tk->key, tk->key_len, res, len, h->headers[ti].value.p,
+                    h->headers[ti].value.len, &a->rq->token);
+    return a->ts;
 }
 
 /* The decision for one resource before the store, on the cache's bound
@@ -381,8 +382,11 @@ act(struct admit *a, enum decision d)
     case DECIDE_INVALID:
         count(a, OUT_INVALID);
         refuse_status(a, 400, "invalid",
-                      "the token must be decimal digits, 1 to "
-                      "9223372036854775807");
+                      a->ts == TOKEN_NO_KEY
+                          ? "the token is signed, but no [tokens] key_file "
+                            "is set to check its signature"
+                          : "the token must be decimal digits, 1 to "
+                            "9223372036854775807");
         break;
     default:
         unavailable(a, "the mark store cannot be used; try again");

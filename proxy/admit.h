@@ -37,6 +37,7 @@ struct admit {
     bool waiting;                /* for its turn */
     bool raise_res;              /* resource's mark must still be asked */
     bool raise_src;              /* src's mark must still be asked */
+    enum token_status ts;        /* the token's, for a refusal's detail */
     admit_done_cb done;
     void *arg;
 };

@@ -10,6 +10,8 @@ backend's applies and the orchestrator's signals sit on one time line.
 import http.client
 import json
 import os
+import re
+import select
 import signal
 import socket
 import subprocess
@@ -44,6 +46,88 @@ def wait_until(pred, timeout, what):
 
 class Broken(Exception):
     """A scenario could not set itself up or did not run as written."""
+
+
+# ------------------------------------------------------ peers' answers
+#
+# Every answer a peer gives is read strictly: the answers a scenario can
+# legitimately get are named, anything else is Broken with the answer in
+# the message (never an exception from deep inside a parse).
+
+_FENCE = re.compile(r"[1-9][0-9]{0,18}")
+
+
+def lease_row(out):
+    """psql -At's answer to the lease row's INSERT ... RETURNING fence:
+    the fence ("N" then "INSERT 0 1"), or None when the row is still
+    held by a live lease ("INSERT 0 0": nothing inserted or updated)."""
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    if lines == ["INSERT 0 0"]:
+        return None
+    if len(lines) == 2 and lines[1] == "INSERT 0 1" and \
+            _FENCE.fullmatch(lines[0]):
+        return int(lines[0])
+    raise Broken("the lease row's INSERT answered %r" % out)
+
+
+def psql_answer(r, *wanted):
+    """The text of an actor's psql answer (one statement), which must be
+    one of wanted ("UPDATE 1", "t", ...); Broken otherwise."""
+    if "error" in r:
+        raise Broken("psql: %s" % r["error"])
+    out = r.get("out", "").strip()
+    if out not in wanted:
+        raise Broken("psql answered %r, expected %s"
+                     % (out, " or ".join(repr(w) for w in wanted)))
+    return out
+
+
+def acquire_reply(r):
+    """An actor's answer to the seed's acquire script: the token, or
+    None when the lock is held (the script's false: a nil reply)."""
+    if "error" in r:
+        raise Broken("redis acquire: %s" % r["error"])
+    tok = r.get("reply")
+    if tok is None:
+        return None
+    if isinstance(tok, bool) or not isinstance(tok, int) or tok < 1:
+        raise Broken("redis acquire answered %r, not a token or nil" % tok)
+    return tok
+
+
+def int_reply(r, what):
+    """An actor's answer to a Redis command that returns an integer."""
+    if "error" in r:
+        raise Broken("%s: %s" % (what, r["error"]))
+    v = r.get("reply")
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise Broken("%s answered %r, not an integer" % (what, v))
+    return v
+
+
+# What the lock service may answer an acquire besides 201: busy (423,
+# after wait_ms) and store unavailable for now (503, Retry-After).
+LOCK_RETRY = (423, 503)
+
+
+def lock_fence(r):
+    """The fence of the lock service's answer to an acquire (201 with a
+    JSON body whose fence is a positive integer); None for an answer in
+    LOCK_RETRY; Broken for anything else."""
+    st = r.get("status", 0)
+    if st in LOCK_RETRY:
+        return None
+    body = r.get("body", "")
+    if st != 201:
+        raise Broken("the lock service answered %d: %s" % (st, body[:300]))
+    try:
+        fence = json.loads(body)["fence"]
+    except (ValueError, KeyError, TypeError):
+        fence = None
+    if isinstance(fence, bool) or not isinstance(fence, int) or fence < 1:
+        raise Broken("the lock service's 201 carries no fence: %s"
+                     % body[:300])
+    return fence
 
 
 # ------------------------------------------------------------ recorder
@@ -424,12 +508,21 @@ class Actor:
         self.proc.stdin.flush()
         self.pending += 1
 
-    def reply(self, timeout=30.0):
+    def reply(self, timeout=60.0):
+        """The next answer; Broken when none comes within timeout (a
+        peer that never answers must not hang the lab)."""
+        ready, _, _ = select.select([self.out], [], [], timeout)
+        if not ready:
+            raise Broken("%s did not answer within %.0f s"
+                         % (self.name, timeout))
         line = self.out.readline()
         self.pending -= 1
         if not line:
-            raise Broken("client %s exited" % self.name)
-        return json.loads(line)
+            raise Broken("%s exited" % self.name)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise Broken("%s answered %r" % (self.name, line[:200]))
 
     def call(self, op, **kw):
         self.send(op, **kw)

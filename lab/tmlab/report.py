@@ -16,6 +16,7 @@ h1{font-size:1.5em}h2{font-size:1.15em;margin:1.6em 0 .3em}
 .run{margin:.2em 0 .9em}.run h3{font-size:.95em;margin:.3em 0}
 .ok{color:#17803d}.bad{color:#b42318}
 .verdict{font-size:.9em;color:#333}
+.rounds{font-size:.85em;color:#333;margin:.2em 0}.norace{color:#8a6d00}
 svg{display:block;background:#fafbfc;border:1px solid #e3e6ea;border-radius:4px}
 .legend span{display:inline-block;margin-right:1.2em;font-size:.85em}
 .sw{display:inline-block;width:14px;height:10px;vertical-align:middle;
@@ -168,8 +169,12 @@ const root = document.getElementById("scenarios");
 for (const sc of data.scenarios) {
   const tr = document.createElement("tr");
   const off = sc.runs.filter(r => !r.fenced), on = sc.runs.filter(r => r.fenced);
-  const cell = (rs) => rs.map(r => r.harm ? "failure happened" : "held").join(", ");
-  for (const t of [sc.title, cell(off), cell(on), sc.ok ? "ok" : "BROKEN"]) {
+  const cell = (rs) => rs.map(r => (r.raced === 0 ? "no race" :
+    r.harm ? "failure happened" : "held") + (r.rounds && r.rounds.length > 1 ?
+    " (race in " + r.raced + " of " + r.rounds.length + " rounds)" : "")).join(", ");
+  const noRace = (sc.problem || "").startsWith("the race never happened");
+  for (const t of [sc.title, cell(off), cell(on),
+                   sc.ok ? "ok" : noRace ? "FAILED: no race" : "BROKEN"]) {
     const td = document.createElement("td"); td.textContent = t; tr.appendChild(td);
   }
   tr.lastChild.className = sc.ok ? "ok" : "bad";
@@ -187,13 +192,29 @@ for (const sc of data.scenarios) {
   for (const run of sc.runs) {
     const d = document.createElement("div"); d.className = "run";
     const h3 = document.createElement("h3");
-    h3.textContent = run.name + ": " + (run.harm ? "the failure happened" :
-                                        "the data stayed right");
-    h3.className = run.harm === run.fenced ? "bad" : (run.harm ? "bad" : "ok");
+    h3.textContent = run.name + ": " + (run.raced === 0 ?
+      "the race did not happen" : run.harm ? "the failure happened" :
+      "the data stayed right");
+    h3.className = run.raced === 0 || run.harm || run.harm === run.fenced ?
+      "bad" : "ok";
     d.appendChild(h3);
     d.appendChild(draw(run, maxT));
     const v = document.createElement("div"); v.className = "verdict";
     v.textContent = run.verdict; d.appendChild(v);
+    // Every round, when a round is not the whole story: which had the
+    // race, which did not, and what happened in each.
+    const rounds = run.rounds || [];
+    if (rounds.length > 1 || rounds.some(x => !x.race)) {
+      const ol = document.createElement("ol"); ol.className = "rounds";
+      for (const x of rounds) {
+        const li = document.createElement("li");
+        li.textContent = (x.race ? (x.harm ? "race, harm: " : "race, held: ")
+                          : "") + x.verdict;
+        li.className = x.race ? "" : "norace";
+        ol.appendChild(li);
+      }
+      d.appendChild(ol);
+    }
     sec.appendChild(d);
   }
   root.appendChild(sec);

@@ -1,13 +1,14 @@
 """The seed's failure table, one scenario a function pair: each runs
 once without fencing (clients write to the backend directly) and once
 with it (through tidemark, or with the lock the seed recommends), and
-says whether the harmful outcome happened. The lab checks that it did
-without fencing (else the scenario is broken) and did not with it."""
+reports, for each round it played, whether the race it stages happened
+(two holders, a write or release arriving after the lease moved on) and
+whether the harmful outcome followed. The lab (main.py) judges: without
+fencing the harm shows in at least one round with the race; with it, in
+none; a run in which the race never happened proves nothing and fails."""
 
-import json
 import os
 import signal
-import subprocess
 import time
 
 from . import harness as h
@@ -98,9 +99,7 @@ def redis_acquire(rec, c, port, doc, ttl):
     hold bar from the answer to the TTL's end."""
     r = c.call("redis", port=port, args=[
         "EVAL", h.ACQUIRE, 2, "lock:{%s}" % doc, "fence:{%s}" % doc, ttl])
-    if "error" in r or isinstance(r.get("reply"), dict):
-        raise Broken("redis acquire failed: %r" % r)
-    tok = r["reply"]
+    tok = h.acquire_reply(r)
     if tok is None:
         return None
     rec.step(c.name, "acquire: token %d" % tok, r["t1"])
@@ -110,28 +109,60 @@ def redis_acquire(rec, c, port, doc, ttl):
 
 
 def poll_acquire(rec, c, port, doc, ttl, timeout=10.0):
-    """Try the acquire until it succeeds (the first holder's lease ends)."""
+    """Try the acquire until it succeeds (the first holder's lease ends);
+    a node slow to answer on a loaded machine is asked again."""
     deadline = time.monotonic() + timeout
+    last = "busy"
     while time.monotonic() < deadline:
-        tok = redis_acquire(rec, c, port, doc, ttl)
+        try:
+            tok = redis_acquire(rec, c, port, doc, ttl)
+        except Broken as e:
+            tok, last = None, str(e)
         if tok is not None:
             return tok
         time.sleep(0.005)
-    raise Broken("%s never got the lock" % c.name)
+    raise Broken("%s never got the lock in %.0f s (last: %s)"
+                 % (c.name, timeout, last))
 
 
-def tm_acquire(rec, c, tm, doc, ttl, wait_ms=0):
-    """tidemark's lock service: (status, fence)."""
-    r = c.call("http", method="POST", url="%s/v1/locks/documents/%s"
-               "?ttl_ms=%d&wait_ms=%d" % (tm.admin, doc, ttl, wait_ms))
-    if r["status"] != 201:
-        rec.step(c.name, "acquire: %d (busy)" % r["status"], r["t1"])
-        return r["status"], None
-    fence = json.loads(r["body"])["fence"]
+def tm_acquire(rec, c, tm, doc, ttl, wait_ms=0, name="documents"):
+    """tidemark's lock service: the fence, or None when the lock stayed
+    busy (423 after wait_ms) or the store could not be used (503)."""
+    r = c.call("http", method="POST", url="%s/v1/locks/%s/%s"
+               "?ttl_ms=%d&wait_ms=%d" % (tm.admin, name, doc, ttl, wait_ms),
+               timeout=wait_ms / 1000.0 + 10)
+    fence = h.lock_fence(r)
+    if fence is None:
+        rec.step(c.name, "acquire: %d" % r["status"], r["t1"])
+        return None
     rec.step(c.name, "acquire: token %d" % fence, r["t1"])
     rec.span("hold", c.name, r["t1"], r["t1"] + ttl / 1000.0,
              label="token %d" % fence)
-    return 201, fence
+    return fence
+
+
+def tm_acquire_until(rec, c, tm, doc, ttl, timeout=15.0, name="documents"):
+    """The lock service's acquire, waiting for the lock and asked again
+    after a busy or unavailable answer until timeout: the fence."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        fence = tm_acquire(rec, c, tm, doc, ttl,
+                           wait_ms=max(0, min(10000, int(left * 1000))),
+                           name=name)
+        if fence is not None:
+            return fence
+        if time.monotonic() >= deadline:
+            raise Broken("%s never got the lock from tidemark in %.0f s"
+                         % (c.name, timeout))
+        time.sleep(0.05)
+
+
+def new_lock(tok):
+    """Client 1's token for a lock nobody has held: busy is Broken."""
+    if tok is None:
+        raise Broken("client 1's acquire on a new lock answered busy")
+    return tok
 
 
 def write_op(base, doc, c, body, token):
@@ -168,7 +199,36 @@ def write(rec, c, base, doc, token):
     return r
 
 
-def finish(lab, rec, doc, harm, verdict, **extra):
+def ok(r):
+    return 200 <= r.get("status", 0) < 300
+
+
+def stale_won(final):
+    """The backend (or row) ends with client 1's write: the stale one."""
+    return final is not None and final.startswith("client 1")
+
+
+def one_round(race, harm, verdict, no_race=None):
+    """One round's outcome. harm counts only where the race happened;
+    no_race says what happened instead."""
+    if not race:
+        return {"race": False, "harm": False,
+                "verdict": "no race: %s" % (no_race or verdict)}
+    return {"race": True, "harm": bool(harm), "verdict": verdict}
+
+
+def finish(lab, rec, doc, rnd, **extra):
+    """A run of one round: its events, the round, what the backend
+    holds."""
+    out = timeline(lab, rec, doc)
+    out.update({"harm": rnd["harm"], "verdict": rnd["verdict"],
+                "rounds": [rnd]})
+    out.update(extra)
+    lab.end_run()
+    return out
+
+
+def timeline(lab, rec, doc):
     # Time 0 is 20 ms before the first event (not the start of the
     # processes the run needed).
     shift = min([e["t"] for e in rec.events] or [0]) - 20
@@ -176,12 +236,8 @@ def finish(lab, rec, doc, harm, verdict, **extra):
         e["t"] = round(e["t"] - shift, 1)
         if "t1" in e:
             e["t1"] = round(e["t1"] - shift, 1)
-    out = {"events": sorted(rec.events, key=lambda e: e["t"]),
-           "harm": harm, "verdict": verdict,
-           "final": lab.backend.body(doc)}
-    out.update(extra)
-    lab.end_run()
-    return out
+    return {"events": sorted(rec.events, key=lambda e: e["t"]),
+            "final": lab.backend.body(doc)}
 
 
 def hold_pause(c, ms):
@@ -202,21 +258,22 @@ def paused(lab, fenced):
     port = lab.redis().port
     base = lab.tidemark().url if fenced else lab.backend.url
     c1, c2 = lab.client(rec, "client 1"), lab.client(rec, "client 2")
-    t1 = redis_acquire(rec, c1, port, doc, lab.lock_ms)
+    t1 = new_lock(redis_acquire(rec, c1, port, doc, lab.lock_ms))
     c1.pause()
     c1.send("http", **write_op(base, doc, c1, "client 1, token %d" % t1,
                                t1))
     t2 = poll_acquire(rec, c2, port, doc, lab.lock_ms)
-    write(rec, c2, base, doc, t2)
+    w2 = write(rec, c2, base, doc, t2)
     hold_pause(c1, lab.pause_ms)
     c1.resume()
     r = c1.reply()
     st = record_write(rec, c1, r, t1)
     final = lab.backend.body(doc)
-    harm = final is not None and final.startswith("client 1")
-    return finish(lab, rec, doc, harm,
-                  "the backend ends with %r; client 1's late write: %d"
-                  % (final, st))
+    # The race: client 2 held the lock and wrote while client 1 slept.
+    return finish(lab, rec, doc, one_round(
+        ok(w2), stale_won(final),
+        "the backend ends with %r; client 1's late write: %d" % (final, st),
+        "client 2's write was answered %d" % w2["status"]))
 
 
 # -------------------------------------------------------------- delayed
@@ -231,26 +288,28 @@ def delayed(lab, fenced):
     relay = h.Relay(target.port)
     try:
         c1, c2 = lab.client(rec, "client 1"), lab.client(rec, "client 2")
-        t1 = redis_acquire(rec, c1, port, doc, lab.lock_ms)
+        t1 = new_lock(redis_acquire(rec, c1, port, doc, lab.lock_ms))
         relay_base = "http://127.0.0.1:%d" % relay.port
         c1.send("http", **write_op(relay_base, doc, c1,
                                    "client 1, token %d" % t1, t1))
-        relay.held.wait(10)
+        if not relay.held.wait(10):
+            raise Broken("client 1's write never reached the relay")
         rec.step(c1.name, "write sent (token %d); held in the network"
                  % t1, relay.held_at)
         t2 = poll_acquire(rec, c2, port, doc, lab.lock_ms)
-        write(rec, c2, target.url, doc, t2)
+        w2 = write(rec, c2, target.url, doc, t2)
         relay.release()
         r = c1.reply()
-        rec.span("delay", c1.name, relay.held_at, relay.passed_at)
+        rec.span("delay", c1.name, relay.held_at, relay.passed_at or
+                 r["t1"])
         st = record_write(rec, c1, r, t1)
     finally:
         relay.stop()
     final = lab.backend.body(doc)
-    harm = final is not None and final.startswith("client 1")
-    return finish(lab, rec, doc, harm,
-                  "the backend ends with %r; the delayed write: %d"
-                  % (final, st))
+    return finish(lab, rec, doc, one_round(
+        ok(w2), stale_won(final),
+        "the backend ends with %r; the delayed write: %d" % (final, st),
+        "client 2's write was answered %d" % w2["status"]))
 
 
 # ------------------------------------------------------------- failover
@@ -275,32 +334,42 @@ def failover(lab, fenced):
     replica = lab.keep(S.Redis(extra=["--replicaof", "127.0.0.1",
                                       str(link.port)]).start())
     c1, c2, c3 = (lab.client(rec, "client %d" % i) for i in (1, 2, 3))
-    t1 = redis_acquire(rec, c1, primary.port, doc, lab.lock_ms)
+    t1 = new_lock(redis_acquire(rec, c1, primary.port, doc, lab.lock_ms))
     write(rec, c1, lab.backend.url, doc, t1)
-    c1.call("redis", port=primary.port,
-            args=["EVAL", h.RELEASE, 1, "lock:{%s}" % doc, t1])
-    rec.step(c1.name, "release")
-    wait_until(lambda: h.redis(replica.port, "GET", "fence:{%s}" % doc)
-               == str(t1) and h.redis(replica.port, "EXISTS",
-                                      "lock:{%s}" % doc) == 0,
+    r = c1.call("redis", port=primary.port,
+                args=["EVAL", h.RELEASE, 1, "lock:{%s}" % doc, t1])
+    rec.step(c1.name, "release: %d" % h.int_reply(r, "release"), r["t1"])
+    fence_key = "fence:{%s}" % doc
+    wait_until(lambda: h.redis(replica.port, "GET", fence_key) == str(t1)
+               and h.redis(replica.port, "EXISTS", "lock:{%s}" % doc) == 0,
                10, "the replica to have fence 1 and the release")
     rec.step("redis", "the replica has fence %d" % t1)
     link.cut.set()
     rec.step("redis", "replication lags (the link to the replica is cut)")
     t2 = redis_acquire(rec, c2, primary.port, doc, lab.lock_ms * 10)
+    if t2 is None:
+        raise Broken("client 2's acquire after the release answered busy")
     write(rec, c2, lab.backend.url, doc, t2)
     primary.kill9()
     rec.add("crash", "redis", text="primary killed (kill -9) before the "
             "replica had fence %d" % t2)
-    h.redis(replica.port, "REPLICAOF", "NO", "ONE")
+    # The race: the replica lost the increment (it still has t1).
+    lost = h.redis(replica.port, "GET", fence_key)
+    promoted = h.redis(replica.port, "REPLICAOF", "NO", "ONE")
+    if promoted != "OK":
+        raise Broken("REPLICAOF NO ONE answered %r" % (promoted,))
     rec.step("redis", "replica promoted (REPLICAOF NO ONE)")
     t3 = redis_acquire(rec, c3, replica.port, doc, lab.lock_ms)
+    if t3 is None:
+        raise Broken("client 3's acquire on the promoted replica answered "
+                     "busy")
     write(rec, c3, lab.backend.url, doc, t3)
-    harm = t3 == t2
-    return finish(lab, rec, doc, harm,
-                  "tokens issued: %d, %d, %d%s" % (
-                      t1, t2, t3, " (token %d twice)" % t2 if harm else ""),
-                  tokens=[t1, t2, t3])
+    issued = "tokens issued: %d, %d, %d%s" % (
+        t1, t2, t3, " (token %d twice)" % t2 if t3 == t2 else "")
+    return finish(lab, rec, doc, one_round(
+        lost == str(t1), t3 == t2, issued,
+        "the replica had fence %r when the primary died" % (lost,)),
+        tokens=[t1, t2, t3])
 
 
 def failover_fenced(lab):
@@ -320,38 +389,55 @@ def failover_fenced(lab):
             c = lab.client(rec, "client %d" % i)
             ttl = lab.lock_ms
             if i == 3:
-                lane = "tidemark" if kind == "tm" else "postgres"
-                if kind == "tm":
-                    tm.kill9()
-                    rec.add("crash", lane, text="tidemark killed (kill -9)")
-                    tm.start()
-                    rec.step(lane, "tidemark restarted")
-                else:
-                    pg.stop(signal.SIGQUIT)
-                    rec.add("crash", lane, text="Postgres crashed "
-                            "(immediate shutdown)")
-                    pg.start()
-                    rec.step(lane, "Postgres restarted (WAL recovery)")
+                crash(rec, tm, pg, kind)
             if kind == "tm":
-                _, tok = tm_acquire(rec, c, tm, doc, ttl, wait_ms=10000)
+                tok = tm_acquire_until(rec, c, tm, doc, ttl)
             else:
                 tok = lease_acquire(rec, c, pg, doc, ttl)
             tokens.append(tok)
             write(rec, c, tm.url, doc, tok)
             if i == 1:
-                if kind == "tm":
-                    c.call("http", method="DELETE", url="%s/v1/locks/"
-                           "documents/%s?token=%d" % (tm.admin, doc, tok))
-                else:
-                    pg.sql("UPDATE leases SET expires_at = '-infinity' "
-                           "WHERE name = '%s' AND fence = %d" % (doc, tok))
-                rec.step(c.name, "release")
-        harm = len(set(tokens)) != len(tokens)
-        out = finish(lab, rec, doc, harm, "tokens issued: %s" % ", ".join(
-            str(t) for t in tokens), tokens=tokens)
+                release_first(rec, c, tm, pg, kind, doc, tok)
+        out = finish(lab, rec, doc, one_round(
+            True, len(set(tokens)) != len(tokens),
+            "tokens issued: %s" % ", ".join(str(t) for t in tokens)),
+            tokens=tokens)
         out["name"] = name
         runs.append(out)
     return runs
+
+
+def crash(rec, tm, pg, kind):
+    """Between the second and the third acquire: the counter's keeper
+    crashes and comes back."""
+    if kind == "tm":
+        tm.kill9()
+        rec.add("crash", "tidemark", text="tidemark killed (kill -9)")
+        tm.start()
+        rec.step("tidemark", "tidemark restarted")
+    else:
+        pg.stop(signal.SIGQUIT)
+        rec.add("crash", "postgres", text="Postgres crashed "
+                "(immediate shutdown)")
+        pg.start()
+        rec.step("postgres", "Postgres restarted (WAL recovery)")
+
+
+def release_first(rec, c, tm, pg, kind, doc, tok):
+    if kind == "tm":
+        r = c.call("http", method="DELETE", url="%s/v1/locks/"
+                   "documents/%s?token=%d" % (tm.admin, doc, tok))
+        # 409: the lease had already ended (a slow machine): free too.
+        if r["status"] not in (204, 409):
+            raise Broken("client 1's release answered %d: %s"
+                         % (r["status"], r["body"][:300]))
+    else:
+        out = pg.sql("UPDATE leases SET expires_at = '-infinity' "
+                     "WHERE name = '%s' AND fence = %d" % (doc, tok))
+        if out.strip() != "UPDATE 1":
+            raise Broken("client 1's release of the lease row answered "
+                         "%r" % out)
+    rec.step(c.name, "release")
 
 
 LEASE_SQL = ("INSERT INTO leases (name, owner, fence, expires_at) "
@@ -362,21 +448,27 @@ LEASE_SQL = ("INSERT INTO leases (name, owner, fence, expires_at) "
              "RETURNING fence;")
 
 
-def lease_acquire(rec, c, pg, doc, ttl, timeout=10.0):
-    """The seed's lease row, tried until free: the fence."""
+def lease_acquire(rec, c, pg, doc, ttl, timeout=15.0):
+    """The seed's lease row, asked again while it is held (INSERT 0 0)
+    or while Postgres is still starting after its crash: the fence."""
     deadline = time.monotonic() + timeout
+    last = "the row was held"
     while time.monotonic() < deadline:
-        out = pg.sql(LEASE_SQL % {"n": doc, "o": c.name,
-                                  "s": ttl / 1000.0}).strip()
-        if out:
+        try:
+            out = pg.sql(LEASE_SQL % {"n": doc, "o": c.name,
+                                      "s": ttl / 1000.0})
+        except RuntimeError as e:     # psql failed: not up yet
+            out, last = None, str(e).strip()[-300:]
+        tok = h.lease_row(out) if out is not None else None
+        if tok is not None:
             now = time.monotonic()
-            tok = int(out.split()[0])
             rec.step(c.name, "lease row: token %d" % tok, now)
             rec.span("hold", c.name, now, now + ttl / 1000.0,
                      label="token %d" % tok)
             return tok
         time.sleep(0.01)
-    raise Broken("%s never got the lease row" % c.name)
+    raise Broken("%s never got the lease row in %.0f s (last: %s)"
+                 % (c.name, timeout, last))
 
 
 # -------------------------------------------------------------- redlock
@@ -413,14 +505,25 @@ class Nodes:
         os.rename(self.jump + ".tmp", self.jump)
 
 
-def fence_token(lab, tm, c, doc):
+def fence_token(tm, c, doc):
     """Redlock has no token: with fencing, a holder takes one from a
     durable counter (tidemark's lock service: take and give back)."""
-    r = c.call("http", method="POST", url="%s/v1/locks/fence/%s?ttl_ms=1"
-               "&wait_ms=2000" % (tm.admin, doc))
-    tok = json.loads(r["body"])["fence"]
-    c.call("http", method="DELETE", url="%s/v1/locks/fence/%s?token=%d"
-           % (tm.admin, doc, tok))
+    deadline = time.monotonic() + 15
+    while True:
+        r = c.call("http", method="POST", url="%s/v1/locks/fence/%s"
+                   "?ttl_ms=1&wait_ms=2000" % (tm.admin, doc), timeout=12)
+        tok = h.lock_fence(r)
+        if tok is not None:
+            break
+        if time.monotonic() > deadline:
+            raise Broken("%s got no fence token in 15 s (last: %d)"
+                         % (c.name, r["status"]))
+    r = c.call("http", method="DELETE", url="%s/v1/locks/fence/%s?token=%d"
+               % (tm.admin, doc, tok))
+    # 409: the 1 ms lease had already ended, which gives it back too.
+    if r["status"] not in (204, 409):
+        raise Broken("giving the fence token back answered %d: %s"
+                     % (r["status"], r["body"][:300]))
     return tok
 
 
@@ -442,7 +545,10 @@ def first_majority(c, ports, key, ttl, tries=5):
         if r["majority"]:
             return r
         for port in r["won"]:
-            h.redis(port, "EVAL", h.RELEASE, 1, key, "c1")
+            try:
+                h.redis(port, "EVAL", h.RELEASE, 1, key, "c1")
+            except OSError:
+                pass    # a node that does not answer: its key expires
     return r
 
 
@@ -454,85 +560,124 @@ def redlock_pause(lab, fenced):
     return _redlock(lab, fenced, "pause")
 
 
+def no_majority(who, r):
+    """Why a Redlock acquire did not hold: too few nodes, or a majority
+    that took longer than the TTL to gather (no validity left)."""
+    won = len(r["won"])
+    if won >= 3:
+        return ("%s got %d of 5 nodes but no validity: %.0f ms left of "
+                "the TTL after asking them" % (who, won, r["validity_ms"]))
+    return "%s got %d of 5 nodes, no majority" % (who, won)
+
+
+def clock_round(lab, nodes, tm, base, rec, c1, c2, doc, key):
+    """Client 1 reaches nodes 1-3 only (4 and 5 are cut off from it: its
+    connections are refused), with a TTL long enough that its lease is
+    valid by its own clock throughout; node 3's clock jumps; client 2
+    takes nodes 3-5 and writes; client 1, still valid by its clock,
+    writes."""
+    ttl = lab.lock_ms * 20
+    dead = [h.free_port(), h.free_port()]
+    r1 = first_majority(c1, nodes.ports[:3] + dead, key, ttl)
+    redlock_hold(rec, c1, r1, ttl)
+    if not r1["majority"]:
+        return one_round(False, False, "", no_majority("client 1", r1))
+    t1 = fence_token(tm, c1, doc) if tm else None
+    nodes.step_clock(ttl * 100)
+    rec.add("crash", "redis", text="node 3's clock jumps %d s ahead"
+            % (ttl * 100 // 1000))
+    r2 = c2.call("redlock", ports=nodes.ports, key=key, value="c2",
+                 ttl=ttl)
+    redlock_hold(rec, c2, r2, ttl)
+    if not r2["majority"]:
+        return one_round(False, False, "", no_majority("client 2", r2))
+    t2 = fence_token(tm, c2, doc) if tm else None
+    w2 = write(rec, c2, base, doc, t2)
+    # Client 1 checks its validity by its own clock before it writes.
+    if time.monotonic() >= r1["t0"] + r1["validity_ms"] / 1e3:
+        return one_round(False, False, "", "client 1's validity ended "
+                         "before it could write (a slow machine)")
+    r = c1.call("http", **write_op(base, doc, c1, body_of(c1, t1), t1))
+    record_write(rec, c1, r, t1, r["t0"])
+    final = lab.backend.body(doc)
+    return one_round(ok(w2), stale_won(final),
+                     "the backend ends with %r" % final,
+                     "client 2's write was answered %d" % w2["status"])
+
+
+def pause_round(lab, nodes, tm, base, rec, c1, c2, doc, key):
+    """Client 1 holds all 5 nodes and is paused past the TTL (its write
+    already sent, waiting in the paused process); client 2 takes a
+    majority and writes; client 1 resumes."""
+    ttl = lab.lock_ms
+    r1 = first_majority(c1, nodes.ports, key, ttl)
+    redlock_hold(rec, c1, r1, ttl)
+    if not r1["majority"]:
+        return one_round(False, False, "", no_majority("client 1", r1))
+    t1 = fence_token(tm, c1, doc) if tm else None
+    c1.pause()
+    c1.send("http", **write_op(base, doc, c1, body_of(c1, t1), t1))
+    deadline = time.monotonic() + 10
+    while True:
+        r2 = c2.call("redlock", ports=nodes.ports, key=key, value="c2",
+                     ttl=ttl)
+        if r2["majority"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    redlock_hold(rec, c2, r2, ttl)
+    w2 = None
+    if r2["majority"]:
+        t2 = fence_token(tm, c2, doc) if tm else None
+        w2 = write(rec, c2, base, doc, t2)
+    hold_pause(c1, lab.pause_ms)
+    c1.resume()
+    r = c1.reply()
+    record_write(rec, c1, r, t1)
+    final = lab.backend.body(doc)
+    # Client 1 believed it held a majority when it wrote: it has no way
+    # to know it was paused.
+    if w2 is None:
+        return one_round(False, False, "", no_majority("client 2", r2))
+    return one_round(ok(w2), stale_won(final),
+                     "the backend ends with %r" % final,
+                     "client 2's write was answered %d" % w2["status"])
+
+
 def _redlock(lab, fenced, how):
     if getattr(lab, "_nodes", None) is None:
         lab._nodes = Nodes(lab)
-    nodes = lab._nodes
+    play = clock_round if how == "clock" else pause_round
     tm = lab.tidemark() if fenced else None
     base = tm.url if fenced else lab.backend.url
-    two = 0
     outs = []
-    for rnd in range(lab.rounds):
+    for _ in range(lab.rounds):
         rec = h.Recorder()
         lab.backend.reset(rec)
         doc = lab.doc("redlock-" + how)
         c1, c2 = lab.client(rec, "client 1"), lab.client(rec, "client 2")
-        key = "redlock:" + doc
-        if how == "clock":
-            # Client 1 reaches nodes 1-3 only (4 and 5 are cut off from
-            # it: its connections are refused); a TTL long enough that
-            # its lease is valid by its own clock throughout.
-            ttl = lab.lock_ms * 20
-            dead = [h.free_port(), h.free_port()]
-            r1 = first_majority(c1, nodes.ports[:3] + dead, key, ttl)
-            redlock_hold(rec, c1, r1, ttl)
-            t1 = fence_token(lab, tm, c1, doc) if fenced else None
-            nodes.step_clock(ttl * 100)
-            rec.add("crash", "redis", text="node 3's clock jumps %d s "
-                    "ahead" % (ttl * 100 // 1000))
-            r2 = c2.call("redlock", ports=nodes.ports, key=key, value="c2",
-                         ttl=ttl)
-            redlock_hold(rec, c2, r2, ttl)
-            t2 = fence_token(lab, tm, c2, doc) if fenced else None
-            write(rec, c2, base, doc, t2)
-            # Client 1, still inside its validity by its own clock.
-            still = time.monotonic() < r1["t0"] + r1["validity_ms"] / 1e3
-            r = c1.call("http", **write_op(base, doc, c1,
-                                            body_of(c1, t1), t1))
-            record_write(rec, c1, r, t1, r["t0"])
-            both = r1["majority"] and r2["majority"] and still
-        else:
-            ttl = lab.lock_ms
-            r1 = first_majority(c1, nodes.ports, key, ttl)
-            redlock_hold(rec, c1, r1, ttl)
-            t1 = fence_token(lab, tm, c1, doc) if fenced else None
-            c1.pause()
-            c1.send("http", **write_op(base, doc, c1,
-                                       body_of(c1, t1), t1))
-            deadline = time.monotonic() + 10
-            while True:
-                r2 = c2.call("redlock", ports=nodes.ports, key=key,
-                             value="c2", ttl=ttl)
-                if r2["majority"] or time.monotonic() > deadline:
-                    break
-                time.sleep(0.005)
-            redlock_hold(rec, c2, r2, ttl)
-            t2 = fence_token(lab, tm, c2, doc) if fenced else None
-            write(rec, c2, base, doc, t2)
-            hold_pause(c1, lab.pause_ms)
-            c1.resume()
-            r = c1.reply()
-            record_write(rec, c1, r, t1)
-            # Client 1 believed it held a majority when it wrote: it has
-            # no way to know it was paused.
-            both = r1["majority"] and r2["majority"]
-        two += 1 if both else 0
-        final = lab.backend.body(doc)
-        stale = final is not None and final.startswith("client 1")
-        outs.append(finish(lab, rec, doc, stale,
-                           "the backend ends with %r" % final))
-    if two != lab.rounds:
-        raise Broken("two majority holders in only %d of %d rounds"
-                     % (two, lab.rounds))
-    first = outs[0]
-    stale = sum(1 for o in outs if o["harm"])
-    first["harm"] = stale == len(outs) if not fenced else stale > 0
-    first["verdict"] = ("two majority holders in %d of %d rounds; the "
-                        "stale write applied in %d; first round: %s"
-                        % (two, lab.rounds, stale, first["verdict"]))
-    first["two_holders"] = two
-    first["rounds"] = lab.rounds
-    return first
+        rnd = play(lab, lab._nodes, tm, base, rec, c1, c2, doc,
+                   "redlock:" + doc)
+        outs.append(finish(lab, rec, doc, rnd))
+    return rounds_run(outs, fenced)
+
+
+def rounds_run(outs, fenced):
+    """One run of several rounds, shown by one of them: the first with
+    the race (and, without fencing, the harm); every round's outcome in
+    rounds."""
+    rounds = [o["rounds"][0] for o in outs]
+    raced = [i for i, r in enumerate(rounds) if r["race"]]
+    harmed = [i for i in raced if rounds[i]["harm"]]
+    pick = (harmed if not fenced and harmed else raced or [0])[0]
+    out = dict(outs[pick])
+    out["rounds"] = rounds
+    out["two_holders"] = len(raced)
+    out["harm"] = bool(harmed)
+    out["verdict"] = ("two majority holders in %d of %d rounds; the stale "
+                      "write applied in %d of them; round %d shown: %s"
+                      % (len(raced), len(rounds), len(harmed), pick + 1,
+                         rounds[pick]["verdict"]))
+    return out
 
 
 # --------------------------------------------------------- slow release
@@ -545,45 +690,83 @@ def slow_release(lab, fenced):
     c1, c2, c3 = (lab.client(rec, "client %d" % i) for i in (1, 2, 3))
     long_ttl = lab.lock_ms * 10
     if not fenced:
-        port = lab.redis().port
-        redis_acquire(rec, c1, port, doc, lab.lock_ms)
-        c1.pause()
-        c1.send("redis", port=port, args=["DEL", "lock:{%s}" % doc])
-        poll_acquire(rec, c2, port, doc, long_ttl)
-        hold_pause(c1, lab.pause_ms)
-        c1.resume()
-        r = c1.reply()
-        rec.step(c1.name, "release: DEL deleted %d key" % r["reply"],
-                 r["t1"])
-        t3 = redis_acquire(rec, c3, port, doc, lab.lock_ms)
-        harm = t3 is not None
-        if t3 is None:
-            rec.add("refused", c3.name, text="acquire: busy")
-        verdict = ("client 3 got the lock (token %s) while client 2's "
-                   "lease was live" % t3 if harm else "client 3: busy")
+        rnd = release_unfenced(lab, rec, doc, c1, c2, c3, long_ttl)
     else:
-        tm = lab.tidemark()
-        _, f1 = tm_acquire(rec, c1, tm, doc, lab.lock_ms)
-        c1.pause()
-        c1.send("http", method="DELETE", url="%s/v1/locks/documents/%s"
-                "?token=%d" % (tm.admin, doc, f1))
-        tm_acquire(rec, c2, tm, doc, long_ttl, wait_ms=10000)
-        hold_pause(c1, lab.pause_ms)
-        c1.resume()
-        r = c1.reply()
-        if r["status"] == 204:
-            rec.step(c1.name, "release: 204", r["t1"])
-        else:
-            rec.add("refused", c1.name, r["t1"], status=r["status"],
-                    text="release refused: %d (deletes nothing)"
-                    % r["status"])
-        st, f3 = tm_acquire(rec, c3, tm, doc, lab.lock_ms)
-        if f3 is None:
-            rec.add("refused", c3.name, status=st, text="acquire: %d" % st)
-        harm = f3 is not None
-        verdict = ("client 1's release: %d; client 3's acquire: %d"
-                   % (r["status"], st))
-    return finish(lab, rec, doc, harm, verdict)
+        rnd = release_fenced(lab, rec, doc, c1, c2, c3, long_ttl)
+    return finish(lab, rec, doc, rnd)
+
+
+def release_late(lab, c1, release, take, ttl):
+    """Client 1 is paused with its release (an actor operation) sent;
+    take() gives client 2 the lock for ttl ms; client 1 resumes. Its
+    answer, and the earliest time client 2's lease can end."""
+    c1.pause()
+    c1.send(**release)
+    c2_from = time.monotonic()
+    take()
+    hold_pause(c1, lab.pause_ms)
+    c1.resume()
+    return c1.reply(), c2_from + ttl / 1000.0
+
+
+def release_unfenced(lab, rec, doc, c1, c2, c3, long_ttl):
+    port = lab.redis().port
+    new_lock(redis_acquire(rec, c1, port, doc, lab.lock_ms))
+    r, c2_until = release_late(
+        lab, c1, dict(op="redis", port=port, args=["DEL", "lock:{%s}" % doc]),
+        lambda: poll_acquire(rec, c2, port, doc, long_ttl), long_ttl)
+    deleted = h.int_reply(r, "client 1's DEL")
+    rec.step(c1.name, "release: DEL deleted %d key" % deleted, r["t1"])
+    r3 = c3.call("redis", port=port, args=[
+        "EVAL", h.ACQUIRE, 2, "lock:{%s}" % doc, "fence:{%s}" % doc,
+        lab.lock_ms])
+    t3 = h.acquire_reply(r3)
+    if t3 is None:
+        rec.add("refused", c3.name, r3["t1"], text="acquire: busy")
+    else:
+        rec.step(c3.name, "acquire: token %d" % t3, r3["t1"])
+    # The race: client 1's DEL removed client 2's live lock, and client 3
+    # asked while client 2's lease was still running.
+    live = deleted == 1 and r3["t1"] < c2_until
+    return one_round(
+        live, t3 is not None,
+        "client 3 got the lock (token %s) while client 2's lease was live"
+        % t3 if t3 is not None else "client 3: busy",
+        "client 1's DEL deleted %d key; client 2's lease %s" % (
+            deleted, "live" if r3["t1"] < c2_until else "had ended"))
+
+
+def release_fenced(lab, rec, doc, c1, c2, c3, long_ttl):
+    tm = lab.tidemark()
+    f1 = new_lock(tm_acquire(rec, c1, tm, doc, lab.lock_ms))
+    r, c2_until = release_late(
+        lab, c1, dict(op="http", method="DELETE", url="%s/v1/locks/"
+                      "documents/%s?token=%d" % (tm.admin, doc, f1)),
+        lambda: tm_acquire_until(rec, c2, tm, doc, long_ttl), long_ttl)
+    if r["status"] == 204:
+        rec.step(c1.name, "release: 204", r["t1"])
+    elif r["status"] == 409:
+        rec.add("refused", c1.name, r["t1"], status=409,
+                text="release refused: 409 (deletes nothing)")
+    else:
+        raise Broken("client 1's release answered %d: %s"
+                     % (r["status"], r["body"][:300]))
+    r3 = c3.call("http", method="POST", url="%s/v1/locks/documents/%s"
+                 "?ttl_ms=%d" % (tm.admin, doc, lab.lock_ms))
+    f3 = h.lock_fence(r3)
+    if f3 is None and r3["status"] != 423:
+        raise Broken("client 3's acquire answered %d: %s"
+                     % (r3["status"], r3["body"][:300]))
+    if f3 is None:
+        rec.add("refused", c3.name, r3["t1"], status=423,
+                text="acquire: 423")
+    else:
+        rec.step(c3.name, "acquire: token %d" % f3, r3["t1"])
+    return one_round(
+        r3["t1"] < c2_until, f3 is not None,
+        "client 1's release: %d; client 3's acquire: %d"
+        % (r["status"], r3["status"]),
+        "client 2's lease had ended when client 3 asked")
 
 
 # ---------------------------------------------------- job longer than TTL
@@ -594,41 +777,43 @@ def long_job(lab, fenced):
     lab.backend.reset(rec)
     doc = lab.doc("longjob")
     c1, c2 = lab.client(rec, "client 1"), lab.client(rec, "client 2")
-    if not fenced:
-        port = lab.redis().port
-        base = lab.backend.url
-        t1 = redis_acquire(rec, c1, port, doc, lab.lock_ms)
-    else:
-        tm = lab.tidemark()
-        base = tm.url
-        _, t1 = tm_acquire(rec, c1, tm, doc, lab.lock_ms)
+    tm = None if not fenced else lab.tidemark()
+    port = lab.redis().port if not fenced else None
+    base = tm.url if fenced else lab.backend.url
+    t1 = new_lock(redis_acquire(rec, c1, port, doc, lab.lock_ms)
+                  if not fenced else tm_acquire(rec, c1, tm, doc, lab.lock_ms))
     write(rec, c1, base, doc, t1)
     c1.send("work", ms=lab.pause_ms)
     rec.step(c1.name, "a job step of %d ms" % lab.pause_ms)
     if not fenced:
         t2 = poll_acquire(rec, c2, port, doc, lab.lock_ms * 10)
     else:
-        _, t2 = tm_acquire(rec, c2, tm, doc, lab.lock_ms * 10,
-                           wait_ms=10000)
-    write(rec, c2, base, doc, t2)
+        t2 = tm_acquire_until(rec, c2, tm, doc, lab.lock_ms * 10)
+    w2 = write(rec, c2, base, doc, t2)
     c1.reply()
     if not fenced:
         r = c1.call("redis", port=port, args=[
             "EVAL", h.EXTEND, 1, "lock:{%s}" % doc, t1, lab.lock_ms])
-        rec.step(c1.name, "extend: %s (not checked)" % r["reply"], r["t1"])
-        r = write(rec, c1, base, doc, t1)
+        rec.step(c1.name, "extend: %d (not checked)"
+                 % h.int_reply(r, "extend"), r["t1"])
+        write(rec, c1, base, doc, t1)
     else:
         r = c1.call("http", method="PATCH", url="%s/v1/locks/documents/%s"
                     "?token=%d&ttl_ms=%d" % (tm.admin, doc, t1,
                                             lab.lock_ms))
         if r["status"] == 200:
             write(rec, c1, base, doc, t1)
+        elif r["status"] == 409:
+            rec.add("refused", c1.name, r["t1"], status=409,
+                    text="extend: 409: the lock is lost, stop")
         else:
-            rec.add("refused", c1.name, r["t1"], status=r["status"],
-                    text="extend: %d: the lock is lost, stop" % r["status"])
+            raise Broken("client 1's extend answered %d: %s"
+                         % (r["status"], r["body"][:300]))
     final = lab.backend.body(doc)
-    harm = final is not None and final.startswith("client 1")
-    return finish(lab, rec, doc, harm, "the backend ends with %r" % final)
+    # The race: client 2 took the lock and wrote during client 1's step.
+    return finish(lab, rec, doc, one_round(
+        ok(w2), stale_won(final), "the backend ends with %r" % final,
+        "client 2's write was answered %d" % w2["status"]))
 
 
 # ---------------------------------------------- advisory lock, same tx
@@ -639,74 +824,104 @@ def advisory(lab, fenced):
     lab.backend.reset(rec)
     doc = lab.doc("advisory")
     pg = lab.postgres()
-    pg.sql("INSERT INTO documents (name, body) VALUES ('%s', 'v0')" % doc)
+    out = pg.sql("INSERT INTO documents (name, body) VALUES ('%s', 'v0')"
+                 % doc)
+    if out.strip() != "INSERT 0 1":
+        raise Broken("the document row's INSERT answered %r" % out)
     c1, c2 = lab.client(rec, "client 1"), lab.client(rec, "client 2")
-    dsn = pg.dsn
-    upd = "UPDATE documents SET body = '%%s' WHERE name = '%s';" % doc
-
-    def applied(c, r, what):
-        if r.get("out", "").strip() == "UPDATE 1" or "COMMIT" in \
-                r.get("out", ""):
-            rec.add("write", "postgres", r["t1"], client=c.name,
-                    body=what)
-
     for c in (c1, c2):
-        c.call("sql_open", dsn=dsn)
+        c.call("sql_open", dsn=pg.dsn)
     if not fenced:
-        # A Redis lock outside the database; the work commits on its own.
-        port = lab.redis().port
-        t1 = redis_acquire(rec, c1, port, doc, lab.lock_ms)
-        c1.pause()
-        c1.send("sql", q=upd % ("client 1, token %d" % t1))
-        t2 = poll_acquire(rec, c2, port, doc, lab.lock_ms)
-        r = c2.call("sql", q=upd % ("client 2, token %d" % t2))
-        applied(c2, r, "client 2")
-        hold_pause(c1, lab.pause_ms)
-        c1.resume()
-        r = c1.reply()
-        applied(c1, r, "client 1")
+        rnd = advisory_unfenced(lab, rec, doc, c1, c2)
     else:
-        lock = "SELECT pg_try_advisory_xact_lock(hashtext('%s'));" % doc
-        c1.call("sql", q="BEGIN;")
-        r = c1.call("sql", q=lock)
-        rec.step(c1.name, "BEGIN; advisory lock: %s" % r["out"].strip(),
-                 r["t1"])
-        held_from = r["t1"]
-        r = c1.call("sql", q=upd % "client 1")
-        rec.step(c1.name, "UPDATE (uncommitted)", r["t1"])
-        c1.pause()
-        c2.call("sql", q="BEGIN;")
-        r = c2.call("sql", q=lock)
-        rec.step(c2.name, "BEGIN; advisory lock: %s (busy)"
-                 % r["out"].strip(), r["t1"])
-        c2.call("sql", q="ROLLBACK;")
-        hold_pause(c1, lab.pause_ms)
-        c1.kill()
-        now = time.monotonic()
-        rec.span("pause", c1.name, c1.paused_at, now)
-        rec.span("hold", c1.name, held_from, now, label="advisory lock")
-        rec.add("refused", c1.name, now, text="disconnected: Postgres "
-                "rolls its transaction back")
-        deadline = time.monotonic() + 10
-        while True:
-            c2.call("sql", q="BEGIN;")
-            r = c2.call("sql", q=lock)
-            if r["out"].strip() == "t" or time.monotonic() > deadline:
-                break
-            c2.call("sql", q="ROLLBACK;")
-            time.sleep(0.005)
-        rec.step(c2.name, "BEGIN; advisory lock: t", r["t1"])
-        held2 = r["t1"]
-        c2.call("sql", q=upd % "client 2")
-        r = c2.call("sql", q="COMMIT;")
-        rec.span("hold", c2.name, held2, r["t1"], label="advisory lock")
-        applied(c2, r, "client 2")
+        rnd = advisory_fenced(lab, rec, doc, c1, c2)
     final = pg.sql("SELECT body FROM documents WHERE name = '%s'"
                    % doc).strip()
-    harm = final.startswith("client 1")
-    out = finish(lab, rec, doc, harm, "the row ends with %r" % final)
+    rnd = one_round(rnd["race"], stale_won(final),
+                    "the row ends with %r" % final, rnd["verdict"])
+    out = finish(lab, rec, doc, rnd)
     out["final"] = final
     return out
+
+
+def update_sql(doc, body):
+    return "UPDATE documents SET body = '%s' WHERE name = '%s';" % (body,
+                                                                     doc)
+
+
+def applied(rec, c, r, what):
+    rec.add("write", "postgres", r["t1"], client=c.name, body=what)
+
+
+def advisory_unfenced(lab, rec, doc, c1, c2):
+    """A Redis lock outside the database; the work commits on its
+    own."""
+    port = lab.redis().port
+    t1 = new_lock(redis_acquire(rec, c1, port, doc, lab.lock_ms))
+    c1.pause()
+    c1.send("sql", q=update_sql(doc, "client 1, token %d" % t1))
+    t2 = poll_acquire(rec, c2, port, doc, lab.lock_ms)
+    r = c2.call("sql", q=update_sql(doc, "client 2, token %d" % t2))
+    h.psql_answer(r, "UPDATE 1")
+    applied(rec, c2, r, "client 2")
+    hold_pause(c1, lab.pause_ms)
+    c1.resume()
+    r = c1.reply()
+    h.psql_answer(r, "UPDATE 1")
+    applied(rec, c1, r, "client 1")
+    # Client 2 held the lock and wrote while client 1 was paused.
+    return {"race": True, "verdict": ""}
+
+
+def advisory_fenced(lab, rec, doc, c1, c2):
+    """The advisory lock in the transaction of the work; client 1
+    disconnects while paused: Postgres rolls its update back."""
+    lock = "SELECT pg_try_advisory_xact_lock(hashtext('%s'));" % doc
+    h.psql_answer(c1.call("sql", q="BEGIN;"), "BEGIN")
+    r = c1.call("sql", q=lock)
+    if h.psql_answer(r, "t", "f") != "t":
+        raise Broken("client 1 found a new advisory lock busy")
+    rec.step(c1.name, "BEGIN; advisory lock: t", r["t1"])
+    held_from = r["t1"]
+    r = c1.call("sql", q=update_sql(doc, "client 1"))
+    h.psql_answer(r, "UPDATE 1")
+    rec.step(c1.name, "UPDATE (uncommitted)", r["t1"])
+    c1.pause()
+    h.psql_answer(c2.call("sql", q="BEGIN;"), "BEGIN")
+    r = c2.call("sql", q=lock)
+    busy = h.psql_answer(r, "t", "f") == "f"
+    rec.step(c2.name, "BEGIN; advisory lock: %s%s"
+             % (r["out"].strip(), " (busy)" if busy else ""), r["t1"])
+    h.psql_answer(c2.call("sql", q="ROLLBACK;"), "ROLLBACK")
+    hold_pause(c1, lab.pause_ms)
+    c1.kill()
+    now = time.monotonic()
+    rec.span("pause", c1.name, c1.paused_at, now)
+    rec.span("hold", c1.name, held_from, now, label="advisory lock")
+    rec.add("refused", c1.name, now, text="disconnected: Postgres "
+            "rolls its transaction back")
+    deadline = time.monotonic() + 10
+    while True:
+        h.psql_answer(c2.call("sql", q="BEGIN;"), "BEGIN")
+        r = c2.call("sql", q=lock)
+        if h.psql_answer(r, "t", "f") == "t":
+            break
+        h.psql_answer(c2.call("sql", q="ROLLBACK;"), "ROLLBACK")
+        if time.monotonic() > deadline:
+            raise Broken("client 2 never got the advisory lock after "
+                         "client 1 was gone")
+        time.sleep(0.005)
+    rec.step(c2.name, "BEGIN; advisory lock: t", r["t1"])
+    held2 = r["t1"]
+    h.psql_answer(c2.call("sql", q=update_sql(doc, "client 2")),
+                  "UPDATE 1")
+    r = c2.call("sql", q="COMMIT;")
+    h.psql_answer(r, "COMMIT")
+    rec.span("hold", c2.name, held2, r["t1"], label="advisory lock")
+    applied(rec, c2, r, "client 2")
+    # The race: client 2 asked while client 1 held the lock.
+    return {"race": busy, "verdict": "client 2 found the lock free while "
+            "client 1 held it"}
 
 
 SCENARIOS = [

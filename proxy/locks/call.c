@@ -361,6 +361,12 @@ lock_call_token(struct lock_call *c, const struct evkeyvalq *q)
                          "lock");
         return false;
     }
+    if (ts == TOKEN_NO_KEY) {
+        lock_call_refuse(c, 400,
+                         "the token is signed, but no [tokens] key_file is "
+                         "set to check its signature");
+        return false;
+    }
     if (ts != TOKEN_OK) {
         lock_call_refuse(c, 400, "the token is malformed");
         return false;

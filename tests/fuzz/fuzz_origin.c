@@ -6,8 +6,10 @@
  * - never reads past a slice (ASan: each field is copied to its own
  *   exact-size allocation);
  * - accepted with an Origin: the Origin is "http://" + Host;
- * - accepted with a Host that ends in ":digits" (not "]"): that port is
- *   the control port's;
+ * - accepted with a Host: it ends in ":digits", that port the control
+ *   port's (a Host without a port names port 80, not the control port);
+ * - HTTP/1.1 and HTTP/1.0 answer alike, but for a request without Host:
+ *   HTTP/1.1 needs one;
  * - accepted with a Sec-Fetch-Site: it is same-origin or none;
  * - the same input gives the same answer, and the status is 0 exactly
  *   for ORIGIN_OK. */
@@ -55,7 +57,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct tm_slice sl[5] = {{NULL, 0}};
     const char *p = (const char *)data, *end = p + size;
     struct origin_self self;
-    enum origin_verdict v;
+    enum origin_verdict v, v11;
     char *allowed;
 
     for (int i = 0; i < 5 && p <= end; i++) {
@@ -86,8 +88,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     self.host = sl[0];
     self.port = PORT;
     self.allowed = allowed;
-    v = origin_check(&self, sl[2], sl[3], sl[4]);
-    check(v == origin_check(&self, sl[2], sl[3], sl[4]), "deterministic");
+    v = origin_check(&self, false, sl[2], sl[3], sl[4]);
+    check(v == origin_check(&self, false, sl[2], sl[3], sl[4]),
+          "deterministic");
+    v11 = origin_check(&self, true, sl[2], sl[3], sl[4]);
+    check(sl[2].p != NULL ? v11 == v : v11 == ORIGIN_NO_HOST,
+          "HTTP/1.1 differs from 1.0 only without Host");
     check((origin_status(v) == 0) == (v == ORIGIN_OK), "status 0 iff ok");
     check(origin_reason(v) != NULL, "a reason");
     if (v == ORIGIN_OK) {
@@ -104,7 +110,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sl[2].p != NULL) {
             long port = host_port(h);
 
-            check(port == 0 || port == PORT, "an accepted Host's port");
+            check(port == PORT, "an accepted Host's port");
         }
         if (sl[4].p != NULL) {
             struct tm_slice s = slice_trim(sl[4]);

@@ -2,7 +2,8 @@
  * oracle: accepted exactly when the input is decimal digits whose value,
  * leading zeros dropped, is in 1..INT64_MAX; then *out prints back as
  * that text. token_check under verify = hmac accepts exactly the signed
- * token token_sign makes. Any disagreement aborts. */
+ * token token_sign makes; under none, a bare number or that token; with
+ * no key, only a bare number. Any disagreement aborts. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,26 +44,38 @@ oracle_accepts(const char *s, size_t len)
 }
 
 /* Under verify = hmac the input is accepted only when it is, byte for
- * byte, the token signed for its own fence; under none, a signed-shaped
- * token counts for its number. */
+ * byte, the token signed for its own fence; under none, a bare number
+ * counts, and a signed token only when its signature is right. With no
+ * key a signed token is never read (TOKEN_NO_KEY): what is accepted is
+ * exactly what token_parse accepts. */
 static void
-check_signed(const char *s, size_t size)
+check_signed(const char *s, size_t size, bool bare)
 {
     static const unsigned char key[] = "fuzz-key-0123456789abcdef";
     static const char res[] = "documents/fuzz";
     char want[TOKEN_SIGNED_MAX + 1];
-    int64_t v = -1, w = -1;
+    int64_t v = -1, w = -1, x = -1;
     enum token_status hm = token_check(TM_VERIFY_HMAC, key, sizeof(key) - 1,
                                        res, sizeof(res) - 1, s, size, &v);
     enum token_status none = token_check(TM_VERIFY_NONE, key, sizeof(key) - 1,
                                          res, sizeof(res) - 1, s, size, &w);
+    enum token_status nokey =
+        token_check(TM_VERIFY_NONE, NULL, 0, res, sizeof(res) - 1, s, size, &x);
 
     check(hm == TOKEN_OK || hm == TOKEN_INVALID || hm == TOKEN_FORBIDDEN,
           "token_check: unknown status");
-    check(none == TOKEN_OK || none == TOKEN_INVALID,
-          "verify = none forbade a token");
+    check(none == TOKEN_OK || none == TOKEN_INVALID || none == TOKEN_FORBIDDEN,
+          "verify = none: unknown status");
     check((hm == TOKEN_INVALID) == (none == TOKEN_INVALID),
           "the rules disagree on the shape");
+    check((nokey == TOKEN_INVALID) == (none == TOKEN_INVALID),
+          "no key disagrees on the shape");
+    check((nokey == TOKEN_OK) == bare && (!bare || x == w),
+          "no key: accepted other than a bare number");
+    check(nokey == TOKEN_OK || nokey == TOKEN_INVALID || nokey == TOKEN_NO_KEY,
+          "no key: unknown status");
+    check((none == TOKEN_OK) == (bare || hm == TOKEN_OK),
+          "verify = none read a signature it did not check");
     if (hm == TOKEN_OK) {
         size_t n = token_sign(key, sizeof(key) - 1, res, sizeof(res) - 1, v,
                               want, sizeof(want));
@@ -97,6 +110,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                   memcmp(text, s + z, (size_t)n) == 0,
               "accepted token does not print back as its input");
     }
-    check_signed(s, size);
+    check_signed(s, size, st == TOKEN_OK);
     return 0;
 }

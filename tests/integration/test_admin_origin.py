@@ -106,8 +106,6 @@ def test_same_origin_and_curl_calls_work(tidemark):
     for host in ("localhost", "127.0.0.1", "LOCALHOST.", "x.localhost"):
         assert call(tm, "GET", "/healthz", {
             "Host": "%s:%d" % (host, tm.admin_port)})[0] == 200, host
-    # A Host without a port (what a browser sends for port 80).
-    assert call(tm, "GET", "/healthz", {"Host": "localhost"})[0] == 200
 
 
 def test_foreign_host_is_421_everywhere(tidemark):
@@ -136,6 +134,55 @@ def test_foreign_host_is_421_everywhere(tidemark):
     assert_refused(call(tm, "GET", "/healthz",
                         {"Host": "192.0.2.1:%d" % tm.admin_port}),
                    421, "allowed_hosts")
+
+
+def test_host_without_a_port_names_port_80(tidemark):
+    """A Host without a port is what a browser sends for http://name/:
+    port 80, judged like name:80 (the page of another origin, or a
+    forwarder from port 80), by address or by name, loopback or not;
+    nothing is taken."""
+    tm = tidemark()
+    for host in ("127.0.0.1", "localhost", "[::1]", "evil.example"):
+        for h in ({"Host": host},
+                  {"Host": host, "Origin": "http://" + host,
+                   "Sec-Fetch-Site": "same-origin"}):
+            assert_refused(call(tm, "POST", "/v1/locks/jobs/p?ttl_ms=10000",
+                                h), 421, "port 80")
+            assert_refused(call(tm, "GET", "/healthz", h), 421, "port 80")
+    assert call(tm, "GET", "/v1/locks/jobs/p")[0] == 404
+
+
+def raw(tm, head):
+    """Send head (request line and fields, without the blank line) on a
+    connection of its own: everything tidemark answers until it closes
+    the connection."""
+    s = socket.create_connection(("127.0.0.1", tm.admin_port),
+                                 timeout=5 * slow())
+    try:
+        s.sendall(head + b"\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break    # the server closed the connection
+            data += chunk
+    finally:
+        s.close()
+    return data
+
+
+def test_http11_without_host_is_400(tidemark):
+    """RFC 9112 section 3.2: an HTTP/1.1 request without Host is a 400
+    (and takes nothing); HTTP/1.0 may leave it out (old probes)."""
+    tm = tidemark()
+    data = raw(tm, b"POST /v1/locks/jobs/h?ttl_ms=10000 HTTP/1.1\r\n"
+               b"Content-Length: 0\r\n")
+    assert data.startswith(b"HTTP/1.1 400 "), data
+    assert b"application/problem+json" in data
+    assert b"needs a Host header" in data
+    assert call(tm, "GET", "/v1/locks/jobs/h")[0] == 404
+    data = raw(tm, b"GET /healthz HTTP/1.0\r\n")
+    assert data.startswith(b"HTTP/1.0 200 "), data
 
 
 def test_allowed_hosts(tidemark):
@@ -184,19 +231,8 @@ def test_malformed_or_repeated_host_is_400_and_closes(tidemark):
                  b"Host: localhost:0\r\n"):
         if b"%d" in head:
             head = head % tm.admin_port
-        s = socket.create_connection(("127.0.0.1", tm.admin_port),
-                                     timeout=5 * slow())
-        try:
-            s.sendall(b"POST /v1/locks/jobs/m?ttl_ms=1000 HTTP/1.1\r\n" +
-                      head + b"Content-Length: 0\r\n\r\n")
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break    # the server closed the connection
-                data += chunk
-        finally:
-            s.close()
+        data = raw(tm, b"POST /v1/locks/jobs/m?ttl_ms=1000 HTTP/1.1\r\n" +
+                   head + b"Content-Length: 0\r\n")
         assert data.startswith(b"HTTP/1.1 400 "), (head, data)
         assert b"application/problem+json" in data
     assert call(tm, "GET", "/v1/locks/jobs/m")[0] == 404

@@ -92,7 +92,8 @@ def test_lock_acquire_at_cold_start_waits_for_the_backend(
         tm = tidemark(config={"locks": keys})
         c = Conn(tm.admin_port, timeout=30 * slow())
         c.send(build_request("POST", "/v1/locks/cold-%s-%f?ttl_ms=10000"
-                             % (kind, time.time()), host="127.0.0.1"))
+                             % (kind, time.time()),
+                             host="127.0.0.1:%d" % tm.admin_port))
         wait_until(lambda: tm.log_lines("cannot connect"), 5 * slow(),
                    "tidemark to fail its first connect")
     finally:

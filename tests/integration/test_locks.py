@@ -589,12 +589,53 @@ def test_signed_tokens_on_hmac_routes(tidemark, upstream, tmp_path):
 
 
 def test_signed_tokens_on_plain_routes(tidemark, upstream, tmp_path):
+    """verify = none takes a bare fence, and a signed token only with its
+    signature right: a signature is never ignored."""
     tm = tidemark(config={"tokens": {"key_file": key_config(tmp_path)}})
     api = lock_api(tm)
     a = assert_lease(api.acquire("documents/p"), "documents/p")
     assert "." in a["token"]
     assert tm.put("p", token=a["token"]).status == 200
     assert tm.put("p", token=str(a["fence"])).status == 200
+    other = assert_lease(api.acquire("documents/q"), "documents/q")
+    forged = "%d.%s" % (a["fence"] + 9, JUNK_SIG)
+    for bad in (other["token"], forged):
+        doc = assert_problem(tm.put("p", token=bad,
+                                    headers=[("X-Test-Id", bad)]), 403)
+        assert doc["resource"] == "documents/p"
+        assert upstream.find("X-Test-Id", bad) == []
+    assert tm.mark("documents/p") == a["fence"]
+
+
+# A signature part of the right shape (43 base64url characters) that no
+# key made.
+JUNK_SIG = "A" * 43
+
+
+def test_signed_token_without_a_key_is_refused(tidemark, upstream):
+    """With no [tokens] key_file nothing can check a signature, so a token
+    with one is refused (400), never read as its bare fence: a stranger's
+    "<fence>.<junk>" neither extends nor releases the holder's lease, nor
+    writes, nor raises a mark."""
+    tm = tidemark()
+    api = lock_api(tm)
+    f = assert_lease(api.acquire("documents/j", ttl_ms=8000),
+                     "documents/j")["fence"]
+    junk = "%d.%s" % (f, JUNK_SIG)
+    for r in (api.extend("documents/j", junk, ttl_ms=60000),
+              api.release("documents/j", junk)):
+        assert "key_file" in assert_problem(r, 400)["detail"]
+    # The lease is untouched: still the holder's, who can extend it.
+    assert api.get("documents/j").json()["fence"] == f
+    assert api.extend("documents/j", str(f), ttl_ms=8000).status == 200
+    # A fenced write with one, above the mark: refused before the
+    # backend, the mark where the acquire put it.
+    high = "%d.%s" % (f + 5, JUNK_SIG)
+    r = tm.put("j", token=high, headers=[("X-Test-Id", "junk")])
+    assert "key_file" in assert_problem(r, 400)["detail"]
+    assert upstream.find("X-Test-Id", "junk") == []
+    assert tm.mark("documents/j") == f
+    assert api.release("documents/j", str(f)).status == 204
 
 
 def test_check_refuses_bad_key_setups(tmp_path, upstream):

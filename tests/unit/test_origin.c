@@ -18,6 +18,7 @@
 #define PORT ORIGIN_WRONG_PORT
 #define XORIGIN ORIGIN_CROSS_ORIGIN
 #define XFETCH ORIGIN_CROSS_FETCH
+#define NOHOST ORIGIN_NO_HOST
 
 struct origin_case {
     const char *listen; /* host of [admin] listen, port 7071 */
@@ -38,12 +39,11 @@ static const struct origin_case cases[] = {
     {"127.0.0.1", "", "127.9.8.7:7071", NULL, NULL, OK},
     {"127.0.0.1", "", "[::1]:7071", NULL, NULL, OK},
     {"127.0.0.1", "", "[::ffff:127.0.0.1]:7071", NULL, NULL, OK},
-    {"127.0.0.1", "", "localhost", NULL, NULL, OK},
     {"127.0.0.1", "", " localhost:7071 ", NULL, NULL, OK},
-    {"127.0.0.1", "", NULL, NULL, NULL, OK},
+    /* HTTP/1.1 needs a Host (RFC 9112 3.2); HTTP/1.0: cases10 below. */
+    {"127.0.0.1", "", NULL, NULL, NULL, NOHOST},
     /* DNS rebinding: a name that is not ours. */
     {"127.0.0.1", "", "evil.example:7071", NULL, NULL, FOREIGN},
-    {"127.0.0.1", "", "evil.example", NULL, NULL, FOREIGN},
     {"127.0.0.1", "", "localhost.evil.example:7071", NULL, NULL, FOREIGN},
     {"127.0.0.1", "", "xlocalhost:7071", NULL, NULL, FOREIGN},
     {"127.0.0.1", "", "10.0.0.5:7071", NULL, NULL, FOREIGN},
@@ -56,10 +56,16 @@ static const struct origin_case cases[] = {
     {"127.0.0.1", "admin.example", "admin.example.:7071", NULL, NULL, OK},
     {"127.0.0.1", "admin.example", "x.admin.example:7071", NULL, NULL, FOREIGN},
     {"127.0.0.1", "admin.example", "admin.exampl:7071", NULL, NULL, FOREIGN},
-    /* The port, when given, is the control port's. */
+    /* The port is the control port's; a Host without one names port 80,
+     * judged like "host:80" (a page on port 80 is another origin). */
     {"127.0.0.1", "", "localhost:7072", NULL, NULL, PORT},
     {"127.0.0.1", "", "127.0.0.1:80", NULL, NULL, PORT},
+    {"127.0.0.1", "", "127.0.0.1", NULL, NULL, PORT},
+    {"127.0.0.1", "", "localhost", NULL, NULL, PORT},
+    {"127.0.0.1", "", "[::1]", NULL, NULL, PORT},
     {"127.0.0.1", "", "evil.example:7072", NULL, NULL, PORT},
+    {"127.0.0.1", "", "evil.example", NULL, NULL, PORT},
+    {"127.0.0.1", "", "127.0.0.1", "http://127.0.0.1", NULL, PORT},
     /* Malformed Host. */
     {"127.0.0.1", "", "", NULL, NULL, BAD},
     {"127.0.0.1", "", ":7071", NULL, NULL, BAD},
@@ -119,10 +125,20 @@ static const struct origin_case cases[] = {
     {"127.0.0.1", "", "127.0.0.1:7071", "null", NULL, XORIGIN},
     {"127.0.0.1", "", "127.0.0.1:7071", "", NULL, XORIGIN},
     /* An Origin and no Host to compare it with. */
-    {"127.0.0.1", "", NULL, "http://127.0.0.1:7071", NULL, XORIGIN},
+    {"127.0.0.1", "", NULL, "http://127.0.0.1:7071", NULL, NOHOST},
     /* Host is judged first. */
     {"127.0.0.1", "", "evil.example:7071", "http://evil.example:7071",
      "same-origin", FOREIGN},
+};
+
+/* The same rules over HTTP/1.0, which may leave Host out. */
+static const struct origin_case cases10[] = {
+    {"127.0.0.1", "", NULL, NULL, NULL, OK},
+    {"127.0.0.1", "", "127.0.0.1:7071", NULL, NULL, OK},
+    {"127.0.0.1", "", "evil.example:7071", NULL, NULL, FOREIGN},
+    {"127.0.0.1", "", "localhost", NULL, NULL, PORT},
+    {"127.0.0.1", "", NULL, "http://127.0.0.1:7071", NULL, XORIGIN},
+    {"127.0.0.1", "", NULL, NULL, "cross-site", XFETCH},
 };
 
 static struct tm_slice
@@ -132,23 +148,31 @@ sl(const char *s)
 }
 
 static void
-test_table(void **state)
+run_table(const struct origin_case *table, size_t n, bool http11)
 {
-    (void)state;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const struct origin_case *c = &cases[i];
+    for (size_t i = 0; i < n; i++) {
+        const struct origin_case *c = &table[i];
         struct origin_self self = {sl(c->listen), 7071, c->allowed};
-        enum origin_verdict got =
-            origin_check(&self, sl(c->host), sl(c->origin), sl(c->fetch_site));
+        enum origin_verdict got = origin_check(
+            &self, http11, sl(c->host), sl(c->origin), sl(c->fetch_site));
 
         if (got != c->want) {
-            fail_msg("case %zu (Host %s, Origin %s, Sec-Fetch-Site %s): "
-                     "got %d, want %d",
-                     i, c->host ? c->host : "-", c->origin ? c->origin : "-",
+            fail_msg("case %zu (HTTP/1.%d, Host %s, Origin %s, "
+                     "Sec-Fetch-Site %s): got %d, want %d",
+                     i, http11 ? 1 : 0, c->host ? c->host : "-",
+                     c->origin ? c->origin : "-",
                      c->fetch_site ? c->fetch_site : "-", (int)got,
                      (int)c->want);
         }
     }
+}
+
+static void
+test_table(void **state)
+{
+    (void)state;
+    run_table(cases, sizeof(cases) / sizeof(cases[0]), true);
+    run_table(cases10, sizeof(cases10) / sizeof(cases10[0]), false);
 }
 
 /* The allowed list may be NULL (no [admin] allowed_hosts). */
@@ -159,11 +183,32 @@ test_no_list(void **state)
 
     (void)state;
     assert_int_equal(
-        origin_check(&self, sl("localhost:7071"), sl(NULL), sl(NULL)),
+        origin_check(&self, true, sl("localhost:7071"), sl(NULL), sl(NULL)),
         ORIGIN_OK);
     assert_int_equal(
-        origin_check(&self, sl("x.example:7071"), sl(NULL), sl(NULL)),
+        origin_check(&self, true, sl("x.example:7071"), sl(NULL), sl(NULL)),
         ORIGIN_FOREIGN_HOST);
+}
+
+/* A control port on port 80 is what a Host without a port names. */
+static void
+test_port_80(void **state)
+{
+    struct origin_self self = {sl("127.0.0.1"), 80, NULL};
+
+    (void)state;
+    assert_int_equal(
+        origin_check(&self, true, sl("localhost"), sl(NULL), sl(NULL)),
+        ORIGIN_OK);
+    assert_int_equal(origin_check(&self, true, sl("127.0.0.1"),
+                                  sl("http://127.0.0.1"), sl(NULL)),
+                     ORIGIN_OK);
+    assert_int_equal(
+        origin_check(&self, true, sl("evil.example"), sl(NULL), sl(NULL)),
+        ORIGIN_FOREIGN_HOST);
+    assert_int_equal(
+        origin_check(&self, true, sl("localhost:7071"), sl(NULL), sl(NULL)),
+        ORIGIN_WRONG_PORT);
 }
 
 /* Values are slices, not strings: nothing past len is read. */
@@ -175,7 +220,7 @@ test_slices(void **state)
     const char origin[] = "http://localhost:7071/path";
 
     (void)state;
-    assert_int_equal(origin_check(&self, (struct tm_slice){host, 14},
+    assert_int_equal(origin_check(&self, true, (struct tm_slice){host, 14},
                                   (struct tm_slice){origin, 21}, sl(NULL)),
                      ORIGIN_OK);
 }
@@ -186,6 +231,7 @@ test_status_and_reasons(void **state)
     (void)state;
     assert_int_equal(origin_status(ORIGIN_OK), 0);
     assert_int_equal(origin_status(ORIGIN_BAD_HOST), 400);
+    assert_int_equal(origin_status(ORIGIN_NO_HOST), 400);
     assert_int_equal(origin_status(ORIGIN_FOREIGN_HOST), 421);
     assert_int_equal(origin_status(ORIGIN_WRONG_PORT), 421);
     assert_int_equal(origin_status(ORIGIN_CROSS_ORIGIN), 403);
@@ -221,6 +267,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_no_list),
+        cmocka_unit_test(test_port_80),
         cmocka_unit_test(test_slices),
         cmocka_unit_test(test_status_and_reasons),
         cmocka_unit_test(test_name_ok),

@@ -130,9 +130,12 @@ static const struct check_case checks[] = {
     {TM_VERIFY_NONE, "documents/a", "07." SIG_A7, TOKEN_INVALID, 0},
     {TM_VERIFY_HMAC, "documents/a", "", TOKEN_INVALID, 0},
     {TM_VERIFY_NONE, "documents/a", "1.5", TOKEN_INVALID, 0},
-    /* verify = none: the number counts, a signature is not checked */
+    /* verify = none: a bare number counts; a signature, when there is
+     * one, is checked all the same (never read as its bare fence) */
     {TM_VERIFY_NONE, "documents/a", "12", TOKEN_OK, 12},
-    {TM_VERIFY_NONE, "documents/a", "7." SIG_B7, TOKEN_OK, 7},
+    {TM_VERIFY_NONE, "documents/a", "7." SIG_A7, TOKEN_OK, 7},
+    {TM_VERIFY_NONE, "documents/a", "7." SIG_B7, TOKEN_FORBIDDEN, 0},
+    {TM_VERIFY_NONE, "documents/a", "1." SIG_A7, TOKEN_FORBIDDEN, 0},
 };
 
 static void
@@ -153,15 +156,42 @@ test_check_table(void **state)
     }
 }
 
-/* Without a key nothing verifies: a hmac route refuses everything. */
+struct no_key_case {
+    enum tm_verify verify;
+    const char *in;
+    enum token_status want;
+    int64_t fence;
+};
+
+/* Without a key nothing verifies: a hmac route refuses everything, and
+ * a signed token is refused everywhere (TOKEN_NO_KEY), whatever its
+ * signature: "1.<junk>" is not the bare 1. */
+static const struct no_key_case no_key[] = {
+    {TM_VERIFY_HMAC, "7." SIG_A7, TOKEN_FORBIDDEN, 0},
+    {TM_VERIFY_HMAC, "7", TOKEN_FORBIDDEN, 0},
+    {TM_VERIFY_NONE, "7." SIG_A7, TOKEN_NO_KEY, 0},
+    {TM_VERIFY_NONE, "1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+     TOKEN_NO_KEY, 0},
+    {TM_VERIFY_NONE, "1.x", TOKEN_INVALID, 0},
+    {TM_VERIFY_NONE, "07." SIG_A7, TOKEN_INVALID, 0},
+    {TM_VERIFY_NONE, "7", TOKEN_OK, 7},
+};
+
 static void
 test_check_no_key(void **state)
 {
-    int64_t v = 0;
+    for (size_t i = 0; i < sizeof(no_key) / sizeof(no_key[0]); i++) {
+        const struct no_key_case *c = &no_key[i];
+        int64_t v = -5;
+        enum token_status got = token_check(c->verify, NULL, 0, "documents/a",
+                                            11, c->in, strlen(c->in), &v);
 
-    assert_int_equal(token_check(TM_VERIFY_HMAC, NULL, 0, "documents/a", 11,
-                                 "7." SIG_A7, strlen("7." SIG_A7), &v),
-                     TOKEN_FORBIDDEN);
+        if (got != c->want) {
+            fail_msg("no key: token_check(%d, \"%s\") = %d, want %d", c->verify,
+                     c->in, (int)got, (int)c->want);
+        }
+        assert_int_equal(v, got == TOKEN_OK ? c->fence : -5);
+    }
 }
 
 int
