@@ -1,0 +1,30 @@
+/* etcd_json.h: the encodings of etcd's v3 JSON gateway (base64 keys and
+ * values, a prefix's range end, int64s as decimal strings). Pure: no I/O, so
+ * that the reads of etcd's answers can be tested and fuzzed alone. */
+#ifndef TM_ETCD_JSON_H
+#define TM_ETCD_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* len bytes of data as a base64 JSON string (keys and values travel so);
+ * NULL when out of memory. */
+json_t *etcd_b64(const void *data, size_t len);
+
+/* The key just after every key starting with prefix (etcd's range_end
+ * for a prefix), base64; NULL when out of memory or prefix is empty. */
+json_t *etcd_prefix_end(const char *prefix, size_t len);
+
+/* Decode the base64 string s into out (cap bytes); the length, or -1. */
+int etcd_unb64(const json_t *s, unsigned char *out, size_t cap);
+
+/* An int64 that the gateway sends as a decimal string (or a number);
+ * absent reads as 0 (proto3 leaves zero values out). false when
+ * malformed. */
+bool etcd_int(const json_t *obj, const char *key, int64_t *out)
+    __attribute__((warn_unused_result));
+
+#endif
