@@ -82,6 +82,20 @@ etcd_unb64(const json_t *s, unsigned char *out, size_t cap)
 }
 
 bool
+etcd_key_is(const json_t *s, const void *key, size_t klen)
+{
+    /* etcd_unb64 wants room for three bytes a group: a base64 text of
+     * klen bytes needs no more than klen + 2. */
+    size_t cap = klen + 2;
+    unsigned char *buf = malloc(cap);
+    int n = buf != NULL ? etcd_unb64(s, buf, cap) : -1;
+    bool same = n >= 0 && (size_t)n == klen && memcmp(buf, key, klen) == 0;
+
+    free(buf);
+    return same;
+}
+
+bool
 etcd_int(const json_t *obj, const char *key, int64_t *out)
 {
     json_t *v = json_object_get(obj, key);

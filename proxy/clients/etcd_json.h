@@ -21,6 +21,11 @@ json_t *etcd_prefix_end(const char *prefix, size_t len);
 /* Decode the base64 string s into out (cap bytes); the length, or -1. */
 int etcd_unb64(const json_t *s, unsigned char *out, size_t cap);
 
+/* Whether the base64 string s decodes to the klen bytes of key: decoded
+ * into room sized from klen (a longer string is not key), so a key of
+ * any length compares. */
+bool etcd_key_is(const json_t *s, const void *key, size_t klen);
+
 /* An int64 that the gateway sends as a decimal string (or a number);
  * absent reads as 0 (proto3 leaves zero values out). false when
  * malformed. */

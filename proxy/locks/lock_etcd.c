@@ -262,10 +262,7 @@ txn_resp(const json_t *body, size_t i, const char *type)
 static bool
 kv_key_is(const json_t *kv, const char *key, size_t klen)
 {
-    unsigned char buf[EL_NAME_MAX + 64];
-    int n = etcd_unb64(json_object_get(kv, "key"), buf, sizeof(buf));
-
-    return n >= 0 && (size_t)n == klen && memcmp(buf, key, klen) == 0;
+    return etcd_key_is(json_object_get(kv, "key"), key, klen);
 }
 
 /* ---- status, extend, release ------------------------------------------ */

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -53,6 +54,34 @@ test_unb64_refuses(void **state)
     n = json_string("YWJjZGVmZ2hpamts");
     assert_int_equal(etcd_unb64(n, out, 4), -1);
     json_decref(n);
+}
+
+/* A key is compared at any length: a lock key under a long prefix and
+ * a long name (1,100 bytes here) is still its own (it read as another's
+ * when decoded into a fixed 1,088 bytes). */
+static void
+test_key_is(void **state)
+{
+    static const size_t lens[] = {0, 1, 2, 3, 1087, 1088, 1089, 1100, 5000};
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(lens); i++) {
+        size_t n = lens[i];
+        char *k = malloc(n + 1);
+        json_t *s;
+
+        assert_non_null(k);
+        memset(k, 'k', n);
+        s = etcd_b64(k, n);
+        assert_non_null(s);
+        assert_true(etcd_key_is(s, k, n));
+        if (n > 0) {
+            assert_false(etcd_key_is(s, k, n - 1)); /* shorter */
+            k[n - 1] = 'x';
+            assert_false(etcd_key_is(s, k, n)); /* another last byte */
+        }
+        json_decref(s);
+        free(k);
+    }
 }
 
 static void
@@ -147,6 +176,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_b64_round_trip),
         cmocka_unit_test(test_unb64_refuses),
+        cmocka_unit_test(test_key_is),
         cmocka_unit_test(test_prefix_end),
         cmocka_unit_test(test_int),
         cmocka_unit_test(test_watch_resource),
