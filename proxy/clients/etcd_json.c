@@ -81,6 +81,42 @@ etcd_unb64(const json_t *s, unsigned char *out, size_t cap)
     return n;
 }
 
+unsigned char *
+etcd_unb64_dup(const json_t *s, size_t *n)
+{
+    size_t len = json_string_length(s);
+    /* three bytes a group of four, and the NUL */
+    size_t cap = len / 4 * 3 + 1;
+    unsigned char *buf = json_is_string(s) ? malloc(cap) : NULL;
+    int got = buf != NULL ? etcd_unb64(s, buf, cap) : -1;
+
+    if (got < 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[got] = '\0';
+    *n = (size_t)got;
+    return buf;
+}
+
+char *
+etcd_key_join(const char *prefix, size_t plen, const void *name, size_t len,
+              const char *suffix, size_t slen, size_t *klen)
+{
+    size_t n = plen + len + slen;
+    char *k = malloc(n + 1);
+
+    if (k == NULL) {
+        return NULL;
+    }
+    memcpy(k, prefix, plen);
+    memcpy(k + plen, name, len);
+    memcpy(k + plen + len, suffix, slen);
+    k[n] = '\0';
+    *klen = n;
+    return k;
+}
+
 bool
 etcd_key_is(const json_t *s, const void *key, size_t klen)
 {

@@ -21,6 +21,17 @@ json_t *etcd_prefix_end(const char *prefix, size_t len);
 /* Decode the base64 string s into out (cap bytes); the length, or -1. */
 int etcd_unb64(const json_t *s, unsigned char *out, size_t cap);
 
+/* The base64 string s decoded into a buffer sized from s's length
+ * (malloc, the caller frees; a NUL after the *n bytes). NULL when s is
+ * no base64 string or out of memory. */
+unsigned char *etcd_unb64_dup(const json_t *s, size_t *n);
+
+/* prefix, name and suffix as one key (malloc, the caller frees; *klen
+ * bytes and a NUL), its size computed once from the three lengths. NULL
+ * when out of memory. */
+char *etcd_key_join(const char *prefix, size_t plen, const void *name,
+                    size_t len, const char *suffix, size_t slen, size_t *klen);
+
 /* Whether the base64 string s decodes to the klen bytes of key: decoded
  * into room sized from klen (a longer string is not key), so a key of
  * any length compares. */

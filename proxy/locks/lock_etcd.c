@@ -728,15 +728,12 @@ create_key(struct el_req *r)
     size_t klen;
 
     snprintf(id, sizeof(id), "%" PRIx64, (uint64_t)r->lease);
-    klen = r->pfxlen + strlen(id);
     free(r->mykey); /* a second try after clearing an expired holder */
-    r->mykey = malloc(klen + 1);
+    r->mykey = etcd_key_join(r->pfx, r->pfxlen, id, strlen(id), "", 0, &klen);
     if (r->mykey == NULL) {
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
-    memcpy(r->mykey, r->pfx, r->pfxlen);
-    memcpy(r->mykey + r->pfxlen, id, strlen(id) + 1);
     snprintf(id, sizeof(id), "%" PRId64, r->lease);
     put = json_pack("{s:{s:o,s:s,s:s}}", "request_put", "key",
                     b64_str(r->mykey, klen), "value", "", "lease", id);
@@ -800,8 +797,8 @@ el_submit(struct lock_backend *b, const struct lock_op *op)
     }
     r = calloc(1, sizeof(*r) + op->len + 1);
     if (r != NULL) {
-        r->pfxlen = s->plen + op->len + 2;
-        r->pfx = malloc(r->pfxlen + 1);
+        r->pfx = etcd_key_join(s->prefix, s->plen, op->name, op->len, "//", 2,
+                               &r->pfxlen);
     }
     if (r == NULL || r->pfx == NULL) {
         free(r);
@@ -818,9 +815,6 @@ el_submit(struct lock_backend *b, const struct lock_op *op)
     r->wait_ms = op->kind == LOCK_OP_ACQUIRE ? op->wait_ms : 0;
     r->len = op->len;
     memcpy(r->name, op->name, op->len);
-    memcpy(r->pfx, s->prefix, s->plen);
-    memcpy(r->pfx + s->plen, op->name, op->len);
-    memcpy(r->pfx + s->plen + op->len, "//", 3);
     r->next = s->reqs;
     if (s->reqs != NULL) {
         s->reqs->prev = r;

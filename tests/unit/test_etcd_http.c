@@ -84,6 +84,50 @@ test_key_is(void **state)
     }
 }
 
+/* A key is the prefix, the whole name and the suffix, at any length: a
+ * mark key cut at 1,024 bytes of name gave two long names one mark. */
+static void
+test_key_join(void **state)
+{
+    static const size_t lens[] = {0, 1, 1023, 1024, 1025, 3000};
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(lens); i++) {
+        size_t n = lens[i], klen = 0, back = 0;
+        char *name = malloc(n + 1);
+        char *k;
+        json_t *s;
+        unsigned char *d;
+
+        assert_non_null(name);
+        memset(name, 'n', n);
+        k = etcd_key_join("tidemark/marks/", 15, name, n, "//", 2, &klen);
+        assert_non_null(k);
+        assert_int_equal(klen, 15 + n + 2);
+        assert_memory_equal(k, "tidemark/marks/", 15);
+        assert_memory_equal(k + 15, name, n);
+        assert_string_equal(k + 15 + n, "//");
+        s = etcd_b64(k, klen);
+        d = etcd_unb64_dup(s, &back);
+        assert_non_null(d);
+        assert_int_equal(back, klen);
+        assert_memory_equal(d, k, klen);
+        if (n > 0) { /* the last byte of the name counts */
+            char *other;
+
+            name[n - 1] = 'm';
+            other =
+                etcd_key_join("tidemark/marks/", 15, name, n, "//", 2, &klen);
+            assert_non_null(other);
+            assert_false(etcd_key_is(s, other, klen));
+            free(other);
+        }
+        free(d);
+        json_decref(s);
+        free(k);
+        free(name);
+    }
+}
+
 static void
 test_prefix_end(void **state)
 {
@@ -177,6 +221,7 @@ main(void)
         cmocka_unit_test(test_b64_round_trip),
         cmocka_unit_test(test_unb64_refuses),
         cmocka_unit_test(test_key_is),
+        cmocka_unit_test(test_key_join),
         cmocka_unit_test(test_prefix_end),
         cmocka_unit_test(test_int),
         cmocka_unit_test(test_watch_resource),
