@@ -25,7 +25,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
-procstat json redis_slot sigv4 zkname"
+procstat json redis_slot sigv4 zkname etcd_keys"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -42,6 +42,7 @@ sources() {
     json) echo policies/json.c policies/utf8.c ;;
     redis_slot) echo policies/redis_slot.c ;;
     zkname) echo policies/zkname.c ;;
+    etcd_keys) echo proxy/locks/etcd_keys.c proxy/clients/etcd_json.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -50,6 +51,7 @@ libs() {
     case $1 in
     config) echo -linih -lpq -lcrypto ;;
     token | sigv4) echo -lcrypto ;;
+    etcd_keys) echo -ljansson -lcrypto ;;
     esac
 }
 
@@ -57,6 +59,7 @@ libs() {
 max_len() {
     case $1 in
     http_request | http_response) echo 20000 ;;
+    etcd_keys) echo 16384 ;;
     *) echo 4096 ;;
     esac
 }
@@ -66,6 +69,7 @@ dict() {
     case $1 in
     http_request | http_response) echo tests/fuzz/http.dict ;;
     config) echo tests/fuzz/config.dict ;;
+    etcd_keys) echo tests/fuzz/etcd.dict ;;
     esac
 }
 
