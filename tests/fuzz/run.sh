@@ -25,7 +25,8 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
-procstat json redis_slot sigv4 zkname etcd_keys"
+procstat json redis_slot sigv4 zkname etcd_keys
+redis_reply"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -43,6 +44,7 @@ sources() {
     redis_slot) echo policies/redis_slot.c ;;
     zkname) echo policies/zkname.c ;;
     etcd_keys) echo proxy/locks/etcd_keys.c proxy/clients/etcd_json.c ;;
+    redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -52,6 +54,7 @@ libs() {
     config) echo -linih -lpq -lcrypto ;;
     token | sigv4) echo -lcrypto ;;
     etcd_keys) echo -ljansson -lcrypto ;;
+    redis_reply) echo -lhiredis ;;
     esac
 }
 
@@ -70,6 +73,7 @@ dict() {
     http_request | http_response) echo tests/fuzz/http.dict ;;
     config) echo tests/fuzz/config.dict ;;
     etcd_keys) echo tests/fuzz/etcd.dict ;;
+    redis_reply) echo tests/fuzz/resp.dict ;;
     esac
 }
 
