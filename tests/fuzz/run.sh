@@ -63,6 +63,7 @@ max_len() {
     case $1 in
     http_request | http_response) echo 20000 ;;
     etcd_keys) echo 16384 ;;
+    sigv4) echo 32768 ;;
     *) echo 4096 ;;
     esac
 }
