@@ -163,3 +163,27 @@ etcd_int(const json_t *obj, const char *key, int64_t *out)
     }
     return true;
 }
+
+bool
+etcd_ttl(const json_t *obj, const char *key, int64_t *out)
+{
+    int64_t s = 0;
+
+    if (!etcd_int(obj, key, &s) || s > ETCD_TTL_MAX || s < -ETCD_TTL_MAX) {
+        return false;
+    }
+    *out = s;
+    return true;
+}
+
+bool
+etcd_rev(const json_t *obj, const char *key, int64_t *out)
+{
+    int64_t v = 0;
+
+    if (!etcd_int(obj, key, &v) || v == INT64_MAX) {
+        return false;
+    }
+    *out = v;
+    return true;
+}

@@ -43,4 +43,20 @@ bool etcd_key_is(const json_t *s, const void *key, size_t klen);
 bool etcd_int(const json_t *obj, const char *key, int64_t *out)
     __attribute__((warn_unused_result));
 
+/* A revision, read as etcd_int does, below INT64_MAX: the revision
+ * after it is one too (watches start there). false when malformed or
+ * INT64_MAX. */
+bool etcd_rev(const json_t *obj, const char *key, int64_t *out)
+    __attribute__((warn_unused_result));
+
+/* The longest lease etcd grants, in seconds (its MaxLeaseTTL). */
+#define ETCD_TTL_MAX INT64_C(9000000000)
+
+/* A lease's TTL in seconds, read as etcd_int does, within
+ * -ETCD_TTL_MAX..ETCD_TTL_MAX (-1: expired), so that it can be turned
+ * into milliseconds without overflow. false when malformed or out of
+ * that range. */
+bool etcd_ttl(const json_t *obj, const char *key, int64_t *out)
+    __attribute__((warn_unused_result));
+
 #endif

@@ -118,7 +118,7 @@ ek_event(const char *prefix, size_t plen, const json_t *ev, bool lock_rev,
     size_t n = 0;
 
     *e = (struct ek_event){.n = -1};
-    e->mod_ok = etcd_int(kv, "mod_revision", &e->mod);
+    e->mod_ok = etcd_rev(kv, "mod_revision", &e->mod);
     if (!e->mod_ok) {
         e->mod = 0;
     }

@@ -42,13 +42,13 @@ void ek_holders(const char *prefix, size_t plen, const json_t *kvs,
 
 /* One event of a watch answer, read. */
 struct ek_event {
-    unsigned char *key;    /* its kv's key, decoded (malloc: ek_event_free) */
-    int n;                 /* key's bytes; -1 when it did not decode */
-    size_t len;            /* the lock name's, at key + plen (ek_event true) */
-    const char *type;      /* "PUT" (etcd's JSON leaves the default out),
-                            * "DELETE"...: borrowed from ev */
-    int64_t mod;           /* its kv's mod_revision */
-    bool mod_ok;           /* mod read (absent reads as 0) */
+    unsigned char *key; /* its kv's key, decoded (malloc: ek_event_free) */
+    int n;              /* key's bytes; -1 when it did not decode */
+    size_t len;         /* the lock name's, at key + plen (ek_event true) */
+    const char *type;   /* "PUT" (etcd's JSON leaves the default out),
+                         * "DELETE"...: borrowed from ev */
+    int64_t mod;        /* its kv's mod_revision */
+    bool mod_ok;        /* mod read (absent reads as 0), and below INT64_MAX */
     struct ek_floor floor; /* lock_rev and a DELETE: what it says */
 };
 

@@ -292,7 +292,7 @@ on_ttl(void *arg, const struct etcd_reply *rep)
     int64_t ttl = 0;
 
     if (reply_ok(r, rep, "lease time to live")) {
-        if (!etcd_int(rep->body, "TTL", &ttl)) {
+        if (!etcd_ttl(rep->body, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else if (r->kind == LOCK_OP_ACQUIRE && ttl <= 0 && !r->cleared) {
             char id[24];
@@ -371,7 +371,7 @@ on_keepalive(void *arg, const struct etcd_reply *rep)
         r->ncalls--;
         answer(r, LOCK_LOST, r->fence, 0);
     } else if (reply_ok(r, rep, "lease keepalive")) {
-        if (!etcd_int(res, "TTL", &ttl)) {
+        if (!etcd_ttl(res, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else if (ttl <= 0) {
             answer(r, LOCK_LOST, r->fence, 0); /* the lease is gone */
@@ -412,7 +412,7 @@ on_release_ttl(void *arg, const struct etcd_reply *rep)
     char id[24];
 
     if (reply_ok(r, rep, "lease time to live")) {
-        if (!etcd_int(rep->body, "TTL", &ttl)) {
+        if (!etcd_ttl(rep->body, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else if (ttl <= 0) {
             answer(r, LOCK_LOST, r->fence, 0);
@@ -537,7 +537,7 @@ on_pred(void *arg, const struct etcd_reply *rep)
             answer(r, LOCK_ERROR, 0, 0);
         } else if (kv == NULL) {
             owned(r);
-        } else if (!etcd_int(json_object_get(rep->body, "header"), "revision",
+        } else if (!etcd_rev(json_object_get(rep->body, "header"), "revision",
                              &rev)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else {
@@ -581,7 +581,7 @@ on_wait_keepalive(void *arg, const struct etcd_reply *rep)
     int64_t ttl = 0;
 
     r->ncalls--;
-    if (!r->answered && rep->st == ETCD_OK && etcd_int(res, "TTL", &ttl) &&
+    if (!r->answered && rep->st == ETCD_OK && etcd_ttl(res, "TTL", &ttl) &&
         ttl <= 0) {
         log_warn("locks: etcd: %.*s: the waiter's lease ended",
                  log_name_len(r->len), r->name);
@@ -763,7 +763,7 @@ on_grant(void *arg, const struct etcd_reply *rep)
 
     if (reply_ok(r, rep, "lease grant")) {
         if (!etcd_int(rep->body, "ID", &r->lease) ||
-            !etcd_int(rep->body, "TTL", &r->ttl_s) || r->lease == 0 ||
+            !etcd_ttl(rep->body, "TTL", &r->ttl_s) || r->lease == 0 ||
             r->ttl_s <= 0) {
             answer(r, LOCK_ERROR, 0, 0);
         } else {

@@ -229,7 +229,7 @@ on_sync(void *arg, const struct etcd_reply *rep)
         return;
     }
     if (rep->st != ETCD_OK ||
-        !etcd_int(json_object_get(rep->body, "header"), "revision", &rev)) {
+        !etcd_rev(json_object_get(rep->body, "header"), "revision", &rev)) {
         retry_later(s);
         return;
     }

@@ -6,6 +6,7 @@
  * - an event read as a lock's names a non-empty name right after the
  *   prefix, followed by '/' and 1 to 16 digits of lower-case hex that
  *   end the key; a floor is read only from a DELETE, at its revision;
+ *   an event's revision, when read, has one after it (no overflow);
  * - the holders reported for kvs (with each event's floor, and none) are
  *   exactly, in order, the first key of each lock name whose key and
  *   create revision read (an oracle written apart from the code), each
@@ -176,6 +177,8 @@ event_reads(const struct run *r, const json_t *ev, struct ek_event *e)
     int64_t mod = 0;
     bool lock = ek_event(r->prefix, r->plen, ev, true, e);
 
+    /* a watch starts again at mod + 1 */
+    check(!e->mod_ok || e->mod < INT64_MAX, "a revision with none after it");
     if (!lock) {
         check(e->floor.at == 0 && e->floor.before == 0,
               "a floor from an event that is no lock's");

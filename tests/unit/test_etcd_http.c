@@ -128,6 +128,60 @@ test_key_join(void **state)
     }
 }
 
+/* A lease's TTL is read within etcd's own maximum: a hostile answer of
+ * INT64_MAX seconds overflowed ttl * 1000 in the lock backend. */
+static void
+test_ttl(void **state)
+{
+    static const struct {
+        const char *json;
+        bool ok;
+        int64_t want;
+    } cases[] = {
+        {"{\"TTL\":\"60\"}", true, 60},
+        {"{\"TTL\":\"-1\"}", true, -1},
+        {"{}", true, 0},
+        {"{\"TTL\":\"9000000000\"}", true, 9000000000},
+        {"{\"TTL\":\"9000000001\"}", false, 0},
+        {"{\"TTL\":\"9223372036854775807\"}", false, 0},
+        {"{\"TTL\":9223372036854775807}", false, 0},
+        {"{\"TTL\":\"-9000000001\"}", false, 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        json_t *o = json_loads(cases[i].json, 0, NULL);
+        int64_t v = 7;
+
+        assert_non_null(o);
+        assert_int_equal(etcd_ttl(o, "TTL", &v), cases[i].ok);
+        if (cases[i].ok) {
+            assert_int_equal(v, cases[i].want);
+        }
+        json_decref(o);
+    }
+}
+
+/* A revision has one after it: INT64_MAX, a peer's, overflowed the
+ * watch's next revision (mod + 1). */
+static void
+test_rev(void **state)
+{
+    json_t *o = json_loads("{\"a\":\"9223372036854775806\","
+                           "\"b\":\"9223372036854775807\",\"c\":\"x\"}",
+                           0, NULL);
+    int64_t v = 0;
+
+    (void)state;
+    assert_non_null(o);
+    assert_true(etcd_rev(o, "a", &v));
+    assert_true(v == INT64_MAX - 1);
+    assert_false(etcd_rev(o, "b", &v));
+    assert_false(etcd_rev(o, "c", &v));
+    assert_true(etcd_rev(o, "absent", &v));
+    assert_int_equal(v, 0);
+    json_decref(o);
+}
+
 static void
 test_prefix_end(void **state)
 {
@@ -222,6 +276,8 @@ main(void)
         cmocka_unit_test(test_unb64_refuses),
         cmocka_unit_test(test_key_is),
         cmocka_unit_test(test_key_join),
+        cmocka_unit_test(test_ttl),
+        cmocka_unit_test(test_rev),
         cmocka_unit_test(test_prefix_end),
         cmocka_unit_test(test_int),
         cmocka_unit_test(test_watch_resource),
