@@ -26,7 +26,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
-redis_reply"
+redis_reply pg_reply"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -45,6 +45,7 @@ sources() {
     zkname) echo policies/zkname.c ;;
     etcd_keys) echo proxy/locks/etcd_keys.c proxy/clients/etcd_json.c ;;
     redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c ;;
+    pg_reply) echo proxy/locks/lock_postgres_reply.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -55,6 +56,7 @@ libs() {
     token | sigv4) echo -lcrypto ;;
     etcd_keys) echo -ljansson -lcrypto ;;
     redis_reply) echo -lhiredis ;;
+    pg_reply) echo -lpq ;;
     esac
 }
 
