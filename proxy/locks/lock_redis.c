@@ -149,6 +149,8 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
     struct redis_locks *s = to_locks(b);
     const char *name = op->name;
     size_t len = op->len;
+    /* r->name holds the name and a NUL, then "lock:{N}", "fence:{N}". */
+    size_t lklen = len + 7, fklen = len + 8;
     struct rl_req *r;
     char *lock_key, *fence_key;
     char a1[24], a2[24];
@@ -162,7 +164,7 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
         lock_park(redis_cluster_coldq(s->conn), b, &lock_redis_ops, op)) {
         return;
     }
-    r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
+    r = len <= 65536 ? malloc(sizeof(*r) + len + 1 + lklen + fklen) : NULL;
     if (r == NULL) {
         lock_defer(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
@@ -174,11 +176,11 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
     lock_key = r->name + len + 1;
     memcpy(lock_key, "lock:{", 6);
     memcpy(lock_key + 6, name, len);
-    lock_key[6 + len] = '}';
-    fence_key = lock_key + len + 7;
+    lock_key[lklen - 1] = '}';
+    fence_key = lock_key + lklen;
     memcpy(fence_key, "fence:{", 7);
     memcpy(fence_key + 7, name, len);
-    fence_key[7 + len] = '}';
+    fence_key[fklen - 1] = '}';
     if (s->closing) {
         defer_error(s, r);
         return;
@@ -190,9 +192,9 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
         argv[argc] = "2";
         lens[argc++] = 1;
         argv[argc] = lock_key;
-        lens[argc++] = len + 7;
+        lens[argc++] = lklen;
         argv[argc] = fence_key;
-        lens[argc++] = len + 8;
+        lens[argc++] = fklen;
         if (script == RL_S_ACQUIRE) {
             r->ttl_ms = op->ttl_ms;
             snprintf(a1, sizeof(a1), "%" PRId64, op->ttl_ms);
@@ -210,7 +212,7 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
         argv[argc] = "1";
         lens[argc++] = 1;
         argv[argc] = lock_key;
-        lens[argc++] = len + 7;
+        lens[argc++] = lklen;
         snprintf(a1, sizeof(a1), "%" PRId64, op->fence);
         argv[argc] = a1;
         lens[argc++] = strlen(a1);
