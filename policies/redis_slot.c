@@ -58,6 +58,20 @@ parse_small(const char *p, size_t len, unsigned max, unsigned *out)
     return true;
 }
 
+bool
+redis_host_ok(const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)p[i];
+
+        if (c <= ' ' || c >= 0x7f || c == '[' || c == ']' || c == '/' ||
+            c == '@') {
+            return false;
+        }
+    }
+    return true;
+}
+
 enum redis_redirect_kind
 redis_redirect_parse(const char *s, size_t len, struct redis_redirect *out)
 {
@@ -93,14 +107,8 @@ redis_redirect_parse(const char *s, size_t len, struct redis_redirect *out)
         r.host.p++;
         r.host.len -= 2;
     }
-    for (size_t i = 0; i < r.host.len; i++) {
-        unsigned char c = (unsigned char)r.host.p[i];
-
-        /* A name or an address: no spaces, brackets or controls. */
-        if (c <= ' ' || c >= 0x7f || c == '[' || c == ']' || c == '/' ||
-            c == '@') {
-            return REDIS_REDIRECT_NONE;
-        }
+    if (!redis_host_ok(r.host.p, r.host.len)) {
+        return REDIS_REDIRECT_NONE;
     }
     r.kind = kind;
     *out = r;

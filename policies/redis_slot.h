@@ -23,6 +23,12 @@ unsigned redis_crc16(const char *p, size_t len);
  * begin with '}', also when N holds braces elsewhere. */
 unsigned redis_slot(const char *key, size_t len);
 
+/* Whether p[0..len) can be a node's host as a peer names it (in a
+ * redirection or a CLUSTER SLOTS answer): a name or an address, with no
+ * space, control, bracket, '/' or '@', so that it is one host in the
+ * URL it is put into. An empty host is the caller's to handle. */
+bool redis_host_ok(const char *p, size_t len);
+
 enum redis_redirect_kind {
     REDIS_REDIRECT_NONE = 0, /* not a redirection */
     REDIS_REDIRECT_MOVED,    /* the slot lives elsewhere now: update the map */

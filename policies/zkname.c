@@ -121,3 +121,36 @@ zkname_below(const char *dir, const char *path, size_t *len)
     *len = strcspn(c, "/");
     return *len > 0 ? c : NULL;
 }
+
+enum zkname_turn
+zkname_turn(const char *dir, const char *node, char *const *kids, int n,
+            int *first)
+{
+    size_t len = 0;
+    const char *ours = zkname_below(dir, node, &len);
+
+    *first = -1;
+    if (ours == NULL || ours[len] != '\0') {
+        return ZKNAME_FOREIGN;
+    }
+    *first = zkname_first(kids, n);
+    if (*first < 0) {
+        return ZKNAME_NO_HOLDER;
+    }
+    return strcmp(kids[*first], ours) == 0 ? ZKNAME_HELD : ZKNAME_BEHIND;
+}
+
+int64_t
+zkname_left(int64_t ttl, int64_t mtime, int64_t now)
+{
+    if (ttl <= 0 || now < 0) {
+        return 0;
+    }
+    if (mtime >= now) {
+        return ttl; /* written "later" than now: the clocks differ */
+    }
+    if (mtime < now - ttl) {
+        return 0; /* now - mtime > ttl, without computing it */
+    }
+    return ttl - (now - mtime);
+}

@@ -37,4 +37,25 @@ int zkname_first(char *const *kids, int n);
  * '/'. */
 const char *zkname_below(const char *dir, const char *path, size_t *len);
 
+/* Where a node created for a lock stands among the lock's children. */
+enum zkname_turn {
+    ZKNAME_HELD = 0,  /* the node has the lowest sequence number */
+    ZKNAME_BEHIND,    /* another child has: it holds the lock */
+    ZKNAME_NO_HOLDER, /* no child has a sequence number */
+    ZKNAME_FOREIGN,   /* node is not one child of dir */
+};
+
+/* The turn of node (the path ZooKeeper answered a create with: any
+ * bytes) among kids (n names), dir's children; dir has no trailing '/'.
+ * *first: the index of the lowest child (ZKNAME_HELD, ZKNAME_BEHIND),
+ * else -1. node must be exactly dir "/" C, C a child: what is not is
+ * ZKNAME_FOREIGN, never read past its end. */
+enum zkname_turn zkname_turn(const char *dir, const char *node,
+                             char *const *kids, int n, int *first);
+
+/* The time a lease has left, 0 to ttl ms: its node's data said ttl,
+ * last written at mtime by the leader's clock (any value a peer sends),
+ * now by ours. Saturates: never overflows. */
+int64_t zkname_left(int64_t ttl, int64_t mtime, int64_t now);
+
 #endif

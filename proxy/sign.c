@@ -135,22 +135,27 @@ sign_request(struct evbuffer *out, const struct request *rq,
     const char *q = memchr(target.p, '?', target.len);
     size_t plen = q != NULL ? (size_t)(q - target.p) : target.len;
     char date[SIGV4_DATE_LEN + 1], auth[8192];
-    char hashz[80];
+    /* The client's STREAMING-* marker whole (cut, it would be signed
+     * and forwarded as another). */
+    char *hashz = strndup(hash.p, hash.len);
     struct sigv4_request sr;
     struct timespec now;
     struct hlist *l = malloc(sizeof(*l)); /* 4 KiB: off the stack */
 
     clock_gettime(CLOCK_REALTIME, &now);
     sigv4_date((long long)now.tv_sec, date);
-    snprintf(hashz, sizeof(hashz), "%.*s", (int)hash.len, hash.p);
     put_field(out, "x-amz-date: ", date, SIGV4_DATE_LEN);
-    put_field(out, "x-amz-content-sha256: ", hashz, strlen(hashz));
+    if (hashz != NULL) {
+        put_field(out, "x-amz-content-sha256: ", hashz, strlen(hashz));
+    }
     if (cr->session != NULL) {
         put_field(out, "x-amz-security-token: ", cr->session,
                   strlen(cr->session));
     }
-    if (l == NULL) {
+    if (l == NULL || hashz == NULL) {
         log_warn("upstream %s: cannot sign a request: out of memory", u->name);
+        free(l);
+        free(hashz);
         return;
     }
     l->n = 0;
@@ -180,4 +185,5 @@ sign_request(struct evbuffer *out, const struct request *rq,
         put_field(out, "Authorization: ", auth, strlen(auth));
     }
     free(l);
+    free(hashz);
 }

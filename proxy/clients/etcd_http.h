@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "etcd_json.h"
+
 struct event_base;
 struct etcd_http;
 struct etcd_watch;
@@ -81,24 +83,5 @@ struct etcd_watch *etcd_http_watch(struct etcd_http *h, json_t *create_request,
 
 /* End w; no callback runs after this. Safe from inside w's callback. */
 void etcd_watch_free(struct etcd_watch *w);
-
-/* ---- encoding helpers ---------------------------------------------- */
-
-/* len bytes of data as a base64 JSON string (keys and values travel so);
- * NULL when out of memory. */
-json_t *etcd_b64(const void *data, size_t len);
-
-/* The key just after every key starting with prefix (etcd's range_end
- * for a prefix), base64; NULL when out of memory or prefix is empty. */
-json_t *etcd_prefix_end(const char *prefix, size_t len);
-
-/* Decode the base64 string s into out (cap bytes); the length, or -1. */
-int etcd_unb64(const json_t *s, unsigned char *out, size_t cap);
-
-/* An int64 that the gateway sends as a decimal string (or a number);
- * absent reads as 0 (proto3 leaves zero values out). false when
- * malformed. */
-bool etcd_int(const json_t *obj, const char *key, int64_t *out)
-    __attribute__((warn_unused_result));
 
 #endif

@@ -94,16 +94,35 @@ struct cl_req {
 
 /* ---- nodes and the map ----------------------------------------------- */
 
+/* The URL of node name:port with the seed's credentials (malloc, sized
+ * from what it holds: a long password does not cut the host off). NULL
+ * when out of memory. */
+static char *
+node_url(const char *auth, const char *name, bool v6, unsigned port)
+{
+    const char *fmt = "redis://%s%s%s%s:%u";
+    int n =
+        snprintf(NULL, 0, fmt, auth, v6 ? "[" : "", name, v6 ? "]" : "", port);
+    char *url = n > 0 ? malloc((size_t)n + 1) : NULL;
+
+    if (url != NULL) {
+        snprintf(url, (size_t)n + 1, fmt, auth, v6 ? "[" : "", name,
+                 v6 ? "]" : "", port);
+    }
+    return url;
+}
+
 /* The node at host:port, connected to if new. CL_NO_NODE when the table
  * is full or the connection cannot be set up (logged). */
 static uint16_t
 node_get(struct redis_cluster *c, const char *host, size_t hlen, unsigned port)
 {
-    char name[256], addr[300], url[700], err[256];
+    char name[256], addr[300], err[256];
+    char *url;
     struct cl_node *nn;
     bool v6;
 
-    if (hlen >= sizeof(name)) {
+    if (hlen >= sizeof(name) || !redis_host_ok(host, hlen)) {
         return CL_NO_NODE;
     }
     /* host may point into the table that grows below. */
@@ -126,11 +145,16 @@ node_get(struct redis_cluster *c, const char *host, size_t hlen, unsigned port)
         return CL_NO_NODE;
     }
     c->nodes = nn;
-    snprintf(url, sizeof(url), "redis://%s%s%s%s:%u", c->auth, v6 ? "[" : "",
-             name, v6 ? "]" : "", port);
+    url = node_url(c->auth, name, v6, port);
     nn[c->nnodes].conn =
-        redis_conn_new(c->base, url, c->what, c->scripts, c->nscripts,
-                       c->timeout_ms, err, sizeof(err));
+        url != NULL
+            ? redis_conn_new(c->base, url, c->what, c->scripts, c->nscripts,
+                             c->timeout_ms, err, sizeof(err))
+            : NULL;
+    if (url == NULL) {
+        snprintf(err, sizeof(err), "out of memory");
+    }
+    free(url);
     if (nn[c->nnodes].conn == NULL) {
         log_error("redis %s: cluster node %s: %s", c->what, addr, err);
         return CL_NO_NODE;

@@ -604,27 +604,6 @@ redis_conn_peer(const struct redis_conn *c)
     return c->peer;
 }
 
-bool
-redis_conn_parse_dec(const char *p, size_t len, int64_t *out)
-{
-    uint64_t v = 0;
-
-    if (len == 0 || len > 19) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            return false;
-        }
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    if (v > (uint64_t)INT64_MAX) {
-        return false;
-    }
-    *out = (int64_t)v;
-    return true;
-}
-
 static void
 conn_release(struct redis_conn *c)
 {

@@ -51,12 +51,6 @@ void redis_conn_replied(struct redis_conn *c);
 /* "host:port", for log lines. */
 const char *redis_conn_peer(const struct redis_conn *c);
 
-/* A decimal 0..INT64_MAX from p[0..len), a reply string: 1 to 19
- * digits and nothing else (the scripts' fences and marks). false
- * otherwise, *out untouched. */
-bool redis_conn_parse_dec(const char *p, size_t len, int64_t *out)
-    __attribute__((warn_unused_result));
-
 /* EVALSHA of script number script with argc arguments after the SHA
  * (numkeys, keys, args: copied). cb gets the reply; on NOSCRIPT the
  * script is loaded again and the call sent once more (resent, if not

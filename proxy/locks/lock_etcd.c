@@ -262,10 +262,7 @@ txn_resp(const json_t *body, size_t i, const char *type)
 static bool
 kv_key_is(const json_t *kv, const char *key, size_t klen)
 {
-    unsigned char buf[EL_NAME_MAX + 64];
-    int n = etcd_unb64(json_object_get(kv, "key"), buf, sizeof(buf));
-
-    return n >= 0 && (size_t)n == klen && memcmp(buf, key, klen) == 0;
+    return etcd_key_is(json_object_get(kv, "key"), key, klen);
 }
 
 /* ---- status, extend, release ------------------------------------------ */
@@ -295,7 +292,7 @@ on_ttl(void *arg, const struct etcd_reply *rep)
     int64_t ttl = 0;
 
     if (reply_ok(r, rep, "lease time to live")) {
-        if (!etcd_int(rep->body, "TTL", &ttl)) {
+        if (!etcd_ttl(rep->body, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else if (r->kind == LOCK_OP_ACQUIRE && ttl <= 0 && !r->cleared) {
             char id[24];
@@ -374,7 +371,7 @@ on_keepalive(void *arg, const struct etcd_reply *rep)
         r->ncalls--;
         answer(r, LOCK_LOST, r->fence, 0);
     } else if (reply_ok(r, rep, "lease keepalive")) {
-        if (!etcd_int(res, "TTL", &ttl)) {
+        if (!etcd_ttl(res, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else if (ttl <= 0) {
             answer(r, LOCK_LOST, r->fence, 0); /* the lease is gone */
@@ -415,7 +412,7 @@ on_release_ttl(void *arg, const struct etcd_reply *rep)
     char id[24];
 
     if (reply_ok(r, rep, "lease time to live")) {
-        if (!etcd_int(rep->body, "TTL", &ttl)) {
+        if (!etcd_ttl(rep->body, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else if (ttl <= 0) {
             answer(r, LOCK_LOST, r->fence, 0);
@@ -540,7 +537,7 @@ on_pred(void *arg, const struct etcd_reply *rep)
             answer(r, LOCK_ERROR, 0, 0);
         } else if (kv == NULL) {
             owned(r);
-        } else if (!etcd_int(json_object_get(rep->body, "header"), "revision",
+        } else if (!etcd_rev(json_object_get(rep->body, "header"), "revision",
                              &rev)) {
             answer(r, LOCK_ERROR, 0, 0);
         } else {
@@ -584,7 +581,7 @@ on_wait_keepalive(void *arg, const struct etcd_reply *rep)
     int64_t ttl = 0;
 
     r->ncalls--;
-    if (!r->answered && rep->st == ETCD_OK && etcd_int(res, "TTL", &ttl) &&
+    if (!r->answered && rep->st == ETCD_OK && etcd_ttl(res, "TTL", &ttl) &&
         ttl <= 0) {
         log_warn("locks: etcd: %.*s: the waiter's lease ended",
                  log_name_len(r->len), r->name);
@@ -731,15 +728,12 @@ create_key(struct el_req *r)
     size_t klen;
 
     snprintf(id, sizeof(id), "%" PRIx64, (uint64_t)r->lease);
-    klen = r->pfxlen + strlen(id);
     free(r->mykey); /* a second try after clearing an expired holder */
-    r->mykey = malloc(klen + 1);
+    r->mykey = etcd_key_join(r->pfx, r->pfxlen, id, strlen(id), "", 0, &klen);
     if (r->mykey == NULL) {
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
-    memcpy(r->mykey, r->pfx, r->pfxlen);
-    memcpy(r->mykey + r->pfxlen, id, strlen(id) + 1);
     snprintf(id, sizeof(id), "%" PRId64, r->lease);
     put = json_pack("{s:{s:o,s:s,s:s}}", "request_put", "key",
                     b64_str(r->mykey, klen), "value", "", "lease", id);
@@ -769,7 +763,7 @@ on_grant(void *arg, const struct etcd_reply *rep)
 
     if (reply_ok(r, rep, "lease grant")) {
         if (!etcd_int(rep->body, "ID", &r->lease) ||
-            !etcd_int(rep->body, "TTL", &r->ttl_s) || r->lease == 0 ||
+            !etcd_ttl(rep->body, "TTL", &r->ttl_s) || r->lease == 0 ||
             r->ttl_s <= 0) {
             answer(r, LOCK_ERROR, 0, 0);
         } else {
@@ -803,8 +797,8 @@ el_submit(struct lock_backend *b, const struct lock_op *op)
     }
     r = calloc(1, sizeof(*r) + op->len + 1);
     if (r != NULL) {
-        r->pfxlen = s->plen + op->len + 2;
-        r->pfx = malloc(r->pfxlen + 1);
+        r->pfx = etcd_key_join(s->prefix, s->plen, op->name, op->len, "//", 2,
+                               &r->pfxlen);
     }
     if (r == NULL || r->pfx == NULL) {
         free(r);
@@ -821,9 +815,6 @@ el_submit(struct lock_backend *b, const struct lock_op *op)
     r->wait_ms = op->kind == LOCK_OP_ACQUIRE ? op->wait_ms : 0;
     r->len = op->len;
     memcpy(r->name, op->name, op->len);
-    memcpy(r->pfx, s->prefix, s->plen);
-    memcpy(r->pfx + s->plen, op->name, op->len);
-    memcpy(r->pfx + s->plen + op->len, "//", 3);
     r->next = s->reqs;
     if (s->reqs != NULL) {
         s->reqs->prev = r;

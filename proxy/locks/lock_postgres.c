@@ -3,7 +3,6 @@
  * uses (../clients/pg_pool.c); the database's clock decides expiry. */
 #include "lock.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "../clients/pg_pool.h"
 #include "../log.h"
 #include "../queue.h"
+#include "lock_postgres_reply.h"
 
 /*
  * The table: the seed's lease row, tidemark_leases (name text PRIMARY
@@ -87,13 +87,6 @@
 /* $1 name: (fence, time left), or no row. */
 #define PL_GET_SQL                                                             \
     "SELECT fence, " PL_LEFT " FROM tidemark_leases WHERE name = $1"
-
-enum pl_op {
-    PL_ACQUIRE = 0,
-    PL_RELEASE,
-    PL_EXTEND,
-    PL_GET,
-};
 
 static const char *const pl_stmt_names[] = {
     "tidemark_lease_acquire", "tidemark_lease_release", "tidemark_lease_extend",
@@ -165,27 +158,6 @@ req_answer(struct pl_req *r)
     free(r);
 }
 
-/* A bigint column; false when NULL or not a number. */
-static bool
-col_int(const PGresult *res, int row, int col, int64_t *out)
-{
-    const char *p;
-    char *end;
-    long long v;
-
-    if (PQgetisnull(res, row, col)) {
-        return false;
-    }
-    p = PQgetvalue(res, row, col);
-    errno = 0;
-    v = strtoll(p, &end, 10);
-    if (*p == '\0' || errno != 0 || *end != '\0') {
-        return false;
-    }
-    *out = (int64_t)v;
-    return true;
-}
-
 /* ---- the pool's side ------------------------------------------------- */
 
 static enum pg_take
@@ -228,85 +200,27 @@ pool_take(void *owner, int conn, PGconn *pg)
                : PG_TAKE_FAILED;
 }
 
-/* Read r's answer from res; false when res does not fit. */
-static bool
-read_answer(struct pl_req *r, PGresult *res)
-{
-    ExecStatusType st = PQresultStatus(res);
-    int64_t flag = 0;
-
-    switch (r->op) {
-    case PL_ACQUIRE:
-        if (st != PGRES_TUPLES_OK || PQntuples(res) > 1 ||
-            (PQntuples(res) == 1 && PQnfields(res) != 3)) {
-            return false;
-        }
-        if (PQntuples(res) == 0) {
-            /* The holder committed after our snapshot: busy, its fence
-             * unknown; a waiter looks again in a moment. */
-            r->res = LOCK_BUSY;
-            r->out_fence = 0;
-            r->out_ttl = 1;
-            return true;
-        }
-        if (!col_int(res, 0, 0, &flag) || !col_int(res, 0, 1, &r->out_fence) ||
-            !col_int(res, 0, 2, &r->out_ttl)) {
-            return false;
-        }
-        r->res = flag == 1 ? LOCK_OK : LOCK_BUSY;
-        if (r->res == LOCK_BUSY && r->out_ttl <= 0) {
-            r->out_ttl = 1;
-        }
-        return r->out_fence >= 1;
-    case PL_RELEASE:
-    case PL_EXTEND:
-        if (st != PGRES_COMMAND_OK) {
-            return false;
-        }
-        r->res = strcmp(PQcmdTuples(res), "1") == 0 ? LOCK_OK : LOCK_LOST;
-        r->out_fence = r->fence;
-        r->out_ttl = r->op == PL_EXTEND && r->res == LOCK_OK ? r->ttl_ms : 0;
-        return true;
-    case PL_GET:
-        if (st != PGRES_TUPLES_OK || PQntuples(res) > 1) {
-            return false;
-        }
-        if (PQntuples(res) == 0) {
-            r->res = LOCK_NONE;
-            r->out_fence = 0;
-            r->out_ttl = 0;
-            return true;
-        }
-        if (PQnfields(res) != 2 || !col_int(res, 0, 0, &r->out_fence) ||
-            !col_int(res, 0, 1, &r->out_ttl)) {
-            return false;
-        }
-        r->res = r->out_ttl > 0 ? LOCK_OK : LOCK_NONE;
-        return true;
-    }
-    return false;
-}
-
 static void
 pool_done(void *owner, int conn, PGresult *res)
 {
     struct pg_locks *s = owner;
     struct pl_req *r = s->inflight[conn];
+    struct pl_answer a;
 
     s->inflight[conn] = NULL;
     if (r == NULL) {
         return;
     }
-    r->res = LOCK_ERROR;
-    if (res == NULL || !read_answer(r, res)) {
+    if (res == NULL || !pl_answer_read(r->op, res, r->fence, r->ttl_ms, &a)) {
         log_error("locks: postgres: %.*s: %s", log_name_len(r->len), r->name,
                   res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR
                       ? PQresultErrorMessage(res)
                       : "an answer that does not fit: refused");
-        r->res = LOCK_ERROR;
-        r->out_fence = 0;
-        r->out_ttl = 0;
+        a = (struct pl_answer){LOCK_ERROR, 0, 0};
     }
+    r->res = a.res;
+    r->out_fence = a.fence;
+    r->out_ttl = a.ttl_ms;
     req_answer(r);
 }
 

@@ -14,6 +14,7 @@
 #include "../clients/redis_conn.h"
 #include "../log.h"
 #include "../clients/redis_cluster.h"
+#include "lock_redis_reply.h"
 
 /*
  * Keys. The lease of name N is "lock:{N}" holding its fence as a decimal
@@ -76,13 +77,6 @@
     "end\n"                                                                    \
     "return {0, redis.call('GET', KEYS[2]) or '0'}\n"
 
-enum rl_script {
-    RL_S_ACQUIRE = 0,
-    RL_S_RELEASE,
-    RL_S_EXTEND,
-    RL_S_STATUS,
-};
-
 static const char *const rl_scripts[] = {RL_ACQUIRE, RL_RELEASE, RL_EXTEND,
                                          RL_STATUS};
 
@@ -111,20 +105,6 @@ to_locks(struct lock_backend *b)
     return (struct redis_locks *)b;
 }
 
-/* A decimal 1..INT64_MAX (0 too when zero_ok) from a reply string. */
-static bool
-parse_dec(const redisReply *rep, bool zero_ok, int64_t *out)
-{
-    int64_t v;
-
-    if (rep == NULL || rep->type != REDIS_REPLY_STRING ||
-        !redis_conn_parse_dec(rep->str, rep->len, &v) || (v == 0 && !zero_ok)) {
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* Answer r with an error on a later pass of the loop (never inside the
  * call that started it), and free it. */
 static void
@@ -139,8 +119,7 @@ static void
 on_reply(void *priv, redisReply *rep)
 {
     struct rl_req *r = priv;
-    enum lock_result res = LOCK_ERROR;
-    int64_t fence = 0, ttl = 0;
+    struct rl_answer a = {LOCK_ERROR, 0, 0};
 
     if (rep == NULL) {
         goto out; /* connection lost or closing: logged by redis_conn */
@@ -150,66 +129,14 @@ on_reply(void *priv, redisReply *rep)
                   rep->str);
         goto out;
     }
-    switch (r->op) {
-    case RL_S_ACQUIRE:
-    case RL_S_STATUS:
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 2 ||
-            rep->element[0]->type != REDIS_REPLY_INTEGER) {
-            break;
-        }
-        if (rep->element[0]->integer == 1) {
-            if (!parse_dec(rep->element[1], false, &fence)) {
-                break;
-            }
-            res = LOCK_OK;
-            ttl = r->ttl_ms;
-            if (r->op == RL_S_STATUS) {
-                if (rep->elements != 3 ||
-                    rep->element[2]->type != REDIS_REPLY_INTEGER) {
-                    res = LOCK_ERROR;
-                    break;
-                }
-                ttl =
-                    rep->element[2]->integer > 0 ? rep->element[2]->integer : 0;
-            }
-        } else if (r->op == RL_S_ACQUIRE) {
-            /* Busy: the holder's fence and time left, best effort (the
-             * key may hold something else if another program wrote it). */
-            res = LOCK_BUSY;
-            if (!parse_dec(rep->element[1], false, &fence)) {
-                fence = 0;
-            }
-            if (rep->elements == 3 &&
-                rep->element[2]->type == REDIS_REPLY_INTEGER &&
-                rep->element[2]->integer > 0) {
-                ttl = rep->element[2]->integer;
-            }
-        } else {
-            res = LOCK_NONE;
-            if (!parse_dec(rep->element[1], true, &fence)) {
-                fence = 0;
-            }
-        }
-        break;
-    case RL_S_RELEASE:
-    case RL_S_EXTEND:
-        if (rep->type != REDIS_REPLY_INTEGER) {
-            break;
-        }
-        res = rep->integer == 1 ? LOCK_OK : LOCK_LOST;
-        fence = r->fence;
-        ttl = r->op == RL_S_EXTEND && res == LOCK_OK ? r->ttl_ms : 0;
-        break;
-    }
-    if (res == LOCK_ERROR) {
+    a = rl_reply_read(r->op, rep, r->fence, r->ttl_ms);
+    if (a.res == LOCK_ERROR) {
         log_error("locks: redis: %.*s: the script answered something "
                   "unexpected: refused",
                   log_name_len(r->len), r->name);
-        fence = 0;
-        ttl = 0;
     }
 out:
-    r->cb(r->arg, res, fence, ttl);
+    r->cb(r->arg, a.res, a.fence, a.ttl_ms);
     free(r);
 }
 
@@ -222,6 +149,8 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
     struct redis_locks *s = to_locks(b);
     const char *name = op->name;
     size_t len = op->len;
+    /* r->name holds the name and a NUL, then "lock:{N}", "fence:{N}". */
+    size_t lklen = len + 7, fklen = len + 8;
     struct rl_req *r;
     char *lock_key, *fence_key;
     char a1[24], a2[24];
@@ -235,7 +164,7 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
         lock_park(redis_cluster_coldq(s->conn), b, &lock_redis_ops, op)) {
         return;
     }
-    r = len <= 65536 ? malloc(sizeof(*r) + 2 * (len + 8) + len + 1) : NULL;
+    r = len <= 65536 ? malloc(sizeof(*r) + len + 1 + lklen + fklen) : NULL;
     if (r == NULL) {
         lock_defer(s->defer, op->cb, op->arg, LOCK_ERROR);
         return;
@@ -247,11 +176,11 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
     lock_key = r->name + len + 1;
     memcpy(lock_key, "lock:{", 6);
     memcpy(lock_key + 6, name, len);
-    lock_key[6 + len] = '}';
-    fence_key = lock_key + len + 7;
+    lock_key[lklen - 1] = '}';
+    fence_key = lock_key + lklen;
     memcpy(fence_key, "fence:{", 7);
     memcpy(fence_key + 7, name, len);
-    fence_key[7 + len] = '}';
+    fence_key[fklen - 1] = '}';
     if (s->closing) {
         defer_error(s, r);
         return;
@@ -263,9 +192,9 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
         argv[argc] = "2";
         lens[argc++] = 1;
         argv[argc] = lock_key;
-        lens[argc++] = len + 7;
+        lens[argc++] = lklen;
         argv[argc] = fence_key;
-        lens[argc++] = len + 8;
+        lens[argc++] = fklen;
         if (script == RL_S_ACQUIRE) {
             r->ttl_ms = op->ttl_ms;
             snprintf(a1, sizeof(a1), "%" PRId64, op->ttl_ms);
@@ -283,7 +212,7 @@ rl_submit(struct lock_backend *b, const struct lock_op *op)
         argv[argc] = "1";
         lens[argc++] = 1;
         argv[argc] = lock_key;
-        lens[argc++] = len + 7;
+        lens[argc++] = lklen;
         snprintf(a1, sizeof(a1), "%" PRId64, op->fence);
         argv[argc] = a1;
         lens[argc++] = strlen(a1);

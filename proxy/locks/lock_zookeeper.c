@@ -606,7 +606,7 @@ static void
 acquire_decide(struct zk_req *r, uint64_t gen)
 {
     struct zk_locks *z = r->z;
-    const char *first, *ours;
+    int first = -1;
 
     if (r->create_rc == ZNONODE && r->tries < ZK_DIR_TRIES) {
         acquire_mkdir(r);
@@ -630,16 +630,23 @@ acquire_decide(struct zk_req *r, uint64_t gen)
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
-    first = first_kid(r->kids, r->nkids);
-    ours = strrchr(r->node, '/') + 1;
-    if (first == NULL || strcmp(first, ours) != 0) {
-        drop_node(z, r->node, NULL, 0);
-        if (first == NULL) {
-            answer(r, LOCK_ERROR, 0, 0);
-            return;
-        }
-        acquire_busy(r, first);
+    switch (zkname_turn(r->dir, r->node, r->kids, r->nkids, &first)) {
+    case ZKNAME_FOREIGN:
+        /* Not a child of the lock's node (a peer's bad answer): ours, if
+         * it was made, is found by name once connected again. */
+        sweep_add(z, r->dir, r->prefix);
+        answer(r, LOCK_ERROR, 0, 0);
         return;
+    case ZKNAME_NO_HOLDER:
+        drop_node(z, r->node, NULL, 0);
+        answer(r, LOCK_ERROR, 0, 0);
+        return;
+    case ZKNAME_BEHIND:
+        drop_node(z, r->node, NULL, 0);
+        acquire_busy(r, r->kids[first]);
+        return;
+    case ZKNAME_HELD:
+        break;
     }
     if (r->czxid < r->min_fence || r->czxid < 1) {
         log_error("locks: zookeeper: %.*s: the node's zxid %" PRId64
@@ -743,8 +750,7 @@ on_holder(struct zk_req *r, struct zk_call *c)
         left = lease_left(own);
     } else if (ttl >= 0) {
         /* mtime is the leader's clock at the last create or extend. */
-        left = ttl - (clock_ms(CLOCK_REALTIME) - c->stat.mtime);
-        left = left > ttl ? ttl : left;
+        left = zkname_left(ttl, c->stat.mtime, clock_ms(CLOCK_REALTIME));
     } else {
         left = -1; /* not one of ours: no TTL */
     }

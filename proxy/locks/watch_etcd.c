@@ -32,12 +32,12 @@
 #include "../../conf/cfg.h"
 #include "../clients/etcd_http.h"
 #include "../log.h"
+#include "etcd_keys.h"
 
 #define WE_RETRY_MS 500
 /* Failing tries space out to this (etcd coming back is seen by its
  * probe, which starts the next try at once). */
 #define WE_RETRY_MAX_MS 8000
-#define WE_KEY_MAX 2048
 
 struct watch_source {
     struct event_base *base;
@@ -59,94 +59,20 @@ struct watch_source {
     bool closing;
 };
 
-/* What a watched deletion says of the holders after it: one whose key
- * was created after `before` got the lock at `at` or later. */
-struct we_floor {
-    int64_t before;
-    int64_t at; /* 0: no deletion, nothing said */
-};
-
 /* A look at one lock after a change. */
 struct we_look {
     struct watch_source *s;
-    struct we_floor floor;
+    struct ek_floor floor;
     size_t len;
     char name[];
 };
 
-/* The lock name of key k (n bytes): the part between the prefix and the
- * last '/', when what follows it is a lease in hex. */
-static bool
-key_name(const struct watch_source *s, const unsigned char *k, size_t n,
-         size_t *len)
-{
-    const unsigned char *slash;
-    size_t rest;
-
-    if (n <= s->plen + 2 || memcmp(k, s->prefix, s->plen) != 0) {
-        return false;
-    }
-    slash = memrchr(k + s->plen, '/', n - s->plen);
-    if (slash == NULL || slash == k + s->plen) {
-        return false;
-    }
-    rest = n - (size_t)(slash + 1 - k);
-    if (rest == 0 || rest > 16) {
-        return false;
-    }
-    for (const unsigned char *p = slash + 1; p < k + n; p++) {
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) {
-            return false;
-        }
-    }
-    *len = (size_t)(slash - (k + s->plen));
-    return true;
-}
-
-/* Report the holder of each lock among kvs (oldest first): the first key
- * of each name, at the revision f says it got the lock at if later than
- * its key's. */
+/* Report the holder of each lock among kvs (etcd_keys.h). */
 static void
 report_holders(struct watch_source *s, const json_t *kvs,
-               const struct we_floor *f)
+               const struct ek_floor *f)
 {
-    unsigned char key[WE_KEY_MAX], last[WE_KEY_MAX];
-    size_t lastlen = (size_t)-1;
-    size_t i;
-    json_t *kv;
-
-    /* Names already reported in this answer: kvs are few; a linear
-     * look-back over the ones before is enough. */
-    json_array_foreach(kvs, i, kv)
-    {
-        int n = etcd_unb64(json_object_get(kv, "key"), key, sizeof(key));
-        size_t len = 0;
-        int64_t rev = 0;
-        bool seen = false;
-
-        if (n < 0 || !key_name(s, key, (size_t)n, &len) ||
-            !etcd_int(kv, "create_revision", &rev)) {
-            continue;
-        }
-        for (size_t j = 0; j < i && !seen; j++) {
-            unsigned char other[WE_KEY_MAX];
-            int m = etcd_unb64(json_object_get(json_array_get(kvs, j), "key"),
-                               other, sizeof(other));
-            size_t olen = 0;
-
-            seen = m >= 0 && key_name(s, other, (size_t)m, &olen) &&
-                   olen == len &&
-                   memcmp(other + s->plen, key + s->plen, len) == 0;
-        }
-        if (!seen) {
-            if (f->at > rev && rev > f->before) {
-                rev = f->at;
-            }
-            memcpy(last, key + s->plen, len);
-            lastlen = len;
-            s->hooks.holder(s->owner, (const char *)last, lastlen, rev);
-        }
-    }
+    ek_holders(s->prefix, s->plen, kvs, f, s->hooks.holder, s->owner);
 }
 
 static void rewatch(struct watch_source *s);
@@ -246,14 +172,6 @@ idle_cb(evutil_socket_t fd, short what, void *arg)
     end_watch(s, false);
 }
 
-static json_t *
-prefix_range(const char *p, size_t n)
-{
-    return json_pack("{s:o,s:o,s:s,s:s}", "key", etcd_b64(p, n), "range_end",
-                     etcd_prefix_end(p, n), "sort_target", "CREATE",
-                     "sort_order", "ASCEND");
-}
-
 static void
 on_look(void *arg, const struct etcd_reply *rep)
 {
@@ -279,12 +197,9 @@ on_look(void *arg, const struct etcd_reply *rep)
 /* A lock changed: read its keys, oldest first; its holder is the first. */
 static void
 look(struct watch_source *s, const unsigned char *name, size_t len,
-     const struct we_floor *floor)
+     const struct ek_floor *floor)
 {
-    /* name[] holds the name, then the range's key: prefix, name, '/'. */
-    size_t klen = s->plen + len + 1;
-    struct we_look *l = malloc(sizeof(*l) + len + klen);
-    char *p;
+    struct we_look *l = malloc(sizeof(*l) + len);
 
     if (l == NULL) {
         return;
@@ -293,27 +208,10 @@ look(struct watch_source *s, const unsigned char *name, size_t len,
     l->floor = *floor;
     l->len = len;
     memcpy(l->name, name, len);
-    p = l->name + len;
-    memcpy(p, s->prefix, s->plen);
-    memcpy(p + s->plen, name, len);
-    p[klen - 1] = '/';
-    if (!etcd_http_call(s->h, "/v3/kv/range", prefix_range(p, klen), on_look,
+    if (!etcd_http_call(s->h, "/v3/kv/range",
+                        ek_range(s->prefix, s->plen, l->name, len), on_look,
                         l)) {
         free(l);
-    }
-}
-
-/* What a deletion ev says of the holders after it: a deletion (a
- * release, a lease's end) at R of a key created at C (its prev_kv) says
- * that a key created after C got the lock at R or later. Without its
- * prev_kv, it says nothing. */
-static void
-deletion_floor(const json_t *ev, struct we_floor *f)
-{
-    if (!etcd_int(json_object_get(ev, "kv"), "mod_revision", &f->at) ||
-        !etcd_int(json_object_get(ev, "prev_kv"), "create_revision",
-                  &f->before)) {
-        f->at = 0;
     }
 }
 
@@ -356,32 +254,25 @@ on_event(void *arg, json_t *result)
          NULL);
     json_array_foreach(json_object_get(result, "events"), i, ev)
     {
-        unsigned char key[WE_KEY_MAX];
-        json_t *kv = json_object_get(ev, "kv");
-        int n = etcd_unb64(json_object_get(kv, "key"), key, sizeof(key));
-        size_t len = 0;
-        struct we_floor floor = {0, 0};
-        int64_t mod = 0;
-        /* etcd's JSON leaves out the default, PUT */
-        const char *type = json_string_value(json_object_get(ev, "type"));
+        struct ek_event e;
+        bool lock = ek_event(s->prefix, s->plen, ev, s->lock_rev, &e);
+        const unsigned char *key = e.key;
+        int n = e.n;
+        int64_t mod = e.mod;
+        const char *type = e.type;
+        struct ek_floor floor = e.floor;
 
-        if (etcd_int(kv, "mod_revision", &mod) && mod >= s->next_rev) {
+        if (e.mod_ok && mod >= s->next_rev) {
             s->next_rev = mod + 1;
         }
-        if (n < 0 || !key_name(s, key, (size_t)n, &len)) {
-            continue;
+        if (lock) {
+            log_debug("watch %s: %s of %.*s at revision %" PRId64
+                      " (deleted key created at %" PRId64 ")",
+                      s->section, type, n > 200 ? 200 : n, (const char *)key,
+                      mod, floor.before);
+            look(s, key + s->plen, e.len, &floor);
         }
-        if (type == NULL) {
-            type = "PUT";
-        }
-        if (s->lock_rev && strcmp(type, "DELETE") == 0) {
-            deletion_floor(ev, &floor);
-        }
-        log_debug("watch %s: %s of %.*s at revision %" PRId64
-                  " (deleted key created at %" PRId64 ")",
-                  s->section, type, n > 200 ? 200 : n, (const char *)key, mod,
-                  floor.before);
-        look(s, key + s->plen, len, &floor);
+        ek_event_free(&e);
     }
 }
 
@@ -422,7 +313,7 @@ on_sync(void *arg, const struct etcd_reply *rep)
         return;
     }
     if (rep->st != ETCD_OK ||
-        !etcd_int(json_object_get(rep->body, "header"), "revision", &rev)) {
+        !etcd_rev(json_object_get(rep->body, "header"), "revision", &rev)) {
         seen(s, WATCH_SEEN_ERROR,
              reply_why(rep, "the read of every lock", why, sizeof(why)));
         retry_later(s);
@@ -430,7 +321,7 @@ on_sync(void *arg, const struct etcd_reply *rep)
     }
     seen(s, WATCH_SEEN_READ, NULL);
     report_holders(s, json_object_get(rep->body, "kvs"),
-                   &(struct we_floor){0, 0});
+                   &(struct ek_floor){0, 0});
     start_watch(s, rev + 1);
 }
 
@@ -442,8 +333,8 @@ sync_all(struct watch_source *s)
     if (s->closing) {
         return;
     }
-    s->syncing = etcd_http_call(s->h, "/v3/kv/range",
-                                prefix_range(s->prefix, s->plen), on_sync, s);
+    s->syncing = etcd_http_call(
+        s->h, "/v3/kv/range", ek_prefix_range(s->prefix, s->plen), on_sync, s);
     if (!s->syncing) {
         seen(s, WATCH_SEEN_ERROR, "cannot send the read of every lock");
         retry_later(s);

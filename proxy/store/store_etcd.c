@@ -81,17 +81,18 @@ to_etcd(struct store *s)
 
 /* ---- encoding -------------------------------------------------------- */
 
+/* The mark's key of resource name, whole at any length (cut to 1,024
+ * bytes, two long names would share a mark). NULL when out of memory. */
 static json_t *
 key_json(const char *name, size_t len)
 {
-    char raw[ETCD_KEY_PREFIX_LEN + 1024];
+    size_t klen = 0;
+    char *k = etcd_key_join(ETCD_KEY_PREFIX, ETCD_KEY_PREFIX_LEN, name, len, "",
+                            0, &klen);
+    json_t *j = k != NULL ? etcd_b64(k, klen) : NULL;
 
-    memcpy(raw, ETCD_KEY_PREFIX, ETCD_KEY_PREFIX_LEN);
-    if (len > sizeof(raw) - ETCD_KEY_PREFIX_LEN) {
-        len = sizeof(raw) - ETCD_KEY_PREFIX_LEN;
-    }
-    memcpy(raw + ETCD_KEY_PREFIX_LEN, name, len);
-    return etcd_b64(raw, ETCD_KEY_PREFIX_LEN + len);
+    free(k);
+    return j;
 }
 
 static json_t *

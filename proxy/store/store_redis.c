@@ -15,6 +15,7 @@
 #include "../clients/coldq.h"
 #include "../clients/defer.h"
 #include "../clients/redis_conn.h"
+#include "../clients/redis_reply.h"
 #include "../log.h"
 #include "../clients/redis_cluster.h"
 #include "store.h"
@@ -119,33 +120,28 @@ req_answer(struct redis_req *r, enum store_result res, int64_t mark)
 static enum store_result
 script_result(struct redis_req *r, redisReply *rep, int64_t *mark)
 {
-    redisReply *m;
+    long long flag = 0;
 
     if (rep->type == REDIS_REPLY_ERROR) {
         log_error("redis: raise of %.*s to %" PRId64 " failed: %s", REQ_NAME(r),
                   r->token, rep->str);
         return STORE_ERROR;
     }
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
-        rep->element[0]->type != REDIS_REPLY_INTEGER ||
-        rep->element[1]->type != REDIS_REPLY_STRING ||
-        !redis_conn_parse_dec(rep->element[1]->str, rep->element[1]->len,
-                              mark)) {
+    if (!redis_reply_pair(rep, &flag, mark)) {
         log_error("redis: raise of %.*s: the script answered something "
                   "that is not {accepted, mark}: refused",
                   REQ_NAME(r));
         return STORE_ERROR;
     }
-    m = rep->element[0];
-    if (m->integer == 1 && *mark == r->token) {
+    if (flag == 1 && *mark == r->token) {
         return STORE_ACCEPTED;
     }
-    if (m->integer == 0 && *mark > r->token) {
+    if (flag == 0 && *mark > r->token) {
         return STORE_STALE;
     }
     log_error("redis: raise of %.*s to %" PRId64 ": the script answered "
               "%lld with mark %" PRId64 ", which does not fit: refused",
-              REQ_NAME(r), r->token, m->integer, *mark);
+              REQ_NAME(r), r->token, flag, *mark);
     return STORE_ERROR;
 }
 
@@ -403,7 +399,7 @@ on_get(void *priv, redisReply *rep)
         return;
     }
     if (rep->type == REDIS_REPLY_STRING &&
-        redis_conn_parse_dec(rep->str, rep->len, &mark)) {
+        redis_reply_dec(rep->str, rep->len, &mark)) {
         req_answer(r, STORE_ACCEPTED, mark);
         return;
     }

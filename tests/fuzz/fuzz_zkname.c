@@ -9,7 +9,14 @@
  *   over the input's lines picks one with the lowest;
  * - zkname_below with the first line as the directory and the rest as
  *   the path names a non-empty part of the path with no '/', right
- *   after the directory and a '/'. */
+ *   after the directory and a '/';
+ * - zkname_turn with the first line as the lock's node, the second as
+ *   the path a create answered and the rest as its children: foreign
+ *   exactly when the path is not the node, '/', one child name; else
+ *   the holder is zkname_first's pick, held exactly when it is the
+ *   path's child;
+ * - zkname_left on the input's first 24 bytes as ttl, mtime and now is
+ *   0 to ttl, and ttl - (now - mtime) when that is in range. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +70,26 @@ as_escaped(const uint8_t *data, size_t size)
     free(out);
 }
 
+/* The input copied into copy (size + 1 bytes) and cut at each LF into
+ * at most max lines; the count. */
+static int
+split_lines(const uint8_t *data, size_t size, char *copy, char **lines, int max)
+{
+    int n = 0;
+
+    check(copy != NULL, "out of memory");
+    memcpy(copy, data, size);
+    copy[size] = '\0';
+    for (char *p = copy, *nl; n < max && p != NULL; p = nl) {
+        nl = strchr(p, '\n');
+        if (nl != NULL) {
+            *nl++ = '\0';
+        }
+        lines[n++] = p;
+    }
+    return n;
+}
+
 static void
 as_children(const uint8_t *data, size_t size)
 {
@@ -70,16 +97,7 @@ as_children(const uint8_t *data, size_t size)
     char *kids[64];
     int n = 0, first;
 
-    check(copy != NULL, "out of memory");
-    memcpy(copy, data, size);
-    copy[size] = '\0';
-    for (char *p = copy, *nl; n < 64 && p != NULL; p = nl) {
-        nl = strchr(p, '\n');
-        if (nl != NULL) {
-            *nl++ = '\0';
-        }
-        kids[n++] = p;
-    }
+    n = split_lines(data, size, copy, kids, 64);
     first = zkname_first(kids, n);
     for (int i = 0; i < n; i++) {
         int64_t s = zkname_seq(kids[i]);
@@ -116,6 +134,59 @@ as_below(const uint8_t *data, size_t size)
     free(copy);
 }
 
+static void
+as_turn(const uint8_t *data, size_t size)
+{
+    char *copy = malloc(size + 1);
+    char *lines[66];
+    int n = 0, first = 0;
+    size_t dl;
+    const char *child;
+    enum zkname_turn t;
+
+    n = split_lines(data, size, copy, lines, 66);
+    if (n < 2) {
+        free(copy);
+        return;
+    }
+    t = zkname_turn(lines[0], lines[1], lines + 2, n - 2, &first);
+    dl = strlen(lines[0]);
+    child = lines[1] + dl + 1;
+    if (strncmp(lines[1], lines[0], dl) != 0 || lines[1][dl] != '/' ||
+        *child == '\0' || strchr(child, '/') != NULL) {
+        check(t == ZKNAME_FOREIGN && first == -1,
+              "a path that is no child of the node has a turn");
+        free(copy);
+        return;
+    }
+    check(t != ZKNAME_FOREIGN, "a child of the node is foreign");
+    check(first == zkname_first(lines + 2, n - 2), "the holder is not first");
+    check((t == ZKNAME_NO_HOLDER) == (first < 0), "no holder, yet a first");
+    if (first >= 0) {
+        check((t == ZKNAME_HELD) == (strcmp(lines[2 + first], child) == 0),
+              "held is not the path's child being first");
+    }
+    free(copy);
+}
+
+static void
+as_left(const uint8_t *data, size_t size)
+{
+    int64_t v[3], got;
+    __int128 want;
+
+    if (size < sizeof(v)) {
+        return;
+    }
+    memcpy(v, data, sizeof(v));
+    got = zkname_left(v[0], v[1], v[2]);
+    check(got >= 0 && got <= (v[0] > 0 ? v[0] : 0), "time left out of range");
+    want = (__int128)v[0] - ((__int128)v[2] - (__int128)v[1]);
+    if (v[0] > 0 && v[2] >= 0 && want >= 0 && want <= v[0]) {
+        check(got == (int64_t)want, "time left is not ttl - age");
+    }
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -123,5 +194,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_escaped(data, size);
     as_children(data, size);
     as_below(data, size);
+    as_turn(data, size);
+    as_left(data, size);
     return 0;
 }

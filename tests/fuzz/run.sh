@@ -25,7 +25,8 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
-procstat json redis_slot sigv4 zkname"
+procstat json redis_slot sigv4 zkname etcd_keys
+redis_reply pg_reply"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -42,6 +43,9 @@ sources() {
     json) echo policies/json.c policies/utf8.c ;;
     redis_slot) echo policies/redis_slot.c ;;
     zkname) echo policies/zkname.c ;;
+    etcd_keys) echo proxy/locks/etcd_keys.c proxy/clients/etcd_json.c ;;
+    redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c ;;
+    pg_reply) echo proxy/locks/lock_postgres_reply.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -50,6 +54,9 @@ libs() {
     case $1 in
     config) echo -linih -lpq -lcrypto ;;
     token | sigv4) echo -lcrypto ;;
+    etcd_keys) echo -ljansson -lcrypto ;;
+    redis_reply) echo -lhiredis ;;
+    pg_reply) echo -lpq ;;
     esac
 }
 
@@ -57,6 +64,8 @@ libs() {
 max_len() {
     case $1 in
     http_request | http_response) echo 20000 ;;
+    etcd_keys) echo 16384 ;;
+    sigv4) echo 32768 ;;
     *) echo 4096 ;;
     esac
 }
@@ -66,6 +75,8 @@ dict() {
     case $1 in
     http_request | http_response) echo tests/fuzz/http.dict ;;
     config) echo tests/fuzz/config.dict ;;
+    etcd_keys) echo tests/fuzz/etcd.dict ;;
+    redis_reply) echo tests/fuzz/resp.dict ;;
     esac
 }
 

@@ -348,6 +348,22 @@ def test_the_upstream_gets_a_signed_head_without_fencing_headers(
     assert S3rver.secret_key not in tm.log()
 
 
+def test_a_long_streaming_marker_is_forwarded_and_signed_whole(
+        tidemark, upstream):
+    # The client's STREAMING-* payload marker goes on as it came: cut to
+    # 79 bytes, the upstream was told (and the signature covered) another.
+    tm = tidemark({"upstream default": {"sign": "aws-sigv4",
+                                        "sign_region": "eu-west-1"}},
+                  env=CREDS)
+    marker = "STREAMING-" + "A" * 300
+    r = tm.request("PUT", "/v1/documents/long-marker", token=5,
+                   headers=[("X-Amz-Content-Sha256", marker)], body=b"x")
+    assert r.status == 200, r
+    got = upstream.requests[-1]
+    assert got.header_all("x-amz-content-sha256") == [marker]
+    assert "x-amz-content-sha256" in got.header("Authorization")
+
+
 def test_print_shows_the_signing_keys_and_never_the_credentials(tmp_path):
     """tidemark -T prints the configuration in effect: the sign keys,
     and neither the key id nor the secret, from the environment or a

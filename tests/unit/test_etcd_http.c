@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -53,6 +54,132 @@ test_unb64_refuses(void **state)
     n = json_string("YWJjZGVmZ2hpamts");
     assert_int_equal(etcd_unb64(n, out, 4), -1);
     json_decref(n);
+}
+
+/* A key is compared at any length: a lock key under a long prefix and
+ * a long name (1,100 bytes here) is still its own (it read as another's
+ * when decoded into a fixed 1,088 bytes). */
+static void
+test_key_is(void **state)
+{
+    static const size_t lens[] = {0, 1, 2, 3, 1087, 1088, 1089, 1100, 5000};
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(lens); i++) {
+        size_t n = lens[i];
+        char *k = malloc(n + 1);
+        json_t *s;
+
+        assert_non_null(k);
+        memset(k, 'k', n);
+        s = etcd_b64(k, n);
+        assert_non_null(s);
+        assert_true(etcd_key_is(s, k, n));
+        if (n > 0) {
+            assert_false(etcd_key_is(s, k, n - 1)); /* shorter */
+            k[n - 1] = 'x';
+            assert_false(etcd_key_is(s, k, n)); /* another last byte */
+        }
+        json_decref(s);
+        free(k);
+    }
+}
+
+/* A key is the prefix, the whole name and the suffix, at any length: a
+ * mark key cut at 1,024 bytes of name gave two long names one mark. */
+static void
+test_key_join(void **state)
+{
+    static const size_t lens[] = {0, 1, 1023, 1024, 1025, 3000};
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(lens); i++) {
+        size_t n = lens[i], klen = 0, back = 0;
+        char *name = malloc(n + 1);
+        char *k;
+        json_t *s;
+        unsigned char *d;
+
+        assert_non_null(name);
+        memset(name, 'n', n);
+        k = etcd_key_join("tidemark/marks/", 15, name, n, "//", 2, &klen);
+        assert_non_null(k);
+        assert_int_equal(klen, 15 + n + 2);
+        assert_memory_equal(k, "tidemark/marks/", 15);
+        assert_memory_equal(k + 15, name, n);
+        assert_string_equal(k + 15 + n, "//");
+        s = etcd_b64(k, klen);
+        d = etcd_unb64_dup(s, &back);
+        assert_non_null(d);
+        assert_int_equal(back, klen);
+        assert_memory_equal(d, k, klen);
+        if (n > 0) { /* the last byte of the name counts */
+            char *other;
+
+            name[n - 1] = 'm';
+            other =
+                etcd_key_join("tidemark/marks/", 15, name, n, "//", 2, &klen);
+            assert_non_null(other);
+            assert_false(etcd_key_is(s, other, klen));
+            free(other);
+        }
+        free(d);
+        json_decref(s);
+        free(k);
+        free(name);
+    }
+}
+
+/* A lease's TTL is read within etcd's own maximum: a hostile answer of
+ * INT64_MAX seconds overflowed ttl * 1000 in the lock backend. */
+static void
+test_ttl(void **state)
+{
+    static const struct {
+        const char *json;
+        bool ok;
+        int64_t want;
+    } cases[] = {
+        {"{\"TTL\":\"60\"}", true, 60},
+        {"{\"TTL\":\"-1\"}", true, -1},
+        {"{}", true, 0},
+        {"{\"TTL\":\"9000000000\"}", true, 9000000000},
+        {"{\"TTL\":\"9000000001\"}", false, 0},
+        {"{\"TTL\":\"9223372036854775807\"}", false, 0},
+        {"{\"TTL\":9223372036854775807}", false, 0},
+        {"{\"TTL\":\"-9000000001\"}", false, 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        json_t *o = json_loads(cases[i].json, 0, NULL);
+        int64_t v = 7;
+
+        assert_non_null(o);
+        assert_int_equal(etcd_ttl(o, "TTL", &v), cases[i].ok);
+        if (cases[i].ok) {
+            assert_int_equal(v, cases[i].want);
+        }
+        json_decref(o);
+    }
+}
+
+/* A revision has one after it: INT64_MAX, a peer's, overflowed the
+ * watch's next revision (mod + 1). */
+static void
+test_rev(void **state)
+{
+    json_t *o = json_loads("{\"a\":\"9223372036854775806\","
+                           "\"b\":\"9223372036854775807\",\"c\":\"x\"}",
+                           0, NULL);
+    int64_t v = 0;
+
+    (void)state;
+    assert_non_null(o);
+    assert_true(etcd_rev(o, "a", &v));
+    assert_true(v == INT64_MAX - 1);
+    assert_false(etcd_rev(o, "b", &v));
+    assert_false(etcd_rev(o, "c", &v));
+    assert_true(etcd_rev(o, "absent", &v));
+    assert_int_equal(v, 0);
+    json_decref(o);
 }
 
 static void
@@ -147,6 +274,10 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_b64_round_trip),
         cmocka_unit_test(test_unb64_refuses),
+        cmocka_unit_test(test_key_is),
+        cmocka_unit_test(test_key_join),
+        cmocka_unit_test(test_ttl),
+        cmocka_unit_test(test_rev),
         cmocka_unit_test(test_prefix_end),
         cmocka_unit_test(test_int),
         cmocka_unit_test(test_watch_resource),

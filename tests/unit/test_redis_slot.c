@@ -159,6 +159,28 @@ test_redirect_stops_at_len(void **state)
     assert_int_equal(r.port, 6381);
 }
 
+/* A host a peer names (a redirection, a CLUSTER SLOTS answer) goes into
+ * a redis:// URL after the seed's password: it must be one host and
+ * nothing else (from CLUSTER SLOTS, "x@evil" made the URL's password
+ * "pw@x" and its host "evil", while logs named "x@evil"). */
+static void
+test_host_ok(void **state)
+{
+    static const char *const good[] = {"127.0.0.1", "::1", "node-3.redis",
+                                       "fe80::1%eth0"};
+    static const char *const bad[] = {"a@b",  "a/b",   "[::1]",   "a b",
+                                      "a\tb", "a\x7f", "\xc3\xa9"};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        assert_true(redis_host_ok(good[i], strlen(good[i])));
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_false(redis_host_ok(bad[i], strlen(bad[i])));
+    }
+    assert_false(redis_host_ok("a\0b", 3));
+}
+
 int
 main(void)
 {
@@ -168,6 +190,7 @@ main(void)
         cmocka_unit_test(test_lock_and_fence_share_a_slot),
         cmocka_unit_test(test_redirects),
         cmocka_unit_test(test_redirect_stops_at_len),
+        cmocka_unit_test(test_host_ok),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -159,6 +159,58 @@ test_below(void **state)
     }
 }
 
+/* The create's answer is the peer's: a path that is not exactly one
+ * child of the lock's node is no turn (it crashed the acquire when it
+ * had no '/'). */
+static void
+test_turn(void **state)
+{
+    char *kids[] = {"a-lock-0000000007", "b-lock-0000000003", "nolock"};
+    char *none[] = {"nolock"};
+    int first = 0;
+
+    (void)state;
+    assert_int_equal(
+        zkname_turn("/l/d", "/l/d/b-lock-0000000003", kids, 3, &first),
+        ZKNAME_HELD);
+    assert_int_equal(first, 1);
+    assert_int_equal(
+        zkname_turn("/l/d", "/l/d/a-lock-0000000007", kids, 3, &first),
+        ZKNAME_BEHIND);
+    assert_int_equal(first, 1);
+    assert_int_equal(zkname_turn("/l/d", "/l/d/nolock", none, 1, &first),
+                     ZKNAME_NO_HOLDER);
+    assert_int_equal(first, -1);
+    static const char *const foreign[] = {"b-lock-0000000003",
+                                          "",
+                                          "/l/d",
+                                          "/l/d/",
+                                          "/l/e/b-lock-0000000003",
+                                          "/l/d/b-lock-0000000003/x",
+                                          "/l/db-lock-0000000003"};
+    for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++) {
+        assert_int_equal(zkname_turn("/l/d", foreign[i], kids, 3, &first),
+                         ZKNAME_FOREIGN);
+        assert_int_equal(first, -1);
+    }
+}
+
+/* A lease's time left from the peer's mtime: 0 to ttl, whatever mtime
+ * is (INT64_MIN overflowed now - mtime). */
+static void
+test_left(void **state)
+{
+    (void)state;
+    assert_int_equal(zkname_left(5000, 1000000, 1002000), 3000);
+    assert_int_equal(zkname_left(5000, 1000000, 1000000), 5000);
+    assert_int_equal(zkname_left(5000, 1000000, 1005000), 0);
+    assert_int_equal(zkname_left(5000, 1000000, 1009000), 0);
+    assert_int_equal(zkname_left(5000, 2000000, 1000000), 5000);
+    assert_int_equal(zkname_left(5000, INT64_MIN, 1000000), 0);
+    assert_int_equal(zkname_left(5000, INT64_MAX, 1000000), 5000);
+    assert_int_equal(zkname_left(0, 1000000, 1000000), 0);
+}
+
 int
 main(void)
 {
@@ -169,6 +221,8 @@ main(void)
         cmocka_unit_test(test_first),
         cmocka_unit_test(test_first_recipes),
         cmocka_unit_test(test_below),
+        cmocka_unit_test(test_turn),
+        cmocka_unit_test(test_left),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* test_redis_conn.c: redis_conn_parse_dec, the one reader of the decimal
+/* test_redis_reply.c: redis_reply_dec, the one reader of the decimal
  * fences and marks the Redis scripts answer, for the mark store and the
  * lock backend alike. */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../proxy/clients/redis_conn.h"
+#include "../../proxy/clients/redis_reply.h"
 
 struct dec_case {
     const char *s;
@@ -42,7 +42,7 @@ test_parse_dec(void **state)
         const struct dec_case *c = &dec_cases[i];
         int64_t v = -5;
 
-        assert_int_equal(redis_conn_parse_dec(c->s, strlen(c->s), &v), c->ok);
+        assert_int_equal(redis_reply_dec(c->s, strlen(c->s), &v), c->ok);
         assert_true(v == (c->ok ? c->want : -5)); /* untouched on false */
     }
 }
@@ -53,7 +53,7 @@ test_parse_dec_reads_len_bytes(void **state)
     int64_t v = 0;
 
     (void)state;
-    assert_true(redis_conn_parse_dec("123xyz", 3, &v));
+    assert_true(redis_reply_dec("123xyz", 3, &v));
     assert_int_equal(v, 123);
 }
 

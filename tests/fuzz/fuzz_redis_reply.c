@@ -1,0 +1,167 @@
+/* fuzz_redis_reply.c: libFuzzer target for what tidemark makes of Redis's
+ * replies to its scripts (proxy/locks/lock_redis_reply.c and
+ * proxy/clients/redis_reply.c). The input is raw RESP, read into replies
+ * by hiredis's own reader, as a connection would. Invariants, for every
+ * reply and every lock script:
+ * - the answer is one of the script's: acquire OK, BUSY or ERROR; status
+ *   OK, NONE or ERROR; release and extend OK, LOST or ERROR;
+ * - an ERROR says nothing (fence 0, ttl 0);
+ * - a held lease (acquire or status OK) has the fence the reply's second
+ *   element spells in decimal, at least 1; acquire's TTL is the one
+ *   asked, status's the reply's PTTL, never negative;
+ * - release and extend answer with the caller's fence, extend OK with
+ *   the TTL asked, the others with none;
+ * - the mark store's {flag, mark} is read only from an array of exactly
+ *   an integer and a decimal string, and the mark is that decimal.
+ * hiredis 0.14's reader allocates an array for any count a reply
+ * announces (*328653477 is 2.6 GB, before a single element came): that
+ * is hiredis's, bounded by nothing tidemark can set, so inputs that
+ * announce more than BIG elements or bytes are passed over here. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "../../proxy/clients/redis_reply.h"
+#include "../../proxy/locks/lock_redis_reply.h"
+#include "fuzz.h"
+
+#define FENCE_IN 42
+#define BIG 65536
+#define TTL_ASKED 30000
+
+/* The decimal that element e spells, read apart from redis_reply_dec:
+ * -1 when it is no string of 1 to 19 digits up to INT64_MAX. */
+static int64_t
+spelled(const redisReply *e)
+{
+    __int128 v = 0;
+
+    if (e->type != REDIS_REPLY_STRING || e->len == 0 || e->len > 19) {
+        return -1;
+    }
+    for (size_t i = 0; i < e->len; i++) {
+        if (e->str[i] < '0' || e->str[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (e->str[i] - '0');
+    }
+    return v > INT64_MAX ? -1 : (int64_t)v;
+}
+
+static void
+held(const redisReply *rep, const struct rl_answer *a)
+{
+    check(rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2 &&
+              rep->element[0]->type == REDIS_REPLY_INTEGER &&
+              rep->element[0]->integer == 1,
+          "a lease held without {1, fence}");
+    check(a->fence >= 1 && a->fence == spelled(rep->element[1]),
+          "a held lease's fence is not the reply's");
+}
+
+static void
+lock_answers(const redisReply *rep)
+{
+    for (int op = RL_S_ACQUIRE; op <= RL_S_STATUS; op++) {
+        struct rl_answer a = rl_reply_read(op, rep, FENCE_IN, TTL_ASKED);
+
+        check(a.res >= LOCK_OK && a.res <= LOCK_ERROR, "no such result");
+        if (a.res == LOCK_ERROR) {
+            check(a.fence == 0 && a.ttl_ms == 0, "an error says something");
+            continue;
+        }
+        check(rep->type != REDIS_REPLY_ERROR, "an error reply answered");
+        check(a.ttl_ms >= 0 && a.fence >= 0, "a negative fence or ttl");
+        switch (op) {
+        case RL_S_ACQUIRE:
+            check(a.res == LOCK_OK || a.res == LOCK_BUSY, "acquire: no such");
+            if (a.res == LOCK_OK) {
+                held(rep, &a);
+                check(a.ttl_ms == TTL_ASKED, "acquire: not the TTL asked");
+            }
+            break;
+        case RL_S_STATUS:
+            check(a.res == LOCK_OK || a.res == LOCK_NONE, "status: no such");
+            if (a.res == LOCK_OK) {
+                held(rep, &a);
+                check(rep->elements == 3 &&
+                          rep->element[2]->type == REDIS_REPLY_INTEGER,
+                      "status: a lease without its PTTL");
+            }
+            break;
+        default:
+            check(a.res == LOCK_OK || a.res == LOCK_LOST, "release: no such");
+            check(rep->type == REDIS_REPLY_INTEGER, "release: not a count");
+            check(a.fence == FENCE_IN, "release: not the caller's fence");
+            check(a.ttl_ms ==
+                      (op == RL_S_EXTEND && a.res == LOCK_OK ? TTL_ASKED : 0),
+                  "extend: not the TTL asked");
+        }
+    }
+}
+
+static void
+store_pair(const redisReply *rep)
+{
+    long long flag = -7;
+    int64_t mark = -7;
+
+    if (!redis_reply_pair(rep, &flag, &mark)) {
+        check(flag == -7 && mark == -7, "a refused pair wrote its outputs");
+        return;
+    }
+    check(rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+              rep->element[0]->type == REDIS_REPLY_INTEGER &&
+              flag == rep->element[0]->integer,
+          "a pair from something else");
+    check(mark >= 0 && mark == spelled(rep->element[1]),
+          "a pair's mark is not its decimal");
+}
+
+/* Whether the input announces an array or a string over BIG anywhere. */
+static bool
+announces_big(const uint8_t *data, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        size_t v = 0, k = i + 1;
+
+        if (data[i] != '*' && data[i] != '$') {
+            continue;
+        }
+        while (k < size && data[k] >= '0' && data[k] <= '9' && v <= BIG) {
+            v = v * 10 + (size_t)(data[k++] - '0');
+        }
+        if (v > BIG) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    redisReader *rd;
+    void *reply = NULL;
+
+    if (announces_big(data, size)) {
+        return 0;
+    }
+    rd = redisReaderCreate();
+    check(rd != NULL, "out of memory");
+    if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK) {
+        while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply != NULL) {
+            lock_answers(reply);
+            store_pair(reply);
+            freeReplyObject(reply);
+            reply = NULL;
+        }
+    }
+    redisReaderFree(rd);
+    return 0;
+}
