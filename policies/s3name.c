@@ -1,8 +1,13 @@
 /* s3name.c: where an S3 server reads a request's bucket (from the Host or
- * the path). Pure: no I/O, no globals, no allocation. */
+ * the path), and what a CreateMultipartUpload answer binds its upload id
+ * to. Pure: no I/O, no globals, no allocation. */
 #include "s3name.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "ascii.h"
+#include "canon.h"
 
 /* AWS's endpoint forms ("aws" in bucket_endpoints): s3.amazonaws.com, the
  * regional s3.<region> and s3-<region>, dual-stack and Transfer
@@ -313,4 +318,236 @@ s3_host_read(struct tm_slice host, const char *endpoints,
                             "bucket_endpoints");
     }
     return kind == 1 ? S3_HOST_PATH : S3_HOST_BUCKET;
+}
+
+/* ---- the CreateMultipartUpload answer --------------------------------- */
+
+/* Append code point cp as UTF-8 to out (at *n, cap bytes); false when it
+ * is no character or does not fit. */
+static bool
+put_utf8(unsigned long cp, char *out, size_t cap, size_t *n)
+{
+    unsigned char b[4];
+    size_t k;
+
+    if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return false;
+    }
+    if (cp < 0x80) {
+        b[0] = (unsigned char)cp;
+        k = 1;
+    } else if (cp < 0x800) {
+        b[0] = (unsigned char)(0xc0 | cp >> 6);
+        b[1] = (unsigned char)(0x80 | (cp & 0x3f));
+        k = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (unsigned char)(0xe0 | cp >> 12);
+        b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        b[2] = (unsigned char)(0x80 | (cp & 0x3f));
+        k = 3;
+    } else {
+        b[0] = (unsigned char)(0xf0 | cp >> 18);
+        b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+        b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+        b[3] = (unsigned char)(0x80 | (cp & 0x3f));
+        k = 4;
+    }
+    if (cap - *n < k) {
+        return false;
+    }
+    memcpy(out + *n, b, k);
+    *n += k;
+    return true;
+}
+
+/* The code point of a numeric reference "#123" or "#x7b" (without & and
+ * ;), or 0 when malformed. */
+static unsigned long
+char_ref(const char *r, size_t len)
+{
+    unsigned long cp = 0;
+    bool hex = len > 1 && r[1] == 'x';
+    size_t i = hex ? 2 : 1;
+
+    if (len <= i || len - i > 6) {
+        return 0;
+    }
+    for (; i < len; i++) {
+        int d = hex ? ascii_hexval(r[i])
+                    : (r[i] >= '0' && r[i] <= '9' ? r[i] - '0' : -1);
+        if (d < 0) {
+            return 0;
+        }
+        cp = cp * (hex ? 16 : 10) + (unsigned long)d;
+    }
+    return cp;
+}
+
+/* One reference "&...;" at s (len bytes available) into out; the bytes
+ * it takes in *used. false when malformed or out is full. */
+static bool
+decode_ref(const char *s, size_t len, char *out, size_t cap, size_t *n,
+           size_t *used)
+{
+    static const struct {
+        const char *name;
+        char c;
+    } named[] = {
+        {"lt", '<'}, {"gt", '>'}, {"amp", '&'}, {"quot", '"'}, {"apos", '\''}};
+    const char *semi = memchr(s, ';', len < 12 ? len : 12);
+    size_t rl;
+
+    if (semi == NULL) {
+        return false;
+    }
+    rl = (size_t)(semi - s) - 1; /* between & and ; */
+    *used = rl + 2;
+    if (rl > 0 && s[1] == '#') {
+        return put_utf8(char_ref(s + 1, rl), out, cap, n);
+    }
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        if (strlen(named[i].name) == rl &&
+            memcmp(s + 1, named[i].name, rl) == 0) {
+            if (*n == cap) {
+                return false;
+            }
+            out[(*n)++] = named[i].c;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Decode XML text t into out (cap bytes, NUL added after); false when
+ * it holds markup, a bad reference, or does not fit. */
+static bool
+xml_text(struct tm_slice t, char *out, size_t cap, size_t *outlen)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < t.len;) {
+        size_t used = 1;
+        if (t.p[i] == '<') {
+            return false;
+        }
+        if (t.p[i] == '&') {
+            if (!decode_ref(t.p + i, t.len - i, out, cap, &n, &used)) {
+                return false;
+            }
+        } else if (n == cap) {
+            return false;
+        } else {
+            out[n++] = t.p[i];
+        }
+        i += used;
+    }
+    if (n == 0) {
+        return false;
+    }
+    out[n] = '\0';
+    *outlen = n;
+    return true;
+}
+
+/* Find s (len bytes) in b; NULL when absent. */
+static const char *
+find(const char *b, size_t blen, const char *s)
+{
+    size_t len = strlen(s);
+
+    return len <= blen ? memmem(b, blen, s, len) : NULL;
+}
+
+/* The text of the one element <name>...</name> of body, decoded into
+ * out (cap bytes plus a NUL). false when it is missing, appears twice,
+ * or its text is no plain text. */
+static bool
+element(const char *body, size_t len, const char *name, char *out, size_t cap,
+        size_t *outlen)
+{
+    char open[32], close[32];
+    const char *a, *z;
+
+    snprintf(open, sizeof(open), "<%s>", name);
+    snprintf(close, sizeof(close), "</%s>", name);
+    a = find(body, len, open);
+    if (a == NULL) {
+        return false;
+    }
+    a += strlen(open);
+    if (find(a, (size_t)(body + len - a), open) != NULL) {
+        return false;
+    }
+    z = find(a, (size_t)(body + len - a), close);
+    if (z == NULL) {
+        return false;
+    }
+    return xml_text((struct tm_slice){a, (size_t)(z - a)}, out, cap, outlen);
+}
+
+bool
+s3_upload_parse(const char *body, size_t len, struct s3_upload *u)
+{
+    memset(u, 0, sizeof(*u));
+    if (len > S3_ANSWER_MAX ||
+        find(body, len, "<InitiateMultipartUploadResult") == NULL ||
+        find(body, len, "<!") != NULL) {
+        return false; /* comments, CDATA, declarations: no binding */
+    }
+    if (!element(body, len, "Bucket", u->bucket, S3_BUCKET_MAX,
+                 &u->bucket_len) ||
+        !element(body, len, "Key", u->key, S3_KEY_MAX, &u->key_len) ||
+        !element(body, len, "UploadId", u->id, S3_UPLOAD_ID_MAX, &u->id_len)) {
+        return false;
+    }
+    for (size_t i = 0; i < u->id_len; i++) {
+        if (u->id[i] < 0x21 || u->id[i] > 0x7e) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Append s percent-encoded (all but unreserved bytes and '/') to out. */
+static bool
+put_encoded(const char *s, size_t len, char *out, size_t cap, size_t *n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                     (c >= '0' && c <= '9') || strchr("-._~/", c) != NULL;
+        if (cap - *n < 3) {
+            return false;
+        }
+        if (plain && c != '\0') {
+            out[(*n)++] = (char)c;
+        } else {
+            out[(*n)++] = '%';
+            out[(*n)++] = hex[c >> 4];
+            out[(*n)++] = hex[c & 15];
+        }
+    }
+    return true;
+}
+
+bool
+s3_upload_address(const struct s3_upload *u, char *out, size_t outcap,
+                  size_t *outlen)
+{
+    char raw[3 * (S3_BUCKET_MAX + S3_KEY_MAX) + 8];
+    size_t n = 0;
+    const char *why;
+
+    raw[n++] = '/';
+    if (memchr(u->bucket, '/', u->bucket_len) != NULL ||
+        !put_encoded(u->bucket, u->bucket_len, raw, sizeof(raw), &n)) {
+        return false;
+    }
+    raw[n++] = '/';
+    if (!put_encoded(u->key, u->key_len, raw, sizeof(raw), &n)) {
+        return false;
+    }
+    return canon_path(raw, n, out, outcap, outlen, &why);
 }

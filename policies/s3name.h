@@ -12,6 +12,12 @@
 
 /* The longest bucket tidemark reads from a Host, bytes (a DNS name). */
 #define S3_BUCKET_MAX 253
+/* The longest upload id and key of a CreateMultipartUpload answer. */
+#define S3_UPLOAD_ID_MAX 1024
+#define S3_KEY_MAX 1024
+/* The longest CreateMultipartUpload answer read, bytes. */
+#define S3_ANSWER_MAX 16384
+
 /* How an S3 server reads the Host it gets. */
 enum s3_host {
     S3_HOST_PATH = 0, /* path-style: the bucket is the path's first segment */
@@ -37,5 +43,31 @@ bool s3_endpoints_valid(const char *list, const char **why);
  * matches two endpoints with two buckets: S3_HOST_UNCLEAR with *why. */
 enum s3_host s3_host_read(struct tm_slice host, const char *endpoints,
                           struct tm_slice *bucket, const char **why);
+
+/* What a CreateMultipartUpload answer says: the upload id and where the
+ * upload will land, decoded from XML. */
+struct s3_upload {
+    char id[S3_UPLOAD_ID_MAX + 1];
+    size_t id_len;
+    char bucket[S3_BUCKET_MAX + 1];
+    size_t bucket_len;
+    char key[S3_KEY_MAX + 1];
+    size_t key_len;
+};
+
+/* Parse an InitiateMultipartUploadResult body (len bytes, at most
+ * S3_ANSWER_MAX): exactly one Bucket, Key and UploadId element each,
+ * text with XML's predefined and numeric character references, no
+ * comment, CDATA or nested element in them, nothing over the bounds
+ * above, an id of visible ASCII. false when any of that fails: the
+ * answer binds nothing. */
+bool s3_upload_parse(const char *body, size_t len, struct s3_upload *u)
+    __attribute__((warn_unused_result));
+
+/* The canonical path-style address "/<bucket>/<key>" (canon.h) of an
+ * upload into out (outcap bytes, NUL-terminated). false when it has no
+ * canonical form (the key cannot be fenced by a path). */
+bool s3_upload_address(const struct s3_upload *u, char *out, size_t outcap,
+                       size_t *outlen) __attribute__((warn_unused_result));
 
 #endif

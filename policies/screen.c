@@ -451,6 +451,36 @@ match_route(const struct tm_config *cfg, const struct http_request *h,
     return NULL;
 }
 
+/* ---- multipart uploads (profile = s3) -------------------------------- */
+
+/* Note what a request on a fenced s3 route r does with an upload: an
+ * uploadId (however spelled: query_param) makes it a part, completion or
+ * abort of that upload, which the daemon fences by the resource the
+ * upload was created for; two are refused (which one would the server
+ * take?). A POST with "uploads" creates one. */
+static enum screen_verdict
+s3_upload(const struct http_request *h, const struct cfg_route *r,
+          struct screen *s)
+{
+    struct tm_slice q = request_query(h), v;
+    size_t n;
+
+    if (s->verdict != SCREEN_FENCE || !fences(r, TM_PROFILE_S3)) {
+        return s->verdict;
+    }
+    n = query_param(q, "uploadId", &v);
+    if (n > 1) {
+        return invalid(s, "more than one uploadId parameter");
+    }
+    if (n == 1) {
+        s->upload = SCREEN_UPLOAD_PART;
+        s->upload_id = v;
+    } else if (slice_eq(h->method, "POST") && query_has_param(q, "uploads")) {
+        s->upload = SCREEN_UPLOAD_CREATE;
+    }
+    return s->verdict;
+}
+
 /* ---- the resource of a route ------------------------------------------ */
 
 /* Name the resource of a request on r: from the resource header or the
@@ -574,5 +604,6 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
     if (!use_route(s, h, r, r->mode)) {
         return SCREEN_REFUSE;
     }
-    return s->verdict = name_resource(pc, h, r, caps, s);
+    s->verdict = name_resource(pc, h, r, caps, s);
+    return s3_upload(h, r, s);
 }

@@ -19,6 +19,14 @@
  * an S3 server reads the bucket from the Host. */
 #define SCREEN_PATH_EXTRA (S3_BUCKET_MAX + 2)
 
+/* What a request on a fenced s3 route does with a multipart upload. */
+enum screen_upload {
+    SCREEN_UPLOAD_NONE = 0,
+    SCREEN_UPLOAD_CREATE, /* POST ?uploads: its answer names the upload id */
+    SCREEN_UPLOAD_PART,   /* carries an uploadId: a part, the completion or
+                           * the abort of that upload */
+};
+
 enum screen_verdict {
     SCREEN_FENCE = 0, /* a route takes it: decide on its token */
     SCREEN_PASS,      /* no route takes it: forwarded unfenced */
@@ -53,6 +61,14 @@ struct screen {
     struct tm_slice plain;
     size_t addr_up;
     char *pbuf;
+    /* On a fenced s3 route: what the request does with an upload, and
+     * the raw value of its one uploadId parameter (SCREEN_UPLOAD_PART). */
+    enum screen_upload upload;
+    struct tm_slice upload_id;
+    /* What a fenced request writes: resource (rlen 0: nothing, on an
+     * off route with resource = header), and for a WebDAV MOVE or COPY
+     * fenced at its Destination also src, the source it writes (src_len
+     * 0: none). Each is checked with its own route's verify. */
     char resource[TM_RESOURCE_MAX + 1];
     size_t rlen;
     enum tm_verify verify;

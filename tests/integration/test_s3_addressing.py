@@ -1,7 +1,9 @@
-"""One S3 object, one mark, whatever the addressing. conf/examples/s3.ini
-(host = preserve: the client's Host reaches the server) in front of
-s3rver, which reads a bucket from a Host below s3.amazonaws.com
-(virtual-hosted addressing).
+"""One S3 object, one mark, whatever the addressing; a multipart upload
+lands only where it was fenced. conf/examples/s3.ini (host = preserve:
+the client's Host reaches the server) in front of s3rver, which reads a
+bucket from a Host below s3.amazonaws.com (virtual-hosted addressing) and
+completes an upload into the key it was created for, whatever key the
+completion's path names.
 
 - A stale PUT, DELETE or multipart completion sent as `PUT /key` with
   `Host: <bucket>.s3.amazonaws.com` is fenced as the key s3rver writes
@@ -9,12 +11,17 @@ s3rver, which reads a bucket from a Host below s3.amazonaws.com
 - A Host that could name a bucket (CNAME style) but whose bucket no one
   can tell is refused (400), as is a multi-object delete or form upload
   through a virtual host.
+- An upload's parts and completion are fenced by the key it was created
+  for: a stale completion through another key's path is refused, and so
+  is an upload id tidemark did not see created.
 """
 
+import io
 import json
 import urllib.parse
 
 import pytest
+from boto3.s3.transfer import TransferConfig
 
 from test_backends import (BUCKET, client_error, curl, s3, s3_body,  # noqa
                            s3_client, s3_setup, s3_stale_upload, unique)
@@ -139,3 +146,76 @@ def test_path_style_through_an_address_or_the_servers_name_still_works(s3):
                        host="s3.amazonaws.com", body=b"v3 path-style")
     assert st == 200, (st, h, out)
     assert s3_body(s3, key) == b"v3 path-style"
+
+
+# ----------------------------------------------------------- uploads
+
+
+@pytest.mark.parametrize("param", ["uploadId", "%75ploadId"])
+def test_a_stale_completion_through_another_keys_path_is_refused(s3, param):
+    """s3rver completes an upload into the key it was created for: A's
+    completion at /BUCKET/decoy (whose mark A's token passes) would
+    overwrite B's object. It is refused as an upload of another key."""
+    key, res, a, b, up, parts = stale_upload(s3, "decoy")
+    decoy = key + "-decoy"
+    st, h, out = curl("-X", "POST", "-H", "Fencing-Token: " + a,
+                      "--data-binary", "@-", "%s/%s/%s?%s=%s" % (
+                          s3.url, BUCKET, decoy, param,
+                          urllib.parse.quote(up)), data=complete_xml(parts))
+    doc = assert_problem(st, h, out, 409, "upload-elsewhere")
+    assert doc["resource"] == res, doc
+    assert s3_body(s3, key) == b"v2 from B"
+    assert s3_body(s3, decoy) is None
+    assert s3.tm.mark("s3/%s/%s" % (BUCKET, decoy)) is None
+    # A part through the decoy's path is refused the same way.
+    st, h, out = curl("-X", "PUT", "-H", "Fencing-Token: " + a,
+                      "--data-binary", "@-", "%s/%s/%s?partNumber=2&"
+                      "uploadId=%s" % (s3.url, BUCKET, decoy,
+                                       urllib.parse.quote(up)), data=b"more")
+    assert_problem(st, h, out, 409, "upload-elsewhere")
+
+
+def test_an_unknown_upload_id_is_refused(s3):
+    """An upload created behind tidemark's back (here straight at the
+    server; or before a restart, through another sidecar) binds to
+    nothing: its parts and completion are refused, and two uploadIds
+    too; its abort passes (it writes no object)."""
+    key = unique("unknown")
+    res = "s3/%s/%s" % (BUCKET, key)
+    t = s3.lock(res, ttl_ms=60000)
+    up = s3_client(s3.direct).create_multipart_upload(
+        Bucket=BUCKET, Key=key)["UploadId"]
+    c = s3_client(s3.url, t)
+    st, code, h = client_error(c.upload_part, Bucket=BUCKET, Key=key,
+                               UploadId=up, PartNumber=1, Body=b"x")
+    assert (st, h["tidemark-error"]) == (400, "unknown-upload"), (code, h)
+    st, code, h = client_error(
+        c.complete_multipart_upload, Bucket=BUCKET, Key=key, UploadId=up,
+        MultipartUpload={"Parts": [{"ETag": '"x"', "PartNumber": 1}]})
+    assert (st, h["tidemark-error"]) == (400, "unknown-upload"), (code, h)
+    st, h, out = curl("-X", "PUT", "-H", "Fencing-Token: " + t,
+                      "--data-binary", "@-", "%s/%s/%s?partNumber=1&"
+                      "uploadId=a&uploadId=b" % (s3.url, BUCKET, key),
+                      data=b"x")
+    assert_problem(st, h, out, 400, "bad-request")
+    # The abort reaches the server (s3rver has none: its own 405).
+    st, code, h = client_error(c.abort_multipart_upload, Bucket=BUCKET,
+                               Key=key, UploadId=up)
+    assert (st, code) == (405, "MethodNotAllowed"), h
+    assert "tidemark-error" not in h, h
+    assert s3_body(s3, key) is None
+    s3.unlock(res, t)
+
+
+def test_a_multipart_upload_through_tidemark_still_works(s3):
+    """boto3's managed transfer: create, parts in parallel, complete."""
+    key = unique("multipart-ok")
+    res = "s3/%s/%s" % (BUCKET, key)
+    t = s3.lock(res, ttl_ms=60000)
+    data = bytes(range(256)) * (11 * 1024 * 1024 // 256)
+    s3_client(s3.url, t).upload_fileobj(
+        io.BytesIO(data), BUCKET, key,
+        Config=TransferConfig(multipart_threshold=5 * 1024 * 1024,
+                              multipart_chunksize=5 * 1024 * 1024))
+    assert s3_body(s3, key) == data
+    s3.unlock(res, t)

@@ -1,5 +1,6 @@
-/* test_s3name.c: how an S3 server reads a bucket from the Host and the
- * bucket_endpoints list, against tables. */
+/* test_s3name.c: how an S3 server reads a bucket from the Host, the
+ * bucket_endpoints list, the CreateMultipartUpload answer and the address
+ * an upload lands at, each against a table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,12 +118,139 @@ test_endpoints_valid(void **state)
     }
 }
 
+#define ANSWER(b, k, id)                                                       \
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"                             \
+    "<InitiateMultipartUploadResult "                                          \
+    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"                       \
+    "<Bucket>" b "</Bucket><Key>" k "</Key><UploadId>" id "</UploadId>"        \
+    "</InitiateMultipartUploadResult>"
+
+struct answer_case {
+    const char *body;
+    const char *key; /* decoded; NULL: no binding */
+    const char *id;
+};
+
+static const struct answer_case answer_cases[] = {
+    {ANSWER("tidemark", "report", "VXBsb2FkSWQ"), "report", "VXBsb2FkSWQ"},
+    {ANSWER("tidemark", "a &amp; b &lt;c&gt; &#233; &#x41;", "u-1"),
+     "a & b <c> \xc3\xa9 A", "u-1"},
+    {ANSWER("tidemark", "dir/with space+plus", "u"), "dir/with space+plus",
+     "u"},
+    /* no binding */
+    {ANSWER("tidemark", "k", "u") "<Key>other</Key>", NULL, NULL},
+    {ANSWER("tidemark", "k<!-- x -->", "u"), NULL, NULL},
+    {ANSWER("tidemark", "<![CDATA[k]]>", "u"), NULL, NULL},
+    {ANSWER("tidemark", "k", ""), NULL, NULL},
+    {ANSWER("tidemark", "k", "u u"), NULL, NULL},
+    {ANSWER("tidemark", "", "u"), NULL, NULL},
+    {ANSWER("tidemark", "&bogus;", "u"), NULL, NULL},
+    {ANSWER("tidemark", "&#0;", "u"), NULL, NULL},
+    {ANSWER("tidemark", "&#xd800;", "u"), NULL, NULL},
+    {ANSWER("tidemark", "&amp", "u"), NULL, NULL},
+    {"<Bucket>b</Bucket><Key>k</Key><UploadId>u</UploadId>", NULL, NULL},
+    {"<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key>", NULL,
+     NULL},
+    {"<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k", NULL, NULL},
+    {"", NULL, NULL},
+};
+
+static void
+test_upload_parse(void **state)
+{
+    struct s3_upload u;
+
+    for (size_t i = 0; i < ARRAY_LEN(answer_cases); i++) {
+        const struct answer_case *c = &answer_cases[i];
+        bool ok = s3_upload_parse(c->body, strlen(c->body), &u);
+
+        if (c->key == NULL) {
+            if (ok) {
+                fail_msg("bound: %s", c->body);
+            }
+            continue;
+        }
+        if (!ok) {
+            fail_msg("not bound: %s", c->body);
+        }
+        assert_string_equal(u.key, c->key);
+        assert_int_equal(u.key_len, strlen(c->key));
+        assert_string_equal(u.id, c->id);
+        assert_string_equal(u.bucket, "tidemark");
+    }
+}
+
+static void
+test_upload_bounds(void **state)
+{
+    static char body[S3_ANSWER_MAX + 2048];
+    char key[S3_KEY_MAX + 2];
+    struct s3_upload u;
+
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    snprintf(body, sizeof(body), ANSWER("b", "%s", "u"), key);
+    assert_false(s3_upload_parse(body, strlen(body), &u));
+    key[S3_KEY_MAX] = '\0';
+    snprintf(body, sizeof(body), ANSWER("b", "%s", "u"), key);
+    assert_true(s3_upload_parse(body, strlen(body), &u));
+    assert_int_equal(u.key_len, S3_KEY_MAX);
+    /* over the answer bound, whatever it holds */
+    memset(body, ' ', sizeof(body));
+    assert_false(s3_upload_parse(body, S3_ANSWER_MAX + 1, &u));
+}
+
+struct addr_case {
+    const char *key;
+    const char *want; /* NULL: no canonical form */
+};
+
+static const struct addr_case addr_cases[] = {
+    {"report", "/tidemark/report"},
+    {"a b+c", "/tidemark/a b c"},
+    {"dir//x/./y/", "/tidemark/dir/x/y"},
+    {"100%", "/tidemark/100%"},
+    {"a;b", "/tidemark/a"},
+    {"q?x#y", "/tidemark/q?x#y"},
+    {"../../etc", NULL},
+    {"a\x01", NULL},
+};
+
+static void
+test_upload_address(void **state)
+{
+    for (size_t i = 0; i < ARRAY_LEN(addr_cases); i++) {
+        struct s3_upload u = {.bucket = "tidemark", .bucket_len = 8};
+        char out[4096];
+        size_t n = 0;
+        bool ok;
+
+        snprintf(u.key, sizeof(u.key), "%s", addr_cases[i].key);
+        u.key_len = strlen(u.key);
+        ok = s3_upload_address(&u, out, sizeof(out), &n);
+        if (addr_cases[i].want == NULL) {
+            if (ok) {
+                fail_msg("%s: '%s', want refused", addr_cases[i].key, out);
+            }
+            continue;
+        }
+        if (!ok) {
+            fail_msg("%s: refused", addr_cases[i].key);
+        }
+        assert_string_equal(out, addr_cases[i].want);
+        assert_int_equal(n, strlen(addr_cases[i].want));
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_read),
         cmocka_unit_test(test_endpoints_valid),
+        cmocka_unit_test(test_upload_parse),
+        cmocka_unit_test(test_upload_bounds),
+        cmocka_unit_test(test_upload_address),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
