@@ -25,7 +25,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
-procstat json redis_slot sigv4 zkname"
+procstat json redis_slot sigv4 zkname s3name"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -42,6 +42,7 @@ sources() {
     json) echo policies/json.c policies/utf8.c ;;
     redis_slot) echo policies/redis_slot.c ;;
     zkname) echo policies/zkname.c ;;
+    s3name) echo policies/s3name.c policies/canon.c policies/utf8.c proxy/http_parse.c policies/hname.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -56,7 +57,7 @@ libs() {
 # Inputs up to this size; the HTTP limits are 16 KiB, so go past them.
 max_len() {
     case $1 in
-    http_request | http_response) echo 20000 ;;
+    http_request | http_response | s3name) echo 20000 ;;
     *) echo 4096 ;;
     esac
 }
