@@ -134,6 +134,15 @@ def test_a_host_that_could_name_a_bucket_is_refused(s3, host):
     assert s3_body(s3, key) == b"v2 from B"
 
 
+def test_a_stale_completion_through_a_cname_host_is_refused(s3):
+    key, res, a, b, up, parts = stale_upload(s3, "cname-complete")
+    st, h, out = vhost(s3, "POST", "/%s/%s?uploadId=%s" % (
+        BUCKET, key, urllib.parse.quote(up)), token=a,
+        host="files.example.com", body=complete_xml(parts))
+    assert_problem(st, h, out, 400, "bad-request")
+    assert s3_body(s3, key) == b"v2 from B"
+
+
 def test_path_style_through_an_address_or_the_servers_name_still_works(s3):
     """s3.ini names "tidemark" as the server's own (=tidemark)."""
     key, res, a, b = s3_setup(s3, "path")
