@@ -1109,6 +1109,9 @@ build(struct loader *l, struct tm_config *c)
         }
         if (j < c->nupstreams) {
             r->upstream_idx = j;
+            if (r->profile == TM_PROFILE_S3 && r->mode != TM_MODE_OFF) {
+                c->upstreams[j].s3_fenced = true;
+            }
         } else {
             struct origin at = {s->line, NULL};
 

@@ -60,7 +60,9 @@ struct cfg_upstream {
     size_t nadd;
     char **strip; /* strip_header names */
     size_t nstrip;
-    bool host_preserve; /* host = preserve: send the client's Host */
+    bool host_preserve;     /* host = preserve: send the client's Host */
+    char *bucket_endpoints; /* where the server reads a bucket from the Host */
+    bool s3_fenced;         /* a fencing profile = s3 route forwards here */
     enum cfg_sign sign;
     char *sign_region;
     char *sign_service;

@@ -16,6 +16,7 @@
 
 #include "../policies/origin.h"
 #include "../policies/route.h"
+#include "../policies/s3name.h"
 #include "../policies/token.h"
 
 #define FIELD(obj, o, type) ((type *)(void *)((char *)(obj) + (o)->off))
@@ -1235,7 +1236,17 @@ check_profile(const char *v, char *buf, size_t len)
     return NULL;
 }
 
+/* [upstream] bucket_endpoints: policies/s3name.c reads the list. */
+static const char *
+check_s3_endpoints(const char *v, char *buf, size_t len)
+{
+    const char *why = NULL;
+
+    return s3_endpoints_valid(v, &why) ? NULL : why;
+}
+
 static const struct cfg_ops listen_ops = {.check = check_listen};
+static const struct cfg_ops s3_endpoints_ops = {.check = check_s3_endpoints};
 static const struct cfg_ops aws_name_ops = {.check = check_aws_name};
 static const struct cfg_ops profile_ops = {.check = check_profile};
 static const struct cfg_ops header_name_ops = {.check = check_header_name};
@@ -1492,6 +1503,10 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_UPSTREAM, "host", CFG_T_FLAG, "upstream",
      OFF(cfg_upstream, host_preserve), CHOICE(host_choices), 0,
      "upstream | preserve: the Host header sent upstream"},
+    {CFG_UPSTREAM, "bucket_endpoints", CFG_T_STR, "aws",
+     OFF(cfg_upstream, bucket_endpoints), OPS(s3_endpoints_ops), CFG_EMPTY_OK,
+     "host = preserve, s3 routes: names below which the server reads the "
+     "bucket from the Host (aws: AWS's; '*' one label's characters)"},
     {CFG_UPSTREAM, "sign", CFG_T_ENUM, "none", OFF(cfg_upstream, sign),
      CHOICE(sign_choices), 0,
      "none | aws-sigv4: sign every forwarded request (AWS Signature V4, "

@@ -223,6 +223,28 @@ dav_destination(struct tm_slice value, struct tm_slice authority, char *out,
 
 /* ---- S3 ------------------------------------------------------------- */
 
+/* The character at s[*i] of a query part, *i moved past it: %XX
+ * decoded, '+' a space; -1 for a '%' without two hex digits (*i moved
+ * past the '%' alone). */
+static int
+query_char(const char *s, size_t len, size_t *i)
+{
+    char c = s[(*i)++];
+
+    if (c == '+') {
+        return ' ';
+    }
+    if (c != '%') {
+        return (unsigned char)c;
+    }
+    if (len - *i < 2 || ascii_hexval(s[*i]) < 0 ||
+        ascii_hexval(s[*i + 1]) < 0) {
+        return -1;
+    }
+    *i += 2;
+    return ascii_hexval(s[*i - 2]) * 16 + ascii_hexval(s[*i - 1]);
+}
+
 /* Whether the raw name n (percent-encoded, '+' for space) decodes to
  * name, compared without case. */
 static bool
@@ -230,27 +252,25 @@ param_name_is(const char *n, size_t len, const char *name)
 {
     size_t j = 0, want = strlen(name);
 
-    for (size_t i = 0; i < len; i++, j++) {
-        char c = n[i];
-        if (c == '%' && i + 2 < len && ascii_hexval(n[i + 1]) >= 0 &&
-            ascii_hexval(n[i + 2]) >= 0) {
-            c = (char)(ascii_hexval(n[i + 1]) * 16 + ascii_hexval(n[i + 2]));
-            i += 2;
-        } else if (c == '+') {
-            c = ' ';
+    for (size_t i = 0; i < len; j++) {
+        int c = query_char(n, len, &i);
+        if (c < 0) {
+            c = '%';
         }
-        if (j >= want || ascii_lower(c) != ascii_lower(name[j])) {
+        if (j >= want || ascii_lower((char)c) != ascii_lower(name[j])) {
             return false;
         }
     }
     return j == want;
 }
 
-bool
-query_has_param(struct tm_slice query, const char *name)
+size_t
+query_param(struct tm_slice query, const char *name, struct tm_slice *value)
 {
-    size_t i = 0;
+    size_t i = 0, count = 0;
 
+    value->p = NULL;
+    value->len = 0;
     while (i <= query.len && query.p != NULL) {
         size_t end = i;
         size_t nlen;
@@ -261,12 +281,37 @@ query_has_param(struct tm_slice query, const char *name)
         while (i + nlen < end && query.p[i + nlen] != '=') {
             nlen++;
         }
-        if (param_name_is(query.p + i, nlen, name)) {
-            return true;
+        if (param_name_is(query.p + i, nlen, name) && count++ == 0) {
+            value->p = query.p + i + nlen + (i + nlen < end);
+            value->len = end - (size_t)(value->p - query.p);
         }
         i = end + 1;
     }
-    return false;
+    return count;
+}
+
+bool
+query_has_param(struct tm_slice query, const char *name)
+{
+    struct tm_slice v;
+
+    return query_param(query, name, &v) > 0;
+}
+
+bool
+query_value(struct tm_slice raw, char *out, size_t cap, size_t *outlen)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < raw.len; n++) {
+        int c = query_char(raw.p, raw.len, &i);
+        if (c < 0 || n == cap) {
+            return false;
+        }
+        out[n] = (char)c;
+    }
+    *outlen = n;
+    return true;
 }
 
 bool

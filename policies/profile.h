@@ -59,6 +59,18 @@ bool dav_destination(struct tm_slice value, struct tm_slice authority,
  * as any backend might read them. */
 bool query_has_param(struct tm_slice query, const char *name);
 
+/* How many parameters of the query are called name (read as
+ * query_has_param reads names); *value is the raw value of the first
+ * (empty without '='; p NULL when there is none). */
+size_t query_param(struct tm_slice query, const char *name,
+                   struct tm_slice *value);
+
+/* A raw query value percent-decoded ('+' as a space) into out (cap
+ * bytes, no NUL added). false on a '%' without two hex digits or when
+ * it does not fit. */
+bool query_value(struct tm_slice raw, char *out, size_t cap, size_t *outlen)
+    __attribute__((warn_unused_result));
+
 /* Whether a Content-Type value is multipart/form-data (case-insensitive,
  * parameters ignored): an HTML form upload, whose key is in the form. */
 bool media_is_form(struct tm_slice content_type);

@@ -32,22 +32,40 @@ invalid(struct screen *s, const char *detail)
     return refuse(s, 400, "invalid", detail, true);
 }
 
+/* Whether route r applies to method: the methods it lists and, when it
+ * fences, its profile's write methods. */
+static bool
+route_applies(const struct cfg_route *r, struct tm_slice method)
+{
+    return methods_has(&r->methods, method.p, method.len) ||
+           (r->mode != TM_MODE_OFF && profile_write_method(r->profile, method));
+}
+
 const struct cfg_route *
 screen_route(const struct tm_config *cfg, struct tm_slice method,
              struct tm_slice path, struct tm_slice caps[TM_MAX_CAPTURES])
 {
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct cfg_route *r = &cfg->routes[i];
-        if (!methods_has(&r->methods, method.p, method.len) &&
-            (r->mode == TM_MODE_OFF ||
-             !profile_write_method(r->profile, method))) {
-            continue;
-        }
-        if (tmpl_match(&r->path, path.p, path.len, caps)) {
+        if (route_applies(r, method) &&
+            tmpl_match(&r->path, path.p, path.len, caps)) {
             return r;
         }
     }
     return NULL;
+}
+
+struct tm_slice
+screen_upstream_host(const struct cfg_upstream *u, const struct http_request *h)
+{
+    struct tm_slice host = {u->host_header, strlen(u->host_header)};
+    int hi;
+
+    if (u->host_preserve &&
+        (hi = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
+        host = h->headers[hi].value;
+    }
+    return host;
 }
 
 /* A request that could reach the backend as another method than the one
@@ -363,6 +381,106 @@ dav_request(const struct tm_config *cfg, const struct http_request *h,
     return true;
 }
 
+/* ---- the address an upstream executes -------------------------------- */
+
+/* Make s->cpath the path upstream up executes the request at: an S3
+ * server that gets the client's Host (host = preserve) and reads a
+ * bucket from it executes "/<bucket>" + the path; every other upstream
+ * the canonical path as sent. Only upstreams that fenced s3 routes use
+ * are read so. false, refused (400), when that Host could name a bucket
+ * but which one cannot be told. */
+static bool
+use_address(const struct tm_config *cfg, const struct http_request *h,
+            size_t up, struct screen *s)
+{
+    const struct cfg_upstream *u;
+    struct tm_slice bucket;
+    const char *why = NULL;
+    char *at;
+
+    if (up == s->addr_up) {
+        return true;
+    }
+    s->addr_up = up;
+    s->cpath = s->plain;
+    if (up == NO_UPSTREAM || s->plain.p[0] != '/') {
+        return true;
+    }
+    u = &cfg->upstreams[up];
+    if (!u->s3_fenced || !u->host_preserve) {
+        return true;
+    }
+    switch (s3_host_read(screen_upstream_host(u, h), u->bucket_endpoints,
+                         &bucket, &why)) {
+    case S3_HOST_PATH:
+        return true;
+    case S3_HOST_BUCKET:
+        break;
+    default:
+        invalid(s, why);
+        return false;
+    }
+    at = s->pbuf + S3_BUCKET_MAX - bucket.len;
+    at[0] = '/';
+    memcpy(at + 1, bucket.p, bucket.len);
+    s->cpath.p = at;
+    s->cpath.len = bucket.len + 1 + (s->plain.len > 1 ? s->plain.len : 0);
+    return true;
+}
+
+/* The first route for the request, each matched against the address its
+ * upstream executes (use_address). NULL with s->verdict SCREEN_REFUSE
+ * when the address of a route's upstream cannot be told. */
+static const struct cfg_route *
+match_route(const struct tm_config *cfg, const struct http_request *h,
+            struct screen *s, struct tm_slice caps[TM_MAX_CAPTURES])
+{
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        const struct cfg_route *r = &cfg->routes[i];
+        if (!route_applies(r, h->method)) {
+            continue;
+        }
+        if (!use_address(cfg, h, r->upstream_idx, s)) {
+            s->route_name = r->name;
+            return NULL;
+        }
+        if (tmpl_match(&r->path, s->cpath.p, s->cpath.len, caps)) {
+            return r;
+        }
+    }
+    return NULL;
+}
+
+/* ---- multipart uploads (profile = s3) -------------------------------- */
+
+/* Note what a request on a fenced s3 route r does with an upload: an
+ * uploadId (however spelled: query_param) makes it a part, completion or
+ * abort of that upload, which the daemon fences by the resource the
+ * upload was created for; two are refused (which one would the server
+ * take?). A POST with "uploads" creates one. */
+static enum screen_verdict
+s3_upload(const struct http_request *h, const struct cfg_route *r,
+          struct screen *s)
+{
+    struct tm_slice q = request_query(h), v;
+    size_t n;
+
+    if (s->verdict != SCREEN_FENCE || !fences(r, TM_PROFILE_S3)) {
+        return s->verdict;
+    }
+    n = query_param(q, "uploadId", &v);
+    if (n > 1) {
+        return invalid(s, "more than one uploadId parameter");
+    }
+    if (n == 1) {
+        s->upload = SCREEN_UPLOAD_PART;
+        s->upload_id = v;
+    } else if (slice_eq(h->method, "POST") && query_has_param(q, "uploads")) {
+        s->upload = SCREEN_UPLOAD_CREATE;
+    }
+    return s->verdict;
+}
+
 /* ---- the resource of a route ------------------------------------------ */
 
 /* Name the resource of a request on r: from the resource header or the
@@ -413,7 +531,9 @@ screen_head(const struct cfg_proxy *pc, const struct http_request *h,
     if ((why = method_disguised(h)) != NULL) {
         return invalid(s, why);
     }
-    if ((why = canonical_path(h, path_buf, &s->cpath)) != NULL) {
+    s->pbuf = path_buf;
+    if ((why = canonical_path(h, path_buf + S3_BUCKET_MAX + 1, &s->plain)) !=
+        NULL) {
         snprintf(s->detail_buf, sizeof(s->detail_buf), "the request path: %s",
                  why);
         return invalid(s, s->detail_buf);
@@ -454,11 +574,16 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
     s->dest_raw.p = NULL;
     s->dest_raw.len = 0;
     s->upstream = NO_UPSTREAM;
+    s->addr_up = NO_UPSTREAM;
     if (screen_head(pc, h, path_buf, s) == SCREEN_REFUSE) {
         return SCREEN_REFUSE;
     }
-    r = screen_route(cfg, h->method, s->cpath, caps);
+    s->cpath = s->plain;
+    r = match_route(cfg, h, s, caps);
     up = route_upstream(cfg, r);
+    if (s->verdict == SCREEN_REFUSE || !use_address(cfg, h, up, s)) {
+        return SCREEN_REFUSE;
+    }
     if (up != NO_UPSTREAM && (why = s3_refusal(cfg, h, s->cpath, up)) != NULL) {
         s->route_name = r != NULL ? r->name : NULL;
         return invalid(s, why);
@@ -479,5 +604,6 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
     if (!use_route(s, h, r, r->mode)) {
         return SCREEN_REFUSE;
     }
-    return s->verdict = name_resource(pc, h, r, caps, s);
+    s->verdict = name_resource(pc, h, r, caps, s);
+    return s3_upload(h, r, s);
 }

@@ -11,7 +11,21 @@
 #include "../conf/cfg.h"
 #include "../proxy/http_parse.h"
 #include "route.h"
+#include "s3name.h"
 #include "slice.h"
+
+/* Bytes screen_request's path buffer needs beyond the request path's
+ * length: the canonical path, and before it room for "/<bucket>" when
+ * an S3 server reads the bucket from the Host. */
+#define SCREEN_PATH_EXTRA (S3_BUCKET_MAX + 2)
+
+/* What a request on a fenced s3 route does with a multipart upload. */
+enum screen_upload {
+    SCREEN_UPLOAD_NONE = 0,
+    SCREEN_UPLOAD_CREATE, /* POST ?uploads: its answer names the upload id */
+    SCREEN_UPLOAD_PART,   /* carries an uploadId: a part, the completion or
+                           * the abort of that upload */
+};
 
 enum screen_verdict {
     SCREEN_FENCE = 0, /* a route takes it: decide on its token */
@@ -35,10 +49,22 @@ struct screen {
     const struct cfg_route *route;
     const char *route_name;
     enum tm_mode mode;
-    size_t upstream;       /* index into cfg->upstreams (not on a refusal) */
-    uint64_t max_body;     /* the route's limit; UINT64_MAX: none */
-    int token_idx;         /* index of the token header, or -1 */
-    struct tm_slice cpath; /* the canonical path; "*" for OPTIONS * */
+    size_t upstream;   /* index into cfg->upstreams (not on a refusal) */
+    uint64_t max_body; /* the route's limit; UINT64_MAX: none */
+    int token_idx;     /* index of the token header, or -1 */
+    /* The canonical path as the route's upstream executes it: on an
+     * upstream with fencing s3 routes that gets the client's Host,
+     * "/<bucket>" + the path when the Host names the bucket; "*" for
+     * OPTIONS *. plain is the canonical path as sent; addr_up the
+     * upstream cpath was read for; pbuf the caller's path buffer. */
+    struct tm_slice cpath;
+    struct tm_slice plain;
+    size_t addr_up;
+    char *pbuf;
+    /* On a fenced s3 route: what the request does with an upload, and
+     * the raw value of its one uploadId parameter (SCREEN_UPLOAD_PART). */
+    enum screen_upload upload;
+    struct tm_slice upload_id;
     /* What a fenced request writes: resource (rlen 0: nothing, on an
      * off route with resource = header), and for a WebDAV MOVE or COPY
      * fenced at its Destination also src, the source it writes (src_len
@@ -55,11 +81,13 @@ struct screen {
     struct tm_slice dest_raw;
 };
 
-/* Screen the request head h under cfg. path_buf (h->path.len + 1 bytes)
- * receives the canonical path. Refuses, in this order: a disguised
- * method (lower case, override header or _method parameter), a path
- * that has no canonical form, TRACE, a fencing header named in
- * Connection, two token headers, an S3 request that writes keys its
+/* Screen the request head h under cfg. path_buf (h->path.len +
+ * SCREEN_PATH_EXTRA bytes) receives the canonical path. Refuses, in this
+ * order: a disguised method (lower case, override header or _method
+ * parameter), a path that has no canonical form, TRACE, a fencing
+ * header named in Connection, two token headers, a Host from which an
+ * S3 upstream that gets it may read a bucket but which one cannot be
+ * told (s3name.h), an S3 request that writes keys its
  * path does not name (profile = s3), a COPY or MOVE whose Destination
  * is unusable (profile = webdav), no route under unmatched = reject or
  * no upstream, a Content-Length over the route's max_body, two or a
@@ -67,6 +95,11 @@ struct screen {
 enum screen_verdict screen_request(const struct tm_config *cfg,
                                    const struct http_request *h, char *path_buf,
                                    struct screen *s);
+
+/* The Host upstream u gets for the request h: the client's with host =
+ * preserve (when it sent one), else the upstream's own. */
+struct tm_slice screen_upstream_host(const struct cfg_upstream *u,
+                                     const struct http_request *h);
 
 /* The first route for method on path (a canonical path, so captures are
  * canonical), or NULL. A route applies to the methods it lists and, when

@@ -9,16 +9,20 @@
 
 #include <event2/event.h>
 
+#include "../policies/profile.h"
+#include "../policies/s3name.h"
 #include "../policies/screen.h"
 #include "../policies/token.h"
 #include "access.h"
 #include "client_io.h"
+#include "dial.h"
 #include "fence.h"
 #include "log.h"
 #include "order.h"
 #include "problem.h"
 #include "proxy_int.h"
 #include "request.h"
+#include "uploads.h"
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -423,6 +427,68 @@ decide(struct admit *a)
     act(a, d);
 }
 
+/* ---- S3 multipart uploads --------------------------------------------- */
+
+/* Refuse a part, completion or abort of an S3 upload with status, its
+ * problem type and detail. */
+static void
+refuse_upload(struct admit *a, int status, const char *type, const char *title,
+              const char *detail, const char *res)
+{
+    struct problem p = {.status = status,
+                        .type = type,
+                        .title = title,
+                        .detail = detail,
+                        .resource = res};
+
+    count(a, OUT_INVALID);
+    refuse(a, &p, "upload");
+}
+
+/* A part, completion or abort of an S3 upload (an uploadId on a fenced
+ * s3 route) writes the key the upload was created for, whatever key its
+ * path names: it goes on to the fence only when its path names the
+ * resource the upload is bound to (uploads.h). An upload tidemark did
+ * not see created (before a restart, through another sidecar, evicted
+ * or expired) is refused, except its abort, which writes no object.
+ * false when refused. */
+static bool
+upload_bound(struct admit *a)
+{
+    const struct screen *s = &a->rq->sc;
+    const char *up = a->rq->gen->cfg->upstreams[s->upstream].name;
+    char id[S3_UPLOAD_ID_MAX];
+    const char *res;
+    size_t n = 0;
+
+    if (!query_value(s->upload_id, id, sizeof(id), &n) || n == 0) {
+        refuse_upload(a, 400, NULL, NULL,
+                      "the uploadId is empty, malformed or too long", NULL);
+        return false;
+    }
+    res = uploads_find(a->px->uploads, up, id, n, dial_now_ms());
+    if (res == NULL && slice_eq(a->rq->h.method, "DELETE")) {
+        return true;
+    }
+    if (res == NULL) {
+        refuse_upload(a, 400, "urn:tidemark:unknown-upload", "Unknown upload",
+                      "this upload was not created through this tidemark "
+                      "since it started (or is older than 7 days): abort it "
+                      "and upload again",
+                      NULL);
+        return false;
+    }
+    if (strcmp(res, s->resource) != 0) {
+        refuse_upload(a, 409, "urn:tidemark:upload-elsewhere",
+                      "Upload of another key",
+                      "this upload was created for another key, named in "
+                      "resource: send its parts and completion to that key",
+                      res);
+        return false;
+    }
+    return true;
+}
+
 void
 admit_start(struct admit *a, struct request *rq)
 {
@@ -452,6 +518,9 @@ admit_start(struct admit *a, struct request *rq)
         return;
     default:
         rq->pool = rq->gen->pools[s->upstream];
+        if (s->upload == SCREEN_UPLOAD_PART && !upload_bound(a)) {
+            return;
+        }
         decide(a);
         return;
     }

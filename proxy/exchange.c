@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -14,6 +15,7 @@
 
 #include "access.h"
 #include "client_io.h"
+#include "dial.h"
 #include "log.h"
 #include "metrics.h"
 #include "problem.h"
@@ -21,8 +23,11 @@
 #include "request.h"
 #include "rewrite.h"
 #include "up.h"
+#include "uploads.h"
 
 #define MAX_RESPONSE_HEAD 65536
+/* The most of an S3 CreateMultipartUpload answer kept, framing included. */
+#define ANSWER_RAW_MAX (2 * S3_ANSWER_MAX)
 
 static void pump_request_body(struct exchange *ex);
 static bool pump_response(struct exchange *ex);
@@ -42,6 +47,58 @@ buffer_size(const struct exchange *ex)
     return (size_t)ex->rq->pc->buffer_size;
 }
 
+/* ---- an S3 upload's create answer ------------------------------------- */
+
+static void
+drop_answer(struct exchange *ex)
+{
+    free(ex->ans);
+    ex->ans = NULL;
+    ex->ans_len = 0;
+    ex->ans_on = ex->ans_over = false;
+}
+
+/* Keep a copy of the first n bytes of in, the next of the answer. */
+static void
+keep_answer(struct exchange *ex, struct evbuffer *in, size_t n)
+{
+    if (!ex->ans_on || ex->ans_over || n == 0) {
+        return;
+    }
+    if (ex->ans == NULL) {
+        ex->ans = malloc(ANSWER_RAW_MAX);
+    }
+    if (ex->ans == NULL || n > ANSWER_RAW_MAX - ex->ans_len) {
+        ex->ans_over = true;
+        return;
+    }
+    if (evbuffer_copyout(in, ex->ans + ex->ans_len, n) != (ev_ssize_t)n) {
+        ex->ans_over = true;
+        return;
+    }
+    ex->ans_len += n;
+}
+
+/* The whole answer to a CreateMultipartUpload is in: bind its upload id
+ * to the resource the create was fenced as, or say why not (its parts
+ * will be refused). */
+static void
+bind_upload(struct exchange *ex)
+{
+    struct request *rq = ex->rq;
+    const char *why = "an answer over the bound";
+
+    if (ex->ans_over ||
+        !uploads_answer(ex->io->px->uploads, up_cfg(rq->pool), &rq->sc,
+                        ex->ans != NULL ? ex->ans : "", ex->ans_len,
+                        ex->resp_kind == HTTP_BODY_CHUNKED, dial_now_ms(),
+                        &why)) {
+        log_warn("conn=%" PRIu64 " S3 upload not bound (%s): route=%s "
+                 "resource=%s; its parts will be refused",
+                 ex->io->id, why, rq->sc.route_name, rq->sc.resource);
+    }
+}
+
 /* ---- the end ----------------------------------------------------------- */
 
 /* The one way out: give the upstream connection back (to the pool when
@@ -58,6 +115,7 @@ end(struct exchange *ex, enum xchg_end how, bool reuse, int grace_ms)
     ex->up = NULL;
     ex->attached = false;
     ex->bp_up = ex->bp_down = false;
+    drop_answer(ex);
     cio_timeouts(io, false, ex->rq->pc->idle_timeout_ms);
     ex->done(ex->arg, how, grace_ms);
 }
@@ -65,6 +123,7 @@ end(struct exchange *ex, enum xchg_end how, bool reuse, int grace_ms)
 void
 exchange_close(struct exchange *ex)
 {
+    drop_answer(ex);
     if (ex->up != NULL) {
         up_put(ex->up, false);
     }
@@ -80,6 +139,9 @@ finish(struct exchange *ex, bool up_ok)
     bool reuse = up_ok && ex->resp_keep_alive && ex->io->body.done &&
                  ex->resp_kind != HTTP_BODY_CLOSE;
 
+    if (ex->ans_on) {
+        bind_upload(ex);
+    }
     access_request(ex->io, ex->rq, ex->resp_status);
     end(ex, XCHG_DONE, reuse, 0);
 }
@@ -406,6 +468,7 @@ start_response(struct exchange *ex, const struct http_response *r)
     ex->resp_kind = r->body;
     ex->resp_left = r->content_length;
     ex->resp_keep_alive = r->keep_alive;
+    ex->ans_on = ex->rq->sc.upload == SCREEN_UPLOAD_CREATE && r->status == 200;
     http_chunked_init(&ex->resp_chunk);
     if (r->body == HTTP_BODY_CLOSE) {
         ex->io->close_after = true;
@@ -475,6 +538,7 @@ move_response_body(struct exchange *ex, struct evbuffer *in,
         return true;
     case HTTP_BODY_LENGTH: {
         size_t n = len < ex->resp_left ? len : (size_t)ex->resp_left;
+        keep_answer(ex, in, n);
         evbuffer_remove_buffer(in, out, n);
         ex->resp_left -= n;
         return ex->resp_left == 0;
@@ -486,10 +550,12 @@ move_response_body(struct exchange *ex, struct evbuffer *in,
             fail(ex, 502, "malformed chunked answer");
             return false;
         }
+        keep_answer(ex, in, take);
         evbuffer_remove_buffer(in, out, take);
         return ex->resp_chunk.done;
     }
     case HTTP_BODY_CLOSE:
+        keep_answer(ex, in, len);
         evbuffer_add_buffer(out, in);
         return ex->up_eof;
     }

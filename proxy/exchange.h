@@ -45,6 +45,13 @@ struct exchange {
     uint64_t body_moved;   /* request body bytes moved to the upstream */
     uint64_t body_mark;    /* body_moved when the rate window began */
     struct timespec up_t0; /* the request went to the upstream */
+    /* The answer to an S3 CreateMultipartUpload, kept as it passes (at
+     * most twice S3_ANSWER_MAX, framing included) to bind its upload id
+     * (uploads.h); ans_on: being kept, ans_over: too long to bind. */
+    char *ans;
+    size_t ans_len;
+    bool ans_on;
+    bool ans_over;
     xchg_done_cb done;
     void *arg;
 };

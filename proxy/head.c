@@ -107,8 +107,9 @@ head_take(struct tm_proxy *px, struct evbuffer *in, struct http_scan *sc,
         *why = h->error;
         return HEAD_BAD;
     }
-    /* Room for the head and, after it, the canonical path. */
-    if (!request_space(rq, h->head_len + h->path.len + 1)) {
+    /* Room for the head and, after it, the canonical path (and the
+     * bucket an S3 server may read from the Host: screen.h). */
+    if (!request_space(rq, h->head_len + h->path.len + SCREEN_PATH_EXTRA)) {
         return HEAD_NOMEM;
     }
     (*rq)->h = *h;

@@ -1298,3 +1298,32 @@ http_chunked_feed(struct http_chunked *c, const char *p, size_t n)
     }
     return i;
 }
+
+bool
+http_chunked_body(const char *p, size_t n, char *out, size_t cap,
+                  size_t *outlen)
+{
+    struct http_chunked c;
+    size_t i = 0, o = 0;
+
+    http_chunked_init(&c);
+    while (i < n && !c.done) {
+        size_t step = 1, used;
+
+        if (c.state == CH_DATA) {
+            step = n - i < c.remaining ? n - i : (size_t)c.remaining;
+            if (step > cap - o) {
+                return false;
+            }
+            memcpy(out + o, p + i, step);
+            o += step;
+        }
+        used = http_chunked_feed(&c, p + i, step);
+        if (used == (size_t)-1) {
+            return false;
+        }
+        i += used;
+    }
+    *outlen = o;
+    return c.done;
+}

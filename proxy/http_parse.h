@@ -185,4 +185,11 @@ void http_chunked_init(struct http_chunked *c);
  * done, feeding returns 0; once refused, (size_t)-1 again. */
 size_t http_chunked_feed(struct http_chunked *c, const char *p, size_t n);
 
+/* The data of a whole chunked body p (n bytes, framing and trailers as
+ * http_chunked_feed reads them) into out (cap bytes); its length in
+ * *outlen. false when the body is malformed, not complete in p, or its
+ * data does not fit. */
+bool http_chunked_body(const char *p, size_t n, char *out, size_t cap,
+                       size_t *outlen) __attribute__((warn_unused_result));
+
 #endif

@@ -25,6 +25,7 @@
 #include "proxy_int.h"
 #include "store/store.h"
 #include "up.h"
+#include "uploads.h"
 
 /* After a burst of connections has gone (the count fell by 1024 or more
  * to a quarter of its peak), give the freed memory back to the system:
@@ -339,8 +340,9 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     px->flusher = event_new(base, -1, 0, flusher_cb, px);
     px->trimmer = evtimer_new(base, trim_cb, px);
     px->order = order_new(base);
+    px->uploads = uploads_new();
     px->metrics = metrics_new();
-    if (px->metrics == NULL || px->scratch == NULL ||
+    if (px->metrics == NULL || px->uploads == NULL || px->scratch == NULL ||
         px->scratch_resp == NULL || px->reaper == NULL || px->flusher == NULL ||
         px->trimmer == NULL || px->order == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -482,6 +484,7 @@ tm_proxy_free(struct tm_proxy *px)
         gen_free(px->gen);
     }
     order_free(px->order);
+    uploads_free(px->uploads);
     metrics_free(px->metrics);
     if (px->reaper != NULL) {
         event_free(px->reaper);

@@ -19,6 +19,7 @@ struct event;
 struct evconnlistener;
 struct fence;
 struct order;
+struct uploads;
 struct up_pool;
 struct adm;
 struct client;
@@ -52,7 +53,8 @@ struct tm_proxy {
     struct fence *fence;     /* the mark store and its cache */
     struct watches *watches; /* [watch] sections: eager fencing */
     struct order *order;
-    struct up_pool **pools; /* gen->pools */
+    struct uploads *uploads; /* S3 upload ids bound to their resource */
+    struct up_pool **pools;  /* gen->pools */
     struct adm *adm;
     struct client *clients;    /* every open client connection */
     struct client *graveyard;  /* closed, freed at the end of the turn */

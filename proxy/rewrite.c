@@ -83,8 +83,7 @@ rewrite_request(struct evbuffer *out, const struct request *rq,
     const struct http_request *h = &rq->h;
     const char *target = h->target.p;
     size_t tlen = h->target.len;
-    struct tm_slice host = {u->host_header, strlen(u->host_header)};
-    int hi;
+    struct tm_slice host = screen_upstream_host(u, h);
 
     if (tlen > 0 && target[0] != '/' && h->path.p != NULL) {
         /* absolute-form: send the path and query only */
@@ -95,10 +94,6 @@ rewrite_request(struct evbuffer *out, const struct request *rq,
     evbuffer_add(out, " ", 1);
     evbuffer_add(out, target, tlen);
     evbuffer_add(out, h->minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
-    if (u->host_preserve &&
-        (hi = http_find_header(h->headers, h->nheaders, 0, "Host")) >= 0) {
-        host = h->headers[hi].value;
-    }
     evbuffer_add(out, "Host: ", 6);
     evbuffer_add(out, host.p, host.len);
     evbuffer_add(out, "\r\n", 2);

@@ -26,7 +26,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
-redis_reply pg_reply"
+redis_reply pg_reply s3name"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -35,7 +35,7 @@ sources() {
     token) echo policies/token.c ;;
     route) echo policies/route.c policies/canon.c policies/utf8.c ;;
     origin) echo policies/origin.c ;;
-    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c policies/sigv4.c ;;
+    config) echo conf/cfg.c conf/cfg_opts.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c policies/sigv4.c policies/s3name.c ;;
     sigv4) echo policies/sigv4.c ;;
     canon) echo policies/canon.c policies/utf8.c ;;
     destination) echo policies/profile.c policies/canon.c policies/utf8.c ;;
@@ -46,6 +46,7 @@ sources() {
     etcd_keys) echo proxy/locks/etcd_keys.c proxy/clients/etcd_json.c ;;
     redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c ;;
     pg_reply) echo proxy/locks/lock_postgres_reply.c ;;
+    s3name) echo policies/s3name.c policies/canon.c policies/utf8.c proxy/http_parse.c policies/hname.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -63,7 +64,7 @@ libs() {
 # Inputs up to this size; the HTTP limits are 16 KiB, so go past them.
 max_len() {
     case $1 in
-    http_request | http_response) echo 20000 ;;
+    http_request | http_response | s3name) echo 20000 ;;
     etcd_keys) echo 16384 ;;
     sigv4) echo 32768 ;;
     *) echo 4096 ;;

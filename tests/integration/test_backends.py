@@ -626,11 +626,12 @@ def test_s3_stale_copy_onto_the_key_is_refused(s3):
     assert s3_body(s3, key) == b"v2 from B"
 
 
-def test_s3_stale_multipart_completion_is_refused(s3):
-    """A starts a multipart upload while it holds the lock and uploads a
-    part, then pauses; B takes over and writes; A's completion (a POST
-    on the key) is refused, and so is another part."""
-    key = unique("multipart")
+def s3_stale_upload(s3, prefix):
+    """A, holding the lock of KEY, creates an upload of KEY and sends a
+    part; its lease runs out; B takes the lock and writes v2. (key,
+    resource, A's token, A's client, B's token, upload id, part 1's
+    ETag)."""
+    key = unique(prefix)
     res = "s3/%s/%s" % (BUCKET, key)
     a = s3.lock(res, ttl_ms=300)
     ca = s3_client(s3.url, a)
@@ -640,13 +641,20 @@ def test_s3_stale_multipart_completion_is_refused(s3):
     b = s3.takeover(res)
     s3_client(s3.url, b).put_object(Bucket=BUCKET, Key=key,
                                     Body=b"v2 from B")
+    return key, res, a, ca, b, up, part["ETag"]
+
+
+def test_s3_stale_multipart_completion_is_refused(s3):
+    """A starts a multipart upload while it holds the lock and uploads a
+    part, then pauses; B takes over and writes; A's completion (a POST
+    on the key) is refused, and so is another part."""
+    key, res, _, ca, b, up, etag = s3_stale_upload(s3, "multipart")
     st, _, _ = client_error(ca.upload_part, Bucket=BUCKET, Key=key,
                             UploadId=up, PartNumber=2, Body=b"more")
     assert st == 409
     st, _, _ = client_error(
         ca.complete_multipart_upload, Bucket=BUCKET, Key=key, UploadId=up,
-        MultipartUpload={"Parts": [{"ETag": part["ETag"],
-                                    "PartNumber": 1}]})
+        MultipartUpload={"Parts": [{"ETag": etag, "PartNumber": 1}]})
     assert st == 409
     assert s3_body(s3, key) == b"v2 from B"
     s3.unlock(res, b)

@@ -295,7 +295,11 @@ def test_s3_key_writes_are_fenced(tm, upstream):
     # the profile's write methods even though methods says PUT.
     assert_problem(tm.request("POST", "/bucket/k?uploads"), 428)
     assert tm.request("POST", "/bucket/k?uploads", token=4).status == 200
-    assert_problem(tm.request("POST", "/bucket/k?uploadId=1", token=3), 409)
+    # An upload tidemark did not see created (this upstream's answer
+    # names none) is refused, whatever the token.
+    r = tm.request("POST", "/bucket/k?uploadId=1", token=5)
+    assert_problem(r, 400)
+    assert r.header("Tidemark-Error") == "unknown-upload", r
     assert_problem(tm.request("DELETE", "/bucket/k"), 428)
     assert tm.mark("bucket/k") == 4
 

@@ -190,6 +190,53 @@ test_query(void **state)
     assert_false(query_has_param(S(NULL), "delete"));
 }
 
+struct value_case {
+    const char *query;
+    size_t count;
+    const char *value; /* the first's, decoded; NULL: undecodable */
+};
+
+static const struct value_case value_cases[] = {
+    {"partNumber=1&uploadId=abc", 1, "abc"},
+    {"uploadid=abc", 1, "abc"},
+    {"%75ploadId=a%2Bb+c", 1, "a+b c"},
+    {"x;UPLOADID=v", 1, "v"},
+    {"uploadId", 1, ""},
+    {"uploadId=a&uploadId=b", 2, "a"},
+    {"uploadId=%zz", 1, NULL},
+    {"uploadId=%4", 1, NULL},
+    {"uploadIds=a&upload=b", 0, NULL},
+    {"", 0, NULL},
+};
+
+static void
+test_query_value(void **state)
+{
+    for (size_t i = 0; i < ARRAY_LEN(value_cases); i++) {
+        const struct value_case *c = &value_cases[i];
+        struct tm_slice v;
+        char out[16];
+        size_t n = 0, count = query_param(S(c->query), "uploadId", &v);
+        bool ok;
+
+        if (count != c->count) {
+            fail_msg("%s: %zu, want %zu", c->query, count, c->count);
+        }
+        if (count == 0) {
+            assert_null(v.p);
+            continue;
+        }
+        ok = query_value(v, out, sizeof(out), &n);
+        if (c->value == NULL) {
+            assert_false(ok);
+            continue;
+        }
+        assert_true(ok);
+        assert_int_equal(n, strlen(c->value));
+        assert_memory_equal(out, c->value, n);
+    }
+}
+
 static void
 test_form(void **state)
 {
@@ -275,6 +322,7 @@ main(void)
         cmocka_unit_test(test_destination_too_long),
         cmocka_unit_test(test_methods),
         cmocka_unit_test(test_query),
+        cmocka_unit_test(test_query_value),
         cmocka_unit_test(test_form),
         cmocka_unit_test(test_s3),
         cmocka_unit_test(test_above),

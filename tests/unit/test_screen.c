@@ -64,14 +64,40 @@ struct fixture {
     struct screen s;
 };
 
+/* An S3 server that gets the client's Host, path-style routes. */
+static const char s3_ini[] = "[proxy]\n"
+                             "listen = 127.0.0.1:0\n"
+                             "[upstream default]\n"
+                             "url = http://127.0.0.1:1\n"
+                             "host = preserve\n"
+                             "bucket_endpoints = aws minio.example\n"
+                             "[upstream plain]\n"
+                             "url = http://127.0.0.1:2\n"
+                             "[store]\n"
+                             "path = /nonexistent/marks.lmdb\n"
+                             "[route plain]\n"
+                             "path = /plain/{x}\n"
+                             "resource = plain/{x}\n"
+                             "upstream = plain\n"
+                             "[route bucket]\n"
+                             "methods = *\n"
+                             "path = /{bucket}\n"
+                             "resource = s3/{bucket}\n"
+                             "profile = s3\n"
+                             "[route key]\n"
+                             "methods = *\n"
+                             "path = /{bucket}/{key*}\n"
+                             "resource = s3/{bucket}/{key}\n"
+                             "profile = s3\n";
+
 static int
-setup(void **state)
+setup_with(void **state, const char *text)
 {
     struct fixture *f = calloc(1, sizeof(*f));
     struct cfg_errors errs = {0};
 
     assert_non_null(f);
-    if (!cfg_load_string(&f->cfg, "test.ini", ini, NULL, &errs)) {
+    if (!cfg_load_string(&f->cfg, "test.ini", text, NULL, &errs)) {
         for (size_t i = 0; i < errs.n; i++) {
             fprintf(stderr, "%s\n", errs.msgs[i]);
         }
@@ -80,6 +106,18 @@ setup(void **state)
     cfg_errors_free(&errs);
     *state = f;
     return 0;
+}
+
+static int
+setup(void **state)
+{
+    return setup_with(state, ini);
+}
+
+static int
+setup_s3(void **state)
+{
+    return setup_with(state, s3_ini);
 }
 
 static int
@@ -105,7 +143,7 @@ screen(struct fixture *f, const char *head)
     assert_true(n > 0 && (size_t)n < sizeof(f->head));
     assert_int_equal(http_parse_request(f->head, (size_t)n, &lim, fence, &f->h),
                      HTTP_OK);
-    assert_true(f->h.path.len < sizeof(f->path));
+    assert_true(f->h.path.len + SCREEN_PATH_EXTRA <= sizeof(f->path));
     return screen_request(&f->cfg, &f->h, f->path, &f->s);
 }
 
@@ -264,6 +302,73 @@ test_route_match_is_first_in_file_order(void **state)
     assert_null(screen_route(&f->cfg, get, p, caps));
 }
 
+struct s3_case {
+    const char *head;
+    enum screen_verdict want;
+    const char *resource; /* FENCE: the mark; REFUSE: a part of detail */
+};
+
+static const struct s3_case s3_cases[] = {
+    /* path-style, as before */
+    {"PUT /tidemark/report HTTP/1.1\r\nHost: 127.0.0.1:7070", SCREEN_FENCE,
+     "s3/tidemark/report"},
+    {"PUT /tidemark/report HTTP/1.1\r\nHost: s3.amazonaws.com", SCREEN_FENCE,
+     "s3/tidemark/report"},
+    /* virtual-hosted: the bucket comes first, whatever the path */
+    {"PUT /report HTTP/1.1\r\nHost: tidemark.s3.amazonaws.com", SCREEN_FENCE,
+     "s3/tidemark/report"},
+    {"DELETE /a/b HTTP/1.1\r\nHost: tidemark.s3.eu-west-1.amazonaws.com",
+     SCREEN_FENCE, "s3/tidemark/a/b"},
+    {"PUT / HTTP/1.1\r\nHost: tidemark.s3.amazonaws.com", SCREEN_FENCE,
+     "s3/tidemark"},
+    {"PUT /report HTTP/1.1\r\nHost: data.minio.example:9000", SCREEN_FENCE,
+     "s3/data/report"},
+    /* the Host an absolute-form target names is not the one forwarded */
+    {"PUT http://tidemark.s3.amazonaws.com/tidemark/r HTTP/1.1\r\n"
+     "Host: 127.0.0.1",
+     SCREEN_FENCE, "s3/tidemark/r"},
+    /* the bucket path through a virtual host is the bucket */
+    {"POST /?delete HTTP/1.1\r\nHost: tidemark.s3.amazonaws.com", SCREEN_REFUSE,
+     "multi-object delete"},
+    {"POST / HTTP/1.1\r\nHost: tidemark.s3.amazonaws.com\r\n"
+     "Content-Type: multipart/form-data; boundary=x",
+     SCREEN_REFUSE, "form upload"},
+    /* a Host that could name a bucket, when which one cannot be told */
+    {"PUT /tidemark/report HTTP/1.1\r\nHost: files.example.com", SCREEN_REFUSE,
+     "CNAME"},
+    {"GET /tidemark/report HTTP/1.1\r\nHost: files.example.com", SCREEN_REFUSE,
+     "CNAME"},
+    {"PUT /report HTTP/1.1\r\nHost: Tidemark.s3.amazonaws.com", SCREEN_REFUSE,
+     "upper-case"},
+    /* another upstream is read as sent */
+    {"PUT /plain/a HTTP/1.1\r\nHost: files.example.com", SCREEN_FENCE,
+     "plain/a"},
+};
+
+static void
+test_s3_bucket_from_the_host(void **state)
+{
+    struct fixture *f = *state;
+
+    for (size_t i = 0; i < ARRAY_LEN(s3_cases); i++) {
+        const struct s3_case *c = &s3_cases[i];
+        enum screen_verdict v = screen(f, c->head);
+
+        if (v != c->want) {
+            fail_msg("%s: verdict %d (%s), want %d", c->head, v,
+                     f->s.detail != NULL ? f->s.detail : "-", c->want);
+        }
+        if (v == SCREEN_FENCE) {
+            assert_string_equal(f->s.resource, c->resource);
+        } else if (strstr(f->s.detail, c->resource) == NULL) {
+            fail_msg("%s: '%s' does not say '%s'", c->head, f->s.detail,
+                     c->resource);
+        } else {
+            assert_int_equal(f->s.status, 400);
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -278,6 +383,8 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_route_match_is_first_in_file_order,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_s3_bucket_from_the_host, setup_s3,
+                                        teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
