@@ -25,7 +25,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 -Wall -Wextra -Wno-unused-parameter
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
-procstat json redis_slot sigv4 zkname"
+procstat json redis_slot sigv4 zkname logesc"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -42,6 +42,7 @@ sources() {
     json) echo policies/json.c policies/utf8.c ;;
     redis_slot) echo policies/redis_slot.c ;;
     zkname) echo policies/zkname.c ;;
+    logesc) echo policies/logesc.c policies/utf8.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
