@@ -19,7 +19,7 @@ json_piece(const char *s, size_t len, size_t *take, char esc[8])
         esc[2] = '\0';
         return esc;
     }
-    if (ch < 0x20) {
+    if (ch < 0x20 || ch == 0x7f) {
         snprintf(esc, 8, "\\u%04x", ch);
         return esc;
     }
@@ -30,6 +30,16 @@ json_piece(const char *s, size_t len, size_t *take, char esc[8])
     if (*take == 0) {
         *take = 1;
         return "\\ufffd";
+    }
+    /* C1 controls and the line and paragraph separators are valid JSON
+     * as themselves, but a line break or an escape to some readers. */
+    if (*take == 2 && ch == 0xc2 && (unsigned char)s[1] < 0xa0) {
+        snprintf(esc, 8, "\\u%04x", (unsigned char)s[1]);
+        return esc;
+    }
+    if (*take == 3 && ch == 0xe2 && (unsigned char)s[1] == 0x80 &&
+        ((unsigned char)s[2] == 0xa8 || (unsigned char)s[2] == 0xa9)) {
+        return (unsigned char)s[2] == 0xa8 ? "\\u2028" : "\\u2029";
     }
     return NULL;
 }
@@ -44,7 +54,7 @@ plain_run(const char *s, size_t len)
     while (i < len) {
         unsigned char ch = (unsigned char)s[i];
 
-        if (ch < 0x20 || ch >= 0x80 || ch == '"' || ch == '\\') {
+        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
             break;
         }
         i++;

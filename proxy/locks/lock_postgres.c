@@ -299,9 +299,9 @@ pool_done(void *owner, int conn, PGresult *res)
     }
     r->res = LOCK_ERROR;
     if (res == NULL || !read_answer(r, res)) {
-        log_error("locks: postgres: %.*s: %s", log_name_len(r->len), r->name,
+        log_error("locks: postgres: %s: %s", LOG_ESC(r->name, r->len),
                   res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR
-                      ? PQresultErrorMessage(res)
+                      ? LOG_STR(PQresultErrorMessage(res))
                       : "an answer that does not fit: refused");
         r->res = LOCK_ERROR;
         r->out_fence = 0;

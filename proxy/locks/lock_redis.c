@@ -146,8 +146,8 @@ on_reply(void *priv, redisReply *rep)
         goto out; /* connection lost or closing: logged by redis_conn */
     }
     if (rep->type == REDIS_REPLY_ERROR) {
-        log_error("locks: redis: %.*s: %s", log_name_len(r->len), r->name,
-                  rep->str);
+        log_error("locks: redis: %s: %s", LOG_ESC(r->name, r->len),
+                  LOG_ESC(rep->str, rep->len));
         goto out;
     }
     switch (r->op) {
@@ -202,9 +202,9 @@ on_reply(void *priv, redisReply *rep)
         break;
     }
     if (res == LOCK_ERROR) {
-        log_error("locks: redis: %.*s: the script answered something "
+        log_error("locks: redis: %s: the script answered something "
                   "unexpected: refused",
-                  log_name_len(r->len), r->name);
+                  LOG_ESC(r->name, r->len));
         fence = 0;
         ttl = 0;
     }

@@ -96,18 +96,18 @@ raised(void *arg, enum store_result res, int64_t mark)
 
     if (res == STORE_ACCEPTED) {
         log_info("watch %s: %s: the holder changed: mark raised to %" PRId64,
-                 r->section, r->res, r->fence);
+                 r->section, LOG_STR(r->res), r->fence);
     } else if (res == STORE_STALE) {
         /* A later holder's fence (or a write) is there already. */
         log_debug("watch %s: %s: the mark %" PRId64 " is above the "
                   "holder's fence %" PRId64,
-                  r->section, r->res, mark, r->fence);
+                  r->section, LOG_STR(r->res), mark, r->fence);
     } else {
         log_error("watch %s: %s: the mark store cannot raise the mark to "
                   "the new holder's fence %" PRId64
                   ": the previous holder is refused only once the new "
                   "one writes",
-                  r->section, r->res, r->fence);
+                  r->section, LOG_STR(r->res), r->fence);
     }
     free(r);
 }
@@ -125,14 +125,15 @@ on_holder(void *owner, const char *name, size_t len, int64_t fence)
         return;
     }
     if (!watch_resource(w->resource, name, len, res, sizeof(res), &rlen)) {
-        log_warn("watch %s: lock %.*s names no resource through %s: "
+        log_warn("watch %s: lock %s names no resource through %s: "
                  "not fenced",
-                 w->section, len > 200 ? 200 : (int)len, name, w->resource);
+                 w->section, LOG_ESC(name, len), LOG_STR(w->resource));
         return;
     }
     r = malloc(sizeof(*r) + rlen + 1);
     if (r == NULL) {
-        log_error("watch %s: out of memory: %s not raised", w->section, res);
+        log_error("watch %s: out of memory: %s not raised", w->section,
+                  LOG_STR(res));
         return;
     }
     snprintf(r->section, sizeof(r->section), "%s", w->section);
@@ -140,7 +141,8 @@ on_holder(void *owner, const char *name, size_t len, int64_t fence)
     r->len = rlen;
     memcpy(r->res, res, rlen + 1);
     if (fence_raise(w->set->fence, r->res, rlen, fence, raised, r) == NULL) {
-        log_error("watch %s: out of memory: %s not raised", w->section, res);
+        log_error("watch %s: out of memory: %s not raised", w->section,
+                  LOG_STR(res));
         free(r);
     }
 }
@@ -178,8 +180,8 @@ watches_new(struct event_base *base, struct fence *f,
             watches_free(set);
             return NULL;
         }
-        log_info("watch %s: %s locks under \"%s\" fence %s", c->name,
-                 c->backend, c->prefix, c->resource);
+        log_info("watch %s: %s locks under %s fence %s", c->name, c->backend,
+                 LOG_QSTR(c->prefix), LOG_STR(c->resource));
     }
     return set;
 }

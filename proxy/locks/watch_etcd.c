@@ -196,9 +196,9 @@ on_look(void *arg, const struct etcd_reply *rep)
     if (!s->closing && rep->st == ETCD_OK) {
         report_holders(s, json_object_get(rep->body, "kvs"), &l->floor);
     } else if (!s->closing) {
-        log_warn("watch %s: cannot read lock %.*s after a change: "
+        log_warn("watch %s: cannot read lock %s after a change: "
                  "reading every lock again",
-                 s->section, l->len > 200 ? 200 : (int)l->len, l->name);
+                 s->section, LOG_ESC(l->name, l->len));
         end_watch(s, true);
     }
     free(l);
@@ -297,9 +297,9 @@ on_event(void *arg, json_t *result)
         if (s->lock_rev && strcmp(type, "DELETE") == 0) {
             deletion_floor(ev, &floor);
         }
-        log_debug("watch %s: %s of %.*s at revision %" PRId64
+        log_debug("watch %s: %s of %s at revision %" PRId64
                   " (deleted key created at %" PRId64 ")",
-                  s->section, type, n > 200 ? 200 : n, (const char *)key, mod,
+                  s->section, type, LOG_ESC((const char *)key, (size_t)n), mod,
                   floor.before);
         look(s, key + s->plen, len, &floor);
     }

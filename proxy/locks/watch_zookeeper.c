@@ -83,7 +83,7 @@ send_read(struct watch_source *s, enum zw_step step, const char *path,
     if (c == NULL || (lock != NULL && (c->name = strdup(lock)) == NULL)) {
         log_error("watch %s: out of memory: %s is not followed until the "
                   "next connection",
-                  s->section, path);
+                  s->section, LOG_STR(path));
         zk_call_free(c);
         return;
     }
@@ -112,7 +112,7 @@ read_lock(struct watch_source *s, const char *name)
     if (path == NULL) {
         log_error("watch %s: out of memory: lock %s is not followed until "
                   "the next connection",
-                  s->section, name);
+                  s->section, LOG_STR(name));
         return;
     }
     send_read(s, ZW_LOCK, path, name);
@@ -170,13 +170,13 @@ on_lock(struct watch_source *s, struct zk_call *c)
     char *path;
 
     if (first < 0) {
-        log_debug("watch %s: lock %s: no holder", s->section, c->name);
+        log_debug("watch %s: lock %s: no holder", s->section, LOG_STR(c->name));
         return;
     }
     path = zk_path_join(c->path, c->kids[first]);
     if (path == NULL) {
         log_error("watch %s: out of memory: lock %s not followed", s->section,
-                  c->name);
+                  LOG_STR(c->name));
         return;
     }
     send_read(s, ZW_HOLDER, path, c->name);
@@ -216,11 +216,11 @@ on_error(struct watch_source *s, struct zk_call *c)
 {
     if (zk_rc_outage(c->rc)) {
         log_debug("watch %s: %s: %s; read again once connected", s->section,
-                  c->path, zerror(c->rc));
+                  LOG_STR(c->path), zerror(c->rc));
         return;
     }
     log_error("watch %s: cannot read %s: %s: its locks are not followed",
-              s->section, c->path, zerror(c->rc));
+              s->section, LOG_STR(c->path), zerror(c->rc));
 }
 
 static void
@@ -237,7 +237,7 @@ zw_call(void *arg, struct zk_call *c)
         send_read(s, ZW_PREFIX_WAIT, s->prefix, NULL);
     } else if (c->step == ZW_PREFIX_WAIT && c->rc == ZNONODE) {
         log_info("watch %s: %s does not exist yet: waiting for it", s->section,
-                 s->prefix);
+                 LOG_STR(s->prefix));
     } else if (c->step == ZW_LOCK && c->rc == ZNONODE) {
         lock_forget(s, c->name);
     } else if (c->step == ZW_HOLDER && c->rc == ZNONODE) {
@@ -252,7 +252,7 @@ zw_call(void *arg, struct zk_call *c)
         on_lock(s, c);
     } else if (c->step == ZW_HOLDER) {
         log_debug("watch %s: lock %s: held by %s, czxid %lld", s->section,
-                  c->name, c->path, (long long)c->stat.czxid);
+                  LOG_STR(c->name), LOG_STR(c->path), (long long)c->stat.czxid);
         s->cb(s->owner, c->name, strlen(c->name), c->stat.czxid);
     }
     zk_call_free(c);
@@ -265,7 +265,7 @@ zw_state(void *arg, enum zk_conn_state st)
 
     if (st == ZK_CONN_UP) {
         log_info("watch %s: reading every lock under %s", s->section,
-                 s->prefix);
+                 LOG_STR(s->prefix));
         locks_clear(s);
         read_prefix(s);
     } else if (st == ZK_CONN_DOWN) {
