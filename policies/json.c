@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ascii.h"
 #include "utf8.h"
 
 const char *
@@ -44,24 +45,6 @@ json_piece(const char *s, size_t len, size_t *take, char esc[8])
     return NULL;
 }
 
-/* How many bytes from s on are printable ASCII other than '"' and '\\':
- * each a piece that json_piece writes as itself. */
-static size_t
-plain_run(const char *s, size_t len)
-{
-    size_t i = 0;
-
-    while (i < len) {
-        unsigned char ch = (unsigned char)s[i];
-
-        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
-            break;
-        }
-        i++;
-    }
-    return i;
-}
-
 void
 json_escape_into(char *buf, size_t cap, size_t *n, const char *s)
 {
@@ -69,7 +52,7 @@ json_escape_into(char *buf, size_t cap, size_t *n, const char *s)
 
     while (len > 0) {
         char esc[8];
-        size_t take, run = plain_run(s, len);
+        size_t take, run = ascii_plain_run(s, len);
 
         if (run > 0) { /* bytes written as themselves, one piece each */
             size_t room = cap > *n + 1 ? cap - *n - 1 : 0;

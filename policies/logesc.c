@@ -29,28 +29,44 @@ hidden_break(const unsigned char *p, size_t k)
             (p[2] == 0xa8 || p[2] == 0xa9));
 }
 
+/* The letter of a two-byte escape for c (\\ \" \t \n \r), or 0. */
+static char
+named(unsigned char c)
+{
+    switch (c) {
+    case '\\':
+    case '"':
+        return (char)c;
+    case '\t':
+        return 't';
+    case '\n':
+        return 'n';
+    case '\r':
+        return 'r';
+    default:
+        return 0;
+    }
+}
+
 /* How the piece at s (len >= 1 bytes left) is written: *take bytes of
  * input, as themselves (returns 0) or as the escape put in esc (returns
  * its length). */
 static size_t
 piece(const char *s, size_t len, size_t *take, char esc[4])
 {
-    static const char named[] = "\\\\\"\"\nn\rr\tt";
     unsigned char c = (unsigned char)s[0];
-    const char *m;
     size_t k;
 
     *take = 1;
-    if (c != '\0' && (m = strchr(named, c)) != NULL && (m - named) % 2 == 0) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+        return 0; /* the common case first */
+    }
+    if ((esc[1] = named(c)) != 0) {
         esc[0] = '\\';
-        esc[1] = m[1];
         return 2;
     }
-    if (c < 0x20 || c == 0x7f) {
+    if (c < 0x80) { /* the other controls and DEL */
         return hex(c, esc);
-    }
-    if (c < 0x80) {
-        return 0;
     }
     k = utf8_seq(s, len);
     if (k == 0 || hidden_break((const unsigned char *)s, k)) {
@@ -69,10 +85,14 @@ escaped_len(const char *s, size_t n, enum logesc_form form, bool *bare)
     *bare = n > 0 && form != LOGESC_QUOTED;
     while (n > 0) {
         char esc[4];
-        size_t take, e = piece(s, n, &take, esc);
+        size_t take = ascii_plain_run(s, n), e = 0;
 
-        if (e > 0 || s[0] == ' ' || (s[0] == '=' && form == LOGESC_WORD)) {
-            *bare = false;
+        if (take > 0) {
+            *bare = *bare && memchr(s, ' ', take) == NULL &&
+                    (form != LOGESC_WORD || memchr(s, '=', take) == NULL);
+        } else {
+            e = piece(s, n, &take, esc);
+            *bare = *bare && e == 0;
         }
         total += e > 0 ? e : take;
         s += take;
@@ -88,14 +108,24 @@ put_pieces(char *out, size_t *o, size_t limit, const char *s, size_t n)
 {
     while (n > 0) {
         char esc[4];
-        size_t take, e = piece(s, n, &take, esc);
-        size_t w = e > 0 ? e : take;
+        size_t take = ascii_plain_run(s, n), e = 0, w;
 
-        if (*o + w > limit) {
-            return false;
+        if (take > 1) { /* a run: as much of it as fits */
+            w = take < limit - *o ? take : limit - *o;
+            memcpy(out + *o, s, w);
+            *o += w;
+            if (w < take) {
+                return false;
+            }
+        } else {
+            e = piece(s, n, &take, esc);
+            w = e > 0 ? e : take;
+            if (*o + w > limit) {
+                return false;
+            }
+            memcpy(out + *o, e > 0 ? esc : s, w);
+            *o += w;
         }
-        memcpy(out + *o, e > 0 ? esc : s, w);
-        *o += w;
         s += take;
         n -= take;
     }
