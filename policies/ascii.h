@@ -33,6 +33,25 @@ ascii_hex(const unsigned char *b, size_t n, char *out)
     }
 }
 
+/* How many bytes from s on (n at most) are printable ASCII other than
+ * '"' and '\\': the run every escaper here (JSON, log values) copies as
+ * it is. */
+static inline size_t
+ascii_plain_run(const char *s, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+            break;
+        }
+        i++;
+    }
+    return i;
+}
+
 /* c in lower case if it is an ASCII capital letter. */
 static inline char
 ascii_lower(char c)

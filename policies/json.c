@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ascii.h"
 #include "utf8.h"
 
 const char *
@@ -19,7 +20,7 @@ json_piece(const char *s, size_t len, size_t *take, char esc[8])
         esc[2] = '\0';
         return esc;
     }
-    if (ch < 0x20) {
+    if (ch < 0x20 || ch == 0x7f) {
         snprintf(esc, 8, "\\u%04x", ch);
         return esc;
     }
@@ -31,25 +32,17 @@ json_piece(const char *s, size_t len, size_t *take, char esc[8])
         *take = 1;
         return "\\ufffd";
     }
-    return NULL;
-}
-
-/* How many bytes from s on are printable ASCII other than '"' and '\\':
- * each a piece that json_piece writes as itself. */
-static size_t
-plain_run(const char *s, size_t len)
-{
-    size_t i = 0;
-
-    while (i < len) {
-        unsigned char ch = (unsigned char)s[i];
-
-        if (ch < 0x20 || ch >= 0x80 || ch == '"' || ch == '\\') {
-            break;
-        }
-        i++;
+    /* C1 controls and the line and paragraph separators are valid JSON
+     * as themselves, but a line break or an escape to some readers. */
+    if (*take == 2 && ch == 0xc2 && (unsigned char)s[1] < 0xa0) {
+        snprintf(esc, 8, "\\u%04x", (unsigned char)s[1]);
+        return esc;
     }
-    return i;
+    if (*take == 3 && ch == 0xe2 && (unsigned char)s[1] == 0x80 &&
+        ((unsigned char)s[2] == 0xa8 || (unsigned char)s[2] == 0xa9)) {
+        return (unsigned char)s[2] == 0xa8 ? "\\u2028" : "\\u2029";
+    }
+    return NULL;
 }
 
 void
@@ -59,7 +52,7 @@ json_escape_into(char *buf, size_t cap, size_t *n, const char *s)
 
     while (len > 0) {
         char esc[8];
-        size_t take, run = plain_run(s, len);
+        size_t take, run = ascii_plain_run(s, len);
 
         if (run > 0) { /* bytes written as themselves, one piece each */
             size_t room = cap > *n + 1 ? cap - *n - 1 : 0;

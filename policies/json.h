@@ -1,6 +1,7 @@
 /* json.h: JSON string content (RFC 8259) from arbitrary bytes: quotes,
- * backslashes and control bytes escaped, bytes that are not UTF-8
- * written as U+FFFD, so the output is always valid JSON. Pure. */
+ * backslashes, control bytes, DEL, C1 controls and U+2028/U+2029
+ * escaped, bytes that are not UTF-8 written as U+FFFD, so the output is
+ * always valid JSON and one line to any reader. Pure. */
 #ifndef TM_JSON_H
 #define TM_JSON_H
 

@@ -17,6 +17,7 @@
 #include <openssl/rand.h>
 
 #include "../policies/ascii.h"
+#include "../policies/logesc.h"
 #include "client_io.h"
 #include "log.h"
 #include "problem.h"
@@ -125,31 +126,30 @@ put(struct line *l, const char *s, size_t n)
     l->n += n;
 }
 
-/* Whether s must be quoted to read back as the same string. */
+/* Whether s, which logesc may leave bare, must be quoted all the same
+ * to read back as a string: "-" (absent), a number, or a word ending in
+ * ':' (log.c's json reads "key=value:" in prose as value). */
 static bool
 needs_quotes(const char *s, size_t n)
 {
     bool number = n > 0;
 
-    if (n == 0 || (n == 1 && s[0] == '-')) {
+    if (n == 1 && s[0] == '-') {
         return true;
     }
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c <= ' ' || c == '"' || c == '\\' || c == 0x7f) {
-            return true;
-        }
-        number &= (c >= '0' && c <= '9') || c == '.' || c == '-';
+        number &= (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-';
     }
-    return number || s[n - 1] == ':';
+    return number || (n > 0 && s[n - 1] == ':');
 }
 
-/* " key=value", value a string of at most max bytes (cut there), or "-"
- * when s is NULL. */
+/* " key=value", value a string escaped by logesc in at most max bytes of
+ * the line (cut there, and marked), or "-" when s is NULL. */
 static void
 put_str(struct line *l, const char *key, const char *s, size_t n, size_t max)
 {
+    size_t room;
+
     put(l, " ", 1);
     put(l, key, strlen(key));
     put(l, "=", 1);
@@ -157,27 +157,12 @@ put_str(struct line *l, const char *key, const char *s, size_t n, size_t max)
         put(l, "-", 1);
         return;
     }
-    n = n < max ? n : max;
-    if (!needs_quotes(s, n)) {
-        put(l, s, n);
-        return;
+    room = sizeof(l->buf) - l->n; /* logesc writes the NUL too */
+    room = room < max + LOGESC_MIN ? room : max + LOGESC_MIN;
+    if (room >= LOGESC_MIN) {
+        l->n += logesc(l->buf + l->n, room, s, n,
+                       needs_quotes(s, n) ? LOGESC_QUOTED : LOGESC_VALUE);
     }
-    put(l, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[8];
-
-        if (c == '"' || c == '\\') {
-            put(l, "\\", 1);
-            put(l, s + i, 1);
-        } else if (c < ' ' || c == 0x7f) {
-            snprintf(esc, sizeof(esc), "\\x%02x", c);
-            put(l, esc, 4);
-        } else {
-            put(l, s + i, 1);
-        }
-    }
-    put(l, "\"", 1);
 }
 
 static void

@@ -6,9 +6,11 @@
  *   event id client method path query status route resource token mark
  *   ms conn reason detail
  *
- * A value that is absent is "-" (null in json); a string that could read
- * as a number, "-", or holds a space, '"' or '\' is written quoted
- * ("..."), with '"' and '\' escaped; numbers are bare. */
+ * A value that is absent is "-" (null in json); a string goes through
+ * logesc (policies/logesc.h): quoted ("...") when it holds a space or
+ * anything escaped (control bytes, '"', '\', bytes that are not UTF-8),
+ * or could read as a number, "-" or a word ending in ':'; numbers are
+ * bare. */
 #ifndef TM_ACCESS_H
 #define TM_ACCESS_H
 

@@ -317,7 +317,7 @@ origin_allowed(const struct adm *a, struct evhttp_request *req,
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
                           "close");
     }
-    log_warn("admin: refused %s: %s", path, p.detail);
+    log_warn("admin: refused %s: %s", LOG_STR(path), LOG_STR(p.detail));
     adm_reply_problem(req, &p);
     return false;
 }
@@ -370,7 +370,7 @@ dispatch(struct evhttp_request *req, void *arg)
         evhttp_add_header(evhttp_request_get_output_headers(req),
                           "WWW-Authenticate", "Bearer");
         log_warn("admin: refused %s %s: no valid bearer token",
-                 cmd == EVHTTP_REQ_GET ? "GET" : "call", path);
+                 cmd == EVHTTP_REQ_GET ? "GET" : "call", LOG_STR(path));
         adm_reply_problem(req, &p);
         return;
     }

@@ -269,7 +269,7 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     case DECIDE_FORWARD:
         log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
                  "token=%" PRId64 " forwarded unfenced (efficiency)",
-                 a->io->id, a->rq->sc.route_name, a->rq->sc.resource,
+                 a->io->id, a->rq->sc.route_name, LOG_STR(a->rq->sc.resource),
                  a->rq->token);
         count(a, OUT_BYPASSED);
         go(a);

@@ -95,7 +95,7 @@ bind_upload(struct exchange *ex)
                         &why)) {
         log_warn("conn=%" PRIu64 " S3 upload not bound (%s): route=%s "
                  "resource=%s; its parts will be refused",
-                 ex->io->id, why, rq->sc.route_name, rq->sc.resource);
+                 ex->io->id, why, rq->sc.route_name, LOG_STR(rq->sc.resource));
     }
 }
 
@@ -160,7 +160,7 @@ fail(struct exchange *ex, int status, const char *why)
               "token=%" PRId64,
               ex->io->id, name, why,
               rq->sc.route_name ? rq->sc.route_name : "-",
-              rq->sc.rlen > 0 ? rq->sc.resource : "-", rq->token);
+              rq->sc.rlen > 0 ? LOG_STR(rq->sc.resource) : "-", rq->token);
     if (status == 502 || status == 504) {
         metrics_upstream_error(px->metrics, name, timed_out);
     }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../policies/json.h"
+#include "../policies/logesc.h"
 
 _Thread_local const struct tm_log *log_cur;
 _Thread_local bool lib_sigpipe_blocked;
@@ -140,30 +141,29 @@ json_number(const char *s, size_t n)
     return i == n;
 }
 
-/* A quoted value at p ("..." with \" and \\ escaped): its content as a
- * JSON string into f; returns the length of the quoted text, closing
- * quote included (or to the end when it has none). */
+/* A quoted value at p (logesc's "..."): its content, unescaped, as a
+ * JSON string into f, so a value is escaped once in each form (the
+ * text's \n is the field's \n, not \\n); returns the length of the
+ * quoted text, closing quote included (or to the end when it has none).
+ * A byte that is not UTF-8 (\xff in the text) becomes U+FFFD here: the
+ * msg field keeps the text, and so the byte. A value of more than 4 KiB
+ * (no line of ours) is decoded in pieces. */
 static size_t
 json_quoted(FILE *f, const char *p)
 {
+    char buf[4096]; /* a whole access line: one pass for any line of ours */
     size_t i = 1;
 
     fputc('"', f);
-    while (p[i] != '\0' && p[i] != '"') {
-        size_t run = strcspn(p + i, "\"\\");
+    for (;;) {
+        size_t len = strnlen(p + i, sizeof(buf)), used;
+        size_t n = logesc_decode(p + i, len, buf, &used);
 
-        if (run > 0) {
-            json_str(f, p + i, run);
-            i += run;
-            continue;
+        json_str(f, buf, n);
+        i += used;
+        if (used < len || p[i] == '\0') {
+            break;
         }
-        if (p[i] == '\\' && p[i + 1] != '\0') {
-            json_str(f, p + i + 1, 1);
-            i += 2;
-            continue;
-        }
-        json_str(f, p + i, 1);
-        i++;
     }
     fputc('"', f);
     return p[i] == '"' ? i + 1 : i;

@@ -7,7 +7,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
+#include "../policies/logesc.h"
 #include "tidemark.h"
 
 struct tm_log {
@@ -62,14 +64,34 @@ log_get_level(void)
     return log_cur == NULL ? -1 : log_cur->level;
 }
 
-/* A resource or lock name of len bytes is clipped to this many in a
- * log line ("%.*s", log_name_len(len), name). */
-#define LOG_NAME_MAX 200
+/* An outside value (a name, a path, a header, a peer's answer: anything
+ * a client, a peer or a file chose) for a "%s" of a log line, escaped by
+ * logesc (policies/logesc.h) into LOG_VALUE_CAP bytes of the caller's
+ * stack: a compound literal that lives until the log call ends. Written
+ * as an argument of log_*, it is made only once the level passed, and
+ * allocates nothing:
+ *
+ *   log_warn("lock %s: %s", LOG_ESC(r->name, r->len), LOG_STR(errmsg));
+ *
+ * A value longer than the room is cut, quoted and marked: "abc"... */
+#define LOG_VALUE_CAP 256
+#define LOG_ESC(s, n) log_esc((char[LOG_VALUE_CAP]){0}, (s), (n), LOGESC_WORD)
+/* The same for a NUL-terminated s; NULL is "-". */
+#define LOG_STR(s) log_esc_str((char[LOG_VALUE_CAP]){0}, (s), LOGESC_WORD)
+/* The same, always quoted: for a value the text puts in quotes. */
+#define LOG_QSTR(s) log_esc_str((char[LOG_VALUE_CAP]){0}, (s), LOGESC_QUOTED)
 
-static inline int
-log_name_len(size_t len)
+static inline const char *
+log_esc(char *buf, const char *s, size_t n, enum logesc_form form)
 {
-    return len > LOG_NAME_MAX ? LOG_NAME_MAX : (int)len;
+    logesc(buf, LOG_VALUE_CAP, s, n, form);
+    return buf;
+}
+
+static inline const char *
+log_esc_str(char *buf, const char *s, enum logesc_form form)
+{
+    return s == NULL ? "-" : log_esc(buf, s, strlen(s), form);
 }
 
 /* "Address already in use (EADDRINUSE)": errno e for a message that

@@ -296,15 +296,15 @@ order_leave(struct order *o, struct order_slot *s, int grace_ms)
 
         s->grace = evtimer_new(o->base, grace_done, s);
         if (s->grace != NULL && evtimer_add(s->grace, &tv) == 0) {
-            log_info("order: resource %.*s closed to higher tokens for "
+            log_info("order: resource %s closed to higher tokens for "
                      "%d ms after write of token %lld ended unanswered",
-                     (int)g->len, g->name, grace_ms, (long long)s->token);
+                     LOG_ESC(g->name, g->len), grace_ms, (long long)s->token);
             return;
         }
         /* No timer: keep the slot for good rather than reopen early. */
-        log_error("order: cannot arm grace timer; resource %.*s stays "
+        log_error("order: cannot arm grace timer; resource %s stays "
                   "closed",
-                  (int)g->len, g->name);
+                  LOG_ESC(g->name, g->len));
         return;
     }
     slot_finish(s);

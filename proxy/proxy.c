@@ -238,7 +238,8 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
         g = gen_new(px->base, cfg, true, err, sizeof(err));
     }
     if (g == NULL) {
-        log_error("reload refused, the old configuration stays: %s", err);
+        log_error("reload refused, the old configuration stays: %s",
+                  LOG_STR(err));
         tm_config_free(cfg);
         return false;
     }
@@ -387,8 +388,8 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     if (!start_hold(px, err, errlen)) {
         return false;
     }
-    log_info("listening on %s (store %s, %zu routes)", cfg->proxy.listen,
-             cfg->store.type, cfg->nroutes);
+    log_info("listening on %s (store %s, %zu routes)",
+             LOG_STR(cfg->proxy.listen), cfg->store.type, cfg->nroutes);
     return true;
 }
 

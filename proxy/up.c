@@ -147,7 +147,7 @@ tls_log_failure(struct up_conn *uc)
     }
     if (vr != X509_V_OK) {
         log_error("upstream %s: TLS: certificate of %s refused: %s",
-                  uc->pool->cfg->name, uc->pool->cfg->host,
+                  uc->pool->cfg->name, LOG_STR(uc->pool->cfg->host),
                   X509_verify_cert_error_string(vr));
     } else if (buf[0] != '\0') {
         log_error("upstream %s: TLS handshake failed: %s", uc->pool->cfg->name,

@@ -226,7 +226,7 @@ static void
 set_down(struct etcd_http *h, int ep, const char *why)
 {
     if (h->ready || h->failures % 50 == 0) {
-        log_error("etcd %s: %s (%s): %s", h->who, h->eps[ep].host,
+        log_error("etcd %s: %s (%s): %s", h->who, LOG_STR(h->eps[ep].host),
                   h->eps[ep].text, why);
     }
     h->failures++;
@@ -288,7 +288,8 @@ on_probe(struct evhttp_request *req, void *arg)
     }
     if (h->ready) {
         log_error("etcd %s: %s (%s): the status probe failed (%d)", h->who,
-                  h->eps[h->probe_ep].host, h->eps[h->probe_ep].text, code);
+                  LOG_STR(h->eps[h->probe_ep].host), h->eps[h->probe_ep].text,
+                  code);
         h->ready = false;
     }
     h->probe_ep = (h->probe_ep + 1) % h->neps;
@@ -423,7 +424,8 @@ on_response(struct evhttp_request *req, void *arg)
         int next = (c->ep + 1) % h->neps;
 
         log_warn("etcd %s: %s (%s) gave no answer; trying %s", h->who,
-                 h->eps[c->ep].host, h->eps[c->ep].text, h->eps[next].text);
+                 LOG_STR(h->eps[c->ep].host), h->eps[c->ep].text,
+                 h->eps[next].text);
         c->ep = next;
         if (send_call(c)) {
             return;

@@ -131,7 +131,7 @@ conn_fail(struct pg_conn *c, const char *why)
             msg[--n] = '\0';
         }
         log_error("postgres: connection %d (%s): %s; reconnecting", c->id,
-                  s->what, msg);
+                  s->what, LOG_STR(msg));
     }
     c->failures++;
     if (c->result != NULL) {
@@ -401,6 +401,22 @@ on_conn_timer(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* libpq's notice processor: a server's NOTICE or WARNING (CREATE TABLE IF
+ * NOT EXISTS says one on every connection but the first) goes to the log
+ * at debug, escaped, not to stderr as libpq's default would write it. */
+static void
+conn_notice(void *arg, const char *message)
+{
+    const struct pg_conn *c = arg;
+    size_t n = strlen(message);
+
+    while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' ')) {
+        n--;
+    }
+    log_debug("postgres: connection %d (%s): %s", c->id, c->s->what,
+              LOG_ESC(message, n));
+}
+
 static void
 conn_start(struct pg_conn *c)
 {
@@ -416,6 +432,7 @@ conn_start(struct pg_conn *c)
         conn_fail(c, "out of memory");
         return;
     }
+    PQsetNoticeProcessor(c->pg, conn_notice, c);
     if (PQstatus(c->pg) == CONNECTION_BAD) {
         conn_fail_pg(c, "cannot connect");
         return;

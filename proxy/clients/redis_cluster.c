@@ -137,7 +137,7 @@ node_get(struct redis_cluster *c, const char *host, size_t hlen, unsigned port)
     }
     if (c->nnodes >= CL_MAX_NODES) {
         log_error("redis %s: cluster: more than %d nodes: %s not used", c->what,
-                  CL_MAX_NODES, addr);
+                  CL_MAX_NODES, LOG_STR(addr));
         return CL_NO_NODE;
     }
     nn = realloc(c->nodes, (c->nnodes + 1) * sizeof(*nn));
@@ -156,7 +156,8 @@ node_get(struct redis_cluster *c, const char *host, size_t hlen, unsigned port)
     }
     free(url);
     if (nn[c->nnodes].conn == NULL) {
-        log_error("redis %s: cluster node %s: %s", c->what, addr, err);
+        log_error("redis %s: cluster node %s: %s", c->what, LOG_STR(addr),
+                  LOG_STR(err));
         return CL_NO_NODE;
     }
     snprintf(nn[c->nnodes].addr, sizeof(nn[c->nnodes].addr), "%s", addr);
@@ -258,8 +259,8 @@ apply_map(struct redis_cluster *c, const uint16_t *slots)
     if (moved > 0) {
         log_info("redis %s: cluster map from %s: %u of %d slots served by "
                  "%zu masters, %u slots moved",
-                 c->what, c->nodes[c->asking].addr, covered, REDIS_SLOTS,
-                 c->nmasters, moved);
+                 c->what, LOG_STR(c->nodes[c->asking].addr), covered,
+                 REDIS_SLOTS, c->nmasters, moved);
     }
 }
 
@@ -279,8 +280,9 @@ on_slots(redisAsyncContext *ac, void *reply, void *priv)
     redis_conn_replied(c->nodes[c->asking].conn);
     if (rep->type != REDIS_REPLY_ARRAY) {
         log_warn("redis %s: CLUSTER SLOTS on %s answered %s", c->what,
-                 c->nodes[c->asking].addr,
-                 rep->type == REDIS_REPLY_ERROR ? rep->str : "no map");
+                 LOG_STR(c->nodes[c->asking].addr),
+                 rep->type == REDIS_REPLY_ERROR ? LOG_ESC(rep->str, rep->len)
+                                                : "no map");
         return;
     }
     slots = malloc(REDIS_SLOTS * sizeof(*slots));
@@ -294,7 +296,7 @@ on_slots(redisAsyncContext *ac, void *reply, void *priv)
         if (!read_range(c, rep->element[i], slots)) {
             log_warn("redis %s: CLUSTER SLOTS on %s: a range that does not "
                      "read: map not taken",
-                     c->what, c->nodes[c->asking].addr);
+                     c->what, LOG_STR(c->nodes[c->asking].addr));
             free(slots);
             return;
         }
@@ -434,7 +436,7 @@ req_reply(struct cl_req *r, redisReply *rep)
     if (r->redirects >= REDIS_CLUSTER_MAX_REDIRECTS) {
         log_error("redis %s: cluster: still redirected after %d tries "
                   "(%s): refused",
-                  c->what, r->redirects, rep->str);
+                  c->what, r->redirects, LOG_ESC(rep->str, rep->len));
         req_done(r, rep);
         return;
     }
@@ -528,8 +530,8 @@ req_new(struct redis_cluster *c, int argc, const char **argv,
     for (int i = key + 1; i < key + nkeys; i++) {
         if (redis_slot(argv[i], lens[i]) != slot) {
             log_error("redis %s: cluster: the keys of one script are in "
-                      "different slots (%.*s): refused",
-                      c->what, lens[i] > 200 ? 200 : (int)lens[i], argv[i]);
+                      "different slots (%s): refused",
+                      c->what, LOG_ESC(argv[i], lens[i]));
             return NULL;
         }
     }

@@ -176,7 +176,7 @@ on_watch(evutil_socket_t fd, short what, void *arg)
 
         log_error("redis: %s answered nothing in %d ms: dropping the "
                   "connection",
-                  c->peer, c->timeout_ms);
+                  LOG_STR(c->peer), c->timeout_ms);
         c->stalled = false;
         /* Runs the callbacks (NULL replies), and on_disconnect only if
          * the connection had been made: plan the reconnect here. */
@@ -219,7 +219,7 @@ on_connect(const redisAsyncContext *ac, int status)
         return;
     }
     c->addr = (c->addr + c->tried) % c->addrs.n;
-    log_info("redis: connected to %s (%s, %s)", c->peer,
+    log_info("redis: connected to %s (%s, %s)", LOG_STR(c->peer),
              c->addrs.a[c->addr].text, c->what);
 }
 
@@ -235,8 +235,8 @@ on_disconnect(const redisAsyncContext *ac, int status)
     if (c->closing) {
         return;
     }
-    log_error("redis: connection to %s lost: %s; reconnecting", c->peer,
-              status == REDIS_OK ? "closed" : ac->errstr);
+    log_error("redis: connection to %s lost: %s; reconnecting",
+              LOG_STR(c->peer), status == REDIS_OK ? "closed" : ac->errstr);
     c->failures = 1;
     schedule_retry(c);
 }
@@ -252,8 +252,8 @@ on_setup(redisAsyncContext *ac, void *reply, void *priv)
     lib_enter(c->log);
     c->replies++;
     if (rep != NULL && rep->type == REDIS_REPLY_ERROR) {
-        log_error("redis: %s: %s failed: %s", c->peer, (const char *)priv,
-                  rep->str);
+        log_error("redis: %s: %s failed: %s", LOG_STR(c->peer),
+                  (const char *)priv, LOG_ESC(rep->str, rep->len));
     }
 }
 
@@ -271,10 +271,11 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
     }
     if (rep->type != REDIS_REPLY_STRING || rep->len != 40 ||
         memcmp(rep->str, c->sha[i], 40) != 0) {
-        log_error(
-            "redis: %s: SCRIPT LOAD answered %s: %s is not usable", c->peer,
-            rep->type == REDIS_REPLY_ERROR ? rep->str : "an unexpected reply",
-            c->what);
+        log_error("redis: %s: SCRIPT LOAD answered %s: %s is not usable",
+                  LOG_STR(c->peer),
+                  rep->type == REDIS_REPLY_ERROR ? LOG_ESC(rep->str, rep->len)
+                                                 : "an unexpected reply",
+                  c->what);
         /* A Redis still loading its data (LOADING) connects but refuses
          * scripts: a connection kept as it is would never be ready. Drop
          * it (once its pending replies are in) and connect again. */
@@ -291,7 +292,7 @@ on_script_load(redisAsyncContext *ac, void *reply, void *priv)
         return;
     }
     if (c->ever_ready) {
-        log_info("redis: %s usable again (%s)", c->peer, c->what);
+        log_info("redis: %s usable again (%s)", LOG_STR(c->peer), c->what);
     }
     c->ever_ready = true;
     coldq_up(c->cold);
@@ -317,13 +318,17 @@ on_appendfsync(redisAsyncContext *ac, void *reply, void *priv)
             log_warn("redis: %s runs with appendfsync %s, not always: a "
                      "restart can lose what %s keeps there (a lost mark "
                      "or fence lets a stale write through)",
-                     c->peer, rep->element[1]->str, c->what);
+                     LOG_STR(c->peer),
+                     LOG_ESC(rep->element[1]->str, rep->element[1]->len),
+                     c->what);
         }
         return;
     }
     log_warn("redis: %s: could not check appendfsync (CONFIG GET answered "
              "%s): writes may be lost on a restart unless it is always",
-             c->peer, rep->type == REDIS_REPLY_ERROR ? rep->str : "no value");
+             LOG_STR(c->peer),
+             rep->type == REDIS_REPLY_ERROR ? LOG_ESC(rep->str, rep->len)
+                                            : "no value");
 }
 
 static void
@@ -353,7 +358,8 @@ addr_failed(struct redis_conn *c)
         return;
     }
     if (c->failures == 0 || c->failures % 50 == 0) {
-        log_error("redis: cannot connect to %s: %s; retrying", c->peer, c->why);
+        log_error("redis: cannot connect to %s: %s; retrying", LOG_STR(c->peer),
+                  c->why);
     }
     c->failures++;
     schedule_retry(c);
@@ -474,7 +480,8 @@ on_eval(redisAsyncContext *ac, void *reply, void *priv)
         strncmp(rep->str, "NOSCRIPT", 8) == 0 && c->ac != NULL) {
         /* The script cache was flushed (or a failover): load it again
          * and send this call once more, behind the load. */
-        log_warn("redis: %s lost the script: loading it again", c->peer);
+        log_warn("redis: %s lost the script: loading it again",
+                 LOG_STR(c->peer));
         redisAsyncCommand(c->ac, on_script_load, (void *)(uintptr_t)e->script,
                           "SCRIPT LOAD %s", c->scripts[e->script]);
         e->retried = true;

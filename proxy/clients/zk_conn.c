@@ -483,8 +483,8 @@ on_retry(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (k->zh == NULL && !k->closing && !start(k)) {
-        log_debug("%s: cannot start a client for %s: %s", k->who, k->hosts,
-                  strerror(errno));
+        log_debug("%s: cannot start a client for %s: %s", k->who,
+                  LOG_STR(k->hosts), strerror(errno));
         retry_later(k);
     }
 }
@@ -557,7 +557,7 @@ zk_conn_new(struct event_base *base, const char *hosts, int session_ms,
     if (!start(k)) {
         log_warn("%s: cannot start a client for %s: %s; trying again every "
                  "second",
-                 k->who, k->hosts, strerror(errno));
+                 k->who, LOG_STR(k->hosts), strerror(errno));
         retry_later(k);
     }
     return k;

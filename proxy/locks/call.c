@@ -146,7 +146,7 @@ lock_call_problem(struct lock_call *c, struct problem *p)
            : p->status >= 500                   ? TM_LOG_WARN
                                                 : TM_LOG_INFO,
            "locks: refused %d: name=%s fence=%" PRId64 ": %s", p->status,
-           c->name, c->fence, p->detail != NULL ? p->detail : "-");
+           LOG_STR(c->name), c->fence, LOG_STR(p->detail));
     adm_reply_problem(c->req, p);
     lock_call_detach(c);
 }

@@ -143,9 +143,9 @@ revoke_quietly(struct el_req *r)
     snprintf(id, sizeof(id), "%" PRId64, r->lease);
     if (!etcd_http_call(r->s->h, "/v3/lease/revoke",
                         json_pack("{ss}", "ID", id), ignore_reply, NULL)) {
-        log_warn("locks: etcd: %.*s: cannot revoke lease %" PRIx64
+        log_warn("locks: etcd: %s: cannot revoke lease %" PRIx64
                  "; it ends with its TTL",
-                 log_name_len(r->len), r->name, (uint64_t)r->lease);
+                 LOG_ESC(r->name, r->len), (uint64_t)r->lease);
     }
 }
 
@@ -200,11 +200,11 @@ reply_ok(struct el_req *r, const struct etcd_reply *rep, const char *what)
         return true;
     }
     if (rep->st == ETCD_FAILED) {
-        log_error("locks: etcd: %.*s: %s: %d %s", log_name_len(r->len), r->name,
-                  what, rep->http, rep->message);
+        log_error("locks: etcd: %s: %s: %d %s", LOG_ESC(r->name, r->len), what,
+                  rep->http, LOG_STR(rep->message));
     } else if (rep->st == ETCD_NOANSWER && !r->s->closing) {
-        log_error("locks: etcd: %.*s: %s: no answer from any endpoint",
-                  log_name_len(r->len), r->name, what);
+        log_error("locks: etcd: %s: %s: no answer from any endpoint",
+                  LOG_ESC(r->name, r->len), what);
     }
     answer(r, LOCK_ERROR, 0, 0);
     return false;
@@ -466,10 +466,10 @@ static void
 owned(struct el_req *r)
 {
     if (r->min_fence > 0 && r->rev < r->min_fence) {
-        log_error("locks: etcd: %.*s: the new key's revision %" PRId64
+        log_error("locks: etcd: %s: the new key's revision %" PRId64
                   " is not above the resource's mark %" PRId64
                   " (tokens issued elsewhere): refused",
-                  log_name_len(r->len), r->name, r->rev, r->min_fence - 1);
+                  LOG_ESC(r->name, r->len), r->rev, r->min_fence - 1);
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
@@ -530,9 +530,9 @@ on_pred(void *arg, const struct etcd_reply *rep)
         int64_t rev = 0;
 
         if (!json_is_true(json_object_get(rep->body, "succeeded"))) {
-            log_warn("locks: etcd: %.*s: the waiter's lease ended while "
+            log_warn("locks: etcd: %s: the waiter's lease ended while "
                      "it waited",
-                     log_name_len(r->len), r->name);
+                     LOG_ESC(r->name, r->len));
             r->lease_known = false;
             answer(r, LOCK_ERROR, 0, 0);
         } else if (kv == NULL) {
@@ -583,8 +583,8 @@ on_wait_keepalive(void *arg, const struct etcd_reply *rep)
     r->ncalls--;
     if (!r->answered && rep->st == ETCD_OK && etcd_ttl(res, "TTL", &ttl) &&
         ttl <= 0) {
-        log_warn("locks: etcd: %.*s: the waiter's lease ended",
-                 log_name_len(r->len), r->name);
+        log_warn("locks: etcd: %s: the waiter's lease ended",
+                 LOG_ESC(r->name, r->len));
         r->lease_known = false;
         answer(r, LOCK_ERROR, 0, 0);
     }
@@ -636,8 +636,8 @@ start_wait(struct el_req *r)
     struct timeval dl = {(time_t)(r->wait_ms / 1000),
                          (suseconds_t)(r->wait_ms % 1000) * 1000};
 
-    log_debug("locks: waiting: name=%.*s wait_ms=%" PRId64 " fence=%" PRId64,
-              log_name_len(r->len), r->name, r->wait_ms, r->rev);
+    log_debug("locks: waiting: name=%s wait_ms=%" PRId64 " fence=%" PRId64,
+              LOG_ESC(r->name, r->len), r->wait_ms, r->rev);
     r->waited = true;
     r->keepalive = evtimer_new(r->s->base, keepalive_cb, r);
     r->deadline = evtimer_new(r->s->base, deadline_cb, r);
@@ -894,7 +894,7 @@ el_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     etcd_http_on_up(s->h, on_up, s);
-    log_info("locks: etcd, keys under \"%s\"", s->prefix);
+    log_info("locks: etcd, keys under %s", LOG_QSTR(s->prefix));
     return (struct lock_backend *)s;
 }
 

@@ -129,8 +129,8 @@ werr(struct lmdb_locks *s, const char *what, int rc, size_t n)
 {
     lmdb_worker_lock(s->w);
     snprintf(s->err, sizeof(s->err),
-             "locks: lmdb: %s: %s: %s: %zu lock operations refused", s->path,
-             what, mdb_strerror(rc), n);
+             "locks: lmdb: %s: %s: %s: %zu lock operations refused",
+             LOG_STR(s->path), what, mdb_strerror(rc), n);
     lmdb_worker_unlock(s->w);
 }
 
@@ -527,7 +527,7 @@ lmdb_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     if (s->w == NULL || !lmdb_worker_start(s->w, err, errlen)) {
         goto fail;
     }
-    log_info("locks: lmdb %s open", s->path);
+    log_info("locks: lmdb %s open", LOG_STR(s->path));
     return (struct lock_backend *)s;
 fail:
     locks_free(s);

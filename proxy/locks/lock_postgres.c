@@ -212,9 +212,9 @@ pool_done(void *owner, int conn, PGresult *res)
         return;
     }
     if (res == NULL || !pl_answer_read(r->op, res, r->fence, r->ttl_ms, &a)) {
-        log_error("locks: postgres: %.*s: %s", log_name_len(r->len), r->name,
+        log_error("locks: postgres: %s: %s", LOG_ESC(r->name, r->len),
                   res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR
-                      ? PQresultErrorMessage(res)
+                      ? LOG_STR(PQresultErrorMessage(res))
                       : "an answer that does not fit: refused");
         a = (struct pl_answer){LOCK_ERROR, 0, 0};
     }

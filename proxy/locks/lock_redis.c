@@ -125,15 +125,15 @@ on_reply(void *priv, redisReply *rep)
         goto out; /* connection lost or closing: logged by redis_conn */
     }
     if (rep->type == REDIS_REPLY_ERROR) {
-        log_error("locks: redis: %.*s: %s", log_name_len(r->len), r->name,
-                  rep->str);
+        log_error("locks: redis: %s: %s", LOG_ESC(r->name, r->len),
+                  LOG_ESC(rep->str, rep->len));
         goto out;
     }
     a = rl_reply_read(r->op, rep, r->fence, r->ttl_ms);
     if (a.res == LOCK_ERROR) {
-        log_error("locks: redis: %.*s: the script answered something "
+        log_error("locks: redis: %s: the script answered something "
                   "unexpected: refused",
-                  log_name_len(r->len), r->name);
+                  LOG_ESC(r->name, r->len));
     }
 out:
     r->cb(r->arg, a.res, a.fence, a.ttl_ms);

@@ -399,7 +399,7 @@ sweep_add(struct zk_locks *z, const char *dir, const char *prefix)
     /* The node stays until the session ends. */
     log_error("locks: zookeeper: out of memory: a node under %s stays until "
               "the session ends",
-              dir);
+              LOG_STR(dir));
     if (s != NULL) {
         free(s->dir);
         free(s);
@@ -441,7 +441,7 @@ drop_node(struct zk_locks *z, const char *path, const char *name, size_t len)
     if (c == NULL) {
         log_error("locks: zookeeper: out of memory: %s stays until the "
                   "session ends",
-                  path);
+                  LOG_STR(path));
         return;
     }
     send_delete(z, c);
@@ -459,8 +459,8 @@ lease_expire(struct zk_lease *l)
         l->expired = true;
         return;
     }
-    log_debug("locks: zookeeper: %.*s: the lease's TTL passed: deleting %s",
-              log_name_len(l->len), l->name, path);
+    log_debug("locks: zookeeper: %s: the lease's TTL passed: deleting %s",
+              LOG_ESC(l->name, l->len), LOG_STR(path));
     drop_node(z, path, l->name, l->len);
     lease_free(l);
 }
@@ -549,8 +549,8 @@ acquire_send(struct zk_req *r)
             zk_call_free(mk);
         }
         free(path);
-        log_error("locks: zookeeper: %.*s: out of memory", log_name_len(r->len),
-                  r->name);
+        log_error("locks: zookeeper: %s: out of memory",
+                  LOG_ESC(r->name, r->len));
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
@@ -618,14 +618,14 @@ acquire_decide(struct zk_req *r, uint64_t gen)
             /* The create may have happened: find the node later. */
             sweep_add(z, r->dir, r->prefix);
         }
-        log_warn("locks: zookeeper: %.*s: create: %s", log_name_len(r->len),
-                 r->name, zerror(r->create_rc));
+        log_warn("locks: zookeeper: %s: create: %s", LOG_ESC(r->name, r->len),
+                 zerror(r->create_rc));
         answer(r, LOCK_ERROR, 0, 0);
         return;
     }
     if (r->kids_rc != ZOK) {
-        log_warn("locks: zookeeper: %.*s: children: %s", log_name_len(r->len),
-                 r->name, zerror(r->kids_rc));
+        log_warn("locks: zookeeper: %s: children: %s", LOG_ESC(r->name, r->len),
+                 zerror(r->kids_rc));
         drop_node(z, r->node, NULL, 0);
         answer(r, LOCK_ERROR, 0, 0);
         return;
@@ -649,11 +649,11 @@ acquire_decide(struct zk_req *r, uint64_t gen)
         break;
     }
     if (r->czxid < r->min_fence || r->czxid < 1) {
-        log_error("locks: zookeeper: %.*s: the node's zxid %" PRId64
+        log_error("locks: zookeeper: %s: the node's zxid %" PRId64
                   " is below the lowest fence allowed (%" PRId64
                   ", the resource's mark plus one): tokens for it were "
                   "issued elsewhere; refused",
-                  log_name_len(r->len), r->name, r->czxid, r->min_fence);
+                  LOG_ESC(r->name, r->len), r->czxid, r->min_fence);
         drop_node(z, r->node, NULL, 0);
         answer(r, LOCK_ERROR, 0, 0);
         return;
@@ -687,7 +687,8 @@ on_dir(struct zk_req *r, struct zk_call *c)
         acquire_send(r);
         return;
     }
-    log_warn("locks: zookeeper: cannot create %s: %s", c->path, zerror(c->rc));
+    log_warn("locks: zookeeper: cannot create %s: %s", LOG_STR(c->path),
+             zerror(c->rc));
     answer(r, LOCK_ERROR, 0, 0);
 }
 
@@ -928,7 +929,7 @@ on_sweep(struct zk_locks *z, struct zk_call *c)
             if (path != NULL) {
                 log_info("locks: zookeeper: deleting %s, left by a lost "
                          "answer",
-                         path);
+                         LOG_STR(path));
                 drop_node(z, path, name, len);
                 free(path);
             }
@@ -955,7 +956,8 @@ on_drop(struct zk_locks *z, struct zk_call *c)
         }
         return;
     }
-    log_warn("locks: zookeeper: cannot delete %s: %s", c->path, zerror(c->rc));
+    log_warn("locks: zookeeper: cannot delete %s: %s", LOG_STR(c->path),
+             zerror(c->rc));
 }
 
 /* The session's state changed (zk_conn). */
@@ -1056,7 +1058,7 @@ zk_dispatch(void *arg, struct zk_call *c)
         on_sweep(z, c);
     } else if (c->step == ZK_S_ROOT && c->rc != ZOK && c->rc != ZNODEEXISTS &&
                !zk_rc_outage(c->rc)) {
-        log_error("locks: zookeeper: cannot create %s: %s", c->path,
+        log_error("locks: zookeeper: cannot create %s: %s", LOG_STR(c->path),
                   zerror(c->rc));
     }
     zk_call_free(c);
@@ -1160,12 +1162,12 @@ zk_submit(struct lock_backend *b, const struct lock_op *op)
         return;
     }
     own = lease_by_name(z, r->name, r->len);
-    log_debug("locks: zookeeper: %s name=%.*s",
+    log_debug("locks: zookeeper: %s name=%s",
               op->kind == LOCK_OP_ACQUIRE   ? "acquire"
               : op->kind == LOCK_OP_EXTEND  ? "extend"
               : op->kind == LOCK_OP_RELEASE ? "release"
                                             : "status",
-              log_name_len(r->len), r->name);
+              LOG_ESC(r->name, r->len));
     switch (op->kind) {
     case LOCK_OP_ACQUIRE:
         if (own != NULL && !own->expired) {

@@ -64,7 +64,8 @@ submit(struct lock_call *c, enum lock_kind kind, lock_cb cb)
 static void
 wait_in(struct waitq *q, struct lock_call *c)
 {
-    log_debug("locks: waiting: name=%s wait_ms=%" PRId64, c->name, c->wait_ms);
+    log_debug("locks: waiting: name=%s wait_ms=%" PRId64, LOG_STR(c->name),
+              c->wait_ms);
     lock_call_watch_peer(c);
     waitq_push(q, &c->w, c);
 }
@@ -182,7 +183,7 @@ raised(void *arg, enum store_result res, int64_t mark)
          * back and take it again with a fence above the mark, once. */
         log_warn("locks: %s: the resource's mark %" PRId64 " is above the "
                  "new fence %" PRId64 ": taking the lock again above it",
-                 c->name, mark, c->fence);
+                 LOG_STR(c->name), mark, c->fence);
         c->refloored = true;
         c->min_fence = mark + 1;
         submit(c, LOCK_OP_RELEASE, refloor_released);
@@ -195,7 +196,7 @@ raised(void *arg, enum store_result res, int64_t mark)
                  "the resource's mark %" PRId64 " is above the new fence; "
                  "the lock backend's counter is behind the mark store",
                  mark);
-        log_error("locks: %s: %s", c->name, why);
+        log_error("locks: %s: %s", LOG_STR(c->name), why);
         lock_call_refuse(c, 503, why);
     } else if (res == STORE_ERROR) {
         lock_call_refuse(c, 503,

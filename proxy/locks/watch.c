@@ -15,7 +15,6 @@
 
 #include "../../conf/cfg.h"
 #include "../../policies/canon.h"
-#include "../../policies/json.h"
 #include "../../policies/route.h"
 #include "../dial.h"
 #include "../fence.h"
@@ -125,18 +124,18 @@ raised(void *arg, enum store_result res, int64_t mark)
 
     if (res == STORE_ACCEPTED) {
         log_info("watch %s: %s: the holder changed: mark raised to %" PRId64,
-                 r->section, r->res, r->fence);
+                 r->section, LOG_STR(r->res), r->fence);
     } else if (res == STORE_STALE) {
         /* A later holder's fence (or a write) is there already. */
         log_debug("watch %s: %s: the mark %" PRId64 " is above the "
                   "holder's fence %" PRId64,
-                  r->section, r->res, mark, r->fence);
+                  r->section, LOG_STR(r->res), mark, r->fence);
     } else {
         log_error("watch %s: %s: the mark store cannot raise the mark to "
                   "the new holder's fence %" PRId64
                   ": the previous holder is refused only once the new "
                   "one writes",
-                  r->section, r->res, r->fence);
+                  r->section, LOG_STR(r->res), r->fence);
     }
     free(r);
 }
@@ -154,14 +153,15 @@ on_holder(void *owner, const char *name, size_t len, int64_t fence)
         return;
     }
     if (!watch_resource(w->resource, name, len, res, sizeof(res), &rlen)) {
-        log_warn("watch %s: lock %.*s names no resource through %s: "
+        log_warn("watch %s: lock %s names no resource through %s: "
                  "not fenced",
-                 w->section, len > 200 ? 200 : (int)len, name, w->resource);
+                 w->section, LOG_ESC(name, len), LOG_STR(w->resource));
         return;
     }
     r = malloc(sizeof(*r) + rlen + 1);
     if (r == NULL) {
-        log_error("watch %s: out of memory: %s not raised", w->section, res);
+        log_error("watch %s: out of memory: %s not raised", w->section,
+                  LOG_STR(res));
         return;
     }
     snprintf(r->section, sizeof(r->section), "%s", w->section);
@@ -169,7 +169,8 @@ on_holder(void *owner, const char *name, size_t len, int64_t fence)
     r->len = rlen;
     memcpy(r->res, res, rlen + 1);
     if (fence_raise(w->set->fence, r->res, rlen, fence, raised, r) == NULL) {
-        log_error("watch %s: out of memory: %s not raised", w->section, res);
+        log_error("watch %s: out of memory: %s not raised", w->section,
+                  LOG_STR(res));
         free(r);
     }
 }
@@ -202,11 +203,9 @@ remind_cb(evutil_socket_t fd, short what, void *arg)
 static void
 health_failed(struct watch_one *w, const char *why)
 {
-    size_t n = 0;
-
     w->h.errors++;
-    json_escape_into(w->h.why, sizeof(w->h.why), &n, why != NULL ? why : "-");
-    w->h.why[n] = '\0';
+    why = why != NULL ? why : "-";
+    logesc(w->h.why, sizeof(w->h.why), why, strlen(why), LOGESC_WORD);
     if (w->h.state == WATCH_FAILING) {
         return;
     }
@@ -384,8 +383,8 @@ watches_new(struct event_base *base, struct fence *f,
             watches_free(set);
             return NULL;
         }
-        log_info("watch %s: %s locks under \"%s\" fence %s", c->name,
-                 c->backend, c->prefix, c->resource);
+        log_info("watch %s: %s locks under %s fence %s", c->name, c->backend,
+                 LOG_QSTR(c->prefix), LOG_STR(c->resource));
     }
     return set;
 }

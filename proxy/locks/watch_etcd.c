@@ -184,9 +184,9 @@ on_look(void *arg, const struct etcd_reply *rep)
         seen(s, WATCH_SEEN_READ, NULL);
         report_holders(s, json_object_get(rep->body, "kvs"), &l->floor);
     } else if (!s->closing) {
-        log_info("watch %s: cannot read lock %.*s after a change: "
+        log_info("watch %s: cannot read lock %s after a change: "
                  "reading every lock again",
-                 s->section, l->len > 200 ? 200 : (int)l->len, l->name);
+                 s->section, LOG_ESC(l->name, l->len));
         seen(s, WATCH_SEEN_ERROR,
              reply_why(rep, "a lock's read after a change", why, sizeof(why)));
         end_watch(s, true);
@@ -266,9 +266,9 @@ on_event(void *arg, json_t *result)
             s->next_rev = mod + 1;
         }
         if (lock) {
-            log_debug("watch %s: %s of %.*s at revision %" PRId64
+            log_debug("watch %s: %s of %s at revision %" PRId64
                       " (deleted key created at %" PRId64 ")",
-                      s->section, type, n > 200 ? 200 : n, (const char *)key,
+                      s->section, type, LOG_ESC((const char *)key, (size_t)n),
                       mod, floor.before);
             look(s, key + s->plen, e.len, &floor);
         }

@@ -90,7 +90,7 @@ send_read(struct watch_source *s, enum zw_step step, const char *path,
     if (c == NULL || (lock != NULL && (c->name = strdup(lock)) == NULL)) {
         log_error("watch %s: out of memory: %s is not followed until the "
                   "next connection",
-                  s->section, path);
+                  s->section, LOG_STR(path));
         zk_call_free(c);
         return;
     }
@@ -169,7 +169,7 @@ read_lock(struct watch_source *s, const char *name)
     if (path == NULL) {
         log_error("watch %s: out of memory: lock %s is not followed until "
                   "the next connection",
-                  s->section, name);
+                  s->section, LOG_STR(name));
         return;
     }
     send_read(s, ZW_LOCK, path, name);
@@ -227,13 +227,13 @@ on_lock(struct watch_source *s, struct zk_call *c)
     char *path;
 
     if (first < 0) {
-        log_debug("watch %s: lock %s: no holder", s->section, c->name);
+        log_debug("watch %s: lock %s: no holder", s->section, LOG_STR(c->name));
         return;
     }
     path = zk_path_join(c->path, c->kids[first]);
     if (path == NULL) {
         log_error("watch %s: out of memory: lock %s not followed", s->section,
-                  c->name);
+                  LOG_STR(c->name));
         return;
     }
     send_read(s, ZW_HOLDER, path, c->name);
@@ -274,11 +274,11 @@ on_error(struct watch_source *s, struct zk_call *c)
 {
     if (zk_rc_outage(c->rc)) {
         log_debug("watch %s: %s: %s; read again once connected", s->section,
-                  c->path, zerror(c->rc));
+                  LOG_STR(c->path), zerror(c->rc));
         return;
     }
     log_error("watch %s: cannot read %s: %s: its locks are not followed",
-              s->section, c->path, zerror(c->rc));
+              s->section, LOG_STR(c->path), zerror(c->rc));
     s->hooks.seen(s->owner, WATCH_SEEN_ERROR, zerror(c->rc));
 }
 
@@ -298,7 +298,7 @@ zw_call(void *arg, struct zk_call *c)
         send_read(s, ZW_PREFIX_WAIT, s->prefix, NULL);
     } else if (c->step == ZW_PREFIX_WAIT && c->rc == ZNONODE) {
         log_info("watch %s: %s does not exist yet: waiting for it", s->section,
-                 s->prefix);
+                 LOG_STR(s->prefix));
         s->hooks.seen(s->owner, WATCH_SEEN_READ, NULL);
     } else if (c->step == ZW_LOCK && c->rc == ZNONODE) {
         lock_forget(s, c->name);
@@ -315,7 +315,7 @@ zw_call(void *arg, struct zk_call *c)
         on_lock(s, c);
     } else if (c->step == ZW_HOLDER) {
         log_debug("watch %s: lock %s: held by %s, czxid %lld", s->section,
-                  c->name, c->path, (long long)c->stat.czxid);
+                  LOG_STR(c->name), LOG_STR(c->path), (long long)c->stat.czxid);
         s->hooks.holder(s->owner, c->name, strlen(c->name), c->stat.czxid);
     }
     zk_call_free(c);
@@ -328,7 +328,7 @@ zw_state(void *arg, enum zk_conn_state st)
 
     if (st == ZK_CONN_UP) {
         log_info("watch %s: reading every lock under %s", s->section,
-                 s->prefix);
+                 LOG_STR(s->prefix));
         locks_clear(s);
         read_prefix(s);
     } else if (st == ZK_CONN_DOWN) {

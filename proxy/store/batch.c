@@ -166,9 +166,9 @@ batch_settle(struct batch_req *first, struct batch_req *end, int64_t mark,
             r->res = STORE_STALE;
             r->mark = mark;
         } else {
-            log_error("%s: raise of %.*s to %" PRId64 ": the store answered "
+            log_error("%s: raise of %s to %" PRId64 ": the store answered "
                       "%" PRId64 ", below it: refused",
-                      who, log_name_len(r->nlen), r->name, r->token, mark);
+                      who, LOG_ESC(r->name, r->nlen), r->token, mark);
         }
     }
 }

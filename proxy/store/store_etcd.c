@@ -237,7 +237,7 @@ on_response(void *arg, const struct etcd_reply *rep)
                                          : "a body that is not the expected "
                                            "JSON",
                   done.n, done.head->is_get ? "read" : "raises",
-                  rep->message != NULL ? rep->message : "-");
+                  LOG_STR(rep->message));
     }
     if (!ok) {
         batch_fail(&done);

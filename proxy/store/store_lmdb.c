@@ -281,11 +281,11 @@ static void
 log_map_full(struct lmdb_store *s, const struct lmdb_req *r)
 {
     wlog(s, TM_LOG_ERROR,
-         "lmdb: %s: map full (map_size=%zu, %zu bytes used): raise of %.*s "
+         "lmdb: %s: map full (map_size=%zu, %zu bytes used): raise of %s "
          "refused, and every raise that would write a mark until [store] "
          "map_size is raised and tidemark restarted; reads and stale "
          "raises are answered",
-         s->path, s->map_size, s->committed, log_name_len(r->len), r->name);
+         LOG_STR(s->path), s->map_size, s->committed, LOG_ESC(r->name, r->len));
 }
 
 /* Writer and open: what the last commit left. The store becomes full
@@ -452,7 +452,7 @@ fail_store(struct lmdb_store *s, const char *what, int rc, size_t n)
          "lmdb: %s: %s: %s: %zu raises refused; the store is failed and "
          "refuses every raise until tidemark is restarted (accepted marks "
          "are in the journal or the file)",
-         s->path, what, mdb_strerror(rc), n);
+         LOG_STR(s->path), what, mdb_strerror(rc), n);
 }
 
 /* Writer: answer r, a raise that would write a mark, with an error for
@@ -517,17 +517,18 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
     rc = read_mark(s->txn, s->dbi, &key, &cur);
     if (rc == EINVAL) {
         wlog(s, TM_LOG_ERROR,
-             "lmdb: %s: the mark of %.*s is not an 8-byte value: %s refused",
-             s->path, log_name_len(r->len), r->name, r->get ? "read" : "raise");
+             "lmdb: %s: the mark of %s is not an 8-byte value: %s refused",
+             LOG_STR(s->path), LOG_ESC(r->name, r->len),
+             r->get ? "read" : "raise");
         r->res = STORE_ERROR;
         r->mark = 0;
         return 0;
     }
     if (rc != 0) {
         wlog(s, TM_LOG_ERROR,
-             "lmdb: %s: reading the mark of %.*s failed: %s: %zu requests "
+             "lmdb: %s: reading the mark of %s failed: %s: %zu requests "
              "refused",
-             s->path, log_name_len(r->len), r->name, mdb_strerror(rc), n);
+             LOG_STR(s->path), LOG_ESC(r->name, r->len), mdb_strerror(rc), n);
         return rc;
     }
     if (r->get || r->token <= cur) {
@@ -559,9 +560,9 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
     }
     if (rc != 0) {
         wlog(s, TM_LOG_ERROR,
-             "lmdb: %s: writing the mark of %.*s failed: %s: %zu raises "
+             "lmdb: %s: writing the mark of %s failed: %s: %zu raises "
              "refused",
-             s->path, log_name_len(r->len), r->name, mdb_strerror(rc), n);
+             LOG_STR(s->path), LOG_ESC(r->name, r->len), mdb_strerror(rc), n);
         return rc;
     }
     s->puts++;
@@ -804,10 +805,10 @@ enqueue(struct lmdb_store *s, struct lmdb_req *r)
     if (!lmdb_worker_submit(s->w, &r->job, STORE_LMDB_QUEUE_MAX)) {
         if (!s->full_logged) {
             log_error("lmdb: %s: %d requests are waiting for the disk: "
-                      "%s of %.*s refused, and more until the queue "
+                      "%s of %s refused, and more until the queue "
                       "drains",
-                      s->path, STORE_LMDB_QUEUE_MAX, r->get ? "read" : "raise",
-                      log_name_len(r->len), r->name);
+                      LOG_STR(s->path), STORE_LMDB_QUEUE_MAX,
+                      r->get ? "read" : "raise", LOG_ESC(r->name, r->len));
             s->full_logged = true;
         }
         answer_local(s, r, STORE_ERROR, 0);
@@ -999,21 +1000,23 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         goto fail;
     }
     if (dead > 0) {
-        log_info("lmdb: %s: cleared %d stale reader slots", s->path, dead);
+        log_info("lmdb: %s: cleared %d stale reader slots", LOG_STR(s->path),
+                 dead);
     }
     if (replayed > 0) {
-        log_info("lmdb: %s: replayed %zu raises from the journal", s->path,
-                 replayed);
+        log_info("lmdb: %s: replayed %zu raises from the journal",
+                 LOG_STR(s->path), replayed);
     }
     log_info("lmdb: %s open, map_size=%zu (%zu bytes used, the file may "
              "grow to %zu), max key %zu bytes",
-             s->path, s->map_size, s->committed, s->env_size, s->maxkey);
+             LOG_STR(s->path), s->map_size, s->committed, s->env_size,
+             s->maxkey);
     if (s->full) {
         log_error("lmdb: %s: map full (map_size=%zu, %zu bytes used): "
                   "raises that would write a mark are refused until "
                   "[store] map_size is raised; reads and stale raises are "
                   "answered",
-                  s->path, s->map_size, s->committed);
+                  LOG_STR(s->path), s->map_size, s->committed);
     }
     return (struct store *)s;
 

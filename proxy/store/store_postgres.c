@@ -190,8 +190,9 @@ answer_get(struct batch_list *batch, PGresult *res)
     struct batch_req *r = batch->head;
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error("postgres: reading the mark of %.*s failed: %s",
-                  log_name_len(r->nlen), r->name, PQresultErrorMessage(res));
+        log_error("postgres: reading the mark of %s failed: %s",
+                  LOG_ESC(r->name, r->nlen),
+                  LOG_STR(PQresultErrorMessage(res)));
     } else if (PQntuples(res) == 0) {
         r->res = STORE_ACCEPTED;
         r->mark = 0;
@@ -200,8 +201,8 @@ answer_get(struct batch_list *batch, PGresult *res)
                parse_mark(PQgetvalue(res, 0, 0), &r->mark)) {
         r->res = STORE_ACCEPTED;
     } else {
-        log_error("postgres: the mark of %.*s is not a number",
-                  log_name_len(r->nlen), r->name);
+        log_error("postgres: the mark of %s is not a number",
+                  LOG_ESC(r->name, r->nlen));
     }
 }
 
@@ -214,7 +215,7 @@ answer_raises(struct batch_list *batch, PGresult *res)
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         log_error("postgres: %zu raises refused: %s", batch->n,
-                  PQresultErrorMessage(res));
+                  LOG_STR(PQresultErrorMessage(res)));
         return;
     }
     rows = PQntuples(res);

@@ -102,10 +102,11 @@ to_redis(struct store *s)
     return (struct redis_store *)s;
 }
 
-/* r's name, for "%.*s": its key without the prefix and the '}'. */
+/* r's name, escaped for a "%s" of a log line: its key without the
+ * prefix and the '}'. */
 #define REQ_NAME(r)                                                            \
-    log_name_len((r)->keylen - REDIS_KEY_PREFIX_LEN - 1),                      \
-        (r)->key + REDIS_KEY_PREFIX_LEN
+    LOG_ESC((r)->key + REDIS_KEY_PREFIX_LEN,                                   \
+            (r)->keylen - REDIS_KEY_PREFIX_LEN - 1)
 
 static void
 req_answer(struct redis_req *r, enum store_result res, int64_t mark)
@@ -123,12 +124,12 @@ script_result(struct redis_req *r, redisReply *rep, int64_t *mark)
     long long flag = 0;
 
     if (rep->type == REDIS_REPLY_ERROR) {
-        log_error("redis: raise of %.*s to %" PRId64 " failed: %s", REQ_NAME(r),
-                  r->token, rep->str);
+        log_error("redis: raise of %s to %" PRId64 " failed: %s", REQ_NAME(r),
+                  r->token, LOG_ESC(rep->str, rep->len));
         return STORE_ERROR;
     }
     if (!redis_reply_pair(rep, &flag, mark)) {
-        log_error("redis: raise of %.*s: the script answered something "
+        log_error("redis: raise of %s: the script answered something "
                   "that is not {accepted, mark}: refused",
                   REQ_NAME(r));
         return STORE_ERROR;
@@ -139,7 +140,7 @@ script_result(struct redis_req *r, redisReply *rep, int64_t *mark)
     if (flag == 0 && *mark > r->token) {
         return STORE_STALE;
     }
-    log_error("redis: raise of %.*s to %" PRId64 ": the script answered "
+    log_error("redis: raise of %s to %" PRId64 ": the script answered "
               "%lld with mark %" PRId64 ", which does not fit: refused",
               REQ_NAME(r), r->token, flag, *mark);
     return STORE_ERROR;
@@ -177,7 +178,7 @@ on_script(void *priv, redisReply *rep)
         return; /* the WAIT's reply answers */
     }
     if (r->no_wait && res != STORE_ERROR) {
-        log_error("redis: out of memory: raise of %.*s not waited for: "
+        log_error("redis: out of memory: raise of %s not waited for: "
                   "refused",
                   REQ_NAME(r));
         res = STORE_ERROR;
@@ -224,7 +225,7 @@ on_wait(redisAsyncContext *ac, void *reply, void *priv)
         } else if (rep != NULL) {
             log_error("redis: %s: WAIT: %lld of %d replicas have %zu "
                       "raises within %d ms: refused",
-                      redis_cluster_peer(s->conn),
+                      LOG_STR(redis_cluster_peer(s->conn)),
                       rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1LL,
                       s->wait_replicas, w->n, s->wait_ms);
         }
@@ -403,8 +404,9 @@ on_get(void *priv, redisReply *rep)
         req_answer(r, STORE_ACCEPTED, mark);
         return;
     }
-    log_error("redis: the value of %.*s is not a mark (%s)", REQ_NAME(r),
-              rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+    log_error("redis: the value of %s is not a mark (%s)", REQ_NAME(r),
+              rep->type == REDIS_REPLY_ERROR ? LOG_ESC(rep->str, rep->len)
+                                             : "unexpected reply");
     req_answer(r, STORE_ERROR, 0);
 }
 

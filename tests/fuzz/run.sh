@@ -26,7 +26,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
-redis_reply pg_reply s3name"
+redis_reply pg_reply s3name logesc"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -47,6 +47,7 @@ sources() {
     redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c ;;
     pg_reply) echo proxy/locks/lock_postgres_reply.c ;;
     s3name) echo policies/s3name.c policies/canon.c policies/utf8.c proxy/http_parse.c policies/hname.c ;;
+    logesc) echo policies/logesc.c policies/utf8.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }

@@ -36,7 +36,7 @@ test_json_piece(void **state)
         {"\n", 1, 1, "\\u000a"},
         {"\0", 1, 1, "\\u0000"},
         {"\x1f", 1, 1, "\\u001f"},
-        {"\x7f", 1, 1, NULL},
+        {"\x7f", 1, 1, "\\u007f"},
         {"/", 1, 1, NULL},
         {"\xc3\xa9x", 3, 2, NULL},
         {"\xf0\x9f\x94\x92", 4, 4, NULL},
@@ -44,6 +44,11 @@ test_json_piece(void **state)
         {"\xc0\x80", 2, 1, "\\ufffd"},
         {"\xe2\x82", 2, 1, "\\ufffd"},     /* cut short */
         {"\xed\xa0\x80", 3, 1, "\\ufffd"}, /* a surrogate */
+        {"\xc2\x85", 2, 2, "\\u0085"},     /* NEL, a C1 control */
+        {"\xc2\x9b", 2, 2, "\\u009b"},     /* CSI, a C1 control */
+        {"\xc2\xa0", 2, 2, NULL},          /* no-break space */
+        {"\xe2\x80\xa8", 3, 3, "\\u2028"}, /* line separator */
+        {"\xe2\x80\xa9", 3, 3, "\\u2029"}, /* paragraph separator */
     };
 
     (void)state;
@@ -136,7 +141,10 @@ test_json_escape(void **state)
         S("\xc0\x80", "\\ufffd\\ufffd"),
         S("\xe2\x82", "\\ufffd\\ufffd"),
         S("\xed\xa0\x80x", "\\ufffd\\ufffd\\ufffdx"),
-        S("\x7f", "\x7f"),
+        S("\x7f", "\\u007f"),
+        S("a\xe2\x80\xa8"
+          "b\xc2\x9b",
+          "a\\u2028b\\u009b"),
     };
 
     (void)state;
