@@ -558,6 +558,10 @@ ODD_WATCHED = [
     (b"a\nb", None), (b"a\x1bb", None), (b"a\x00b", None), (b"a\xffb", None),
     (b"a%00b", None), (b"a%0Ab", None), (b"..", None), (b"a/../..", None),
     (b"%", None),
+    # out of the template's scope: a lock under the prefix names no
+    # resource outside documents/
+    (b"../x", None), (b"a/../../x", None), (b"%2E%2E/x", None),
+    (b"x/..", None), (b";x", None),
     (b"a b", "documents/a b"), (b"a/../b", "documents/b"), (b"'q'", "documents/'q'"),
     (b"\"q\"", "documents/\"q\""), (b"a\\b", "documents/a\\b"),
     (b"a/b", "documents/a/b"), (b"\xc3\xa9", "documents/\u00e9"),
@@ -581,7 +585,7 @@ def test_watched_etcd_lock_names_with_odd_bytes(tidemark, store_servers,
 
 ZK_ODD = [
     ("a%00b", None), ("a%0Ab", None), ("a%1Bb", None), ("a%FFb", None),
-    ("%", None),
+    ("%", None), ("..%2Fx", None), ("%2E%2E%2Fx", None), (";x", None),
     ("a b", "documents/a b"), ("'q'", "documents/'q'"),
     ("\"q\"", "documents/\"q\""), ("a\\b", "documents/a\\b"),
     ("\u00e9", "documents/\u00e9"), ("...", "documents/..."),
