@@ -97,6 +97,22 @@ key_name(const struct watch_source *s, const unsigned char *k, size_t n,
     return true;
 }
 
+/* The key of kv into key (WE_KEY_MAX bytes): its length, or -1. A key
+ * too long for key is logged, so that no lock goes unfenced unseen. */
+static int
+key_of(const struct watch_source *s, const json_t *kv, unsigned char *key)
+{
+    const json_t *k = json_object_get(kv, "key");
+    int n = etcd_unb64(k, key, WE_KEY_MAX);
+
+    if (n < 0 && json_string_length(k) / 4 * 3 > WE_KEY_MAX) {
+        log_warn("watch %s: a key of about %zu bytes is longer than the "
+                 "%d a watched lock's key may have: not fenced",
+                 s->section, json_string_length(k) / 4 * 3, WE_KEY_MAX);
+    }
+    return n;
+}
+
 /* Report the holder of each lock among kvs (oldest first): the first key
  * of each name, at the revision f says it got the lock at if later than
  * its key's. */
@@ -113,7 +129,7 @@ report_holders(struct watch_source *s, const json_t *kvs,
      * look-back over the ones before is enough. */
     json_array_foreach(kvs, i, kv)
     {
-        int n = etcd_unb64(json_object_get(kv, "key"), key, sizeof(key));
+        int n = key_of(s, kv, key);
         size_t len = 0;
         int64_t rev = 0;
         bool seen = false;
@@ -278,7 +294,7 @@ on_event(void *arg, json_t *result)
     {
         unsigned char key[WE_KEY_MAX];
         json_t *kv = json_object_get(ev, "kv");
-        int n = etcd_unb64(json_object_get(kv, "key"), key, sizeof(key));
+        int n = key_of(s, kv, key);
         size_t len = 0;
         struct we_floor floor = {0, 0};
         int64_t mod = 0;

@@ -580,6 +580,21 @@ def test_watched_etcd_lock_names_with_odd_bytes(tidemark, store_servers,
     still_alive(tm)
 
 
+def test_watched_etcd_key_longer_than_the_watch_reads(tidemark,
+                                                      store_servers):
+    """A key longer than the watch's key buffer (WE_KEY_MAX, 2048 bytes)
+    is skipped with a log line, not dropped unseen; the next lock is
+    followed."""
+    etcd = store_servers("etcd")
+    tm, prefix = watched_etcd(tidemark, etcd)
+    before = skipped(tm)
+    rev = etcd_put(etcd, prefix + b"l" * 3000 + b"/694d7a1c3b2a")
+    expect_watched(tm, "l" * 3000, rev, None, before, "a 3000-byte key")
+    rev = etcd_put(etcd, prefix + b"next/694d7a1c3b2a")
+    expect_watched(tm, "next", rev, "documents/next", before + 1, "next")
+    still_alive(tm)
+
+
 # ---------------------------------------------- watched ZooKeeper locks
 
 
