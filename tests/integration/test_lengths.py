@@ -52,10 +52,11 @@ def fits(cls):
     return cls != "max+1"
 
 
-def still_alive(tm):
-    """tidemark answers a fenced write after the case."""
+def still_alive(tm, status=200):
+    """tidemark answers a fenced write after the case (status: its
+    answer to token 1, 403 on an hmac route)."""
     assert tm.alive()
-    assert tm.put("after-%d" % next(_unique), token=1).status == 200
+    assert tm.put("after-%d" % next(_unique), token=1).status == status
 
 
 # ------------------------------------------------- request paths
@@ -637,3 +638,57 @@ def test_watched_zookeeper_lock_names_of_each_length(tidemark, store_servers,
 def test_watched_zookeeper_lock_names_with_odd_bytes(tidemark, store_servers,
                                                      name, res):
     zk_watch_case(tidemark, store_servers, name, res)
+
+
+# ------------------------------------------------------ signed tokens
+
+
+@pytest.mark.parametrize("cls", CLASSES[:-1])
+def test_signed_token_for_a_name_of_each_length(tidemark, upstream, tmp_path,
+                                                cls):
+    """verify = hmac: the token the lock service signs for a resource of
+    each length writes it; the same token on another resource is 403."""
+    from test_locks import key_config
+    tm = tidemark(config={
+        "tokens": {"key_file": key_config(tmp_path)},
+        "route docs": {"path": "/v1/documents/{doc}",
+                       "resource": "documents/{doc}", "verify": "hmac"}})
+    doc = filler(length(cls, RES_MAX - len("documents/")))
+    lease = assert_lease(Admin(tm).acquire("documents/" + doc),
+                         "documents/" + doc)
+    assert tm.put(doc, token=lease["token"]).status == 200
+    assert tm.mark("documents/" + doc) == lease["fence"]
+    assert_problem(tm.put("other", token=lease["token"]), 403)
+    assert upstream.requests[-1].target == "/v1/documents/" + doc
+    still_alive(tm, 403)
+
+
+SIG = "A" * 43      # a signature's length (TOKEN_SIG_LEN)
+SIGNED = [
+    ("7." + SIG, 403),                          # well formed, not ours
+    ("9223372036854775807." + SIG, 403),        # the longest well formed
+    ("9223372036854775808." + SIG, 400),
+    ("7." + SIG + "A", 400),
+    ("7." + SIG[:-1], 400),
+    ("7." + "A" * 300, 400),
+    ("7." + "A" * 8000, 400),
+    ("7.", 400),
+    (".", 400),
+    ("7." + SIG[:-1] + "=", 400),
+    ("7." + SIG[:-1] + "\xff", 400),
+    ("7." + SIG[:-1] + "%", 400),
+]
+
+
+@pytest.mark.parametrize("value,status", SIGNED,
+                         ids=["s%d" % i for i in range(len(SIGNED))])
+def test_signed_token_values(tidemark, upstream, tmp_path, value, status):
+    from test_locks import key_config
+    tm = tidemark(config={
+        "tokens": {"key_file": key_config(tmp_path)},
+        "route docs": {"path": "/v1/documents/{doc}",
+                       "resource": "documents/{doc}", "verify": "hmac"}})
+    assert_problem(tm.put("sig", headers=[("Fencing-Token", value)]), status)
+    assert upstream.requests == []
+    assert tm.mark("documents/sig") is None
+    still_alive(tm, 403)
