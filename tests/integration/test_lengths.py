@@ -640,7 +640,7 @@ def test_watched_zookeeper_lock_names_with_odd_bytes(tidemark, store_servers,
     zk_watch_case(tidemark, store_servers, name, res)
 
 
-# ------------------------------------------------------ signed tokens
+# ------------------------------------ signed tokens and lock query values
 
 
 @pytest.mark.parametrize("cls", CLASSES[:-1])
@@ -692,3 +692,20 @@ def test_signed_token_values(tidemark, upstream, tmp_path, value, status):
     assert upstream.requests == []
     assert tm.mark("documents/sig") is None
     still_alive(tm, 403)
+
+
+LOCK_QUERIES = ["ttl_ms=" + "9" * 40, "ttl_ms=" + "1" * 300,
+                "ttl_ms=" + "1" * 8000, "ttl_ms=1%00", "ttl_ms=1%0A",
+                "ttl_ms=%FF", "ttl_ms=1&ttl_ms=2", "ttl_ms=1&wait_ms=" +
+                "9" * 300, "ttl_ms", "=", "&&&", "ttl_ms=1%"]
+
+
+@pytest.mark.parametrize("query", LOCK_QUERIES,
+                         ids=["q%d" % i for i in range(len(LOCK_QUERIES))])
+def test_lock_query_values_are_400(tidemark, query):
+    tm = tidemark()
+    st, headers, body = tm.admin("POST", "/v1/locks/documents/q?" + query)
+    assert st == 400, body
+    assert headers["tidemark-error"] == "bad-request"
+    assert Admin(tm).get("documents/q").status == 404
+    still_alive(tm)
