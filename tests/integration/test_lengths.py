@@ -82,6 +82,24 @@ def test_route_path_of_each_length(tidemark, upstream, cls):
     still_alive(tm)
 
 
+def test_names_of_each_length_replayed_from_the_journal(tidemark):
+    """The embedded store keeps each name, up to the longest, across
+    kill -9 (replayed from its journal, or read from LMDB once
+    checkpointed)."""
+    tm = tidemark()
+    docs = [filler(length(c, RES_MAX - len("documents/")))
+            for c in CLASSES[:-1]] + ["\u00e9" * 251, "a b", "'\"q\"'"]
+    for i, doc in enumerate(docs):
+        quoted = urllib.parse.quote(doc, safe="")
+        assert tm.request("PUT", "/v1/documents/" + quoted, token=10 + i,
+                          body=b"x").status == 200
+    tm.kill9()
+    tm.start()
+    for i, doc in enumerate(docs):
+        assert tm.mark(urllib.parse.quote("documents/" + doc)) == 10 + i
+    still_alive(tm)
+
+
 # (raw request-target suffix, canonical resource or None for a 400)
 ODD_PATHS = [
     ("a%0Ab", None),            # newline
