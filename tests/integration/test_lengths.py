@@ -727,3 +727,41 @@ def test_lock_query_values_are_400(tidemark, query):
     assert headers["tidemark-error"] == "bad-request"
     assert Admin(tm).get("documents/q").status == 404
     still_alive(tm)
+
+
+# ------------------------------------------------ the control port's page
+
+
+def test_recent_page_with_names_of_each_length(tidemark):
+    """/v1/recent shows names cut for display (to at most 127 bytes):
+    cut between characters, never inside one (a cut "\u00e9" showed as
+    U+FFFD), in JSON of valid UTF-8, for marks, refusals and leases."""
+    tm = tidemark()
+    names = [filler(length(c, RES_MAX - len("documents/")))
+             for c in CLASSES[:-1]] + ["\u00e9" * 251, "\u20ac" * 167,
+                                       "\\\"" * 200, "\u2028" * 100]
+    for doc in names:
+        quoted = urllib.parse.quote(doc, safe="")
+        assert tm.request("PUT", "/v1/documents/" + quoted, token=5,
+                          body=b"x").status == 200
+        assert tm.request("PUT", "/v1/documents/" + quoted, token=4,
+                          body=b"x").status == 409
+        st, _, _ = tm.admin("POST", "/v1/locks/%s?ttl_ms=60000" %
+                            urllib.parse.quote("documents/" + doc))
+        assert st == 201
+    st, headers, body = tm.admin("GET", "/v1/recent")
+    assert st == 200
+    page = json.loads(body.decode("utf-8"))      # strict: valid UTF-8
+    shown = [m["resource"] for m in page["marks"]] + \
+        [f["resource"] for f in page["refusals"]] + \
+        [lk["name"] for lk in page["locks"]]
+    for s in shown:
+        assert 0 < len(s.encode()) <= 127 and "\ufffd" not in s, s
+    for doc in names:
+        full = "documents/" + doc
+        # whole, or cut within a character's length (4 bytes) of 127
+        want = min(len(full.encode()), 124)
+        assert any(full.startswith(s) and len(s.encode()) >= want
+                   for s in shown), (doc, shown)
+    assert len(page["refusals"]) == len(names)
+    still_alive(tm)
