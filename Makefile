@@ -6,8 +6,12 @@
 #   demo          the build's and the demo's packages only, build, run
 #                 tidemark in front of a demo backend
 #   deps          install the Debian packages for build, tests and bench
-#   test          deps, format-check, unit, integration, fuzz, package
+#   test          deps, format-check, unit, integration, test-sanitize,
+#                 fuzz, package
 #   test-asan     the same suites against an ASan + UBSan build
+#   test-sanitize part of test: the length-class and odd-byte tests
+#                 (test_lengths.py) and the fast suites of refusals and
+#                 canonical names against the ASan + UBSan build
 #   unit          unit tests only
 #   embed         the embedding example (examples/embed.c), built with
 #                 pkg-config against a staged make install, and run; and
@@ -92,8 +96,8 @@ INT_LIB := $(BUILD)/libtidemark-internal.a
 # The calls tidemark.h declares: the only global symbols of $(TM_LIB).
 TM_SYMS := $(BUILD)/tidemark.syms
 
-.PHONY: demo all deps test test-asan unit integration bench bench-locks \
-        bench-locks-raw bench-conns bench-watch embed \
+.PHONY: demo all deps test test-asan test-sanitize unit integration bench \
+        bench-locks bench-locks-raw bench-conns bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
         check-docs lab chaos
 
@@ -208,6 +212,7 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) embed
 	$(MAKE) integration
+	$(MAKE) test-sanitize
 	FUZZ_SECONDS=5 $(MAKE) fuzz
 	sh packaging/check-manpage.sh
 	$(MAKE) check-docs
@@ -224,6 +229,22 @@ test-asan: deps
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \
 	    LDFLAGS="-fsanitize=address,undefined" unit embed integration
+
+# Names and values from outside in every length class and with odd bytes,
+# and the fast suites that feed tidemark hostile requests, against the
+# ASan + UBSan build: a sanitizer report in tidemark's log, or a tidemark
+# that died, fails the test (conftest.py's teardown).
+SANITIZE_TESTS := $(addprefix tests/integration/,test_lengths.py \
+                  test_canon.py test_refusals.py test_token_smuggling.py \
+                  test_smuggling_scanners.py test_limits.py)
+
+test-sanitize:
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \
+	    LDFLAGS="-fsanitize=address,undefined" all
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	TIDEMARK_BIN=$(abspath build-asan/tidemark) $(PYTEST) -q -rs \
+	    -p no:cacheprovider $(SANITIZE_TESTS)
 
 bench: deps all tests/preload/nosync.so
 	sh tests/bench/run.sh

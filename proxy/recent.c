@@ -6,23 +6,37 @@
 #include <string.h>
 #include <time.h>
 
+/* How many of s's len bytes are kept in max: all, or a cut before a
+ * UTF-8 character, never inside one (the page shows the name). */
+static size_t
+kept_len(const char *s, size_t len, size_t max)
+{
+    size_t n = len < max ? len : max;
+
+    while (n > 0 && n < len && ((unsigned char)s[n] & 0xC0) == 0x80) {
+        n--;
+    }
+    return n;
+}
+
 /* src cut to cap - 1 bytes (NULL: empty). */
 static void
 copy(char *dst, size_t cap, const char *src)
 {
-    size_t n = src != NULL ? strnlen(src, cap - 1) : 0;
+    size_t n = src != NULL ? kept_len(src, strnlen(src, cap), cap - 1) : 0;
 
     memcpy(dst, src != NULL ? src : "", n);
     dst[n] = '\0';
 }
 
-/* FNV-1a over the first RECENT_NAME - 1 bytes: what is kept of a name. */
+/* FNV-1a over what is kept of a name. */
 static uint64_t
 name_hash(const char *s, size_t len)
 {
     uint64_t h = 14695981039346656037ULL;
 
-    for (size_t i = 0; i < len && i < RECENT_NAME - 1; i++) {
+    len = kept_len(s, len, RECENT_NAME - 1);
+    for (size_t i = 0; i < len; i++) {
         h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
     }
     return h;
@@ -32,7 +46,7 @@ static bool
 same_name(const char *kept, uint64_t kept_hash, const char *s, size_t len,
           uint64_t h)
 {
-    size_t n = len < RECENT_NAME - 1 ? len : RECENT_NAME - 1;
+    size_t n = kept_len(s, len, RECENT_NAME - 1);
 
     return kept_hash == h && strncmp(kept, s, n) == 0 && kept[n] == '\0';
 }
@@ -150,7 +164,7 @@ recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
     l->fence = fence;
     l->expires_ms = now + ttl_ms;
     l->hash = h;
-    len = len < RECENT_NAME - 1 ? len : RECENT_NAME - 1;
+    len = kept_len(name, len, RECENT_NAME - 1);
     memcpy(l->name, name, len);
     l->name[len] = '\0';
 }

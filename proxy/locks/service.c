@@ -470,6 +470,28 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
     start_acquire(c);
 }
 
+/* Why the query (raw, and q parsed from it) reads more than one way,
+ * or NULL: a key given twice (which one counts?), a NUL in a value (the
+ * value ends there: "ttl_ms=1%00x" would read as 1). */
+static const char *
+query_ambiguous(const char *raw, const struct evkeyvalq *q)
+{
+    const struct evkeyval *a, *b;
+
+    if (strstr(raw, "%00") != NULL) {
+        return "a NUL (%00) in the query string";
+    }
+    TAILQ_FOREACH(a, q, next)
+    {
+        for (b = TAILQ_NEXT(a, next); b != NULL; b = TAILQ_NEXT(b, next)) {
+            if (strcmp(a->key, b->key) == 0) {
+                return "a query key given twice";
+            }
+        }
+    }
+    return NULL;
+}
+
 void
 lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
                    const char *path, const char *query)
@@ -502,6 +524,10 @@ lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
     }
     if (query != NULL && evhttp_parse_query_str(query, &q) != 0) {
         lock_call_refuse(c, 400, "the query string is malformed");
+        goto out;
+    }
+    if (query != NULL && (why = query_ambiguous(query, &q)) != NULL) {
+        lock_call_refuse(c, 400, why);
         goto out;
     }
     switch (cmd) {

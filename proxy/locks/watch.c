@@ -81,6 +81,21 @@ source_find(const char *name)
     return NULL;
 }
 
+/* The name read on its own is a name: its ".." may remove its own
+ * segments, never the template's, so a lock "../x" under a section's
+ * prefix cannot raise the mark of a resource outside its template. */
+static bool
+name_alone(const char *name, size_t len)
+{
+    char *out = malloc(len + 1);
+    size_t olen = 0;
+    const char *why;
+    bool ok = out != NULL && canon_name(name, len, out, len + 1, &olen, &why);
+
+    free(out);
+    return ok;
+}
+
 bool
 watch_resource(const char *tmpl, const char *name, size_t len, char *out,
                size_t outcap, size_t *outlen)
@@ -93,7 +108,8 @@ watch_resource(const char *tmpl, const char *name, size_t len, char *out,
     const char *why;
     bool ok;
 
-    if (n == 0 || n > 4096 || memchr(name, '\0', len) != NULL) {
+    if (n == 0 || n > 4096 || memchr(name, '\0', len) != NULL ||
+        (at != NULL && !name_alone(name, len))) {
         return false;
     }
     raw = malloc(n);

@@ -98,7 +98,9 @@ void watches_metrics(const struct watches *w, struct evbuffer *out);
 
 /* Pure: the resource of lock name for template tmpl ("{name}" replaced
  * by name, then the canonical form, policies/canon.h) into out (outcap
- * bytes). false when the result is not a resource name. */
+ * bytes). false when the result is not a resource name, or when name
+ * read alone is none (a ".." that would climb out of name into the
+ * template: "documents/{name}" never reaches beyond documents/). */
 bool watch_resource(const char *tmpl, const char *name, size_t len, char *out,
                     size_t outcap, size_t *outlen);
 

@@ -1217,6 +1217,12 @@ def run_check(path, env=None, timeout=20):
     return p.returncode, [ln for ln in err.splitlines() if ln.strip()]
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "lengths: names and values from outside in each length "
+        "class and with odd bytes (make test-sanitize runs them)")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _binary():
     if not BIN.exists():

@@ -42,7 +42,12 @@ ZK_ROOTS = itertools.count(int(time.time()))
 @pytest.fixture(params=BACKENDS)
 def lock_backend(request, store_servers):
     """(kind, server or None, [locks] keys) with an empty lease store."""
-    kind = request.param
+    return empty_lock_store(request.param, store_servers)
+
+
+def empty_lock_store(kind, store_servers):
+    """(kind, server or None, [locks] keys) for a lock backend of that
+    kind with an empty lease store."""
     if kind == "lmdb":
         return kind, None, {}
     srv = store_servers(kind)

@@ -249,6 +249,13 @@ test_watch_resource(void **state)
         {"documents/{name}", "..", NULL},
         {"{name}", "", NULL},
         {"documents/{name}", "a\x01", NULL},
+        /* a name never climbs out of its place in the template */
+        {"documents/{name}", "../x", NULL},
+        {"documents/{name}", "a/../../x", NULL},
+        {"documents/{name}", "%2E%2E%2Fx", NULL},
+        {"d/{name}/v", "..", NULL},
+        {"documents/{name}", "x/..", NULL},
+        {"documents/{name}", "a/../b", "documents/b"},
     };
 
     (void)state;
