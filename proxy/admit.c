@@ -9,6 +9,7 @@
 
 #include <event2/event.h>
 
+#include "../policies/profile.h"
 #include "../policies/screen.h"
 #include "../policies/token.h"
 #include "access.h"
@@ -148,11 +149,23 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* A MOVE's second raise took a store round trip: a higher token may have
- * been accepted on its first resource meanwhile, and forwarding now
- * would reach the backend after that newer write. Stale then. (The
- * cached bound fence_check gives is the cached mark itself whenever that
- * is above the token.) */
+/* What the cache knows of res's subtree mark, as fence_check gives it
+ * for the request's token (0: nothing). */
+static int64_t
+below_check(struct admit *a, const char *res, size_t len)
+{
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+    size_t n = dav_below_name(res, len, name, sizeof(name));
+
+    return n > 0 ? fence_check(a->px->fence, name, n, a->rq->token) : 0;
+}
+
+/* Whether a higher token was accepted on one of the request's marks
+ * while the store was asked (a MOVE raises two, a write on a webdav
+ * route the subtree marks above it after its own): forwarding now would
+ * reach the backend after that newer write. Stale then. (The cached
+ * bound fence_check gives is the cached mark itself whenever that is
+ * above the token.) */
 static bool
 overtaken(struct admit *a)
 {
@@ -161,11 +174,17 @@ overtaken(struct admit *a)
     int64_t token = a->rq->token;
     int64_t m = fence_check(f, s->resource, s->rlen, token);
 
+    if (m <= token && s->subtree && s->tree) {
+        m = below_check(a, s->resource, s->rlen);
+    }
     if (m > token) {
         stale_on(a, s->resource, m);
         return true;
     }
     m = s->src_len > 0 ? fence_check(f, s->src, s->src_len, token) : 0;
+    if (m <= token && s->src_len > 0 && s->subtree && s->src_tree) {
+        m = below_check(a, s->src, s->src_len);
+    }
     if (m > token) {
         stale_on(a, s->src, m);
         return true;
@@ -196,7 +215,7 @@ forward_fenced(struct admit *a)
 {
     const struct screen *s = &a->rq->sc;
 
-    if (s->src_len > 0 && overtaken(a)) {
+    if (overtaken(a)) {
         return;
     }
     count(a, OUT_ACCEPTED);
@@ -218,49 +237,57 @@ forward_fenced(struct admit *a)
 
 /* ---- the store --------------------------------------------------------- */
 
-static void start_raise(struct admit *a, bool src);
+static bool start_step(struct admit *a, unsigned step);
 
-/* Ask the store for the next mark that needs it (the Destination's
- * first, then a MOVE's source); forward once none does. */
+/* Ask the store for the next step the request needs (admit.h lists them
+ * in order); forward once none is left. */
 static void
 next_raise(struct admit *a)
 {
-    if (a->raise_res) {
-        start_raise(a, false);
-    } else if (a->raise_src) {
-        start_raise(a, true);
-    } else {
-        forward_fenced(a);
+    while (a->todo != 0) {
+        unsigned step = a->todo & -a->todo;
+
+        a->step = step;
+        if (start_step(a, step)) {
+            return;
+        }
+        a->todo &= ~step; /* nothing to ask */
     }
+    forward_fenced(a);
+}
+
+/* The resource a step is about: the request's, or src. */
+static const char *
+step_resource(const struct admit *a, unsigned step)
+{
+    const unsigned src =
+        ADMIT_STEP_SRC_BELOW | ADMIT_STEP_SRC | ADMIT_STEP_SRC_ABOVE;
+
+    return (step & src) != 0 ? a->rq->sc.src : a->rq->sc.resource;
 }
 
 static void
 raise_done(void *arg, enum store_result res, int64_t mark)
 {
     struct admit *a = arg;
-    /* The Destination's raise comes first; raise_res is cleared when it
-     * is accepted, so a raise answered after that is the source's. */
-    bool src = !a->raise_res;
     enum decision d;
 
     a->raise = NULL;
     cio_timer_stop(a->io);
-    if (res == STORE_ERROR) {
-    }
     d = decide_store(a->rq->sc.mode, res != STORE_ERROR, res == STORE_STALE);
     switch (d) {
     case DECIDE_ACCEPT:
-        if (src) {
-            a->rq->src_mark = mark;
-            a->raise_src = false;
-        } else {
+        if (a->step == ADMIT_STEP_RES) {
             a->rq->mark = mark;
-            a->raise_res = false;
+        } else if (a->step == ADMIT_STEP_SRC) {
+            a->rq->src_mark = mark;
         }
+        a->todo &= ~a->step;
         next_raise(a);
         break;
     case DECIDE_STALE:
-        stale_on(a, src ? a->rq->sc.src : a->rq->sc.resource, mark);
+        /* A subtree mark's stale answer names its collection. */
+        stale_on(a, step_resource(a, a->step), mark);
         break;
     case DECIDE_FORWARD:
         log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
@@ -276,21 +303,38 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     }
 }
 
-/* Ask the store to raise the mark of the resource, or of src. */
-static void
-start_raise(struct admit *a, bool src)
+/* Start one step: true when the store was asked or the request was
+ * answered (out of memory), false when the step needs nothing. */
+static bool
+start_step(struct admit *a, unsigned step)
 {
     struct tm_proxy *px = a->px;
     const struct screen *s = &a->rq->sc;
-    const char *res = src ? s->src : s->resource;
-    size_t len = src ? s->src_len : s->rlen;
+    const char *res = step_resource(a, step);
+    size_t len = res == s->src ? s->src_len : s->rlen;
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+    bool asked = true;
 
-    a->raise = fence_raise(px->fence, res, len, a->rq->token, raise_done, a);
+    if (step == ADMIT_STEP_RES_ABOVE || step == ADMIT_STEP_SRC_ABOVE) {
+        a->raise = fence_raise_above(px->fence, res, len, a->rq->token, &asked,
+                                     raise_done, a);
+    } else {
+        if (step == ADMIT_STEP_RES_BELOW || step == ADMIT_STEP_SRC_BELOW) {
+            len = dav_below_name(res, len, name, sizeof(name));
+            res = name;
+        }
+        a->raise =
+            fence_raise(px->fence, res, len, a->rq->token, raise_done, a);
+    }
+    if (!asked) {
+        return false;
+    }
     if (a->raise == NULL) {
         unavailable(a, "out of memory");
-        return;
+        return true;
     }
     cio_timer_arm(a->io, px->cfg->store.timeout_ms);
+    return true;
 }
 
 void
@@ -354,7 +398,7 @@ act(struct admit *a, enum decision d)
     case DECIDE_ACCEPT:
         rq->mark = rq->token;
         rq->src_mark = rq->token;
-        forward_fenced(a);
+        next_raise(a);
         break;
     case DECIDE_RAISE:
         next_raise(a);
@@ -390,6 +434,39 @@ act(struct admit *a, enum decision d)
     }
 }
 
+/* The subtree steps of an accepted request (on webdav routes with
+ * subtree = yes): a request that writes every member below its resource
+ * is checked against that resource's subtree mark (stale on the cached
+ * one: refused here, naming the collection), and every write raises the
+ * subtree marks above what it writes. false when refused. */
+static bool
+plan_subtree(struct admit *a)
+{
+    const struct screen *s = &a->rq->sc;
+    bool src = s->src_len > 0 && s->src_tree;
+    int64_t m;
+
+    if (s->subtree && s->tree) {
+        m = below_check(a, s->resource, s->rlen);
+        if (m > a->rq->token) {
+            stale_on(a, s->resource, m);
+            return false;
+        }
+        a->todo |= m < a->rq->token ? ADMIT_STEP_RES_BELOW : 0;
+    }
+    if (s->subtree && src) {
+        m = below_check(a, s->src, s->src_len);
+        if (m > a->rq->token) {
+            stale_on(a, s->src, m);
+            return false;
+        }
+        a->todo |= m < a->rq->token ? ADMIT_STEP_SRC_BELOW : 0;
+    }
+    a->todo |=
+        (s->tree ? ADMIT_STEP_RES_ABOVE : 0) | (src ? ADMIT_STEP_SRC_ABOVE : 0);
+    return true;
+}
+
 /* Decide on the token for each resource the request writes (both with
  * the same token), the Destination's first. */
 static void
@@ -402,8 +479,8 @@ decide(struct admit *a)
     d1 = decide_one(a, s->verify, s->resource, s->rlen);
     d2 =
         s->src_len == 0 ? d1 : decide_one(a, s->src_verify, s->src, s->src_len);
-    a->raise_res = d1 == DECIDE_RAISE;
-    a->raise_src = s->src_len > 0 && d2 == DECIDE_RAISE;
+    a->todo = (d1 == DECIDE_RAISE ? ADMIT_STEP_RES : 0) |
+              (s->src_len > 0 && d2 == DECIDE_RAISE ? ADMIT_STEP_SRC : 0);
     if (d1 == DECIDE_ACCEPT) {
         rq->mark = rq->token;
     }
@@ -416,6 +493,9 @@ decide(struct admit *a)
         memcpy(s->resource, s->src, s->src_len + 1);
         s->rlen = s->src_len;
     }
+    if ((d == DECIDE_ACCEPT || d == DECIDE_RAISE) && !plan_subtree(a)) {
+        return;
+    }
     act(a, d);
 }
 
@@ -426,7 +506,7 @@ admit_start(struct admit *a, struct request *rq)
 
     access_begin(rq);
     a->rq = rq;
-    a->raise_res = a->raise_src = false;
+    a->todo = a->step = 0;
     a->waiting = false;
     switch (
         screen_request(rq->gen->cfg, &rq->h, rq->bytes + rq->h.head_len, s)) {

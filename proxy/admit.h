@@ -25,6 +25,16 @@ enum admit_end {
 
 typedef void (*admit_done_cb)(void *arg, enum admit_end end);
 
+/* What a request asks of the store, in this order (admit.c). */
+enum {
+    ADMIT_STEP_RES_BELOW = 1u << 0, /* the resource's subtree mark: a check */
+    ADMIT_STEP_SRC_BELOW = 1u << 1, /* src's subtree mark: a check */
+    ADMIT_STEP_RES = 1u << 2,       /* the resource's mark */
+    ADMIT_STEP_SRC = 1u << 3,       /* src's mark */
+    ADMIT_STEP_RES_ABOVE = 1u << 4, /* the subtree marks above the resource */
+    ADMIT_STEP_SRC_ABOVE = 1u << 5, /* the subtree marks above src */
+};
+
 struct admit {
     struct tm_proxy *px;
     struct cio *io; /* the client's: answers, the store timeout */
@@ -35,8 +45,8 @@ struct admit {
     struct order_slot *src_slot; /* rq->sc.src's turn */
     int order_wait;              /* slots still queued */
     bool waiting;                /* for its turn */
-    bool raise_res;              /* resource's mark must still be asked */
-    bool raise_src;              /* src's mark must still be asked */
+    unsigned todo;               /* ADMIT_STEP_* the store must still do */
+    unsigned step;               /* the one it is doing */
     admit_done_cb done;
     void *arg;
 };

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../conf/cfg.h"
+#include "../policies/profile.h"
 #include "marks.h"
 #include "metrics.h"
 
@@ -20,11 +21,15 @@ struct fence {
     struct metrics *metrics;
 };
 
-/* One raise or get in flight. cb is NULL once nobody waits for it. */
+/* One raise or get in flight, or a group of raises answered as one
+ * (fence_raise_above). cb is NULL once nobody waits for it. */
 struct fence_call {
     struct fence *f;
     fence_cb cb;
     void *arg;
+    struct fence_call *group; /* the group a raise answers to, or NULL */
+    size_t pending;           /* a group: raises not answered yet */
+    bool failed;              /* a group: one raise failed */
     struct timespec t0;
     size_t len;
     char res[];
@@ -120,11 +125,29 @@ call_new(struct fence *f, const char *res, size_t len, fence_cb cb, void *arg)
     fc->f = f;
     fc->cb = cb;
     fc->arg = arg;
+    fc->group = NULL;
+    fc->pending = 0;
+    fc->failed = false;
     clock_gettime(CLOCK_MONOTONIC, &fc->t0);
     fc->len = len;
     memcpy(fc->res, res, len);
     fc->res[len] = '\0';
     return fc;
+}
+
+/* One raise of group g is answered (failed: STORE_ERROR); the group
+ * answers once the last one is. */
+static void
+group_answer(struct fence_call *g, bool failed)
+{
+    g->failed = g->failed || failed;
+    if (--g->pending > 0) {
+        return;
+    }
+    if (g->cb != NULL) {
+        g->cb(g->arg, g->failed ? STORE_ERROR : STORE_ACCEPTED, 0);
+    }
+    free(g);
 }
 
 static void
@@ -150,7 +173,9 @@ raised(void *arg, enum store_result res, int64_t mark)
             mark = known;
         }
     }
-    if (fc->cb != NULL) {
+    if (fc->group != NULL) {
+        group_answer(fc->group, res == STORE_ERROR);
+    } else if (fc->cb != NULL) {
         fc->cb(fc->arg, res, mark);
     }
     free(fc);
@@ -167,6 +192,61 @@ fence_raise(struct fence *f, const char *res, size_t len, int64_t token,
     }
     f->ops->raise(f->store, fc->res, fc->len, token, raised, fc);
     return fc;
+}
+
+/* Add a raise of name to token to group g. false when out of memory. */
+static bool
+group_raise(struct fence_call *g, const char *name, size_t len, int64_t token)
+{
+    struct fence_call *fc = call_new(g->f, name, len, NULL, NULL);
+
+    if (fc == NULL) {
+        return false;
+    }
+    fc->group = g;
+    g->pending++;
+    g->f->ops->raise(g->f->store, fc->res, fc->len, token, raised, fc);
+    return true;
+}
+
+struct fence_call *
+fence_raise_above(struct fence *f, const char *res, size_t len, int64_t token,
+                  bool *asked, fence_cb cb, void *arg)
+{
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+    struct fence_call *g = call_new(f, "", 0, cb, arg);
+    bool ok = g != NULL;
+
+    *asked = true;
+    /* Held by the loop below until every raise is made. */
+    if (ok) {
+        g->pending = 1;
+    }
+    for (len = dav_parent_len(res, len); ok && len > 0;
+         len = dav_parent_len(res, len)) {
+        size_t n = dav_below_name(res, len, name, sizeof(name));
+
+        if (n == 0 || marks_get(f->marks, name, n) >= token) {
+            continue; /* too long to be a resource's parent; or known */
+        }
+        ok = group_raise(g, name, n, token);
+    }
+    if (g == NULL) {
+        return NULL;
+    }
+    if (g->pending == 1) {
+        free(g);
+        *asked = !ok;
+        return NULL;
+    }
+    if (!ok) {
+        /* Those made still answer; nobody waits for them. */
+        g->cb = NULL;
+        group_answer(g, true);
+        return NULL;
+    }
+    g->pending--;
+    return g;
 }
 
 void

@@ -71,6 +71,18 @@ struct fence_call *fence_raise(struct fence *f, const char *res, size_t len,
                                int64_t token, fence_cb cb, void *arg)
     __attribute__((warn_unused_result));
 
+/* Raise the subtree mark (profile.h: dav_below_name) of every
+ * collection above res (dav_parent_len, up to the first segment) to
+ * token, all in one go, those the cache already knows at token or above
+ * left out. cb answers once: STORE_ACCEPTED (mark 0) when each is at
+ * token or above, STORE_ERROR when one could not be raised. When none
+ * needs asking, *asked is false, NULL is returned and cb never runs.
+ * NULL with *asked true when out of memory (cb never runs). */
+struct fence_call *fence_raise_above(struct fence *f, const char *res,
+                                     size_t len, int64_t token, bool *asked,
+                                     fence_cb cb, void *arg)
+    __attribute__((warn_unused_result));
+
 /* The caller stops waiting for fc: its cb will not run (the store's answer
  * still updates the cache). fc must be a raise whose cb has not run. */
 void fence_cancel(struct fence_call *fc);
