@@ -156,6 +156,17 @@ keeps_tree(const struct cfg_route *r)
     return fences(r, TM_PROFILE_WEBDAV) && r->subtree;
 }
 
+bool
+screen_keeps_trees(const struct tm_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        if (keeps_tree(&cfg->routes[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The upstream of "default", else the first; NO_UPSTREAM when none. */
 static size_t
 default_upstream(const struct tm_config *cfg)

@@ -85,4 +85,8 @@ const struct cfg_route *screen_route(const struct tm_config *cfg,
                                      struct tm_slice path,
                                      struct tm_slice caps[TM_MAX_CAPTURES]);
 
+/* Whether some route of cfg keeps subtree marks (profile = webdav,
+ * fenced, subtree = yes). */
+bool screen_keeps_trees(const struct tm_config *cfg);
+
 #endif

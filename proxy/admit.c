@@ -318,6 +318,12 @@ start_step(struct admit *a, unsigned step)
     if (step == ADMIT_STEP_RES_ABOVE || step == ADMIT_STEP_SRC_ABOVE) {
         a->raise = fence_raise_above(px->fence, res, len, a->rq->token, &asked,
                                      raise_done, a);
+    } else if ((step == ADMIT_STEP_RES && s->tree) ||
+               (step == ADMIT_STEP_SRC && s->src_tree)) {
+        /* The subtree marks above it go with it: one store round trip. */
+        a->todo &= ~(step << 2);
+        a->raise =
+            fence_raise_tree(px->fence, res, len, a->rq->token, raise_done, a);
     } else {
         if (step == ADMIT_STEP_RES_BELOW || step == ADMIT_STEP_SRC_BELOW) {
             len = dav_below_name(res, len, name, sizeof(name));

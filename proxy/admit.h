@@ -25,7 +25,8 @@ enum admit_end {
 
 typedef void (*admit_done_cb)(void *arg, enum admit_end end);
 
-/* What a request asks of the store, in this order (admit.c). */
+/* What a request asks of the store, in this order (admit.c). A mark's
+ * raise takes the subtree marks above it along (its step << 2). */
 enum {
     ADMIT_STEP_RES_BELOW = 1u << 0, /* the resource's subtree mark: a check */
     ADMIT_STEP_SRC_BELOW = 1u << 1, /* src's subtree mark: a check */

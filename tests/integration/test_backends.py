@@ -588,6 +588,25 @@ def test_dav_lock_of_depth_0_checks_only_the_collection(dav):
     assert st == {"apache": 200, "nginx": 405}[dav.kind], (st, h, out)
 
 
+def test_dav_lock_service_fences_collections_above_their_members(dav):
+    """B takes the lock of a member: eager fencing raises the subtree
+    marks above it at once, so a collection request with an older token
+    is refused before B has written. A holder of the collection's own
+    lock gets a fence above every member's mark and may delete it."""
+    name, member = dav_tree(dav, "coll-locks")
+    b = dav.lock("dav/%s/sub/m" % name, ttl_ms=60000)
+    assert int(b) > NEW
+    st, h, out = collection_op(dav, "DELETE", name, "/", NEW)
+    assert_stale(st, h, out, "dav/" + name, NEW, b)
+    c = dav.lock("dav/" + name, ttl_ms=60000)
+    assert int(c) > int(b)
+    st, h, out = collection_op(dav, "DELETE", name, "/", c)
+    assert st == 204, (st, h, out)
+    assert get_direct(dav, member)[0] == 404
+    dav.unlock("dav/" + name, c)
+    dav.unlock("dav/%s/sub/m" % name, b)
+
+
 def test_dav_subtree_marks_survive_a_restart(dav):
     """The subtree marks are in the mark store, not only in memory."""
     name, member = dav_tree(dav, "coll-restart")
