@@ -48,17 +48,25 @@ admit_fini(struct admit *a, int grace_ms)
     }
 }
 
+/* Leave *slot, when held. */
+static void
+leave_slot(struct admit *a, struct order_slot **slot, int grace_ms)
+{
+    if (*slot != NULL) {
+        order_leave(a->px->order, *slot, grace_ms);
+        *slot = NULL;
+    }
+}
+
 void
 admit_leave(struct admit *a, int grace_ms)
 {
-    if (a->slot != NULL) {
-        order_leave(a->px->order, a->slot, grace_ms);
-        a->slot = NULL;
-    }
-    if (a->src_slot != NULL) {
-        order_leave(a->px->order, a->src_slot, grace_ms);
-        a->src_slot = NULL;
-    }
+    leave_slot(a, &a->slot, grace_ms);
+    leave_slot(a, &a->src_slot, grace_ms);
+    leave_slot(a, &a->below_slot, grace_ms);
+    leave_slot(a, &a->src_below_slot, grace_ms);
+    leave_slot(a, &a->above_slot, 0); /* a wait, not a write */
+    a->above_done = false;
     a->order_wait = 0;
     a->waiting = false;
 }
@@ -135,6 +143,19 @@ order_go(void *arg)
     }
 }
 
+/* The collection request above_slot waited for is done; the slot is
+ * left on the kick, outside the gate's wake-up. */
+static void
+above_go(void *arg)
+{
+    struct admit *a = arg;
+
+    a->above_done = true;
+    event_active(a->kick, EV_TIMEOUT, 1);
+}
+
+static bool wait_above(struct admit *a);
+
 static void
 kick_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -143,7 +164,14 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
     lib_enter(&a->px->log);
     (void)fd;
     (void)what;
-    if (a->waiting) {
+    if (a->above_done) {
+        a->above_done = false;
+        leave_slot(a, &a->above_slot, 0);
+        if (!wait_above(a)) {
+            return;
+        }
+    }
+    if (a->waiting && a->order_wait == 0 && a->above_slot == NULL) {
         a->waiting = false;
         go(a);
     }
@@ -208,6 +236,81 @@ enter_order(struct admit *a, const char *res, size_t len,
     return *slot != NULL;
 }
 
+/* Out of memory while taking turns: leave them all, 503. */
+static void
+order_failed(struct admit *a)
+{
+    admit_leave(a, 0);
+    a->waiting = false;
+    refuse_status(a, 503, "out of memory", "try again");
+}
+
+/* A request on a collection (webdav, subtree = yes) also takes a turn on
+ * the subtree mark of each collection it writes, so that a member's
+ * write with a higher token waits for it (wait_above). false when out of
+ * memory. */
+static bool
+enter_below(struct admit *a)
+{
+    const struct screen *s = &a->rq->sc;
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+    size_t n;
+
+    if (!s->subtree) {
+        return true;
+    }
+    if (s->tree) {
+        n = dav_below_name(s->resource, s->rlen, name, sizeof(name));
+        if (!enter_order(a, name, n, &a->below_slot)) {
+            return false;
+        }
+    }
+    if (s->src_len > 0 && s->src_tree) {
+        n = dav_below_name(s->src, s->src_len, name, sizeof(name));
+        if (!enter_order(a, name, n, &a->src_below_slot)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Wait for the requests with lower tokens on the collections above what
+ * the request writes (their turns on the subtree marks), one collection
+ * at a time from above_len: none can come after the check, which raised
+ * the subtree marks to the token. true when none is left to wait for;
+ * false when waiting (above_go) or refused (out of memory). */
+static bool
+wait_above(struct admit *a)
+{
+    const struct screen *s = &a->rq->sc;
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+
+    for (;;) {
+        const char *res = a->above_src ? s->src : s->resource;
+        size_t n;
+        bool now;
+
+        if (a->above_len == 0) {
+            if (a->above_src || s->src_len == 0 || !s->src_tree) {
+                return true;
+            }
+            a->above_src = true;
+            a->above_len = dav_parent_len(s->src, s->src_len);
+            continue;
+        }
+        n = dav_below_name(res, a->above_len, name, sizeof(name));
+        a->above_slot = order_wait_below(a->px->order, name, n, a->rq->token,
+                                         above_go, a, &now);
+        if (!now) {
+            if (a->above_slot == NULL) {
+                order_failed(a);
+            }
+            return false;
+        }
+        a->above_len = dav_parent_len(res, a->above_len);
+    }
+}
+
 /* The write is accepted on every resource it writes: wait for the turn
  * of each, then go. */
 static void
@@ -223,15 +326,20 @@ forward_fenced(struct admit *a)
                   s->src_len > 0 ? s->src : NULL, a->rq->src_mark);
     a->order_wait = 0;
     if (!enter_order(a, s->resource, s->rlen, &a->slot) ||
-        (s->src_len > 0 && !enter_order(a, s->src, s->src_len, &a->src_slot))) {
-        admit_leave(a, 0);
-        refuse_status(a, 503, "out of memory", "try again");
+        (s->src_len > 0 && !enter_order(a, s->src, s->src_len, &a->src_slot)) ||
+        !enter_below(a)) {
+        order_failed(a);
+        return;
+    }
+    a->waiting = true;
+    a->above_src = false;
+    a->above_len = s->tree ? dav_parent_len(s->resource, s->rlen) : 0;
+    if (!wait_above(a)) {
         return;
     }
     if (a->order_wait == 0) {
+        a->waiting = false;
         go(a);
-    } else {
-        a->waiting = true;
     }
 }
 

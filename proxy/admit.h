@@ -44,10 +44,21 @@ struct admit {
     struct fence_call *raise;
     struct order_slot *slot;     /* rq->sc.resource's turn */
     struct order_slot *src_slot; /* rq->sc.src's turn */
-    int order_wait;              /* slots still queued */
-    bool waiting;                /* for its turn */
-    unsigned todo;               /* ADMIT_STEP_* the store must still do */
-    unsigned step;               /* the one it is doing */
+    /* A request on a collection takes a turn on its subtree mark too
+     * (and a MOVE's on its source's); a write waits, without a turn,
+     * for such requests with lower tokens on the collections above it,
+     * one at a time: the one at above_len bytes of the resource, or of
+     * src once above_src. */
+    struct order_slot *below_slot;
+    struct order_slot *src_below_slot;
+    struct order_slot *above_slot;
+    size_t above_len;
+    bool above_src;
+    bool above_done; /* above_slot's turn came: leave it, go on */
+    int order_wait;  /* slots still queued */
+    bool waiting;    /* for its turn */
+    unsigned todo;   /* ADMIT_STEP_* the store must still do */
+    unsigned step;   /* the one it is doing */
     admit_done_cb done;
     void *arg;
 };
