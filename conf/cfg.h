@@ -83,6 +83,7 @@ struct cfg_route {
     enum tm_mode mode;
     enum tm_verify verify;
     enum tm_profile profile; /* the backend's protocol: its write methods */
+    bool subtree;            /* webdav: keep collections' subtree marks */
     char *upstream;          /* name */
     size_t upstream_idx;     /* index into tm_config.upstreams */
     int64_t max_body;        /* request body bytes; 0: no limit */

@@ -1541,6 +1541,10 @@ const struct cfg_opt cfg_opts[] = {
      CHOICE(profile_choices), 0,
      "http | webdav | s3: the backend's protocol, which says what a request "
      "writes besides its path"},
+    {CFG_ROUTE, "subtree", CFG_T_BOOL, "yes", OFF(cfg_route, subtree), NONE, 0,
+     "profile = webdav: each collection keeps the highest mark below it, "
+     "and DELETE, MOVE, COPY and LOCK of a collection need a token not "
+     "below it"},
     {CFG_ROUTE, "max_body", CFG_T_SIZE, "0", OFF(cfg_route, max_body),
      INT(0, INT64_MAX), 0,
      "largest request body in bytes (K M G T); 0: no limit"},

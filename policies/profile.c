@@ -42,6 +42,42 @@ profile_write_method(enum tm_profile p, struct tm_slice method)
     return false;
 }
 
+bool
+dav_subtree_method(struct tm_slice method, struct tm_slice depth)
+{
+    if (slice_eq(method, "DELETE") || dav_method(method) != DAV_NONE) {
+        return true;
+    }
+    return slice_eq(method, "LOCK") &&
+           !(depth.p != NULL && depth.len == 1 && depth.p[0] == '0');
+}
+
+size_t
+dav_below_name(const char *res, size_t len, char *out, size_t cap)
+{
+    if (cap <= DAV_BELOW_LEN || len >= cap - DAV_BELOW_LEN) {
+        return 0;
+    }
+    memcpy(out, res, len);
+    memcpy(out + len, DAV_BELOW, DAV_BELOW_LEN + 1);
+    return len + DAV_BELOW_LEN;
+}
+
+size_t
+dav_parent_len(const char *res, size_t len)
+{
+    while (len > 0 && res[len - 1] == '/') {
+        len--; /* a trailing empty segment belongs to the one before */
+    }
+    while (len > 0 && res[len - 1] != '/') {
+        len--;
+    }
+    while (len > 0 && res[len - 1] == '/') {
+        len--;
+    }
+    return len;
+}
+
 /* ---- Destination ------------------------------------------------------ */
 
 /* host and port of an authority "host[:port]" or "[v6]:port". port.p

@@ -30,6 +30,29 @@ enum dav_copymove {
  * says), else DAV_NONE. */
 enum dav_copymove dav_method(struct tm_slice method);
 
+/* A collection's subtree mark: the highest mark of any resource below
+ * it, kept under the collection's name followed by DAV_BELOW, which no
+ * canonical name can spell (a canonical name has no ';'). */
+#define DAV_BELOW ";below"
+#define DAV_BELOW_LEN (sizeof(DAV_BELOW) - 1)
+
+/* Whether a WebDAV method with this Depth header (p NULL: none) writes
+ * every member below its resource, and its Destination's: DELETE, MOVE
+ * and COPY always (a Destination's members are replaced, whatever the
+ * Depth), LOCK unless Depth is 0 (infinity is LOCK's default). */
+bool dav_subtree_method(struct tm_slice method, struct tm_slice depth);
+
+/* The subtree mark's name of collection res (len bytes): res and
+ * DAV_BELOW into out (cap bytes, NUL-terminated). Its length, or 0 when
+ * it does not fit. */
+size_t dav_below_name(const char *res, size_t len, char *out, size_t cap);
+
+/* The length of the name of the collection that holds res (len bytes):
+ * res up to its last '/' (trailing empty segments skipped), 0 when res
+ * has no '/' before a non-empty segment. "dav/a/b" is in "dav/a", which
+ * is in "dav", which is in none. */
+size_t dav_parent_len(const char *res, size_t len);
+
 /* Whether method is one of the profile's write methods, which a route
  * with that profile applies to whatever its methods key says: webdav
  * PUT POST PATCH DELETE MKCOL COPY MOVE PROPPATCH LOCK; s3 PUT POST

@@ -149,10 +149,40 @@ only_header(const struct http_request *h, const char *name)
 
 /* ---- requests that write elsewhere (profile = webdav | s3) ---------- */
 
+/* The Depth header's value; p NULL when there is none, or more than one
+ * (read as infinity: the wider write). */
+static struct tm_slice
+depth_header(const struct http_request *h)
+{
+    struct tm_slice v = {NULL, 0};
+    int i = only_header(h, "Depth");
+
+    return i >= 0 ? h->headers[i].value : v;
+}
+
 static bool
 fences(const struct cfg_route *r, enum tm_profile p)
 {
     return r != NULL && r->profile == p && r->mode != TM_MODE_OFF;
+}
+
+/* Whether r keeps subtree marks for the collections above its
+ * resources. */
+static bool
+keeps_tree(const struct cfg_route *r)
+{
+    return fences(r, TM_PROFILE_WEBDAV) && r->subtree;
+}
+
+bool
+screen_keeps_trees(const struct tm_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        if (keeps_tree(&cfg->routes[i])) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* The upstream of "default", else the first; NO_UPSTREAM when none. */
@@ -363,9 +393,11 @@ dav_request(const struct tm_config *cfg, const struct http_request *h,
     s->rlen =
         rtmpl_expand(&dr->resource, dcaps, s->resource, sizeof(s->resource));
     s->verify = dr->verify;
+    s->tree = keeps_tree(dr);
     if (src) {
         s->src_len = rtmpl_expand(&r->resource, caps, s->src, sizeof(s->src));
         s->src_verify = r->verify;
+        s->src_tree = keeps_tree(r);
         if (s->src_len == 0) {
             s->rlen = 0;
         } else if (s->src_len == s->rlen &&
@@ -494,6 +526,7 @@ name_resource(const struct cfg_proxy *pc, const struct http_request *h,
     int ri;
 
     s->verify = r->verify;
+    s->tree = keeps_tree(r);
     if (!r->resource_from_header) {
         s->rlen =
             rtmpl_expand(&r->resource, caps, s->resource, sizeof(s->resource));
@@ -571,6 +604,7 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
     s->src[0] = '\0';
     s->src_len = 0;
     s->src_verify = TM_VERIFY_NONE;
+    s->tree = s->src_tree = s->subtree = false;
     s->dest_raw.p = NULL;
     s->dest_raw.len = 0;
     s->upstream = NO_UPSTREAM;
@@ -588,6 +622,7 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
         s->route_name = r != NULL ? r->name : NULL;
         return invalid(s, why);
     }
+    s->subtree = dav_subtree_method(h->method, depth_header(h));
     if (dav_method(h->method) != DAV_NONE && dav_request(cfg, h, r, caps, s)) {
         return s->verdict;
     }

@@ -75,6 +75,15 @@ struct screen {
     char src[TM_RESOURCE_MAX + 1];
     size_t src_len;
     enum tm_verify src_verify;
+    /* Subtree marks (a webdav route with subtree = yes): tree and
+     * src_tree say that resource's and src's collections keep the
+     * highest mark below them, raised with each write; subtree, that
+     * the request writes every member below resource and src (DELETE,
+     * MOVE, COPY, LOCK unless Depth: 0), so its token is checked
+     * against their subtree marks too. */
+    bool tree;
+    bool src_tree;
+    bool subtree;
     /* The Destination's path and query as the client wrote it, to be
      * forwarded under the upstream's authority; p NULL: forward the
      * header as it is. */
@@ -108,5 +117,9 @@ const struct cfg_route *screen_route(const struct tm_config *cfg,
                                      struct tm_slice method,
                                      struct tm_slice path,
                                      struct tm_slice caps[TM_MAX_CAPTURES]);
+
+/* Whether some route of cfg keeps subtree marks (profile = webdav,
+ * fenced, subtree = yes). */
+bool screen_keeps_trees(const struct tm_config *cfg);
 
 #endif

@@ -51,17 +51,25 @@ admit_fini(struct admit *a, int grace_ms)
     }
 }
 
+/* Leave *slot, when held. */
+static void
+leave_slot(struct admit *a, struct order_slot **slot, int grace_ms)
+{
+    if (*slot != NULL) {
+        order_leave(a->px->order, *slot, grace_ms);
+        *slot = NULL;
+    }
+}
+
 void
 admit_leave(struct admit *a, int grace_ms)
 {
-    if (a->slot != NULL) {
-        order_leave(a->px->order, a->slot, grace_ms);
-        a->slot = NULL;
-    }
-    if (a->src_slot != NULL) {
-        order_leave(a->px->order, a->src_slot, grace_ms);
-        a->src_slot = NULL;
-    }
+    leave_slot(a, &a->slot, grace_ms);
+    leave_slot(a, &a->src_slot, grace_ms);
+    leave_slot(a, &a->below_slot, grace_ms);
+    leave_slot(a, &a->src_below_slot, grace_ms);
+    leave_slot(a, &a->above_slot, 0); /* a wait, not a write */
+    a->above_done = false;
     a->order_wait = 0;
     a->waiting = false;
 }
@@ -138,6 +146,19 @@ order_go(void *arg)
     }
 }
 
+/* The collection request above_slot waited for is done; the slot is
+ * left on the kick, outside the gate's wake-up. */
+static void
+above_go(void *arg)
+{
+    struct admit *a = arg;
+
+    a->above_done = true;
+    event_active(a->kick, EV_TIMEOUT, 1);
+}
+
+static bool wait_above(struct admit *a);
+
 static void
 kick_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -146,17 +167,36 @@ kick_cb(evutil_socket_t fd, short what, void *arg)
     lib_enter(&a->px->log);
     (void)fd;
     (void)what;
-    if (a->waiting) {
+    if (a->above_done) {
+        a->above_done = false;
+        leave_slot(a, &a->above_slot, 0);
+        if (!wait_above(a)) {
+            return;
+        }
+    }
+    if (a->waiting && a->order_wait == 0 && a->above_slot == NULL) {
         a->waiting = false;
         go(a);
     }
 }
 
-/* A MOVE's second raise took a store round trip: a higher token may have
- * been accepted on its first resource meanwhile, and forwarding now
- * would reach the backend after that newer write. Stale then. (The
- * cached bound fence_check gives is the cached mark itself whenever that
- * is above the token.) */
+/* What the cache knows of res's subtree mark, as fence_check gives it
+ * for the request's token (0: nothing). */
+static int64_t
+below_check(struct admit *a, const char *res, size_t len)
+{
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+    size_t n = dav_below_name(res, len, name, sizeof(name));
+
+    return n > 0 ? fence_check(a->px->fence, name, n, a->rq->token) : 0;
+}
+
+/* Whether a higher token was accepted on one of the request's marks
+ * while the store was asked (a MOVE raises two, a write on a webdav
+ * route the subtree marks above it after its own): forwarding now would
+ * reach the backend after that newer write. Stale then. (The cached
+ * bound fence_check gives is the cached mark itself whenever that is
+ * above the token.) */
 static bool
 overtaken(struct admit *a)
 {
@@ -165,11 +205,17 @@ overtaken(struct admit *a)
     int64_t token = a->rq->token;
     int64_t m = fence_check(f, s->resource, s->rlen, token);
 
+    if (m <= token && s->subtree && s->tree) {
+        m = below_check(a, s->resource, s->rlen);
+    }
     if (m > token) {
         stale_on(a, s->resource, m);
         return true;
     }
     m = s->src_len > 0 ? fence_check(f, s->src, s->src_len, token) : 0;
+    if (m <= token && s->src_len > 0 && s->subtree && s->src_tree) {
+        m = below_check(a, s->src, s->src_len);
+    }
     if (m > token) {
         stale_on(a, s->src, m);
         return true;
@@ -193,6 +239,81 @@ enter_order(struct admit *a, const char *res, size_t len,
     return *slot != NULL;
 }
 
+/* Out of memory while taking turns: leave them all, 503. */
+static void
+order_failed(struct admit *a)
+{
+    admit_leave(a, 0);
+    a->waiting = false;
+    refuse_status(a, 503, "out of memory", "try again");
+}
+
+/* A request on a collection (webdav, subtree = yes) also takes a turn on
+ * the subtree mark of each collection it writes, so that a member's
+ * write with a higher token waits for it (wait_above). false when out of
+ * memory. */
+static bool
+enter_below(struct admit *a)
+{
+    const struct screen *s = &a->rq->sc;
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+    size_t n;
+
+    if (!s->subtree) {
+        return true;
+    }
+    if (s->tree) {
+        n = dav_below_name(s->resource, s->rlen, name, sizeof(name));
+        if (!enter_order(a, name, n, &a->below_slot)) {
+            return false;
+        }
+    }
+    if (s->src_len > 0 && s->src_tree) {
+        n = dav_below_name(s->src, s->src_len, name, sizeof(name));
+        if (!enter_order(a, name, n, &a->src_below_slot)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Wait for the requests with lower tokens on the collections above what
+ * the request writes (their turns on the subtree marks), one collection
+ * at a time from above_len: none can come after the check, which raised
+ * the subtree marks to the token. true when none is left to wait for;
+ * false when waiting (above_go) or refused (out of memory). */
+static bool
+wait_above(struct admit *a)
+{
+    const struct screen *s = &a->rq->sc;
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+
+    for (;;) {
+        const char *res = a->above_src ? s->src : s->resource;
+        size_t n;
+        bool now;
+
+        if (a->above_len == 0) {
+            if (a->above_src || s->src_len == 0 || !s->src_tree) {
+                return true;
+            }
+            a->above_src = true;
+            a->above_len = dav_parent_len(s->src, s->src_len);
+            continue;
+        }
+        n = dav_below_name(res, a->above_len, name, sizeof(name));
+        a->above_slot = order_wait_below(a->px->order, name, n, a->rq->token,
+                                         above_go, a, &now);
+        if (!now) {
+            if (a->above_slot == NULL) {
+                order_failed(a);
+            }
+            return false;
+        }
+        a->above_len = dav_parent_len(res, a->above_len);
+    }
+}
+
 /* The write is accepted on every resource it writes: wait for the turn
  * of each, then go. */
 static void
@@ -200,7 +321,7 @@ forward_fenced(struct admit *a)
 {
     const struct screen *s = &a->rq->sc;
 
-    if (s->src_len > 0 && overtaken(a)) {
+    if (overtaken(a)) {
         return;
     }
     count(a, OUT_ACCEPTED);
@@ -208,63 +329,76 @@ forward_fenced(struct admit *a)
                   s->src_len > 0 ? s->src : NULL, a->rq->src_mark);
     a->order_wait = 0;
     if (!enter_order(a, s->resource, s->rlen, &a->slot) ||
-        (s->src_len > 0 && !enter_order(a, s->src, s->src_len, &a->src_slot))) {
-        admit_leave(a, 0);
-        refuse_status(a, 503, "out of memory", "try again");
+        (s->src_len > 0 && !enter_order(a, s->src, s->src_len, &a->src_slot)) ||
+        !enter_below(a)) {
+        order_failed(a);
+        return;
+    }
+    a->waiting = true;
+    a->above_src = false;
+    a->above_len = s->tree ? dav_parent_len(s->resource, s->rlen) : 0;
+    if (!wait_above(a)) {
         return;
     }
     if (a->order_wait == 0) {
+        a->waiting = false;
         go(a);
-    } else {
-        a->waiting = true;
     }
 }
 
 /* ---- the store --------------------------------------------------------- */
 
-static void start_raise(struct admit *a, bool src);
+static bool start_step(struct admit *a, unsigned step);
 
-/* Ask the store for the next mark that needs it (the Destination's
- * first, then a MOVE's source); forward once none does. */
+/* Ask the store for the next step the request needs (admit.h lists them
+ * in order); forward once none is left. */
 static void
 next_raise(struct admit *a)
 {
-    if (a->raise_res) {
-        start_raise(a, false);
-    } else if (a->raise_src) {
-        start_raise(a, true);
-    } else {
-        forward_fenced(a);
+    while (a->todo != 0) {
+        unsigned step = a->todo & -a->todo;
+
+        a->step = step;
+        if (start_step(a, step)) {
+            return;
+        }
+        a->todo &= ~step; /* nothing to ask */
     }
+    forward_fenced(a);
+}
+
+/* The resource a step is about: the request's, or src. */
+static const char *
+step_resource(const struct admit *a, unsigned step)
+{
+    const unsigned src =
+        ADMIT_STEP_SRC_BELOW | ADMIT_STEP_SRC | ADMIT_STEP_SRC_ABOVE;
+
+    return (step & src) != 0 ? a->rq->sc.src : a->rq->sc.resource;
 }
 
 static void
 raise_done(void *arg, enum store_result res, int64_t mark)
 {
     struct admit *a = arg;
-    /* The Destination's raise comes first; raise_res is cleared when it
-     * is accepted, so a raise answered after that is the source's. */
-    bool src = !a->raise_res;
     enum decision d;
 
     a->raise = NULL;
     cio_timer_stop(a->io);
-    if (res == STORE_ERROR) {
-    }
     d = decide_store(a->rq->sc.mode, res != STORE_ERROR, res == STORE_STALE);
     switch (d) {
     case DECIDE_ACCEPT:
-        if (src) {
-            a->rq->src_mark = mark;
-            a->raise_src = false;
-        } else {
+        if (a->step == ADMIT_STEP_RES) {
             a->rq->mark = mark;
-            a->raise_res = false;
+        } else if (a->step == ADMIT_STEP_SRC) {
+            a->rq->src_mark = mark;
         }
+        a->todo &= ~a->step;
         next_raise(a);
         break;
     case DECIDE_STALE:
-        stale_on(a, src ? a->rq->sc.src : a->rq->sc.resource, mark);
+        /* A subtree mark's stale answer names its collection. */
+        stale_on(a, step_resource(a, a->step), mark);
         break;
     case DECIDE_FORWARD:
         log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
@@ -280,21 +414,44 @@ raise_done(void *arg, enum store_result res, int64_t mark)
     }
 }
 
-/* Ask the store to raise the mark of the resource, or of src. */
-static void
-start_raise(struct admit *a, bool src)
+/* Start one step: true when the store was asked or the request was
+ * answered (out of memory), false when the step needs nothing. */
+static bool
+start_step(struct admit *a, unsigned step)
 {
     struct tm_proxy *px = a->px;
     const struct screen *s = &a->rq->sc;
-    const char *res = src ? s->src : s->resource;
-    size_t len = src ? s->src_len : s->rlen;
+    const char *res = step_resource(a, step);
+    size_t len = res == s->src ? s->src_len : s->rlen;
+    char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
+    bool asked = true;
 
-    a->raise = fence_raise(px->fence, res, len, a->rq->token, raise_done, a);
+    if (step == ADMIT_STEP_RES_ABOVE || step == ADMIT_STEP_SRC_ABOVE) {
+        a->raise = fence_raise_above(px->fence, res, len, a->rq->token, &asked,
+                                     raise_done, a);
+    } else if ((step == ADMIT_STEP_RES && s->tree) ||
+               (step == ADMIT_STEP_SRC && s->src_tree)) {
+        /* The subtree marks above it go with it: one store round trip. */
+        a->todo &= ~(step << 2);
+        a->raise =
+            fence_raise_tree(px->fence, res, len, a->rq->token, raise_done, a);
+    } else {
+        if (step == ADMIT_STEP_RES_BELOW || step == ADMIT_STEP_SRC_BELOW) {
+            len = dav_below_name(res, len, name, sizeof(name));
+            res = name;
+        }
+        a->raise =
+            fence_raise(px->fence, res, len, a->rq->token, raise_done, a);
+    }
+    if (!asked) {
+        return false;
+    }
     if (a->raise == NULL) {
         unavailable(a, "out of memory");
-        return;
+        return true;
     }
     cio_timer_arm(a->io, px->cfg->store.timeout_ms);
+    return true;
 }
 
 void
@@ -359,7 +516,7 @@ act(struct admit *a, enum decision d)
     case DECIDE_ACCEPT:
         rq->mark = rq->token;
         rq->src_mark = rq->token;
-        forward_fenced(a);
+        next_raise(a);
         break;
     case DECIDE_RAISE:
         next_raise(a);
@@ -398,6 +555,39 @@ act(struct admit *a, enum decision d)
     }
 }
 
+/* The subtree steps of an accepted request (on webdav routes with
+ * subtree = yes): a request that writes every member below its resource
+ * is checked against that resource's subtree mark (stale on the cached
+ * one: refused here, naming the collection), and every write raises the
+ * subtree marks above what it writes. false when refused. */
+static bool
+plan_subtree(struct admit *a)
+{
+    const struct screen *s = &a->rq->sc;
+    bool src = s->src_len > 0 && s->src_tree;
+    int64_t m;
+
+    if (s->subtree && s->tree) {
+        m = below_check(a, s->resource, s->rlen);
+        if (m > a->rq->token) {
+            stale_on(a, s->resource, m);
+            return false;
+        }
+        a->todo |= m < a->rq->token ? ADMIT_STEP_RES_BELOW : 0;
+    }
+    if (s->subtree && src) {
+        m = below_check(a, s->src, s->src_len);
+        if (m > a->rq->token) {
+            stale_on(a, s->src, m);
+            return false;
+        }
+        a->todo |= m < a->rq->token ? ADMIT_STEP_SRC_BELOW : 0;
+    }
+    a->todo |=
+        (s->tree ? ADMIT_STEP_RES_ABOVE : 0) | (src ? ADMIT_STEP_SRC_ABOVE : 0);
+    return true;
+}
+
 /* Decide on the token for each resource the request writes (both with
  * the same token), the Destination's first. */
 static void
@@ -410,8 +600,8 @@ decide(struct admit *a)
     d1 = decide_one(a, s->verify, s->resource, s->rlen);
     d2 =
         s->src_len == 0 ? d1 : decide_one(a, s->src_verify, s->src, s->src_len);
-    a->raise_res = d1 == DECIDE_RAISE;
-    a->raise_src = s->src_len > 0 && d2 == DECIDE_RAISE;
+    a->todo = (d1 == DECIDE_RAISE ? ADMIT_STEP_RES : 0) |
+              (s->src_len > 0 && d2 == DECIDE_RAISE ? ADMIT_STEP_SRC : 0);
     if (d1 == DECIDE_ACCEPT) {
         rq->mark = rq->token;
     }
@@ -423,6 +613,9 @@ decide(struct admit *a)
         /* Refused for the source: the answer names it. */
         memcpy(s->resource, s->src, s->src_len + 1);
         s->rlen = s->src_len;
+    }
+    if ((d == DECIDE_ACCEPT || d == DECIDE_RAISE) && !plan_subtree(a)) {
+        return;
     }
     act(a, d);
 }
@@ -496,7 +689,7 @@ admit_start(struct admit *a, struct request *rq)
 
     access_begin(rq);
     a->rq = rq;
-    a->raise_res = a->raise_src = false;
+    a->todo = a->step = 0;
     a->waiting = false;
     switch (
         screen_request(rq->gen->cfg, &rq->h, rq->bytes + rq->h.head_len, s)) {

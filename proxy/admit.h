@@ -25,6 +25,17 @@ enum admit_end {
 
 typedef void (*admit_done_cb)(void *arg, enum admit_end end);
 
+/* What a request asks of the store, in this order (admit.c). A mark's
+ * raise takes the subtree marks above it along (its step << 2). */
+enum {
+    ADMIT_STEP_RES_BELOW = 1u << 0, /* the resource's subtree mark: a check */
+    ADMIT_STEP_SRC_BELOW = 1u << 1, /* src's subtree mark: a check */
+    ADMIT_STEP_RES = 1u << 2,       /* the resource's mark */
+    ADMIT_STEP_SRC = 1u << 3,       /* src's mark */
+    ADMIT_STEP_RES_ABOVE = 1u << 4, /* the subtree marks above the resource */
+    ADMIT_STEP_SRC_ABOVE = 1u << 5, /* the subtree marks above src */
+};
+
 struct admit {
     struct tm_proxy *px;
     struct cio *io; /* the client's: answers, the store timeout */
@@ -33,11 +44,22 @@ struct admit {
     struct fence_call *raise;
     struct order_slot *slot;     /* rq->sc.resource's turn */
     struct order_slot *src_slot; /* rq->sc.src's turn */
-    int order_wait;              /* slots still queued */
-    bool waiting;                /* for its turn */
-    bool raise_res;              /* resource's mark must still be asked */
-    bool raise_src;              /* src's mark must still be asked */
-    enum token_status ts;        /* the token's, for a refusal's detail */
+    /* A request on a collection takes a turn on its subtree mark too
+     * (and a MOVE's on its source's); a write waits, without a turn,
+     * for such requests with lower tokens on the collections above it,
+     * one at a time: the one at above_len bytes of the resource, or of
+     * src once above_src. */
+    struct order_slot *below_slot;
+    struct order_slot *src_below_slot;
+    struct order_slot *above_slot;
+    size_t above_len;
+    bool above_src;
+    bool above_done;      /* above_slot's turn came: leave it, go on */
+    int order_wait;       /* slots still queued */
+    bool waiting;         /* for its turn */
+    unsigned todo;        /* ADMIT_STEP_* the store must still do */
+    unsigned step;        /* the one it is doing */
+    enum token_status ts; /* the token's, for a refusal's detail */
     admit_done_cb done;
     void *arg;
 };

@@ -71,6 +71,41 @@ struct fence_call *fence_raise(struct fence *f, const char *res, size_t len,
                                int64_t token, fence_cb cb, void *arg)
     __attribute__((warn_unused_result));
 
+/* Raise the subtree mark (profile.h: dav_below_name) of every
+ * collection above res (dav_parent_len, up to the first segment) to
+ * token, all in one go, those the cache already knows at token or above
+ * left out. cb answers once: STORE_ACCEPTED (mark 0) when each is at
+ * token or above, STORE_ERROR when one could not be raised. When none
+ * needs asking, *asked is false, NULL is returned and cb never runs.
+ * NULL with *asked true when out of memory (cb never runs). */
+struct fence_call *fence_raise_above(struct fence *f, const char *res,
+                                     size_t len, int64_t token, bool *asked,
+                                     fence_cb cb, void *arg)
+    __attribute__((warn_unused_result));
+
+/* Raise res to token as fence_raise does, and with it, in one go, the
+ * subtree marks above res as fence_raise_above does. cb answers once,
+ * with res's outcome; a failed subtree raise makes an accepted one
+ * STORE_ERROR. NULL when out of memory (cb never runs). */
+struct fence_call *fence_raise_tree(struct fence *f, const char *res,
+                                    size_t len, int64_t token, fence_cb cb,
+                                    void *arg)
+    __attribute__((warn_unused_result));
+
+/* Whether some route keeps subtree marks (screen_keeps_trees): then a
+ * lock's new holder raises the subtree marks above its resource too
+ * (fence_raise_holder), and new fences start above the subtree mark
+ * (fence_get_floor). */
+void fence_keep_trees(struct fence *f, bool on);
+
+/* A lock's new holder (eager fencing, a [watch]): raise res to its
+ * fence, with fence_raise_tree while subtree marks are kept, else with
+ * fence_raise. */
+struct fence_call *fence_raise_holder(struct fence *f, const char *res,
+                                      size_t len, int64_t token, fence_cb cb,
+                                      void *arg)
+    __attribute__((warn_unused_result));
+
 /* The caller stops waiting for fc: its cb will not run (the store's answer
  * still updates the cache). fc must be a raise whose cb has not run. */
 void fence_cancel(struct fence_call *fc);
@@ -82,5 +117,12 @@ void fence_cancel(struct fence_call *fc);
  * enforced). false when out of memory (cb is never called). */
 bool fence_get(struct fence *f, const char *res, size_t len, fence_cb cb,
                void *arg) __attribute__((warn_unused_result));
+
+/* The floor of a new fence for res: fence_get's answer, and while
+ * subtree marks are kept the higher of res's mark and its subtree mark
+ * (both read from the store; STORE_ERROR when one cannot be). false
+ * when out of memory (cb never runs). */
+bool fence_get_floor(struct fence *f, const char *res, size_t len, fence_cb cb,
+                     void *arg) __attribute__((warn_unused_result));
 
 #endif

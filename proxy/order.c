@@ -21,6 +21,7 @@ struct order_slot {
     order_go_cb go;
     void *arg;
     bool queued;
+    bool passive;        /* order_wait_below's: holds up no other write */
     struct event *grace; /* while in its grace period */
 };
 
@@ -163,23 +164,32 @@ list_unlink(struct order_slot **head, struct order_slot *s)
     s->next = s->prev = NULL;
 }
 
-/* The lowest token in flight, or INT64_MAX when none. */
+/* The lowest token of list's writes (passive slots left out), or
+ * INT64_MAX when none. */
 static int64_t
-lowest_flying(const struct gate *g)
+lowest_in(const struct order_slot *list)
 {
     int64_t low = INT64_MAX;
 
-    for (const struct order_slot *s = g->flying; s != NULL; s = s->next) {
-        if (s->token < low) {
+    for (const struct order_slot *s = list; s != NULL; s = s->next) {
+        if (!s->passive && s->token < low) {
             low = s->token;
         }
     }
     return low;
 }
 
-struct order_slot *
-order_enter(struct order *o, const char *res, size_t len, int64_t token,
-            order_go_cb go, void *arg, bool *now)
+/* The lowest token in flight, or INT64_MAX when none. */
+static int64_t
+lowest_flying(const struct gate *g)
+{
+    return lowest_in(g->flying);
+}
+
+/* A new slot on res's gate (made when there is none). NULL when out of
+ * memory. */
+static struct order_slot *
+slot_new(struct order *o, const char *res, size_t len)
 {
     uint64_t h = hash_bytes(res, len);
     struct gate *g = gate_find(o, res, len, h);
@@ -203,6 +213,46 @@ order_enter(struct order *o, const char *res, size_t len, int64_t token,
         o->ngates++;
     }
     s->gate = g;
+    return s;
+}
+
+struct order_slot *
+order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
+                 order_go_cb go, void *arg, bool *now)
+{
+    struct gate *g = gate_find(o, res, len, hash_bytes(res, len));
+    struct order_slot *s;
+
+    *now = g == NULL ||
+           (lowest_in(g->flying) >= token && lowest_in(g->queue) >= token);
+    if (*now) {
+        return NULL;
+    }
+    s = slot_new(o, res, len);
+    if (s == NULL) {
+        return NULL;
+    }
+    s->order = o;
+    s->token = token;
+    s->go = go;
+    s->arg = arg;
+    s->passive = true;
+    s->queued = true;
+    list_push(&s->gate->queue, s);
+    return s;
+}
+
+struct order_slot *
+order_enter(struct order *o, const char *res, size_t len, int64_t token,
+            order_go_cb go, void *arg, bool *now)
+{
+    struct order_slot *s = slot_new(o, res, len);
+    struct gate *g;
+
+    if (s == NULL) {
+        return NULL;
+    }
+    g = s->gate;
     s->order = o;
     s->token = token;
     s->go = go;

@@ -27,6 +27,17 @@ struct order_slot *order_enter(struct order *o, const char *res, size_t len,
                                int64_t token, order_go_cb go, void *arg,
                                bool *now);
 
+/* Wait, without a turn of its own, until no write with a lower token is
+ * in flight or queued on res: a member's write behind a request on its
+ * collection (which takes its turn on the collection's subtree mark).
+ * *now true (NULL returned, nothing held) when none is; else a slot,
+ * whose go(arg) runs when they are done: leave it then, outside go.
+ * The slot holds up no other write. NULL with *now false when out of
+ * memory. */
+struct order_slot *order_wait_below(struct order *o, const char *res,
+                                    size_t len, int64_t token, order_go_cb go,
+                                    void *arg, bool *now);
+
 /* The write finished. grace_ms > 0 when it ended without a complete
  * answer (timed out, aborted): its slot stays in flight that long more.
  * Also cancels a slot still queued. The slot is gone after this. */

@@ -16,6 +16,7 @@
 #include <event2/listener.h>
 
 #include "../conf/cfg.h"
+#include "../policies/screen.h"
 #include "adm.h"
 #include "fence.h"
 #include "locks/watch.h"
@@ -249,6 +250,7 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
     px->gen = g;
     px->cfg = cfg;
     px->pools = g->pools;
+    fence_keep_trees(px->fence, screen_keeps_trees(cfg));
     set_limits(px, cfg);
     gen_drop(px, px->retired);
     follow_level(px, cfg);
@@ -369,6 +371,7 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     if (px->fence == NULL) {
         return false;
     }
+    fence_keep_trees(px->fence, screen_keeps_trees(cfg));
     px->watches = watches_new(base, px->fence, cfg, err, errlen);
     if (px->watches == NULL) {
         return false;

@@ -234,8 +234,8 @@ acquired(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
             return;
         }
         if (ls->cfg->eager) {
-            if (fence_raise(ls->fence, c->name, c->len, fence, raised, c) ==
-                NULL) {
+            if (fence_raise_holder(ls->fence, c->name, c->len, fence, raised,
+                                   c) == NULL) {
                 lock_call_refuse(c, 503, "out of memory");
                 give_back(c);
                 return;
@@ -313,12 +313,15 @@ floor_read(void *arg, enum store_result res, int64_t mark)
  * may be writing with already (the counter behind the mark: a restored
  * lease file, a lost Redis increment, tokens issued elsewhere, another
  * sidecar), and both would pass the fence. The backend then hands out at
- * least mark + 1, eager or not. The caller then calls lock_call_finish (c
- * goes when it could not be asked: answered 503). */
+ * least mark + 1, eager or not. While routes keep subtree marks the
+ * floor is the subtree mark too, if higher: a collection's new holder
+ * must pass the marks of its members (README "WebDAV collections"). The caller
+ * then calls lock_call_finish (c goes when it could not be asked: answered
+ * 503). */
 static void
 start_acquire(struct lock_call *c)
 {
-    if (!fence_get(c->ls->fence, c->name, c->len, floor_read, c)) {
+    if (!fence_get_floor(c->ls->fence, c->name, c->len, floor_read, c)) {
         waiter_tried(&c->w);
         lock_call_refuse(c, 503, "out of memory");
         return;

@@ -184,7 +184,8 @@ on_holder(void *owner, const char *name, size_t len, int64_t fence)
     r->fence = fence;
     r->len = rlen;
     memcpy(r->res, res, rlen + 1);
-    if (fence_raise(w->set->fence, r->res, rlen, fence, raised, r) == NULL) {
+    if (fence_raise_holder(w->set->fence, r->res, rlen, fence, raised, r) ==
+        NULL) {
         log_error("watch %s: out of memory: %s not raised", w->section,
                   LOG_STR(res));
         free(r);

@@ -305,15 +305,18 @@ def test_dav_stale_answer_names_its_kind(dav):
     assert h.get("tidemark-error") == "stale-token", h
 
 
+LOCKINFO = (b'<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope>'
+            b'<D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype>'
+            b'</D:lockinfo>')
+
+
 # Methods that write at their own path, fenced by the write route's *.
 @pytest.mark.parametrize("method,body", [
     ("DELETE", b""),
     ("PROPPATCH", b'<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:"'
      b' xmlns:Z="urn:x"><D:set><D:prop><Z:owner>A</Z:owner></D:prop>'
      b'</D:set></D:propertyupdate>'),
-    ("LOCK", b'<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope>'
-     b'<D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype>'
-     b'</D:lockinfo>'),
+    ("LOCK", LOCKINFO),
     ("MKCOL", b""),
     ("MOVE", b""),
 ])
@@ -470,6 +473,147 @@ def test_dav_write_without_token_is_refused(dav):
     st, h, body = client_put("requests", dav.url + "/dav/" + name, b"x")
     assert st == 428, (st, h, body)
     assert get_direct(dav, "/dav/" + name)[0] == 404
+
+
+# -------------------------------------------------- WebDAV collections
+
+OLD, NEW = 5, 10  # a stale holder's token and the member writer's
+
+
+def dav_call(dav, method, path, token, *headers):
+    """A WebDAV request with a token through tidemark (curl)."""
+    args = ["-X", method, "-H", "Fencing-Token: %s" % token]
+    for h in headers:
+        args += ["-H", h]
+    return curl(*args, dav.url + path)
+
+
+def dav_mkcol(dav, path, token=1):
+    st, h, out = dav_call(dav, "MKCOL", path, token)
+    assert st == 201, (path, st, h, out)
+
+
+def dav_tree(dav, prefix):
+    """A collection /dav/NAME/ whose member two levels down,
+    /dav/NAME/sub/m, is written with the token NEW (Apache needs the
+    collections made first). (NAME, the member's path)."""
+    name = unique(prefix)
+    dav_mkcol(dav, "/dav/%s/" % name)
+    dav_mkcol(dav, "/dav/%s/sub/" % name)
+    member = "/dav/%s/sub/m" % name
+    st, h, out = client_put("curl", dav.url + member, b"member", NEW)
+    assert st == 201, (st, h, out)
+    return name, member
+
+
+def collection_op(dav, op, name, slash, token):
+    """op on the collection /dav/NAME (with or without a trailing slash):
+    DELETE it, MOVE it away, or MOVE or COPY the caller's own collection
+    onto it (Overwrite: T: the backend first deletes what is there)."""
+    path = "/dav/%s%s" % (name, slash)
+    if op == "DELETE":
+        return dav_call(dav, "DELETE", path, token)
+    if op == "MOVE-away":
+        return dav_call(dav, "MOVE", path, token, "Destination: %s/dav/%s-"
+                        "away%s" % (dav.url, name, slash))
+    own = "/dav/%s-own/" % name
+    dav_mkcol(dav, own, token)
+    return dav_call(dav, op.split("-")[0], own.rstrip("/") + slash, token,
+                    "Destination: %s%s" % (dav.url, path), "Overwrite: T")
+
+
+@pytest.mark.parametrize("slash", ["", "/"], ids=["no-slash", "slash"])
+@pytest.mark.parametrize("op", ["DELETE", "MOVE-away", "MOVE-onto",
+                                "COPY-onto"])
+def test_dav_stale_collection_op_keeps_a_newer_member(dav, op, slash):
+    """A member two levels down was written with NEW; a DELETE, MOVE or
+    COPY of its collection with the older token would destroy it on the
+    backend: refused 409, naming the collection and the member's mark."""
+    name, member = dav_tree(dav, "coll")
+    st, h, out = collection_op(dav, op, name, slash, OLD)
+    assert_stale(st, h, out, "dav/" + name, OLD, NEW)
+    assert get_direct(dav, member) == (200, b"member")
+    # The refusal raised nothing: the collection's own mark is MKCOL's.
+    assert dav.tm.mark("dav/" + name) == 1
+
+
+@pytest.mark.parametrize("op", ["DELETE", "MOVE-away", "COPY-onto"])
+def test_dav_collection_op_with_a_current_token_works(dav, op):
+    name, member = dav_tree(dav, "coll-ok")
+    st, h, out = collection_op(dav, op, name, "/", NEW)
+    assert st in (201, 204), (st, h, out)
+    if op == "COPY-onto":
+        # What was there is replaced by the (empty) copied collection.
+        assert get_direct(dav, member)[0] == 404
+    elif op == "DELETE":
+        assert get_direct(dav, "/dav/%s/" % name)[0] == 404
+    else:
+        assert get_direct(dav, "/dav/%s-away/sub/m" % name) == \
+            (200, b"member")
+
+
+def test_dav_stale_member_write_beside_a_newer_one_passes(dav):
+    """Members are independent: only an operation on the collection
+    compares a token with the marks below it."""
+    name, member = dav_tree(dav, "coll-beside")
+    st, h, out = client_put("curl", dav.url + "/dav/%s/sub/n" % name,
+                            b"other", OLD)
+    assert st == 201, (st, h, out)
+    st, h, out = collection_op(dav, "DELETE", name, "/", OLD + 1)
+    assert_stale(st, h, out, "dav/" + name, OLD + 1, NEW)
+
+
+@pytest.mark.parametrize("depth", [None, "infinity", "1"])
+def test_dav_stale_lock_of_a_collection_is_refused(dav, depth):
+    """A LOCK of depth infinity (LOCK's default) locks every member: a
+    stale holder would lock the new one out."""
+    name, member = dav_tree(dav, "coll-lock")
+    headers = ["Content-Type: application/xml"]
+    if depth is not None:
+        headers.append("Depth: " + depth)
+    st, h, out = curl("-X", "LOCK", "-H", "Fencing-Token: %d" % OLD,
+                      *sum([["-H", x] for x in headers], []),
+                      "--data-binary", "@-", dav.url + "/dav/%s/" % name,
+                      data=LOCKINFO)
+    assert_stale(st, h, out, "dav/" + name, OLD, NEW)
+
+
+def test_dav_lock_of_depth_0_checks_only_the_collection(dav):
+    name, member = dav_tree(dav, "coll-lock0")
+    st, h, out = curl("-X", "LOCK", "-H", "Fencing-Token: %d" % OLD,
+                      "-H", "Depth: 0", "-H", "Content-Type: application/xml",
+                      "--data-binary", "@-", dav.url + "/dav/%s/" % name,
+                      data=LOCKINFO)
+    # Forwarded: Apache locks it, nginx has no LOCK.
+    assert st == {"apache": 200, "nginx": 405}[dav.kind], (st, h, out)
+
+
+def test_dav_lock_service_fences_collections_above_their_members(dav):
+    """B takes the lock of a member: eager fencing raises the subtree
+    marks above it at once, so a collection request with an older token
+    is refused before B has written. A holder of the collection's own
+    lock gets a fence above every member's mark and may delete it."""
+    name, member = dav_tree(dav, "coll-locks")
+    b = dav.lock("dav/%s/sub/m" % name, ttl_ms=60000)
+    assert int(b) > NEW
+    st, h, out = collection_op(dav, "DELETE", name, "/", NEW)
+    assert_stale(st, h, out, "dav/" + name, NEW, b)
+    c = dav.lock("dav/" + name, ttl_ms=60000)
+    assert int(c) > int(b)
+    st, h, out = collection_op(dav, "DELETE", name, "/", c)
+    assert st == 204, (st, h, out)
+    assert get_direct(dav, member)[0] == 404
+    dav.unlock("dav/" + name, c)
+    dav.unlock("dav/%s/sub/m" % name, b)
+
+
+def test_dav_subtree_marks_survive_a_restart(dav):
+    """The subtree marks are in the mark store, not only in memory."""
+    name, member = dav_tree(dav, "coll-restart")
+    dav.tm.restart()
+    st, h, out = collection_op(dav, "DELETE", name, "", OLD)
+    assert_stale(st, h, out, "dav/" + name, OLD, NEW)
+    assert get_direct(dav, member) == (200, b"member")
 
 
 # -------------------------------------------------------------------- S3

@@ -139,6 +139,33 @@ def test_move_waits_for_writes_in_flight_on_both_ends(tm, upstream, held):
     assert tm.mark("files/src2") == tm.mark("files/dst2") == 6
 
 
+@pytest.mark.parametrize("method", ["DELETE", "MOVE"])
+def test_member_write_waits_for_a_collection_request_in_flight(
+        tm, upstream, method):
+    """A request on a collection with an older token, accepted before a
+    member's newer write raised the subtree marks, is still on its way:
+    the member's write reaches the backend only once it has finished, so
+    it cannot remove what the newer write wrote. Writes elsewhere, and
+    with the same token, do not wait."""
+    h = [("X-Test-Id", "c5"), ("X-Test-Hold", "hc")]
+    if method == "MOVE":
+        h.append(("Destination", "/dav/away"))
+    coll = Async(tm.request, method, "/dav/c", token=5, timeout=30,
+                 headers=h)
+    upstream.wait_request("X-Test-Id", "c5")
+    put = Async(tm.request, "PUT", "/dav/c/sub/x", token=10, timeout=30,
+                headers=[("X-Test-Id", "p10")])
+    assert tm.request("PUT", "/dav/d/x", token=10).status == 200
+    assert tm.request("PUT", "/dav/c/y", token=5).status == 200
+    not_arrived(upstream, "p10")
+    upstream.release("hc")
+    assert coll.get().status == 200
+    assert put.get().status == 200
+    (c,) = upstream.find("X-Test-Id", "c5")
+    (p,) = upstream.find("X-Test-Id", "p10")
+    assert p.arrival > c.answered
+
+
 def test_move_onto_itself_is_one_resource(tm, upstream):
     r = dav(tm, "MOVE", "/dav/same", "/dav/same", token=3)
     assert r.status == 200, r

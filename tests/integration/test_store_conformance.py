@@ -34,8 +34,8 @@ def unique():
     return uuid.uuid4().hex[:12]
 
 
-def start(tidemark, st, name=None, **store_keys):
-    cfg = dict(ROUTES)
+def start(tidemark, st, name=None, routes=ROUTES, **store_keys):
+    cfg = dict(routes)
     cfg["store"] = st.section(**store_keys)
     # Not about ordering: no wait after the start, which a shared store
     # always has (test_ordering tests it on Redis).
@@ -148,6 +148,32 @@ def test_restart_of_the_store(tidemark, upstream, store):
     assert assert_problem(tm.put(d, token=30), 409)["high_water"] == 31
     assert tm.put(d, token=32).status == 200
     assert tm.mark("documents/" + d) == 32
+
+
+DAV_ROUTES = dict(ROUTES, **{
+    "route dav": {"methods": "PUT DELETE", "path": "/dav/{key*}",
+                  "resource": "dav/{key*}", "profile": "webdav"}})
+
+
+def test_subtree_marks(tidemark, upstream, store):
+    """A collection's subtree mark is kept in the store (under a name no
+    request can spell): a stale DELETE of the collection is refused after
+    a restart, and by another sidecar of a shared store."""
+    a = start(tidemark, store, name="a", routes=DAV_ROUTES)
+    d = unique()
+    assert a.request("PUT", "/dav/%s/sub/m" % d, token=10).status == 200
+    if store.server is None:
+        a.restart()
+        wait_ready(a)
+        b = a
+    else:
+        b = start(tidemark, store, name="b", routes=DAV_ROUTES)
+    r = b.request("DELETE", "/dav/" + d, token=5,
+                  headers=[("X-Test-Id", d + "-del5")])
+    doc = assert_problem(r, 409)
+    assert (doc["resource"], doc["high_water"]) == ("dav/" + d, 10), doc
+    assert upstream.find("X-Test-Id", d + "-del5") == []
+    assert b.request("DELETE", "/dav/" + d, token=10).status == 200
 
 
 def test_two_sidecars_one_mark(tidemark, upstream, netstore):

@@ -277,6 +277,131 @@ test_get_is_lifted_to_the_cache(void **state)
 }
 
 static void
+test_raise_above(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_ops);
+    struct answer a = {0};
+    struct fence_call *fc;
+    bool asked = false;
+
+    /* Every collection above the name, at once; one answer. */
+    fc = fence_raise_above(f, "dav/a/b/m", 9, 7, &asked, on_answer, &a);
+    assert_non_null(fc);
+    assert_true(asked);
+    assert_int_equal(fake.n, 3);
+    assert_string_equal(fake.calls[0].res, "dav/a/b;below");
+    assert_string_equal(fake.calls[1].res, "dav/a;below");
+    assert_string_equal(fake.calls[2].res, "dav;below");
+    assert_int_equal(fake.calls[2].token, 7);
+    store_answers(0, STORE_ACCEPTED, 7);
+    /* Already higher is as good as raised. */
+    store_answers(2, STORE_STALE, 9);
+    assert_int_equal(a.calls, 0);
+    store_answers(1, STORE_ACCEPTED, 7);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(fence_check(f, "dav;below", 9, 1), 9);
+    /* What the cache knows at the token or above is not asked again;
+     * nothing left to ask: no call, no answer. */
+    fc = fence_raise_above(f, "dav/a/b/n", 9, 7, &asked, on_answer, &a);
+    assert_null(fc);
+    assert_false(asked);
+    assert_int_equal(fake.n, 3);
+    fc = fence_raise_above(f, "dav", 3, 7, &asked, on_answer, &a);
+    assert_null(fc);
+    assert_false(asked);
+    /* One failure fails the group; a cancelled group never answers. */
+    fc = fence_raise_above(f, "dav/a/x", 7, 10, &asked, on_answer, &a);
+    assert_non_null(fc);
+    assert_int_equal(fake.n, 5);
+    store_answers(3, STORE_ERROR, 0);
+    store_answers(4, STORE_ACCEPTED, 10);
+    assert_int_equal(a.calls, 2);
+    assert_int_equal(a.res, STORE_ERROR);
+    fc = fence_raise_above(f, "dav/b/x", 7, 10, &asked, on_answer, &a);
+    assert_non_null(fc);
+    assert_int_equal(fake.n, 6); /* "dav;below" is known at 10 */
+    fence_cancel(fc);
+    store_answers(5, STORE_ACCEPTED, 10);
+    assert_int_equal(a.calls, 2);
+    assert_int_equal(fence_check(f, "dav/b;below", 11, 1), 10);
+    fixture_close(&fx);
+}
+
+static void
+test_raise_tree(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_ops);
+    struct answer a = {0};
+
+    /* The name and the subtree marks above it, answered as the name. */
+    assert_non_null(fence_raise_tree(f, "dav/a/m", 7, 5, on_answer, &a));
+    assert_int_equal(fake.n, 3);
+    assert_string_equal(fake.calls[0].res, "dav/a/m");
+    assert_string_equal(fake.calls[1].res, "dav/a;below");
+    assert_string_equal(fake.calls[2].res, "dav;below");
+    store_answers(1, STORE_ACCEPTED, 5);
+    store_answers(0, STORE_ACCEPTED, 5);
+    assert_int_equal(a.calls, 0);
+    store_answers(2, STORE_STALE, 6);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 5);
+    /* Stale stays stale; accepted with a failed subtree raise fails. */
+    assert_non_null(fence_raise_tree(f, "dav/b/m", 7, 4, on_answer, &a));
+    store_answers(3, STORE_STALE, 9);
+    store_answers(4, STORE_ERROR, 0);
+    assert_int_equal(a.res, STORE_STALE);
+    assert_int_equal(a.mark, 9);
+    assert_non_null(fence_raise_tree(f, "dav/c/m", 7, 10, on_answer, &a));
+    assert_int_equal(fake.n, 8);
+    store_answers(5, STORE_ACCEPTED, 10);
+    store_answers(6, STORE_ERROR, 0);
+    store_answers(7, STORE_ACCEPTED, 10);
+    assert_int_equal(a.calls, 3);
+    assert_int_equal(a.res, STORE_ERROR);
+    fixture_close(&fx);
+}
+
+static void
+test_holder_and_floor_follow_the_routes(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_ops);
+    struct answer a = {0};
+
+    /* No route keeps subtree marks: the name alone. */
+    assert_non_null(fence_raise_holder(f, "d/x", 3, 2, on_answer, &a));
+    assert_true(fence_get_floor(f, "d/x", 3, on_answer, &a));
+    assert_int_equal(fake.n, 2);
+    assert_int_equal(fake.calls[1].token, 0);
+    store_answers(0, STORE_ACCEPTED, 2);
+    store_answers(1, STORE_ACCEPTED, 2);
+    fence_keep_trees(f, true);
+    assert_non_null(fence_raise_holder(f, "d/x", 3, 3, on_answer, &a));
+    assert_int_equal(fake.n, 4);
+    assert_string_equal(fake.calls[3].res, "d;below");
+    store_answers(2, STORE_ACCEPTED, 3);
+    store_answers(3, STORE_ACCEPTED, 3);
+    /* A fence starts above the name's mark and its subtree mark. */
+    assert_true(fence_get_floor(f, "d", 1, on_answer, &a));
+    assert_string_equal(fake.calls[4].res, "d");
+    assert_string_equal(fake.calls[5].res, "d;below");
+    assert_int_equal(fake.calls[5].token, 0);
+    store_answers(5, STORE_ACCEPTED, 8);
+    store_answers(4, STORE_ACCEPTED, 1);
+    assert_int_equal(a.res, STORE_ACCEPTED);
+    assert_int_equal(a.mark, 8);
+    assert_true(fence_get_floor(f, "d", 1, on_answer, &a));
+    store_answers(6, STORE_ACCEPTED, 1);
+    store_answers(7, STORE_ERROR, 0);
+    assert_int_equal(a.res, STORE_ERROR);
+    fixture_close(&fx);
+}
+
+static void
 test_backend_facts(void **state)
 {
     struct fixture fx;
@@ -298,6 +423,9 @@ main(void)
         cmocka_unit_test(test_out_of_order_answer_is_stale),
         cmocka_unit_test(test_cancelled_raise_reaches_the_cache),
         cmocka_unit_test(test_get_is_lifted_to_the_cache),
+        cmocka_unit_test(test_raise_above),
+        cmocka_unit_test(test_raise_tree),
+        cmocka_unit_test(test_holder_and_floor_follow_the_routes),
         cmocka_unit_test(test_backend_facts),
     };
 

@@ -109,12 +109,50 @@ test_hold_after_start(void **state)
     event_base_free(base);
 }
 
+static void
+test_wait_below_holds_up_no_one(void **state)
+{
+    struct event_base *base = event_base_new();
+    struct order *o = order_new(base);
+    struct write c5, c12, m10, m5, free10;
+    bool now = false;
+
+    (void)state;
+    gone = 0;
+    /* No request on the collection: nothing to wait for, nothing held. */
+    memset(&free10, 0, sizeof(free10));
+    assert_null(order_wait_below(o, "c", 1, 10, on_go, &free10, &now));
+    assert_true(now);
+    assert_int_equal(order_active(o), 0);
+    enter(o, "c", &c5, 5, true);
+    /* The same token passes; a higher one waits. */
+    memset(&m5, 0, sizeof(m5));
+    assert_null(order_wait_below(o, "c", 1, 5, on_go, &m5, &now));
+    assert_true(now);
+    memset(&m10, 0, sizeof(m10));
+    m10.slot = order_wait_below(o, "c", 1, 10, on_go, &m10, &now);
+    assert_non_null(m10.slot);
+    assert_false(now);
+    /* The waiting slot holds up no other write: not even a higher
+     * one that would queue behind it, once 5 is done. */
+    enter(o, "c", &c12, 12, false);
+    order_leave(o, c5.slot, 0);
+    assert_int_equal(m10.went, 2);
+    assert_int_equal(c12.went, 3);
+    order_leave(o, m10.slot, 0);
+    order_leave(o, c12.slot, 0);
+    assert_int_equal(order_active(o), 0);
+    order_free(o);
+    event_base_free(base);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_higher_waits_for_lower),
         cmocka_unit_test(test_hold_after_start),
+        cmocka_unit_test(test_wait_below_holds_up_no_one),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

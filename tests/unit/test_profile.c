@@ -3,6 +3,7 @@
  * against a table. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -314,6 +315,78 @@ test_above(void **state)
     }
 }
 
+/* ---- subtree marks ---- */
+
+static void
+test_subtree_methods(void **state)
+{
+    static const struct {
+        const char *method, *depth;
+        bool want;
+    } rows[] = {
+        {"DELETE", NULL, true},  {"MOVE", "0", true},
+        {"COPY", "0", true},     {"COPY", NULL, true},
+        {"LOCK", NULL, true},    {"LOCK", "infinity", true},
+        {"LOCK", "1", true},     {"LOCK", "0", false},
+        {"LOCK", "00", true},    {"PUT", NULL, false},
+        {"MKCOL", NULL, false},  {"PROPPATCH", "infinity", false},
+        {"delete", NULL, false}, {"UNLOCK", NULL, false},
+    };
+
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        struct tm_slice depth = {rows[i].depth, 0};
+
+        depth.len = rows[i].depth != NULL ? strlen(rows[i].depth) : 0;
+        if (dav_subtree_method(S(rows[i].method), depth) != rows[i].want) {
+            fail_msg("row %zu: %s Depth %s: want %d", i, rows[i].method,
+                     rows[i].depth != NULL ? rows[i].depth : "-", rows[i].want);
+        }
+    }
+}
+
+static void
+test_parents(void **state)
+{
+    static const struct {
+        const char *res;
+        const char *parents[4]; /* up to the first segment */
+    } rows[] = {
+        {"dav/a/b", {"dav/a", "dav", NULL}},
+        {"dav/a/b/", {"dav/a", "dav", NULL}},
+        {"dav", {NULL}},
+        {"a b/c d", {"a b", NULL}},
+        {"", {NULL}},
+        {"/a", {NULL}},
+        {"x//y", {"x", NULL}},
+    };
+
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        const char *res = rows[i].res;
+        size_t len = strlen(res), k = 0;
+
+        while ((len = dav_parent_len(res, len)) > 0) {
+            assert_non_null(rows[i].parents[k]);
+            assert_int_equal(len, strlen(rows[i].parents[k]));
+            assert_memory_equal(res, rows[i].parents[k], len);
+            k++;
+        }
+        assert_null(rows[i].parents[k]);
+    }
+}
+
+static void
+test_below_name(void **state)
+{
+    char out[16];
+
+    assert_int_equal(dav_below_name("dav/a/b", 5, out, sizeof(out)), 11);
+    assert_string_equal(out, "dav/a;below");
+    /* Room for the name, the suffix and the NUL, or nothing. */
+    assert_int_equal(dav_below_name("123456789", 9, out, sizeof(out)), 15);
+    assert_int_equal(dav_below_name("1234567890", 10, out, sizeof(out)), 0);
+    assert_int_equal(dav_below_name("a", 1, out, 6), 0);
+}
+
 int
 main(void)
 {
@@ -326,6 +399,9 @@ main(void)
         cmocka_unit_test(test_form),
         cmocka_unit_test(test_s3),
         cmocka_unit_test(test_above),
+        cmocka_unit_test(test_subtree_methods),
+        cmocka_unit_test(test_parents),
+        cmocka_unit_test(test_below_name),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

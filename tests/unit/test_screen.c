@@ -290,6 +290,37 @@ test_dav_move_writes_both_ends(void **state)
 }
 
 static void
+test_dav_subtree_flags(void **state)
+{
+    struct fixture *f = *state;
+
+    /* A write keeps the subtree marks above it; a request on a
+     * collection is also checked against its own. */
+    assert_int_equal(screen(f, "PUT /dav/a/b HTTP/1.1\r\nHost: x"),
+                     SCREEN_FENCE);
+    assert_true(f->s.tree && !f->s.subtree);
+    assert_int_equal(screen(f, "DELETE /dav/a/ HTTP/1.1\r\nHost: x"),
+                     SCREEN_FENCE);
+    assert_true(f->s.tree && f->s.subtree);
+    assert_int_equal(screen(f, "MOVE /dav/a HTTP/1.1\r\nHost: x\r\n"
+                               "Destination: /dav/b"),
+                     SCREEN_FENCE);
+    assert_true(f->s.tree && f->s.src_tree && f->s.subtree);
+    assert_int_equal(screen(f, "LOCK /dav/a HTTP/1.1\r\nHost: x\r\n"
+                               "Depth: 0"),
+                     SCREEN_FENCE);
+    assert_true(f->s.tree && !f->s.subtree);
+    assert_int_equal(screen(f, "LOCK /dav/a HTTP/1.1\r\nHost: x"),
+                     SCREEN_FENCE);
+    assert_true(f->s.subtree);
+    /* Not a webdav route: no subtree marks. */
+    assert_int_equal(screen(f, "DELETE /v1/docs/a HTTP/1.1\r\nHost: x"),
+                     SCREEN_FENCE);
+    assert_false(f->s.tree);
+    assert_true(screen_keeps_trees(&f->cfg));
+}
+
+static void
 test_route_match_is_first_in_file_order(void **state)
 {
     struct fixture *f = *state;
@@ -378,6 +409,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_unmatched_passes_to_default, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_resource_from_header, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dav_subtree_flags, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dav_move_writes_both_ends, setup,
                                         teardown),
