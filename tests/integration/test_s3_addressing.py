@@ -216,6 +216,28 @@ def test_an_unknown_upload_id_is_refused(s3):
     s3.unlock(res, t)
 
 
+@pytest.mark.parametrize("number", ["../../{key}._S3rver_object", "0",
+                                    "10001", "1&partNumber=2", "1.0"])
+def test_a_part_number_s3_would_not_take_is_refused(s3, number):
+    """s3rver files a part under its number as written, a path: a part of
+    A's own upload numbered ../../KEY._S3rver_object wrote over KEY, which
+    A lost to B. A part number is one number from 1 to 10000."""
+    key, res, a, b = s3_setup(s3, "part-number")
+    mine = unique("part-number-mine")
+    own = "s3/%s/%s" % (BUCKET, mine)
+    t = s3.lock(own, ttl_ms=60000)
+    up = s3_client(s3.url, t).create_multipart_upload(
+        Bucket=BUCKET, Key=mine)["UploadId"]
+    num = "&partNumber=".join(urllib.parse.quote(n, safe="") for n in
+                              number.format(key=key).split("&partNumber="))
+    st, h, out = vhost(s3, "PUT", "/%s/%s?partNumber=%s&uploadId=%s" % (
+        BUCKET, mine, num, up), token=t, host="127.0.0.1", body=b"stale!!!!")
+    doc = assert_problem(st, h, out, 400, "bad-request")
+    assert "partNumber" in doc["detail"], doc
+    assert s3_body(s3, key) == b"v2 from B"
+    s3.unlock(own, t)
+
+
 def test_a_multipart_upload_through_tidemark_still_works(s3):
     """boto3's managed transfer: create, parts in parallel, complete."""
     key = unique("multipart-ok")
