@@ -223,6 +223,35 @@ request_authority(const struct http_request *h)
     return hi >= 0 ? h->headers[hi].value : a;
 }
 
+/* Whether the query q names no part of an upload, or one part number S3
+ * takes: 1 to 10000, digits only. A server may file a part under its
+ * number as written (s3rver joins it to a path: a part numbered
+ * "../../KEY._S3rver_object" wrote over KEY), so no other reaches an
+ * upstream with fenced s3 routes, through any route. */
+static bool
+part_number_ok(struct tm_slice q)
+{
+    struct tm_slice v;
+    char num[8];
+    size_t n = query_param(q, "partNumber", &v), len = 0;
+    unsigned long val = 0;
+
+    if (n == 0 || !query_has_param(q, "uploadId")) {
+        return true;
+    }
+    if (n > 1 || !query_value(v, num, sizeof(num), &len) || len == 0 ||
+        len > 5) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (num[i] < '0' || num[i] > '9') {
+            return false;
+        }
+        val = val * 10 + (unsigned long)(num[i] - '0');
+    }
+    return val >= 1 && val <= 10000;
+}
+
 /* Why an S3 request must be refused, or NULL: it writes keys its path
  * does not name (multi-object delete, form upload, rename) on an
  * upstream with fenced s3 routes, and its path is one such route's or
@@ -239,6 +268,10 @@ s3_refusal(const struct tm_config *cfg, const struct http_request *h,
 
     if (!upstream_fenced(cfg, TM_PROFILE_S3, up)) {
         return NULL;
+    }
+    if (!part_number_ok(request_query(h))) {
+        return "the partNumber of an upload's part must be one number from "
+               "1 to 10000";
     }
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
@@ -453,40 +486,11 @@ match_route(const struct tm_config *cfg, const struct http_request *h,
 
 /* ---- multipart uploads (profile = s3) -------------------------------- */
 
-/* Whether the query q names no part, or one part number S3 takes: 1 to
- * 10000, digits only. A server may file a part under its number as
- * written (s3rver joins it to a path: "../../KEY._S3rver_object" wrote
- * over another key), so nothing else reaches it. */
-static bool
-part_number_ok(struct tm_slice q)
-{
-    struct tm_slice v;
-    char num[8];
-    size_t n = query_param(q, "partNumber", &v), len = 0;
-    unsigned long val = 0;
-
-    if (n == 0) {
-        return true;
-    }
-    if (n > 1 || !query_value(v, num, sizeof(num), &len) || len == 0 ||
-        len > 5) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (num[i] < '0' || num[i] > '9') {
-            return false;
-        }
-        val = val * 10 + (unsigned long)(num[i] - '0');
-    }
-    return val >= 1 && val <= 10000;
-}
-
 /* Note what a request on a fenced s3 route r does with an upload: an
  * uploadId (however spelled: query_param) makes it a part, completion or
  * abort of that upload, which the daemon fences by the resource the
  * upload was created for; two are refused (which one would the server
- * take?), and so is a part number S3 would not take. A POST with
- * "uploads" creates one. */
+ * take?). A POST with "uploads" creates one. */
 static enum screen_verdict
 s3_upload(const struct http_request *h, const struct cfg_route *r,
           struct screen *s)
@@ -500,10 +504,6 @@ s3_upload(const struct http_request *h, const struct cfg_route *r,
     n = query_param(q, "uploadId", &v);
     if (n > 1) {
         return invalid(s, "more than one uploadId parameter");
-    }
-    if (n == 1 && !part_number_ok(q)) {
-        return invalid(s, "the partNumber must be one number from 1 to "
-                          "10000");
     }
     if (n == 1) {
         s->upload = SCREEN_UPLOAD_PART;
