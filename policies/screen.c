@@ -490,15 +490,20 @@ match_route(const struct tm_config *cfg, const struct http_request *h,
  * uploadId (however spelled: query_param) makes it a part, completion or
  * abort of that upload, which the daemon fences by the resource the
  * upload was created for; two are refused (which one would the server
- * take?). A POST with "uploads" creates one. */
+ * take?). A POST with "uploads" creates one. On any other route (or
+ * none) to an upstream that fenced s3 routes use, an uploadId is noted
+ * too: the server would complete a fenced key's upload there as well,
+ * which the daemon refuses. */
 static enum screen_verdict
-s3_upload(const struct http_request *h, const struct cfg_route *r,
-          struct screen *s)
+s3_upload(const struct tm_config *cfg, const struct http_request *h,
+          const struct cfg_route *r, struct screen *s)
 {
     struct tm_slice q = request_query(h), v;
     size_t n;
+    bool fenced = s->verdict == SCREEN_FENCE && fences(r, TM_PROFILE_S3);
 
-    if (s->verdict != SCREEN_FENCE || !fences(r, TM_PROFILE_S3)) {
+    if (s->verdict == SCREEN_REFUSE || s->upstream == NO_UPSTREAM ||
+        !cfg->upstreams[s->upstream].s3_fenced) {
         return s->verdict;
     }
     n = query_param(q, "uploadId", &v);
@@ -506,9 +511,10 @@ s3_upload(const struct http_request *h, const struct cfg_route *r,
         return invalid(s, "more than one uploadId parameter");
     }
     if (n == 1) {
-        s->upload = SCREEN_UPLOAD_PART;
+        s->upload = fenced ? SCREEN_UPLOAD_PART : SCREEN_UPLOAD_UNFENCED;
         s->upload_id = v;
-    } else if (slice_eq(h->method, "POST") && query_has_param(q, "uploads")) {
+    } else if (fenced && slice_eq(h->method, "POST") &&
+               query_has_param(q, "uploads")) {
         s->upload = SCREEN_UPLOAD_CREATE;
     }
     return s->verdict;
@@ -632,11 +638,11 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
         s->mode = TM_MODE_OFF;
         s->upstream = up;
         s->verdict = SCREEN_PASS;
-        return SCREEN_PASS;
+        return s3_upload(cfg, h, NULL, s);
     }
     if (!use_route(s, h, r, r->mode)) {
         return SCREEN_REFUSE;
     }
     s->verdict = name_resource(pc, h, r, caps, s);
-    return s3_upload(h, r, s);
+    return s3_upload(cfg, h, r, s);
 }

@@ -24,9 +24,9 @@ import pytest
 from boto3.s3.transfer import TransferConfig
 
 from conftest import Tidemark
-from test_backends import (BUCKET, EXAMPLES, client_error, curl, s3,  # noqa
-                           s3_body, s3_client, s3_setup, s3_stale_upload,
-                           unique)
+from test_backends import (BUCKET, EXAMPLES, Fenced, client_error,  # noqa
+                           curl, s3, s3_body, s3_client, s3_setup,
+                           s3_stale_upload, unique)
 
 VHOST = "%s.s3.amazonaws.com" % BUCKET
 
@@ -262,7 +262,7 @@ def scratch(s3, tmp_path):
                    "TIDEMARK_UPSTREAM_S3_URL": s3.direct})
     tm.start()
     try:
-        yield "http://127.0.0.1:%d" % tm.port
+        yield Fenced(s3.server, tm)
     finally:
         tm.check_teardown()
 
@@ -271,17 +271,42 @@ def test_a_part_number_is_checked_on_unfenced_routes_too(s3, scratch):
     """Through a route that fences nothing, on an upstream that fenced
     routes use, a part numbered ../../KEY._S3rver_object is refused too:
     it would write KEY, whose route is fenced."""
-    key, res, a, b = s3_setup(s3, "part-scratch")
+    key, res, a, b = s3_setup(scratch, "part-scratch")
     mine = "scratch/" + unique("part")
-    up = s3_client(scratch).create_multipart_upload(
+    up = s3_client(scratch.url).create_multipart_upload(
         Bucket=BUCKET, Key=mine)["UploadId"]
-    st, h, out = part(scratch, "/%s/%s" % (BUCKET, mine),
+    st, h, out = part(scratch.url, "/%s/%s" % (BUCKET, mine),
                       "../../%s._S3rver_object" % key, up)
     doc = assert_problem(st, h, out, 400, "bad-request")
     assert "partNumber" in doc["detail"], doc
     assert s3_body(s3, key) == b"v2 from B"
-    st, h, out = part(scratch, "/%s/%s" % (BUCKET, mine), "1", up)
+    st, h, out = part(scratch.url, "/%s/%s" % (BUCKET, mine), "1", up)
     assert st == 200, (st, h, out)
+
+
+def test_a_stale_completion_through_an_unfenced_route_is_refused(scratch):
+    """A fenced key's upload completed through a route that fences
+    nothing would still write that key (s3rver completes into the key
+    the upload was created for): refused, 409 upload-elsewhere. An upload
+    created through that route completes there as before."""
+    key, res, _, _, b, up, etag = s3_stale_upload(scratch, "scratch-done")
+    mine = "scratch/" + unique("done")
+    st, h, out = curl("-X", "POST", "--data-binary", "@-",
+                      "%s/%s/%s?uploadId=%s" % (scratch.url, BUCKET, mine,
+                                                urllib.parse.quote(up)),
+                      data=complete_xml([(1, etag)]))
+    doc = assert_problem(st, h, out, 409, "upload-elsewhere")
+    assert doc["resource"] == res, doc
+    assert s3_body(scratch, key) == b"v2 from B"
+    c = s3_client(scratch.url)
+    own = c.create_multipart_upload(Bucket=BUCKET, Key=mine)["UploadId"]
+    e = c.upload_part(Bucket=BUCKET, Key=mine, UploadId=own, PartNumber=1,
+                      Body=b"scratch, in parts")["ETag"]
+    c.complete_multipart_upload(Bucket=BUCKET, Key=mine, UploadId=own,
+                                MultipartUpload={"Parts": [
+                                    {"ETag": e, "PartNumber": 1}]})
+    assert s3_body(scratch, mine) == b"scratch, in parts"
+    scratch.unlock(res, b)
 
 
 def test_a_multipart_upload_through_tidemark_still_works(s3):
