@@ -470,6 +470,29 @@ serve_acquire(struct lock_call *c, const struct evkeyvalq *q)
     start_acquire(c);
 }
 
+/* Why a lock call's query, raw and as parsed into q, is refused, or
+ * NULL. Each parameter is read as a C string, so a NUL (%00) would end
+ * it early ("token=1%00.<junk>" read as the bare 1), and once: a repeated
+ * one would be read as its first. */
+static const char *
+query_refusal(const char *raw, const struct evkeyvalq *q)
+{
+    const struct evkeyval *a, *b;
+
+    if (strstr(raw, "%00") != NULL) {
+        return "a query parameter holds a NUL (%00)";
+    }
+    TAILQ_FOREACH(a, q, next)
+    {
+        for (b = TAILQ_NEXT(a, next); b != NULL; b = TAILQ_NEXT(b, next)) {
+            if (strcmp(a->key, b->key) == 0) {
+                return "a query parameter is repeated";
+            }
+        }
+    }
+    return NULL;
+}
+
 void
 lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
                    const char *path, const char *query)
@@ -502,6 +525,10 @@ lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
     }
     if (query != NULL && evhttp_parse_query_str(query, &q) != 0) {
         lock_call_refuse(c, 400, "the query string is malformed");
+        goto out;
+    }
+    if (query != NULL && (why = query_refusal(query, &q)) != NULL) {
+        lock_call_refuse(c, 400, why);
         goto out;
     }
     switch (cmd) {
