@@ -253,6 +253,35 @@ request_authority(const struct http_request *h)
     return hi >= 0 ? h->headers[hi].value : a;
 }
 
+/* Whether the query q names no part of an upload, or one part number S3
+ * takes: 1 to 10000, digits only. A server may file a part under its
+ * number as written (s3rver joins it to a path: a part numbered
+ * "../../KEY._S3rver_object" wrote over KEY), so no other reaches an
+ * upstream with fenced s3 routes, through any route. */
+static bool
+part_number_ok(struct tm_slice q)
+{
+    struct tm_slice v;
+    char num[8];
+    size_t n = query_param(q, "partNumber", &v), len = 0;
+    unsigned long val = 0;
+
+    if (n == 0 || !query_has_param(q, "uploadId")) {
+        return true;
+    }
+    if (n > 1 || !query_value(v, num, sizeof(num), &len) || len == 0 ||
+        len > 5) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (num[i] < '0' || num[i] > '9') {
+            return false;
+        }
+        val = val * 10 + (unsigned long)(num[i] - '0');
+    }
+    return val >= 1 && val <= 10000;
+}
+
 /* Why an S3 request must be refused, or NULL: it writes keys its path
  * does not name (multi-object delete, form upload, rename) on an
  * upstream with fenced s3 routes, and its path is one such route's or
@@ -269,6 +298,10 @@ s3_refusal(const struct tm_config *cfg, const struct http_request *h,
 
     if (!upstream_fenced(cfg, TM_PROFILE_S3, up)) {
         return NULL;
+    }
+    if (!part_number_ok(request_query(h))) {
+        return "the partNumber of an upload's part must be one number from "
+               "1 to 10000";
     }
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
@@ -489,15 +522,20 @@ match_route(const struct tm_config *cfg, const struct http_request *h,
  * uploadId (however spelled: query_param) makes it a part, completion or
  * abort of that upload, which the daemon fences by the resource the
  * upload was created for; two are refused (which one would the server
- * take?). A POST with "uploads" creates one. */
+ * take?). A POST with "uploads" creates one. On any other route (or
+ * none) to an upstream that fenced s3 routes use, an uploadId is noted
+ * too: the server would complete a fenced key's upload there as well,
+ * which the daemon refuses. */
 static enum screen_verdict
-s3_upload(const struct http_request *h, const struct cfg_route *r,
-          struct screen *s)
+s3_upload(const struct tm_config *cfg, const struct http_request *h,
+          const struct cfg_route *r, struct screen *s)
 {
     struct tm_slice q = request_query(h), v;
     size_t n;
+    bool fenced = s->verdict == SCREEN_FENCE && fences(r, TM_PROFILE_S3);
 
-    if (s->verdict != SCREEN_FENCE || !fences(r, TM_PROFILE_S3)) {
+    if (s->verdict == SCREEN_REFUSE || s->upstream == NO_UPSTREAM ||
+        !cfg->upstreams[s->upstream].s3_fenced) {
         return s->verdict;
     }
     n = query_param(q, "uploadId", &v);
@@ -505,9 +543,10 @@ s3_upload(const struct http_request *h, const struct cfg_route *r,
         return invalid(s, "more than one uploadId parameter");
     }
     if (n == 1) {
-        s->upload = SCREEN_UPLOAD_PART;
+        s->upload = fenced ? SCREEN_UPLOAD_PART : SCREEN_UPLOAD_UNFENCED;
         s->upload_id = v;
-    } else if (slice_eq(h->method, "POST") && query_has_param(q, "uploads")) {
+    } else if (fenced && slice_eq(h->method, "POST") &&
+               query_has_param(q, "uploads")) {
         s->upload = SCREEN_UPLOAD_CREATE;
     }
     return s->verdict;
@@ -634,11 +673,11 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
         s->mode = TM_MODE_OFF;
         s->upstream = up;
         s->verdict = SCREEN_PASS;
-        return SCREEN_PASS;
+        return s3_upload(cfg, h, NULL, s);
     }
     if (!use_route(s, h, r, r->mode)) {
         return SCREEN_REFUSE;
     }
     s->verdict = name_resource(pc, h, r, caps, s);
-    return s3_upload(h, r, s);
+    return s3_upload(cfg, h, r, s);
 }

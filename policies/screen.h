@@ -19,12 +19,15 @@
  * an S3 server reads the bucket from the Host. */
 #define SCREEN_PATH_EXTRA (S3_BUCKET_MAX + 2)
 
-/* What a request on a fenced s3 route does with a multipart upload. */
+/* What a request to an upstream that fenced s3 routes use does with a
+ * multipart upload. */
 enum screen_upload {
     SCREEN_UPLOAD_NONE = 0,
-    SCREEN_UPLOAD_CREATE, /* POST ?uploads: its answer names the upload id */
-    SCREEN_UPLOAD_PART,   /* carries an uploadId: a part, the completion or
-                           * the abort of that upload */
+    SCREEN_UPLOAD_CREATE,   /* POST ?uploads: its answer names the upload id */
+    SCREEN_UPLOAD_PART,     /* carries an uploadId: a part, the completion or
+                             * the abort of that upload */
+    SCREEN_UPLOAD_UNFENCED, /* carries an uploadId on a route that fences
+                             * nothing: must not be a fenced key's upload */
 };
 
 enum screen_verdict {
@@ -61,8 +64,8 @@ struct screen {
     struct tm_slice plain;
     size_t addr_up;
     char *pbuf;
-    /* On a fenced s3 route: what the request does with an upload, and
-     * the raw value of its one uploadId parameter (SCREEN_UPLOAD_PART). */
+    /* What the request does with an upload, and the raw value of its
+     * one uploadId parameter (SCREEN_UPLOAD_PART, _UNFENCED). */
     enum screen_upload upload;
     struct tm_slice upload_id;
     /* What a fenced request writes: resource (rlen 0: nothing, on an

@@ -638,6 +638,35 @@ refuse_upload(struct admit *a, int status, const char *type, const char *title,
     refuse(a, &p, "upload");
 }
 
+/* The resource the request's upload is bound to, in *res (NULL: none,
+ * an upload tidemark did not see created). false when its uploadId is
+ * empty, malformed or too long. */
+static bool
+upload_resource(struct admit *a, const char **res)
+{
+    const struct screen *s = &a->rq->sc;
+    const char *up = a->rq->gen->cfg->upstreams[s->upstream].name;
+    char id[S3_UPLOAD_ID_MAX];
+    size_t n = 0;
+
+    if (!query_value(s->upload_id, id, sizeof(id), &n) || n == 0) {
+        return false;
+    }
+    *res = uploads_find(a->px->uploads, up, id, n, dial_now_ms());
+    return true;
+}
+
+/* Refuse an upload bound to res, not to the request's resource: 409. */
+static void
+refuse_elsewhere(struct admit *a, const char *res)
+{
+    refuse_upload(a, 409, "urn:tidemark:upload-elsewhere",
+                  "Upload of another key",
+                  "this upload was created for another key, named in "
+                  "resource: send its parts and completion to that key",
+                  res);
+}
+
 /* A part, completion or abort of an S3 upload (an uploadId on a fenced
  * s3 route) writes the key the upload was created for, whatever key its
  * path names: it goes on to the fence only when its path names the
@@ -648,18 +677,13 @@ refuse_upload(struct admit *a, int status, const char *type, const char *title,
 static bool
 upload_bound(struct admit *a)
 {
-    const struct screen *s = &a->rq->sc;
-    const char *up = a->rq->gen->cfg->upstreams[s->upstream].name;
-    char id[S3_UPLOAD_ID_MAX];
-    const char *res;
-    size_t n = 0;
+    const char *res = NULL;
 
-    if (!query_value(s->upload_id, id, sizeof(id), &n) || n == 0) {
+    if (!upload_resource(a, &res)) {
         refuse_upload(a, 400, NULL, NULL,
                       "the uploadId is empty, malformed or too long", NULL);
         return false;
     }
-    res = uploads_find(a->px->uploads, up, id, n, dial_now_ms());
     if (res == NULL && slice_eq(a->rq->h.method, "DELETE")) {
         return true;
     }
@@ -671,15 +695,28 @@ upload_bound(struct admit *a)
                       NULL);
         return false;
     }
-    if (strcmp(res, s->resource) != 0) {
-        refuse_upload(a, 409, "urn:tidemark:upload-elsewhere",
-                      "Upload of another key",
-                      "this upload was created for another key, named in "
-                      "resource: send its parts and completion to that key",
-                      res);
+    if (strcmp(res, a->rq->sc.resource) != 0) {
+        refuse_elsewhere(a, res);
         return false;
     }
     return true;
+}
+
+/* The same on a route that does not fence it as an s3 key (off, another
+ * profile, or none): refused when the upload is bound to a fenced key
+ * other than the request's resource, which the server would write
+ * whatever the path. false when refused. */
+static bool
+upload_not_fenced(struct admit *a)
+{
+    const char *res = NULL;
+
+    if (!upload_resource(a, &res) || res == NULL ||
+        strcmp(res, a->rq->sc.resource) == 0) {
+        return true;
+    }
+    refuse_elsewhere(a, res);
+    return false;
 }
 
 void
@@ -706,12 +743,16 @@ admit_start(struct admit *a, struct request *rq)
     }
     case SCREEN_PASS:
         rq->pool = rq->gen->pools[s->upstream];
+        if (s->upload == SCREEN_UPLOAD_UNFENCED && !upload_not_fenced(a)) {
+            return;
+        }
         count(a, OUT_BYPASSED);
         go(a);
         return;
     default:
         rq->pool = rq->gen->pools[s->upstream];
-        if (s->upload == SCREEN_UPLOAD_PART && !upload_bound(a)) {
+        if ((s->upload == SCREEN_UPLOAD_PART && !upload_bound(a)) ||
+            (s->upload == SCREEN_UPLOAD_UNFENCED && !upload_not_fenced(a))) {
             return;
         }
         decide(a);

@@ -488,7 +488,7 @@ query_ambiguous(const char *raw, const struct evkeyvalq *q)
     {
         for (b = TAILQ_NEXT(a, next); b != NULL; b = TAILQ_NEXT(b, next)) {
             if (strcmp(a->key, b->key) == 0) {
-                return "a query key given twice";
+                return "a query key is repeated (given twice)";
             }
         }
     }

@@ -643,6 +643,28 @@ def test_signed_token_without_a_key_is_refused(tidemark, upstream):
     assert api.release("documents/j", str(f)).status == 204
 
 
+def test_a_token_cut_by_a_nul_or_given_twice_is_refused(tidemark):
+    """A lock call reads each parameter once, as a C string: a NUL (%00)
+    would cut "<fence>%00.<junk>" to the bare fence, and of two tokens
+    the first would be read. Both are refused (400) and the lease stays."""
+    tm = tidemark()
+    api = lock_api(tm)
+    f = assert_lease(api.acquire("documents/n", ttl_ms=8000),
+                     "documents/n")["fence"]
+    for q, why in (("token=%d%%00.%s" % (f, JUNK_SIG), "NUL"),
+                   ("token=%d%%00" % f, "NUL"),
+                   ("token=%d&token=%d" % (f, f + 1), "repeated"),
+                   ("token=%d&token=%d" % (f + 1, f), "repeated")):
+        for method, extra in (("PATCH", "ttl_ms=60000&"), ("DELETE", "")):
+            api.c.request(method, "/v1/locks/documents/n?" + extra + q)
+            r = api.c.getresponse()
+            resp = Resp(r.status, dict((k.lower(), v) for k, v in
+                                       r.getheaders()), r.read())
+            assert why in assert_problem(resp, 400)["detail"], (q, resp)
+    assert api.get("documents/n").json()["fence"] == f
+    assert api.release("documents/n", str(f)).status == 204
+
+
 def test_check_refuses_bad_key_setups(tmp_path, upstream):
     def check(extra):
         ini = tmp_path / "c.ini"

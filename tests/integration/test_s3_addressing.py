@@ -23,8 +23,10 @@ import urllib.parse
 import pytest
 from boto3.s3.transfer import TransferConfig
 
-from test_backends import (BUCKET, client_error, curl, s3, s3_body,  # noqa
-                           s3_client, s3_setup, s3_stale_upload, unique)
+from conftest import Tidemark
+from test_backends import (BUCKET, EXAMPLES, Fenced, client_error,  # noqa
+                           curl, s3, s3_body, s3_client, s3_setup,
+                           s3_stale_upload, unique)
 
 VHOST = "%s.s3.amazonaws.com" % BUCKET
 
@@ -214,6 +216,97 @@ def test_an_unknown_upload_id_is_refused(s3):
     assert "tidemark-error" not in h, h
     assert s3_body(s3, key) is None
     s3.unlock(res, t)
+
+
+def part(url, path, number, upload, token=None):
+    """PUT a part numbered number (percent-encoded here) through url."""
+    args = ["-X", "PUT", "--data-binary", "@-"]
+    if token is not None:
+        args += ["-H", "Fencing-Token: " + token]
+    return curl(*args, "%s%s?partNumber=%s&uploadId=%s" % (
+        url, path, urllib.parse.quote(number, safe="&="), upload),
+        data=b"stale!!!!")
+
+
+@pytest.mark.parametrize("number", ["../../{key}._S3rver_object", "0",
+                                    "10001", "1&partNumber=2", "1.0"])
+def test_a_part_number_s3_would_not_take_is_refused(s3, number):
+    """s3rver files a part under its number as written, a path: a part of
+    A's own upload numbered ../../KEY._S3rver_object wrote over KEY, which
+    A lost to B. A part number is one number from 1 to 10000."""
+    key, res, a, b = s3_setup(s3, "part-number")
+    mine = unique("part-number-mine")
+    own = "s3/%s/%s" % (BUCKET, mine)
+    t = s3.lock(own, ttl_ms=60000)
+    up = s3_client(s3.url, t).create_multipart_upload(
+        Bucket=BUCKET, Key=mine)["UploadId"]
+    st, h, out = part(s3.url, "/%s/%s" % (BUCKET, mine),
+                      number.format(key=key), up, token=t)
+    doc = assert_problem(st, h, out, 400, "bad-request")
+    assert "partNumber" in doc["detail"], doc
+    assert s3_body(s3, key) == b"v2 from B"
+    s3.unlock(own, t)
+
+
+@pytest.fixture
+def scratch(s3, tmp_path):
+    """Another tidemark before the same s3rver, whose keys under
+    /BUCKET/scratch/ are not fenced (mode = off, first)."""
+    text = (EXAMPLES / "s3.ini").read_text().replace(
+        "[route s3-service]", "[route scratch]\nmethods = *\npath = /%s/"
+        "scratch/{key*}\nresource = scratch/{key}\nmode = off\nupstream "
+        "= s3\n\n[route s3-service]" % BUCKET, 1)
+    tm = Tidemark(tmp_path, ini=text)
+    tm.env.update({"TIDEMARK_PROXY_LISTEN": "127.0.0.1:%d" % tm.port,
+                   "TIDEMARK_ADMIN_LISTEN": "127.0.0.1:%d" % tm.admin_port,
+                   "TIDEMARK_UPSTREAM_S3_URL": s3.direct})
+    tm.start()
+    try:
+        yield Fenced(s3.server, tm)
+    finally:
+        tm.check_teardown()
+
+
+def test_a_part_number_is_checked_on_unfenced_routes_too(s3, scratch):
+    """Through a route that fences nothing, on an upstream that fenced
+    routes use, a part numbered ../../KEY._S3rver_object is refused too:
+    it would write KEY, whose route is fenced."""
+    key, res, a, b = s3_setup(scratch, "part-scratch")
+    mine = "scratch/" + unique("part")
+    up = s3_client(scratch.url).create_multipart_upload(
+        Bucket=BUCKET, Key=mine)["UploadId"]
+    st, h, out = part(scratch.url, "/%s/%s" % (BUCKET, mine),
+                      "../../%s._S3rver_object" % key, up)
+    doc = assert_problem(st, h, out, 400, "bad-request")
+    assert "partNumber" in doc["detail"], doc
+    assert s3_body(s3, key) == b"v2 from B"
+    st, h, out = part(scratch.url, "/%s/%s" % (BUCKET, mine), "1", up)
+    assert st == 200, (st, h, out)
+
+
+def test_a_stale_completion_through_an_unfenced_route_is_refused(scratch):
+    """A fenced key's upload completed through a route that fences
+    nothing would still write that key (s3rver completes into the key
+    the upload was created for): refused, 409 upload-elsewhere. An upload
+    created through that route completes there as before."""
+    key, res, _, _, b, up, etag = s3_stale_upload(scratch, "scratch-done")
+    mine = "scratch/" + unique("done")
+    st, h, out = curl("-X", "POST", "--data-binary", "@-",
+                      "%s/%s/%s?uploadId=%s" % (scratch.url, BUCKET, mine,
+                                                urllib.parse.quote(up)),
+                      data=complete_xml([(1, etag)]))
+    doc = assert_problem(st, h, out, 409, "upload-elsewhere")
+    assert doc["resource"] == res, doc
+    assert s3_body(scratch, key) == b"v2 from B"
+    c = s3_client(scratch.url)
+    own = c.create_multipart_upload(Bucket=BUCKET, Key=mine)["UploadId"]
+    e = c.upload_part(Bucket=BUCKET, Key=mine, UploadId=own, PartNumber=1,
+                      Body=b"scratch, in parts")["ETag"]
+    c.complete_multipart_upload(Bucket=BUCKET, Key=mine, UploadId=own,
+                                MultipartUpload={"Parts": [
+                                    {"ETag": e, "PartNumber": 1}]})
+    assert s3_body(scratch, mine) == b"scratch, in parts"
+    scratch.unlock(res, b)
 
 
 def test_a_multipart_upload_through_tidemark_still_works(s3):
