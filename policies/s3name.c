@@ -3,6 +3,7 @@
  * to. Pure: no I/O, no globals, no allocation. */
 #include "s3name.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -269,6 +270,37 @@ host_name(struct tm_slice v, struct tm_slice *name, const char **why)
     return true;
 }
 
+/* Whether host is "[IPv6 address]" with an optional ":digits" port: a
+ * server that strips the brackets must not find a name there. */
+static bool
+ipv6_literal(struct tm_slice host)
+{
+    const char *end = memchr(host.p, ']', host.len);
+    char addr[INET6_ADDRSTRLEN + 1];
+    struct in6_addr a;
+    size_t n, rest;
+
+    if (end == NULL) {
+        return false;
+    }
+    n = (size_t)(end - host.p) - 1;
+    rest = host.len - (size_t)(end + 1 - host.p);
+    if (n == 0 || n >= sizeof(addr)) {
+        return false;
+    }
+    if (rest > 0 && end[1] != ':') {
+        return false;
+    }
+    for (size_t i = 2; i <= rest; i++) {
+        if (end[i] < '0' || end[i] > '9') {
+            return false;
+        }
+    }
+    memcpy(addr, host.p + 1, n);
+    addr[n] = '\0';
+    return inet_pton(AF_INET6, addr, &a) == 1;
+}
+
 enum s3_host
 s3_host_read(struct tm_slice host, const char *endpoints,
              struct tm_slice *bucket, const char **why)
@@ -280,7 +312,10 @@ s3_host_read(struct tm_slice host, const char *endpoints,
     bool ok = true;
 
     if (host.len > 0 && host.p[0] == '[') {
-        return S3_HOST_PATH; /* an IPv6 literal */
+        return ipv6_literal(host)
+                   ? S3_HOST_PATH
+                   : unclear(why, "the Host is in brackets but is not an "
+                                  "IPv6 address");
     }
     if (!host_name(host, &name, why)) {
         return S3_HOST_UNCLEAR;

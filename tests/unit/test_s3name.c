@@ -27,6 +27,13 @@ static const struct host_case host_cases[] = {
     {"127.0.0.1:7070", "aws", S3_HOST_PATH, NULL},
     {"10.0.0.255", "aws", S3_HOST_PATH, NULL},
     {"[::1]:7070", "aws", S3_HOST_PATH, NULL},
+    {"[2001:db8::1]", "aws", S3_HOST_PATH, NULL},
+    /* brackets around a name: a server that strips them reads a bucket */
+    {"[b.s3.amazonaws.com]", "aws", S3_HOST_UNCLEAR, "not an IPv6"},
+    {"[::1]x", "aws", S3_HOST_UNCLEAR, "not an IPv6"},
+    {"[::1]:7x", "aws", S3_HOST_UNCLEAR, "not an IPv6"},
+    {"[]", "aws", S3_HOST_UNCLEAR, "not an IPv6"},
+    {"[::1", "aws", S3_HOST_UNCLEAR, "not an IPv6"},
     {"localhost:9000", "aws", S3_HOST_PATH, NULL},
     {"localhost", "", S3_HOST_PATH, NULL},
     {"s3.amazonaws.com", "aws", S3_HOST_PATH, NULL},
