@@ -198,6 +198,19 @@ def test_kill9_holder_standby_takes_over(pair, upstream):
     assert b.mark("documents/" + d) == fb
 
 
+def test_stopped_holder_hands_over_at_once(pair, upstream):
+    """SIGTERM gives the lease back: the standby need not wait for the
+    (here 60 s) TTL."""
+    lease = pair.lease
+    a = pair("a", ttl_ms=60000, renew_ms=300)
+    fa = wait_state(a, lease, "holding")["fence"]
+    b = pair("b", ttl_ms=60000, renew_ms=300)
+    wait_state(b, lease, "standby")
+    assert a.stop() == 0
+    fb = wait_state(b, lease, "holding", timeout=10)["fence"]
+    assert fb > fa
+
+
 def test_paused_holder_is_refused_by_its_own_clock(pair, upstream):
     """SIGSTOP the holder past its TTL: the other wins and raises the
     scope mark; the resumed one refuses its own writes at once (its TTL
