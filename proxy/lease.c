@@ -263,10 +263,17 @@ unhealthy(struct lease *l, int code)
 {
     char why[128];
 
-    snprintf(why, sizeof(why),
-             "the application's health_url answered %d, not 2xx: the lease "
-             "is given up",
-             code);
+    if (code > 0) {
+        snprintf(why, sizeof(why),
+                 "the application's health_url answered %d, not 2xx: the "
+                 "lease is given up",
+                 code);
+    } else {
+        snprintf(why, sizeof(why),
+                 "the application's health_url did not answer within %d "
+                 "ms: the lease is given up",
+                 l->cfg->renew_ms / 2 > 0 ? l->cfg->renew_ms / 2 : 1);
+    }
     if (l->fence == 0) {
         log_debug("lease %s: %s", carry_name(l->c), why);
         again_in(l, l->cfg->renew_ms);

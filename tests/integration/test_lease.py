@@ -325,14 +325,19 @@ def test_scope_mark_refuses_a_write_that_slips_past(pair, upstream):
 
 
 class Health:
-    """The application's health endpoint: answers status (200 or 500)."""
+    """The application's health endpoint: answers status (200 or 500),
+    or hangs (status None) until stopped."""
 
     def __init__(self):
         self.status = 200
+        self.stopping = threading.Event()
         outer = self
 
         class H(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
+                if outer.status is None:
+                    outer.stopping.wait(30)
+                    return
                 self.send_response(outer.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -346,6 +351,7 @@ class Health:
         self.t.start()
 
     def stop(self):
+        self.stopping.set()
         self.srv.shutdown()
         self.srv.server_close()
 
@@ -357,10 +363,14 @@ def health():
     h.stop()
 
 
+@pytest.mark.parametrize("sick,why", [(500, "answered 500"),
+                                      (None, "did not answer within 150 ms")],
+                         ids=["500", "hung"])
 def test_unhealthy_app_gives_the_lease_up(tidemark, upstream, health,
-                                          store_servers):
-    """With health_url, a hung application's sidecar gives the lease up
-    at once (released, not left to its TTL) and the other wins."""
+                                          store_servers, sick, why):
+    """With health_url, the sidecar of an application that answers
+    badly, or not at all within renew_ms / 2, gives the lease up at once
+    (released, not left to its TTL) and the other wins."""
     store = StoreUnderTest("postgres", store_servers("postgres"))
     _, _, locks = empty_lock_store("postgres", store_servers)
     lease = unique("app")
@@ -372,12 +382,12 @@ def test_unhealthy_app_gives_the_lease_up(tidemark, upstream, health,
                          ttl_ms=60000, renew_ms=300)
     b = tidemark(config=cfg_b, name="b")
     wait_state(b, lease, "standby")
-    health.status = 500
+    health.status = sick
     # Far sooner than the 60 s TTL.
     fb = wait_state(b, lease, "holding", timeout=10)["fence"]
     assert fb > fa
     assert lease_state(a, lease)["state"] == "lost"
-    a.wait_log("health_url answered 500")
+    a.wait_log("health_url " + why)
     assert_refused(a, upstream, unique(), 503, "lease-lost")
 
 
