@@ -669,8 +669,6 @@ carry(struct admit *a)
     struct carry_verdict v;
     int64_t fence = 0;
 
-    a->carrier = NULL;
-    a->carried = 0;
     if (name == NULL) {
         return true;
     }
@@ -761,6 +759,8 @@ admit_start(struct admit *a, struct request *rq)
     access_begin(rq);
     a->rq = rq;
     a->todo = a->step = 0;
+    a->carrier = NULL;
+    a->carried = 0;
     a->waiting = false;
     switch (
         screen_request(rq->gen->cfg, &rq->h, rq->bytes + rq->h.head_len, s)) {

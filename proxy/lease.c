@@ -247,6 +247,10 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 static void
 step(struct lease *l)
 {
+    if (l->stopping) {
+        give_back(l); /* a probe answered after the stop began */
+        return;
+    }
     if (l->fence > 0) {
         submit(l, LOCK_OP_EXTEND, 0, extended);
     } else {
