@@ -150,6 +150,9 @@ struct cfg_watch {
     int idle_ms;     /* etcd: a stream silent this long has broken */
     int zk_sess_ms;  /* zookeeper: the session timeout asked for */
     bool required;   /* /readyz is 503 while the watch is not ok */
+    char *only;      /* NULL: every lock under prefix; else the one lock
+                      * followed (a [follow] section's election), by its
+                      * name below prefix */
     int line;
 };
 

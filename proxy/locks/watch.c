@@ -158,13 +158,16 @@ raised(void *arg, enum store_result res, int64_t mark)
 
 /* A source's report: raise the lock's resource to fence. */
 static void
-on_holder(void *owner, const char *name, size_t len, int64_t fence)
+on_holder(void *owner, const char *name, size_t len, int64_t fence,
+          const char *who, size_t wlen)
 {
     struct watch_one *w = owner;
     char res[TM_RESOURCE_MAX + 1];
     size_t rlen = 0;
     struct raise_ctx *r;
 
+    (void)who;
+    (void)wlen;
     if (fence <= 0) {
         return;
     }
