@@ -156,6 +156,27 @@ struct cfg_watch {
     int line;
 };
 
+/* The application's own leader election, followed (proxy/locks/follow.c):
+ * routes name it with lease = NAME. */
+struct cfg_follow {
+    char *name;      /* the section's NAME: the scope mark follow/NAME */
+    char *backend;   /* etcd | zookeeper */
+    char *endpoints; /* etcd: http://host:port, comma-separated */
+    char *zk_hosts;  /* zookeeper: host:port, comma-separated */
+    char *election;  /* etcd: the election's name (keys NAME/<lease>);
+                      * zookeeper: the election's znode */
+    char *identity;  /* this replica's, ${VAR} expanded: the holder's
+                      * value (etcd) or node data (zookeeper) when it
+                      * holds the election */
+    char *kind;      /* etcd-election | curator-leaderlatch |
+                      * kazoo-election */
+    int timeout_ms;  /* etcd: one call */
+    int idle_ms;     /* etcd: a stream silent this long has broken */
+    int zk_sess_ms;  /* zookeeper: the session asked for */
+    bool ready;      /* /readyz is 503 while not holding */
+    int line;
+};
+
 /* Signing issued tokens and verifying them on verify = hmac routes. */
 struct cfg_tokens {
     char *key_file;     /* path as written; NULL: no key */
@@ -176,6 +197,8 @@ struct tm_config {
     size_t nroutes;
     struct cfg_watch *watches; /* file order */
     size_t nwatches;
+    struct cfg_follow *follows; /* file order */
+    size_t nfollows;
     char *env_links; /* Kubernetes service-link variables set aside,
                       * names separated by spaces; NULL: none */
     char *warnings;  /* "FILE: warning: ..." lines, '\n'-separated, of
