@@ -1010,6 +1010,12 @@ load_follow(struct loader *l, const struct raw_sect *s, struct cfg_follow *f,
     char buf[256];
     char *id;
 
+    if (find_sect(l, CFG_LEASE, f->name) != NULL) {
+        add_err(l, sect_origin(s, &at),
+                "[follow %s]: a [lease %s] has that name too: a route's "
+                "lease = %s would name both",
+                f->name, f->name, f->name);
+    }
     if (l->errs->n != before || f->identity == NULL) {
         return;
     }

@@ -70,8 +70,8 @@ struct watches {
     size_t n;
 };
 
-static const struct watch_source_ops *
-source_find(const char *name)
+const struct watch_source_ops *
+watch_source_find(const char *name)
 {
     for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
         if (name != NULL && strcmp(sources[i]->name, name) == 0) {
@@ -383,7 +383,7 @@ watches_new(struct event_base *base, struct fence *f,
         struct watch_one *w = &set->w[i];
 
         w->set = set;
-        w->ops = source_find(c->backend);
+        w->ops = watch_source_find(c->backend);
         w->section = strdup(c->name);
         w->resource = strdup(c->resource);
         w->required = c->required;

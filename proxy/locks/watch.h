@@ -68,6 +68,9 @@ struct watch_source_ops {
     void (*close)(struct watch_source *src);
 };
 
+/* The source for [watch] backend = name; NULL when none. */
+const struct watch_source_ops *watch_source_find(const char *name);
+
 struct watches;
 
 /* Start every [watch] section of cfg, raising marks through f. NULL on
