@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+import servers
 from conftest import (DEFAULT_ROUTE, assert_problem, run_check, slow,
                       wait_until)
 from test_etcd import create_revision
@@ -167,6 +168,82 @@ def test_follow_etcdctl_elect(tidemark, upstream, store_servers):
         return e, (e.fence() if wait else None)
 
     roles_swap(pods, upstream, name, lead, lambda e: e.end())
+
+
+def test_follow_cut_off_leader_is_refused_by_the_scope_mark(
+        tidemark, upstream, store_servers):
+    """pod-a's sidecar follows the election through a relay that is cut
+    (a partition from the election's store, not from the mark store):
+    when pod-a's session ends and pod-b leads, pod-a's sidecar cannot
+    see it and still holds, but pod-b's sidecar has raised the scope mark
+    to its fence, so pod-a's tokenless write is refused 409 and never
+    reaches the backend; once the relay forwards again, pod-a's sidecar
+    is standby and refuses 503 not-leader."""
+    etcd = store_servers("etcd")
+    name = unique("app")
+    election = "/follow/" + name
+    relay = servers.Relay(int(etcd.endpoints.rsplit(":", 1)[1]))
+    section = {"backend": "etcd", "election": election,
+               "kind": "etcd-election"}
+    pods = {}
+    for pod, endpoints in (("pod-a", relay.url), ("pod-b", etcd.endpoints)):
+        pods[pod] = tidemark(
+            config={"store": store_for(store_servers).section(),
+                    "follow " + name: dict(section, endpoints=endpoints,
+                                           identity="${POD_NAME}"),
+                    "route docs": dict(DEFAULT_ROUTE, lease=name)},
+            env={"POD_NAME": pod}, name=pod)
+    a_side, b_side = pods["pod-a"], pods["pod-b"]
+    doc = unique("doc")
+    a = EtcdctlElect(etcd, election, "pod-a")
+    b = None
+    try:
+        fence_a = a.fence()
+        wait_carrier(a_side, name, "holding", fence_a)
+        wait_carrier(b_side, name, "standby")
+        relay.cut()
+        b = EtcdctlElect(etcd, election, "pod-b")
+        a.end()
+        fence_b = b.fence()
+        wait_carrier(b_side, name, "holding", fence_b)
+        assert b_side.mark("follow/" + name) == fence_b
+        # cut off, pod-a's sidecar has not seen the election change hands
+        assert carrier(a_side, name)["state"] == "holding"
+        r = a_side.put(doc, headers=[("X-Test-Id", "a-cut")])
+        assert_problem(r, 409)
+        assert r.header("Tidemark-Error") == "stale-token"
+        relay.resume()
+        wait_carrier(a_side, name, "standby")
+        refused_not_leader(a_side, doc, "a-back")
+    finally:
+        relay.stop()
+        for p in (a, b):
+            if p is not None:
+                p.stop()
+    assert upstream.find("X-Test-Id", "a-cut") == []
+    assert upstream.find("X-Test-Id", "a-back") == []
+
+
+def test_follow_store_down_at_start_refuses(tidemark, upstream, port):
+    """An election store that does not answer at start: the section is
+    never decided, /readyz (ready = yes) is 503, and a tokenless write is
+    refused 503 lease-starting, never forwarded without a fence."""
+    name = unique("app")
+    tm = tidemark(
+        config={"follow " + name: {
+                    "backend": "etcd",
+                    "endpoints": "http://127.0.0.1:%d" % port,
+                    "election": "/follow/" + name, "kind": "etcd-election",
+                    "identity": "${POD_NAME}", "ready": "yes"},
+                "route docs": dict(DEFAULT_ROUTE, lease=name)},
+        env={"POD_NAME": "pod-a"})
+    wait_until(lambda: tm.admin("GET", "/readyz")[0] == 503, 10 * slow(),
+               "/readyz 503")
+    assert carrier(tm, name)["state"] == "starting"
+    r = tm.put("d", headers=[("X-Test-Id", "down")])
+    assert_problem(r, 503)
+    assert r.header("Tidemark-Error") == "lease-starting"
+    assert upstream.find("X-Test-Id", "down") == []
 
 
 def store_for(store_servers):
