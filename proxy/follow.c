@@ -7,15 +7,16 @@
  * holder's fence (etcd: the leader key's create revision; ZooKeeper:
  * the leader node's czxid); standby while another identity holds it, or
  * none; lost while its store cannot be followed (a holder may change
- * unseen then).
+ * unseen then): until its store answers and the election is read
+ * again.
  *
  * The holder is this identity when the leader's value (etcd: its key's
  * value, the proposal; ZooKeeper: its node's data, the participant id
  * or identifier) is the identity, byte for byte. The value is the
- * store's: shown and logged only escaped. Once the store answers again
- * after an outage, the holder last reported stands until the source
- * reports another: a source that comes back reports every change it may
- * have missed (watch.h). */
+ * store's: shown and logged only escaped. After an outage the holder is
+ * not known again until the source reports it: a source following one
+ * lock reads it again once its store answers (watch_etcd.c,
+ * watch_zookeeper.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,9 @@ on_seen(void *owner, enum watch_seen what, const char *why)
     bool was = f->failing;
 
     f->failing = what == WATCH_SEEN_ERROR;
+    if (f->failing) {
+        f->read = false; /* the holder may change unseen from now on */
+    }
     if (f->failing || was) {
         report(f, f->failing ? (why != NULL ? why : "-")
                              : "its store is followed again");

@@ -25,7 +25,8 @@
  * this shape: keys NAME/<lease in hex>, the leader the oldest, its value
  * the leader's proposal. With cfg->only, the source reads and watches
  * only the keys <prefix><only>/, and reports that lock's holder with its
- * value, and that it has none when its last key is gone. */
+ * value, and that it has none when its last key is gone; after an
+ * outage it reads that lock again rather than resume its watch. */
 #include "watch.h"
 
 #include <inttypes.h>
@@ -180,14 +181,16 @@ idle_reset(struct watch_source *s)
 }
 
 /* Drop the watch and open another later: where it stopped, or after
- * reading every lock when read_all. */
+ * reading every lock when read_all. The one lock followed is read again
+ * in any case (one range): its holder is reported after every outage,
+ * changed or not. */
 static void
 end_watch(struct watch_source *s, bool read_all)
 {
     evtimer_del(s->idle);
     etcd_watch_free(s->w);
     s->w = NULL;
-    if (read_all) {
+    if (read_all || s->only != NULL) {
         s->next_rev = 0;
     }
     retry_later(s);

@@ -353,6 +353,9 @@ zw_call(void *arg, struct zk_call *c)
         log_info("watch %s: %s does not exist yet: waiting for it", s->section,
                  LOG_STR(s->prefix));
         s->hooks.seen(s->owner, WATCH_SEEN_READ, NULL);
+        if (s->only != NULL) {
+            no_holder(s, s->only);
+        }
     } else if (c->step == ZW_LOCK && c->rc == ZNONODE) {
         lock_forget(s, c->name);
         no_holder(s, c->name);
