@@ -246,6 +246,43 @@ def test_follow_store_down_at_start_refuses(tidemark, upstream, port):
     assert upstream.find("X-Test-Id", "down") == []
 
 
+@pytest.mark.parametrize("value", [
+    b"pod-a\x00",                              # pod-a, then a NUL
+    b"pod-a\n\x1b[31m" + b"x" * 70000,          # a line, a colour, 70 KB
+])
+def test_follow_hostile_leader_value(tidemark, upstream, store_servers,
+                                     value):
+    """An election's leader key whose value only starts like this
+    identity (a NUL after it; a line break, an escape sequence and 70 KB
+    after it) is another identity's: standby, writes refused; the value
+    is shown escaped and cut, and no raw byte of it reaches the log."""
+    import base64
+    etcd = store_servers("etcd")
+    name = unique("app")
+    election = "/follow/" + name
+    key = (election + "/694d0000000000aa").encode()
+    r = etcd.call("/v3/kv/put", {"key": base64.b64encode(key).decode(),
+                                 "value": base64.b64encode(value).decode()})
+    assert "header" in r, r
+    tm = tidemark(
+        config={"proxy": {"log_level": "debug"},
+                "follow " + name: {
+                    "backend": "etcd", "endpoints": etcd.endpoints,
+                    "election": election, "kind": "etcd-election",
+                    "identity": "${POD_NAME}"},
+                "route docs": dict(DEFAULT_ROUTE, lease=name)},
+        env={"POD_NAME": "pod-a"})
+    wait_carrier(tm, name, "standby")
+    holder = carrier(tm, name)["holder"]
+    # quoted and escaped as log values are (logesc)
+    assert holder.startswith('"pod-a\\'), holder
+    assert len(holder) < 128 and holder.isprintable(), holder
+    refused_not_leader(tm, "d", "hostile")
+    assert upstream.find("X-Test-Id", "hostile") == []
+    log = tm.log_path.read_bytes()
+    assert b"\x1b" not in log and b"\x00" not in log
+
+
 def store_for(store_servers):
     """The mark store both pods share: etcd's."""
     from conftest import StoreUnderTest
