@@ -197,7 +197,10 @@ carry_lost(struct carrier *c, const char *why)
         return;
     }
     set_holder(c, NULL);
-    set_state(c, CARRY_LOST, c->state == CARRY_HOLDING ? c->fence : 0, why);
+    set_state(c, CARRY_LOST,
+              c->state == CARRY_HOLDING || c->state == CARRY_LOST ? c->fence
+                                                                  : 0,
+              why);
 }
 
 enum carry_state

@@ -67,12 +67,17 @@ free_lease(struct lease *l)
 static bool
 landed(struct lease *l)
 {
+    int64_t fence;
+
     l->busy = false;
     if (l->closed) {
         free_lease(l);
         return false;
     }
     lib_enter(l->env.log);
+    /* A process that was paused past its lease's end finds it lost by
+     * its own clock first, whatever the answer then says. */
+    carry_now(l->c, &fence);
     return true;
 }
 
@@ -332,9 +337,12 @@ open_health(struct lease *l, char *err, size_t errlen)
 static void
 tick(struct lease *l)
 {
+    int64_t fence;
+
     if (l->busy) {
         return;
     }
+    carry_now(l->c, &fence); /* as landed */
     if (l->hc != NULL) {
         probe(l);
     } else {
