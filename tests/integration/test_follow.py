@@ -89,6 +89,10 @@ def roles_swap(tm_pods, upstream, name, lead, end):
         assert r.status == 200, r
         assert a_side.mark("documents/" + doc) == fence_a
         refused_not_leader(b_side, doc, "b0")
+        # the sidecar carries the token on this route: none of the app's
+        r = a_side.put(doc, token=fence_a, headers=[("X-Test-Id", "a-tok")])
+        assert_problem(r, 400)
+        assert r.header("Tidemark-Error") == "token-on-carried-route"
         b, _ = lead("pod-b", wait=False)
         end(a)
         fence_b = b.fence()
@@ -104,7 +108,7 @@ def roles_swap(tm_pods, upstream, name, lead, end):
         for p in (a, b):
             if p is not None:
                 p.stop()
-    for tag in ("b0", "a2"):
+    for tag in ("b0", "a-tok", "a2"):
         assert upstream.find("X-Test-Id", tag) == []
     for tag in ("a1", "b1"):
         assert len(upstream.find("X-Test-Id", tag)) == 1
