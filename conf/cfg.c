@@ -740,11 +740,13 @@ keys_origin(const struct raw_sect *s, const char *const *keys,
 
 static void *
 sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
-         size_t *nroute, size_t *nwatch, size_t *nlease)
+         size_t *nroute, size_t *nwatch, size_t *nlease, size_t *nfollow)
 {
     switch (s->kind) {
     case CFG_LEASE:
         return &c->leases[(*nlease)++];
+    case CFG_FOLLOW:
+        return &c->follows[(*nfollow)++];
     case CFG_UPSTREAM:
         return &c->upstreams[(*nup)++];
     case CFG_ROUTE:
@@ -801,60 +803,71 @@ env_lookup(char *const *envp, const char *name, size_t len)
     return NULL;
 }
 
-/* Replace ${VAR} in add_header values by the environment's value. An
- * unset variable is an error; the message names it, never a value. */
+/* v with each ${VAR} replaced by the environment's value (malloc); an
+ * unset variable is an error at at, "WHAT: ${VAR} is not set in the
+ * environment", naming it, never a value. NULL when out of memory. */
+static char *
+expand_env(struct loader *l, const struct origin *at, const char *what,
+           const char *v)
+{
+    size_t cap = strlen(v) + 1, n = 0;
+    char *out = malloc(cap);
+    const char *p;
+
+    if (out == NULL) {
+        l->oom = true;
+        return NULL;
+    }
+    for (p = v; *p != '\0';) {
+        const char *end, *val;
+        size_t vlen, need;
+
+        if (p[0] != '$' || p[1] != '{' || (end = strchr(p + 2, '}')) == NULL) {
+            out[n++] = *p++;
+            continue;
+        }
+        val = env_lookup(l->envp, p + 2, (size_t)(end - p - 2));
+        if (val == NULL) {
+            add_err(l, at, "%s: ${%.*s} is not set in the environment", what,
+                    (int)(end - p - 2), p + 2);
+            val = "";
+        }
+        vlen = strlen(val);
+        need = n + vlen + strlen(end + 1) + 1;
+        if (need > cap) {
+            char *bigger = realloc(out, need);
+            if (bigger == NULL) {
+                free(out);
+                l->oom = true;
+                return NULL;
+            }
+            out = bigger;
+            cap = need;
+        }
+        memcpy(out + n, val, vlen);
+        n += vlen;
+        p = end + 1;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* Replace ${VAR} in add_header values by the environment's value. */
 static void
 expand_headers(struct loader *l, const struct raw_sect *s,
                struct cfg_upstream *u)
 {
     for (size_t i = 0; i < u->nadd; i++) {
-        const char *v = u->add[i].value, *p;
-        size_t cap = strlen(v) + 1, n = 0;
-        char *out = malloc(cap);
+        struct origin at;
+        char what[300];
+        char *out;
 
+        snprintf(what, sizeof(what), "add_header %s", u->add[i].name);
+        out = expand_env(l, sect_origin(s, &at), what, u->add[i].value);
         if (out == NULL) {
-            l->oom = true;
             return;
         }
-        for (p = v; *p != '\0';) {
-            const char *end, *val;
-            size_t vlen, need;
-
-            if (p[0] != '$' || p[1] != '{' ||
-                (end = strchr(p + 2, '}')) == NULL) {
-                out[n++] = *p++;
-                continue;
-            }
-            val = env_lookup(l->envp, p + 2, (size_t)(end - p - 2));
-            if (val == NULL) {
-                struct origin at;
-
-                add_err(l, sect_origin(s, &at),
-                        "add_header %s: ${%.*s} is not set in the "
-                        "environment",
-                        u->add[i].name, (int)(end - p - 2), p + 2);
-                val = "";
-            }
-            vlen = strlen(val);
-            need = n + vlen + strlen(end + 1) + 1;
-            if (need > cap) {
-                char *bigger = realloc(out, need);
-                if (bigger == NULL) {
-                    free(out);
-                    l->oom = true;
-                    return;
-                }
-                out = bigger;
-                cap = need;
-            }
-            memcpy(out + n, val, vlen);
-            n += vlen;
-            p = end + 1;
-        }
-        out[n] = '\0';
         if (strpbrk(out, "\r\n") != NULL) {
-            struct origin at;
-
             add_err(l, sect_origin(s, &at),
                     "add_header %s: the environment's value has a line "
                     "break",
@@ -986,6 +999,49 @@ load_sign(struct loader *l, const struct raw_sect *s, struct cfg_upstream *u)
               (session != NULL && session[0] != '\0' && cr->session == NULL);
 }
 
+/* A [follow] once its keys are set: identity's ${VAR} expanded (an
+ * identity that comes out empty is an error), then its keys together. */
+static void
+load_follow(struct loader *l, const struct raw_sect *s, struct cfg_follow *f,
+            size_t before)
+{
+    static const char *const id_key[] = {"identity", NULL};
+    struct origin at;
+    char buf[256];
+    char *id;
+
+    if (find_sect(l, CFG_LEASE, f->name) != NULL) {
+        add_err(l, sect_origin(s, &at),
+                "[follow %s]: a [lease %s] has that name too: a route's "
+                "lease = %s would name both",
+                f->name, f->name, f->name);
+    }
+    if (l->errs->n != before || f->identity == NULL) {
+        return;
+    }
+    id = expand_env(l, keys_origin(s, id_key, &at), "identity", f->identity);
+    if (id == NULL) {
+        return;
+    }
+    free(f->identity);
+    f->identity = id;
+    if (l->errs->n == before && cfg_check_follow(f, buf, sizeof(buf))) {
+        static const char *const none[] = {NULL};
+        static const char *const keyed[][2] = {
+            {"kind", NULL}, {"election", NULL}, {"identity", NULL}};
+        const char *const *keys = none;
+
+        for (size_t i = 0; i < sizeof(keyed) / sizeof(keyed[0]); i++) {
+            size_t n = strlen(keyed[i][0]);
+
+            if (strncmp(buf, keyed[i][0], n) == 0 && buf[n] == ':') {
+                keys = keyed[i];
+            }
+        }
+        add_err(l, keys_origin(s, keys, &at), "%s", buf);
+    }
+}
+
 /* Whether s is in the file, or set from the environment. */
 static bool
 sect_given(const struct raw_sect *s)
@@ -1041,13 +1097,18 @@ carrier_known(const struct tm_config *c, const char *name)
             return true;
         }
     }
+    for (size_t i = 0; i < c->nfollows; i++) {
+        if (strcmp(c->follows[i].name, name) == 0) {
+            return true;
+        }
+    }
     return false;
 }
 
 static void
 build(struct loader *l, struct tm_config *c)
 {
-    size_t nup = 0, nroute = 0, nwatch = 0, nlease = 0, before;
+    size_t nup = 0, nroute = 0, nwatch = 0, nlease = 0, nfollow = 0, before;
     char buf[256];
 
     for (size_t i = 0; i < l->nsects; i++) {
@@ -1055,13 +1116,15 @@ build(struct loader *l, struct tm_config *c)
         nroute += l->sects[i].kind == CFG_ROUTE;
         nwatch += l->sects[i].kind == CFG_WATCH;
         nlease += l->sects[i].kind == CFG_LEASE;
+        nfollow += l->sects[i].kind == CFG_FOLLOW;
     }
     c->upstreams = calloc(nup + 1, sizeof(*c->upstreams));
     c->routes = calloc(nroute + 1, sizeof(*c->routes));
     c->watches = calloc(nwatch + 1, sizeof(*c->watches));
     c->leases = calloc(nlease + 1, sizeof(*c->leases));
+    c->follows = calloc(nfollow + 1, sizeof(*c->follows));
     if (c->upstreams == NULL || c->routes == NULL || c->watches == NULL ||
-        c->leases == NULL) {
+        c->leases == NULL || c->follows == NULL) {
         l->oom = true;
         return;
     }
@@ -1069,13 +1132,15 @@ build(struct loader *l, struct tm_config *c)
     c->nroutes = nroute;
     c->nwatches = nwatch;
     c->nleases = nlease;
+    c->nfollows = nfollow;
     nup = 0;
     nroute = 0;
     nwatch = 0;
     nlease = 0;
+    nfollow = 0;
     for (size_t i = 0; i < l->nsects; i++) {
         const struct raw_sect *s = &l->sects[i];
-        void *obj = sect_obj(c, s, &nup, &nroute, &nwatch, &nlease);
+        void *obj = sect_obj(c, s, &nup, &nroute, &nwatch, &nlease, &nfollow);
 
         if (s->kind == CFG_UPSTREAM) {
             struct cfg_upstream *u = obj;
@@ -1101,12 +1166,21 @@ build(struct loader *l, struct tm_config *c)
             ls->name = strdup(s->name);
             ls->line = s->line;
             l->oom |= ls->name == NULL;
+        } else if (s->kind == CFG_FOLLOW) {
+            struct cfg_follow *f = obj;
+
+            f->name = strdup(s->name);
+            f->line = s->line;
+            l->oom |= f->name == NULL;
         }
         before = l->errs->n;
         apply_sect(l, s, obj);
         if (s->kind == CFG_UPSTREAM) {
             expand_headers(l, s, obj);
             load_sign(l, s, obj);
+        }
+        if (s->kind == CFG_FOLLOW) {
+            load_follow(l, s, obj, before);
         }
         /* A bad value was reported; "needs" would only repeat it. */
         if (s->kind == CFG_PROXY && l->errs->n == before &&
@@ -1387,6 +1461,10 @@ cfg_free(struct tm_config *c)
     for (size_t i = 0; i < c->nleases; i++) {
         free(c->leases[i].name);
     }
+    for (size_t i = 0; i < c->nfollows; i++) {
+        free(c->follows[i].name);
+    }
+    free(c->follows);
     free(c->upstreams);
     free(c->routes);
     free(c->watches);
@@ -1477,6 +1555,10 @@ cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
         /* The leases run from the first configuration; a route that
          * names one added since is refused (proxy/carry.c). */
         changed(arg, "[lease] sections", "the ones read at start");
+    }
+    if (!sects_same(nw, old, CFG_FOLLOW)) {
+        /* As the leases. */
+        changed(arg, "[follow] sections", "the ones read at start");
     }
     for (size_t i = 0; i < cfg_nopts; i++) {
         const struct cfg_opt *o = &cfg_opts[i];

@@ -152,6 +152,30 @@ struct cfg_watch {
     int idle_ms;     /* etcd: a stream silent this long has broken */
     int zk_sess_ms;  /* zookeeper: the session timeout asked for */
     bool required;   /* /readyz is 503 while the watch is not ok */
+    char *only;      /* NULL: every lock under prefix; else the one lock
+                      * followed (a [follow] section's election), by its
+                      * name below prefix */
+    int line;
+};
+
+/* The application's own leader election, followed (proxy/locks/follow.c):
+ * routes name it with lease = NAME. */
+struct cfg_follow {
+    char *name;      /* the section's NAME: the scope mark follow/NAME */
+    char *backend;   /* etcd | zookeeper */
+    char *endpoints; /* etcd: http://host:port, comma-separated */
+    char *zk_hosts;  /* zookeeper: host:port, comma-separated */
+    char *election;  /* etcd: the election's name (keys NAME/<lease>);
+                      * zookeeper: the election's znode */
+    char *identity;  /* this replica's, ${VAR} expanded: the holder's
+                      * value (etcd) or node data (zookeeper) when it
+                      * holds the election */
+    char *kind;      /* etcd-election | curator-leaderlatch |
+                      * kazoo-election */
+    int timeout_ms;  /* etcd: one call */
+    int idle_ms;     /* etcd: a stream silent this long has broken */
+    int zk_sess_ms;  /* zookeeper: the session asked for */
+    bool ready;      /* /readyz is 503 while not holding */
     int line;
 };
 
@@ -189,6 +213,8 @@ struct tm_config {
     size_t nwatches;
     struct cfg_lease *leases; /* file order */
     size_t nleases;
+    struct cfg_follow *follows; /* file order */
+    size_t nfollows;
     char *env_links; /* Kubernetes service-link variables set aside,
                       * names separated by spaces; NULL: none */
     char *warnings;  /* "FILE: warning: ..." lines, '\n'-separated, of

@@ -1343,6 +1343,9 @@ static const char *const lock_backend_choices[] = {
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const sign_choices[] = {"none", "aws-sigv4", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
+static const char *const follow_backend_choices[] = {"etcd", "zookeeper", NULL};
+static const char *const follow_kind_choices[] = {
+    "etcd-election", "curator-leaderlatch", "kazoo-election", NULL};
 static const char *const watch_token_choices[] = {"create_revision",
                                                   "lock_revision", NULL};
 
@@ -1543,6 +1546,41 @@ const struct cfg_opt cfg_opts[] = {
      0,
      "/readyz is 503 while the watch cannot follow its locks (a paused "
      "holder's writes pass until the next holder writes)"},
+
+    /* [follow] sections are read at start as a whole, as [watch]. */
+    {CFG_FOLLOW, "backend", CFG_T_CHOICE, NULL, OFF(cfg_follow, backend),
+     CHOICE(follow_backend_choices), CFG_REQUIRED,
+     "where the election lives: etcd | zookeeper"},
+    {CFG_FOLLOW, "endpoints", CFG_T_STR, NULL, OFF(cfg_follow, endpoints),
+     OPS(endpoints_ops), CFG_EMPTY_OK,
+     "etcd: http://host:port, comma-separated"},
+    {CFG_FOLLOW, "hosts", CFG_T_STR, NULL, OFF(cfg_follow, zk_hosts),
+     OPS(zk_hosts_ops), CFG_EMPTY_OK,
+     "zookeeper: host:port, comma-separated (the ensemble)"},
+    {CFG_FOLLOW, "election", CFG_T_STR, NULL, OFF(cfg_follow, election), NONE,
+     CFG_REQUIRED,
+     "etcd: the election's name as the application gives it (etcdctl "
+     "elect NAME, concurrency.NewElection(s, NAME)); zookeeper: the "
+     "election's znode (LeaderLatch's latch path, kazoo Election's path)"},
+    {CFG_FOLLOW, "identity", CFG_T_STR, NULL, OFF(cfg_follow, identity), NONE,
+     CFG_REQUIRED | CFG_EMPTY_OK,
+     "this replica's identity in the election (its proposal, participant "
+     "id or identifier), ${VAR} from the environment: ${POD_NAME}"},
+    {CFG_FOLLOW, "kind", CFG_T_CHOICE, NULL, OFF(cfg_follow, kind),
+     CHOICE(follow_kind_choices), CFG_REQUIRED,
+     "the election's recipe: etcd-election | curator-leaderlatch | "
+     "kazoo-election"},
+    {CFG_FOLLOW, "timeout_ms", CFG_T_INT, "2000", OFF(cfg_follow, timeout_ms),
+     INT(1, 600000), 0, "etcd: one call to the election's store"},
+    {CFG_FOLLOW, "idle_timeout_ms", CFG_T_INT, "660000",
+     OFF(cfg_follow, idle_ms), INT(1000, 86400000), 0,
+     "etcd: a watch stream silent this long has broken: lost, opened "
+     "again"},
+    {CFG_FOLLOW, "session_timeout_ms", CFG_T_INT, "10000",
+     OFF(cfg_follow, zk_sess_ms), INT(1000, 600000), 0,
+     "zookeeper: tidemark's session"},
+    {CFG_FOLLOW, "ready", CFG_T_BOOL, "no", OFF(cfg_follow, ready), NONE, 0,
+     "yes: /readyz is 503 while this identity does not hold the election"},
 
     {CFG_TOKENS, "key_file", CFG_T_KEYFILE, NULL, OFF(cfg_tokens, key_file),
      INT(TOKEN_KEY_MIN, SECRET_MAX), CFG_RESTART,
@@ -1857,6 +1895,8 @@ sect_obj_name(enum cfg_sect s, const void *obj)
         return ((const struct cfg_watch *)obj)->name;
     case CFG_LEASE:
         return ((const struct cfg_lease *)obj)->name;
+    case CFG_FOLLOW:
+        return ((const struct cfg_follow *)obj)->name;
     default:
         return ((const struct cfg_route *)obj)->name;
     }
@@ -1958,6 +1998,8 @@ cfg_sect_obj(struct tm_config *c, enum cfg_sect s, size_t i)
         return i < c->nwatches ? &c->watches[i] : NULL;
     case CFG_LEASE:
         return i < c->nleases ? &c->leases[i] : NULL;
+    case CFG_FOLLOW:
+        return i < c->nfollows ? &c->follows[i] : NULL;
     default:
         return i == 0 ? cfg_singleton(c, s) : NULL;
     }
@@ -1968,7 +2010,7 @@ cfg_sect_name(enum cfg_sect s)
 {
     static const char *const names[CFG_NSECT] = {
         "proxy",    "admin", "store", "locks", "tokens",
-        "upstream", "route", "watch", "lease",
+        "upstream", "route", "watch", "lease", "follow",
     };
 
     return names[s];
@@ -1978,7 +2020,7 @@ bool
 cfg_sect_named(enum cfg_sect s)
 {
     return s == CFG_UPSTREAM || s == CFG_ROUTE || s == CFG_WATCH ||
-           s == CFG_LEASE;
+           s == CFG_LEASE || s == CFG_FOLLOW;
 }
 
 const char *
@@ -2058,6 +2100,52 @@ cfg_check_watch(const struct cfg_watch *w, char *buf, size_t len)
         return buf;
     }
     return NULL;
+}
+
+/* Which backend holds a kind of election. */
+static const char *
+follow_kind_backend(const char *kind)
+{
+    return strcmp(kind, "etcd-election") == 0 ? "etcd" : "zookeeper";
+}
+
+const char *
+cfg_check_follow(const struct cfg_follow *f, char *buf, size_t len)
+{
+    const char *msg;
+    size_t n;
+
+    if (f->backend == NULL || f->election == NULL || f->kind == NULL ||
+        f->identity == NULL) {
+        return NULL; /* reported already */
+    }
+    n = strlen(f->election);
+    if (strcmp(f->backend, follow_kind_backend(f->kind)) != 0) {
+        snprintf(buf, len, "kind: %s is an election on %s, not on %s", f->kind,
+                 follow_kind_backend(f->kind), f->backend);
+    } else if (strcmp(f->backend, "etcd") == 0 &&
+               (f->endpoints == NULL || !*f->endpoints)) {
+        snprintf(buf, len, "[follow %s] backend etcd needs endpoints", f->name);
+    } else if (strcmp(f->backend, "zookeeper") == 0 &&
+               (f->zk_hosts == NULL || !*f->zk_hosts)) {
+        snprintf(buf, len, "[follow %s] backend zookeeper needs hosts",
+                 f->name);
+    } else if (strcmp(f->backend, "etcd") == 0 &&
+               (n == 0 || f->election[n - 1] == '/')) {
+        snprintf(buf, len,
+                 "election: the name the application elects under, not "
+                 "ending in '/' (its keys are NAME/<lease>)");
+    } else if (strcmp(f->backend, "zookeeper") == 0 &&
+               (msg = check_zk_root(f->election, buf, len)) != NULL) {
+        snprintf(buf, len, "election: %s", msg);
+    } else if (f->identity[0] == '\0') {
+        snprintf(buf, len,
+                 "identity: empty: this replica's identity is needed (an "
+                 "unset ${VAR} reads as empty)");
+    } else {
+        return NULL;
+    }
+    return buf;
 }
 
 const char *

@@ -22,6 +22,7 @@ enum cfg_sect {
     CFG_ROUTE,
     CFG_WATCH,
     CFG_LEASE,
+    CFG_FOLLOW,
     CFG_NSECT,
 };
 
@@ -157,6 +158,10 @@ const char *cfg_check_lease(const struct cfg_lease *l, char *buf, size_t len);
 /* A [watch] section as a whole: the keys its backend needs, a znode
  * path as a zookeeper prefix. NULL, or a message in buf. */
 const char *cfg_check_watch(const struct cfg_watch *w, char *buf, size_t len);
+/* A [follow] section once its keys are set: its backend's address, a
+ * kind of election that backend holds, an election name of that kind's
+ * shape, an identity. "KEY: ..." names the key at fault. */
+const char *cfg_check_follow(const struct cfg_follow *f, char *buf, size_t len);
 
 /* Section-level check of [proxy] once every key is set: max_uri leaves
  * CFG_URI_SLACK bytes of max_head. NULL when fine. */

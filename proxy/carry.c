@@ -260,7 +260,7 @@ carriers_new(const struct carry_env *env, const struct tm_config *cfg,
              char *err, size_t errlen)
 {
     struct carriers *set = calloc(1, sizeof(*set));
-    size_t total = cfg->nleases;
+    size_t total = cfg->nleases + cfg->nfollows;
 
     if (set == NULL || (set->c = calloc(total + 1, sizeof(*set->c))) == NULL) {
         free(set);
@@ -272,6 +272,14 @@ carriers_new(const struct carry_env *env, const struct tm_config *cfg,
         const struct cfg_lease *l = &cfg->leases[i];
 
         if (!add(set, &carry_lease_kind, l->name, l, l->ready, err, errlen)) {
+            carriers_free(set);
+            return NULL;
+        }
+    }
+    for (size_t i = 0; i < cfg->nfollows; i++) {
+        const struct cfg_follow *f = &cfg->follows[i];
+
+        if (!add(set, &carry_follow_kind, f->name, f, f->ready, err, errlen)) {
             carriers_free(set);
             return NULL;
         }

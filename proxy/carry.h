@@ -55,7 +55,8 @@ struct carry_kind {
     void (*close)(void *impl);
 };
 
-extern const struct carry_kind carry_lease_kind; /* lease.c */
+extern const struct carry_kind carry_lease_kind;  /* lease.c */
+extern const struct carry_kind carry_follow_kind; /* follow.c */
 
 /* ---- what a kind reports ---- */
 

@@ -32,7 +32,7 @@ PKGS="$DEMO_PKGS libcmocka-dev python3-pytest procps openssl
 wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server etcd-client clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests
-python3-boto3 awscli rclone prometheus buildah mmdebstrap docker-compose
+python3-boto3 awscli rclone cadaver prometheus buildah mmdebstrap docker-compose
 zookeeperd python3-kazoo libcurator-recipes-java default-jdk-headless"
 
 # The S3 server of the integration tests (s3rver, pinned with its

@@ -72,6 +72,18 @@ named_before(const char *prefix, size_t plen, const json_t *kvs, size_t i,
     return seen;
 }
 
+/* Report kv's holder of name (len bytes) at rev, with its value. */
+static void
+report_one(const json_t *kv, const char *name, size_t len, int64_t rev,
+           ek_holder_cb cb, void *arg)
+{
+    size_t wlen = 0;
+    unsigned char *who = etcd_unb64_dup(json_object_get(kv, "value"), &wlen);
+
+    cb(arg, name, len, rev, (const char *)who, who != NULL ? wlen : 0);
+    free(who);
+}
+
 void
 ek_holders(const char *prefix, size_t plen, const json_t *kvs,
            const struct ek_floor *f, ek_holder_cb cb, void *arg)
@@ -90,7 +102,7 @@ ek_holders(const char *prefix, size_t plen, const json_t *kvs,
             if (f->at > rev && rev > f->before) {
                 rev = f->at;
             }
-            cb(arg, (const char *)key + plen, len, rev);
+            report_one(kv, (const char *)key + plen, len, rev, cb, arg);
         }
         free(key);
     }

@@ -27,16 +27,20 @@ struct ek_floor {
 bool ek_name(const char *prefix, size_t plen, const unsigned char *k, size_t n,
              size_t *len);
 
-/* A lock's holder: name (len bytes, borrowed for the call) at fence rev. */
+/* A lock's holder: name (len bytes, borrowed for the call) at fence rev;
+ * who (wlen bytes, borrowed, not NUL-terminated; NULL when its key has
+ * no value) is its key's value: an election's proposal, the holder's
+ * identity. */
 typedef void (*ek_holder_cb)(void *arg, const char *name, size_t len,
-                             int64_t rev);
+                             int64_t rev, const char *who, size_t wlen);
 
 /* Report the holder of each lock among kvs (a range answer's "kvs",
  * oldest first): the first key of each name, once per name, at f->at
  * when its key was created after f->before and f->at is later than its
  * create revision. Keys that are no lock key, or whose revision does not
- * read, are passed over. Each key is decoded into room sized from its
- * own length: a name of any length is reported. */
+ * read, are passed over. Each key and each holder's value is decoded
+ * into room sized from its own length: a name or a value of any length
+ * is reported. */
 void ek_holders(const char *prefix, size_t plen, const json_t *kvs,
                 const struct ek_floor *f, ek_holder_cb cb, void *arg);
 

@@ -70,8 +70,8 @@ struct watches {
     size_t n;
 };
 
-static const struct watch_source_ops *
-source_find(const char *name)
+const struct watch_source_ops *
+watch_source_find(const char *name)
 {
     for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
         if (name != NULL && strcmp(sources[i]->name, name) == 0) {
@@ -158,13 +158,16 @@ raised(void *arg, enum store_result res, int64_t mark)
 
 /* A source's report: raise the lock's resource to fence. */
 static void
-on_holder(void *owner, const char *name, size_t len, int64_t fence)
+on_holder(void *owner, const char *name, size_t len, int64_t fence,
+          const char *who, size_t wlen)
 {
     struct watch_one *w = owner;
     char res[TM_RESOURCE_MAX + 1];
     size_t rlen = 0;
     struct raise_ctx *r;
 
+    (void)who;
+    (void)wlen;
     if (fence <= 0) {
         return;
     }
@@ -380,7 +383,7 @@ watches_new(struct event_base *base, struct fence *f,
         struct watch_one *w = &set->w[i];
 
         w->set = set;
-        w->ops = source_find(c->backend);
+        w->ops = watch_source_find(c->backend);
         w->section = strdup(c->name);
         w->resource = strdup(c->resource);
         w->required = c->required;

@@ -20,10 +20,15 @@ struct tm_config;
 /* What a source reports: lock name (len bytes, as the lock store names
  * it, below the section's prefix) is now held by the holder whose fence
  * is fence (etcd: its key's create revision; zookeeper: its node's
- * czxid). A source reports each change of holder at least once, on the
- * loop thread; reporting a holder again is harmless. */
+ * czxid), and whose value is who (wlen bytes, not NUL-terminated, NULL
+ * when it has none; etcd: its key's value, an election's proposal;
+ * zookeeper: its node's data, a LeaderLatch's participant id): the
+ * store's bytes, hostile, escaped before they are logged. fence 0 and
+ * who NULL: the lock has no holder now. A source reports each change of
+ * holder at least once, on the loop thread; reporting a holder again is
+ * harmless. */
 typedef void (*watch_holder_cb)(void *owner, const char *name, size_t len,
-                                int64_t fence);
+                                int64_t fence, const char *who, size_t wlen);
 
 /* What a source tells of its store, besides holders. */
 enum watch_seen {
@@ -62,6 +67,9 @@ struct watch_source_ops {
     /* Stop; no callback after this. */
     void (*close)(struct watch_source *src);
 };
+
+/* The source for [watch] backend = name; NULL when none. */
+const struct watch_source_ops *watch_source_find(const char *name);
 
 struct watches;
 

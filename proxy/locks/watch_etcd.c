@@ -19,7 +19,14 @@
  * again from the revision after the last event it delivered, so that
  * no change in between goes unseen; a full read happens at the start,
  * when etcd compacted that revision away, and after a lock could not be
- * read. */
+ * read.
+ *
+ * An election (concurrency.Election, etcdctl elect NAME) is one lock of
+ * this shape: keys NAME/<lease in hex>, the leader the oldest, its value
+ * the leader's proposal. With cfg->only, the source reads and watches
+ * only the keys <prefix><only>/, and reports that lock's holder with its
+ * value, and that it has none when its last key is gone; after an
+ * outage it reads that lock again rather than resume its watch. */
 #include "watch.h"
 
 #include <inttypes.h>
@@ -46,8 +53,12 @@ struct watch_source {
     struct watch_hooks hooks;
     void *owner;
     char *section;
-    char *prefix;
+    char *prefix; /* lock names are below it */
     size_t plen;
+    char *scope; /* the keys read and watched: prefix, or prefix only '/' */
+    size_t slen;
+    char *only; /* NULL: every lock; else the one followed */
+    size_t olen;
     struct etcd_watch *w;
     struct event *retry;
     struct event *idle; /* the stream has been silent too long */
@@ -67,12 +78,44 @@ struct we_look {
     char name[];
 };
 
-/* Report the holder of each lock among kvs (etcd_keys.h). */
+/* Whether name (len bytes) is the lock followed (any, without only). */
+static bool
+followed(const struct watch_source *s, const char *name, size_t len)
+{
+    return s->only == NULL ||
+           (len == s->olen && memcmp(name, s->only, len) == 0);
+}
+
+/* A holder among the kvs read: told when its lock is followed. */
+struct we_report {
+    struct watch_source *s;
+    bool told;
+};
+
+static void
+on_holder_kv(void *arg, const char *name, size_t len, int64_t rev,
+             const char *who, size_t wlen)
+{
+    struct we_report *r = arg;
+
+    if (followed(r->s, name, len)) {
+        r->told = true;
+        r->s->hooks.holder(r->s->owner, name, len, rev, who, wlen);
+    }
+}
+
+/* Report the holder of each lock among kvs (etcd_keys.h), and with
+ * one followed, that it has none when kvs hold none of its keys. */
 static void
 report_holders(struct watch_source *s, const json_t *kvs,
                const struct ek_floor *f)
 {
-    ek_holders(s->prefix, s->plen, kvs, f, s->hooks.holder, s->owner);
+    struct we_report r = {s, false};
+
+    ek_holders(s->prefix, s->plen, kvs, f, on_holder_kv, &r);
+    if (!r.told && s->only != NULL) {
+        s->hooks.holder(s->owner, s->only, s->olen, 0, NULL, 0);
+    }
 }
 
 static void rewatch(struct watch_source *s);
@@ -138,14 +181,16 @@ idle_reset(struct watch_source *s)
 }
 
 /* Drop the watch and open another later: where it stopped, or after
- * reading every lock when read_all. */
+ * reading every lock when read_all. The one lock followed is read again
+ * in any case (one range): its holder is reported after every outage,
+ * changed or not. */
 static void
 end_watch(struct watch_source *s, bool read_all)
 {
     evtimer_del(s->idle);
     etcd_watch_free(s->w);
     s->w = NULL;
-    if (read_all) {
+    if (read_all || s->only != NULL) {
         s->next_rev = 0;
     }
     retry_later(s);
@@ -265,7 +310,7 @@ on_event(void *arg, json_t *result)
         if (e.mod_ok && mod >= s->next_rev) {
             s->next_rev = mod + 1;
         }
-        if (lock) {
+        if (lock && followed(s, (const char *)key + s->plen, e.len)) {
             log_debug("watch %s: %s of %s at revision %" PRId64
                       " (deleted key created at %" PRId64 ")",
                       s->section, type, LOG_ESC((const char *)key, (size_t)n),
@@ -288,8 +333,8 @@ start_watch(struct watch_source *s, int64_t from)
     s->next_rev = from;
     s->w = etcd_http_watch(s->h,
                            json_pack("{s:o,s:o,s:s,s:b,s:b}", "key",
-                                     etcd_b64(s->prefix, s->plen), "range_end",
-                                     etcd_prefix_end(s->prefix, s->plen),
+                                     etcd_b64(s->scope, s->slen), "range_end",
+                                     etcd_prefix_end(s->scope, s->slen),
                                      "start_revision", rev, "prev_kv",
                                      s->lock_rev, "progress_notify", 1),
                            on_event, s);
@@ -333,8 +378,8 @@ sync_all(struct watch_source *s)
     if (s->closing) {
         return;
     }
-    s->syncing = etcd_http_call(
-        s->h, "/v3/kv/range", ek_prefix_range(s->prefix, s->plen), on_sync, s);
+    s->syncing = etcd_http_call(s->h, "/v3/kv/range",
+                                ek_prefix_range(s->scope, s->slen), on_sync, s);
     if (!s->syncing) {
         seen(s, WATCH_SEEN_ERROR, "cannot send the read of every lock");
         retry_later(s);
@@ -378,6 +423,8 @@ we_close(struct watch_source *s)
     }
     free(s->section);
     free(s->prefix);
+    free(s->scope);
+    free(s->only);
     free(s);
 }
 
@@ -399,13 +446,22 @@ we_open(struct event_base *base, const struct cfg_watch *cfg,
     s->section = strdup(cfg->name);
     s->prefix = strdup(cfg->prefix);
     s->plen = s->prefix != NULL ? strlen(s->prefix) : 0;
+    s->only = cfg->only != NULL ? strdup(cfg->only) : NULL;
+    s->olen = s->only != NULL ? strlen(s->only) : 0;
+    s->scope = s->only != NULL ? etcd_key_join(s->prefix, s->plen, s->only,
+                                               s->olen, "/", 1, &s->slen)
+                               : strdup(cfg->prefix);
+    if (s->only == NULL && s->scope != NULL) {
+        s->slen = s->plen;
+    }
     s->lock_rev =
         cfg->token != NULL && strcmp(cfg->token, "lock_revision") == 0;
     s->retry_ms = WE_RETRY_MS;
     s->idle_ms = cfg->idle_ms > 0 ? cfg->idle_ms : 660000;
     s->retry = evtimer_new(base, retry_cb, s);
     s->idle = evtimer_new(base, idle_cb, s);
-    if (s->section == NULL || s->prefix == NULL || s->retry == NULL ||
+    if (s->section == NULL || s->prefix == NULL || s->scope == NULL ||
+        (cfg->only != NULL && s->only == NULL) || s->retry == NULL ||
         s->idle == NULL) {
         snprintf(err, errlen, "watch: out of memory");
         we_close(s);

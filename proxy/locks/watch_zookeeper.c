@@ -3,7 +3,14 @@
  * InterProcessMutex): each child of the prefix is one lock, its
  * ephemeral sequential children its contenders, the holder the one with
  * the lowest sequence number, its fence that node's czxid. Followed with
- * ZooKeeper's one-shot watches, set again by every read. */
+ * ZooKeeper's one-shot watches, set again by every read.
+ *
+ * An election (Curator's LeaderLatch, kazoo's Election) is one lock of
+ * this shape: its path's sequential children the participants, the
+ * leader the lowest, its node's data the leader's id. With cfg->only,
+ * the source follows only the lock <prefix>/<only>, and reports its
+ * holder with the holder's data, and that it has none when it has no
+ * child or no node. */
 #include "watch.h"
 
 #include <stdio.h>
@@ -58,6 +65,8 @@ struct watch_source {
     bool probing;           /* a probe is out */
     char *section;
     char *prefix;
+    char *only;      /* NULL: every lock; else the one followed */
+    char *only_path; /* its node's path */
     /* The locks whose children are watched (or read), sorted by strcmp. */
     char **locks;
     int nlocks;
@@ -94,7 +103,9 @@ send_read(struct watch_source *s, enum zw_step step, const char *path,
         zk_call_free(c);
         return;
     }
-    if (zh != NULL && (step == ZW_HOLDER || step == ZW_PROBE)) {
+    if (zh != NULL && step == ZW_HOLDER) {
+        rc = zoo_aget(zh, path, 0, zk_done_data, c);
+    } else if (zh != NULL && step == ZW_PROBE) {
         rc = zoo_aexists(zh, path, 0, zk_done_stat, c);
     } else if (zh != NULL && step == ZW_PREFIX_WAIT) {
         rc = zoo_awexists(zh, path, zk_conn_watcher, ctx, zk_done_stat, c);
@@ -161,10 +172,21 @@ on_probe(struct watch_source *s, struct zk_call *c)
     evtimer_add(s->probe_ev, &tv);
 }
 
+/* Tell that lock name has no holder now, when it is the one followed
+ * (a [watch] has nothing to raise then). */
+static void
+no_holder(struct watch_source *s, const char *name)
+{
+    if (s->only != NULL && strcmp(name, s->only) == 0) {
+        s->hooks.holder(s->owner, name, strlen(name), 0, NULL, 0);
+    }
+}
+
 static void
 read_lock(struct watch_source *s, const char *name)
 {
-    char *path = zk_path_join(s->prefix, name);
+    char *path =
+        s->only != NULL ? strdup(s->only_path) : zk_path_join(s->prefix, name);
 
     if (path == NULL) {
         log_error("watch %s: out of memory: lock %s is not followed until "
@@ -178,10 +200,34 @@ read_lock(struct watch_source *s, const char *name)
 
 /* The prefix's children came: read each lock not followed yet; the set
  * becomes kids (taken from c). */
+/* With a lock followed, the prefix's children but that one are none of
+ * ours: out of c->kids; its absence tells it has no holder. */
+static void
+keep_only(struct watch_source *s, struct zk_call *c)
+{
+    int n = 0;
+
+    for (int i = 0; i < c->nkids; i++) {
+        if (strcmp(c->kids[i], s->only) == 0) {
+            c->kids[n++] = c->kids[i];
+        } else {
+            free(c->kids[i]);
+        }
+    }
+    c->nkids = n;
+    if (n == 0) {
+        no_holder(s, s->only);
+    }
+}
+
 static void
 on_prefix(struct watch_source *s, struct zk_call *c)
 {
     int i = 0, j = 0;
+
+    if (s->only != NULL) {
+        keep_only(s, c);
+    }
 
     if (c->nkids > 1) {
         qsort(c->kids, (size_t)c->nkids, sizeof(*c->kids), by_name);
@@ -228,6 +274,7 @@ on_lock(struct watch_source *s, struct zk_call *c)
 
     if (first < 0) {
         log_debug("watch %s: lock %s: no holder", s->section, LOG_STR(c->name));
+        no_holder(s, c->name);
         return;
     }
     path = zk_path_join(c->path, c->kids[first]);
@@ -253,6 +300,12 @@ on_event(struct watch_source *s, struct zk_call *c)
     s->hooks.seen(s->owner, WATCH_SEEN_EVENT, NULL);
     if (strcmp(c->str, s->prefix) == 0) {
         read_prefix(s);
+        return;
+    }
+    if (s->only != NULL) {
+        if (strcmp(c->str, s->only_path) == 0) {
+            read_lock(s, s->only);
+        }
         return;
     }
     name = zkname_below(s->prefix, c->str, &len);
@@ -300,8 +353,12 @@ zw_call(void *arg, struct zk_call *c)
         log_info("watch %s: %s does not exist yet: waiting for it", s->section,
                  LOG_STR(s->prefix));
         s->hooks.seen(s->owner, WATCH_SEEN_READ, NULL);
+        if (s->only != NULL) {
+            no_holder(s, s->only);
+        }
     } else if (c->step == ZW_LOCK && c->rc == ZNONODE) {
         lock_forget(s, c->name);
+        no_holder(s, c->name);
     } else if (c->step == ZW_HOLDER && c->rc == ZNONODE) {
         /* gone since: the lock's watch fires and it is read again */
     } else if (c->rc != ZOK) {
@@ -316,7 +373,8 @@ zw_call(void *arg, struct zk_call *c)
     } else if (c->step == ZW_HOLDER) {
         log_debug("watch %s: lock %s: held by %s, czxid %lld", s->section,
                   LOG_STR(c->name), LOG_STR(c->path), (long long)c->stat.czxid);
-        s->hooks.holder(s->owner, c->name, strlen(c->name), c->stat.czxid);
+        s->hooks.holder(s->owner, c->name, strlen(c->name), c->stat.czxid,
+                        c->data, c->data != NULL ? (size_t)c->data_len : 0);
     }
     zk_call_free(c);
 }
@@ -360,6 +418,8 @@ zw_close(struct watch_source *s)
     locks_clear(s);
     free(s->section);
     free(s->prefix);
+    free(s->only);
+    free(s->only_path);
     free(s);
 }
 
@@ -382,7 +442,14 @@ zw_open(struct event_base *base, const struct cfg_watch *cfg,
     s->section = strdup(cfg->name);
     s->prefix = strdup(cfg->prefix);
     s->probe_ev = evtimer_new(base, probe_cb, s);
-    if (s->section == NULL || s->prefix == NULL || s->probe_ev == NULL) {
+    if (cfg->only != NULL && s->prefix != NULL) {
+        s->only = strdup(cfg->only);
+        /* below "/", "/only"; else "prefix/only" */
+        s->only_path = zk_path_join(
+            strcmp(s->prefix, "/") == 0 ? "" : s->prefix, cfg->only);
+    }
+    if (s->section == NULL || s->prefix == NULL || s->probe_ev == NULL ||
+        (cfg->only != NULL && (s->only == NULL || s->only_path == NULL))) {
         snprintf(err, errlen, "watch: out of memory");
         zw_close(s);
         return NULL;

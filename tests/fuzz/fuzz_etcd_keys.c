@@ -11,7 +11,8 @@
  *   exactly, in order, the first key of each lock name whose key and
  *   create revision read (an oracle written apart from the code), each
  *   name once, at its key's revision or at the floor's when the floor
- *   says so; each name is copied into room of its own length (ASan);
+ *   says so; each name is copied into room of its own length, and so is
+ *   each holder's value (ASan);
  * - the range that reads a name (each reported name, and the rest of the
  *   input as one name of any length) decodes to prefix, name, '/', whole,
  *   with the range end just after it; etcd_key_is finds the key. */
@@ -84,12 +85,19 @@ oracle_key(const struct run *r, const json_t *kv, size_t *len)
 }
 
 static void
-on_holder(void *arg, const char *name, size_t len, int64_t rev)
+on_holder(void *arg, const char *name, size_t len, int64_t rev, const char *who,
+          size_t wlen)
 {
     struct run *r = arg;
     char *copy = malloc(len + 1);
+    char *value = malloc(wlen + 1);
 
-    check(copy != NULL, "out of memory");
+    check(copy != NULL && value != NULL, "out of memory");
+    check(who != NULL || wlen == 0, "no value has no bytes");
+    if (who != NULL) {
+        memcpy(value, who, wlen); /* ASan: the value really has wlen bytes */
+    }
+    free(value);
     check(r->nrep < MAX_REPORTS, "more holders than kvs");
     memcpy(copy, name, len); /* ASan: name really has len bytes */
     r->names[r->nrep] = copy;

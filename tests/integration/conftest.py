@@ -1324,3 +1324,127 @@ put("a1")
 sys.stdin.readline()               # SIGSTOP arrives while waiting here
 put("a2")
 """
+
+
+# ---------------------------------------------------------------- pods
+
+
+# An application that knows nothing of fencing: argv PORT PATH NAME OUT
+# INTERVAL_MS. It PUTs to PATH through its sidecar at PORT in a loop,
+# body and X-Test-Id "NAME-SEQ", no Fencing-Token, and appends one JSON
+# line per call to OUT: seq, tag, status, Tidemark-Error, start and end
+# (time.time()).
+APP_WRITER = r"""
+import http.client, json, sys, time
+port, path, name, out, interval = int(sys.argv[1]), sys.argv[2], \
+    sys.argv[3], sys.argv[4], int(sys.argv[5]) / 1000.0
+seq = 0
+with open(out, "a") as f:
+    while True:
+        seq += 1
+        tag = "%s-%d" % (name, seq)
+        rec = {"seq": seq, "tag": tag, "t0": time.time()}
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("PUT", path, body=tag.encode(),
+                      headers={"X-Test-Id": tag})
+            r = c.getresponse()
+            r.read()
+            rec["status"] = r.status
+            rec["error"] = r.getheader("Tidemark-Error")
+            c.close()
+        except OSError as e:
+            rec["status"] = None
+            rec["error"] = type(e).__name__
+        rec["t1"] = time.time()
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        time.sleep(interval)
+"""
+
+
+class Pod:
+    """An application process (APP_WRITER) and its sidecar (a Tidemark),
+    paused and resumed together, as a whole pod is when its node stalls."""
+
+    def __init__(self, tm, name, path, interval_ms=50):
+        self.tm = tm
+        self.name = name
+        self.path = path
+        self.interval_ms = interval_ms
+        self.out = tm.dir / "app.jsonl"
+        self.app = None
+
+    def start_app(self):
+        assert self.app is None
+        self.app = subprocess.Popen(
+            ["/usr/bin/python3", "-c", APP_WRITER, str(self.tm.port),
+             self.path, self.name, str(self.out), str(self.interval_ms)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(self.tm.dir / "app.err", "ab"))
+        return self
+
+    def pids(self):
+        return [p.pid for p in (self.app, self.tm.proc)
+                if p is not None and p.poll() is None]
+
+    def pause(self):
+        for pid in self.pids():
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self):
+        for pid in self.pids():
+            os.kill(pid, signal.SIGCONT)
+
+    def sent(self):
+        """The application's calls so far, in order (dicts)."""
+        try:
+            lines = self.out.read_text().splitlines()
+        except OSError:
+            return []
+        return [json.loads(ln) for ln in lines if ln.endswith("}")]
+
+    def wait_sent(self, pred, timeout, what):
+        """Poll until pred(call) holds for a call made after now; it."""
+        start = len(self.sent())
+        return wait_until(
+            lambda: next((c for c in self.sent()[start:] if pred(c)), None),
+            timeout * slow(), "%s: %s" % (self.name, what))
+
+    def lease(self, carrier="app"):
+        st, _, body = self.tm.admin("GET", "/v1/leases/%s" % carrier)
+        assert st == 200, (st, body)
+        return json.loads(body)
+
+    def wait_state(self, state, timeout, carrier="app"):
+        return wait_until(
+            lambda: (lambda d: d if d["state"] == state else None)(
+                self.lease(carrier)),
+            timeout * slow(), "%s's carrier %s" % (self.name, state))
+
+    def stop_app(self):
+        if self.app is not None and self.app.poll() is None:
+            self.app.send_signal(signal.SIGCONT)
+            self.app.kill()
+            self.app.wait()
+
+
+@pytest.fixture
+def pods(tidemark):
+    """Factory: pods(name, config) -> Pod with its sidecar started (not
+    its application: pod.start_app()). Every application is killed and
+    every paused process resumed at the end, before the sidecars'
+    teardown checks."""
+    made = []
+
+    def make(name, config, path="/v1/documents/d", interval_ms=50):
+        tm = tidemark(config=config, name=name)
+        pod = Pod(tm, name, path, interval_ms)
+        made.append(pod)
+        return pod
+
+    yield make
+    for pod in made:
+        pod.stop_app()
+        if pod.tm.alive():
+            os.kill(pod.tm.proc.pid, signal.SIGCONT)

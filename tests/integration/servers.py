@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 
@@ -815,6 +816,108 @@ class RedisCluster:
 
     def log(self):
         return "\n".join(n.log() for n in self.nodes)
+
+
+class Relay:
+    """A TCP relay on a free loopback port to 127.0.0.1:target, between a
+    client (a sidecar) and a server (its lock store), that can be cut:
+    cut() stops forwarding in both directions without closing anything
+    (bytes wait in the sockets, new connections are accepted and left
+    unanswered), as a network partition looks to both ends; resume()
+    forwards everything that waited and connects what was accepted.
+    Threads, standard library; stop() closes every connection."""
+
+    def __init__(self, target):
+        self.target = target
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.open = threading.Event()
+        self.open.set()
+        self.stopping = threading.Event()
+        self.socks = []
+        self.lock = threading.Lock()
+        self.accepted = 0
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def cut(self):
+        self.open.clear()
+
+    def resume(self):
+        self.open.set()
+
+    def _keep(self, s):
+        with self.lock:
+            self.socks.append(s)
+
+    def _accept(self):
+        while not self.stopping.is_set():
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            self._keep(c)
+            with self.lock:
+                self.accepted += 1
+            threading.Thread(target=self._connect, args=(c,),
+                             daemon=True).start()
+
+    def _connect(self, c):
+        self.open.wait()
+        if self.stopping.is_set():
+            return
+        try:
+            u = socket.create_connection(("127.0.0.1", self.target),
+                                         timeout=5)
+        except OSError:
+            c.close()
+            return
+        u.settimeout(None)
+        self._keep(u)
+        for a, b in ((c, u), (u, c)):
+            threading.Thread(target=self._pump, args=(a, b),
+                             daemon=True).start()
+
+    def _pump(self, src, dst):
+        while True:
+            self.open.wait()
+            if self.stopping.is_set():
+                return
+            try:
+                data = src.recv(65536)
+            except OSError:
+                data = b""
+            # A cut that came while we were reading holds these bytes.
+            self.open.wait()
+            if self.stopping.is_set():
+                return
+            try:
+                if not data:
+                    dst.shutdown(socket.SHUT_WR)
+                    return
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def stop(self):
+        self.stopping.set()
+        self.open.set()
+        for s in [self.lsock] + self.socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 KINDS = {"redis": Redis, "postgres": Postgres, "etcd": Etcd,
