@@ -740,9 +740,11 @@ keys_origin(const struct raw_sect *s, const char *const *keys,
 
 static void *
 sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
-         size_t *nroute, size_t *nwatch)
+         size_t *nroute, size_t *nwatch, size_t *nlease)
 {
     switch (s->kind) {
+    case CFG_LEASE:
+        return &c->leases[(*nlease)++];
     case CFG_UPSTREAM:
         return &c->upstreams[(*nup)++];
     case CFG_ROUTE:
@@ -984,33 +986,81 @@ load_sign(struct loader *l, const struct raw_sect *s, struct cfg_upstream *u)
               (session != NULL && session[0] != '\0' && cr->session == NULL);
 }
 
+/* A [lease] once its keys are set: renew_ms below ttl_ms (0 becomes
+ * ttl_ms / 3), and a [locks] section naming the backend it lives in (a
+ * lease in the default ./data/locks.lmdb would be shared with nobody). */
+static void
+check_lease(struct loader *l, const struct raw_sect *s, struct cfg_lease *ls,
+            size_t before)
+{
+    struct origin at;
+    char buf[256];
+
+    if (l->errs->n != before) {
+        return;
+    }
+    if (ls->renew_ms == 0) {
+        ls->renew_ms = ls->ttl_ms / 3 > 0 ? ls->ttl_ms / 3 : 1;
+    }
+    if (cfg_check_lease(ls, buf, sizeof(buf)) != NULL) {
+        static const char *const keys[] = {"renew_ms", NULL};
+
+        add_err(l, keys_origin(s, keys, &at), "%s", buf);
+    }
+    if (find_sect(l, CFG_LOCKS, NULL) == NULL) {
+        add_err(l, sect_origin(s, &at),
+                "[lease %s] needs a [locks] section: the lease lives in the "
+                "lock service's backend (lmdb for one host; redis, "
+                "postgres, etcd or zookeeper to share it)",
+                ls->name);
+    }
+}
+
+/* Whether name is a section that can carry a route's token: a [lease]
+ * (or a [follow]). */
+static bool
+carrier_known(const struct tm_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->nleases; i++) {
+        if (strcmp(c->leases[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void
 build(struct loader *l, struct tm_config *c)
 {
-    size_t nup = 0, nroute = 0, nwatch = 0, before;
+    size_t nup = 0, nroute = 0, nwatch = 0, nlease = 0, before;
     char buf[256];
 
     for (size_t i = 0; i < l->nsects; i++) {
         nup += l->sects[i].kind == CFG_UPSTREAM;
         nroute += l->sects[i].kind == CFG_ROUTE;
         nwatch += l->sects[i].kind == CFG_WATCH;
+        nlease += l->sects[i].kind == CFG_LEASE;
     }
     c->upstreams = calloc(nup + 1, sizeof(*c->upstreams));
     c->routes = calloc(nroute + 1, sizeof(*c->routes));
     c->watches = calloc(nwatch + 1, sizeof(*c->watches));
-    if (c->upstreams == NULL || c->routes == NULL || c->watches == NULL) {
+    c->leases = calloc(nlease + 1, sizeof(*c->leases));
+    if (c->upstreams == NULL || c->routes == NULL || c->watches == NULL ||
+        c->leases == NULL) {
         l->oom = true;
         return;
     }
     c->nupstreams = nup;
     c->nroutes = nroute;
     c->nwatches = nwatch;
+    c->nleases = nlease;
     nup = 0;
     nroute = 0;
     nwatch = 0;
+    nlease = 0;
     for (size_t i = 0; i < l->nsects; i++) {
         const struct raw_sect *s = &l->sects[i];
-        void *obj = sect_obj(c, s, &nup, &nroute, &nwatch);
+        void *obj = sect_obj(c, s, &nup, &nroute, &nwatch, &nlease);
 
         if (s->kind == CFG_UPSTREAM) {
             struct cfg_upstream *u = obj;
@@ -1030,6 +1080,12 @@ build(struct loader *l, struct tm_config *c)
             w->name = strdup(s->name);
             w->line = s->line;
             l->oom |= w->name == NULL;
+        } else if (s->kind == CFG_LEASE) {
+            struct cfg_lease *ls = obj;
+
+            ls->name = strdup(s->name);
+            ls->line = s->line;
+            l->oom |= ls->name == NULL;
         }
         before = l->errs->n;
         apply_sect(l, s, obj);
@@ -1056,6 +1112,9 @@ build(struct loader *l, struct tm_config *c)
             struct origin at;
 
             add_err(l, sect_origin(s, &at), "%s", buf);
+        }
+        if (s->kind == CFG_LEASE) {
+            check_lease(l, s, obj, before);
         }
         if (s->kind == CFG_WATCH && l->errs->n == before &&
             cfg_check_watch(obj, buf, sizeof(buf)) != NULL) {
@@ -1098,6 +1157,13 @@ build(struct loader *l, struct tm_config *c)
                     "[route %s]: profile = webdav needs a resource template, "
                     "not header",
                     r->name);
+        }
+        if (r->lease != NULL && !carrier_known(c, r->lease)) {
+            static const char *const keys[] = {"lease", NULL};
+            struct origin at;
+
+            add_err(l, keys_origin(s, keys, &at),
+                    "lease: no [lease] or [follow] section %s", r->lease);
         }
         if (r->upstream == NULL) {
             continue;
@@ -1303,36 +1369,45 @@ cfg_free(struct tm_config *c)
     for (size_t i = 0; i < c->nwatches; i++) {
         free(c->watches[i].name);
     }
+    for (size_t i = 0; i < c->nleases; i++) {
+        free(c->leases[i].name);
+    }
     free(c->upstreams);
     free(c->routes);
     free(c->watches);
+    free(c->leases);
     free(c->file);
     free(c->env_links);
     free(c->warnings);
     memset(c, 0, sizeof(*c));
 }
 
-/* The [watch] sections of a and b say the same. */
+/* The sections of kind k (named: [watch], [lease]) of a and b say the
+ * same. Each named section's struct starts with its char *name. */
 static bool
-watches_same(const struct tm_config *a, const struct tm_config *b)
+sects_same(const struct tm_config *a, const struct tm_config *b,
+           enum cfg_sect k)
 {
-    if (a->nwatches != b->nwatches) {
-        return false;
-    }
-    for (size_t i = 0; i < a->nwatches; i++) {
-        if (strcmp(a->watches[i].name, b->watches[i].name) != 0) {
+    struct tm_config *ca = (struct tm_config *)a, *cb = (struct tm_config *)b;
+    const void *oa, *ob;
+
+    for (size_t i = 0;; i++) {
+        oa = cfg_sect_obj(ca, k, i);
+        ob = cfg_sect_obj(cb, k, i);
+        if (oa == NULL || ob == NULL) {
+            return oa == ob;
+        }
+        if (strcmp(*(char *const *)oa, *(char *const *)ob) != 0) {
             return false;
         }
         for (size_t j = 0; j < cfg_nopts; j++) {
             const struct cfg_opt *o = &cfg_opts[j];
 
-            if (o->sect == CFG_WATCH &&
-                !cfg_opt_same(o, &a->watches[i], &b->watches[i])) {
+            if (o->sect == k && !cfg_opt_same(o, oa, ob)) {
                 return false;
             }
         }
     }
-    return true;
 }
 
 /* The [watch] sections are read once at start: nw takes old's. */
@@ -1377,11 +1452,16 @@ cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
                                       const char *kept),
                       void *arg)
 {
-    if (!watches_same(nw, old)) {
+    if (!sects_same(nw, old, CFG_WATCH)) {
         if (!watches_keep(nw, old)) {
             return false;
         }
         changed(arg, "[watch] sections", "the ones read at start");
+    }
+    if (!sects_same(nw, old, CFG_LEASE)) {
+        /* The leases run from the first configuration; a route that
+         * names one added since is refused (proxy/carry.c). */
+        changed(arg, "[lease] sections", "the ones read at start");
     }
     for (size_t i = 0; i < cfg_nopts; i++) {
         const struct cfg_opt *o = &cfg_opts[i];

@@ -87,6 +87,8 @@ struct cfg_route {
     char *upstream;          /* name */
     size_t upstream_idx;     /* index into tm_config.upstreams */
     int64_t max_body;        /* request body bytes; 0: no limit */
+    char *lease; /* NAME of the [lease] or [follow] section that carries
+                  * its writes' token; NULL: the client sends it */
     int line;
 };
 
@@ -153,6 +155,18 @@ struct cfg_watch {
     int line;
 };
 
+/* A lease the sidecar holds on the application's behalf, through the
+ * lock service's backend ([locks]); routes name it with lease = NAME. */
+struct cfg_lease {
+    char *name;       /* the section's NAME: the scope mark lease/NAME */
+    char *lock;       /* the lock's name in the lock service */
+    int ttl_ms;       /* asked of the backend on each acquire and renewal */
+    int renew_ms;     /* 0: ttl_ms / 3 */
+    char *health_url; /* renew only while it answers 2xx; NULL: always */
+    bool ready;       /* /readyz is 503 while the lease is not held */
+    int line;
+};
+
 /* Signing issued tokens and verifying them on verify = hmac routes. */
 struct cfg_tokens {
     char *key_file;     /* path as written; NULL: no key */
@@ -173,6 +187,8 @@ struct tm_config {
     size_t nroutes;
     struct cfg_watch *watches; /* file order */
     size_t nwatches;
+    struct cfg_lease *leases; /* file order */
+    size_t nleases;
     char *env_links; /* Kubernetes service-link variables set aside,
                       * names separated by spaces; NULL: none */
     char *warnings;  /* "FILE: warning: ..." lines, '\n'-separated, of

@@ -14,6 +14,7 @@
 
 #include <libpq-fe.h>
 
+#include "../policies/canon.h"
 #include "../policies/origin.h"
 #include "../policies/route.h"
 #include "../policies/s3name.h"
@@ -1037,6 +1038,32 @@ check_endpoints(const char *v, char *buf, size_t len)
                : "must be http://host:port, comma-separated";
 }
 
+/* A [lease] health_url: http://host:port/path, the path printable
+ * ASCII (it goes on a request line as it is). */
+static const char *
+check_health_url(const char *v, char *buf, size_t len)
+{
+    const char *path =
+        strncmp(v, "http://", 7) == 0 ? strchr(v + 7, '/') : NULL;
+    struct tm_slice host, port;
+    bool br;
+
+    (void)buf;
+    (void)len;
+    if (path == NULL ||
+        !split_authority(v + 7, (size_t)(path - v - 7), &host, &port, &br) ||
+        port.len == 0) {
+        return "must be http://host:port/path";
+    }
+    for (; *path != '\0'; path++) {
+        if ((unsigned char)*path <= ' ' || (unsigned char)*path >= 0x7f) {
+            return "must be http://host:port/path, the path printable "
+                   "ASCII without spaces";
+        }
+    }
+    return NULL;
+}
+
 /* host:port, nothing around it. */
 static bool
 zk_host_ok(const char *p, size_t n, void *arg)
@@ -1215,6 +1242,43 @@ check_section_ref(const char *v, char *buf, size_t len)
     return NULL;
 }
 
+/* A route's lease = NAME: a section name (the section itself is looked
+ * for once every section is read). */
+static const char *
+check_carrier_ref(const char *v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    if (!cfg_name_ok(v, strlen(v))) {
+        return "must be the NAME of a [lease NAME] or [follow NAME] section";
+    }
+    return NULL;
+}
+
+/* A [lease] name: a lock name in its canonical form (as /v1/locks/ and
+ * every other way to a lock name it), so that every sidecar sharing
+ * the lease names the same lock. */
+static const char *
+check_lease_lock(const char *v, char *buf, size_t len)
+{
+    size_t n = strlen(v), outlen = 0;
+    char out[TM_RESOURCE_MAX + 1];
+    const char *why = NULL;
+
+    if (n == 0 || n > TM_RESOURCE_MAX ||
+        !canon_name(v, n, out, sizeof(out), &outlen, &why)) {
+        snprintf(buf, len, "must be a lock name: %s",
+                 why != NULL ? why : "empty or too long");
+        return buf;
+    }
+    if (outlen != n || memcmp(out, v, n) != 0) {
+        snprintf(buf, len, "must be written in its canonical form: %.*s",
+                 (int)(outlen < 200 ? outlen : 200), out);
+        return buf;
+    }
+    return NULL;
+}
+
 /* An AWS region or service name: lower-case letters, digits, '-'. */
 static const char *
 check_aws_name(const char *v, char *buf, size_t len)
@@ -1261,6 +1325,9 @@ static const struct cfg_ops watch_resource_ops = {.check =
 static const struct cfg_ops zk_hosts_ops = {.check = check_zk_hosts};
 static const struct cfg_ops zk_root_ops = {.check = check_zk_root};
 static const struct cfg_ops section_ref_ops = {.check = check_section_ref};
+static const struct cfg_ops carrier_ref_ops = {.check = check_carrier_ref};
+static const struct cfg_ops lease_lock_ops = {.check = check_lease_lock};
+static const struct cfg_ops health_url_ops = {.check = check_health_url};
 
 static const char *const unmatched_choices[] = {"pass", "reject", NULL};
 static const char *const level_choices[] = {"error", "warn", "info", "debug",
@@ -1551,6 +1618,28 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_ROUTE, "upstream", CFG_T_STR, "default", OFF(cfg_route, upstream),
      OPS(section_ref_ops), 0,
      "NAME of the [upstream NAME] requests are forwarded to"},
+    {CFG_ROUTE, "lease", CFG_T_STR, NULL, OFF(cfg_route, lease),
+     OPS(carrier_ref_ops), 0,
+     "NAME of the [lease NAME] or [follow NAME] section whose fence this "
+     "sidecar sends for the route's writes (they carry no token)"},
+
+    /* [lease] sections are read at start as a whole, as [watch]. */
+    {CFG_LEASE, "name", CFG_T_STR, NULL, OFF(cfg_lease, lock),
+     OPS(lease_lock_ops), CFG_REQUIRED,
+     "the lock's name in the lock service ([locks] backend)"},
+    {CFG_LEASE, "ttl_ms", CFG_T_INT, "10000", OFF(cfg_lease, ttl_ms),
+     INT(100, 3600000), 0,
+     "the lease's TTL, asked on each acquire and renewal"},
+    {CFG_LEASE, "renew_ms", CFG_T_INT, "0", OFF(cfg_lease, renew_ms),
+     INT(0, 3600000), 0,
+     "how often the holder renews, and a standby tries; 0: ttl_ms / 3"},
+    {CFG_LEASE, "health_url", CFG_T_STR, NULL, OFF(cfg_lease, health_url),
+     OPS(health_url_ops), 0,
+     "http://host:port/path: renew (or try to win) only while the "
+     "application answers 2xx here; unset: the lease stays while tidemark "
+     "runs"},
+    {CFG_LEASE, "ready", CFG_T_BOOL, "no", OFF(cfg_lease, ready), NONE, 0,
+     "yes: /readyz is 503 while this sidecar does not hold the lease"},
 };
 
 const size_t cfg_nopts = sizeof(cfg_opts) / sizeof(cfg_opts[0]);
@@ -1766,6 +1855,8 @@ sect_obj_name(enum cfg_sect s, const void *obj)
         return ((const struct cfg_upstream *)obj)->name;
     case CFG_WATCH:
         return ((const struct cfg_watch *)obj)->name;
+    case CFG_LEASE:
+        return ((const struct cfg_lease *)obj)->name;
     default:
         return ((const struct cfg_route *)obj)->name;
     }
@@ -1865,6 +1956,8 @@ cfg_sect_obj(struct tm_config *c, enum cfg_sect s, size_t i)
         return i < c->nroutes ? &c->routes[i] : NULL;
     case CFG_WATCH:
         return i < c->nwatches ? &c->watches[i] : NULL;
+    case CFG_LEASE:
+        return i < c->nleases ? &c->leases[i] : NULL;
     default:
         return i == 0 ? cfg_singleton(c, s) : NULL;
     }
@@ -1874,8 +1967,8 @@ const char *
 cfg_sect_name(enum cfg_sect s)
 {
     static const char *const names[CFG_NSECT] = {
-        "proxy",  "admin",    "store", "locks",
-        "tokens", "upstream", "route", "watch",
+        "proxy",    "admin", "store", "locks", "tokens",
+        "upstream", "route", "watch", "lease",
     };
 
     return names[s];
@@ -1884,7 +1977,8 @@ cfg_sect_name(enum cfg_sect s)
 bool
 cfg_sect_named(enum cfg_sect s)
 {
-    return s == CFG_UPSTREAM || s == CFG_ROUTE || s == CFG_WATCH;
+    return s == CFG_UPSTREAM || s == CFG_ROUTE || s == CFG_WATCH ||
+           s == CFG_LEASE;
 }
 
 const char *
@@ -1914,6 +2008,19 @@ cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len)
     }
     if (strcmp(l->backend, "redis") == 0) {
         return check_redis_pair("locks", l->url, l->cluster, buf, len);
+    }
+    return NULL;
+}
+
+const char *
+cfg_check_lease(const struct cfg_lease *l, char *buf, size_t len)
+{
+    if (l->renew_ms >= l->ttl_ms) {
+        snprintf(buf, len,
+                 "[lease %s] renew_ms (%d) must be below ttl_ms (%d): a "
+                 "lease renewed after its end is lost",
+                 l->name, l->renew_ms, l->ttl_ms);
+        return buf;
     }
     return NULL;
 }

@@ -21,6 +21,7 @@ enum cfg_sect {
     CFG_UPSTREAM,
     CFG_ROUTE,
     CFG_WATCH,
+    CFG_LEASE,
     CFG_NSECT,
 };
 
@@ -143,6 +144,10 @@ bool cfg_sect_named(enum cfg_sect s);
 /* Section-level check of [locks] once every key is set: redis needs url,
  * postgres dsn. NULL when fine. */
 const char *cfg_check_locks(const struct cfg_locks *l, char *buf, size_t len);
+
+/* Section-level check of a [lease]: renew_ms below ttl_ms. NULL when
+ * fine. */
+const char *cfg_check_lease(const struct cfg_lease *l, char *buf, size_t len);
 
 /* max_uri must leave this much of max_head for the method, the version
  * and Host, so that a target over max_uri is seen (414) before the head

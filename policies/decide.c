@@ -74,3 +74,32 @@ decide_pair(enum decision a, enum decision b)
 {
     return rank(b) > rank(a) ? b : a;
 }
+
+struct carry_verdict
+decide_carried(enum carry_state st, bool has_token)
+{
+    static const struct carry_verdict token = {
+        400, "token-on-carried-route",
+        "this route's writes carry the lease's fence, added by tidemark: "
+        "send them without a fencing token"};
+    static const struct carry_verdict refuse[CARRY_NSTATES] = {
+        [CARRY_STARTING] = {503, "lease-starting",
+                            "this sidecar has not learnt yet whether it "
+                            "holds the lease; try again"},
+        [CARRY_STANDBY] = {503, "not-leader",
+                           "another replica holds the lease: this one is "
+                           "on standby and does not write"},
+        [CARRY_LOST] = {503, "lease-lost",
+                        "this sidecar's lease has ended (a renewal failed "
+                        "or its TTL ran out): writes wait until it is won "
+                        "again"},
+    };
+
+    if (has_token) {
+        return token;
+    }
+    if (st == CARRY_HOLDING) {
+        return (struct carry_verdict){0, NULL, NULL};
+    }
+    return refuse[st < CARRY_NSTATES ? st : CARRY_STARTING];
+}

@@ -36,4 +36,28 @@ enum decision decide_store(enum tm_mode mode, bool store_ok, bool stale);
  * accept, forward. The caller looks at a first to name the resource. */
 enum decision decide_pair(enum decision a, enum decision b);
 
+/* A carrier's state (proxy/carry.h): whether this sidecar holds the
+ * lease (or is the election's holder) that carries a bound route's
+ * token. */
+enum carry_state {
+    CARRY_STARTING = 0, /* not decided yet */
+    CARRY_HOLDING,      /* this sidecar is the holder: it has a fence */
+    CARRY_STANDBY,      /* someone else holds it */
+    CARRY_LOST,         /* the lease ended (renewal failed, TTL ran out) */
+    CARRY_NSTATES,
+};
+
+/* What a write on a route bound to a carrier gets: go on with the
+ * carrier's fence as its token (status 0), or a refusal: status, its
+ * Tidemark-Error kind and a detail. */
+struct carry_verdict {
+    int status;
+    const char *kind;
+    const char *detail;
+};
+
+/* The verdict for a write that brings a token of its own (has_token) or
+ * none, while the carrier is in state st. */
+struct carry_verdict decide_carried(enum carry_state st, bool has_token);
+
 #endif

@@ -20,6 +20,7 @@
 #include "up.h"
 #include "adm_page.h"
 #include "adm_reply.h"
+#include "carry.h"
 #include "json.h"
 #include "problem.h"
 #include "../policies/origin.h"
@@ -84,7 +85,9 @@ readyz(struct adm *a, struct evhttp_request *req)
 {
     const struct watches *w = proxy_watches(a->px);
     bool store = fence_ready(proxy_fence(a->px));
-    bool ready = store && watches_ready(w, true) && !proxy_draining(a->px);
+    bool ready = store && watches_ready(w, true) &&
+                 carriers_ready(proxy_carriers(a->px)) &&
+                 !proxy_draining(a->px);
     int64_t held = order_hold_left(proxy_order(a->px));
     struct evbuffer *b = evbuffer_new();
 
@@ -100,6 +103,7 @@ readyz(struct adm *a, struct evhttp_request *req)
                                                          : "unavailable");
     }
     watches_describe(w, b);
+    carriers_describe(proxy_carriers(a->px), b);
     if (held > 0) {
         evbuffer_add_printf(
             b, "\norder: fenced writes held after start, %" PRId64 " ms left",
@@ -145,6 +149,7 @@ metrics(struct adm *a, struct evhttp_request *req)
         lock_service_metrics(a->locks, b);
     }
     watches_metrics(proxy_watches(px), b);
+    carriers_metrics(proxy_carriers(px), b);
     adm_reply(req, 200, "OK", "text/plain; version=0.0.4", b);
     evbuffer_free(b);
 }
@@ -343,6 +348,36 @@ config_text(const struct adm *a, struct evhttp_request *req)
     evbuffer_free(b);
 }
 
+/* /v1/leases: every carrier; /v1/leases/NAME: one (404 when none), in
+ * whatever state: the application polls it to learn whether it is the
+ * active one. */
+static void
+leases(struct adm *a, struct evhttp_request *req, const char *name)
+{
+    struct carriers *set = proxy_carriers(a->px);
+    struct carrier *c = name != NULL ? carry_find(set, name) : NULL;
+    struct evbuffer *b;
+
+    if (name != NULL && c == NULL) {
+        reply_problem(req, 404, "no [lease] or [follow] section of that name",
+                      NULL);
+        return;
+    }
+    b = evbuffer_new();
+    if (b == NULL) {
+        evhttp_send_error(req, 500, NULL);
+        return;
+    }
+    if (c != NULL) {
+        carry_json(c, b);
+    } else {
+        carriers_json(set, b);
+    }
+    evbuffer_add(b, "\n", 1);
+    adm_reply(req, 200, "OK", "application/json", b);
+    evbuffer_free(b);
+}
+
 static void
 dispatch(struct evhttp_request *req, void *arg)
 {
@@ -411,6 +446,10 @@ dispatch(struct evhttp_request *req, void *arg)
         evbuffer_free(b);
     } else if (strcmp(path, "/v1/config") == 0) {
         config_text(a, req);
+    } else if (strcmp(path, "/v1/leases") == 0) {
+        leases(a, req, NULL);
+    } else if (strncmp(path, "/v1/leases/", 11) == 0) {
+        leases(a, req, path + 11);
     } else if (strcmp(path, "/healthz") == 0) {
         simple(req, 200, "ok");
     } else if (strcmp(path, "/readyz") == 0) {
@@ -449,12 +488,7 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
     evhttp_set_max_body_size(a->http, 65536);
     evhttp_set_timeout(a->http, 30);
     evhttp_set_gencb(a->http, dispatch, a);
-    a->locks = lock_service_new(proxy_base(px), proxy_log(px), proxy_fence(px),
-                                proxy_metrics(px), proxy_recent(px),
-                                proxy_cfg(px), err, errlen);
-    if (a->locks == NULL) {
-        goto fail;
-    }
+    a->locks = proxy_locks(px);
     if (evhttp_bind_socket(a->http, host, (ev_uint16_t)atoi(port)) != 0) {
         char why[128];
 
@@ -484,9 +518,6 @@ adm_free(struct adm *a)
      * lock calls that nobody is listening any more. */
     if (a->http != NULL) {
         evhttp_free(a->http);
-    }
-    if (a->locks != NULL) {
-        lock_service_free(a->locks);
     }
     free(a->host);
     free(a);

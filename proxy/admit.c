@@ -5,6 +5,7 @@
 #include "admit.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <event2/event.h>
@@ -14,6 +15,7 @@
 #include "../policies/screen.h"
 #include "../policies/token.h"
 #include "access.h"
+#include "carry.h"
 #include "client_io.h"
 #include "dial.h"
 #include "fence.h"
@@ -367,13 +369,18 @@ next_raise(struct admit *a)
     forward_fenced(a);
 }
 
-/* The resource a step is about: the request's, or src. */
+/* The resource a step is about (len bytes): the request's, src, or the
+ * carrier's scope mark. */
 static const char *
-step_resource(const struct admit *a, unsigned step)
+step_resource(const struct admit *a, unsigned step, size_t *len)
 {
     const unsigned src =
         ADMIT_STEP_SRC_BELOW | ADMIT_STEP_SRC | ADMIT_STEP_SRC_ABOVE;
 
+    if (step == ADMIT_STEP_SCOPE) {
+        return carry_scope(a->carrier, len);
+    }
+    *len = (step & src) != 0 ? a->rq->sc.src_len : a->rq->sc.rlen;
     return (step & src) != 0 ? a->rq->sc.src : a->rq->sc.resource;
 }
 
@@ -396,10 +403,14 @@ raise_done(void *arg, enum store_result res, int64_t mark)
         a->todo &= ~a->step;
         next_raise(a);
         break;
-    case DECIDE_STALE:
-        /* A subtree mark's stale answer names its collection. */
-        stale_on(a, step_resource(a, a->step), mark);
+    case DECIDE_STALE: {
+        size_t len;
+
+        /* A subtree mark's stale answer names its collection; the scope
+         * mark's, the carrier's scope. */
+        stale_on(a, step_resource(a, a->step, &len), mark);
         break;
+    }
     case DECIDE_FORWARD:
         log_warn("conn=%" PRIu64 " store unavailable: route=%s resource=%s "
                  "token=%" PRId64 " forwarded unfenced (efficiency)",
@@ -421,8 +432,8 @@ start_step(struct admit *a, unsigned step)
 {
     struct tm_proxy *px = a->px;
     const struct screen *s = &a->rq->sc;
-    const char *res = step_resource(a, step);
-    size_t len = res == s->src ? s->src_len : s->rlen;
+    size_t len;
+    const char *res = step_resource(a, step, &len);
     char name[TM_RESOURCE_MAX + DAV_BELOW_LEN + 1];
     bool asked = true;
 
@@ -482,6 +493,10 @@ check_token(struct admit *a, enum tm_verify v, const char *res, size_t len)
     const struct http_request *h = &a->rq->h;
     int ti = a->rq->sc.token_idx;
 
+    if (a->carried > 0) {
+        a->rq->token = a->carried;
+        return a->ts = TOKEN_OK;
+    }
     if (ti < 0) {
         return a->ts = TOKEN_MISSING;
     }
@@ -601,7 +616,8 @@ decide(struct admit *a)
     d2 =
         s->src_len == 0 ? d1 : decide_one(a, s->src_verify, s->src, s->src_len);
     a->todo = (d1 == DECIDE_RAISE ? ADMIT_STEP_RES : 0) |
-              (s->src_len > 0 && d2 == DECIDE_RAISE ? ADMIT_STEP_SRC : 0);
+              (s->src_len > 0 && d2 == DECIDE_RAISE ? ADMIT_STEP_SRC : 0) |
+              (a->carried > 0 ? ADMIT_STEP_SCOPE : 0);
     if (d1 == DECIDE_ACCEPT) {
         rq->mark = rq->token;
     }
@@ -618,6 +634,61 @@ decide(struct admit *a)
         return;
     }
     act(a, d);
+}
+
+/* ---- carried tokens ---------------------------------------------------- */
+
+/* Answer a write on a bound route with the carrier's refusal v. */
+static void
+refuse_carried(struct admit *a, const struct carry_verdict *v)
+{
+    char type[64];
+    struct problem p = {.status = v->status,
+                        .type = type,
+                        .title = v->status == 400 ? "Token on a carried route"
+                                                  : "Not the lease holder",
+                        .detail = v->detail,
+                        .retry_after = v->status == 503 ? 1 : 0};
+
+    snprintf(type, sizeof(type), "urn:tidemark:%s", v->kind);
+    count(a, v->status == 400 ? OUT_INVALID : OUT_NOT_HOLDER);
+    refuse(a, &p, v->kind);
+}
+
+/* A write on a route bound to a carrier (lease = NAME) is sent with the
+ * carrier's fence as its token, and that fence is checked against the
+ * carrier's scope mark too (ADMIT_STEP_SCOPE): refused while the carrier
+ * does not hold, and when it brings a token of its own
+ * (decide_carried). false when refused. */
+static bool
+carry(struct admit *a)
+{
+    const struct screen *s = &a->rq->sc;
+    const char *name = s->route != NULL ? s->route->lease : NULL;
+    enum carry_state st = CARRY_STARTING;
+    struct carry_verdict v;
+    int64_t fence = 0;
+
+    a->carrier = NULL;
+    a->carried = 0;
+    if (name == NULL) {
+        return true;
+    }
+    a->carrier = carry_find(a->px->carriers, name);
+    if (a->carrier != NULL) {
+        st = carry_now(a->carrier, &fence);
+    } else {
+        log_warn("conn=%" PRIu64 " route=%s: lease %s was added by a "
+                 "reload: it runs only after a restart; refused",
+                 a->io->id, s->route_name, name);
+    }
+    v = decide_carried(st, s->token_idx >= 0);
+    if (v.status == 0) {
+        a->carried = fence;
+        return true;
+    }
+    refuse_carried(a, &v);
+    return false;
 }
 
 /* ---- S3 multipart uploads --------------------------------------------- */
@@ -711,7 +782,8 @@ admit_start(struct admit *a, struct request *rq)
         return;
     default:
         rq->pool = rq->gen->pools[s->upstream];
-        if (s->upload == SCREEN_UPLOAD_PART && !upload_bound(a)) {
+        if (!carry(a) ||
+            (s->upload == SCREEN_UPLOAD_PART && !upload_bound(a))) {
             return;
         }
         decide(a);

@@ -12,6 +12,7 @@
 #include "metrics.h"
 
 struct tm_proxy;
+struct carrier;
 struct cio;
 struct event;
 struct fence_call;
@@ -28,12 +29,13 @@ typedef void (*admit_done_cb)(void *arg, enum admit_end end);
 /* What a request asks of the store, in this order (admit.c). A mark's
  * raise takes the subtree marks above it along (its step << 2). */
 enum {
-    ADMIT_STEP_RES_BELOW = 1u << 0, /* the resource's subtree mark: a check */
-    ADMIT_STEP_SRC_BELOW = 1u << 1, /* src's subtree mark: a check */
-    ADMIT_STEP_RES = 1u << 2,       /* the resource's mark */
-    ADMIT_STEP_SRC = 1u << 3,       /* src's mark */
-    ADMIT_STEP_RES_ABOVE = 1u << 4, /* the subtree marks above the resource */
-    ADMIT_STEP_SRC_ABOVE = 1u << 5, /* the subtree marks above src */
+    ADMIT_STEP_SCOPE = 1u << 0,     /* a carried token: the scope mark */
+    ADMIT_STEP_RES_BELOW = 1u << 1, /* the resource's subtree mark: a check */
+    ADMIT_STEP_SRC_BELOW = 1u << 2, /* src's subtree mark: a check */
+    ADMIT_STEP_RES = 1u << 3,       /* the resource's mark */
+    ADMIT_STEP_SRC = 1u << 4,       /* src's mark */
+    ADMIT_STEP_RES_ABOVE = 1u << 5, /* the subtree marks above the resource */
+    ADMIT_STEP_SRC_ABOVE = 1u << 6, /* the subtree marks above src */
 };
 
 struct admit {
@@ -54,12 +56,14 @@ struct admit {
     struct order_slot *above_slot;
     size_t above_len;
     bool above_src;
-    bool above_done;      /* above_slot's turn came: leave it, go on */
-    int order_wait;       /* slots still queued */
-    bool waiting;         /* for its turn */
-    unsigned todo;        /* ADMIT_STEP_* the store must still do */
-    unsigned step;        /* the one it is doing */
-    enum token_status ts; /* the token's, for a refusal's detail */
+    bool above_done;         /* above_slot's turn came: leave it, go on */
+    int order_wait;          /* slots still queued */
+    bool waiting;            /* for its turn */
+    unsigned todo;           /* ADMIT_STEP_* the store must still do */
+    unsigned step;           /* the one it is doing */
+    enum token_status ts;    /* the token's, for a refusal's detail */
+    struct carrier *carrier; /* a bound route's (lease = NAME), or NULL */
+    int64_t carried;         /* the carrier's fence sent as the token */
     admit_done_cb done;
     void *arg;
 };

@@ -46,7 +46,7 @@ static const double bounds[METRICS_BUCKETS] = {
 
 static const char *const outcome_names[OUT_N] = {
     "accepted",  "stale",       "missing",  "invalid",
-    "forbidden", "store_error", "bypassed",
+    "forbidden", "store_error", "bypassed", "not_holder",
 };
 
 static const char *const lock_outcome_names[LOCK_OUT_N] = {

@@ -90,7 +90,12 @@ struct evbuffer;
       "start until the first).")                                               \
     X(tidemark_watch_last_read_age_seconds, GAUGE, OWNER,                      \
       "Seconds since a [watch]'s store last answered (since its start until "  \
-      "the first).")
+      "the first).")                                                           \
+    X(tidemark_carrier_state, GAUGE, OWNER,                                    \
+      "1 for the state each [lease] or [follow] is in: starting, holding, "    \
+      "standby or lost.")                                                      \
+    X(tidemark_carrier_changes_total, COUNTER, OWNER,                          \
+      "State changes of a [lease] or [follow] since the start.")
 
 enum metric_type {
     METRIC_COUNTER = 0,
@@ -121,6 +126,7 @@ enum outcome {
     OUT_FORBIDDEN,
     OUT_STORE_ERROR,
     OUT_BYPASSED,
+    OUT_NOT_HOLDER, /* a bound route while its carrier does not hold */
     OUT_N,
 };
 

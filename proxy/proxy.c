@@ -18,7 +18,9 @@
 #include "../conf/cfg.h"
 #include "../policies/screen.h"
 #include "adm.h"
+#include "carry.h"
 #include "fence.h"
+#include "locks/service.h"
 #include "locks/watch.h"
 #include "log.h"
 #include "metrics.h"
@@ -287,6 +289,28 @@ start_hold(struct tm_proxy *px, char *err, size_t errlen)
 
 static bool start(struct tm_proxy *px, char *err, size_t errlen);
 
+/* The lock service (for the control port, or for a [lease]) and the
+ * carriers that hold the leases. */
+static bool
+start_carriers(struct tm_proxy *px, char *err, size_t errlen)
+{
+    const struct tm_config *cfg = px->first;
+    struct carry_env env = {
+        .base = px->base, .fence = px->fence, .log = &px->log};
+
+    if ((cfg->admin.listen != NULL && cfg->admin.listen[0] != '\0') ||
+        cfg->nleases > 0) {
+        px->locks = lock_service_new(px->base, &px->log, px->fence, px->metrics,
+                                     &px->recent, cfg, err, errlen);
+        if (px->locks == NULL) {
+            return false;
+        }
+    }
+    env.locks = px->locks;
+    px->carriers = carriers_new(&env, cfg, err, errlen);
+    return px->carriers != NULL;
+}
+
 struct tm_proxy *
 tm_proxy_new(struct event_base *base, struct tm_config *cfg,
              const struct tm_options *opts, char *err, size_t errlen)
@@ -373,7 +397,7 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     }
     fence_keep_trees(px->fence, screen_keeps_trees(cfg));
     px->watches = watches_new(base, px->fence, cfg, err, errlen);
-    if (px->watches == NULL) {
+    if (px->watches == NULL || !start_carriers(px, err, errlen)) {
         return false;
     }
     px->listener =
@@ -476,6 +500,8 @@ tm_proxy_free(struct tm_proxy *px)
         client_close_idle(px, true);
         client_reap(px);
     }
+    carriers_free(px->carriers);
+    lock_service_free(px->locks);
     watches_free(px->watches);
     /* Runs the callbacks of pending raises; nobody waits for them. */
     fence_close(px->fence);

@@ -50,8 +50,11 @@ struct tm_proxy {
                                       * must use one key */
     struct http_limits limits;
     struct evconnlistener *listener;
-    struct fence *fence;     /* the mark store and its cache */
-    struct watches *watches; /* [watch] sections: eager fencing */
+    struct fence *fence;        /* the mark store and its cache */
+    struct watches *watches;    /* [watch] sections: eager fencing */
+    struct lock_service *locks; /* the lock service, with a control port
+                                 * or a [lease]; NULL otherwise */
+    struct carriers *carriers;  /* [lease] sections: carried tokens */
     struct order *order;
     struct uploads *uploads; /* S3 upload ids bound to their resource */
     struct up_pool **pools;  /* gen->pools */

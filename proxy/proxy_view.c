@@ -59,6 +59,18 @@ proxy_recent(struct tm_proxy *px)
     return &px->recent;
 }
 
+struct lock_service *
+proxy_locks(const struct tm_proxy *px)
+{
+    return px->locks;
+}
+
+struct carriers *
+proxy_carriers(const struct tm_proxy *px)
+{
+    return px->carriers;
+}
+
 size_t
 proxy_clients(const struct tm_proxy *px)
 {

@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct carriers;
 struct event_base;
+struct lock_service;
 struct fence;
 struct metrics;
 struct order;
@@ -41,6 +43,10 @@ const struct watches *proxy_watches(const struct tm_proxy *px);
 
 /* What the page shows: recent marks, refusals and live leases. */
 struct recent *proxy_recent(struct tm_proxy *px);
+
+/* The lock service (NULL: none) and the carriers ([lease] sections). */
+struct lock_service *proxy_locks(const struct tm_proxy *px);
+struct carriers *proxy_carriers(const struct tm_proxy *px);
 
 /* Open client connections; whether the proxy drains. */
 size_t proxy_clients(const struct tm_proxy *px);

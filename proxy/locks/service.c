@@ -572,6 +572,12 @@ lease_freed(void *arg, const char *name, size_t len)
     }
 }
 
+void
+lock_service_submit(struct lock_service *ls, const struct lock_op *op)
+{
+    ls->ops->submit(ls->b, op);
+}
+
 bool
 lock_service_ready(struct lock_service *ls)
 {

@@ -15,6 +15,7 @@ struct metrics;
 struct recent;
 struct tm_config;
 struct tm_log;
+struct lock_op;
 struct lock_service;
 
 /* The lock service over cfg->locks and cfg->tokens (cfg outlives it),
@@ -31,6 +32,11 @@ lock_service_new(struct event_base *base, const struct tm_log *log,
  * (still percent-encoded), query the text after '?' or NULL. */
 void lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
                         const char *path, const char *query);
+
+/* Start op on the service's backend, for a lease this process holds
+ * itself (proxy/lease.c): the same backend handle, so that an LMDB file
+ * is opened once. op->cb runs once, as lock_ops.submit says. */
+void lock_service_submit(struct lock_service *ls, const struct lock_op *op);
 
 /* Whether the lock backend can be used now. */
 bool lock_service_ready(struct lock_service *ls);

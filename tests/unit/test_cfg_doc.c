@@ -320,7 +320,7 @@ static char *
 watch_off(const char *text)
 {
     const char *at = strstr(text, "[watch NAME]");
-    const char *end = "";
+    const char *end = "", *p;
     char *out = malloc(strlen(text) * 2 + 1);
     size_t n;
 
@@ -328,10 +328,12 @@ watch_off(const char *text)
     assert_non_null(out);
     n = (size_t)(at - text);
     memcpy(out, text, n);
-    for (const char *p = at; *p != '\0'; p = end) {
+    /* Up to the next section's header, which is kept. */
+    for (p = at; *p != '\0'; p = end) {
         end = strchr(p, '\n');
         end = end != NULL ? end + 1 : p + strlen(p);
         if (p != at && *p == '[') {
+            end = p;
             break;
         }
         if (*p != ';') {
