@@ -309,8 +309,9 @@ on_ttl(void *arg, const struct etcd_reply *rep)
                        on_cleared);
         } else if (r->kind == LOCK_OP_ACQUIRE) {
             answer(r, LOCK_BUSY, r->fence, ttl > 0 ? ttl * 1000 : 1);
-        } else if (ttl > 0) {
-            answer(r, LOCK_OK, r->fence, ttl * 1000);
+        } else if (ttl >= 0) {
+            /* 0: up to a second left, as for an acquire. */
+            answer(r, LOCK_OK, r->fence, ttl > 0 ? ttl * 1000 : 1);
         } else {
             answer(r, LOCK_NONE, r->fence, 0); /* expired, key not yet gone */
         }
