@@ -986,6 +986,21 @@ load_sign(struct loader *l, const struct raw_sect *s, struct cfg_upstream *u)
               (session != NULL && session[0] != '\0' && cr->session == NULL);
 }
 
+/* Whether s is in the file, or set from the environment. */
+static bool
+sect_given(const struct raw_sect *s)
+{
+    if (s == NULL || s->line > 0) {
+        return s != NULL;
+    }
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        if (cfg_opts[i].sect == s->kind && s->vals[i].set) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A [lease] once its keys are set: renew_ms below ttl_ms (0 becomes
  * ttl_ms / 3), and a [locks] section naming the backend it lives in (a
  * lease in the default ./data/locks.lmdb would be shared with nobody). */
@@ -1007,7 +1022,7 @@ check_lease(struct loader *l, const struct raw_sect *s, struct cfg_lease *ls,
 
         add_err(l, keys_origin(s, keys, &at), "%s", buf);
     }
-    if (find_sect(l, CFG_LOCKS, NULL) == NULL) {
+    if (!sect_given(find_sect(l, CFG_LOCKS, NULL))) {
         add_err(l, sect_origin(s, &at),
                 "[lease %s] needs a [locks] section: the lease lives in the "
                 "lock service's backend (lmdb for one host; redis, "

@@ -43,6 +43,10 @@ struct carriers {
     struct carry_env env;
     struct carrier *c;
     size_t n;
+    size_t stopping; /* carriers still giving back, plus one while
+                      * carriers_stop runs */
+    void (*stopped)(void *arg);
+    void *stopped_arg;
 };
 
 static const char *const state_names[CARRY_NSTATES] = {"starting", "holding",
@@ -197,7 +201,10 @@ carry_lost(struct carrier *c, const char *why)
         return;
     }
     set_holder(c, NULL);
-    set_state(c, CARRY_LOST, c->state == CARRY_HOLDING ? c->fence : 0, why);
+    set_state(c, CARRY_LOST,
+              c->state == CARRY_HOLDING || c->state == CARRY_LOST ? c->fence
+                                                                  : 0,
+              why);
 }
 
 enum carry_state
@@ -283,6 +290,38 @@ carriers_free(struct carriers *set)
     }
     free(set->c);
     free(set);
+}
+
+/* One carrier has given back what it held. */
+static void
+one_stopped(void *arg)
+{
+    struct carriers *set = arg;
+    void (*done)(void *) = set->stopped;
+
+    if (set->stopping == 0 || --set->stopping > 0 || done == NULL) {
+        return;
+    }
+    set->stopped = NULL;
+    done(set->stopped_arg);
+}
+
+void
+carriers_stop(struct carriers *set, void (*done)(void *arg), void *arg)
+{
+    set->stopped = done;
+    set->stopped_arg = arg;
+    set->stopping = set->n + 1;
+    for (size_t i = 0; i < set->n; i++) {
+        struct carrier *c = &set->c[i];
+
+        if (c->kind->stop != NULL && c->impl != NULL) {
+            c->kind->stop(c->impl, one_stopped, set);
+        } else {
+            one_stopped(set);
+        }
+    }
+    one_stopped(set);
 }
 
 struct carrier *

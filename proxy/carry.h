@@ -46,6 +46,10 @@ struct carry_kind {
      * NULL with a message in err. */
     void *(*open)(const struct carry_env *env, struct carrier *c,
                   const void *cfg, char *err, size_t errlen);
+    /* Optional (NULL: nothing to give back). Stopping: no new win; give
+     * what is held back (a standby need not wait for its TTL), then
+     * done(arg), once, maybe from inside this call. */
+    void (*stop)(void *impl, void (*done)(void *arg), void *arg);
     /* Stop: no report after this. */
     void (*close)(void *impl);
 };
@@ -86,6 +90,11 @@ struct carriers *carriers_new(const struct carry_env *env,
     __attribute__((warn_unused_result));
 
 void carriers_free(struct carriers *set);
+
+/* Stopping (once no client is left): every carrier gives back what it
+ * holds; then done(arg), once (from inside this call when nothing is
+ * held). */
+void carriers_stop(struct carriers *set, void (*done)(void *arg), void *arg);
 
 /* The carrier NAME, or NULL. */
 struct carrier *carry_find(struct carriers *set, const char *name);

@@ -39,6 +39,9 @@ struct lease {
     bool busy;       /* an operation (or a probe) is in flight */
     bool probing;    /* what is in flight is a health probe */
     bool closed;     /* close ran while busy: the last callback frees */
+    void (*stopped)(void *arg); /* stopping: called once given back */
+    void *stopped_arg;
+    bool stopping;
     /* health_url */
     struct evhttp_connection *hc;
     char *host_header;
@@ -67,20 +70,32 @@ free_lease(struct lease *l)
 static bool
 landed(struct lease *l)
 {
+    int64_t fence;
+
     l->busy = false;
     if (l->closed) {
         free_lease(l);
         return false;
     }
     lib_enter(l->env.log);
+    /* A process that was paused past its lease's end finds it lost by
+     * its own clock first, whatever the answer then says. */
+    carry_now(l->c, &fence);
     return true;
 }
 
+static void give_back(struct lease *l);
+
+/* The next step in ms; stopping, the lease is given back instead. */
 static void
 again_in(struct lease *l, int64_t ms)
 {
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
 
+    if (l->stopping) {
+        give_back(l);
+        return;
+    }
     evtimer_add(l->timer, &tv);
 }
 
@@ -332,9 +347,16 @@ open_health(struct lease *l, char *err, size_t errlen)
 static void
 tick(struct lease *l)
 {
+    int64_t fence;
+
     if (l->busy) {
         return;
     }
+    if (l->stopping) {
+        give_back(l);
+        return;
+    }
+    carry_now(l->c, &fence); /* as landed */
     if (l->hc != NULL) {
         probe(l);
     } else {
@@ -351,6 +373,39 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     lib_enter(l->env.log);
     tick(l);
+}
+
+/* Stopping: release the lease held (its answer comes back here through
+ * again_in), then tell the set. */
+static void
+give_back(struct lease *l)
+{
+    void (*done)(void *) = l->stopped;
+
+    if (l->fence > 0) {
+        carry_lost(l->c, "stopping: the lease is given back");
+        submit(l, LOCK_OP_RELEASE, 0, released);
+        l->fence = 0;
+        return;
+    }
+    l->stopped = NULL;
+    if (done != NULL) {
+        done(l->stopped_arg);
+    }
+}
+
+static void
+lease_stop(void *impl, void (*done)(void *arg), void *arg)
+{
+    struct lease *l = impl;
+
+    l->stopping = true;
+    l->stopped = done;
+    l->stopped_arg = arg;
+    evtimer_del(l->timer);
+    if (!l->busy) {
+        give_back(l);
+    }
 }
 
 static void *
@@ -419,5 +474,6 @@ lease_close(void *impl)
 const struct carry_kind carry_lease_kind = {
     .name = "lease",
     .open = lease_open,
+    .stop = lease_stop,
     .close = lease_close,
 };

@@ -66,6 +66,27 @@ give_back_memory(struct tm_proxy *px)
 }
 
 static void
+carriers_gave_back(void *arg)
+{
+    struct tm_proxy *px = arg;
+
+    px->carriers_stop = 2;
+    event_active(px->reaper, EV_TIMEOUT, 1);
+}
+
+/* Draining with no client left: the leases held are given back first,
+ * so that a standby takes over at once. Whether that is done. */
+static bool
+carriers_stopped(struct tm_proxy *px)
+{
+    if (px->carriers_stop == 0 && px->carriers != NULL) {
+        px->carriers_stop = 1;
+        carriers_stop(px->carriers, carriers_gave_back, px);
+    }
+    return px->carriers == NULL || px->carriers_stop == 2;
+}
+
+static void
 reaper_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct tm_proxy *px = arg;
@@ -75,7 +96,8 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
     lib_enter(&px->log);
     client_reap(px);
     give_back_memory(px);
-    if (px->draining && px->nclients == 0 && px->drain_done != NULL) {
+    if (px->draining && px->nclients == 0 && px->drain_done != NULL &&
+        carriers_stopped(px)) {
         void (*done)(void *) = px->drain_done;
         px->drain_done = NULL;
         done(px->drain_arg);

@@ -55,6 +55,8 @@ struct tm_proxy {
     struct lock_service *locks; /* the lock service, with a control port
                                  * or a [lease]; NULL otherwise */
     struct carriers *carriers;  /* [lease] sections: carried tokens */
+    int carriers_stop;          /* draining: 0 not asked, 1 giving back
+                                 * their leases, 2 done */
     struct order *order;
     struct uploads *uploads; /* S3 upload ids bound to their resource */
     struct up_pool **pools;  /* gen->pools */

@@ -1,0 +1,356 @@
+"""The sidecar holds the lease ([lease NAME], routes with lease = NAME):
+tidemark takes a lock in its lock service's backend, renews it, raises
+the scope mark lease/NAME to its fence when it wins, and sends that
+fence as the token of every tokenless write on a bound route. Against
+the real binary: one sidecar on lmdb (one host), and two sidecars on a
+shared mark store and a shared lock backend (Postgres for both, etcd
+for both, Postgres marks with ZooKeeper leases), with kill -9 and
+SIGSTOP of the holder; the explicit-token rule; health_url; the config
+errors; conf/examples/lease.ini."""
+
+import http.server
+import json
+import signal
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import (REPO, StoreUnderTest, assert_problem, run_check, slow,
+                      wait_until)
+from test_config import BASE, BASE_LINES, check_text, problems
+from test_locks import empty_lock_store
+
+EXAMPLES = REPO / "conf" / "examples"
+
+# Short leases keep the takeovers quick; etcd grants whole seconds, at
+# least 2.
+TTL_MS = 2000
+RENEW_MS = 400
+
+
+def unique(prefix="d"):
+    return prefix + uuid.uuid4().hex[:10]
+
+
+def lease_config(lease, store=None, locks=None, ttl_ms=TTL_MS,
+                 renew_ms=RENEW_MS, **lease_keys):
+    """A config with [lease LEASE] (its lock named after it too), the
+    route docs bound to it, and an unbound route raw/{key*} for explicit
+    tokens on any resource."""
+    keys = {"name": "jobs/" + lease, "ttl_ms": str(ttl_ms),
+            "renew_ms": str(renew_ms)}
+    keys.update(lease_keys)
+    cfg = {
+        "locks": dict(locks or {}),
+        "lease " + lease: keys,
+        "route docs": {"path": "/v1/documents/{doc}",
+                       "resource": "documents/{doc}", "lease": lease},
+        "route raw": {"path": "/v1/raw/{key*}", "resource": "{key}"},
+        "proxy": {"order_grace_ms": "0"},
+    }
+    if store is not None:
+        cfg["store"] = store
+    return cfg
+
+
+def lease_state(tm, lease):
+    st, _, body = tm.admin("GET", "/v1/leases/" + lease)
+    assert st == 200, (st, body)
+    return json.loads(body)
+
+
+def wait_state(tm, lease, state, timeout=10.0):
+    return wait_until(
+        lambda: (lambda d: d if d["state"] == state else None)(
+            lease_state(tm, lease)),
+        timeout * slow(), "lease %s %s" % (lease, state))
+
+
+def assert_refused(tm, upstream, doc, status, kind, **kw):
+    tag = unique("t")
+    r = tm.put(doc, headers=[("X-Test-Id", tag)], **kw)
+    problem = assert_problem(r, status)
+    assert r.header("Tidemark-Error") == kind, r
+    assert upstream.find("X-Test-Id", tag) == []
+    return problem
+
+
+def write_ok(tm, upstream, doc):
+    tag = unique("t")
+    r = tm.put(doc, headers=[("X-Test-Id", tag)])
+    assert r.status == 200, r
+    assert len(upstream.find("X-Test-Id", tag)) == 1
+    # Tidemark strips the token it sent for it, as any token.
+    assert upstream.find("X-Test-Id", tag)[0].header("Fencing-Token") is None
+    return r
+
+
+# ---------------------------------------------------------- one host
+
+
+def test_one_sidecar_on_lmdb(tidemark, upstream):
+    lease = unique("app")
+    tm = tidemark(config=lease_config(lease, locks={"backend": "lmdb"}))
+    held = wait_state(tm, lease, "holding")
+    fence = held["fence"]
+    assert held["kind"] == "lease" and held["scope"] == "lease/" + lease
+    assert held["holder"].endswith(":%d" % tm.proc.pid)
+    # Eager: the scope mark is raised before any write.
+    assert tm.mark("lease/" + lease) == fence
+    d = unique()
+    r = write_ok(tm, upstream, d)
+    assert r.header("Fencing-High-Water") == str(fence)
+    assert tm.mark("documents/" + d) == fence
+    assert tm.log_lines("token=%d" % fence, "resource=documents/" + d)
+    # An explicit token on a bound route: 400, whatever its value.
+    for token in (fence, fence + 1):
+        assert_refused(tm, upstream, d, 400, "token-on-carried-route",
+                       token=token)
+    # Reads pass; a route without lease = still takes explicit tokens.
+    assert tm.request("GET", "/v1/documents/" + d).status == 200
+    assert tm.request("PUT", "/v1/raw/x/" + d, token=3).status == 200
+    # Listed, counted, and a part of /readyz (not required: ready = no).
+    st, _, body = tm.admin("GET", "/v1/leases")
+    assert st == 200 and [c["name"] for c in json.loads(body)] == [lease]
+    st, _, body = tm.admin("GET", "/readyz")
+    assert st == 200
+    assert ("lease %s: holding fence %d (not required)" % (lease, fence)
+            ) in body.decode()
+    st, _, body = tm.admin("GET", "/metrics")
+    assert ('tidemark_carrier_state{carrier="%s",state="holding"} 1'
+            % lease) in body.decode()
+    assert tm.admin("GET", "/v1/leases/nope")[0] == 404
+    # A restart gives the lease back (SIGTERM) and wins it again above.
+    tm.restart()
+    again = wait_state(tm, lease, "holding")["fence"]
+    assert again > fence
+    assert tm.mark("lease/" + lease) == again
+    write_ok(tm, upstream, d)
+    assert tm.mark("documents/" + d) == again
+
+
+def test_ready_follows_the_lease(tidemark, upstream):
+    lease = unique("app")
+    tm = tidemark(config=lease_config(lease, locks={"backend": "lmdb"},
+                                      ready="yes"))
+    wait_state(tm, lease, "holding")
+    st, _, body = tm.admin("GET", "/readyz")
+    assert st == 200, body
+
+
+# ------------------------------------------------- two sidecars, shared
+
+PAIRS = [("postgres", "postgres"), ("etcd", "etcd"),
+         ("postgres", "zookeeper")]
+
+
+@pytest.fixture(params=PAIRS, ids=["%s+%s" % p for p in PAIRS])
+def pair(request, tidemark, store_servers):
+    """start(name, **lease_keys): a sidecar on the shared mark store and
+    lock backend of this parameter, bound to this test's lease."""
+    store_kind, lock_kind = request.param
+    store = StoreUnderTest(store_kind, store_servers(store_kind))
+    _, _, locks = empty_lock_store(lock_kind, store_servers)
+    lease = unique("app")
+
+    def start(name, **lease_keys):
+        cfg = lease_config(lease, store=store.section(), locks=locks,
+                           **lease_keys)
+        return tidemark(config=cfg, name=name)
+
+    start.lease = lease
+    return start
+
+
+def test_one_holds_the_other_waits(pair, upstream):
+    lease = pair.lease
+    a = pair("a")
+    fence = wait_state(a, lease, "holding")["fence"]
+    b = pair("b")
+    standby = wait_state(b, lease, "standby")
+    assert standby["holder"] is None
+    d = unique()
+    write_ok(a, upstream, d)
+    assert b.mark("documents/" + d) == fence
+    doc = assert_refused(b, upstream, d, 503, "not-leader")
+    assert "standby" in doc["detail"]
+    assert b.mark("documents/" + d) == fence
+    assert_refused(a, upstream, d, 400, "token-on-carried-route",
+                   token=fence + 100)
+    assert a.mark("documents/" + d) == fence
+    assert lease_state(a, lease)["state"] == "holding"
+
+
+def test_kill9_holder_standby_takes_over(pair, upstream):
+    lease = pair.lease
+    a = pair("a")
+    fa = wait_state(a, lease, "holding")["fence"]
+    b = pair("b")
+    wait_state(b, lease, "standby")
+    a.kill9()
+    fb = wait_state(b, lease, "holding", timeout=TTL_MS / 1000 + 10)["fence"]
+    assert fb > fa
+    assert b.mark("lease/" + lease) == fb
+    d = unique()
+    write_ok(b, upstream, d)
+    assert b.mark("documents/" + d) == fb
+
+
+def test_stopped_holder_hands_over_at_once(pair, upstream):
+    """SIGTERM gives the lease back: the standby need not wait for the
+    (here 60 s) TTL."""
+    lease = pair.lease
+    a = pair("a", ttl_ms=60000, renew_ms=300)
+    fa = wait_state(a, lease, "holding")["fence"]
+    b = pair("b", ttl_ms=60000, renew_ms=300)
+    wait_state(b, lease, "standby")
+    assert a.stop() == 0
+    fb = wait_state(b, lease, "holding", timeout=10)["fence"]
+    assert fb > fa
+
+
+def test_paused_holder_is_refused_by_its_own_clock(pair, upstream):
+    """SIGSTOP the holder past its TTL: the other wins and raises the
+    scope mark; the resumed one refuses its own writes at once (its TTL
+    ran out on its clock before any timer of it ran), and tries again."""
+    lease = pair.lease
+    a = pair("a")
+    fa = wait_state(a, lease, "holding")["fence"]
+    b = pair("b")
+    wait_state(b, lease, "standby")
+    d = unique()
+    write_ok(a, upstream, d)
+    a.proc.send_signal(signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        fb = wait_state(b, lease, "holding",
+                        timeout=TTL_MS / 1000 + 10)["fence"]
+        # The clock under test: past the TTL on a's clock too (etcd may
+        # end a lease up to a second early: it reports whole seconds).
+        wait_until(lambda: time.monotonic() - stopped > TTL_MS / 1000 + 0.2,
+                   TTL_MS / 1000 + 1, "the TTL to pass")
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
+    assert fb > fa and b.mark("lease/" + lease) == fb
+    assert_refused(a, upstream, d, 503, "lease-lost")
+    a.wait_log("lease %s: lost" % lease, "TTL ran out")
+    wait_state(a, lease, "standby")
+    assert_refused(a, upstream, d, 503, "not-leader")
+    write_ok(b, upstream, d)
+    assert b.mark("documents/" + d) == fb
+
+
+def test_scope_mark_refuses_a_write_that_slips_past(pair, upstream):
+    """A write the old holder sends before its own clock says its lease
+    ended (its clock ran slow, or the write was checked just before)
+    meets the scope mark, which a newer holder raised when it won: 409,
+    never forwarded, even on a resource the new holder has not written.
+    The newer holder's win is played by raising lease/NAME through the
+    unbound route, as its sidecar does when it wins."""
+    lease = pair.lease
+    a = pair("a")
+    fa = wait_state(a, lease, "holding")["fence"]
+    r = a.request("PUT", "/v1/raw/lease/" + lease, token=fa + 1)
+    assert r.status == 200, r
+    d = unique()
+    doc = assert_refused(a, upstream, d, 409, "stale-token")
+    assert doc["resource"] == "lease/" + lease
+    assert (doc["token"], doc["high_water"]) == (fa, fa + 1)
+    assert a.mark("documents/" + d) is None
+
+
+# ------------------------------------------------------------ health_url
+
+
+class Health:
+    """The application's health endpoint: answers status (200 or 500)."""
+
+    def __init__(self):
+        self.status = 200
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(outer.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d/healthz" % self.srv.server_port
+        self.t = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.t.start()
+
+    def stop(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+@pytest.fixture
+def health():
+    h = Health()
+    yield h
+    h.stop()
+
+
+def test_unhealthy_app_gives_the_lease_up(tidemark, upstream, health,
+                                          store_servers):
+    """With health_url, a hung application's sidecar gives the lease up
+    at once (released, not left to its TTL) and the other wins."""
+    store = StoreUnderTest("postgres", store_servers("postgres"))
+    _, _, locks = empty_lock_store("postgres", store_servers)
+    lease = unique("app")
+    cfg = lease_config(lease, store=store.section(), locks=locks,
+                       ttl_ms=60000, renew_ms=300, health_url=health.url)
+    a = tidemark(config=cfg, name="a")
+    fa = wait_state(a, lease, "holding")["fence"]
+    cfg_b = lease_config(lease, store=store.section(), locks=locks,
+                         ttl_ms=60000, renew_ms=300)
+    b = tidemark(config=cfg_b, name="b")
+    wait_state(b, lease, "standby")
+    health.status = 500
+    # Far sooner than the 60 s TTL.
+    fb = wait_state(b, lease, "holding", timeout=10)["fence"]
+    assert fb > fa
+    assert lease_state(a, lease)["state"] == "lost"
+    a.wait_log("health_url answered 500")
+    assert_refused(a, upstream, unique(), 503, "lease-lost")
+
+
+# -------------------------------------------------------------- config
+
+# Each case: what follows test_config's BASE, the line (counted from the
+# first line after BASE) and the one message.
+CONFIG_CASES = [
+    ("[locks]\n[route r]\npath = /a/{x}\nresource = a/{x}\nlease = nope\n",
+     5, "lease: no [lease] or [follow] section nope"),
+    ("[lease app]\nname = jobs/a\n",
+     1, "[lease app] needs a [locks] section: the lease lives in the lock "
+     "service's backend (lmdb for one host; redis, postgres, etcd or "
+     "zookeeper to share it)"),
+    ("[locks]\n[lease app]\nname = jobs/a\nttl_ms = 1000\nrenew_ms = 1000\n",
+     5, "[lease app] renew_ms (1000) must be below ttl_ms (1000): a lease "
+     "renewed after its end is lost"),
+    ("[locks]\n[lease app]\nttl_ms = 1000\n",
+     2, "[lease app]: missing required key 'name'"),
+    ("[locks]\n[lease app]\nname = jobs/a\nhealth_url = https://x:1/h\n",
+     4, "health_url: must be http://host:port/path"),
+    ("[locks]\n[lease app]\nname = jobs//a\n",
+     3, "name: must be written in its canonical form: jobs/a"),
+]
+
+
+@pytest.mark.parametrize("extra,line,want", CONFIG_CASES)
+def test_config_errors(tmp_path, extra, line, want):
+    p, rc, lines = check_text(tmp_path, BASE + extra)
+    assert (rc, problems(p, lines)) == (1, {BASE_LINES + line: [want]})
+
+
+def test_example_configuration_passes_check():
+    path = EXAMPLES / "lease.ini"
+    rc, lines = run_check(path)
+    assert (rc, lines) == (0, ["%s: ok" % path])
