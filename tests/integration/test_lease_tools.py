@@ -17,7 +17,7 @@ import pytest
 
 from conftest import REPO, Pod, Tidemark, slow
 from servers import Apache, NginxDav, S3rver
-from test_backends import rclone, start_backend
+from test_backends import rclone, s3_body, start_backend
 from test_sign import CREDS, NO_CREDS
 
 EXAMPLES = REPO / "conf" / "examples"
@@ -72,6 +72,10 @@ class Replicas:
 
     def url(self, tm):
         return "http://127.0.0.1:%d" % tm.port
+
+    @property
+    def direct(self):
+        return self.server.url
 
     def teardown(self):
         errors = []
@@ -211,13 +215,6 @@ def rclone_s3(r, tm):
             "RCLONE_CONFIG_TMS3_NO_CHECK_BUCKET": "true"}
 
 
-def s3_object(s3, key):
-    """The object as s3rver keeps it (read through the holder's
-    tidemark, which signs: a read on an unbound route)."""
-    p = aws(s3, s3.a, "s3", "cp", "s3://%s/%s" % (BUCKET, key), "-")
-    return p.stdout if p.returncode == 0 else None
-
-
 def test_rclone_s3_without_header(s3, tmp_path):
     key = unique("rc")
     src = tmp_path / "src"
@@ -225,7 +222,7 @@ def test_rclone_s3_without_header(s3, tmp_path):
     p = rclone("copyto", str(src), "tms3:%s/%s" % (BUCKET, key),
                env=rclone_s3(s3, s3.a))
     assert p.returncode == 0, p.stderr
-    assert s3_object(s3, key) == b"rclone through the holder"
+    assert s3_body(s3, key) == b"rclone through the holder"
     src.write_bytes(b"rclone through the standby")
     p = rclone("copyto", str(src), "tms3:%s/%s" % (BUCKET, key),
                env=rclone_s3(s3, s3.b))
@@ -233,7 +230,7 @@ def test_rclone_s3_without_header(s3, tmp_path):
     p = rclone("deletefile", "tms3:%s/%s" % (BUCKET, key),
                env=rclone_s3(s3, s3.b))
     assert p.returncode != 0
-    assert s3_object(s3, key) == b"rclone through the holder"
+    assert s3_body(s3, key) == b"rclone through the holder"
 
 
 # ------------------------------------------------------------- aws CLI
@@ -246,6 +243,7 @@ def aws(s3, tm, *args):
     env.update({"AWS_CONFIG_FILE": os.devnull,
                 "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
                 "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_EC2_METADATA_DISABLED": "true",
                 "AWS_MAX_ATTEMPTS": "1", "AWS_RETRY_MODE": "standard"})
     return subprocess.run(["/usr/bin/aws", "--endpoint-url", s3.url(tm),
                            "--no-sign-request"] + list(args),
@@ -258,14 +256,14 @@ def test_aws_cli_without_plugin(s3, tmp_path):
     src.write_bytes(b"aws through the holder")
     p = aws(s3, s3.a, "s3", "cp", str(src), "s3://%s/%s" % (BUCKET, key))
     assert p.returncode == 0, p.stderr
-    assert s3_object(s3, key) == b"aws through the holder"
+    assert s3_body(s3, key) == b"aws through the holder"
     src.write_bytes(b"aws through the standby")
     p = aws(s3, s3.b, "s3", "cp", str(src), "s3://%s/%s" % (BUCKET, key))
     assert p.returncode != 0
     assert b"503" in p.stderr, p.stderr
     p = aws(s3, s3.b, "s3", "rm", "s3://%s/%s" % (BUCKET, key))
     assert p.returncode != 0
-    assert s3_object(s3, key) == b"aws through the holder"
+    assert s3_body(s3, key) == b"aws through the holder"
     p = aws(s3, s3.a, "s3", "rm", "s3://%s/%s" % (BUCKET, key))
     assert p.returncode == 0, p.stderr
-    assert s3_object(s3, key) is None
+    assert s3_body(s3, key) is None
