@@ -63,8 +63,11 @@ def two_pods(pods, shared, a_endpoints=None, a_timeout_ms=1000):
 
 
 def scope_mark(pod, lease):
-    """The carrier's scope mark (lease/SECTION, in the shared store)."""
-    return pod.tm.mark("lease/app")
+    """The carrier's scope mark, in the shared store; the carrier names
+    it (lease/SECTION: one per section name, not per lock name)."""
+    scope = pod.lease()["scope"]
+    assert scope == "lease/app", scope
+    return pod.tm.mark(scope)
 
 
 def applied(upstream, pod):
