@@ -30,6 +30,7 @@ struct carrier {
     int64_t since_wall;
     uint64_t changes;
     char holder[128]; /* as told, "" none */
+    char why[128];    /* starting: the last reason logged */
     /* The scope mark: raised to want before a win counts. */
     int64_t raised;     /* the fence the scope mark is known to hold */
     int64_t want;       /* the fence being raised; 0: none */
@@ -196,8 +197,13 @@ carry_lost(struct carrier *c, const char *why)
     drop_raise(c);
     c->until_ms = 0;
     if (c->state == CARRY_STARTING) {
-        log_warn("%s %s: not decided yet: %s", c->kind->name, c->name,
-                 LOG_STR(why));
+        /* Once per reason, not once per try. */
+        if (strncmp(c->why, why, sizeof(c->why) - 1) != 0) {
+            snprintf(c->why, sizeof(c->why), "%s", why);
+            log_warn("%s %s: not decided yet: %s: writes on its routes are "
+                     "refused (lease-starting)",
+                     c->kind->name, c->name, LOG_STR(why));
+        }
         return;
     }
     set_holder(c, NULL);

@@ -34,6 +34,7 @@ struct carry_env {
     struct event_base *base;
     struct fence *fence;        /* the mark store */
     struct lock_service *locks; /* NULL without a [locks] backend open */
+    const char *lock_backend;   /* [locks] backend: "etcd", ... */
     const struct tm_log *log;   /* the proxy's, entered by callbacks */
 };
 

@@ -125,11 +125,26 @@ submit(struct lease *l, enum lock_kind kind, int64_t min_fence, lock_cb cb)
     lock_service_submit(l->env.locks, &op);
 }
 
-/* Held with l->fence for ttl_ms from when it was asked. */
+/* How much sooner than the TTL granted the lease may end for another
+ * holder. etcd tells the time left in whole seconds, cut down, and a
+ * lease it reports at 0 s left is taken over as ended (lock_etcd.c): up
+ * to a second early. */
+static int64_t
+early_ms(const struct lease *l)
+{
+    const char *b = l->env.lock_backend;
+
+    return b != NULL && strcmp(b, "etcd") == 0 ? 1000 : 0;
+}
+
+/* Held with l->fence for ttl_ms from when it was asked (less what the
+ * backend may cut short). */
 static void
 held(struct lease *l, int64_t ttl_ms)
 {
-    carry_won(l->c, l->fence, l->sent_ms + ttl_ms, l->self);
+    int64_t left = ttl_ms - early_ms(l);
+
+    carry_won(l->c, l->fence, l->sent_ms + (left > 0 ? left : 1), l->self);
     again_in(l, l->cfg->renew_ms);
 }
 

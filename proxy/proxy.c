@@ -329,6 +329,7 @@ start_carriers(struct tm_proxy *px, char *err, size_t errlen)
         }
     }
     env.locks = px->locks;
+    env.lock_backend = cfg->locks.backend;
     px->carriers = carriers_new(&env, cfg, err, errlen);
     return px->carriers != NULL;
 }

@@ -131,6 +131,23 @@ def test_one_sidecar_on_lmdb(tidemark, upstream):
     assert tm.mark("documents/" + d) == again
 
 
+def test_lock_backend_down_at_start(tidemark, upstream, port):
+    """Nothing listens where [locks] points: the lease stays starting,
+    said once in the log, and every write on its routes is refused 503
+    lease-starting, never forwarded unfenced."""
+    lease = unique("app")
+    locks = {"backend": "postgres", "timeout_ms": "200",
+             "dsn": "postgresql://tidemark@127.0.0.1:%d/tidemark" % port}
+    tm = tidemark(config=lease_config(lease, locks=locks, ready="yes"))
+    tm.wait_log("lease %s: not decided yet" % lease,
+                "lock backend cannot be used")
+    assert lease_state(tm, lease)["state"] == "starting"
+    assert_refused(tm, upstream, unique(), 503, "lease-starting")
+    st, _, body = tm.admin("GET", "/readyz")
+    assert st == 503 and ("lease %s: starting" % lease) in body.decode()
+    assert len(tm.log_lines("lease %s: not decided yet" % lease)) == 1
+
+
 def test_ready_follows_the_lease(tidemark, upstream):
     lease = unique("app")
     tm = tidemark(config=lease_config(lease, locks={"backend": "lmdb"},

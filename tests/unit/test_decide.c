@@ -146,6 +146,39 @@ test_pair(void **state)
     }
 }
 
+/* A write on a route bound to a carrier: its fence only while holding
+ * and the write brings no token of its own. */
+static void
+test_carried(void **state)
+{
+    static const struct {
+        enum carry_state st;
+        bool token;
+        int status;
+        const char *kind;
+    } rows[] = {
+        {CARRY_HOLDING, false, 0, NULL},
+        {CARRY_HOLDING, true, 400, "token-on-carried-route"},
+        {CARRY_STANDBY, false, 503, "not-leader"},
+        {CARRY_STANDBY, true, 400, "token-on-carried-route"},
+        {CARRY_LOST, false, 503, "lease-lost"},
+        {CARRY_STARTING, false, 503, "lease-starting"},
+        {CARRY_NSTATES, false, 503, "lease-starting"},
+    };
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct carry_verdict v = decide_carried(rows[i].st, rows[i].token);
+
+        assert_int_equal(v.status, rows[i].status);
+        if (rows[i].kind == NULL) {
+            assert_null(v.kind);
+        } else {
+            assert_string_equal(v.kind, rows[i].kind);
+            assert_non_null(v.detail);
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -153,6 +186,7 @@ main(void)
         cmocka_unit_test(test_request),
         cmocka_unit_test(test_store),
         cmocka_unit_test(test_pair),
+        cmocka_unit_test(test_carried),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
