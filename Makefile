@@ -201,7 +201,7 @@ integration: $(TM_BIN) $(PRELOADS) $(LAB_SO)
 chaos: $(TM_BIN)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/chaos/chaos.py \
 	    --seed "$(SEED)" --duration $(or $(DURATION),60) \
-	    --store $(or $(STORE),lmdb)
+	    --store $(or $(STORE),lmdb) $(if $(LEASE),--lease)
 
 tests/preload/%.so: tests/preload/%.c
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -o $@ $< -ldl

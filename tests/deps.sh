@@ -13,7 +13,7 @@ set -eu
 # integration tests start themselves (nginx and HAProxy also for the
 # differential test; Apache with mod_dav and nginx's DAV modules as WebDAV
 # backends; node for the S3 server installed from npm below) and the
-# clients they drive (curl, requests, boto3, the AWS CLI, rclone; ZooKeeper's server,
+# clients they drive (curl, requests, boto3, the AWS CLI, rclone, cadaver; ZooKeeper's server,
 # and kazoo and Curator, run from Java source with the JDK, for the locks
 # applications already take). Bench: wrk and
 # nginx, and linux-perf (strace where perf cannot count) for the system

@@ -268,7 +268,7 @@ class Tidemark:
     and leases) in a temporary directory of its own."""
 
     def __init__(self, binary, upstream_url, locks=None, extra="",
-                 store=None, grace_ms=0):
+                 store=None, grace_ms=0, mode="correctness"):
         self.binary = binary
         self.dir = tempfile.mkdtemp(prefix="tidemark-lab-")
         self.port = free_port()
@@ -286,9 +286,9 @@ class Tidemark:
                     "[upstream default]\nurl = %s\n"
                     "[route documents]\nmethods = PUT POST PATCH DELETE\n"
                     "path = /v1/documents/{doc}\n"
-                    "resource = documents/{doc}\nmode = correctness\n%s"
+                    "resource = documents/{doc}\nmode = %s\n%s"
                     % (self.port, grace_ms, self.admin_port, store, locks,
-                       upstream_url, extra))
+                       upstream_url, mode, extra))
         self.proc = None
         self.url = "http://127.0.0.1:%d" % self.port
         self.admin = "http://127.0.0.1:%d" % self.admin_port

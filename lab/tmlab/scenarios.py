@@ -7,6 +7,7 @@ whether the harmful outcome followed. The lab (main.py) judges: without
 fencing the harm shows in at least one round with the race; with it, in
 none; a run in which the race never happened proves nothing and fails."""
 
+import json
 import os
 import signal
 import time
@@ -177,7 +178,9 @@ def record_write(rec, c, r, token, sent=None):
     """A client's write answer: a step, and a refusal when not 2xx."""
     st = r.get("status", 0)
     if sent is not None:
-        rec.step(c.name, "write sent (token %s)" % token, sent)
+        rec.step(c.name, "write sent (%s)" % ("token %s" % token if token
+                                              is not None else "no token"),
+                 sent)
     if 200 <= st < 300:
         rec.step(c.name, "write: %d" % st, r["t1"])
     else:
@@ -924,6 +927,85 @@ def advisory_fenced(lab, rec, doc, c1, c2):
             "client 1 held it"}
 
 
+# ------------------------------------------------------------- replicas
+
+
+def carrier(tm):
+    """The sidecar's lease on its control port: (state, fence)."""
+    st, _, body = h.http_call("GET", tm.admin + "/v1/leases/app")
+    if st != 200:
+        return None, None
+    doc = json.loads(body)
+    return doc.get("state"), doc.get("fence")
+
+
+def wait_carrier(rec, lane, tm, state, timeout=15.0):
+    """Poll the sidecar until its lease is in state: its fence."""
+    got = wait_until(lambda: (lambda s: s if s[0] == state else None)(
+        carrier(tm)), timeout, "%s's sidecar %s" % (lane, state))
+    rec.step(lane, "sidecar %s%s" % (state, ", fence %d" % got[1]
+                                     if state == "holding" else ""))
+    return got[1]
+
+
+def replicas(lab, fenced):
+    """Two replicas of an application that sends no token, each with its
+    sidecar; the sidecars hold the lease [lease app] on one Redis (marks
+    there too). Fencing on: the route is bound to the lease (lease =
+    app); off: it is not (mode = off), and each replica only asks its
+    sidecar whether it is the active one. Replica 1 is active, its whole
+    pod (the client and its sidecar) pauses past the TTL; replica 2's
+    sidecar wins and replica 2 writes; replica 1 resumes and writes what
+    it was about to write."""
+    rec = h.Recorder()
+    lab.backend.reset(rec)
+    doc = lab.doc("replicas")
+    url = lab.redis().url
+    ttl = lab.lock_ms
+    extra = ("lease = app\n" if fenced else "") + (
+        "[lease app]\nname = lab/%s\nttl_ms = %d\nrenew_ms = %d\n"
+        % (doc, ttl, max(1, ttl // 4)))
+    sides = []
+    for _ in range(2):
+        tm = lab.tidemark(store="type = redis\nurl = %s\n" % url,
+                          locks="backend = redis\nurl = %s\n" % url,
+                          extra=extra,
+                          mode="correctness" if fenced else "off")
+        sides.append(tm)
+    tm1, tm2 = sides
+    c1, c2 = lab.client(rec, "client 1"), lab.client(rec, "client 2")
+    f1 = wait_carrier(rec, "client 1", tm1, "holding")
+    wait_carrier(rec, "client 2", tm2, "standby")
+    won = time.monotonic()
+    write(rec, c1, tm1.url, doc, None)
+    c1.pause()
+    os.kill(tm1.proc.pid, signal.SIGSTOP)
+    # Renewed until the pause, then the TTL runs out.
+    rec.span("hold", "client 1", won, c1.paused_at + ttl / 1000.0,
+             label="fence %d" % f1)
+    try:
+        rec.step("client 1", "its sidecar paused too (SIGSTOP)")
+        c1.send("http", **write_op(tm1.url, doc, c1, body_of(c1, None),
+                                   None))
+        f2 = wait_carrier(rec, "client 2", tm2, "holding")
+        rec.span("hold", "client 2", time.monotonic(),
+                 time.monotonic() + ttl / 1000.0, label="fence %d" % f2)
+        w2 = write(rec, c2, tm2.url, doc, None)
+        hold_pause(c1, max(lab.pause_ms, ttl))
+    finally:
+        os.kill(tm1.proc.pid, signal.SIGCONT)
+    c1.resume()
+    r = c1.reply()
+    st = record_write(rec, c1, r, None)
+    final = lab.backend.body(doc)
+    # The race: replica 2's sidecar won and replica 2 wrote while
+    # replica 1's pod was paused.
+    return finish(lab, rec, doc, one_round(
+        ok(w2) and f2 > f1, stale_won(final),
+        "the backend ends with %r; replica 1's late write: %d"
+        % (final, st), "replica 2's write was answered %d" % w2["status"]))
+
+
 SCENARIOS = [
     ("paused", "A client pauses past the TTL",
      "Client 1 takes a %(lock)d ms lock and is paused for %(pause)d ms "
@@ -958,4 +1040,11 @@ SCENARIOS = [
      "committed on its own. With the seed's advice: the advisory lock in "
      "the same transaction as the work, and client 1 disconnects while "
      "paused: Postgres rolls its update back.", advisory),
+    ("replicas", "Two replicas, no change to the app",
+     "Two replicas of an application that sends no token, each with a "
+     "sidecar holding a %(lock)d ms lease for it. Replica 1's whole pod "
+     "(the application and its sidecar) pauses past the TTL; replica 2's "
+     "sidecar wins the lease and replica 2 writes; replica 1 resumes and "
+     "writes. Fencing off: the route is not bound to the lease; on: it "
+     "is, and the sidecar carries the lease's fence.", replicas),
 ]

@@ -294,21 +294,24 @@ on_ttl(void *arg, const struct etcd_reply *rep)
     if (reply_ok(r, rep, "lease time to live")) {
         if (!etcd_ttl(rep->body, "TTL", &ttl)) {
             answer(r, LOCK_ERROR, 0, 0);
-        } else if (r->kind == LOCK_OP_ACQUIRE && ttl <= 0 && !r->cleared) {
+        } else if (r->kind == LOCK_OP_ACQUIRE && ttl < 0 && !r->cleared) {
             char id[24];
 
-            /* The holder's lease has ended by etcd's own clock, and etcd
-             * has not yet deleted its key (its lessor revokes expired
-             * leases on a later tick): revoke it now, then try once
-             * more. */
+            /* The holder's lease has ended by etcd's own clock (-1: etcd
+             * no longer has it), and etcd has not yet deleted its key:
+             * revoke it now, then try once more. Not on 0: etcd cuts the
+             * time left to whole seconds toward zero, so 0 is a lease
+             * with up to a second left (or one just ended, which etcd's
+             * lessor revokes within its next tick). */
             r->cleared = true;
             snprintf(id, sizeof(id), "%" PRId64, r->hlease);
             (void)call(r, "/v3/lease/revoke", json_pack("{ss}", "ID", id),
                        on_cleared);
         } else if (r->kind == LOCK_OP_ACQUIRE) {
             answer(r, LOCK_BUSY, r->fence, ttl > 0 ? ttl * 1000 : 1);
-        } else if (ttl > 0) {
-            answer(r, LOCK_OK, r->fence, ttl * 1000);
+        } else if (ttl >= 0) {
+            /* 0: up to a second left, as for an acquire. */
+            answer(r, LOCK_OK, r->fence, ttl > 0 ? ttl * 1000 : 1);
         } else {
             answer(r, LOCK_NONE, r->fence, 0); /* expired, key not yet gone */
         }

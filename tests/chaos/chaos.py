@@ -51,6 +51,11 @@ RESOURCES = ["documents/c1", "documents/c2"]
 UPSTREAM_TIMEOUT_MS = 600
 ORDER_GRACE_MS = 1500
 SLOW_MAX_MS = 800
+# --lease: pods of a worker and its own sidecar, which holds the lease.
+PODS = 3
+LEASE_TTL_MS = 1000
+LEASE_RENEW_MS = 250
+LEASE_SLOW_MAX_MS = 600     # below LEASE_TTL_MS - LEASE_RENEW_MS
 
 
 class ChaosUpstream(Upstream):
@@ -96,6 +101,9 @@ class ChaosUpstream(Upstream):
 
 class Run:
     """One run of the workload and the nemesis on one tidemark."""
+
+    ttl_ms = TTL_MS
+    slow_max_ms = SLOW_MAX_MS
 
     def __init__(self, mode, seed, duration, workdir, store="lmdb"):
         self.mode = mode
@@ -150,20 +158,24 @@ class Run:
         for wid in range(WORKERS):
             self.spawn(wid)
 
-    def wait_backend(self):
+    def wait_backend(self, tm=None):
         """A network store connects after tidemark starts: wait until
         the lock service answers something but 503."""
         if self.redis is None:
             return
-        wait_until(lambda: self.tm.admin("GET", "/v1/locks/probe")[0]
+        tm = tm or self.tm
+        wait_until(lambda: tm.admin("GET", "/v1/locks/probe")[0]
                    != 503, 15, "the lock backend to connect")
+
+    def worker_argv(self, wid):
+        return [str(wid), str(self.seed), str(self.tm.port),
+                str(self.tm.admin_port), str(TTL_MS), str(WAIT_MS)]
 
     def spawn(self, wid):
         err = open(self.dir / ("worker%d.err" % wid), "w")
         p = subprocess.Popen(
-            [sys.executable, str(HERE / "worker.py"), str(wid),
-             str(self.seed), str(self.tm.port), str(self.tm.admin_port),
-             str(TTL_MS), str(WAIT_MS)] + RESOURCES,
+            [sys.executable, str(HERE / "worker.py")]
+            + self.worker_argv(wid) + RESOURCES,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
         err.close()
         self.workers[wid] = p
@@ -192,13 +204,15 @@ class Run:
     # -- the nemesis
 
     def wait_cond(self, pred, timeout):
-        """pred() under the lock, until true or timeout; its value."""
+        """pred() under the lock, until it is neither None nor False (a
+        worker's number 0 counts) or timeout; its value."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
                 v = pred()
                 left = deadline - time.monotonic()
-                if v or left <= 0 or self.stop_ev.is_set():
+                if (v is not None and v is not False) or left <= 0 or \
+                        self.stop_ev.is_set():
                     return v
                 self.cond.wait(min(left, 0.1))
 
@@ -232,11 +246,9 @@ class Run:
             mark = len(self.history)
 
         def overtaken():
-            if time.time() - t_stop < TTL_MS * 1.5 / 1e3:
+            if time.time() - t_stop < self.ttl_ms * 1.5 / 1e3:
                 return False
-            return any(e.get("f") == "write" and e["res"] == lease["res"]
-                       and e["w"] != wid and e["fence"] > lease["fence"]
-                       and e["status"] == 200
+            return any(self.overtakes(e, lease, wid)
                        for e in self.history[mark:])
 
         ok = self.wait_cond(overtaken, 5)
@@ -254,13 +266,21 @@ class Run:
         landed = bool(ok) and nxt is not None and nxt["f"] == "write" \
             and nxt["fence"] == lease["fence"]
         self.landed += landed
-        self.nemesis_event("pause-overtaken", worker=wid, res=lease["res"],
+        self.nemesis_event("pause-overtaken", worker=wid,
+                           res=lease.get("res"),
                            fence=lease["fence"], t_stop=t_stop,
                            overtaken=bool(ok), landed=landed)
 
+    def overtakes(self, e, lease, wid):
+        """e is a write by another holder of lease's lock with a newer
+        token, accepted."""
+        return (e.get("f") == "write" and e["res"] == lease["res"]
+                and e["w"] != wid and e["fence"] > lease["fence"]
+                and e["status"] == 200)
+
     def fault_pause_random(self):
-        wid = self.rng.randrange(WORKERS)
-        d = self.rng.uniform(0.3, 2.0) * TTL_MS / 1e3
+        wid = self.rng.randrange(len(self.workers))
+        d = self.rng.uniform(0.3, 2.0) * self.ttl_ms / 1e3
         self.pause(wid)
         self.stop_ev.wait(d)
         self.resume(wid)
@@ -277,7 +297,7 @@ class Run:
     def fault_slow_upstream(self):
         d = self.rng.uniform(1.0, 3.0)
         with self.up.cond:
-            self.up.slow_ms = (50, SLOW_MAX_MS)
+            self.up.slow_ms = (50, self.slow_max_ms)
         self.nemesis_event("slow-upstream", seconds=round(d, 3))
         self.stop_ev.wait(d)
         with self.up.cond:
@@ -297,11 +317,15 @@ class Run:
             self.redis.start()
             self.wait_backend()
 
-    def nemesis(self, deadline):
+    def faults(self):
         faults = [self.fault_pause_random, self.fault_kill_tidemark,
                   self.fault_slow_upstream]
         if self.redis is not None:
             faults.append(self.fault_store_down)
+        return faults
+
+    def nemesis(self, deadline):
+        faults = self.faults()
         i = 0
         while time.monotonic() < deadline and not self.stop_ev.is_set():
             # Every third fault is the paused client, and every fault
@@ -346,6 +370,14 @@ class Run:
         # passes: that is a broken run, not a clean one.
         assert not bad, "\n".join(bad)
 
+    def revive(self):
+        if not self.tm.alive():
+            self.tm.start()
+
+    def check_teardown(self):
+        if self.tm is not None:
+            self.tm.check_teardown()
+
     def run(self):
         """Start, run the nemesis for duration seconds, stop, check.
         Returns (violations, summary)."""
@@ -355,8 +387,7 @@ class Run:
             self.heal()
             if self.redis is not None and not self.redis.running():
                 self.redis.start()
-            if not self.tm.alive():
-                self.tm.start()
+            self.revive()
             self.stop_workers()
             wait_until(self.up.settled, 15,
                        "the backend to apply every write it received")
@@ -368,8 +399,7 @@ class Run:
                     p.kill()
                     p.wait()
             try:
-                if self.tm is not None:
-                    self.tm.check_teardown()
+                self.check_teardown()
             finally:
                 if self.up is not None:
                     self.up.stop()
@@ -382,6 +412,115 @@ class Run:
                 fh.write(json.dumps(a, sort_keys=True) + "\n")
         violations = checker.check(self.history, self.up.applies)
         return violations, checker.summary(self.history, self.up.applies)
+
+
+class LeaseRun(Run):
+    """The same check with no token in the application (--lease): PODS
+    pods, each a worker (worker.py --lease) and its own tidemark, share
+    a mark store and a lock backend (one Redis). Each tidemark holds the
+    lease [lease app] for its worker; with fencing on, the route is
+    bound to it (lease = app): a write carries the sidecar's fence, or
+    is refused when the sidecar does not hold the lease. With fencing
+    off, nothing is bound (mode = off): the workers still ask their
+    sidecars whether they are the active one, and a worker paused after
+    that check writes anyway. The nemesis pauses whole pods (worker and
+    sidecar, SIGSTOP) past the TTL, kills sidecars with kill -9 and
+    starts them again, and slows the backend (below the lease's TTL less
+    a renewal: a backend that applies a write later than a new holder
+    can win is outside what any fence orders across sidecars)."""
+
+    ttl_ms = LEASE_TTL_MS
+    slow_max_ms = LEASE_SLOW_MAX_MS
+
+    def __init__(self, mode, seed, duration, workdir, store="redis"):
+        super().__init__(mode, seed, duration, workdir, "redis")
+        self.tms = {}
+
+    def config(self):
+        route = dict(DEFAULT_ROUTE)
+        if self.mode == "off":
+            route["mode"] = "off"
+        else:
+            route.update(mode="correctness", lease="app")
+        return {
+            "proxy": {"order_grace_ms": ORDER_GRACE_MS},
+            "upstream default": {"timeout_ms": UPSTREAM_TIMEOUT_MS},
+            "route docs": route,
+            "store": {"type": "redis", "url": self.redis.url, "path": None},
+            "locks": {"backend": "redis", "url": self.redis.url},
+            "lease app": {"name": "chaos/leader", "ttl_ms": LEASE_TTL_MS,
+                          "renew_ms": LEASE_RENEW_MS},
+        }
+
+    def start(self):
+        import servers
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.hist_file = open(self.dir / "history.jsonl", "w")
+        self.up = ChaosUpstream(self.seed)
+        self.redis = servers.Redis().start()
+        for wid in range(PODS):
+            tm = Tidemark(self.dir / ("pod%d" % wid), upstream=self.up,
+                          config=self.config())
+            self.tms[wid] = tm
+            tm.start()
+            self.wait_backend(tm)
+        self.tm = self.tms[0]
+        for wid in range(PODS):
+            self.spawn(wid)
+
+    def worker_argv(self, wid):
+        tm = self.tms[wid]
+        return ["--lease", str(wid), str(self.seed), str(tm.port),
+                str(tm.admin_port), str(LEASE_TTL_MS), "0"]
+
+    def pause(self, wid):
+        super().pause(wid)
+        if self.tms[wid].alive():
+            os.kill(self.tms[wid].proc.pid, signal.SIGSTOP)
+
+    def resume(self, wid):
+        if self.tms[wid].alive():
+            os.kill(self.tms[wid].proc.pid, signal.SIGCONT)
+        super().resume(wid)
+
+    def about_to_write(self):
+        ready = [w for w, e in self.last.items() if w not in self.paused
+                 and e["f"] == "check" and e["state"] == "holding"]
+        return self.rng.choice(sorted(ready)) if ready else None
+
+    def overtakes(self, e, lease, wid):
+        return (e.get("f") == "write" and e["w"] != wid
+                and e["fence"] > lease["fence"] and e["status"] == 200)
+
+    def fault_kill_tidemark(self):
+        live = sorted(set(self.tms) - self.paused)
+        if not live:
+            return
+        wid = self.rng.choice(live)
+        down = self.rng.uniform(0, 0.3)
+        self.tms[wid].kill9()
+        self.nemesis_event("kill-sidecar", worker=wid, down=round(down, 3))
+        self.stop_ev.wait(down)
+        self.tms[wid].start()
+        self.wait_backend(self.tms[wid])
+
+    def faults(self):
+        return [self.fault_pause_random, self.fault_kill_tidemark,
+                self.fault_slow_upstream]
+
+    def revive(self):
+        for tm in self.tms.values():
+            if not tm.alive():
+                tm.start()
+
+    def check_teardown(self):
+        errors = []
+        for tm in self.tms.values():
+            try:
+                tm.check_teardown()
+            except AssertionError as e:
+                errors.append(str(e))
+        assert not errors, "\n\n".join(errors)
 
 
 def report(mode, violations, summary, say=print, examples=3):
@@ -400,14 +539,18 @@ def report(mode, violations, summary, say=print, examples=3):
             say("  %s %s: %s" % (k, v["res"], v["detail"]))
 
 
-def run_both(seed, duration, workdir, store="lmdb", say=print):
+def run_both(seed, duration, workdir, store="lmdb", say=print, lease=False):
     """Fencing off, then on, with one seed. Returns (ok, {mode: result})."""
-    say("chaos: seed %s, %gs per run, store %s (replay: SEED=%s "
-        "DURATION=%g STORE=%s make chaos)"
-        % (seed, duration, store, seed, duration, store))
+    if lease:
+        store = "redis"
+    say("chaos: seed %s, %gs per run, store %s%s (replay: SEED=%s "
+        "DURATION=%g STORE=%s%s make chaos)"
+        % (seed, duration, store, ", sidecar-held lease" if lease else "",
+           seed, duration, store, " LEASE=1" if lease else ""))
     results = {}
+    cls = LeaseRun if lease else Run
     for mode in ("off", "on"):
-        v, s = Run(mode, seed, duration, Path(workdir) / mode,
+        v, s = cls(mode, seed, duration, Path(workdir) / mode,
                    store).run()
         report(mode, v, s, say)
         results[mode] = (v, s)
@@ -415,7 +558,10 @@ def run_both(seed, duration, workdir, store="lmdb", say=print):
     if not results["off"][0]:
         say("FAIL: fencing off showed no violation: the check is blind")
         ok = False
-    if results["on"][1].get("write 409", 0) == 0:
+    refused = results["on"][1].get("write 409", 0)
+    if lease:
+        refused += results["on"][1].get("write 503", 0)
+    if refused == 0:
         say("FAIL: fencing on refused no write: no paused holder reached "
             "the fence")
         ok = False
@@ -432,10 +578,13 @@ def main(argv):
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--store", choices=("lmdb", "redis"), default="lmdb")
     ap.add_argument("--workdir", default="")
+    ap.add_argument("--lease", action="store_true",
+                    help="no token in the workers: each has a sidecar "
+                    "that holds the lease (store and locks on Redis)")
     a = ap.parse_args(argv[1:])
     seed = a.seed or str(random.SystemRandom().randrange(1, 10 ** 9))
     workdir = a.workdir or tempfile.mkdtemp(prefix="tidemark-chaos-")
-    ok, _ = run_both(seed, a.duration, workdir, a.store)
+    ok, _ = run_both(seed, a.duration, workdir, a.store, lease=a.lease)
     if ok and not a.workdir:
         shutil.rmtree(workdir, ignore_errors=True)
     elif not ok:

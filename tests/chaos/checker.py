@@ -9,6 +9,10 @@ The rules, per resource (one lock, one mark, one backend object):
 stale-applied     the backend applied a write after a write with a
                   newer (higher) token: a paused holder overwrote its
                   successor. The backend's own apply order decides.
+                  Through a sidecar-held lease the token is the fence
+                  the application checked before writing, unless its
+                  sidecar won a newer one meanwhile (uncertain_ops:
+                  such writes are counted, not judged).
 ack-lost          a write answered 2xx is not among the applied ones.
 refused-applied   a write tidemark refused (an answer carrying
                   Tidemark-Error: 409, 428, 503, 403...) was applied.
@@ -54,11 +58,25 @@ def _v(kind, res, detail, **fields):
     return out
 
 
-def check_applies(applies):
+def uncertain_ops(history):
+    """Writes through a sidecar-held lease whose token is not known: the
+    application wrote believing fence F, and when the write was answered
+    its sidecar held another fence (it lost F and won again meanwhile),
+    so tidemark may have sent either. Every other write's token is the
+    fence its application checked: its sidecar held F before and no
+    newer fence after."""
+    return {e["op"] for e in history
+            if e.get("f") == "write" and e.get("state_after") == "holding"
+            and e.get("fence_after") != e["fence"]}
+
+
+def check_applies(applies, uncertain=frozenset()):
     """stale-applied: per resource, in the backend's apply order."""
     out = []
     top = {}
     for a in applies:
+        if a["op"] in uncertain:
+            continue
         res, tok = a["res"], a["tok"]
         best = top.get(res)
         if best is not None and tok < best["tok"]:
@@ -181,7 +199,8 @@ def check_leases(history):
 
 def check(history, applies):
     """Every violation, as dicts with kind, res and detail."""
-    return (check_applies(applies) + check_writes(history, applies)
+    return (check_applies(applies, uncertain_ops(history))
+            + check_writes(history, applies)
             + check_fences(history) + check_leases(history))
 
 
@@ -194,11 +213,15 @@ def summary(history, applies):
             st = e.get("status")
             counts["%s %s" % (f, st if st is not None else e.get("err"))] \
                 += 1
+        elif f == "check":
+            counts["check %s" % e.get("state")] += 1
         elif f == "nemesis":
             counts["fault %s" % e["fault"]] += 1
             if e.get("landed"):
                 counts["fault %s landed" % e["fault"]] += 1
     counts["applied"] = len(applies)
+    if any(e.get("f") == "check" for e in history):
+        counts["write uncertain"] = len(uncertain_ops(history))
     return dict(sorted(counts.items()))
 
 

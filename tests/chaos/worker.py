@@ -11,7 +11,7 @@ release. Like a real client, it believes in its lease between the
 check and the write: a pause there (the nemesis' SIGSTOP) makes it
 write with a token that is no longer the holder's.
 
-Usage: worker.py ID SEED PROXY_PORT ADMIN_PORT TTL_MS WAIT_MS RES...
+Usage: worker.py [--lease] ID SEED PROXY_PORT ADMIN_PORT TTL_MS WAIT_MS RES...
 Stops after the current call on SIGTERM. Standard library only.
 """
 
@@ -117,15 +117,24 @@ class Worker:
         # and the backend's record must say which holder wrote.
         body = json.dumps({"op": op, "res": res, "tok": lease["fence"],
                            "w": self.wid}).encode()
+        headers = {"Content-Type": "application/json"}
+        headers.update(self.token_header(lease))
         t0 = time.time()
         st, hdrs, _, err = self.call(
             self.proxy_port, "PUT", "/v1/documents/%s" % doc,
-            headers={"Fencing-Token": lease["token"],
-                     "Content-Type": "application/json"}, body=body)
-        self.emit({"f": "write", "res": res, "t0": t0, "t1": time.time(),
-                   "status": st, "err": err, "fence": lease["fence"],
-                   "op": op, "refusal": hdrs.get("tidemark-error")})
+            headers=headers, body=body)
+        ev = {"f": "write", "res": res, "t0": t0, "t1": time.time(),
+              "status": st, "err": err, "fence": lease["fence"],
+              "op": op, "refusal": hdrs.get("tidemark-error")}
+        ev.update(self.after_write())
+        self.emit(ev)
         return st
+
+    def token_header(self, lease):
+        return {"Fencing-Token": lease["token"]}
+
+    def after_write(self):
+        return {}
 
     def session(self):
         res = self.rng.choice(self.resources)
@@ -154,11 +163,64 @@ class Worker:
             self.session()
 
 
+class LeaseWorker(Worker):
+    """An application with no token of its own behind a sidecar that
+    holds the lease (--lease): it asks its sidecar whether it is the
+    active one (GET /v1/leases/app on the control port: the "check"
+    event), and while it is, does some work and writes 2 to 4 times
+    without a Fencing-Token. Like the application of a leader-elected
+    service, it believes what the check said until its next check: a
+    pause after the check makes it write as a holder it no longer is.
+    The body names the fence it believes it writes under; after each
+    write it asks again (fence_after in the event), so the checker can
+    tell a write whose sidecar won a newer fence while it was under way
+    (then the write's token is uncertain)."""
+
+    def lease(self):
+        st, _, body, _ = self.call(self.admin_port, "GET", "/v1/leases/app")
+        if st != 200:
+            return {"state": None, "fence": None}
+        doc = json.loads(body)
+        return {"state": doc.get("state"), "fence": doc.get("fence")}
+
+    def check(self):
+        t0 = time.time()
+        got = self.lease()
+        self.emit({"f": "check", "t0": t0, "t1": time.time(),
+                   "state": got["state"], "fence": got["fence"]})
+        return got
+
+    def token_header(self, lease):
+        return {}
+
+    def after_write(self):
+        after = self.lease()
+        return {"state_after": after["state"], "fence_after": after["fence"]}
+
+    def session(self):
+        got = self.check()
+        if got["state"] != "holding":
+            time.sleep(self.rng.uniform(0.02, 0.08))
+            return
+        for i in range(self.rng.randint(2, 4)):
+            if stopping:
+                break
+            res = self.rng.choice(self.resources)
+            time.sleep(self.rng.uniform(0.02, 0.06))
+            st = self.write(res, got)
+            if st is None or not 200 <= st < 300:
+                break
+
+
 def main(argv):
     signal.signal(signal.SIGTERM, on_term)
+    cls = Worker
+    if argv[1] == "--lease":
+        cls = LeaseWorker
+        argv = argv[1:]
     wid, seed, proxy_port, admin_port, ttl_ms, wait_ms = argv[1:7]
-    Worker(int(wid), seed, int(proxy_port), int(admin_port), int(ttl_ms),
-           int(wait_ms), argv[7:]).run()
+    cls(int(wid), seed, int(proxy_port), int(admin_port), int(ttl_ms),
+        int(wait_ms), argv[7:]).run()
     return 0
 
 

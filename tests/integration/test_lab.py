@@ -19,7 +19,7 @@ LAB = REPO / "lab" / "tidemark-lab"
 sys.path.insert(0, str(REPO / "lab"))
 
 SCENARIOS = ["paused", "delayed", "failover", "redlock-clock",
-             "redlock-pause", "release", "longjob", "advisory"]
+             "redlock-pause", "release", "longjob", "advisory", "replicas"]
 
 
 def run_lab(args, timeout=300):
@@ -71,6 +71,15 @@ def test_scenario_fails_without_fencing_and_holds_with_it(lab, sid):
             [("client 1", 409)], refused
         assert not [e for e in on[0]["events"] if e["kind"] == "write"
                     and e["client"] == "client 1" and "redlock" not in sid]
+    if sid == "replicas":
+        # Replica 1's late write (no token) landed without the binding;
+        # with it, its sidecar refused it (the lease lost: 503) and the
+        # backend kept replica 2's.
+        assert off[0]["final"].startswith("client 1"), off[0]
+        assert on[0]["final"].startswith("client 2"), on[0]
+        refused = [e for e in on[0]["events"] if e["kind"] == "refused"]
+        assert [(e["lane"], e["status"]) for e in refused] == \
+            [("client 1", 503)], refused
     if sid == "failover":
         t = off[0]["tokens"]
         assert t[1] == t[2], t          # the promoted replica repeats
