@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from conftest import BIN, assert_problem, child_env, free_port, run_check
+from conftest import (BIN, REPO, assert_problem, child_env, free_port,
+                      run_check)
 
 BASE = """\
 [proxy]
@@ -402,3 +403,12 @@ def test_check_is_quick_and_starts_nothing(tmp_path):
     assert time.monotonic() - t0 < 5
     # validating creates no store
     assert not (tmp_path / "marks.lmdb").exists()
+
+
+def test_the_application_sends_the_token_example_passes_check():
+    """conf/examples/app-token.ini, the first of the README's three ways
+    to get a token to the fence, is a configuration tidemark takes as it
+    is (lease.ini and the follow examples are checked by their tests)."""
+    path = REPO / "conf" / "examples" / "app-token.ini"
+    rc, lines = run_check(path)
+    assert (rc, lines) == (0, ["%s: ok" % path])
