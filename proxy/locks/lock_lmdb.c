@@ -275,12 +275,7 @@ run_batch(void *arg, struct lmdb_worker_list *b)
 static size_t
 live_hash(const char *name, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
-    }
-    return (size_t)(h & (LIVE_BUCKETS - 1));
+    return (size_t)(lmdb_hash(name, len) & (LIVE_BUCKETS - 1));
 }
 
 /* The slot pointing at name's entry, or at the end of its bucket. */

@@ -36,9 +36,17 @@
  *
  * Threads. The loop thread calls raise, get, ready and close, and runs
  * every callback. The writer thread (lmdb_worker.c) owns the write
- * transaction and the journal, and answers gets too, so a get sees every
- * accepted raise. Besides the worker's queues, the threads share the log
- * queue and the counters, under the worker's lock.
+ * transaction and the journal. Gets never wait for it: the loop thread
+ * reads the mark in a read-only transaction of its own (one reader slot,
+ * reset and renewed) and takes the larger of that and the journaled table,
+ * the marks accepted since the last checkpoint, which LMDB's committed
+ * state does not hold yet. The writer links a batch's new marks into the
+ * table once the journal holds them on stable storage, before their
+ * raises are answered, and empties it only after the commit that holds
+ * them; a read that finds the table emptied begins its transaction after
+ * that commit. So a get sees every accepted raise, and no mark that is
+ * not durable. Besides the worker's queues, the threads share the log
+ * queue, the counters and the journaled table, under the worker's lock.
  *
  * Durability. A batch of raises is applied to a write transaction that
  * stays open across batches, and its new marks are written to the
@@ -99,13 +107,24 @@ struct lmdb_req {
     struct lmdb_worker_job job; /* first: the worker's queue link */
     store_cb cb;
     void *arg;
-    bool get;              /* a get, else a raise */
     int64_t token;         /* raise: the token; get: unused */
     enum store_result res; /* the answer, set before the callback runs */
     int64_t mark;
     size_t len;
     char name[]; /* len bytes, not NUL-terminated */
 };
+
+/* A mark accepted since the last checkpoint, under its LMDB key. */
+struct lmdb_jmark {
+    struct lmdb_jmark *next;
+    int64_t mark;
+    size_t len;
+    unsigned char key[];
+};
+
+/* Chains of the journaled table. It holds at most the distinct marks of one
+ * checkpoint (CHECKPOINT_PUTS and the batch that passes it). */
+#define JMARKS_BUCKETS 4096
 
 /* A line the writer thread wants logged: the embedding program's sink
  * is only ever called on the loop thread. */
@@ -127,7 +146,8 @@ struct lmdb_store {
 
     /* Loop thread only. */
     bool full_logged;
-    bool fresh; /* no mark at open */
+    MDB_txn *rtxn; /* the reads' transaction, reset between reads */
+    bool fresh;    /* no mark at open */
 
     /* The writer thread's (open's, before it starts). */
     struct journal *journal;
@@ -140,11 +160,13 @@ struct lmdb_store {
     bool full;        /* no room for a mark: raises that write refused */
     bool refusing;    /* the last batch refused a raise: full is logged */
     size_t refused;   /* raises this batch refused for a full map */
+    struct lmdb_jmark *staged; /* this batch's new marks, not synced */
 
     /* Shared: under the worker's lock. */
     struct lmdb_log *logs;
     struct lmdb_log **logs_tail;
     struct store_lmdb_stats stats;
+    struct lmdb_jmark *ftab[JMARKS_BUCKETS]; /* the journaled table */
 };
 
 static struct lmdb_store *
@@ -230,6 +252,112 @@ write_mark(struct lmdb_store *s, MDB_val *key, int64_t mark)
 
     lmdb_put_be64(vbuf, mark);
     return mdb_put(s->txn, s->dbi, key, &val, 0);
+}
+
+/* The chain of an LMDB key in the journaled table. */
+static size_t
+jmarks_bucket(const void *key, size_t len)
+{
+    return (size_t)(lmdb_hash(key, len) % JMARKS_BUCKETS);
+}
+
+static void
+jmarks_free_list(struct lmdb_jmark *f)
+{
+    while (f != NULL) {
+        struct lmdb_jmark *next = f->next;
+        free(f);
+        f = next;
+    }
+}
+
+/* Any thread, lock held: the journaled mark of key, 0 when it has none. */
+static int64_t
+jmarks_find(struct lmdb_store *s, const MDB_val *key)
+{
+    struct lmdb_jmark *f = s->ftab[jmarks_bucket(key->mv_data, key->mv_size)];
+
+    for (; f != NULL; f = f->next) {
+        if (f->len == key->mv_size &&
+            memcmp(f->key, key->mv_data, f->len) == 0) {
+            return f->mark;
+        }
+    }
+    return 0;
+}
+
+/* Writer: the batch's marks are on stable storage; reads see them from
+ * now on, before any of its raises is answered. */
+static void
+jmarks_publish(struct lmdb_store *s)
+{
+    struct lmdb_jmark *dup = NULL;
+
+    lmdb_worker_lock(s->w);
+    while (s->staged != NULL) {
+        struct lmdb_jmark *f = s->staged;
+        struct lmdb_jmark **head = &s->ftab[jmarks_bucket(f->key, f->len)];
+        struct lmdb_jmark *old = *head;
+
+        s->staged = f->next;
+        while (old != NULL &&
+               (old->len != f->len || memcmp(old->key, f->key, f->len) != 0)) {
+            old = old->next;
+        }
+        if (old != NULL) {
+            /* A mark only rises (staged holds the batch newest first). */
+            if (f->mark > old->mark) {
+                old->mark = f->mark;
+            }
+            f->next = dup;
+            dup = f;
+        } else {
+            f->next = *head;
+            *head = f;
+        }
+    }
+    lmdb_worker_unlock(s->w);
+    jmarks_free_list(dup);
+}
+
+/* Empty the journaled table: its marks, as one list. */
+static struct lmdb_jmark *
+jmarks_take(struct lmdb_store *s)
+{
+    struct lmdb_jmark *all = NULL;
+
+    for (size_t i = 0; i < JMARKS_BUCKETS; i++) {
+        struct lmdb_jmark *f = s->ftab[i];
+
+        while (f != NULL) {
+            struct lmdb_jmark *next = f->next;
+            f->next = all;
+            all = f;
+            f = next;
+        }
+        s->ftab[i] = NULL;
+    }
+    return all;
+}
+
+/* Writer: LMDB's committed state holds every journaled mark now. */
+static void
+jmarks_clear(struct lmdb_store *s)
+{
+    struct lmdb_jmark *all;
+
+    lmdb_worker_lock(s->w);
+    all = jmarks_take(s);
+    lmdb_worker_unlock(s->w);
+    jmarks_free_list(all);
+}
+
+/* Writer: the batch's new marks will never be answered accepted. */
+static void
+jmarks_drop_staged(struct lmdb_store *s)
+{
+    jmarks_free_list(s->staged);
+    s->staged = NULL;
 }
 
 /* At most the bytes the file grows by when one put of a key of len bytes
@@ -361,6 +489,7 @@ checkpoint(struct lmdb_store *s)
     }
     s->epoch++;
     s->puts = 0;
+    jmarks_clear(s);
     note_commit(s);
     journal_restart(s->journal, s->epoch);
     lmdb_worker_lock(s->w);
@@ -489,19 +618,20 @@ make_room(struct lmdb_store *s, size_t len, size_t n)
     return s->full ? 1 : 0;
 }
 
-/* Writer: one raise or get of a batch, in the open transaction. 0, or
+/* Writer: one raise of a batch, in the open transaction. 0, or
  * an LMDB error that dooms the transaction (r is answered), or -1 when
  * the store failed. */
 static int
 apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
 {
     unsigned char kbuf[LMDB_DIGEST_KEY_LEN];
+    struct lmdb_jmark *fr;
     MDB_val key;
     int64_t cur;
     int rc;
 
     lmdb_make_key(s->maxkey, r->name, r->len, kbuf, &key);
-    if (!r->get && !journal_fits(s->journal, key.mv_size)) {
+    if (!journal_fits(s->journal, key.mv_size)) {
         /* Everything so far goes into LMDB; the journal starts over. */
         rc = checkpoint(s);
         if (rc != 0) {
@@ -517,9 +647,8 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
     rc = read_mark(s->txn, s->dbi, &key, &cur);
     if (rc == EINVAL) {
         wlog(s, TM_LOG_ERROR,
-             "lmdb: %s: the mark of %s is not an 8-byte value: %s refused",
-             LOG_STR(s->path), LOG_ESC(r->name, r->len),
-             r->get ? "read" : "raise");
+             "lmdb: %s: the mark of %s is not an 8-byte value: raise refused",
+             LOG_STR(s->path), LOG_ESC(r->name, r->len));
         r->res = STORE_ERROR;
         r->mark = 0;
         return 0;
@@ -531,9 +660,9 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
              LOG_STR(s->path), LOG_ESC(r->name, r->len), mdb_strerror(rc), n);
         return rc;
     }
-    if (r->get || r->token <= cur) {
+    if (r->token <= cur) {
         /* Equal: the mark is already durable, nothing to write. */
-        r->res = r->get || r->token == cur ? STORE_ACCEPTED : STORE_STALE;
+        r->res = r->token == cur ? STORE_ACCEPTED : STORE_STALE;
         r->mark = cur;
         return 0;
     }
@@ -550,6 +679,19 @@ apply_one(struct lmdb_store *s, struct lmdb_req *r, size_t n, size_t *nput)
         fail_store(s, "cannot begin a write transaction", rc, n);
         return -1;
     }
+    fr = malloc(sizeof(*fr) + key.mv_size);
+    if (fr == NULL) {
+        wlog(s, TM_LOG_ERROR, "lmdb: %s: out of memory: raise of %s refused",
+             LOG_STR(s->path), LOG_ESC(r->name, r->len));
+        r->res = STORE_ERROR;
+        r->mark = 0;
+        return 0;
+    }
+    fr->mark = r->token;
+    fr->len = key.mv_size;
+    memcpy(fr->key, key.mv_data, key.mv_size);
+    fr->next = s->staged;
+    s->staged = fr;
     rc = write_mark(s, &key, r->token);
     if (rc == MDB_MAP_FULL) {
         /* Past the headroom too: the estimate was wrong. The journal
@@ -600,6 +742,7 @@ run_batch(struct lmdb_store *s, struct lmdb_worker_list *b)
     }
     if (rc != 0) {
         list_answer_all(b, STORE_ERROR);
+        jmarks_drop_staged(s);
         if (rc == -1) {
             return;
         }
@@ -615,9 +758,11 @@ run_batch(struct lmdb_store *s, struct lmdb_worker_list *b)
         /* Never retry: after a failed fsync the kernel may have dropped
          * the dirty pages and a second fsync can succeed anyway. */
         list_answer_all(b, STORE_ERROR);
+        jmarks_drop_staged(s);
         fail_store(s, "commit failed: journal sync", rc, b->n);
         return;
     }
+    jmarks_publish(s);
     if (nput == 0) {
         return;
     }
@@ -756,7 +901,6 @@ req_new(const char *res, size_t len, int64_t token, store_cb cb, void *arg)
     r->job.next = NULL;
     r->cb = cb;
     r->arg = arg;
-    r->get = false;
     r->token = token;
     r->res = STORE_ERROR;
     r->mark = 0;
@@ -805,10 +949,10 @@ enqueue(struct lmdb_store *s, struct lmdb_req *r)
     if (!lmdb_worker_submit(s->w, &r->job, STORE_LMDB_QUEUE_MAX)) {
         if (!s->full_logged) {
             log_error("lmdb: %s: %d requests are waiting for the disk: "
-                      "%s of %s refused, and more until the queue "
+                      "raise of %s refused, and more until the queue "
                       "drains",
                       LOG_STR(s->path), STORE_LMDB_QUEUE_MAX,
-                      r->get ? "read" : "raise", LOG_ESC(r->name, r->len));
+                      LOG_ESC(r->name, r->len));
             s->full_logged = true;
         }
         answer_local(s, r, STORE_ERROR, 0);
@@ -831,20 +975,68 @@ lmdb_raise(struct store *st, const char *res, size_t len, int64_t token,
     enqueue(s, r);
 }
 
-/* Gets go through the writer too: its transaction holds every accepted
- * raise, some of which LMDB has not committed yet. */
+/* Loop thread: the mark of r's resource, without the writer: the
+ * larger of the journaled table's and the committed one, read in that order
+ * (see Threads above). 0 or an LMDB error (EINVAL: not 8 bytes). */
+static int
+read_now(struct lmdb_store *s, const struct lmdb_req *r, int64_t *mark)
+{
+    unsigned char kbuf[LMDB_DIGEST_KEY_LEN];
+    MDB_val key;
+    int64_t journaled;
+    int rc;
+
+    lmdb_make_key(s->maxkey, r->name, r->len, kbuf, &key);
+    lmdb_worker_lock(s->w);
+    journaled = jmarks_find(s, &key);
+    lmdb_worker_unlock(s->w);
+    if (s->rtxn != NULL) {
+        rc = mdb_txn_renew(s->rtxn);
+    } else {
+        rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->rtxn);
+        if (rc != 0) {
+            s->rtxn = NULL;
+        }
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    rc = read_mark(s->rtxn, s->dbi, &key, mark);
+    mdb_txn_reset(s->rtxn);
+    if (rc == 0 && journaled > *mark) {
+        *mark = journaled;
+    }
+    return rc;
+}
+
+/* Gets never queue behind the writer: read here, answered on the next
+ * pass of the loop. */
 static void
 lmdb_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
 {
     struct lmdb_store *s = to_lmdb(st);
     struct lmdb_req *r = req_new(res, len, 0, cb, arg);
+    int64_t mark = 0;
+    int rc;
 
     if (r == NULL) {
         answer_oom(s, cb, arg);
         return;
     }
-    r->get = true;
-    enqueue(s, r);
+    /* After a failed write the file may not hold what LMDB shows. */
+    if (!lmdb_worker_ready(s->w)) {
+        answer_local(s, r, STORE_ERROR, 0);
+        return;
+    }
+    rc = read_now(s, r, &mark);
+    if (rc != 0) {
+        log_error("lmdb: %s: reading the mark of %s failed: %s: read refused",
+                  LOG_STR(s->path), LOG_ESC(r->name, r->len),
+                  rc == EINVAL ? "not an 8-byte value" : mdb_strerror(rc));
+        answer_local(s, r, STORE_ERROR, 0);
+        return;
+    }
+    answer_local(s, r, STORE_ACCEPTED, mark);
 }
 
 static bool
@@ -860,9 +1052,14 @@ lmdb_free(struct lmdb_store *s)
 {
     lmdb_worker_close(s->w);
     flush_logs(s); /* what the writer said after its last answer */
+    if (s->rtxn != NULL) {
+        mdb_txn_abort(s->rtxn);
+    }
     if (s->txn != NULL) {
         mdb_txn_abort(s->txn);
     }
+    jmarks_drop_staged(s);
+    jmarks_free_list(jmarks_take(s)); /* the writer is gone: no lock */
     journal_close(s->journal);
     if (s->env != NULL) {
         mdb_env_close(s->env);
