@@ -31,6 +31,9 @@
 #                 masters, pgbench): the baseline
 #   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
 #                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
+#   bench-marks   CPU per refusal and p99 as the marks grow (1e3, 1e7 by
+#                 default, loaded with mdb_load): proxy and wrk pinned,
+#                 MARKS_BINS="A=bin B=bin" alternates binaries
 #   bench-watch   the window a [watch] leaves: a holder's lease ended
 #                 (revoked, closed, expired) to the mark raised, on a
 #                 3-member etcd cluster and a 3-server ZooKeeper ensemble
@@ -97,7 +100,7 @@ INT_LIB := $(BUILD)/libtidemark-internal.a
 TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps test test-asan test-sanitize unit integration bench \
-        bench-locks bench-locks-raw bench-conns bench-watch embed \
+        bench-locks bench-locks-raw bench-conns bench-marks bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
         check-docs lab chaos
 
@@ -257,6 +260,10 @@ bench-locks-raw: deps
 
 bench-conns: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/conns.py
+
+bench-marks: all tests/preload/nosync.so
+	MARKS_BINS="$${MARKS_BINS:-tidemark=$(abspath $(TM_BIN))}" \
+	    sh tests/bench/marks.sh
 
 bench-watch: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 \
