@@ -300,6 +300,9 @@ store_start() {
             mkdir -p "$dir/store"
             STORE_INI="type = lmdb
 path = $dir/store/marks.lmdb"
+            [ -z "${BENCH_MAP_SIZE:-}" ] ||
+                STORE_INI="$STORE_INI
+map_size = $BENCH_MAP_SIZE"
             fs=$(df -T "$dir/store" | awk 'NR == 2 { print $2 }')
             STORE_DESC="lmdb $(dpkg-query -W -f='${Version}' liblmdb0 \
                 2>/dev/null || echo '?'), on $fs"
