@@ -36,6 +36,8 @@
 # BENCH_RESOURCES (1000) for the quick set, BENCH_WARMUP (2s a target
 # before each case, 0 for none), BENCH_WORKLOADS ("equal rising stale":
 # the quick set's),
+# BENCH_MAP_SIZE (lmdb: the map_size, in bytes, for premark and
+# tidemark; unset: premark's 1 GiB and tidemark's default, the same),
 # BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug), STORE
 # (lmdb | postgres | redis | etcd: the bench starts its own server in its
 # temporary directory), BENCH_POOL ([store] pool_size for postgres and
