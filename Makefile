@@ -249,8 +249,14 @@ test-sanitize:
 	TIDEMARK_BIN=$(abspath build-asan/tidemark) $(PYTEST) -q -rs \
 	    -p no:cacheprovider $(SANITIZE_TESTS)
 
-bench: deps all tests/preload/nosync.so
-	sh tests/bench/run.sh
+bench: deps all tests/preload/nosync.so $(BUILD)/tools/premark
+	PREMARK=$(abspath $(BUILD)/tools/premark) sh tests/bench/run.sh
+
+# The bench's bulk loader of marks (tests/bench/premark.c), on the store's
+# own code.
+$(BUILD)/tools/premark: tests/bench/premark.c $(INT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INT_LIB) $(LDLIBS)
 
 bench-locks: deps all
 	BACKEND=$(or $(BACKEND),lmdb) sh tests/bench/locks.sh

@@ -1,6 +1,7 @@
 -- wrk script for tidemark's bench: PUT /v1/documents/<prefix><i> with a
 -- small body and a Fencing-Token header. Usage:
---   wrk ... -s fence.lua URL -- MODE PREFIX RESOURCES THREADS TOKEN CONNS
+--   wrk ... -s fence.lua URL -- MODE PREFIX RESOURCES THREADS TOKEN CONNS [BODY]
+-- BODY: the request body's size in bytes (default: an 18-byte JSON body).
 -- MODE equal or stale: every request carries TOKEN; resources cycle.
 -- MODE rising: TOKEN is a base above every earlier mark. Thread t of T
 -- only uses resources i with i % T == t, and sends token base + n*T + t
@@ -36,8 +37,14 @@ function init(args)
     if mode ~= "equal" and mode ~= "stale" and mode ~= "rising" then
         error("fence.lua: unknown mode " .. tostring(mode))
     end
-    if not (nres and nthreads and token) or nres < nthreads then
-        error("fence.lua: usage MODE PREFIX RESOURCES THREADS TOKEN CONNS")
+    if not (nres and nthreads and token) or nres < 1 or
+        (mode == "rising" and nres < nthreads) then
+        error("fence.lua: usage MODE PREFIX RESOURCES THREADS TOKEN CONNS " ..
+            "[BODY] (rising: RESOURCES >= THREADS)")
+    end
+    local size = tonumber(args[7])
+    if size then
+        body = string.rep("x", size)
     end
     -- Resources owned by this thread in rising mode.
     per = math.floor((nres - 1 - bench_tid) / nthreads) + 1

@@ -1,10 +1,30 @@
 #!/bin/sh
 # make bench: wrk against the bare upstream, nginx proxy_pass in front of
-# it, and tidemark in front of it, for three fencing workloads; each cell
-# (workload x target) runs BENCH_REPEAT times with the targets in turn;
-# then a table of the median requests/s and p99, the ratio of the medians
-# to nginx's, and the system calls per request of nginx and tidemark,
-# counted over one more run of each cell.
+# it, and tidemark in front of it, for the cases of the chosen sets; each
+# cell (case x target) runs BENCH_REPEAT times with the targets in turn;
+# then a table of the medians of requests/s, p99, CPU us per request,
+# upstream accepts per request and RSS per connection, the ratio of the
+# medians to nginx's, and the system calls per request of nginx and
+# tidemark, counted over one more run of each cell.
+#
+# A case is a workload (equal, rising, stale), a number of clients (wrk
+# connections), of resources, and a body size. BENCH_SET picks the cases:
+#   quick (default): equal, rising and stale, 32 clients, 1000 resources;
+#   clients: equal tokens at 1, 32, 1000 (and 10000 where ulimit -n
+#     allows two descriptors a client) clients, over 1000 resources and
+#     all on one resource;
+#   bodies: equal tokens, 32 clients, bodies of BENCH_BODIES bytes
+#     ("1024 65536 1048576");
+#   marks: stale tokens over 1000 and then 100000 marks (BENCH_MARKS),
+#     each case primed through tidemark before it runs;
+#   raises: rising tokens (every request a durable raise) at 1, 8, 32,
+#     128, 512 clients.
+# Several sets may be named ("clients bodies"); "all" is every set.
+#
+# Pinning (BENCH_PIN, on where there are 2 or more cores): the proxy
+# under test (nginx's proxy and tidemark) runs on core 1, wrk, the upstream
+# and a store server on core 0 (taskset), so that the proxies do not
+# compete with the load for a core and runs are steadier.
 #
 # Env: BENCH_DURATION (10s per run), BENCH_REPEAT (3 runs per cell),
 # BENCH_FLUSH (on; off: tidemark runs with fsync and fdatasync made
@@ -12,8 +32,12 @@
 # measurement of what the flush costs the rising path, never a result),
 # BENCH_SYSCALL_DURATION (5s: the run whose system calls are counted; 0
 # for none), BENCH_SYSCALL_TOOL (perf, or strace: slower, see below),
-# BENCH_THREADS (2), BENCH_CONNECTIONS (32), BENCH_RESOURCES (1000),
-# BENCH_WARMUP (2s, 0 for none), BENCH_WORKLOADS ("equal rising stale"),
+# BENCH_THREADS (2; 1 for one client), BENCH_CONNECTIONS (32) and
+# BENCH_RESOURCES (1000) for the quick set, BENCH_WARMUP (2s a target
+# before each case, 0 for none), BENCH_WORKLOADS ("equal rising stale":
+# the quick set's),
+# BENCH_MAP_SIZE (lmdb: the map_size, in bytes, for premark and
+# tidemark; unset: premark's 1 GiB and tidemark's default, the same),
 # BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug), STORE
 # (lmdb | postgres | redis | etcd: the bench starts its own server in its
 # temporary directory), BENCH_POOL ([store] pool_size for postgres and
@@ -42,6 +66,9 @@ CONNS=${BENCH_CONNECTIONS:-32}
 RES=${BENCH_RESOURCES:-1000}
 WARMUP=${BENCH_WARMUP:-2s}
 WORKLOADS=${BENCH_WORKLOADS:-equal rising stale}
+SETS=${BENCH_SET:-quick}
+BODIES=${BENCH_BODIES:-1024 65536 1048576}
+MARKS=${BENCH_MARKS:-1000 100000}
 TARGETS=${BENCH_TARGETS:-bare nginx tidemark}
 STORE=${STORE:-lmdb}
 FLUSH=${BENCH_FLUSH:-on}
@@ -71,6 +98,62 @@ for w in $WORKLOADS; do
         *) die "unknown workload '$w' in BENCH_WORKLOADS (equal rising stale)" ;;
     esac
 done
+[ "$SETS" != all ] || SETS="quick clients bodies marks raises"
+for set in $SETS; do
+    case "$set" in
+        quick | clients | bodies | marks | raises) ;;
+        *) die "unknown BENCH_SET '$set' (quick clients bodies marks raises all)" ;;
+    esac
+done
+
+# cases: one line a case, "name workload clients resources body" (body 0:
+# fence.lua's 18-byte JSON body).
+cases() {
+    for set in $SETS; do
+        case "$set" in
+            quick)
+                for w in $WORKLOADS; do
+                    echo "$w-c$CONNS-r$RES $w $CONNS $RES 0"
+                done
+                ;;
+            clients)
+                many="1 32 1000"
+                # Each client costs tidemark and nginx two descriptors.
+                # shellcheck disable=SC3045 # dash, bash and busybox have it
+                [ "$(ulimit -n)" -lt 20100 ] || many="$many 10000"
+                for c in $many; do
+                    echo "equal-c$c-r1000 equal $c 1000 0"
+                    echo "equal-c$c-r1 equal $c 1 0"
+                done
+                ;;
+            bodies)
+                for b in $BODIES; do
+                    echo "equal-c32-b$b equal 32 1000 $b"
+                done
+                ;;
+            marks)
+                for m in $MARKS; do
+                    echo "stale-c32-m$m stale 32 $m 0"
+                done
+                ;;
+            raises)
+                for c in 1 8 32 128 512; do
+                    echo "rising-c$c rising $c 1000 0"
+                done
+                ;;
+        esac
+    done
+}
+
+PIN=${BENCH_PIN:-on}
+PIN_PROXY="" PIN_LOAD=""
+if [ "$PIN" = on ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    PIN_PROXY="taskset -c 1" PIN_LOAD="taskset -c 0"
+elif [ "$PIN" = on ]; then
+    echo "bench: fewer than 2 cores or no taskset: not pinned" >&2
+    PIN=off
+fi
+
 case "$FLUSH" in
     on) TM_PRELOAD="" ;;
     off)
@@ -99,11 +182,12 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/tidemark-bench.XXXXXX")
 chmod 0755 "$dir"
 pids=""
 wrk_pid=""
+rss_pid=""
 cleanup() {
-    for p in $wrk_pid $pids; do
+    for p in $rss_pid $wrk_pid $pids; do
         kill "$p" 2>/dev/null || true
     done
-    for p in $wrk_pid $pids; do
+    for p in $rss_pid $wrk_pid $pids; do
         wait "$p" 2>/dev/null || true
     done
     if [ "${BENCH_KEEP:-0}" = 1 ]; then
@@ -173,20 +257,23 @@ $3
 NGX
 }
 
-start_nginx() { # NAME PREFIX
-    nginx -p "$2/" -c "$2/nginx.conf" -e "$2/error.log" \
+start_nginx() { # NAME PREFIX PORT PIN
+    $4 nginx -p "$2/" -c "$2/nginx.conf" -e "$2/error.log" \
         >"$2/stdout.log" 2>&1 &
     pids="$pids $!"
     wait_http "$1" "$!" "http://127.0.0.1:$3/" "$2/error.log"
 }
 
 # The upstream: as fast as a keep-alive HTTP server gets, so the
-# comparison measures the proxies.
+# comparison measures the proxies. Its stub_status counts the connections
+# it accepted: the proxies' new upstream connections.
 nginx_conf "$dir/up" "$UP_PORT" "    server {
         listen 127.0.0.1:$UP_PORT backlog=4096;
+        client_max_body_size 0;
         location / { return 200 \"ok\\n\"; }
+        location = /_accepts { stub_status; }
     }"
-start_nginx upstream "$dir/up" "$UP_PORT"
+start_nginx upstream "$dir/up" "$UP_PORT" "$PIN_LOAD"
 
 if has_target nginx; then
     nginx_conf "$dir/ngx" "$NGX_PORT" "    upstream backend {
@@ -196,13 +283,15 @@ if has_target nginx; then
     }
     server {
         listen 127.0.0.1:$NGX_PORT backlog=4096;
+        client_max_body_size 0;
         location / {
+            proxy_request_buffering off;
             proxy_pass http://backend;
             proxy_http_version 1.1;
             proxy_set_header Connection \"\";
         }
     }"
-    start_nginx nginx "$dir/ngx" "$NGX_PORT"
+    start_nginx nginx "$dir/ngx" "$NGX_PORT" "$PIN_PROXY"
 fi
 
 # Store sections: each sets STORE_INI (the [store] keys) and STORE_DESC,
@@ -213,13 +302,16 @@ store_start() {
             mkdir -p "$dir/store"
             STORE_INI="type = lmdb
 path = $dir/store/marks.lmdb"
+            [ -z "${BENCH_MAP_SIZE:-}" ] ||
+                STORE_INI="$STORE_INI
+map_size = $BENCH_MAP_SIZE"
             fs=$(df -T "$dir/store" | awk 'NR == 2 { print $2 }')
             STORE_DESC="lmdb $(dpkg-query -W -f='${Version}' liblmdb0 \
                 2>/dev/null || echo '?'), on $fs"
             ;;
         redis)
             mkdir -p "$dir/redis"
-            redis-server --port "$STORE_PORT" --bind 127.0.0.1 --save '' \
+            $PIN_LOAD redis-server --port "$STORE_PORT" --bind 127.0.0.1 --save '' \
                 --appendonly yes --appendfsync always --dir "$dir/redis" \
                 >"$dir/redis/log" 2>&1 &
             pids="$pids $!"
@@ -241,7 +333,7 @@ url = redis://127.0.0.1:$STORE_PORT"
             $as_pg "$pgbin/initdb" -D "$dir/pg/data" -A trust -U postgres \
                 -E UTF8 >"$dir/pg/initdb.log" 2>&1 ||
                 die "initdb failed: $(tail -n 5 "$dir/pg/initdb.log")"
-            $as_pg "$pgbin/postgres" -D "$dir/pg/data" -k "$dir/pg" \
+            $PIN_LOAD $as_pg "$pgbin/postgres" -D "$dir/pg/data" -k "$dir/pg" \
                 -p "$STORE_PORT" -c listen_addresses=127.0.0.1 \
                 >"$dir/pg/log" 2>&1 &
             pids="$pids $!"
@@ -255,7 +347,7 @@ pool_size = ${BENCH_POOL:-2}"
             ;;
         etcd)
             mkdir -p "$dir/etcd"
-            etcd --name default --data-dir "$dir/etcd/data" \
+            $PIN_LOAD etcd --name default --data-dir "$dir/etcd/data" \
                 --listen-client-urls "http://127.0.0.1:$STORE_PORT" \
                 --advertise-client-urls "http://127.0.0.1:$STORE_PORT" \
                 --listen-peer-urls "http://127.0.0.1:$PEER_PORT" \
@@ -295,8 +387,28 @@ wait_cmd() {
     done
 }
 
+# The marks set on the lmdb store: the stale marks are written into the
+# file before tidemark opens it, by PREMARK (tests/bench/premark.c, the
+# store's own code; make bench builds it), as many as the largest case
+# needs; each case then cycles over its first m of them. Elsewhere they
+# are set through tidemark, case by case.
+ST_PRIMED=0
+premark() {
+    case " $SETS " in *" marks "*) ;; *) return 0 ;; esac
+    [ "$STORE" = lmdb ] && [ -x "${PREMARK:-}" ] || return 0
+    most=0
+    for m in $MARKS; do
+        [ "$m" -le "$most" ] || most=$m
+    done
+    echo "bench: writing $most marks into the store ..." >&2
+    "$PREMARK" "$dir/store/marks.lmdb" documents/st- "$most" "$STALE_MARK" \
+        ${BENCH_MAP_SIZE:-} || die "premark failed"
+    ST_PRIMED=$most
+}
+
 if has_target tidemark; then
     store_start
+    premark
     cat > "$dir/tidemark.ini" <<INI
 [proxy]
 listen = 127.0.0.1:$TM_PORT
@@ -320,10 +432,11 @@ mode = correctness
 upstream = default
 INI
     if [ -n "$TM_PRELOAD" ]; then
-        LD_PRELOAD=$TM_PRELOAD "$TIDEMARK_BIN" -c "$dir/tidemark.ini" \
-            >"$dir/tidemark.log" 2>&1 &
+        LD_PRELOAD=$TM_PRELOAD $PIN_PROXY "$TIDEMARK_BIN" \
+            -c "$dir/tidemark.ini" >"$dir/tidemark.log" 2>&1 &
     else
-        "$TIDEMARK_BIN" -c "$dir/tidemark.ini" >"$dir/tidemark.log" 2>&1 &
+        $PIN_PROXY "$TIDEMARK_BIN" -c "$dir/tidemark.ini" \
+            >"$dir/tidemark.log" 2>&1 &
     fi
     TM_PID=$!
     pids="$pids $TM_PID"
@@ -349,43 +462,117 @@ put_status() {
         "http://127.0.0.1:$TM_PORT/v1/documents/$1"
 }
 
-# Marks each workload starts from, set through tidemark; then one request
-# of each kind checks that tidemark answers as the workload expects.
-if has_target tidemark; then
-    for w in $WORKLOADS; do
-        case "$w" in
-            equal)
-                python3 "$BENCH/prime.py" 127.0.0.1 "$TM_PORT" eq- "$RES" \
-                    "$EQUAL_TOKEN" || die "priming equal marks failed"
-                s=$(put_status eq-0 "$EQUAL_TOKEN")
-                [ "$s" = 200 ] || die "equal token answered $s, not 200"
-                ;;
-            stale)
-                python3 "$BENCH/prime.py" 127.0.0.1 "$TM_PORT" st- "$RES" \
-                    "$STALE_MARK" || die "priming stale marks failed"
-                s=$(put_status st-0 1)
-                [ "$s" = 409 ] || die "stale token answered $s, not 409"
-                ;;
-        esac
-    done
-fi
-
-# wrk_args WORKLOAD: fence.lua's arguments for one run of WORKLOAD.
-wrk_args() {
+# prime CASE_WORKLOAD RESOURCES: the marks a case starts from, set through
+# tidemark (only those an earlier case has not set); then one request
+# checks that tidemark answers as the workload expects.
+EQ_PRIMED=0
+prime() {
     case "$1" in
-        equal) echo "equal eq- $RES $THREADS $EQUAL_TOKEN $CONNS" ;;
-        stale) echo "stale st- $RES $THREADS 1 $CONNS" ;;
+        equal)
+            [ "$2" -gt "$EQ_PRIMED" ] || return 0
+            python3 "$BENCH/prime.py" 127.0.0.1 "$TM_PORT" eq- "$2" \
+                "$EQUAL_TOKEN" 32 "$EQ_PRIMED" || die "priming equal marks failed"
+            EQ_PRIMED=$2
+            s=$(put_status eq-0 "$EQUAL_TOKEN")
+            [ "$s" = 200 ] || die "equal token answered $s, not 200"
+            ;;
+        stale)
+            if [ "$2" -gt "$ST_PRIMED" ]; then
+                python3 "$BENCH/prime.py" 127.0.0.1 "$TM_PORT" st- "$2" \
+                    "$STALE_MARK" 32 "$ST_PRIMED" ||
+                    die "priming stale marks failed"
+                ST_PRIMED=$2
+            fi
+            # The last of them: a key the store must have under
+            # tidemark's own name for it.
+            s=$(put_status "st-$(($2 - 1))" 1)
+            [ "$s" = 409 ] || die "stale token answered $s, not 409"
+            ;;
+    esac
+}
+
+# The case being run: set_case NAME WORKLOAD CLIENTS RESOURCES BODY.
+set_case() {
+    C_W=$2 C_CONNS=$3 C_RES=$4 C_BODY=$5
+    C_THREADS=$THREADS
+    [ "$C_CONNS" -ge "$C_THREADS" ] || C_THREADS=$C_CONNS
+    C_BODYARG=""
+    [ "$C_BODY" = 0 ] || C_BODYARG=$C_BODY
+}
+
+# wrk_args: fence.lua's arguments for one run of the current case.
+wrk_args() {
+    case "$C_W" in
+        equal) echo "equal eq- $C_RES $C_THREADS $EQUAL_TOKEN $C_CONNS $C_BODYARG" ;;
+        stale) echo "stale st- $C_RES $C_THREADS 1 $C_CONNS $C_BODYARG" ;;
         # A base above every earlier token on these resources: the clock
         # in microseconds' worth of seconds, far below 2^53. A run sends
         # far fewer than 10^6 requests a second, so the next run's base is
         # above every token of this one.
-        rising) echo "rising up- $RES $THREADS $(date +%s)000000 $CONNS" ;;
+        rising) echo "rising up- $C_RES $C_THREADS $(date +%s)000000 $C_CONNS $C_BODYARG" ;;
     esac
 }
 
-# run_wrk WORKLOAD TARGET DURATION OUT [CMD...]: one wrk run, its output
-# in OUT; prints "workload target rps p99_us non2xx socket_errors lost
-# requests". CMD, if given, runs wrk (perf stat -p ... --).
+# target_pids TARGET: the processes that serve TARGET, comma-separated
+# (nginx and the bare upstream: the master and its worker; tidemark: the
+# one process, with all its threads).
+target_pids() {
+    case "$1" in
+        bare | nginx)
+            pf=$dir/up
+            [ "$1" = bare ] || pf=$dir/ngx
+            m=$(cat "$pf/nginx.pid")
+            echo "$m$(ps -o pid= --ppid "$m" | awk '{ printf ",%s", $1 }')"
+            ;;
+        tidemark) echo "$TM_PID" ;;
+    esac
+}
+
+# cpu_ticks PIDLIST: "user system", the CPU time the processes of
+# PIDLIST (comma-separated; each with all its threads) have used, in
+# clock ticks.
+cpu_ticks() {
+    for p in $(echo "$1" | tr ',' ' '); do
+        cat "/proc/$p/stat"
+    done | awk '{ sub(/^.*\) /, ""); u += $12; s += $13 }
+                END { print u + 0, s + 0 }'
+}
+
+# rss_kb PIDLIST: the resident memory of the processes, summed, in KiB.
+rss_kb() {
+    for p in $(echo "$1" | tr ',' ' '); do
+        cat "/proc/$p/status"
+    done | awk '/^VmRSS:/ { k += $2 } END { print k + 0 }'
+}
+
+# rss_peak PIDLIST FILE: until killed, the highest rss_kb seen (every
+# 0.2 s) written to FILE.
+rss_peak() {
+    peak=0
+    while :; do
+        v=$(rss_kb "$1")
+        if [ "$v" -gt "$peak" ]; then
+            peak=$v
+            echo "$peak" >"$2"
+        fi
+        sleep 0.2
+    done
+}
+
+# up_accepts: the connections the upstream has accepted so far, less the
+# one that asks.
+up_accepts() {
+    curl -sf "http://127.0.0.1:$UP_PORT/_accepts" |
+        awk 'NR == 3 { print $1 - 1 }'
+}
+
+# run_wrk CASE TARGET DURATION OUT [CMD...]: one wrk run of the current
+# case, its output in OUT; prints "case target rps p99_us non2xx
+# socket_errors lost requests cpu_us_per_request accepts_per_request
+# rss_kib_per_client": the target's CPU time (/proc/PID/stat), the
+# upstream's new connections and the rise of the target's RSS from before
+# the run to its peak during it. CMD, if given, runs wrk (perf stat -p
+# ... --).
 run_wrk() {
     w=$1 t=$2 d=$3 out=$4
     shift 4
@@ -395,16 +582,27 @@ run_wrk() {
         tail -n 20 "$dir/tidemark.log" >&2 || true
         die "tidemark is not running any more"
     fi
+    tpids=$(target_pids "$t")
+    cpu0=$(cpu_ticks "$tpids")
+    acc0=$(up_accepts)
+    rss0=$(rss_kb "$tpids")
+    echo "$rss0" >"$dir/rss"
+    rss_peak "$tpids" "$dir/rss" &
+    rss_pid=$!
     # In the background and waited for, so that a signal to this script
     # stops the bench at once (the shell runs traps only between commands).
     # shellcheck disable=SC2086
-    "$@" wrk -t"$THREADS" -c"$CONNS" -d"$d" --latency \
+    "$@" $PIN_LOAD wrk -t"$C_THREADS" -c"$C_CONNS" -d"$d" --latency \
         -s "$BENCH/fence.lua" "http://127.0.0.1:$port/" -- $args \
         >"$out" 2>&1 &
     wrk_pid=$!
     rc=0
     wait "$wrk_pid" || rc=$?
     wrk_pid=""
+    kill "$rss_pid" 2>/dev/null || true
+    wait "$rss_pid" 2>/dev/null || true
+    rss_pid=""
+    extra="$(cpu_ticks "$tpids") $cpu0 $(up_accepts) $acc0 $(cat "$dir/rss") $rss0"
     if [ "$rc" -ne 0 ]; then
         cat "$out" >&2
         die "wrk failed against $t ($w)"
@@ -413,25 +611,16 @@ run_wrk() {
         cat "$out" >&2
         die "no WRK_RESULT line from wrk against $t ($w)"
     }
-    echo "$line" | awk -v w="$w" -v t="$t" '{
+    echo "$line" | awk -v w="$w" -v t="$t" -v x="$extra" -v c="$C_CONNS" \
+        -v hz="$(getconf CLK_TCK)" '{
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         rps = v["duration_us"] > 0 ? v["requests"] / (v["duration_us"] / 1e6) : 0
-        printf "%s %s %.0f %d %d %d %d %d\n", w, t, rps, v["p99_us"],
-            v["status_errors"], v["socket_errors"], v["lost"], v["requests"]
+        split(x, e, " "); n = v["requests"] > 0 ? v["requests"] : 1
+        printf "%s %s %.0f %d %d %d %d %d %.1f %.4f %.1f\n", w, t, rps,
+            v["p99_us"], v["status_errors"], v["socket_errors"], v["lost"],
+            v["requests"], (e[1] + e[2] - e[3] - e[4]) * 1e6 / hz / n,
+            (e[5] - e[6]) / n, (e[7] - e[8]) / c
     }'
-}
-
-# target_pids TARGET: the processes that serve TARGET, comma-separated
-# (nginx: the master and its worker; tidemark: the one process, with all
-# its threads).
-target_pids() {
-    case "$1" in
-        nginx)
-            m=$(cat "$dir/ngx/nginx.pid")
-            echo "$m$(ps -o pid= --ppid "$m" | awk '{ printf ",%s", $1 }')"
-            ;;
-        tidemark) echo "$TM_PID" ;;
-    esac
 }
 
 # How system calls are counted: perf's raw_syscalls tracepoint (a counter
@@ -450,16 +639,6 @@ elif command -v strace >/dev/null 2>&1; then
 else
     echo "bench: neither perf nor strace works: no syscall column" >&2
 fi
-
-# cpu_ticks PIDLIST: "user system", the CPU time the processes of
-# PIDLIST (comma-separated; each with all its threads) have used, in
-# clock ticks.
-cpu_ticks() {
-    for p in $(echo "$1" | tr ',' ' '); do
-        cat "/proc/$p/stat"
-    done | awk '{ sub(/^.*\) /, ""); u += $12; s += $13 }
-                END { print u + 0, s + 0 }'
-}
 
 # raise_stats: "seconds raises syncs", tidemark's counters of the time its
 # raises waited for the store (from the request's raise to the store's
@@ -564,12 +743,20 @@ header() {
         echo "flush: OFF (BENCH_FLUSH=off: fsync and fdatasync are no-ops in" \
             "tidemark, nothing is durable; a measurement, not a result)"
     fi
-    echo "load: wrk -t$THREADS -c$CONNS -d$DURATION per run, PUT with a" \
-        "Fencing-Token, $RES resources per workload"
+    echo "sets: $SETS; load: wrk -t$THREADS (-t1 for one client) -d$DURATION" \
+        "per run, PUT with a Fencing-Token; each case names its workload," \
+        "clients (c), resources (r), marks (m) or body bytes (b)"
+    if [ "$PIN" = on ]; then
+        echo "pinned: the proxy under test on core 1; wrk, the upstream" \
+            "and the store server on core 0 (taskset)"
+    else
+        echo "pinned: no (BENCH_PIN=off or fewer than 2 cores)"
+    fi
     echo "runs: $REPEAT per cell, the targets in turn ($(echo "$TARGETS" |
         sed 's/  */, /g'), then again); medians shown"
     echo "upstream: nginx, 1 worker, return 200; proxy nginx: 1 worker," \
-        "keepalive 64, HTTP/1.1; tidemark: 1 network thread"
+        "keepalive 64, HTTP/1.1, proxy_request_buffering off;" \
+        "tidemark: 1 network thread"
     echo "logging: nginx access_log off, error_log warn; tidemark" \
         "log_level = warn (no access log)"
     echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -580,183 +767,49 @@ mkdir -p "$out_dir"
 header | tee "$out_dir/summary.txt"
 echo
 
-if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
-    for t in $TARGETS; do
-        run_wrk equal "$t" "$WARMUP" "$out_dir/wrk-warmup-$t.txt" >/dev/null
-    done
-fi
-
-# Each cell REPEAT times, the targets in turn (nginx, tidemark, nginx,
-# tidemark, ...), so that a burst of other work on the machine falls on
-# both rather than on one cell.
+# Each case: its marks primed, a warm-up run per target, then each cell
+# REPEAT times with the targets in turn (nginx, tidemark, nginx, ...), so
+# that a burst of other work on the machine falls on all rather than on
+# one cell; then the counted run of each proxy.
 : >"$out_dir/runs.txt"
-for w in $WORKLOADS; do
+: >"$out_dir/syscalls.txt"
+: >"$out_dir/syscalls-by-call.txt"
+cases >"$dir/cases"
+while read -r name w c nres body <&3; do
+    set_case "$name" "$w" "$c" "$nres" "$body"
+    ! has_target tidemark || prime "$w" "$nres"
+    if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
+        for t in $TARGETS; do
+            run_wrk "$name" "$t" "$WARMUP" \
+                "$out_dir/wrk-$name-$t-warmup.txt" >/dev/null
+        done
+    fi
     r=1
     while [ "$r" -le "$REPEAT" ]; do
         for t in $TARGETS; do
-            printf 'running %-6s against %-8s (%d of %d) ...\n' \
-                "$w" "$t" "$r" "$REPEAT" >&2
-            run_wrk "$w" "$t" "$DURATION" "$out_dir/wrk-$w-$t-$r.txt" \
+            printf 'running %-18s against %-8s (%d of %d) ...\n' \
+                "$name" "$t" "$r" "$REPEAT" >&2
+            run_wrk "$name" "$t" "$DURATION" "$out_dir/wrk-$name-$t-$r.txt" \
                 >"$dir/run"
-            awk -v r="$r" '{ print $1, $2, r, $3, $4, $5, $6, $7 }' \
-                "$dir/run" >>"$out_dir/runs.txt"
+            awk -v r="$r" -v c="$c" '{ print $1, $2, r, $3, $4, $5, $6, $7,
+                $9, $10, $11, c }' "$dir/run" >>"$out_dir/runs.txt"
         done
         r=$((r + 1))
     done
-done
-
-: >"$out_dir/syscalls.txt"
-: >"$out_dir/syscalls-by-call.txt"
-if [ "$SYSCALL_TOOL" != none ]; then
-    for w in $WORKLOADS; do
+    if [ "$SYSCALL_TOOL" != none ]; then
         for t in nginx tidemark; do
             has_target "$t" || continue
-            printf 'counting system calls: %-6s against %-8s ...\n' \
-                "$w" "$t" >&2
-            count_syscalls "$w" "$t" >"$dir/run"
+            printf 'counting system calls: %-18s against %-8s ...\n' \
+                "$name" "$t" >&2
+            count_syscalls "$name" "$t" >"$dir/run"
             cat "$dir/run" >>"$out_dir/syscalls.txt"
         done
-    done
-fi
+    fi
+done 3<"$dir/cases"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" |
     tee -a "$out_dir/summary.txt"
 echo
-
-# The table; goals are the issue's targets for tidemark against nginx
-# (rising: also p99 at most twice nginx's), and for the rising workload on
-# a shared store, in fenced writes per second.
-case "$STORE" in
-    redis) STORE_GOAL=26000 ;;
-    postgres) STORE_GOAL=10800 ;;
-    *) STORE_GOAL=0 ;;
-esac
-awk -v store="$STORE" -v store_goal="$STORE_GOAL" -v tool="$SYSCALL_TOOL" \
-    -v sdur="$SYSCALL_DURATION" -v targets="$TARGETS" -v rep="$REPEAT" '
-    function median(list,    a, n, i, j, x) {
-        n = split(list, a, " ")
-        for (i = 2; i <= n; i++) {      # insertion sort: n is small
-            x = a[i] + 0
-            for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]
-            a[j + 1] = x
-        }
-        if (n == 0) return 0
-        if (n % 2) return a[(n + 1) / 2] + 0
-        return (a[n / 2] + a[n / 2 + 1]) / 2
-    }
-    BEGIN {
-        goal["equal"] = 1.2; goal["rising"] = 0.9; goal["stale"] = 2.0
-        p99goal["rising"] = 2.0
-    }
-    FILENAME ~ /syscalls.txt$/ {
-        k = $1 " " $2
-        if ($4 > 0) {
-            sc[k] = sprintf("%.2f", $3 / $4)
-            cpu[k] = sprintf("%.1f", ($5 + $6) / $4)
-            cpuorder[++ncpu] = k; cu[k] = $5 / $4; cs[k] = $6 / $4
-        }
-        if ($8 > 0) {
-            rwait[k] = $7 / $8 * 1000; rn[k] = $8
-            rsync[k] = $9 > 0 ? sprintf("%.1f", $8 / $9) : "-"
-        }
-        next
-    }
-    {
-        k = $1 " " $2
-        if (!(k in rps)) { order[++ncell] = k; wl[k] = $1; tg[k] = $2 }
-        rps[k] = rps[k] " " $4; p99[k] = p99[k] " " $5
-        bad[k] += $6; sock[k] += $7; lost[k] += $8
-    }
-    END {
-        for (c = 1; c <= ncell; c++) {
-            k = order[c]; mrps[k] = median(rps[k]); mp99[k] = median(p99[k])
-        }
-        fmt = "%-8s %-9s %11s %10s %9s %9s %14s %9s %8s %8s %8s %6s\n"
-        printf fmt, "workload", "target", "requests/s", "p99", "vs nginx",
-            "p99 vs", "goal", "syscalls", "CPU us", "non-2xx", "sock err",
-            "lost"
-        printf fmt, "", "", "(median)", "(median)", "", "nginx", "",
-            "/request", "/request", "(sum)", "(sum)", "(sum)"
-        for (c = 1; c <= ncell; c++) {
-            k = order[c]; n = wl[k] " nginx"
-            ratio = "-"; pr = "-"; g = "-"
-            if (tg[k] != "nginx" && mrps[n] > 0) {
-                r = mrps[k] / mrps[n]
-                ratio = sprintf("%.2fx", r)
-                if (mp99[n] > 0) { pp = mp99[k] / mp99[n]; pr = sprintf("%.2fx", pp) }
-                if (tg[k] == "tidemark") {
-                    g = sprintf(">=%.1fx", goal[wl[k]])
-                    ok = r >= goal[wl[k]]
-                    if (wl[k] in p99goal) {
-                        g = g sprintf(",p99<=%.0fx", p99goal[wl[k]])
-                        ok = ok && mp99[n] > 0 && pp <= p99goal[wl[k]]
-                    }
-                    if (!ok) { g = g "!"; miss++ }
-                }
-            }
-            printf fmt, wl[k], tg[k], sprintf("%.0f", mrps[k]),
-                sprintf("%.2f ms", mp99[k] / 1000), ratio, pr, g,
-                (k in sc) ? sc[k] : "-", (k in cpu) ? cpu[k] : "-", bad[k],
-                sock[k], lost[k]
-        }
-        print ""
-        print "requests/s of each run, in the order run:"
-        for (c = 1; c <= ncell; c++) {
-            k = order[c]
-            printf "  %-8s %-9s %s\n", wl[k], tg[k], substr(rps[k], 2)
-        }
-        print ""
-        printf "medians of %d runs; vs nginx: the ratio of the medians.\n", rep
-        if (tool == "perf")
-            printf "syscalls/request: all system calls of the target'"'"'s" \
-                " processes (perf stat -e raw_syscalls:sys_enter -p) over\n" \
-                "one more wrk run of %s at the same load, divided by the" \
-                " requests wrk had answered.\n", sdur
-        else if (tool == "strace")
-            printf "syscalls/request: strace -c -f -p over one more wrk" \
-                " run of %s, divided by the requests answered\n(strace" \
-                " slows the target: fewer calls are batched than at full" \
-                " speed).\n", sdur
-        if (ncpu) {
-            print "CPU us/request: user + system time of the same processes" \
-                " over the same run, divided\nthe same way (from /proc/PID/stat):"
-            for (c = 1; c <= ncpu; c++) {
-                k = cpuorder[c]
-                printf "  %-17s user %5.1f  system %5.1f\n", k, cu[k], cs[k]
-            }
-        }
-        for (k in rwait) {
-            printf "store wait (%s): a raise waited %.2f ms on average for" \
-                " the store to answer, %s\nraises a journal sync, over the" \
-                " counted run (tidemark_store_raise_seconds).\n",
-                k, rwait[k], rsync[k]
-        }
-        print "non-2xx: answers >= 400 as wrk counts them; tidemark answers"
-        print "every stale request 409 by design (nginx does not fence and"
-        print "forwards them). lost: requests whose connection closed"
-        print "without an answer. goal: the issue'"'"'s target for tidemark vs"
-        print "nginx."
-        for (c = 1; c <= ncell; c++) {
-            k = order[c]
-            if (store_goal > 0 && wl[k] == "rising" && tg[k] == "tidemark") {
-                verdict = (mrps[k] >= store_goal) ? "met" : "MISSED"
-                printf "store goal: rising through tidemark on %s >= %d/s:" \
-                    " %.0f/s, %s\n", store, store_goal, mrps[k], verdict
-            }
-        }
-        if (miss) { print "goals missed (marked !): " miss }
-    }' "$out_dir/syscalls.txt" "$out_dir/runs.txt" |
-    tee -a "$out_dir/summary.txt"
-if [ -s "$out_dir/syscalls-by-call.txt" ]; then
-    {
-        echo
-        echo "system calls per request, by call (those made at least once" \
-            "every 20 requests):"
-        awk '{ printf "  %-8s %-9s", $1, $2
-               for (i = 3; i <= NF; i++) {
-                   split($i, kv, "/"); printf " %s %s", kv[1], kv[2]
-               }
-               print "" }' "$out_dir/syscalls-by-call.txt"
-    } | tee -a "$out_dir/summary.txt"
-fi
+echo "$REPEAT $SYSCALL_TOOL $SYSCALL_DURATION" >"$out_dir/meta.txt"
+sh "$BENCH/summary.sh" "$out_dir" | tee -a "$out_dir/summary.txt"
 echo
 echo "raw output: ${out_dir#"$ROOT"/}/"

@@ -1,0 +1,122 @@
+#!/bin/sh
+# summary.sh DIR: the table of a make bench run, from its raw output in
+# DIR (runs.txt, syscalls.txt, syscalls-by-call.txt, meta.txt; see
+# tests/bench/results/README.md). run.sh appends it to DIR/summary.txt; run
+# it again to regenerate the table from the same files.
+set -eu
+dir=${1:?usage: summary.sh DIR}
+read -r rep tool sdur <"$dir/meta.txt"
+awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" '
+    function median(list,    a, n, i, j, x) {
+        n = split(list, a, " ")
+        for (i = 2; i <= n; i++) {      # insertion sort: n is small
+            x = a[i] + 0
+            for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]
+            a[j + 1] = x
+        }
+        if (n == 0) return 0
+        if (n % 2) return a[(n + 1) / 2] + 0
+        return (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    FILENAME ~ /syscalls.txt$/ {
+        k = $1 " " $2
+        if ($4 > 0) {
+            sc[k] = sprintf("%.2f", $3 / $4)
+            cpuorder[++ncpu] = k; cu[k] = $5 / $4; cs[k] = $6 / $4
+        }
+        if ($8 > 0) {
+            rwait[k] = $7 / $8 * 1000; rn[k] = $8
+            rsync[k] = $9 > 0 ? sprintf("%.1f", $8 / $9) : "-"
+            secs = sdur + 0
+            rflush[k] = secs > 0 ? sprintf("%.0f", $9 / secs) : "-"
+        }
+        next
+    }
+    {
+        k = $1 " " $2
+        if (!(k in rps)) { order[++ncell] = k; cs_[k] = $1; tg[k] = $2 }
+        rps[k] = rps[k] " " $4; p99[k] = p99[k] " " $5
+        bad[k] += $6; sock[k] += $7; lost[k] += $8
+        cpu[k] = cpu[k] " " $9; acc[k] = acc[k] " " $10
+        rss[k] = rss[k] " " $11
+    }
+    END {
+        for (c = 1; c <= ncell; c++) {
+            k = order[c]; mrps[k] = median(rps[k]); mp99[k] = median(p99[k])
+        }
+        fmt = "%-20s %-9s %10s %10s %6s %6s %7s %8s %8s %8s %8s %8s %6s\n"
+        printf fmt, "case", "target", "req/s", "p99", "vs", "p99 vs",
+            "CPU us", "syscalls", "upstream", "RSS KiB", "non-2xx",
+            "sock err", "lost"
+        printf fmt, "", "", "(median)", "(median)", "nginx", "nginx",
+            "/req", "/req", "conn/req", "/client", "(sum)", "(sum)", "(sum)"
+        for (c = 1; c <= ncell; c++) {
+            k = order[c]; n = cs_[k] " nginx"
+            ratio = "-"; pr = "-"
+            if (tg[k] != "nginx" && mrps[n] > 0) {
+                ratio = sprintf("%.2fx", mrps[k] / mrps[n])
+                if (mp99[n] > 0) pr = sprintf("%.2fx", mp99[k] / mp99[n])
+            }
+            printf fmt, cs_[k], tg[k], sprintf("%.0f", mrps[k]),
+                sprintf("%.2f ms", mp99[k] / 1000), ratio, pr,
+                sprintf("%.1f", median(cpu[k])),
+                (k in sc) ? sc[k] : "-", sprintf("%.4f", median(acc[k])),
+                sprintf("%.1f", median(rss[k])), bad[k], sock[k], lost[k]
+        }
+        print ""
+        print "requests/s of each run, in the order run:"
+        for (c = 1; c <= ncell; c++) {
+            k = order[c]
+            printf "  %-20s %-9s %s\n", cs_[k], tg[k], substr(rps[k], 2)
+        }
+        print ""
+        printf "medians of %d runs; vs nginx: the ratio of the medians.\n", rep
+        print "CPU us/req: user + system time of the target'"'"'s processes" \
+            " (/proc/PID/stat, all threads;\nnginx: master and worker; bare:" \
+            " the upstream) over each run, divided by the requests answered."
+        print "upstream conn/req: connections the upstream accepted over" \
+            " the run (its stub_status),\ndivided by the requests answered" \
+            " (bare: wrk'"'"'s own connections)."
+        print "RSS KiB/client: the target'"'"'s peak RSS during the run" \
+            " (VmRSS, sampled every 0.2 s) less\nits RSS before it, divided" \
+            " by the clients."
+        if (tool == "perf")
+            printf "syscalls/req: all system calls of the target'"'"'s" \
+                " processes (perf stat -e raw_syscalls:sys_enter -p) over\n" \
+                "one more wrk run of %s at the same load, divided by the" \
+                " requests wrk had answered.\n", sdur
+        else if (tool == "strace")
+            printf "syscalls/req: strace -c -f -p over one more wrk" \
+                " run of %s, divided by the requests answered\n(strace" \
+                " slows the target: fewer calls are batched than at full" \
+                " speed).\n", sdur
+        if (ncpu) {
+            print "CPU us/request over the counted run, user and system:"
+            for (c = 1; c <= ncpu; c++) {
+                k = cpuorder[c]
+                printf "  %-30s user %6.1f  system %6.1f\n", k, cu[k], cs[k]
+            }
+        }
+        for (c = 1; c <= ncell; c++) {
+            k = order[c]
+            if (!(k in rwait)) continue
+            printf "store (%s): a raise waited %.2f ms on average for" \
+                " the store to answer, %s raises a journal sync, %s" \
+                " flushes/s, over the counted run.\n",
+                k, rwait[k], rsync[k], rflush[k]
+        }
+        print "non-2xx: answers >= 400 as wrk counts them; tidemark answers"
+        print "every stale request 409 by design (nginx does not fence and"
+        print "forwards them). lost: requests whose connection closed"
+        print "without an answer."
+    }' "$dir/syscalls.txt" "$dir/runs.txt"
+if [ -s "$dir/syscalls-by-call.txt" ]; then
+    echo
+    echo "system calls per request, by call (those made at least once" \
+        "every 20 requests):"
+    awk '{ printf "  %-20s %-9s", $1, $2
+           for (i = 3; i <= NF; i++) {
+               split($i, kv, "/"); printf " %s %s", kv[1], kv[2]
+           }
+           print "" }' "$dir/syscalls-by-call.txt"
+fi
