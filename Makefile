@@ -267,9 +267,9 @@ bench-locks-raw: deps
 bench-conns: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/conns.py
 
-bench-marks: all tests/preload/nosync.so
+bench-marks: all $(BUILD)/tools/premark
 	MARKS_BINS="$${MARKS_BINS:-tidemark=$(abspath $(TM_BIN))}" \
-	    sh tests/bench/marks.sh
+	PREMARK=$(abspath $(BUILD)/tools/premark) sh tests/bench/marks.sh
 
 bench-watch: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 \

@@ -1,9 +1,9 @@
 #!/bin/sh
 # marks.sh: what a refusal costs as the number of marks grows. For each
 # count in MARKS_COUNTS, an LMDB store holding that many marks (resources
-# documents/m0 .. documents/m<count-1>, mark 1000) is written once with
-# mdb_load in tidemark's format (key: the resource's bytes; value: the
-# 8-byte big-endian mark; no journal epoch key, which reads as epoch 0);
+# documents/m0 .. documents/m<count-1>, mark 1000) is written once by
+# PREMARK (tests/bench/premark.c: the store's own code, so the file is
+# what tidemark writes);
 # then every binary of MARKS_BINS serves it in turn, pinned to CPU
 # MARKS_PROXY_CPU, while wrk, pinned to MARKS_WRK_CPU, sends token 1 to
 # random resources (every answer a 409, decided on the mark the store
@@ -42,11 +42,10 @@ die() {
     exit 1
 }
 
-for cmd in wrk mdb_load taskset curl python3; do
+PREMARK=${PREMARK:-$ROOT/build/tools/premark}
+for cmd in wrk taskset curl python3 "$PREMARK"; do
     command -v "$cmd" >/dev/null 2>&1 || die "$cmd not found"
 done
-NOSYNC=$ROOT/tests/preload/nosync.so
-[ -f "$NOSYNC" ] || die "$NOSYNC not built: make tests/preload/nosync.so"
 for b in $BINS; do
     [ -x "${b#*=}" ] || die "${b#*=} is not an executable (MARKS_BINS)"
 done
@@ -64,33 +63,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 mkdir -p "$OUT"
 
-# load COUNT FILE: the store, through mdb_load (the keys in LMDB's
-# order: each put lands on the last page), with fsync and fdatasync made
-# no-ops (nosync.so): a fixture for a read-only workload need not be
-# durable, and mdb_load commits every 100 records.
+# load COUNT FILE: the store, written through the store's own code by
+# PREMARK (tests/bench/premark.c), as make bench's marks set does.
 load() {
-    python3 - "$1" "$MARK" <<'PY' | LD_PRELOAD=$NOSYNC mdb_load -n "$2"
-import sys
-count, mark = int(sys.argv[1]), int(sys.argv[2])
-val = mark.to_bytes(8, "big").hex()
-out = sys.stdout
-out.write("VERSION=3\nformat=bytevalue\ntype=btree\n"
-          "mapsize=%d\nHEADER=END\n" % (2 << 30))
-pre = b"documents/m".hex()
-
-
-def tree(x):  # x and the numbers below count it prefixes, in byte order
-    yield x
-    for k in range(10):
-        if x * 10 + k < count:
-            yield from tree(x * 10 + k)
-
-
-for top in range(10):
-    for i in (tree(top) if top else [0]) if top < count else []:
-        out.write(" %s%s\n %s\n" % (pre, str(i).encode().hex(), val))
-out.write("DATA=END\n")
-PY
+    "$PREMARK" "$2" documents/m "$1" "$MARK" $((2 << 30)) >/dev/null
 }
 
 port() {
