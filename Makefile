@@ -32,7 +32,7 @@
 #   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
 #                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
 #   bench-marks   CPU per refusal and p99 as the marks grow (1e3, 1e7 by
-#                 default, loaded with mdb_load): proxy and wrk pinned,
+#                 default, loaded with premark): proxy and wrk pinned,
 #                 MARKS_BINS="A=bin B=bin" alternates binaries
 #   bench-watch   the window a [watch] leaves: a holder's lease ended
 #                 (revoked, closed, expired) to the mark raised, on a
