@@ -39,10 +39,14 @@
 #                 3-member etcd cluster and a 3-server ZooKeeper ensemble
 #                 (WATCH_ROUNDS, WATCH_TTL_ROUNDS)
 #   format-check  clang-format --dry-run over every C file
-#   check-docs    tidemark.8, conf/tidemark.ini and README.md against the
-#                 option table (keys, defaults, restart marks); cfgdoc man
-#                 and cfgdoc ini write entries for a new key; README.md's
-#                 Metrics section against the metrics table (metricsdoc)
+#   check-docs    doc/tidemark.8, conf/tidemark.ini and doc/operations.md's
+#                 configuration reference against the option table (keys,
+#                 defaults, restart marks; cfgdoc man, ini and md write
+#                 entries for a new key), and the keys named in README.md
+#                 and doc/*.md; doc/operations.md's Metrics section against
+#                 the metrics table (metricsdoc); every relative link of
+#                 those pages; packaging/tidemark.ini against
+#                 conf/tidemark.ini (packaged-ini writes it)
 #   install       PREFIX=/usr/local, DESTDIR: binary, libtidemark.a,
 #                 tidemark.h, tidemark.pc, example config, man page
 #                 (LIBDIR, INCLUDEDIR, MANDIR override the places)
@@ -102,7 +106,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 .PHONY: demo all deps test test-asan test-sanitize unit integration bench \
         bench-locks bench-locks-raw bench-conns bench-marks bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
-        check-docs lab chaos
+        check-docs packaged-ini lab chaos
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -154,10 +158,26 @@ $(BUILD)/tools/metricsdoc: proxy/tools/metricsdoc.c proxy/metrics.h
 	@mkdir -p $(dir $@)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
+# The pages a reader meets: the README and one document per reader in
+# doc/. doc/operations.md holds the configuration reference and the
+# metrics list.
+DOC_PAGES := README.md $(wildcard doc/*.md)
+DOC_OTHERS := $(filter-out doc/operations.md,$(DOC_PAGES))
+
 check-docs: $(BUILD)/tools/cfgdoc $(BUILD)/tools/metricsdoc
-	$(BUILD)/tools/cfgdoc check packaging/tidemark.8 conf/tidemark.ini \
-	    README.md
-	$(BUILD)/tools/metricsdoc check README.md
+	$(BUILD)/tools/cfgdoc check doc/tidemark.8 conf/tidemark.ini \
+	    doc/operations.md $(DOC_OTHERS)
+	$(BUILD)/tools/metricsdoc check doc/operations.md $(DOC_OTHERS)
+	/usr/bin/python3 tests/check-links.py $(DOC_PAGES)
+	@sh packaging/packaged-ini.sh | cmp -s - packaging/tidemark.ini || \
+	    { echo "check-docs: packaging/tidemark.ini is not what" \
+	        "packaging/packaged-ini.sh makes of conf/tidemark.ini:" \
+	        "run make packaged-ini" >&2; exit 1; }
+	@echo "check-docs: packaging/tidemark.ini is conf/tidemark.ini's"
+
+# The packaged /etc/tidemark/tidemark.ini, written from conf/tidemark.ini.
+packaged-ini:
+	sh packaging/packaged-ini.sh > packaging/tidemark.ini
 
 $(BUILD)/tests/%: tests/unit/%.c $(INT_LIB)
 	@mkdir -p $(dir $@)
@@ -296,7 +316,7 @@ install: $(TM_BIN) $(TM_LIB) $(LAB_SO)
 	    packaging/tidemark.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/tidemark.pc
 	install -D -m 0644 conf/tidemark.ini \
 	    $(DESTDIR)$(PREFIX)/share/tidemark/tidemark.ini
-	install -D -m 0644 packaging/tidemark.8 \
+	install -D -m 0644 doc/tidemark.8 \
 	    $(DESTDIR)$(MANDIR)/man8/tidemark.8
 
 deb:

@@ -28,13 +28,18 @@ roff_text(FILE *f, const char *s, bool line_start)
     }
 }
 
+enum doc_form { DOC_ROFF, DOC_INI, DOC_MD };
+
 static void
-sect_header(FILE *f, enum cfg_sect s, bool roff)
+sect_header(FILE *f, enum cfg_sect s, enum doc_form form)
 {
     const char *name = cfg_sect_name(s);
+    const char *named = cfg_sect_named(s) ? " NAME" : "";
 
-    if (!roff) {
-        fprintf(f, "\n[%s%s]\n", name, cfg_sect_named(s) ? " NAME" : "");
+    if (form == DOC_INI) {
+        fprintf(f, "\n[%s%s]\n", name, named);
+    } else if (form == DOC_MD) {
+        fprintf(f, "\n### [%s%s]\n\n", name, named);
     } else if (cfg_sect_named(s)) {
         fprintf(f, ".SS [%s \\fINAME\\fP]\n", name);
     } else {
@@ -46,7 +51,7 @@ void
 cfg_doc_man(FILE *f)
 {
     for (enum cfg_sect s = 0; s < CFG_NSECT; s++) {
-        sect_header(f, s, true);
+        sect_header(f, s, DOC_ROFF);
         for (size_t i = 0; i < cfg_nopts; i++) {
             const struct cfg_opt *o = &cfg_opts[i];
             bool restart = (o->flags & CFG_RESTART) != 0;
@@ -78,7 +83,7 @@ cfg_doc_ini(FILE *f)
           "reload keeps\n; their running values.\n",
           f);
     for (enum cfg_sect s = 0; s < CFG_NSECT; s++) {
-        sect_header(f, s, false);
+        sect_header(f, s, DOC_INI);
         for (size_t i = 0; i < cfg_nopts; i++) {
             const struct cfg_opt *o = &cfg_opts[i];
             char line[160];
@@ -90,6 +95,28 @@ cfg_doc_ini(FILE *f)
                      o->key, o->def ? o->def : "");
             fprintf(f, "%-35s ; %s%s\n", line, o->help,
                     o->flags & CFG_RESTART ? " " CFG_DOC_RESTART : "");
+        }
+    }
+}
+
+void
+cfg_doc_md(FILE *f)
+{
+    for (enum cfg_sect s = 0; s < CFG_NSECT; s++) {
+        sect_header(f, s, DOC_MD);
+        for (size_t i = 0; i < cfg_nopts; i++) {
+            const struct cfg_opt *o = &cfg_opts[i];
+
+            if (o->sect != s) {
+                continue;
+            }
+            fprintf(f, "- **`%s`**", o->key);
+            if (o->def != NULL) {
+                fprintf(f, " `[%s]`", o->def[0] != '\0' ? o->def : "empty");
+            }
+            fprintf(f, "%s: %s.%s\n",
+                    o->flags & CFG_RESTART ? " " CFG_DOC_RESTART : "", o->help,
+                    o->flags & CFG_REQUIRED ? " Required." : "");
         }
     }
 }
@@ -271,6 +298,23 @@ man_entry_end(struct checker *k, struct man_entry *e)
     e->opt = -1;
 }
 
+/* The entry's default is s[0..n), said on lineno. */
+static void
+entry_default(struct checker *k, struct man_entry *e, const char *s, size_t n,
+              int lineno)
+{
+    if (e->def_line > 0) {
+        doc_err(k, lineno, "a second default line in the entry of line %d",
+                e->line);
+    }
+    if (n >= sizeof(e->def)) {
+        n = sizeof(e->def) - 1;
+    }
+    memcpy(e->def, s, n);
+    e->def[n] = '\0';
+    e->def_line = lineno;
+}
+
 /* A line of an entry: "[default]", "[default] (restart)" or
  * "(restart)"; anything else is prose. */
 static void
@@ -278,7 +322,6 @@ man_entry_line(struct checker *k, struct man_entry *e, const char *line,
                int lineno)
 {
     const char *close;
-    size_t n;
 
     if (strcmp(line, CFG_DOC_RESTART) == 0) {
         e->restart = true;
@@ -290,80 +333,200 @@ man_entry_line(struct checker *k, struct man_entry *e, const char *line,
     if (close[1] != '\0' && strcmp(close + 1, " " CFG_DOC_RESTART) != 0) {
         return;
     }
-    if (e->def_line > 0) {
-        doc_err(k, lineno, "a second default line in the entry of line %d",
-                e->line);
-    }
-    n = (size_t)(close - line - 1);
-    if (n >= sizeof(e->def)) {
-        n = sizeof(e->def) - 1;
-    }
-    memcpy(e->def, line + 1, n);
-    e->def[n] = '\0';
-    e->def_line = lineno;
+    entry_default(k, e, line + 1, (size_t)(close - line - 1), lineno);
     e->restart |= close[1] != '\0';
+}
+
+/* A check of a page of entries, one per key (the man page, the
+ * reference). */
+struct entries {
+    struct checker k;
+    struct man_entry e; /* the entry being read */
+    enum cfg_sect sect; /* the section being read, or CFG_NSECT */
+    int *seen;          /* per option, the line of its entry, or 0 */
+};
+
+static bool
+entries_start(struct entries *d, const char *name, struct cfg_errors *errs)
+{
+    *d = (struct entries){{name, errs, false}, {.opt = -1}, CFG_NSECT, NULL};
+    d->seen = calloc(cfg_nopts, sizeof(*d->seen));
+    if (d->seen == NULL) {
+        doc_err(&d->k, 0, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* Close the last entry, name each key without one ("[sect] key is not
+ * where"): true when the page had no problem. */
+static bool
+entries_end(struct entries *d, const char *where)
+{
+    man_entry_end(&d->k, &d->e);
+    missing(&d->k, d->seen, where);
+    free(d->seen);
+    return !d->k.failed;
+}
+
+/* Open the entry of key s[0..n) of the current section at lineno: an
+ * error when the table has no such key or it was documented before (the
+ * entry stays closed). */
+static void
+entry_open(struct entries *d, const char *s, size_t n, int lineno)
+{
+    int opt = find_opt(d->sect, s, n);
+
+    man_entry_end(&d->k, &d->e);
+    if (opt < 0) {
+        doc_err(&d->k, lineno, "[%s] %.*s is not a key of the table",
+                cfg_sect_name(d->sect), (int)n, s);
+    } else if (d->seen[opt] > 0) {
+        doc_err(&d->k, lineno, "[%s] %.*s again (first on line %d)",
+                cfg_sect_name(d->sect), (int)n, s, d->seen[opt]);
+    } else {
+        d->seen[opt] = lineno;
+        d->e = (struct man_entry){.opt = opt, .line = lineno};
+    }
+}
+
+/* A section heading, s after its marker ("[sect ...]"): the entries that
+ * follow are sect's. */
+static void
+entries_sect(struct entries *d, const char *s, int lineno)
+{
+    man_entry_end(&d->k, &d->e);
+    d->sect = bracket_sect(s);
+    if (s[0] == '[' && d->sect == CFG_NSECT) {
+        doc_err(&d->k, lineno, "%s: no such section", s);
+    }
 }
 
 bool
 cfg_doc_check_man(const char *name, const char *text, struct cfg_errors *errs)
 {
-    struct checker k = {name, errs, false};
-    struct man_entry e = {.opt = -1};
-    enum cfg_sect sect = CFG_NSECT;
+    struct entries d;
     bool in_config = false, after_tp = false;
-    int *seen = calloc(cfg_nopts, sizeof(*seen));
     char line[1024];
     int lineno = 0;
 
-    if (seen == NULL) {
-        doc_err(&k, 0, "out of memory");
+    if (!entries_start(&d, name, errs)) {
         return false;
     }
     while (next_line(&text, line, sizeof(line))) {
         bool tp = false;
+        size_t klen = key_len(line + (starts(line, ".B ") ? 3 : 0));
 
         lineno++;
         if (starts(line, ".SH")) {
-            man_entry_end(&k, &e);
+            man_entry_end(&d.k, &d.e);
             in_config = strcmp(line, ".SH CONFIGURATION") == 0;
-            sect = CFG_NSECT;
+            d.sect = CFG_NSECT;
         } else if (!in_config) {
             /* nothing to check outside CONFIGURATION */
         } else if (starts(line, ".SS")) {
-            man_entry_end(&k, &e);
-            sect = bracket_sect(line + 4);
-            if (line[4] == '[' && sect == CFG_NSECT) {
-                doc_err(&k, lineno, "%s: no such section", line + 4);
-            }
+            entries_sect(&d, line + 4, lineno);
         } else if (strcmp(line, ".TP") == 0) {
-            man_entry_end(&k, &e);
+            man_entry_end(&d.k, &d.e);
             tp = true;
         } else if (strcmp(line, ".PP") == 0 || strcmp(line, ".LP") == 0) {
-            man_entry_end(&k, &e);
-        } else if (after_tp && sect != CFG_NSECT && starts(line, ".B ") &&
-                   key_len(line + 3) > 0 &&
-                   line[3 + key_len(line + 3)] == '\0') {
-            int opt = find_opt(sect, line + 3, key_len(line + 3));
-
-            if (opt < 0) {
-                doc_err(&k, lineno, "[%s] %s is not a key of the table",
-                        cfg_sect_name(sect), line + 3);
-            } else if (seen[opt] > 0) {
-                doc_err(&k, lineno, "[%s] %s again (first on line %d)",
-                        cfg_sect_name(sect), line + 3, seen[opt]);
-            } else {
-                seen[opt] = lineno;
-                e = (struct man_entry){.opt = opt, .line = lineno};
-            }
-        } else if (e.opt >= 0) {
-            man_entry_line(&k, &e, line, lineno);
+            man_entry_end(&d.k, &d.e);
+        } else if (after_tp && d.sect != CFG_NSECT && starts(line, ".B ") &&
+                   klen > 0 && line[3 + klen] == '\0') {
+            entry_open(&d, line + 3, klen, lineno);
+        } else if (d.e.opt >= 0) {
+            man_entry_line(&d.k, &d.e, line, lineno);
         }
         after_tp = tp;
     }
-    man_entry_end(&k, &e);
-    missing(&k, seen, "documented under .SH CONFIGURATION");
-    free(seen);
-    return !k.failed;
+    return entries_end(&d, "documented under .SH CONFIGURATION");
+}
+
+/* ---- the configuration reference (Markdown) ------------------------ */
+
+#define REF_HEADING "## Configuration reference"
+#define REF_KEY "- **`"
+
+/* The length of the key of an entry line, "- **`key`**...", or 0. */
+static size_t
+ref_key(const char *line)
+{
+    size_t n;
+
+    if (!starts(line, REF_KEY)) {
+        return 0;
+    }
+    n = key_len(line + strlen(REF_KEY));
+    return n > 0 && starts(line + strlen(REF_KEY) + n, "`**") ? n : 0;
+}
+
+/* What follows an entry's key, s: " `[default]`" and " (restart)",
+ * each when there is one, then ':'. */
+static void
+ref_entry_head(struct checker *k, struct man_entry *e, const char *s,
+               int lineno)
+{
+    if (starts(s, " `[")) {
+        const char *close = strstr(s + 3, "]`");
+
+        if (close == NULL) {
+            doc_err(k, lineno, "a default without its closing ]`");
+            return;
+        }
+        entry_default(k, e, s + 3, (size_t)(close - s - 3), lineno);
+        s = close + 2;
+    }
+    if (starts(s, " " CFG_DOC_RESTART)) {
+        e->restart = true;
+        s += strlen(" " CFG_DOC_RESTART);
+    }
+    if (*s != ':') {
+        doc_err(k, lineno, "an entry's key, default and %s end with ':'",
+                CFG_DOC_RESTART);
+    }
+}
+
+bool
+cfg_doc_check_ref(const char *name, const char *text, struct cfg_errors *errs)
+{
+    struct entries d;
+    bool in_ref = false, found = false, in_code = false;
+    char line[1024];
+    int lineno = 0;
+
+    if (!entries_start(&d, name, errs)) {
+        return false;
+    }
+    while (next_line(&text, line, sizeof(line))) {
+        size_t klen = ref_key(line);
+
+        lineno++;
+        if (starts(line, "```")) {
+            in_code = !in_code;
+        } else if (in_code) {
+            /* an example, not an entry */
+        } else if (starts(line, "## ")) {
+            man_entry_end(&d.k, &d.e);
+            in_ref = strcmp(line, REF_HEADING) == 0;
+            found |= in_ref;
+            d.sect = CFG_NSECT;
+        } else if (!in_ref) {
+            /* nothing to check outside the reference */
+        } else if (starts(line, "### ")) {
+            entries_sect(&d, line + 4, lineno);
+        } else if (d.sect != CFG_NSECT && klen > 0) {
+            /* (under a wrong heading, that was said) */
+            entry_open(&d, line + strlen(REF_KEY), klen, lineno);
+            if (d.e.opt >= 0) {
+                ref_entry_head(&d.k, &d.e, line + strlen(REF_KEY) + klen + 3,
+                               lineno);
+            }
+        }
+    }
+    if (!found) {
+        doc_err(&d.k, 0, "no \"%s\" section", REF_HEADING);
+    }
+    return entries_end(&d, "in the configuration reference");
 }
 
 /* ---- the example INI ---------------------------------------------- */

@@ -1,8 +1,9 @@
 /* cfg_doc.h: the option table (cfg_opts.h) as documentation. Writes the
  * man page's CONFIGURATION entries and an example INI from the table, and
- * checks that the checked-in tidemark.8, tidemark.ini and README say
- * what the table says: every key in its section, its default, and
- * whether it needs a restart. */
+ * checks that the checked-in tidemark.8, tidemark.ini, the configuration
+ * reference (doc/operations.md) and the other Markdown pages say what the
+ * table says: every key in its section, its default, and whether it
+ * needs a restart. */
 #ifndef TM_CFG_DOC_H
 #define TM_CFG_DOC_H
 
@@ -24,6 +25,12 @@ void cfg_doc_man(FILE *f);
  * the key has no default, the restart marker after the help. */
 void cfg_doc_ini(FILE *f);
 
+/* Every option as Markdown entries of the configuration reference,
+ * section by section: "### [proxy]", then one line a key,
+ * "- **`key`** `[default]` (restart): help.", the default and the marker
+ * only where the key has them. */
+void cfg_doc_md(FILE *f);
+
 /* Check text, a man page named name in messages: under .SH CONFIGURATION,
  * each ".SS [sect ...]" holds one ".TP" / ".B key" entry per key of sect,
  * no other; an entry's "[default]" line is the table's default ("[empty]"
@@ -41,6 +48,16 @@ bool cfg_doc_check_man(const char *name, const char *text,
  * = example") or set (a required key); a key's comment has
  * CFG_DOC_RESTART exactly when the key needs a restart. */
 bool cfg_doc_check_ini(const char *name, const char *text,
+                       struct cfg_errors *errs)
+    __attribute__((warn_unused_result));
+
+/* Check text, a Markdown file holding the configuration reference: under
+ * "## Configuration reference", each "### [sect ...]" holds one entry per
+ * key of sect, no other, each a line "- **`key`**", then " `[default]`"
+ * exactly when the table has a default ("[empty]" for ""), then
+ * CFG_DOC_RESTART exactly on CFG_RESTART keys, then ':' and the prose.
+ * Disagreements are appended to errs as for the man page. */
+bool cfg_doc_check_ref(const char *name, const char *text,
                        struct cfg_errors *errs)
     __attribute__((warn_unused_result));
 

@@ -4,7 +4,7 @@
 #   packaging/check-manpage.sh        (from anywhere in the tree)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-man="$top/packaging/tidemark.8"
+man="$top/doc/tidemark.8"
 keys=$(grep -oE '\{CFG_[A-Z]+, "[a-z_]+"' "$top/conf/cfg_opts.c" |
     sed -E 's/\{CFG_([A-Z]+), "([a-z_]+)"/\1:\2/')
 if [ -z "$keys" ]; then

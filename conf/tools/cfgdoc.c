@@ -1,8 +1,13 @@
 /* cfgdoc: tidemark's option table as documentation (a build-time tool).
- *   cfgdoc man                     the CONFIGURATION entries, in roff
- *   cfgdoc ini                     every key as an example INI
- *   cfgdoc check MAN INI [README]  exit 1, naming each place where the
- *                                  files disagree with the table */
+ *   cfgdoc man                        the CONFIGURATION entries, in roff
+ *   cfgdoc ini                        every key as an example INI
+ *   cfgdoc md                         the configuration reference's
+ *                                     entries, in Markdown
+ *   cfgdoc check MAN INI REF [MD...]  exit 1, naming each place where
+ *                                     the files disagree with the table:
+ *                                     REF holds the configuration
+ *                                     reference; in REF and each MD, every
+ *                                     key named must be the table's */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +62,13 @@ check(const char *path,
     return ok;
 }
 
+static void
+usage(void)
+{
+    fprintf(stderr, "usage: cfgdoc man | ini | md | check MAN INI REF "
+                    "[MD...]\n");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -71,22 +83,28 @@ main(int argc, char **argv)
         cfg_doc_ini(stdout);
         return 0;
     }
-    if ((argc != 4 && argc != 5) || strcmp(argv[1], "check") != 0) {
-        fprintf(stderr, "usage: cfgdoc man | ini | check MAN INI [README]\n");
+    if (argc == 2 && strcmp(argv[1], "md") == 0) {
+        cfg_doc_md(stdout);
+        return 0;
+    }
+    if (argc < 5 || strcmp(argv[1], "check") != 0) {
+        usage();
         return 2;
     }
     ok = check(argv[2], cfg_doc_check_man, &errs);
     ok &= check(argv[3], cfg_doc_check_ini, &errs);
-    if (argc == 5) {
-        ok &= check(argv[4], cfg_doc_check_readme, &errs);
+    ok &= check(argv[4], cfg_doc_check_ref, &errs);
+    for (int i = 4; i < argc; i++) {
+        ok &= check(argv[i], cfg_doc_check_readme, &errs);
     }
     for (size_t i = 0; i < errs.n; i++) {
         fprintf(stderr, "%s\n", errs.msgs[i]);
     }
     cfg_errors_free(&errs);
     if (ok) {
-        printf("cfgdoc: %s, %s%s%s agree with the option table\n", argv[2],
-               argv[3], argc == 5 ? ", " : "", argc == 5 ? argv[4] : "");
+        printf("cfgdoc: %s, %s and %d Markdown file%s agree with the option "
+               "table\n",
+               argv[2], argv[3], argc - 4, argc - 4 == 1 ? "" : "s");
     }
     return ok ? 0 : 1;
 }

@@ -1,10 +1,11 @@
 /* metricsdoc: the metrics registry as documentation (a build-time tool).
- *   metricsdoc list           every family's name, type and help
- *   metricsdoc check README   exit 1, naming each line where the README
- *                             disagrees with TM_METRICS: its "## Metrics"
- *                             section names every family, and names no
- *                             other; elsewhere, a name with a metric's
- *                             suffix is a family */
+ *   metricsdoc list                 every family's name, type and help
+ *   metricsdoc check DOC [MD...]    exit 1, naming each line where the
+ *                                   pages disagree with TM_METRICS: DOC's
+ *                                   "## Metrics" section names every
+ *                                   family, and names no other; anywhere
+ *                                   in DOC and each MD, a name with a
+ *                                   metric's suffix is a family */
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,8 +79,9 @@ name_len(const char *s)
     return n;
 }
 
+/* Check one page; home: it holds the "## Metrics" section. */
 static bool
-check(const char *path, FILE *f)
+check(const char *path, FILE *f, bool home)
 {
     bool seen[NFAMILIES] = {false};
     bool in_section = false, was_section = false, ok = true;
@@ -117,6 +119,9 @@ check(const char *path, FILE *f)
             tick = end;
         }
     }
+    if (!home) {
+        return ok;
+    }
     if (!was_section) {
         fprintf(stderr, "%s: no \"## Metrics\" section\n", path);
         return false;
@@ -131,10 +136,24 @@ check(const char *path, FILE *f)
     return ok;
 }
 
+static bool
+check_file(const char *path, bool home)
+{
+    FILE *f = fopen(path, "r");
+    bool ok;
+
+    if (f == NULL) {
+        perror(path);
+        return false;
+    }
+    ok = check(path, f, home);
+    fclose(f);
+    return ok;
+}
+
 int
 main(int argc, char **argv)
 {
-    FILE *f;
     bool ok;
 
     if (argc == 2 && strcmp(argv[1], "list") == 0) {
@@ -144,19 +163,18 @@ main(int argc, char **argv)
         }
         return 0;
     }
-    if (argc != 3 || strcmp(argv[1], "check") != 0) {
-        fprintf(stderr, "usage: metricsdoc list | check README\n");
+    if (argc < 3 || strcmp(argv[1], "check") != 0) {
+        fprintf(stderr, "usage: metricsdoc list | check DOC [MD...]\n");
         return 2;
     }
-    f = fopen(argv[2], "r");
-    if (f == NULL) {
-        perror(argv[2]);
-        return 1;
+    ok = check_file(argv[2], true);
+    for (int i = 3; i < argc; i++) {
+        ok &= check_file(argv[i], false);
     }
-    ok = check(argv[2], f);
-    fclose(f);
     if (ok) {
-        printf("metricsdoc: %s names every family of TM_METRICS\n", argv[2]);
+        printf("metricsdoc: %s names every family of TM_METRICS, and %d "
+               "other page%s no other\n",
+               argv[2], argc - 3, argc - 3 == 1 ? " names" : "s name");
     }
     return ok ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
-# readme.sh CC CFLAGS LDFLAGS BUILDDIR: build the program of README.md's
-# Embedding section as a user would (tests/embed/build.sh), run it on a
+# readme.sh CC CFLAGS LDFLAGS BUILDDIR: build the program of doc/embedding.md
+# (its first section, "A program that runs the proxy") as a user would (tests/embed/build.sh), run it on a
 # configuration with a free port, stop it with SIGTERM, expect exit 0.
 set -eu
 cc=$1
@@ -20,13 +20,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-awk '/^## Embedding/ { sect = 1; next }
+awk '/^## A program that runs the proxy$/ { sect = 1; next }
      /^## / { sect = 0 }
      sect && /^```c$/ { code = 1; next }
      code && /^```$/ { exit }
-     code { print }' "$here/../../README.md" > "$src"
+     code { print }' "$here/../../doc/embedding.md" > "$src"
 if [ ! -s "$src" ]; then
-    echo "readme: no C example in README.md's Embedding section" >&2
+    echo "readme: no C example in doc/embedding.md's first section" >&2
     exit 1
 fi
 sh "$here/build.sh" "$cc" "$cflags" "$ldflags" "$src" "$bin"
@@ -47,7 +47,7 @@ i=0
 until grep -q "listening on" "$work/log"; do
     i=$((i + 1))
     if [ "$i" -gt 100 ] || ! kill -0 "$pid" 2>/dev/null; then
-        echo "readme: the README program did not start:" >&2
+        echo "readme: the program of doc/embedding.md did not start:" >&2
         cat "$work/log" >&2
         exit 1
     fi
@@ -59,7 +59,7 @@ wait "$pid" || rc=$?
 pid=""
 cat "$work/log"
 if [ "$rc" -ne 0 ] || ! grep -q "stopping" "$work/log"; then
-    echo "readme: the README program did not drain and exit 0 ($rc)" >&2
+    echo "readme: the program of doc/embedding.md did not drain and exit 0 ($rc)" >&2
     exit 1
 fi
-echo "readme: the README program started, drained on SIGTERM, exit 0"
+echo "readme: the program of doc/embedding.md started, drained on SIGTERM, exit 0"

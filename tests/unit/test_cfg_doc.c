@@ -1,8 +1,9 @@
 /* test_cfg_doc.c: the documentation says what the option table says.
- * The checked-in man page, example INI and README pass the checks (run
- * from the top of the tree); what the table writes passes them; and each
- * kind of drift (a key missing or unknown, a default, a restart mark) is
- * caught with its exact message. */
+ * The checked-in man page, example INI, configuration reference and the
+ * README and doc/ pages pass the checks (run from the top of the tree);
+ * what the table writes passes them; and each kind of drift (a key
+ * missing or unknown, a default, a restart mark) is caught with its exact
+ * message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,9 +153,15 @@ test_checked_in(void **state)
         const char *path;
         check_fn fn;
     } files[] = {
-        {"packaging/tidemark.8", cfg_doc_check_man},
+        {"doc/tidemark.8", cfg_doc_check_man},
         {"conf/tidemark.ini", cfg_doc_check_ini},
+        {"doc/operations.md", cfg_doc_check_ref},
         {"README.md", cfg_doc_check_readme},
+        {"doc/guide.md", cfg_doc_check_readme},
+        {"doc/operations.md", cfg_doc_check_readme},
+        {"doc/embedding.md", cfg_doc_check_readme},
+        {"doc/design.md", cfg_doc_check_readme},
+        {"doc/contributing.md", cfg_doc_check_readme},
     };
 
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -171,11 +178,14 @@ test_written(void **state)
 {
     char *man = written(cfg_doc_man, ".SH CONFIGURATION\n");
     char *ini = written(cfg_doc_ini, "");
+    char *ref = written(cfg_doc_md, "## Configuration reference\n");
 
     expect_ok(cfg_doc_check_man, "man", man);
     expect_ok(cfg_doc_check_ini, "ini", ini);
+    expect_ok(cfg_doc_check_ref, "ref", ref);
     free(man);
     free(ini);
+    free(ref);
 }
 
 struct drift {
@@ -248,6 +258,64 @@ test_man_drift(void **state)
     expect_one(cfg_doc_check_man, text, want);
     free(text);
     free(man);
+}
+
+static void
+test_ref_drift(void **state)
+{
+    static const struct drift cases[] = {
+        {"`header_timeout_ms`** `[10000]`:",
+         "`header_timeout_ms`** `[1000]`:",
+         {"[proxy] header_timeout_ms: [1000], but the table's default is "
+          "10000"}},
+        {"`[127.0.0.1:7070]` (restart):",
+         "`[127.0.0.1:7070]`:",
+         {"[proxy] listen: not marked (restart), but the table says it needs "
+          "a restart"}},
+        {"`token_header`** `[Fencing-Token]`:",
+         "`token_header`** `[Fencing-Token]` (restart):",
+         {"[proxy] token_header: marked (restart), but the table says it "
+          "applies on reload"}},
+        {"`token_header`** `[Fencing-Token]`:",
+         "`token_header`**:",
+         {"[proxy] token_header: no [Fencing-Token] line, the table's "
+          "default"}},
+        {"`token_header`** `[Fencing-Token]`:",
+         "`token_header`** `[Fencing-Token]` the header:",
+         {"an entry's key, default and (restart) end with ':'"}},
+        {"- **`key_file`**",
+         "- **`key_files`**",
+         {"[tokens] key_files is not a key of the table",
+          "[tokens] key_file is not in the configuration reference"}},
+        {"### [tokens]\n",
+         "### [token]\n",
+         {"[token]: no such section",
+          "[tokens] key_file is not in the configuration reference"}},
+    };
+    char *ref = written(cfg_doc_md, "## Configuration reference\n");
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *text = replaced(ref, cases[i].old, cases[i].new);
+
+        expect_errs(cfg_doc_check_ref, text, cases[i].want);
+        free(text);
+    }
+    /* Under another heading, nothing is an entry; and the reference must
+     * be there. */
+    {
+        struct cfg_errors errs = {0};
+
+        assert_false(cfg_doc_check_ref(
+            "doc", ref + strlen("## Configuration reference"), &errs));
+        assert_true(errs.n > 1);
+        assert_string_equal(errs.msgs[0],
+                            "doc: no \"## Configuration reference\" section");
+        assert_string_equal(
+            errs.msgs[1],
+            "doc: [proxy] listen is not in the configuration reference");
+        cfg_errors_free(&errs);
+    }
+    free(ref);
 }
 
 static void
@@ -393,6 +461,7 @@ main(void)
         cmocka_unit_test(test_checked_in),
         cmocka_unit_test(test_written),
         cmocka_unit_test(test_man_drift),
+        cmocka_unit_test(test_ref_drift),
         cmocka_unit_test(test_ini_drift),
         cmocka_unit_test(test_ini_section_off),
         cmocka_unit_test(test_readme),
