@@ -2,7 +2,7 @@
  * name, so that every way into a mark (route captures, the
  * Fencing-Resource header, the lock service, the marks API, eager fencing,
  * signatures) names a resource one way. Pure: no I/O, no globals, no
- * allocation. README "Resource names" gives each rule and its reason.
+ * allocation. doc/guide.md, "Resource names", gives each rule and its reason.
  *
  * The canonical form is decoded text: segments of well-formed UTF-8
  * without control characters, ';', '+' or '/', none empty, "." or "..",

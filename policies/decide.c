@@ -1,4 +1,4 @@
-/* decide.c: the decision table of DESIGN.md's "Modes", as two pure
+/* decide.c: the decision table of doc/design.md's "Modes", as two pure
  * functions: one before the store is asked, one after it answered. */
 #include "decide.h"
 

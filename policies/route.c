@@ -51,7 +51,7 @@ canonical_text(const char *src, bool path, char *err, size_t errlen)
     } else if (olen != len || memcmp(out, src, len) != 0) {
         set_err(err, errlen,
                 "not in canonical form: it reads as \"%s\" (see Resource "
-                "names in the README)",
+                "names in doc/guide.md)",
                 out);
         ok = false;
     }

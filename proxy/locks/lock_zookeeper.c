@@ -29,7 +29,7 @@
  * child with the lowest sequence number holds the lock; its czxid, the
  * zxid of the transaction that created it, is the fence: every
  * transaction of the ensemble has its own zxid, and zxids only grow, also
- * across leader changes (README: "ZooKeeper leases"), so no fence is
+ * across leader changes (doc/guide.md: "Leases on ZooKeeper"), so no fence is
  * handed out twice. A busy try deletes its node again and watches the
  * holder's: its end wakes this process's first waiter (lock.h,
  * watch_freed).

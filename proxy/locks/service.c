@@ -315,9 +315,9 @@ floor_read(void *arg, enum store_result res, int64_t mark)
  * sidecar), and both would pass the fence. The backend then hands out at
  * least mark + 1, eager or not. While routes keep subtree marks the
  * floor is the subtree mark too, if higher: a collection's new holder
- * must pass the marks of its members (README "WebDAV collections"). The caller
- * then calls lock_call_finish (c goes when it could not be asked: answered
- * 503). */
+ * must pass the marks of its members (doc/guide.md, "WebDAV collections"). The
+ * caller then calls lock_call_finish (c goes when it could not be asked:
+ * answered 503). */
 static void
 start_acquire(struct lock_call *c)
 {

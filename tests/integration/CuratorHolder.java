@@ -1,6 +1,6 @@
 /*
  * An application that locks with Apache Curator's InterProcessMutex, the
- * way the README tells it to fence its writes: the holder's lock node is
+ * way doc/guide.md tells it to fence its writes: the holder's lock node is
  * the first of getParticipantNodes(), and its czxid is the token.
  *
  *   java -cp /usr/share/java/curator-recipes.jar CuratorHolder.java \

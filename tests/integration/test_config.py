@@ -406,7 +406,7 @@ def test_check_is_quick_and_starts_nothing(tmp_path):
 
 
 def test_the_application_sends_the_token_example_passes_check():
-    """conf/examples/app-token.ini, the first of the README's three ways
+    """conf/examples/app-token.ini, the first of the three ways (README.md)
     to get a token to the fence, is a configuration tidemark takes as it
     is (lease.ini and the follow examples are checked by their tests)."""
     path = REPO / "conf" / "examples" / "app-token.ini"

@@ -1,5 +1,5 @@
 """The lock service on the control port, against the real binary: the API
-of DESIGN's table, bad input, the seed's failure cases (the paused client,
+of doc/design.md's table, bad input, the seed's failure cases (the paused client,
 a slow release after expiry), waiting in arrival order, eager fencing,
 signed tokens, many clients on one hot lock, and kill -9. Every test that
 starts a tidemark runs once per lock backend (lmdb, redis, a Redis Cluster

@@ -295,7 +295,7 @@ def test_after_kill9_fenced_writes_wait_for_the_previous_process(
 
 def test_two_sidecars_order_only_their_own_writes(tidemark, upstream,
                                                   store_servers):
-    """What the README says of several sidecars on one store: the mark is
+    """What doc/guide.md says of several sidecars on one store: the mark is
     shared (a token below it is refused through either), but each orders
     only its own writes. A slow write with token 7 through A is applied
     after token 8 through B; both are answered 200."""

@@ -108,7 +108,7 @@ CURATOR_HOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 def curator_holder(zk, lock_path, doc, tm, session_ms):
     """A Java application holding Curator's InterProcessMutex on
     lock_path (CuratorHolder.java, run from source): its first line,
-    once it holds the mutex, is its token as the README tells a Curator
+    once it holds the mutex, is its token as doc/guide.md tells a Curator
     user to read it. Each line written to it is a PUT of doc with that
     token; its answer is a line "TAG STATUS"."""
     assert os.path.exists(CURATOR_JAR), \
@@ -140,7 +140,7 @@ def holder_put(holder, tag):
 def test_watch_fences_the_paused_curator_holder(tidemark, upstream,
                                                 store_servers):
     """Two Java applications lock one resource with Curator's
-    InterProcessMutex and send the token the README's Curator advice
+    InterProcessMutex and send the token doc/guide.md's Curator advice
     gives. A holds the mutex and writes; A's JVM is paused past its
     session and B takes the mutex. Before B writes anything, the watch
     has raised the mark to exactly B's token, so A's write when it wakes

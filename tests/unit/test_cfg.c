@@ -491,13 +491,13 @@ static const struct err_case err_cases[] = {
                 "[route d]\npath = /d/{x}\nresource = d%20{x}\n",
      {NULL},
      {"@:4: path: not in canonical form: it reads as \"/a/{x}\" (see "
-      "Resource names in the README)",
+      "Resource names in doc/guide.md)",
       "@:8: resource: not in canonical form: it reads as \"b/{x}\" (see "
-      "Resource names in the README)",
+      "Resource names in doc/guide.md)",
       "@:10: path: an encoded slash (%2F) in a path: backends read it in "
       "different ways",
       "@:14: resource: not in canonical form: it reads as \"d {x}\" (see "
-      "Resource names in the README)"}},
+      "Resource names in doc/guide.md)"}},
     {"bad methods",
      UP_DEFAULT "[route a]\nmethods = PUT FE(CH\npath = /a\nresource = a\n"
                 "[route b]\nmethods = * GET\npath = /b\nresource = b\n"

@@ -1,4 +1,4 @@
-/* test_decide.c: the decision table of DESIGN.md's "Modes", row by row,
+/* test_decide.c: the decision table of doc/design.md's "Modes", row by row,
  * before the store (decide_request) and after it (decide_store). */
 #include <setjmp.h>
 #include <stdarg.h>

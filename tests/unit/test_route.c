@@ -23,19 +23,19 @@ static const struct compile_case compile_cases[] = {
     {"/files/{key*}", NULL},
     {"/", NULL},
     {"/a/", "not in canonical form: it reads as \"/a\" (see Resource "
-            "names in the README)"},
+            "names in doc/guide.md)"},
     {"/a//{b}", "not in canonical form: it reads as \"/a/{b}\" (see "
-                "Resource names in the README)"},
+                "Resource names in doc/guide.md)"},
     {"/a/./{b}", "not in canonical form: it reads as \"/a/{b}\" (see "
-                 "Resource names in the README)"},
+                 "Resource names in doc/guide.md)"},
     {"/a%20b", "not in canonical form: it reads as \"/a b\" (see Resource "
-               "names in the README)"},
+               "names in doc/guide.md)"},
     {"/a;v=1", "not in canonical form: it reads as \"/a\" (see Resource "
-               "names in the README)"},
+               "names in doc/guide.md)"},
     {"/a b/{c}", NULL},
     {"/\xc3\xa9t\xc3\xa9/{c}", NULL},
     {"/a/..", "not in canonical form: it reads as \"/\" (see Resource "
-              "names in the README)"},
+              "names in doc/guide.md)"},
     {"/..", "'..' goes above the root"},
     {"/a%2Fb", "an encoded slash (%2F) in a path: backends read it in "
                "different ways"},
@@ -200,25 +200,25 @@ static const struct resource_case resource_cases[] = {
     {"/v1/x/{doc}", "x/{}", NULL, "{} is not a capture of the path", false},
     {"/v1/x/{doc}", "x/{doc}/", NULL,
      "not in canonical form: it reads as \"x/{doc}\" (see Resource names "
-     "in the README)",
+     "in doc/guide.md)",
      false},
     {"/v1/x/{doc}", "/x/{doc}", NULL,
      "not in canonical form: it reads as \"x/{doc}\" (see Resource names "
-     "in the README)",
+     "in doc/guide.md)",
      false},
     {"/v1/x/{doc}", "x/./{doc}", NULL,
      "not in canonical form: it reads as \"x/{doc}\" (see Resource names "
-     "in the README)",
+     "in doc/guide.md)",
      false},
     {"/v1/x/{doc}", "x+{doc}", NULL,
      "not in canonical form: it reads as \"x {doc}\" (see Resource names "
-     "in the README)",
+     "in doc/guide.md)",
      false},
     {"/v1/x/{doc}", "x%{doc}", NULL, "a '%' must be followed by two hex digits",
      false},
     {"/v1/x/{doc}", "x%2F{doc}", NULL,
      "not in canonical form: it reads as \"x/{doc}\" (see Resource names "
-     "in the README)",
+     "in doc/guide.md)",
      false},
     {"/v1/x/{doc}", "x y/{doc}", "/v1/x/a b", "x y/a b", true},
 };
