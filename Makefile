@@ -39,6 +39,8 @@
 #                 3-member etcd cluster and a 3-server ZooKeeper ensemble
 #                 (WATCH_ROUNDS, WATCH_TTL_ROUNDS)
 #   format-check  clang-format --dry-run over every C file
+#   check-layers  the layers' include rules (tests/check-layers.sh):
+#                 policies/ pure, conf/ below proxy/, proxy/'s wings
 #   check-docs    tidemark.8, conf/tidemark.ini and README.md against the
 #                 option table (keys, defaults, restart marks); cfgdoc man
 #                 and cfgdoc ini write entries for a new key; README.md's
@@ -102,7 +104,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 .PHONY: demo all deps test test-asan test-sanitize unit integration bench \
         bench-locks bench-locks-raw bench-conns bench-marks bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
-        check-docs lab chaos
+        check-docs check-layers lab chaos
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -277,6 +279,9 @@ bench-watch: all
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
+
+check-layers:
+	sh tests/check-layers.sh
 
 LABDIR  ?= $(PREFIX)/lib/tidemark/lab
 

@@ -3,11 +3,11 @@
  * chunked body decoder. No I/O, no allocation. */
 #include "http_parse.h"
 
-#include "../policies/ascii.h"
+#include "ascii.h"
 
 #include <string.h>
 
-#include "../policies/hname.h"
+#include "hname.h"
 
 /* Character classes, one bit each, looked up in char_class[]. */
 enum {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../policies/slice.h"
+#include "slice.h"
 
 #define HTTP_MAX_HEADERS 128 /* hard ceiling; the configured limit is lower */
 

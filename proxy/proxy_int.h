@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "../conf/cfg.h"
-#include "http_parse.h"
+#include "../policies/http_parse.h"
 #include "log.h"
 #include "proxy_view.h"
 #include "recent.h"

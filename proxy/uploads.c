@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "../conf/cfg.h"
+#include "../policies/http_parse.h"
 #include "../policies/s3name.h"
 #include "../policies/screen.h"
-#include "http_parse.h"
 
 struct binding {
     char *key; /* upstream name, '\n', upload id; NULL: free */
