@@ -83,7 +83,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 
 LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/clients/*.c \
-                    proxy/store/*.c proxy/locks/*.c)
+                    proxy/store/*.c proxy/locks/*.c proxy/carry/*.c \
+                    proxy/path/*.c proxy/adm/*.c)
 LIB_SRC := $(filter-out proxy/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -159,7 +159,7 @@ struct cfg_watch {
     int line;
 };
 
-/* The application's own leader election, followed (proxy/locks/follow.c):
+/* The application's own leader election, followed (proxy/carry/follow.c):
  * routes name it with lease = NAME. */
 struct cfg_follow {
     char *name;      /* the section's NAME: the scope mark follow/NAME */

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 
 #include "../conf/cfg.h"
+#include "path/up.h"
 #include "proxy_int.h"
 #include "tidemark.h"
-#include "up.h"
 
 void
 gen_free(struct gen *g)

@@ -17,18 +17,18 @@
 
 #include "../conf/cfg.h"
 #include "../policies/screen.h"
-#include "adm.h"
-#include "carry.h"
-#include "fence.h"
+#include "adm/adm.h"
+#include "carry/carry.h"
 #include "locks/service.h"
 #include "locks/watch.h"
 #include "log.h"
 #include "metrics.h"
-#include "order.h"
+#include "path/order.h"
+#include "path/up.h"
+#include "path/uploads.h"
 #include "proxy_int.h"
+#include "store/fence.h"
 #include "store/store.h"
-#include "up.h"
-#include "uploads.h"
 
 /* After a burst of connections has gone (the count fell by 1024 or more
  * to a quarter of its peak), give the freed memory back to the system:

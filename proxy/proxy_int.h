@@ -1,6 +1,6 @@
 /* proxy_int.h: the whole proxy, for proxy.c, its generations (gen.c) and
  * the data path that runs inside it (the client connection and its
- * stages). The control port reads only what proxy_view.h gives it. */
+ * stages). The control port reads only what adm/proxy_view.h gives it. */
 #ifndef TM_PROXY_INT_H
 #define TM_PROXY_INT_H
 
@@ -10,8 +10,8 @@
 
 #include "../conf/cfg.h"
 #include "../policies/http_parse.h"
+#include "adm/proxy_view.h"
 #include "log.h"
-#include "proxy_view.h"
 #include "recent.h"
 
 struct event_base;

@@ -1,7 +1,7 @@
 /* proxy_view.c: what the control port reads of the proxy, one call a
  * part; beside proxy.c rather than in it, so that the control port,
  * which proxy.c starts, never calls up into proxy.c. */
-#include "proxy_view.h"
+#include "adm/proxy_view.h"
 
 #include "proxy_int.h"
 

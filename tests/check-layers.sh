@@ -11,7 +11,11 @@
 #     the wings below it: clients/ (the peers' protocols) < store/ (the
 #     mark stores and the fence service) < locks/ < carry/ (the tokens
 #     the sidecar carries) < path/ (the data path) < adm/ (the control
-#     port).
+#     port);
+#   - proxy/'s root holds the process core (proxy.c, gen.c, proxy_view.c
+#     and proxy_int.h: it builds the wings and runs them) and the pieces
+#     every wing shares (log, metrics, problem, ...), which include no
+#     wing; main.c includes only the public header tidemark.h.
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -53,6 +57,12 @@ function wing(p) {
     return 0
 }
 
+# Whether p is in the root of proxy/ but not of its core.
+function shared(p) {
+    return p ~ /^proxy\/[^\/]*$/ &&
+           p !~ /^proxy\/(proxy\.c|gen\.c|proxy_view\.c|proxy_int\.h|main\.c)$/
+}
+
 function bad(msg) {
     printf "%s:%d: %s\n", FILENAME, FNR, msg
     failed = 1
@@ -82,6 +92,10 @@ function bad(msg) {
         bad(t " in conf/ (of proxy/, conf/ includes only tidemark.h)")
     } else if (wing(t) > wing(FILENAME) && wing(FILENAME) > 0) {
         bad(t " above this wing (clients < store < locks < carry < path < adm)")
+    } else if (shared(FILENAME) && wing(t) > 0) {
+        bad(t " in a piece the wings share (it includes no wing)")
+    } else if (FILENAME == "proxy/main.c" && t != "proxy/tidemark.h") {
+        bad(t " in the daemon (main.c uses tidemark.h alone)")
     }
 }
 

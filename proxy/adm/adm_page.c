@@ -9,10 +9,10 @@
 
 #include <event2/buffer.h>
 
-#include "json.h"
-#include "../conf/cfg.h"
-#include "recent.h"
-#include "tidemark.h"
+#include "../../conf/cfg.h"
+#include "../json.h"
+#include "../recent.h"
+#include "../tidemark.h"
 
 static const char page[] =
     "<!doctype html>\n"

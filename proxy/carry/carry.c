@@ -10,13 +10,13 @@
 
 #include <event2/buffer.h>
 
-#include "../conf/cfg.h"
-#include "dial.h"
-#include "fence.h"
-#include "json.h"
-#include "log.h"
-#include "metrics.h"
-#include "recent.h"
+#include "../../conf/cfg.h"
+#include "../clients/dial.h"
+#include "../json.h"
+#include "../log.h"
+#include "../metrics.h"
+#include "../recent.h"
+#include "../store/fence.h"
 
 struct carrier {
     struct carriers *set;

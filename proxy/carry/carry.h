@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../policies/decide.h" /* enum carry_state */
+#include "../../policies/decide.h" /* enum carry_state */
 
 struct event_base;
 struct evbuffer;

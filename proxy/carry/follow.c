@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../conf/cfg.h"
-#include "../policies/logesc.h"
+#include "../../conf/cfg.h"
+#include "../../policies/logesc.h"
+#include "../locks/watch.h"
+#include "../log.h"
 #include "carry.h"
-#include "locks/watch.h"
-#include "log.h"
 
 /* The holder's value as shown: escaped, cut. */
 #define FOLLOW_HOLDER_MAX 128

@@ -17,13 +17,13 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "../conf/cfg.h"
+#include "../../conf/cfg.h"
+#include "../clients/dial.h"
+#include "../locks/lock.h"
+#include "../locks/service.h"
+#include "../log.h"
+#include "../store/fence.h"
 #include "carry.h"
-#include "dial.h"
-#include "fence.h"
-#include "locks/lock.h"
-#include "locks/service.h"
-#include "log.h"
 
 /* After a failure (the backend, the store), the next try comes this
  * soon at most. */

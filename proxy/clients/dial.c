@@ -15,7 +15,7 @@
 
 #include <event2/event.h>
 
-#include "log.h"
+#include "../log.h"
 
 struct dial {
     const struct tm_log *log; /* the proxy's, entered by callbacks */

@@ -3,7 +3,7 @@
  * FIFO itself is macros in queue.h). */
 #include "queue.h"
 
-#include "log.h"
+#include "../log.h"
 
 bool
 queue_admit(size_t n, size_t max, bool *logged, const char *who,

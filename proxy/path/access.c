@@ -16,11 +16,11 @@
 #include <event2/bufferevent.h>
 #include <openssl/rand.h>
 
-#include "../policies/ascii.h"
-#include "../policies/logesc.h"
+#include "../../policies/ascii.h"
+#include "../../policies/logesc.h"
+#include "../log.h"
+#include "../problem.h"
 #include "client_io.h"
-#include "log.h"
-#include "problem.h"
 #include "request.h"
 
 _Static_assert(sizeof(((struct request *)0)->rid) == REQID_MAX + 1,

@@ -8,8 +8,8 @@
 
 #include <stdbool.h>
 
-#include "../policies/decide.h"
-#include "metrics.h"
+#include "../../policies/decide.h"
+#include "../metrics.h"
 
 struct tm_proxy;
 struct carrier;

@@ -10,10 +10,10 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "../log.h"
+#include "../problem.h"
+#include "../proxy_int.h"
 #include "access.h"
-#include "log.h"
-#include "problem.h"
-#include "proxy_int.h"
 #include "request.h"
 #include "sendbuf.h"
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../policies/http_parse.h"
+#include "../../policies/http_parse.h"
 #include "sock.h"
 
 struct tm_proxy;

@@ -17,15 +17,15 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "../log.h"
+#include "../metrics.h"
+#include "../problem.h"
+#include "../proxy_int.h"
 #include "access.h"
 #include "admit.h"
 #include "client_io.h"
 #include "exchange.h"
 #include "head.h"
-#include "log.h"
-#include "metrics.h"
-#include "problem.h"
-#include "proxy_int.h"
 #include "request.h"
 
 #define LINGER_MS 2000 /* read and drop after a closing answer */

@@ -13,13 +13,13 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "../clients/dial.h"
+#include "../log.h"
+#include "../metrics.h"
+#include "../problem.h"
+#include "../proxy_int.h"
 #include "access.h"
 #include "client_io.h"
-#include "dial.h"
-#include "log.h"
-#include "metrics.h"
-#include "problem.h"
-#include "proxy_int.h"
 #include "request.h"
 #include "rewrite.h"
 #include "up.h"

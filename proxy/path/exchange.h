@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "../policies/http_parse.h"
+#include "../../policies/http_parse.h"
 
 struct cio;
 struct request;

@@ -7,8 +7,8 @@
 
 #include <event2/buffer.h>
 
-#include "problem.h"
-#include "proxy_int.h"
+#include "../problem.h"
+#include "../proxy_int.h"
 #include "request.h"
 
 /* Make *rq hold a head of len bytes (1 KiB at least). false when out of

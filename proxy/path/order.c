@@ -9,8 +9,8 @@
 
 #include <event2/event.h>
 
-#include "dial.h"
-#include "log.h"
+#include "../clients/dial.h"
+#include "../log.h"
 
 struct order_slot {
     struct gate *gate;

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "../policies/http_parse.h"
-#include "../policies/screen.h"
+#include "../../policies/http_parse.h"
+#include "../../policies/screen.h"
 
 struct gen;
 struct cfg_proxy;

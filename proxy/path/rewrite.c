@@ -6,9 +6,9 @@
 
 #include <event2/buffer.h>
 
-#include "../conf/cfg.h"
-#include "../policies/hname.h"
-#include "problem.h"
+#include "../../conf/cfg.h"
+#include "../../policies/hname.h"
+#include "../problem.h"
 #include "request.h"
 #include "sign.h"
 

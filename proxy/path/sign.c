@@ -11,10 +11,10 @@
 
 #include <event2/buffer.h>
 
-#include "../conf/cfg.h"
-#include "../policies/hname.h"
-#include "../policies/sigv4.h"
-#include "log.h"
+#include "../../conf/cfg.h"
+#include "../../policies/hname.h"
+#include "../../policies/sigv4.h"
+#include "../log.h"
 #include "request.h"
 
 static const char *const replaced[] = {"Authorization", "X-Amz-Date",

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "../policies/slice.h"
+#include "../../policies/slice.h"
 
 struct evbuffer;
 struct cfg_upstream;

@@ -24,9 +24,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "../conf/cfg.h"
-#include "dial.h"
-#include "log.h"
+#include "../../conf/cfg.h"
+#include "../clients/dial.h"
+#include "../log.h"
 #include "sock.h"
 
 /* Idle connections are closed after this, well before the keep-alive

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../conf/cfg.h"
-#include "../policies/http_parse.h"
-#include "../policies/s3name.h"
-#include "../policies/screen.h"
+#include "../../conf/cfg.h"
+#include "../../policies/http_parse.h"
+#include "../../policies/s3name.h"
+#include "../../policies/screen.h"
 
 struct binding {
     char *key; /* upstream name, '\n', upload id; NULL: free */

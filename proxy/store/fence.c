@@ -9,10 +9,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../conf/cfg.h"
-#include "../policies/profile.h"
+#include "../../conf/cfg.h"
+#include "../../policies/profile.h"
+#include "../metrics.h"
 #include "marks.h"
-#include "metrics.h"
 
 struct fence {
     const struct store_ops *ops;

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/store.h"
+#include "store.h"
 
 struct event_base;
 struct evbuffer;
