@@ -12,10 +12,13 @@
 #     mark stores and the fence service) < locks/ < carry/ (the tokens
 #     the sidecar carries) < path/ (the data path) < adm/ (the control
 #     port);
-#   - proxy/'s root holds the process core (proxy.c, gen.c, proxy_view.c
-#     and proxy_int.h: it builds the wings and runs them) and the pieces
+#   - proxy/'s root holds the process core (proxy.c, proxy_view.c and
+#     proxy_int.h: it builds the wings and runs them) and the pieces
 #     every wing shares (log, metrics, problem, ...), which include no
-#     wing; main.c includes only the public header tidemark.h.
+#     wing; main.c includes only the public header tidemark.h;
+#   - only the core includes proxy_int.h (the whole struct tm_proxy): a
+#     wing reads the view the core gives it (path/view.h,
+#     adm/proxy_view.h).
 set -eu
 
 cd "$(dirname "$0")/.."
@@ -60,7 +63,7 @@ function wing(p) {
 # Whether p is in the root of proxy/ but not of its core.
 function shared(p) {
     return p ~ /^proxy\/[^\/]*$/ &&
-           p !~ /^proxy\/(proxy\.c|gen\.c|proxy_view\.c|proxy_int\.h|main\.c)$/
+           p !~ /^proxy\/(proxy\.c|proxy_view\.c|proxy_int\.h|main\.c)$/
 }
 
 function bad(msg) {
@@ -94,6 +97,9 @@ function bad(msg) {
         bad(t " above this wing (clients < store < locks < carry < path < adm)")
     } else if (shared(FILENAME) && wing(t) > 0) {
         bad(t " in a piece the wings share (it includes no wing)")
+    } else if (t == "proxy/proxy_int.h" && FILENAME != "proxy/proxy.c" &&
+               FILENAME != "proxy/proxy_view.c") {
+        bad(t " outside the process core (a wing reads its view)")
     } else if (FILENAME == "proxy/main.c" && t != "proxy/tidemark.h") {
         bad(t " in the daemon (main.c uses tidemark.h alone)")
     }

@@ -18,18 +18,19 @@
 #include "../clients/dial.h"
 #include "../log.h"
 #include "../problem.h"
-#include "../proxy_int.h"
 #include "../store/fence.h"
 #include "access.h"
 #include "client_io.h"
+#include "gen.h"
 #include "order.h"
 #include "request.h"
 #include "uploads.h"
+#include "view.h"
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg);
 
 bool
-admit_init(struct admit *a, struct tm_proxy *px, struct cio *io,
+admit_init(struct admit *a, struct path_view *px, struct cio *io,
            admit_done_cb done, void *arg)
 {
     memset(a, 0, sizeof(*a));
@@ -430,7 +431,7 @@ raise_done(void *arg, enum store_result res, int64_t mark)
 static bool
 start_step(struct admit *a, unsigned step)
 {
-    struct tm_proxy *px = a->px;
+    struct path_view *px = a->px;
     const struct screen *s = &a->rq->sc;
     size_t len;
     const char *res = step_resource(a, step, &len);

@@ -11,7 +11,7 @@
 #include "../../policies/decide.h"
 #include "../metrics.h"
 
-struct tm_proxy;
+struct path_view;
 struct carrier;
 struct cio;
 struct event;
@@ -39,7 +39,7 @@ enum {
 };
 
 struct admit {
-    struct tm_proxy *px;
+    struct path_view *px;
     struct cio *io; /* the client's: answers, the store timeout */
     struct request *rq;
     struct event *kick; /* deferred: the resource's turn came */
@@ -69,7 +69,7 @@ struct admit {
 };
 
 /* Set a up for a connection; false when out of memory. */
-bool admit_init(struct admit *a, struct tm_proxy *px, struct cio *io,
+bool admit_init(struct admit *a, struct path_view *px, struct cio *io,
                 admit_done_cb done, void *arg);
 /* The connection closes: forget a raise in flight, leave the order
  * slots (grace_ms: as admit_leave), free what init took. */

@@ -12,10 +12,10 @@
 
 #include "../log.h"
 #include "../problem.h"
-#include "../proxy_int.h"
 #include "access.h"
 #include "request.h"
 #include "sendbuf.h"
+#include "view.h"
 
 struct evbuffer *
 cio_in(struct cio *io)
@@ -94,7 +94,7 @@ bev_written(struct bufferevent *bev)
 void
 cio_mark_dirty(struct cio *io)
 {
-    struct tm_proxy *px = io->px;
+    struct path_view *px = io->px;
 
     if (io->dirty) {
         return;

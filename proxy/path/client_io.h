@@ -12,7 +12,7 @@
 #include "../../policies/http_parse.h"
 #include "sock.h"
 
-struct tm_proxy;
+struct path_view;
 struct bufferevent;
 struct evbuffer;
 struct event;
@@ -28,7 +28,7 @@ struct body_in {
 };
 
 struct cio {
-    struct tm_proxy *px;
+    struct path_view *px;
     uint64_t id;
     struct bufferevent *bev; /* writes */
     struct sock sk;          /* reads, socket timeouts */

@@ -3,6 +3,8 @@
  * a request answered locally still sends, linger and close. Each stage
  * reports back through one completion here; the connection's state
  * changes in client_set_state only. */
+#include "conn.h"
+
 #include <assert.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -20,13 +22,14 @@
 #include "../log.h"
 #include "../metrics.h"
 #include "../problem.h"
-#include "../proxy_int.h"
 #include "access.h"
 #include "admit.h"
 #include "client_io.h"
 #include "exchange.h"
+#include "gen.h"
 #include "head.h"
 #include "request.h"
+#include "view.h"
 
 #define LINGER_MS 2000 /* read and drop after a closing answer */
 #define LINGER_BYTES (1 << 20)
@@ -225,7 +228,7 @@ exchanged(void *arg, enum xchg_end end, int grace_ms)
 static void
 request_begin(struct client *c)
 {
-    struct tm_proxy *px = c->io.px;
+    struct path_view *px = c->io.px;
     struct request *rq = c->rq;
 
     metrics_inc(px->metrics, MID_tidemark_requests_total);
@@ -265,7 +268,7 @@ parse_error(struct client *c, struct problem *p, const char *why)
 static void
 idle_enter(struct client *c)
 {
-    struct tm_proxy *px = c->io.px;
+    struct path_view *px = c->io.px;
 
     if (c->idle) {
         return;
@@ -284,7 +287,7 @@ idle_enter(struct client *c)
 static void
 idle_leave(struct client *c)
 {
-    struct tm_proxy *px = c->io.px;
+    struct path_view *px = c->io.px;
 
     if (!c->idle) {
         return;
@@ -304,7 +307,7 @@ idle_leave(struct client *c)
 }
 
 bool
-client_evict_idle(struct tm_proxy *px)
+client_evict_idle(struct path_view *px)
 {
     for (struct client *c = px->idle_first; c != NULL; c = c->idle_next) {
         /* An answer still on its way out is not given up. */
@@ -541,7 +544,7 @@ drained(struct client *c)
 }
 
 void
-client_flush_all(struct tm_proxy *px)
+client_flush_all(struct path_view *px)
 {
     while (px->dirty != NULL) {
         struct cio *io = px->dirty;
@@ -593,8 +596,7 @@ static void
 client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct client *c = arg;
-    bool body_due =
-        c->state == CS_EXCHANGE && c->ex.attached && !c->io.body.done;
+    bool body_due = c->state == CS_EXCHANGE && exchange_body_due(&c->ex);
     int grace = 0;
 
     lib_enter(&c->io.px->log);
@@ -682,7 +684,7 @@ client_abort(struct client *c, int fd)
 }
 
 void
-client_accept(struct tm_proxy *px, int fd)
+client_accept(struct path_view *px, int fd)
 {
     const struct cfg_proxy *pc = &px->cfg->proxy;
     struct client *c;
@@ -734,7 +736,7 @@ client_accept(struct tm_proxy *px, int fd)
 static void
 client_close(struct client *c, int grace_ms)
 {
-    struct tm_proxy *px = c->io.px;
+    struct path_view *px = c->io.px;
 
     exchange_close(&c->ex);
     admit_fini(&c->ad, grace_ms);
@@ -766,7 +768,7 @@ client_close(struct client *c, int grace_ms)
 }
 
 void
-client_reap(struct tm_proxy *px)
+client_reap(struct path_view *px)
 {
     while (px->graveyard != NULL) {
         struct client *c = px->graveyard;
@@ -776,7 +778,7 @@ client_reap(struct tm_proxy *px)
 }
 
 void
-client_close_idle(struct tm_proxy *px, bool force)
+client_close_idle(struct path_view *px, bool force)
 {
     struct client *c = px->clients, *next;
 

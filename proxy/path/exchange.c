@@ -17,13 +17,13 @@
 #include "../log.h"
 #include "../metrics.h"
 #include "../problem.h"
-#include "../proxy_int.h"
 #include "access.h"
 #include "client_io.h"
 #include "request.h"
 #include "rewrite.h"
 #include "up.h"
 #include "uploads.h"
+#include "view.h"
 
 #define MAX_RESPONSE_HEAD 65536
 /* The most of an S3 CreateMultipartUpload answer kept, framing included. */
@@ -151,7 +151,7 @@ static void
 fail(struct exchange *ex, int status, const char *why)
 {
     struct request *rq = ex->rq;
-    struct tm_proxy *px = ex->io->px;
+    struct path_view *px = ex->io->px;
     struct problem p = {.status = status, .detail = why};
     bool timed_out = status == 504;
     const char *name = up_cfg(rq->pool)->name;
@@ -250,7 +250,7 @@ up_ready(void *arg, struct up_conn *uc, bool ok)
 
     if (!ok) {
         int err = errno;
-        struct tm_proxy *px = ex->io->px;
+        struct path_view *px = ex->io->px;
         const char *name = up_cfg(ex->rq->pool)->name;
 
         ex->up = NULL; /* the pool frees it */
@@ -267,7 +267,7 @@ void
 exchange_start(struct exchange *ex, struct request *rq)
 {
     struct up_conn *uc = up_take_idle(rq->pool);
-    struct tm_proxy *px = ex->io->px;
+    struct path_view *px = ex->io->px;
 
     ex->rq = rq;
     ex->attached = false;
@@ -401,6 +401,12 @@ bool
 exchange_sent_whole(const struct exchange *ex)
 {
     return ex->attached && ex->io->body.done;
+}
+
+bool
+exchange_body_due(const struct exchange *ex)
+{
+    return ex->attached && !ex->io->body.done;
 }
 
 /* Every body_rate_window_ms while the body comes in: a client sending

@@ -75,6 +75,8 @@ void exchange_drained(struct exchange *ex);
 void exchange_timer(struct exchange *ex);
 /* Whether the request went out whole and its answer may still come. */
 bool exchange_sent_whole(const struct exchange *ex);
+/* Whether the request went out and the rest of its body is still due. */
+bool exchange_body_due(const struct exchange *ex);
 
 /* The connection closes: drop the upstream connection, no done. */
 void exchange_close(struct exchange *ex);

@@ -1,13 +1,15 @@
 /* gen.c: generations: one configuration and the upstream pools built
  * from it, held by the requests that run under it, freed when the last
  * one ends after a reload retired it. */
+#include "gen.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../conf/cfg.h"
-#include "path/up.h"
-#include "proxy_int.h"
-#include "tidemark.h"
+#include "../../conf/cfg.h"
+#include "../tidemark.h"
+#include "up.h"
+#include "view.h"
 
 void
 gen_free(struct gen *g)
@@ -54,14 +56,14 @@ gen_new(struct event_base *base, struct tm_config *cfg, bool owned, char *err,
 }
 
 struct gen *
-gen_hold(struct tm_proxy *px)
+gen_hold(struct path_view *px)
 {
     px->gen->refs++;
     return px->gen;
 }
 
 void
-gen_drop(struct tm_proxy *px, struct gen *g)
+gen_drop(struct path_view *px, struct gen *g)
 {
     struct gen **pp;
 

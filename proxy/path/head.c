@@ -8,8 +8,8 @@
 #include <event2/buffer.h>
 
 #include "../problem.h"
-#include "../proxy_int.h"
 #include "request.h"
+#include "view.h"
 
 /* Make *rq hold a head of len bytes (1 KiB at least). false when out of
  * memory. */
@@ -83,7 +83,7 @@ refusal(enum http_rc rc, struct problem *p)
 }
 
 enum head_rc
-head_take(struct tm_proxy *px, struct evbuffer *in, struct http_scan *sc,
+head_take(struct path_view *px, struct evbuffer *in, struct http_scan *sc,
           bool final, struct request **rq, struct problem *p, const char **why)
 {
     size_t len = evbuffer_get_length(in);

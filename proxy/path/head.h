@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-struct tm_proxy;
+struct path_view;
 struct evbuffer;
 struct http_scan;
 struct problem;
@@ -28,7 +28,7 @@ enum head_rc {
  * none yet) to hold the head and, after it, its canonical path; the
  * caller frees it. On HEAD_BAD the problem is 400, 414, 431, 501 or 505
  * and *why the parser's reason (static text or NULL). */
-enum head_rc head_take(struct tm_proxy *px, struct evbuffer *in,
+enum head_rc head_take(struct path_view *px, struct evbuffer *in,
                        struct http_scan *sc, bool final, struct request **rq,
                        struct problem *p, const char **why);
 
