@@ -1,7 +1,7 @@
 /* proxy_view.h: what the control port reads of the proxy it serves, one
- * call a part, so that struct tm_proxy (proxy_int.h) stays with proxy.c
- * and the data path that runs inside it. Every call reads the value of now:
- * the configuration and the pools change on a reload. */
+ * call a part (proxy_view.c), so that struct tm_proxy (proxy_int.h) stays
+ * with the process core. Every call reads the value of now: the
+ * configuration and the pools change on a reload. */
 #ifndef TM_PROXY_VIEW_H
 #define TM_PROXY_VIEW_H
 
