@@ -39,6 +39,8 @@
 #                 3-member etcd cluster and a 3-server ZooKeeper ensemble
 #                 (WATCH_ROUNDS, WATCH_TTL_ROUNDS)
 #   format-check  clang-format --dry-run over every C file
+#   check-layers  the layers' include rules (tests/check-layers.sh):
+#                 policies/ pure, conf/ below proxy/, proxy/'s wings
 #   check-docs    doc/tidemark.8, conf/tidemark.ini and doc/operations.md's
 #                 configuration reference against the option table (keys,
 #                 defaults, restart marks; cfgdoc man, ini and md write
@@ -85,7 +87,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 
 LIB_SRC := $(wildcard policies/*.c conf/*.c proxy/*.c proxy/clients/*.c \
-                    proxy/store/*.c proxy/locks/*.c)
+                    proxy/store/*.c proxy/locks/*.c proxy/carry/*.c \
+                    proxy/path/*.c proxy/adm/*.c)
 LIB_SRC := $(filter-out proxy/main.c,$(LIB_SRC))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -106,7 +109,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 .PHONY: demo all deps test test-asan test-sanitize unit integration bench \
         bench-locks bench-locks-raw bench-conns bench-marks bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
-        check-docs packaged-ini lab chaos
+        check-docs packaged-ini check-layers lab chaos
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -297,6 +300,9 @@ bench-watch: all
 
 format-check:
 	clang-format --dry-run --Werror $(shell git ls-files '*.c' '*.h')
+
+check-layers:
+	sh tests/check-layers.sh
 
 LABDIR  ?= $(PREFIX)/lib/tidemark/lab
 

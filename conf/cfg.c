@@ -1553,7 +1553,7 @@ cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
     }
     if (!sects_same(nw, old, CFG_LEASE)) {
         /* The leases run from the first configuration; a route that
-         * names one added since is refused (proxy/carry.c). */
+         * names one added since is refused (proxy/carry/carry.c). */
         changed(arg, "[lease] sections", "the ones read at start");
     }
     if (!sects_same(nw, old, CFG_FOLLOW)) {

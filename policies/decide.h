@@ -36,7 +36,7 @@ enum decision decide_store(enum tm_mode mode, bool store_ok, bool stale);
  * accept, forward. The caller looks at a first to name the resource. */
 enum decision decide_pair(enum decision a, enum decision b);
 
-/* A carrier's state (proxy/carry.h): whether this sidecar holds the
+/* A carrier's state (proxy/carry/carry.h): whether this sidecar holds the
  * lease (or is the election's holder) that carries a bound route's
  * token. */
 enum carry_state {

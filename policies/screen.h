@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../conf/cfg.h"
-#include "../proxy/http_parse.h"
+#include "cfg_model.h"
+#include "http_parse.h"
 #include "route.h"
 #include "s3name.h"
 #include "slice.h"

@@ -17,18 +17,20 @@
 
 #include "../conf/cfg.h"
 #include "../policies/screen.h"
-#include "adm.h"
-#include "carry.h"
-#include "fence.h"
+#include "adm/adm.h"
+#include "carry/carry.h"
 #include "locks/service.h"
 #include "locks/watch.h"
 #include "log.h"
 #include "metrics.h"
-#include "order.h"
+#include "path/conn.h"
+#include "path/gen.h"
+#include "path/order.h"
+#include "path/up.h"
+#include "path/uploads.h"
 #include "proxy_int.h"
+#include "store/fence.h"
 #include "store/store.h"
-#include "up.h"
-#include "uploads.h"
 
 /* After a burst of connections has gone (the count fell by 1024 or more
  * to a quarter of its peak), give the freed memory back to the system:
@@ -45,11 +47,11 @@ trim_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    lib_enter(&px->log);
+    lib_enter(&px->path.log);
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
-    px->conn_peak = px->nclients;
+    px->path.conn_peak = px->path.nclients;
 }
 
 static void
@@ -57,8 +59,8 @@ give_back_memory(struct tm_proxy *px)
 {
     struct timeval later = {1, 0};
 
-    if (px->conn_peak - px->nclients < 1024 ||
-        px->nclients > px->conn_peak / 4 ||
+    if (px->path.conn_peak - px->path.nclients < 1024 ||
+        px->path.nclients > px->path.conn_peak / 4 ||
         evtimer_pending(px->trimmer, NULL)) {
         return;
     }
@@ -71,7 +73,7 @@ carriers_gave_back(void *arg)
     struct tm_proxy *px = arg;
 
     px->carriers_stop = 2;
-    event_active(px->reaper, EV_TIMEOUT, 1);
+    event_active(px->path.reaper, EV_TIMEOUT, 1);
 }
 
 /* Draining with no client left: the leases held are given back first,
@@ -79,11 +81,11 @@ carriers_gave_back(void *arg)
 static bool
 carriers_stopped(struct tm_proxy *px)
 {
-    if (px->carriers_stop == 0 && px->carriers != NULL) {
+    if (px->carriers_stop == 0 && px->path.carriers != NULL) {
         px->carriers_stop = 1;
-        carriers_stop(px->carriers, carriers_gave_back, px);
+        carriers_stop(px->path.carriers, carriers_gave_back, px);
     }
-    return px->carriers == NULL || px->carriers_stop == 2;
+    return px->path.carriers == NULL || px->carriers_stop == 2;
 }
 
 static void
@@ -93,10 +95,10 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    lib_enter(&px->log);
-    client_reap(px);
+    lib_enter(&px->path.log);
+    client_reap(&px->path);
     give_back_memory(px);
-    if (px->draining && px->nclients == 0 && px->drain_done != NULL &&
+    if (px->path.draining && px->path.nclients == 0 && px->drain_done != NULL &&
         carriers_stopped(px)) {
         void (*done)(void *) = px->drain_done;
         px->drain_done = NULL;
@@ -111,8 +113,8 @@ flusher_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    lib_enter(&px->log);
-    client_flush_all(px);
+    lib_enter(&px->path.log);
+    client_flush_all(&px->path);
 }
 
 static void
@@ -124,20 +126,20 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     (void)l;
     (void)sa;
     (void)socklen;
-    lib_enter(&px->log);
-    if (px->nclients >= (size_t)px->cfg->proxy.max_connections &&
-        !client_evict_idle(px)) {
+    lib_enter(&px->path.log);
+    if (px->path.nclients >= (size_t)px->path.cfg->proxy.max_connections &&
+        !client_evict_idle(&px->path)) {
         /* Every connection is busy with a request: refuse at once, a
          * connection we cannot serve should not wait. */
         static uint64_t refused;
         if (refused++ % 1000 == 0) {
             log_warn("max_connections (%d) reached: refusing connections",
-                     px->cfg->proxy.max_connections);
+                     px->path.cfg->proxy.max_connections);
         }
         evutil_closesocket(fd);
         return;
     }
-    client_accept(px, fd);
+    client_accept(&px->path, fd);
 }
 
 static void
@@ -147,7 +149,7 @@ accept_error_cb(struct evconnlistener *l, void *arg)
     int err = EVUTIL_SOCKET_ERROR();
 
     (void)l;
-    lib_enter(&px->log);
+    lib_enter(&px->path.log);
     log_error("accept: %s", evutil_socket_error_to_string(err));
 }
 
@@ -211,9 +213,9 @@ route_needs_restart(const struct tm_config *cfg)
 static void
 set_limits(struct tm_proxy *px, const struct tm_config *cfg)
 {
-    px->limits.max_head = (size_t)cfg->proxy.max_head;
-    px->limits.max_headers = (size_t)cfg->proxy.max_headers;
-    px->limits.max_uri = (size_t)cfg->proxy.max_uri;
+    px->path.limits.max_head = (size_t)cfg->proxy.max_head;
+    px->path.limits.max_headers = (size_t)cfg->proxy.max_headers;
+    px->path.limits.max_uri = (size_t)cfg->proxy.max_uri;
 }
 
 /* The level the proxy's logger formats under cfg, when it follows the
@@ -223,8 +225,8 @@ follow_level(struct tm_proxy *px, const struct tm_config *cfg)
 {
     int level = tm_log_level_parse(cfg->proxy.log_level);
 
-    if (px->log_from_cfg && px->log.fn != NULL) {
-        px->log.level = level < 0 ? TM_LOG_INFO : level;
+    if (px->log_from_cfg && px->path.log.fn != NULL) {
+        px->path.log.level = level < 0 ? TM_LOG_INFO : level;
     }
 }
 
@@ -233,11 +235,11 @@ static bool reload(struct tm_proxy *px, struct tm_config *cfg);
 bool
 tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg)
 {
-    const struct tm_log *prev = lib_enter(&px->log);
+    const struct tm_log *prev = lib_enter(&px->path.log);
     /* NULL: the caller could not load the file (it said why). */
     bool ok = cfg != NULL && reload(px, cfg);
 
-    metrics_reload(px->metrics, ok);
+    metrics_reload(px->path.metrics, ok);
     lib_leave(prev);
     return ok;
 }
@@ -252,7 +254,7 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
 
     /* The keys read once at start keep their running values, so that
      * what the new generation says is what runs. */
-    if (!cfg_keep_restart_only(cfg, px->cfg, restart_needed, &kept)) {
+    if (!cfg_keep_restart_only(cfg, px->path.cfg, restart_needed, &kept)) {
         snprintf(err, sizeof(err), "out of memory");
     } else if ((route = route_needs_restart(cfg)) != NULL) {
         snprintf(err, sizeof(err),
@@ -260,7 +262,7 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
                  "only a restart loads",
                  route);
     } else {
-        g = gen_new(px->base, cfg, true, err, sizeof(err));
+        g = gen_new(px->path.base, cfg, true, err, sizeof(err));
     }
     if (g == NULL) {
         log_error("reload refused, the old configuration stays: %s",
@@ -269,14 +271,14 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
         return false;
     }
     /* The old generation lives on while requests started under it run. */
-    px->gen->next = px->retired;
-    px->retired = px->gen;
-    px->gen = g;
-    px->cfg = cfg;
+    px->path.gen->next = px->path.retired;
+    px->path.retired = px->path.gen;
+    px->path.gen = g;
+    px->path.cfg = cfg;
     px->pools = g->pools;
-    fence_keep_trees(px->fence, screen_keeps_trees(cfg));
+    fence_keep_trees(px->path.fence, screen_keeps_trees(cfg));
     set_limits(px, cfg);
-    gen_drop(px, px->retired);
+    gen_drop(&px->path, px->path.retired);
     follow_level(px, cfg);
     log_info("reloaded: %zu routes, %zu upstreams; %zu changed key%s wait%s "
              "for a restart",
@@ -294,12 +296,12 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
 static bool
 start_hold(struct tm_proxy *px, char *err, size_t errlen)
 {
-    int ms = px->cfg->proxy.order_grace_ms;
+    int ms = px->path.cfg->proxy.order_grace_ms;
 
-    if (ms <= 0 || fence_fresh(px->fence)) {
+    if (ms <= 0 || fence_fresh(px->path.fence)) {
         return true;
     }
-    if (!order_hold(px->order, ms)) {
+    if (!order_hold(px->path.order, ms)) {
         snprintf(err, errlen, "cannot arm the timer of the start hold");
         return false;
     }
@@ -318,20 +320,21 @@ start_carriers(struct tm_proxy *px, char *err, size_t errlen)
 {
     const struct tm_config *cfg = px->first;
     struct carry_env env = {
-        .base = px->base, .fence = px->fence, .log = &px->log};
+        .base = px->path.base, .fence = px->path.fence, .log = &px->path.log};
 
     if ((cfg->admin.listen != NULL && cfg->admin.listen[0] != '\0') ||
         cfg->nleases > 0) {
-        px->locks = lock_service_new(px->base, &px->log, px->fence, px->metrics,
-                                     &px->recent, cfg, err, errlen);
+        px->locks = lock_service_new(px->path.base, &px->path.log,
+                                     px->path.fence, px->path.metrics,
+                                     &px->path.recent, cfg, err, errlen);
         if (px->locks == NULL) {
             return false;
         }
     }
     env.locks = px->locks;
     env.lock_backend = cfg->locks.backend;
-    px->carriers = carriers_new(&env, cfg, err, errlen);
-    return px->carriers != NULL;
+    px->path.carriers = carriers_new(&env, cfg, err, errlen);
+    return px->path.carriers != NULL;
 }
 
 struct tm_proxy *
@@ -350,19 +353,19 @@ tm_proxy_new(struct event_base *base, struct tm_config *cfg,
         return NULL;
     }
 
-    px->base = base;
+    px->path.base = base;
     px->first = cfg;
-    px->recent.started = time(NULL);
-    px->log.level = -1;
+    px->path.recent.started = time(NULL);
+    px->path.log.level = -1;
     if (opts != NULL && opts->log != NULL) {
-        px->log.fn = opts->log;
-        px->log.arg = opts->log_arg;
-        px->log.level =
+        px->path.log.fn = opts->log;
+        px->path.log.arg = opts->log_arg;
+        px->path.log.level =
             opts->log_level > TM_LOG_DEBUG ? TM_LOG_DEBUG : opts->log_level;
         px->log_from_cfg = opts->log_level < 0;
     }
     follow_level(px, cfg);
-    prev = lib_enter(&px->log);
+    prev = lib_enter(&px->path.log);
     ok = start(px, err, errlen);
     lib_leave(prev);
     if (!ok) {
@@ -376,25 +379,26 @@ tm_proxy_new(struct event_base *base, struct tm_config *cfg,
 static bool
 start(struct tm_proxy *px, char *err, size_t errlen)
 {
-    struct event_base *base = px->base;
+    struct event_base *base = px->path.base;
     const struct tm_config *cfg = px->first;
     const struct store_ops *sops;
 
-    px->cfg = cfg;
+    px->path.cfg = cfg;
 
-    px->tokens = &cfg->tokens;
+    px->path.tokens = &cfg->tokens;
     set_limits(px, cfg);
-    px->scratch = malloc(sizeof(*px->scratch));
-    px->scratch_resp = malloc(sizeof(*px->scratch_resp));
-    px->reaper = event_new(base, -1, 0, reaper_cb, px);
-    px->flusher = event_new(base, -1, 0, flusher_cb, px);
+    px->path.scratch = malloc(sizeof(*px->path.scratch));
+    px->path.scratch_resp = malloc(sizeof(*px->path.scratch_resp));
+    px->path.reaper = event_new(base, -1, 0, reaper_cb, px);
+    px->path.flusher = event_new(base, -1, 0, flusher_cb, px);
     px->trimmer = evtimer_new(base, trim_cb, px);
-    px->order = order_new(base);
-    px->uploads = uploads_new();
-    px->metrics = metrics_new();
-    if (px->metrics == NULL || px->uploads == NULL || px->scratch == NULL ||
-        px->scratch_resp == NULL || px->reaper == NULL || px->flusher == NULL ||
-        px->trimmer == NULL || px->order == NULL) {
+    px->path.order = order_new(base);
+    px->path.uploads = uploads_new();
+    px->path.metrics = metrics_new();
+    if (px->path.metrics == NULL || px->path.uploads == NULL ||
+        px->path.scratch == NULL || px->path.scratch_resp == NULL ||
+        px->path.reaper == NULL || px->path.flusher == NULL ||
+        px->trimmer == NULL || px->path.order == NULL) {
         snprintf(err, errlen, "out of memory");
         return false;
     }
@@ -403,23 +407,24 @@ start(struct tm_proxy *px, char *err, size_t errlen)
                  cfg->env_links);
     }
     /* The first configuration lives as long as the proxy (px->first). */
-    px->gen = gen_new(base, px->first, false, err, errlen);
-    if (px->gen == NULL) {
+    px->path.gen = gen_new(base, px->first, false, err, errlen);
+    if (px->path.gen == NULL) {
         return false;
     }
-    px->pools = px->gen->pools;
+    px->pools = px->path.gen->pools;
     sops = store_find(cfg->store.type);
     if (sops == NULL) {
         snprintf(err, errlen, "store type %s is not available",
                  cfg->store.type);
         return false;
     }
-    px->fence = fence_open(base, sops, &cfg->store, px->metrics, err, errlen);
-    if (px->fence == NULL) {
+    px->path.fence =
+        fence_open(base, sops, &cfg->store, px->path.metrics, err, errlen);
+    if (px->path.fence == NULL) {
         return false;
     }
-    fence_keep_trees(px->fence, screen_keeps_trees(cfg));
-    px->watches = watches_new(base, px->fence, cfg, err, errlen);
+    fence_keep_trees(px->path.fence, screen_keeps_trees(cfg));
+    px->watches = watches_new(base, px->path.fence, cfg, err, errlen);
     if (px->watches == NULL || !start_carriers(px, err, errlen)) {
         return false;
     }
@@ -468,9 +473,10 @@ drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    lib_enter(&px->log);
-    log_warn("drain timeout: closing %zu connections still open", px->nclients);
-    client_close_idle(px, true);
+    lib_enter(&px->path.log);
+    log_warn("drain timeout: closing %zu connections still open",
+             px->path.nclients);
+    client_close_idle(&px->path, true);
 }
 
 void
@@ -480,29 +486,29 @@ tm_proxy_drain(struct tm_proxy *px, int timeout_ms, void (*done)(void *arg),
     const struct tm_log *prev;
     struct timeval tv;
 
-    if (px->draining) {
+    if (px->path.draining) {
         return;
     }
-    prev = lib_enter(&px->log);
+    prev = lib_enter(&px->path.log);
     if (timeout_ms < 0) {
-        timeout_ms = px->cfg->proxy.drain_timeout_ms;
+        timeout_ms = px->path.cfg->proxy.drain_timeout_ms;
     }
     tv.tv_sec = timeout_ms / 1000;
     tv.tv_usec = (timeout_ms % 1000) * 1000;
-    px->draining = true;
+    px->path.draining = true;
     px->drain_done = done;
     px->drain_arg = arg;
     if (px->listener != NULL) {
         evconnlistener_free(px->listener);
         px->listener = NULL;
     }
-    log_info("stopping: %zu connections open", px->nclients);
-    client_close_idle(px, false);
-    px->drain_timer = evtimer_new(px->base, drain_timeout_cb, px);
+    log_info("stopping: %zu connections open", px->path.nclients);
+    client_close_idle(&px->path, false);
+    px->drain_timer = evtimer_new(px->path.base, drain_timeout_cb, px);
     if (px->drain_timer != NULL) {
         evtimer_add(px->drain_timer, &tv);
     }
-    event_active(px->reaper, EV_TIMEOUT, 1);
+    event_active(px->path.reaper, EV_TIMEOUT, 1);
     lib_leave(prev);
 }
 
@@ -514,36 +520,36 @@ tm_proxy_free(struct tm_proxy *px)
     if (px == NULL) {
         return;
     }
-    prev = lib_enter(&px->log);
+    prev = lib_enter(&px->path.log);
     if (px->listener != NULL) {
         evconnlistener_free(px->listener);
     }
     adm_free(px->adm);
-    if (px->reaper != NULL) {
-        client_close_idle(px, true);
-        client_reap(px);
+    if (px->path.reaper != NULL) {
+        client_close_idle(&px->path, true);
+        client_reap(&px->path);
     }
-    carriers_free(px->carriers);
+    carriers_free(px->path.carriers);
     lock_service_free(px->locks);
     watches_free(px->watches);
     /* Runs the callbacks of pending raises; nobody waits for them. */
-    fence_close(px->fence);
-    while (px->retired != NULL) {
-        struct gen *g = px->retired;
-        px->retired = g->next;
+    fence_close(px->path.fence);
+    while (px->path.retired != NULL) {
+        struct gen *g = px->path.retired;
+        px->path.retired = g->next;
         gen_free(g);
     }
-    if (px->gen != NULL) {
-        gen_free(px->gen);
+    if (px->path.gen != NULL) {
+        gen_free(px->path.gen);
     }
-    order_free(px->order);
-    uploads_free(px->uploads);
-    metrics_free(px->metrics);
-    if (px->reaper != NULL) {
-        event_free(px->reaper);
+    order_free(px->path.order);
+    uploads_free(px->path.uploads);
+    metrics_free(px->path.metrics);
+    if (px->path.reaper != NULL) {
+        event_free(px->path.reaper);
     }
-    if (px->flusher != NULL) {
-        event_free(px->flusher);
+    if (px->path.flusher != NULL) {
+        event_free(px->path.flusher);
     }
     if (px->trimmer != NULL) {
         event_free(px->trimmer);
@@ -551,11 +557,11 @@ tm_proxy_free(struct tm_proxy *px)
     if (px->drain_timer != NULL) {
         event_free(px->drain_timer);
     }
-    free(px->scratch);
-    free(px->scratch_resp);
+    free(px->path.scratch);
+    free(px->path.scratch_resp);
     tm_config_free(px->first);
     /* Back to the caller's sink, or to none if it was this proxy's. */
-    if (prev == &px->log) {
+    if (prev == &px->path.log) {
         prev = NULL;
     }
     free(px);

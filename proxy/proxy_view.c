@@ -1,26 +1,26 @@
 /* proxy_view.c: what the control port reads of the proxy, one call a
  * part; beside proxy.c rather than in it, so that the control port,
  * which proxy.c starts, never calls up into proxy.c. */
-#include "proxy_view.h"
+#include "adm/proxy_view.h"
 
 #include "proxy_int.h"
 
 struct event_base *
 proxy_base(const struct tm_proxy *px)
 {
-    return px->base;
+    return px->path.base;
 }
 
 const struct tm_log *
 proxy_log(const struct tm_proxy *px)
 {
-    return &px->log;
+    return &px->path.log;
 }
 
 const struct tm_config *
 proxy_cfg(const struct tm_proxy *px)
 {
-    return px->cfg;
+    return px->path.cfg;
 }
 
 struct up_pool *
@@ -32,19 +32,19 @@ proxy_pool(const struct tm_proxy *px, size_t i)
 struct fence *
 proxy_fence(const struct tm_proxy *px)
 {
-    return px->fence;
+    return px->path.fence;
 }
 
 struct order *
 proxy_order(const struct tm_proxy *px)
 {
-    return px->order;
+    return px->path.order;
 }
 
 struct metrics *
 proxy_metrics(const struct tm_proxy *px)
 {
-    return px->metrics;
+    return px->path.metrics;
 }
 
 const struct watches *
@@ -56,7 +56,7 @@ proxy_watches(const struct tm_proxy *px)
 struct recent *
 proxy_recent(struct tm_proxy *px)
 {
-    return &px->recent;
+    return &px->path.recent;
 }
 
 struct lock_service *
@@ -68,17 +68,17 @@ proxy_locks(const struct tm_proxy *px)
 struct carriers *
 proxy_carriers(const struct tm_proxy *px)
 {
-    return px->carriers;
+    return px->path.carriers;
 }
 
 size_t
 proxy_clients(const struct tm_proxy *px)
 {
-    return px->nclients;
+    return px->path.nclients;
 }
 
 bool
 proxy_draining(const struct tm_proxy *px)
 {
-    return px->draining;
+    return px->path.draining;
 }

@@ -6,9 +6,9 @@
 
 #include <event2/event.h>
 
-#include "../dial.h"
 #include "../log.h"
-#include "../queue.h"
+#include "dial.h"
+#include "queue.h"
 
 #define COLDQ_MAX 65536
 

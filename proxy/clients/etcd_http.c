@@ -12,8 +12,8 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "../dial.h"
 #include "../log.h"
+#include "dial.h"
 
 #define EH_PROBE_MS 500
 #define EH_BODY_MAX (1u << 24)

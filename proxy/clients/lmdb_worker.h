@@ -9,7 +9,7 @@
 
 #include <event2/event.h>
 
-#include "../queue.h"
+#include "queue.h"
 
 /* A backend's request embeds this as its first member and casts back. */
 struct lmdb_worker_job {

@@ -12,9 +12,9 @@
 #include <event2/event.h>
 
 #include "../../policies/redis_slot.h"
-#include "../dial.h"
 #include "../log.h"
 #include "coldq.h"
+#include "dial.h"
 
 /*
  * The map is a guide, never the answer: a node that does not hold a slot

@@ -13,9 +13,9 @@
 #include <hiredis/adapters/libevent.h>
 #include <openssl/sha.h>
 
-#include "../dial.h"
 #include "../log.h"
 #include "coldq.h"
+#include "dial.h"
 
 #define REDIS_BACKOFF_MIN_MS 50
 #define REDIS_BACKOFF_MAX_MS 2000

@@ -19,8 +19,8 @@
 
 #include <event2/event.h>
 
-#include "../dial.h"
 #include "../log.h"
+#include "dial.h"
 
 /* The step of a session event: zk_conn's own. */
 #define ZK_CALL_SESSION (-2)

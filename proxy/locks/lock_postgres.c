@@ -16,8 +16,8 @@
 #include "../clients/coldq.h"
 #include "../clients/defer.h"
 #include "../clients/pg_pool.h"
+#include "../clients/queue.h"
 #include "../log.h"
-#include "../queue.h"
 #include "lock_postgres_reply.h"
 
 /*

@@ -34,7 +34,7 @@ void lock_service_serve(struct lock_service *ls, struct evhttp_request *req,
                         const char *path, const char *query);
 
 /* Start op on the service's backend, for a lease this process holds
- * itself (proxy/lease.c): the same backend handle, so that an LMDB file
+ * itself (proxy/carry/lease.c): the same backend handle, so that an LMDB file
  * is opened once. op->cb runs once, as lock_ops.submit says. */
 void lock_service_submit(struct lock_service *ls, const struct lock_op *op);
 

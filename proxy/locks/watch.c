@@ -16,11 +16,11 @@
 #include "../../conf/cfg.h"
 #include "../../policies/canon.h"
 #include "../../policies/route.h"
-#include "../dial.h"
-#include "../fence.h"
+#include "../clients/dial.h"
 #include "../log.h"
 #include "../metrics.h"
 #include "../recent.h"
+#include "../store/fence.h"
 
 /* While a watch fails, a reminder this often (no line per retry). */
 #define WATCH_REMIND_MS (5 * 60 * 1000)

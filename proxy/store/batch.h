@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../queue.h"
+#include "../clients/queue.h"
 #include "store.h"
 
 /* One raise or get waiting for the store. */

@@ -15,8 +15,8 @@
 #include "../clients/coldq.h"
 #include "../clients/defer.h"
 #include "../clients/etcd_http.h"
+#include "../clients/queue.h"
 #include "../log.h"
-#include "../queue.h"
 #include "batch.h"
 #include "store.h"
 

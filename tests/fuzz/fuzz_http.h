@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "../../proxy/http_parse.h"
+#include "../../policies/http_parse.h"
 #include "fuzz.h"
 
 #define MAX_HEAD 16384

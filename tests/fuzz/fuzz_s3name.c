@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../../policies/s3name.h"
-#include "../../proxy/http_parse.h"
+#include "../../policies/http_parse.h"
 #include "fuzz.h"
 
 static void

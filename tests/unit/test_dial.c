@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "../../proxy/dial.h"
+#include "../../proxy/clients/dial.h"
 
 static void
 test_share(void **state)

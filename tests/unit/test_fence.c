@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "../../conf/cfg.h"
-#include "../../proxy/fence.h"
 #include "../../proxy/metrics.h"
+#include "../../proxy/store/fence.h"
 
 #define FAKE_MAX 16
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../proxy/http_parse.h"
+#include "../../policies/http_parse.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

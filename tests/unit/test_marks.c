@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../proxy/marks.h"
+#include "../../proxy/store/marks.h"
 
 static void
 put_s(struct marks *m, const char *res, int64_t mark)

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "../../proxy/order.h"
+#include "../../proxy/path/order.h"
 
 struct write {
     int64_t token;

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
+#include "../../proxy/clients/queue.h"
 #include "../../proxy/log.h"
-#include "../../proxy/queue.h"
 
 static int nlogs;
 static char last[256];

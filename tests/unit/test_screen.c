@@ -14,7 +14,7 @@
 
 #include "../../conf/cfg.h"
 #include "../../policies/screen.h"
-#include "../../proxy/http_parse.h"
+#include "../../policies/http_parse.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

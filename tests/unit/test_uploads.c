@@ -12,7 +12,7 @@
 
 #include "../../conf/cfg.h"
 #include "../../policies/screen.h"
-#include "../../proxy/uploads.h"
+#include "../../proxy/path/uploads.h"
 
 #define ANSWER(k, id)                                                          \
     "<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>" k                 \

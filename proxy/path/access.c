@@ -1,0 +1,335 @@
+/* access.c: the access log's lines (one per request answered) and the
+ * request id that ties a line to the upstream's own logs. */
+#include "access.h"
+
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/bufferevent.h>
+#include <openssl/rand.h>
+
+#include "../../policies/ascii.h"
+#include "../../policies/logesc.h"
+#include "../log.h"
+#include "../problem.h"
+#include "client_io.h"
+#include "request.h"
+
+_Static_assert(sizeof(((struct request *)0)->rid) == REQID_MAX + 1,
+               "request.h: rid holds REQID_MAX bytes");
+
+bool
+reqid_sane(const char *v, size_t n)
+{
+    if (n == 0 || n > REQID_MAX) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = v[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || strchr("-_.:+/=@", c) != NULL)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Ids are made from a random key drawn once per process and a counter:
+ * RAND_bytes per request would cost microseconds under load. */
+static pthread_once_t reqid_once = PTHREAD_ONCE_INIT;
+static uint64_t reqid_key[2];
+static _Atomic uint64_t reqid_next;
+
+static void
+reqid_seed(void)
+{
+    if (RAND_bytes((unsigned char *)reqid_key, sizeof(reqid_key)) != 1) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        reqid_key[0] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        reqid_key[1] = (uint64_t)getpid() << 32 ^ reqid_key[0];
+    }
+}
+
+/* splitmix64's finalizer: a bijection, so distinct inputs stay
+ * distinct. */
+static uint64_t
+mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* A fresh id: 32 hex digits, unique within the process (the counter)
+ * and unlikely to repeat across processes (the key). */
+static void
+reqid_new(char *out)
+{
+    uint64_t n, v[2];
+    unsigned char b[16];
+
+    pthread_once(&reqid_once, reqid_seed);
+    n = atomic_fetch_add(&reqid_next, 1);
+    v[0] = mix(reqid_key[0] ^ n);
+    v[1] = mix(reqid_key[1] + n);
+    for (int i = 0; i < 16; i++) { /* big-endian: the digits read as v */
+        b[i] = (unsigned char)(v[i / 8] >> (56 - 8 * (i % 8)));
+    }
+    ascii_hex(b, sizeof(b), out);
+    out[32] = '\0';
+}
+
+void
+access_begin(struct request *rq)
+{
+    const struct http_request *h = &rq->h;
+    int i = http_find_header(h->headers, h->nheaders, 0, "X-Request-Id");
+
+    clock_gettime(CLOCK_MONOTONIC, &rq->t0);
+    rq->rid_client = i >= 0 &&
+                     http_find_header(h->headers, h->nheaders, (size_t)i + 1,
+                                      "X-Request-Id") < 0 &&
+                     reqid_sane(h->headers[i].value.p, h->headers[i].value.len);
+    if (rq->rid_client) {
+        memcpy(rq->rid, h->headers[i].value.p, h->headers[i].value.len);
+        rq->rid[h->headers[i].value.len] = '\0';
+    } else {
+        reqid_new(rq->rid);
+    }
+}
+
+/* ---- the line ---------------------------------------------------- */
+
+struct line {
+    char buf[4096];
+    size_t n;
+};
+
+static void
+put(struct line *l, const char *s, size_t n)
+{
+    size_t room = sizeof(l->buf) - 1 - l->n;
+
+    n = n < room ? n : room;
+    memcpy(l->buf + l->n, s, n);
+    l->n += n;
+}
+
+/* Whether s, which logesc may leave bare, must be quoted all the same
+ * to read back as a string: "-" (absent), a number, or a word ending in
+ * ':' (log.c's json reads "key=value:" in prose as value). */
+static bool
+needs_quotes(const char *s, size_t n)
+{
+    bool number = n > 0;
+
+    if (n == 1 && s[0] == '-') {
+        return true;
+    }
+    for (size_t i = 0; i < n; i++) {
+        number &= (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-';
+    }
+    return number || (n > 0 && s[n - 1] == ':');
+}
+
+/* " key=value", value a string escaped by logesc in at most max bytes of
+ * the line (cut there, and marked), or "-" when s is NULL. */
+static void
+put_str(struct line *l, const char *key, const char *s, size_t n, size_t max)
+{
+    size_t room;
+
+    put(l, " ", 1);
+    put(l, key, strlen(key));
+    put(l, "=", 1);
+    if (s == NULL) {
+        put(l, "-", 1);
+        return;
+    }
+    room = sizeof(l->buf) - l->n; /* logesc writes the NUL too */
+    room = room < max + LOGESC_MIN ? room : max + LOGESC_MIN;
+    if (room >= LOGESC_MIN) {
+        l->n += logesc(l->buf + l->n, room, s, n,
+                       needs_quotes(s, n) ? LOGESC_QUOTED : LOGESC_VALUE);
+    }
+}
+
+static void
+put_cstr(struct line *l, const char *key, const char *s, size_t max)
+{
+    put_str(l, key, s, s != NULL ? strlen(s) : 0, max);
+}
+
+/* " key=N", or "-" when the number is absent (absent). */
+static void
+put_num(struct line *l, const char *key, int64_t v, bool absent)
+{
+    char num[24];
+    int k = snprintf(num, sizeof(num), "%" PRId64, v);
+
+    put(l, " ", 1);
+    put(l, key, strlen(key));
+    put(l, "=", 1);
+    put(l, absent ? "-" : num, absent ? 1 : (size_t)k);
+}
+
+/* The client's address and port, or NULL. */
+static const char *
+peer(const struct cio *io, char *buf, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[INET6_ADDRSTRLEN];
+    evutil_socket_t fd = bufferevent_getfd(io->bev);
+
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        return NULL;
+    }
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        snprintf(buf, len, "%s:%u", host, ntohs(a->sin_port));
+        return buf;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        snprintf(buf, len, "[%s]:%u", host, ntohs(a->sin6_port));
+        return buf;
+    }
+    return NULL;
+}
+
+/* Milliseconds since the request's start, to the microsecond. */
+static void
+put_ms(struct line *l, const struct request *rq)
+{
+    struct timespec t1;
+    int64_t us;
+    char num[32];
+    int k;
+
+    if (rq == NULL) {
+        put(l, " ms=-", 5);
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    us = (int64_t)(t1.tv_sec - rq->t0.tv_sec) * 1000000 +
+         (t1.tv_nsec - rq->t0.tv_nsec) / 1000;
+    us = us < 0 ? 0 : us;
+    k = snprintf(num, sizeof(num), " ms=%" PRId64 ".%03d", us / 1000,
+                 (int)(us % 1000));
+    put(l, num, (size_t)k);
+}
+
+/* Everything from client to conn: the fields every line shares. */
+static void
+put_request(struct line *l, const struct cio *io, const struct request *rq,
+            int status, const char *resource)
+{
+    const struct http_request *h = rq != NULL ? &rq->h : NULL;
+    const char *q = NULL;
+    size_t plen = 0;
+    char addr[64];
+
+    if (h != NULL && h->path.p != NULL) {
+        const char *end = h->path.p + h->path.len;
+
+        plen = h->path.len;
+        q = end < h->target.p + h->target.len && *end == '?' ? end : NULL;
+    }
+    put_cstr(l, "id", rq != NULL ? rq->rid : NULL, REQID_MAX);
+    put_cstr(l, "client", peer(io, addr, sizeof(addr)), sizeof(addr));
+    put_str(l, "method", h != NULL ? h->method.p : NULL,
+            h != NULL ? h->method.len : 0, 32);
+    put_str(l, "path", h != NULL ? h->path.p : NULL, plen, 1024);
+    put_str(l, "query", q != NULL ? q + 1 : NULL,
+            q != NULL ? (size_t)(h->target.p + h->target.len - q - 1) : 0,
+            1024);
+    put_num(l, "status", status, false);
+    put_cstr(l, "route", rq != NULL ? rq->sc.route_name : NULL, 128);
+    put_cstr(l, "resource", resource, 512);
+    put_num(l, "token", rq != NULL ? rq->token : 0,
+            rq == NULL || rq->token <= 0);
+    put_num(l, "mark", rq != NULL ? rq->mark : 0, rq == NULL || rq->mark <= 0);
+    put_ms(l, rq);
+    put_num(l, "conn", (int64_t)io->id, false);
+}
+
+static void
+emit(enum tm_log_level level, struct line *l)
+{
+    l->buf[l->n] = '\0';
+    log_emit(level, l->buf);
+}
+
+void
+access_request(const struct cio *io, const struct request *rq, int status)
+{
+    struct line l = {.n = 0};
+
+    if (log_get_level() < TM_LOG_INFO) {
+        return;
+    }
+    put(&l, "event=request", 13);
+    put_request(&l, io, rq, status, rq->sc.rlen > 0 ? rq->sc.resource : NULL);
+    put(&l, " reason=- detail=-", 18);
+    emit(TM_LOG_INFO, &l);
+}
+
+void
+access_refused(const struct cio *io, const struct request *rq,
+               const struct problem *p, const char *why)
+{
+    /* Refusals of stale, missing and malformed tokens are the proxy doing
+     * its job (info); the rest say something is wrong (warn). */
+    enum tm_log_level level = p->status == 409 || p->status == 428 ||
+                                      p->status == 408 || p->status == 400 ||
+                                      p->status == 403
+                                  ? TM_LOG_INFO
+                                  : TM_LOG_WARN;
+    struct line l = {.n = 0};
+
+    if (log_get_level() < (int)level) {
+        return;
+    }
+    put(&l, "event=refused", 13);
+    put_request(&l, io, rq, p->status, p->resource);
+    put_cstr(&l, "reason", why, 128);
+    put_cstr(&l, "detail", p->detail, 512);
+    emit(level, &l);
+}
+
+void
+access_bad_head(const struct cio *io, int status, const char *detail,
+                const char *why)
+{
+    /* A head that never came whole is routine (scanners, idle peers). */
+    enum tm_log_level level = status == 408 ? TM_LOG_INFO : TM_LOG_WARN;
+    struct line l = {.n = 0};
+    char d[600];
+
+    if (log_get_level() < (int)level) {
+        return;
+    }
+    snprintf(d, sizeof(d), "%s%s%s", detail != NULL ? detail : "",
+             why != NULL ? ": " : "", why != NULL ? why : "");
+    put(&l, "event=refused", 13);
+    put_request(&l, io, NULL, status, NULL);
+    put_cstr(&l, "reason", "malformed", 128);
+    put_cstr(&l, "detail", d, 512);
+    emit(level, &l);
+}

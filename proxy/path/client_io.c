@@ -1,0 +1,226 @@
+/* client_io.c: a client connection's buffers, timer, socket timeouts,
+ * request body framing and tidemark's own answers. */
+#include "client_io.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "../log.h"
+#include "../problem.h"
+#include "access.h"
+#include "request.h"
+#include "sendbuf.h"
+#include "view.h"
+
+struct evbuffer *
+cio_in(struct cio *io)
+{
+    return bufferevent_get_input(io->bev);
+}
+
+struct evbuffer *
+cio_out(struct cio *io)
+{
+    return bufferevent_get_output(io->bev);
+}
+
+static void
+ms_to_tv(int ms, struct timeval *tv)
+{
+    tv->tv_sec = ms / 1000;
+    tv->tv_usec = (ms % 1000) * 1000;
+}
+
+void
+cio_timer_arm(struct cio *io, int ms)
+{
+    struct timeval tv;
+
+    ms_to_tv(ms, &tv);
+    evtimer_add(io->timer, &tv);
+}
+
+void
+cio_timer_stop(struct cio *io)
+{
+    evtimer_del(io->timer);
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+void
+bev_flush(struct bufferevent *bev, bool direct)
+{
+    struct evbuffer *out = bufferevent_get_output(bev);
+    int n;
+
+    if (evbuffer_get_length(out) == 0 ||
+        (bufferevent_get_enabled(bev) & EV_WRITE)) {
+        return;
+    }
+    if (!direct) {
+        bufferevent_enable(bev, EV_WRITE);
+        return;
+    }
+    /* A socket bufferevent keeps the front of its output frozen so that
+     * only it drains the buffer; it thaws it to write, and so do we. */
+    evbuffer_unfreeze(out, 1);
+    n = sendbuf_write(out, bufferevent_getfd(bev));
+
+    evbuffer_freeze(out, 1);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        /* Let the bufferevent meet the error and report it. */
+        bufferevent_enable(bev, EV_WRITE);
+        return;
+    }
+    if (evbuffer_get_length(out) > 0) {
+        bufferevent_enable(bev, EV_WRITE);
+    }
+}
+
+void
+bev_written(struct bufferevent *bev)
+{
+    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        bufferevent_disable(bev, EV_WRITE);
+    }
+}
+
+void
+cio_mark_dirty(struct cio *io)
+{
+    struct path_view *px = io->px;
+
+    if (io->dirty) {
+        return;
+    }
+    io->dirty = true;
+    io->dirty_next = px->dirty;
+    px->dirty = io;
+    event_active(px->flusher, EV_TIMEOUT, 1);
+}
+
+void
+cio_unlist(struct cio *io)
+{
+    struct cio **pp = &io->px->dirty;
+
+    if (!io->dirty) {
+        return;
+    }
+    while (*pp != io) {
+        pp = &(*pp)->dirty_next;
+    }
+    *pp = io->dirty_next;
+    io->dirty = false;
+    io->dirty_next = NULL;
+}
+
+void
+cio_timeouts(struct cio *io, bool read, int idle_ms)
+{
+    if (io->read_tmo == read) {
+        return;
+    }
+    io->read_tmo = read;
+    sock_timeouts(&io->sk, read ? idle_ms : 0, idle_ms);
+}
+
+void
+cio_no_timeouts(struct cio *io)
+{
+    sock_timeouts(&io->sk, 0, 0);
+    io->read_tmo = false;
+}
+
+/* ---- the request body ------------------------------------------------- */
+
+size_t
+chunked_span(struct evbuffer *in, struct http_chunked *ch)
+{
+    size_t len = evbuffer_get_length(in), take = 0;
+    struct evbuffer_ptr pos;
+
+    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+    while (take < len && !ch->done) {
+        struct evbuffer_iovec v;
+        size_t used;
+        if (evbuffer_peek(in, -1, &pos, &v, 1) < 1) {
+            break;
+        }
+        used = http_chunked_feed(ch, v.iov_base, v.iov_len);
+        if (used == (size_t)-1) {
+            return used;
+        }
+        take += used;
+        evbuffer_ptr_set(in, &pos, used, EVBUFFER_PTR_ADD);
+    }
+    return take;
+}
+
+void
+body_in_start(struct body_in *b, enum http_body kind, uint64_t len,
+              const char *const *forbid)
+{
+    b->kind = kind;
+    b->left = kind == HTTP_BODY_LENGTH ? len : 0;
+    b->done = kind == HTTP_BODY_NONE || (kind == HTTP_BODY_LENGTH && len == 0);
+    http_chunked_init(&b->chunk);
+    if (forbid != NULL) {
+        b->chunk.forbid[0] = forbid[0];
+        b->chunk.forbid[1] = forbid[1];
+    }
+}
+
+size_t
+body_in_take(struct body_in *b, struct evbuffer *in)
+{
+    size_t len = evbuffer_get_length(in), n;
+
+    if (b->done) {
+        return 0;
+    }
+    if (b->kind == HTTP_BODY_LENGTH) {
+        n = len < b->left ? len : (size_t)b->left;
+        b->left -= n;
+        b->done = b->left == 0;
+        return n;
+    }
+    n = chunked_span(in, &b->chunk);
+    b->done = n != (size_t)-1 && b->chunk.done;
+    return n;
+}
+
+/* ---- answers tidemark makes itself ------------------------------------ */
+
+void
+cio_answer(struct cio *io, const struct problem *p, bool keep_alive)
+{
+    if (p->status == 400 || p->status == 431 || p->status == 414 ||
+        p->status == 501 || p->status == 505 || p->status == 408 ||
+        !keep_alive) {
+        io->close_after = true;
+    }
+    problem_write(cio_out(io), p, io->close_after);
+    cio_mark_dirty(io);
+}
+
+void
+cio_refuse(struct cio *io, const struct request *rq, struct problem *p,
+           const char *reason)
+{
+    const struct screen *s = &rq->sc;
+
+    if (p->resource == NULL) {
+        p->resource = s->rlen > 0 ? s->resource : NULL;
+    }
+    recent_refusal(&io->px->recent, p->status, reason, s->route_name,
+                   p->resource, rq->token, rq->mark);
+    access_refused(io, rq, p, reason);
+    cio_answer(io, p, rq->h.keep_alive);
+}

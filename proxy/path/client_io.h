@@ -1,0 +1,96 @@
+/* client_io.h: the small pieces of a client connection that every stage
+ * uses: its buffers and their direct writes, its one timer, its socket
+ * timeouts, the framing of the request body coming in, and the answers
+ * tidemark makes itself. Below the stages: it calls nothing above it. */
+#ifndef TM_CLIENT_IO_H
+#define TM_CLIENT_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../policies/http_parse.h"
+#include "sock.h"
+
+struct path_view;
+struct bufferevent;
+struct evbuffer;
+struct event;
+struct problem;
+struct request;
+
+/* The request body as it arrives on the client socket. */
+struct body_in {
+    enum http_body kind;
+    uint64_t left; /* HTTP_BODY_LENGTH: bytes still to come */
+    struct http_chunked chunk;
+    bool done;
+};
+
+struct cio {
+    struct path_view *px;
+    uint64_t id;
+    struct bufferevent *bev; /* writes */
+    struct sock sk;          /* reads, socket timeouts */
+    struct event *timer;     /* one timeout at a time; its owner's callback */
+    struct body_in body;
+    bool close_after; /* close once the current answer is out */
+    bool client_eof;  /* the client sent FIN */
+    bool dead;        /* closed; freed at the end of the turn */
+    bool read_tmo;    /* a read timeout is set on sk */
+    bool dirty;       /* on px->dirty: has output to write this turn */
+    struct cio *dirty_next;
+};
+
+struct evbuffer *cio_in(struct cio *io);
+struct evbuffer *cio_out(struct cio *io);
+
+void cio_timer_arm(struct cio *io, int ms);
+void cio_timer_stop(struct cio *io);
+
+/* Output is written directly at the end of the loop turn (px->flusher
+ * walks px->dirty), and EV_WRITE is enabled on a bufferevent only while
+ * the kernel cannot take everything: no epoll_ctl per answer in the
+ * common case. */
+void cio_mark_dirty(struct cio *io);
+/* Take io off px->dirty (it is closing). */
+void cio_unlist(struct cio *io);
+/* Write what bev holds now: straight to the socket when direct (not
+ * TLS), else by enabling EV_WRITE. */
+void bev_flush(struct bufferevent *bev, bool direct);
+/* A write event drained bev's output: back to direct writes. */
+void bev_written(struct bufferevent *bev);
+
+/* The client's socket always has a write timeout of idle_ms (it only
+ * runs while the kernel cannot take an answer); a read timeout only
+ * while a request body is expected (read). Changed only when it
+ * changes. */
+void cio_timeouts(struct cio *io, bool read, int idle_ms);
+/* No socket timeouts at all (lingering). */
+void cio_no_timeouts(struct cio *io);
+
+/* Start reading a body of this kind (len: its Content-Length). forbid:
+ * two trailer field names refused besides the framing ones, or NULL. */
+void body_in_start(struct body_in *b, enum http_body kind, uint64_t len,
+                   const char *const *forbid);
+/* How many bytes at the front of in belong to the body; they count as
+ * taken, and done is set when the body ends among them. (size_t)-1 on
+ * a framing error. The caller moves or drops them. */
+size_t body_in_take(struct body_in *b, struct evbuffer *in);
+
+/* Feed ch the bytes at the front of in that belong to its chunked body;
+ * return how many they are, or (size_t)-1 on a framing error. */
+size_t chunked_span(struct evbuffer *in, struct http_chunked *ch);
+
+/* Write tidemark's own answer p. The connection closes after it on the
+ * statuses that leave the stream unreadable (400, 408, 414, 431, 501,
+ * 505) and when the client did not ask for keep-alive. */
+void cio_answer(struct cio *io, const struct problem *p, bool keep_alive);
+
+/* Answer p for rq, log it once with its reason and keep it on the
+ * control port's page. The problem names rq's resource unless it names
+ * one of its own. */
+void cio_refuse(struct cio *io, const struct request *rq, struct problem *p,
+                const char *reason);
+
+#endif

@@ -1,0 +1,80 @@
+/* gen.c: generations: one configuration and the upstream pools built
+ * from it, held by the requests that run under it, freed when the last
+ * one ends after a reload retired it. */
+#include "gen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../../conf/cfg.h"
+#include "../tidemark.h"
+#include "up.h"
+#include "view.h"
+
+void
+gen_free(struct gen *g)
+{
+    for (size_t i = 0; g->pools != NULL && i < g->cfg->nupstreams; i++) {
+        up_pool_free(g->pools[i]);
+    }
+    free(g->pools);
+    if (g->owned) {
+        tm_config_free(g->cfg);
+    }
+    free(g);
+}
+
+/* A generation for cfg with its pools. NULL with err on failure. */
+struct gen *
+gen_new(struct event_base *base, struct tm_config *cfg, bool owned, char *err,
+        size_t errlen)
+{
+    struct gen *g = calloc(1, sizeof(*g));
+
+    if (g == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    g->cfg = cfg;
+    g->refs = 1;
+    g->pools = calloc(cfg->nupstreams + 1, sizeof(*g->pools));
+    if (g->pools == NULL) {
+        snprintf(err, errlen, "out of memory");
+        free(g);
+        return NULL;
+    }
+    for (size_t i = 0; i < cfg->nupstreams; i++) {
+        g->pools[i] = up_pool_new(base, &cfg->upstreams[i], err, errlen);
+        if (g->pools[i] == NULL) {
+            g->owned = false;
+            gen_free(g);
+            return NULL;
+        }
+    }
+    g->owned = owned;
+    return g;
+}
+
+struct gen *
+gen_hold(struct path_view *px)
+{
+    px->gen->refs++;
+    return px->gen;
+}
+
+void
+gen_drop(struct path_view *px, struct gen *g)
+{
+    struct gen **pp;
+
+    if (--g->refs > 0) {
+        return;
+    }
+    for (pp = &px->retired; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == g) {
+            *pp = g->next;
+            break;
+        }
+    }
+    gen_free(g);
+}

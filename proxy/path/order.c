@@ -1,0 +1,423 @@
+/* order.c: per-resource gates. A gate exists while its resource has a
+ * write in flight, queued or in its grace period; the table holds at most
+ * as many gates as there are client connections. After a start, a hold
+ * queues every write until it ends. */
+#include "order.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "../clients/dial.h"
+#include "../log.h"
+
+struct order_slot {
+    struct gate *gate;
+    struct order_slot *next; /* in the gate's in-flight or queue list */
+    struct order_slot *prev;
+    struct order *order;
+    int64_t token;
+    order_go_cb go;
+    void *arg;
+    bool queued;
+    bool passive;        /* order_wait_below's: holds up no other write */
+    struct event *grace; /* while in its grace period */
+};
+
+struct gate {
+    struct gate *hnext; /* hash chain */
+    uint64_t hash;
+    struct order_slot *flying; /* in flight (including grace) */
+    struct order_slot *queue;  /* waiting, arrival order */
+    size_t len;
+    char name[];
+};
+
+struct order {
+    struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
+    struct gate **table;
+    size_t nbuckets; /* power of two */
+    size_t ngates;
+    struct event *hold; /* while every write waits (after a start) */
+    int64_t hold_end;   /* monotonic ms */
+};
+
+static uint64_t
+hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+struct order *
+order_new(struct event_base *base)
+{
+    struct order *o = calloc(1, sizeof(*o));
+
+    if (o == NULL) {
+        return NULL;
+    }
+    o->base = base;
+    o->log = log_current();
+    o->nbuckets = 1024;
+    o->table = calloc(o->nbuckets, sizeof(*o->table));
+    if (o->table == NULL) {
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+void
+order_free(struct order *o)
+{
+    if (o == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < o->nbuckets; i++) {
+        struct gate *g = o->table[i];
+        while (g != NULL) {
+            struct gate *next = g->hnext;
+            struct order_slot *s = g->flying;
+            while (s != NULL) {
+                struct order_slot *sn = s->next;
+                if (s->grace != NULL) {
+                    event_free(s->grace);
+                }
+                free(s);
+                s = sn;
+            }
+            free(g);
+            g = next;
+        }
+    }
+    if (o->hold != NULL) {
+        event_free(o->hold);
+    }
+    free(o->table);
+    free(o);
+}
+
+static struct gate *
+gate_find(struct order *o, const char *res, size_t len, uint64_t h)
+{
+    struct gate *g = o->table[h & (o->nbuckets - 1)];
+
+    for (; g != NULL; g = g->hnext) {
+        if (g->hash == h && g->len == len && memcmp(g->name, res, len) == 0) {
+            return g;
+        }
+    }
+    return NULL;
+}
+
+static void
+gate_drop(struct order *o, struct gate *g)
+{
+    struct gate **pp = &o->table[g->hash & (o->nbuckets - 1)];
+
+    while (*pp != g) {
+        pp = &(*pp)->hnext;
+    }
+    *pp = g->hnext;
+    o->ngates--;
+    free(g);
+}
+
+static void
+list_push(struct order_slot **head, struct order_slot *s)
+{
+    /* Append, to keep arrival order in the queue. */
+    struct order_slot *t = *head;
+
+    s->next = NULL;
+    if (t == NULL) {
+        s->prev = NULL;
+        *head = s;
+        return;
+    }
+    while (t->next != NULL) {
+        t = t->next;
+    }
+    t->next = s;
+    s->prev = t;
+}
+
+static void
+list_unlink(struct order_slot **head, struct order_slot *s)
+{
+    if (s->prev != NULL) {
+        s->prev->next = s->next;
+    } else {
+        *head = s->next;
+    }
+    if (s->next != NULL) {
+        s->next->prev = s->prev;
+    }
+    s->next = s->prev = NULL;
+}
+
+/* The lowest token of list's writes (passive slots left out), or
+ * INT64_MAX when none. */
+static int64_t
+lowest_in(const struct order_slot *list)
+{
+    int64_t low = INT64_MAX;
+
+    for (const struct order_slot *s = list; s != NULL; s = s->next) {
+        if (!s->passive && s->token < low) {
+            low = s->token;
+        }
+    }
+    return low;
+}
+
+/* The lowest token in flight, or INT64_MAX when none. */
+static int64_t
+lowest_flying(const struct gate *g)
+{
+    return lowest_in(g->flying);
+}
+
+/* A new slot on res's gate (made when there is none). NULL when out of
+ * memory. */
+static struct order_slot *
+slot_new(struct order *o, const char *res, size_t len)
+{
+    uint64_t h = hash_bytes(res, len);
+    struct gate *g = gate_find(o, res, len, h);
+    struct order_slot *s;
+
+    s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return NULL;
+    }
+    if (g == NULL) {
+        g = calloc(1, sizeof(*g) + len + 1);
+        if (g == NULL) {
+            free(s);
+            return NULL;
+        }
+        g->hash = h;
+        g->len = len;
+        memcpy(g->name, res, len);
+        g->hnext = o->table[h & (o->nbuckets - 1)];
+        o->table[h & (o->nbuckets - 1)] = g;
+        o->ngates++;
+    }
+    s->gate = g;
+    return s;
+}
+
+struct order_slot *
+order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
+                 order_go_cb go, void *arg, bool *now)
+{
+    struct gate *g = gate_find(o, res, len, hash_bytes(res, len));
+    struct order_slot *s;
+
+    *now = g == NULL ||
+           (lowest_in(g->flying) >= token && lowest_in(g->queue) >= token);
+    if (*now) {
+        return NULL;
+    }
+    s = slot_new(o, res, len);
+    if (s == NULL) {
+        return NULL;
+    }
+    s->order = o;
+    s->token = token;
+    s->go = go;
+    s->arg = arg;
+    s->passive = true;
+    s->queued = true;
+    list_push(&s->gate->queue, s);
+    return s;
+}
+
+struct order_slot *
+order_enter(struct order *o, const char *res, size_t len, int64_t token,
+            order_go_cb go, void *arg, bool *now)
+{
+    struct order_slot *s = slot_new(o, res, len);
+    struct gate *g;
+
+    if (s == NULL) {
+        return NULL;
+    }
+    g = s->gate;
+    s->order = o;
+    s->token = token;
+    s->go = go;
+    s->arg = arg;
+    /* Equal tokens are the same holder: they need not wait for each other.
+     * Behind a queued write, a new one waits too, to keep arrival order. */
+    if (o->hold == NULL && g->queue == NULL && token <= lowest_flying(g)) {
+        list_push(&g->flying, s);
+        *now = true;
+    } else {
+        s->queued = true;
+        list_push(&g->queue, s);
+        *now = false;
+    }
+    return s;
+}
+
+/* Start every queued write whose turn has come: the lowest queued token,
+ * once nothing lower is in flight. */
+static void
+gate_wake(struct order *o, struct gate *g)
+{
+    while (o->hold == NULL) {
+        int64_t low = INT64_MAX;
+        struct order_slot *s, *next;
+        bool woke = false;
+
+        for (s = g->queue; s != NULL; s = s->next) {
+            if (s->token < low) {
+                low = s->token;
+            }
+        }
+        if (g->queue == NULL || low > lowest_flying(g)) {
+            break;
+        }
+        for (s = g->queue; s != NULL; s = next) {
+            next = s->next;
+            if (s->token == low) {
+                list_unlink(&g->queue, s);
+                s->queued = false;
+                list_push(&g->flying, s);
+                woke = true;
+                s->go(s->arg);
+            }
+        }
+        if (!woke) {
+            break;
+        }
+    }
+    if (g->flying == NULL && g->queue == NULL) {
+        gate_drop(o, g);
+    }
+}
+
+static void
+slot_finish(struct order_slot *s)
+{
+    struct gate *g = s->gate;
+    struct order *o = s->order;
+
+    list_unlink(&g->flying, s);
+    if (s->grace != NULL) {
+        event_free(s->grace);
+    }
+    free(s);
+    gate_wake(o, g);
+}
+
+static void
+grace_done(evutil_socket_t fd, short what, void *arg)
+{
+    lib_enter(((struct order_slot *)arg)->order->log);
+    (void)fd;
+    (void)what;
+    slot_finish(arg);
+}
+
+void
+order_leave(struct order *o, struct order_slot *s, int grace_ms)
+{
+    struct gate *g = s->gate;
+
+    if (s->queued) {
+        list_unlink(&g->queue, s);
+        free(s);
+        gate_wake(o, g);
+        return;
+    }
+    if (grace_ms > 0) {
+        struct timeval tv = {grace_ms / 1000, (grace_ms % 1000) * 1000};
+
+        s->grace = evtimer_new(o->base, grace_done, s);
+        if (s->grace != NULL && evtimer_add(s->grace, &tv) == 0) {
+            log_info("order: resource %s closed to higher tokens for "
+                     "%d ms after write of token %lld ended unanswered",
+                     LOG_ESC(g->name, g->len), grace_ms, (long long)s->token);
+            return;
+        }
+        /* No timer: keep the slot for good rather than reopen early. */
+        log_error("order: cannot arm grace timer; resource %s stays "
+                  "closed",
+                  LOG_ESC(g->name, g->len));
+        return;
+    }
+    slot_finish(s);
+}
+
+/* The hold ended: every resource's queued writes go, lowest token
+ * first. */
+static void
+hold_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct order *o = arg;
+
+    lib_enter(o->log);
+    (void)fd;
+    (void)what;
+    event_free(o->hold);
+    o->hold = NULL;
+    log_info("order: fenced writes held since the start go now (%zu "
+             "resources waited)",
+             o->ngates);
+    for (size_t i = 0; i < o->nbuckets; i++) {
+        struct gate *g = o->table[i];
+
+        while (g != NULL) {
+            struct gate *next = g->hnext; /* gate_wake may free g */
+
+            gate_wake(o, g);
+            g = next;
+        }
+    }
+}
+
+bool
+order_hold(struct order *o, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+    if (ms <= 0 || o->hold != NULL) {
+        return true;
+    }
+    o->hold = evtimer_new(o->base, hold_done, o);
+    if (o->hold == NULL || evtimer_add(o->hold, &tv) != 0) {
+        if (o->hold != NULL) {
+            event_free(o->hold);
+            o->hold = NULL;
+        }
+        return false;
+    }
+    o->hold_end = dial_now_ms() + ms;
+    return true;
+}
+
+int64_t
+order_hold_left(const struct order *o)
+{
+    int64_t left = o->hold != NULL ? o->hold_end - dial_now_ms() : 0;
+
+    /* At least 1 while held: the timer may not have run yet. */
+    return o->hold == NULL ? 0 : left > 0 ? left : 1;
+}
+
+size_t
+order_active(const struct order *o)
+{
+    return o->ngates;
+}

@@ -1,0 +1,35 @@
+/* request.h: the request a client connection is serving: its parsed
+ * head and what the stages learned of it. Owned by the connection; the
+ * stages read it and fill in their part. Data only. */
+#ifndef TM_REQUEST_H
+#define TM_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "../../policies/http_parse.h"
+#include "../../policies/screen.h"
+
+struct gen;
+struct cfg_proxy;
+struct up_pool;
+
+struct request {
+    struct http_request h;      /* slices into bytes[] */
+    struct screen sc;           /* route, mode, resources (admit fills it) */
+    struct gen *gen;            /* the configuration it runs under, held */
+    const struct cfg_proxy *pc; /* gen's [proxy]: a reload changes
+                                 * nothing of a request under way */
+    struct up_pool *pool;       /* where it goes (admit sets it) */
+    int64_t token;
+    int64_t mark; /* sent in Fencing-High-Water when > 0 */
+    int64_t src_mark;
+    struct timespec t0; /* the head was read (access_begin) */
+    char rid[128 + 1];  /* the request id (access.h: REQID_MAX) */
+    bool rid_client;    /* rid is the client's X-Request-Id */
+    size_t cap;         /* bytes[] capacity */
+    char bytes[];       /* the head, then the canonical path */
+};
+
+#endif

@@ -1,0 +1,201 @@
+/* rewrite.c: the heads as the other side gets them: a request head for
+ * the upstream, a response head for the client. */
+#include "rewrite.h"
+
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "../../conf/cfg.h"
+#include "../../policies/hname.h"
+#include "../problem.h"
+#include "request.h"
+#include "sign.h"
+
+/* A client header the upstream must not get from the client: named by
+ * strip_header, or one the sidecar sets itself with add_header, in any
+ * spelling the upstream may read as that name (X_Forwarded_User behind
+ * a CGI gateway is X-Forwarded-User: hname.h). */
+static bool
+upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
+{
+    for (size_t i = 0; i < u->nstrip; i++) {
+        if (hname_same(name.p, name.len, u->strip[i])) {
+            return true;
+        }
+    }
+    for (size_t i = 0; i < u->nadd; i++) {
+        if (hname_same(name.p, name.len, u->add[i].name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The Destination of a fenced COPY or MOVE as the upstream gets it: its
+ * path and query as the client wrote them, under the upstream's scheme
+ * and the Host the upstream gets, so that a server which checks that a
+ * Destination is its own (Apache mod_dav, nginx) sees its own name. */
+static void
+write_destination(const struct request *rq, const struct cfg_upstream *u,
+                  struct evbuffer *out, struct tm_slice host)
+{
+    struct tm_slice raw = rq->sc.dest_raw;
+
+    evbuffer_add_printf(out, "Destination: %s://", u->tls ? "https" : "http");
+    evbuffer_add(out, host.p, host.len);
+    if (raw.len == 0 || raw.p[0] != '/') {
+        evbuffer_add(out, "/", 1);
+    }
+    evbuffer_add(out, raw.p, raw.len);
+    evbuffer_add(out, "\r\n", 2);
+}
+
+static void
+add_field(struct evbuffer *out, struct tm_slice name, struct tm_slice value)
+{
+    evbuffer_add(out, name.p, name.len);
+    evbuffer_add(out, ": ", 2);
+    evbuffer_add(out, value.p, value.len);
+    evbuffer_add(out, "\r\n", 2);
+}
+
+bool
+rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
+                 const struct http_header *f)
+{
+    const struct cfg_proxy *pc = rq->pc;
+
+    return !(f->hop || slice_ieq(f->name, "Host") ||
+             (rq->h.expect_continue && slice_ieq(f->name, "Expect")) ||
+             slice_ieq(f->name, pc->token_header) ||
+             slice_ieq(f->name, pc->resource_header) ||
+             ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name)) ||
+             sign_replaces(u, f->name) ||
+             (!rq->rid_client &&
+              hname_same(f->name.p, f->name.len, "X-Request-Id")));
+}
+
+void
+rewrite_request(struct evbuffer *out, const struct request *rq,
+                const struct cfg_upstream *u)
+{
+    const struct http_request *h = &rq->h;
+    const char *target = h->target.p;
+    size_t tlen = h->target.len;
+    struct tm_slice host = screen_upstream_host(u, h);
+
+    if (tlen > 0 && target[0] != '/' && h->path.p != NULL) {
+        /* absolute-form: send the path and query only */
+        tlen -= (size_t)(h->path.p - target);
+        target = h->path.p;
+    }
+    evbuffer_add(out, h->method.p, h->method.len);
+    evbuffer_add(out, " ", 1);
+    evbuffer_add(out, target, tlen);
+    evbuffer_add(out, h->minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
+    evbuffer_add(out, "Host: ", 6);
+    evbuffer_add(out, host.p, host.len);
+    evbuffer_add(out, "\r\n", 2);
+    for (size_t i = 0; i < h->nheaders; i++) {
+        const struct http_header *f = &h->headers[i];
+        if (rq->sc.dest_raw.p != NULL && slice_ieq(f->name, "Destination")) {
+            write_destination(rq, u, out, host);
+            continue;
+        }
+        if (rewrite_forwards(rq, u, f)) {
+            add_field(out, f->name, f->value);
+        }
+    }
+    for (size_t i = 0; i < u->nadd; i++) {
+        struct tm_slice n = {u->add[i].name, strlen(u->add[i].name)};
+        struct tm_slice v = {u->add[i].value, strlen(u->add[i].value)};
+        if (!sign_replaces(u, n)) {
+            add_field(out, n, v);
+        }
+    }
+    if (!rq->rid_client) {
+        /* The client's, when sane, went through above as it was. */
+        evbuffer_add(out, "X-Request-Id: ", 14);
+        evbuffer_add(out, rq->rid, strlen(rq->rid));
+        evbuffer_add(out, "\r\n", 2);
+    }
+    if (u->sign != CFG_SIGN_NONE) {
+        sign_request(out, rq, u, (struct tm_slice){target, tlen}, host,
+                     rewrite_forwards);
+    }
+    if (h->body == HTTP_BODY_CHUNKED) {
+        evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+    }
+    if (h->minor == 0) {
+        evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+    }
+    evbuffer_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
+}
+
+/* Append "<prefix><v>\r\n" without printf: this runs per answer. */
+static void
+add_header_i64(struct evbuffer *out, const char *prefix, int64_t v)
+{
+    char buf[24];
+    size_t n = sizeof(buf);
+    uint64_t u = v < 0 ? 0 : (uint64_t)v;
+
+    buf[--n] = '\n';
+    buf[--n] = '\r';
+    do {
+        buf[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    evbuffer_add(out, prefix, strlen(prefix));
+    evbuffer_add(out, buf + n, sizeof(buf) - n);
+}
+
+/* A header of the upstream's answer that only tidemark may set:
+ * Tidemark-Error (which says tidemark answered) and Fencing-High-Water
+ * (which says the fence accepted this write), in any spelling a client
+ * may read as theirs. An upstream cannot fake either. */
+static bool
+ours_only(struct tm_slice name)
+{
+    return hname_same(name.p, name.len, PROBLEM_HEADER) ||
+           hname_same(name.p, name.len, "Fencing-High-Water");
+}
+
+void
+rewrite_response(struct evbuffer *out, const struct http_response *r,
+                 int64_t mark, bool close, int minor)
+{
+    bool final = r->status >= 200;
+    char line[32] = "HTTP/1.1 ";
+
+    /* Statuses are three digits (the parser checks). */
+    line[9] = (char)('0' + r->status / 100);
+    line[10] = (char)('0' + r->status / 10 % 10);
+    line[11] = (char)('0' + r->status % 10);
+    line[12] = ' ';
+    evbuffer_add(out, line, 13);
+    evbuffer_add(out, r->reason.p, r->reason.len);
+    evbuffer_add(out, "\r\n", 2);
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const struct http_header *f = &r->headers[i];
+        if (f->hop || ours_only(f->name)) {
+            continue;
+        }
+        add_field(out, f->name, f->value);
+    }
+    if (final) {
+        if (r->body == HTTP_BODY_CHUNKED) {
+            evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+        }
+        if (mark > 0) {
+            add_header_i64(out, "Fencing-High-Water: ", mark);
+        }
+        if (close) {
+            evbuffer_add(out, "Connection: close\r\n", 19);
+        } else if (minor == 0) {
+            evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+        }
+    }
+    evbuffer_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
+}

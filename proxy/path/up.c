@@ -1,0 +1,509 @@
+/* up.c: upstream connection pools. One pool per [upstream]: the host is
+ * resolved once at startup, and a connection tries its addresses in turn
+ * (dial.c); idle keep-alive connections are kept most recently used first
+ * and dropped when the upstream closes them. */
+#include "up.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "../../conf/cfg.h"
+#include "../clients/dial.h"
+#include "../log.h"
+#include "sock.h"
+
+/* Idle connections are closed after this, well before the keep-alive
+ * timeout of common servers (nginx 75 s, Node.js 5 s), so that a write is
+ * rarely sent on a connection the upstream is closing at that moment. */
+#define UP_IDLE_MS 4000
+
+struct up_conn {
+    struct up_pool *pool;
+    struct bufferevent *bev; /* NULL while dialing */
+    struct sock sk;          /* reads bev's socket */
+    struct dial *dial;       /* while the socket connects */
+    int64_t deadline;        /* of the connect, TLS handshake included */
+    struct up_conn *next;    /* idle list */
+    struct up_conn *prev;
+    up_ready_cb cb;
+    void *arg;
+    unsigned uses;
+    bool idle;
+    bool busy;          /* handed to a request */
+    int tmo_ms;         /* the timeouts set on bev, 0: none */
+    int64_t idle_since; /* ms, CLOCK_MONOTONIC_COARSE */
+};
+
+struct up_pool {
+    struct event_base *base;
+    const struct tm_log *log; /* the proxy's, entered by callbacks */
+    const struct cfg_upstream *cfg;
+    SSL_CTX *tls;         /* https upstreams */
+    SSL_SESSION *session; /* the last one, resumed by new connections */
+    bool host_is_ip;
+    struct dial_list addrs;
+    size_t good;  /* the address that connected last: tried first */
+    char who[96]; /* "upstream NAME", for log lines */
+    struct up_conn *idle;
+    size_t nidle;
+    size_t nbusy;
+};
+
+static void
+ms_to_tv(int ms, struct timeval *tv)
+{
+    tv->tv_sec = ms / 1000;
+    tv->tv_usec = (ms % 1000) * 1000;
+}
+
+/* The pool's TLS context: TLS 1.2 or later, the peer verified against
+ * ca_file or the system CAs. */
+static bool
+tls_setup(struct up_pool *p, char *err, size_t errlen)
+{
+    const struct cfg_upstream *cfg = p->cfg;
+    unsigned char ip[16];
+    int ok;
+
+    p->host_is_ip = inet_pton(AF_INET, cfg->host, ip) == 1 ||
+                    inet_pton(AF_INET6, cfg->host, ip) == 1;
+    p->tls = SSL_CTX_new(TLS_client_method());
+    if (p->tls == NULL) {
+        snprintf(err, errlen, "upstream %s: cannot create a TLS context",
+                 cfg->name);
+        return false;
+    }
+    SSL_CTX_set_min_proto_version(p->tls, TLS1_2_VERSION);
+    SSL_CTX_set_verify(p->tls, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_session_cache_mode(p->tls, SSL_SESS_CACHE_CLIENT);
+    if (cfg->ca_file != NULL && cfg->ca_file[0] != '\0') {
+        ok = SSL_CTX_load_verify_locations(p->tls, cfg->ca_file, NULL);
+    } else {
+        ok = SSL_CTX_set_default_verify_paths(p->tls);
+    }
+    if (ok != 1) {
+        snprintf(err, errlen,
+                 "upstream %s: cannot load CA certificates "
+                 "from %s",
+                 cfg->name,
+                 cfg->ca_file != NULL && cfg->ca_file[0] != '\0'
+                     ? cfg->ca_file
+                     : "the system store");
+        return false;
+    }
+    return true;
+}
+
+/* A new TLS session for a connection: SNI and the name checked against
+ * the certificate are the upstream's host. */
+static SSL *
+tls_session(struct up_pool *p)
+{
+    SSL *ssl = SSL_new(p->tls);
+
+    if (ssl == NULL) {
+        return NULL;
+    }
+    if (p->host_is_ip) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), p->cfg->host);
+    } else {
+        SSL_set_tlsext_host_name(ssl, p->cfg->host);
+        SSL_set1_host(ssl, p->cfg->host);
+    }
+    if (p->session != NULL) {
+        SSL_set_session(ssl, p->session);
+    }
+    return ssl;
+}
+
+/* Log why a TLS connection failed, without a secret in sight. */
+static void
+tls_log_failure(struct up_conn *uc)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(uc->bev);
+    long vr = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+    unsigned long e = bufferevent_get_openssl_error(uc->bev);
+    char buf[256] = "";
+
+    if (e != 0) {
+        ERR_error_string_n(e, buf, sizeof(buf));
+    }
+    if (vr != X509_V_OK) {
+        log_error("upstream %s: TLS: certificate of %s refused: %s",
+                  uc->pool->cfg->name, LOG_STR(uc->pool->cfg->host),
+                  X509_verify_cert_error_string(vr));
+    } else if (buf[0] != '\0') {
+        log_error("upstream %s: TLS handshake failed: %s", uc->pool->cfg->name,
+                  buf);
+    }
+}
+
+struct up_pool *
+up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
+            size_t errlen)
+{
+    struct up_pool *p;
+    char why[256];
+
+    p = calloc(1, sizeof(*p));
+    if (p == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!dial_resolve(cfg->host, atoi(cfg->port), &p->addrs, why,
+                      sizeof(why))) {
+        snprintf(err, errlen, "upstream %s: %s", cfg->name, why);
+        free(p);
+        return NULL;
+    }
+    p->base = base;
+    p->log = log_current();
+    p->cfg = cfg;
+    snprintf(p->who, sizeof(p->who), "upstream %s", cfg->name);
+    if (cfg->tls && !tls_setup(p, err, errlen)) {
+        up_pool_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void
+idle_unlink(struct up_conn *uc)
+{
+    struct up_pool *p = uc->pool;
+
+    if (uc->prev != NULL) {
+        uc->prev->next = uc->next;
+    } else {
+        p->idle = uc->next;
+    }
+    if (uc->next != NULL) {
+        uc->next->prev = uc->prev;
+    }
+    uc->next = uc->prev = NULL;
+    uc->idle = false;
+    p->nidle--;
+}
+
+static void
+conn_free(struct up_conn *uc)
+{
+    if (uc->idle) {
+        idle_unlink(uc);
+    }
+    dial_cancel(uc->dial);
+    if (uc->bev != NULL) {
+        sock_fini(&uc->sk);
+        bufferevent_free(uc->bev);
+    }
+    free(uc);
+}
+
+void
+up_pool_free(struct up_pool *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    while (p->idle != NULL) {
+        conn_free(p->idle);
+    }
+    if (p->session != NULL) {
+        SSL_SESSION_free(p->session);
+    }
+    if (p->tls != NULL) {
+        SSL_CTX_free(p->tls);
+    }
+    free(p);
+}
+
+/* An idle connection must stay silent: data or a close means it cannot
+ * carry another request. */
+static void
+idle_read_cb(struct bufferevent *bev, void *arg)
+{
+    lib_enter(((struct up_conn *)arg)->pool->log);
+    (void)bev;
+    conn_free(arg);
+}
+
+static void
+idle_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    lib_enter(((struct up_conn *)arg)->pool->log);
+    (void)bev;
+    (void)what;
+    conn_free(arg);
+}
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct up_conn *
+up_take_idle(struct up_pool *p)
+{
+    struct up_conn *uc;
+    int64_t now = now_ms();
+
+    /* Most recent first; one idle too long may be closing upstream. */
+    while ((uc = p->idle) != NULL && now - uc->idle_since > UP_IDLE_MS) {
+        conn_free(uc);
+    }
+    if (uc == NULL) {
+        return NULL;
+    }
+    idle_unlink(uc);
+    sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
+    uc->uses++;
+    uc->busy = true;
+    p->nbusy++;
+    return uc;
+}
+
+/* The connection is made (ok) or not (err: why): tell the caller. */
+static void
+connect_done(struct up_conn *uc, bool ok, int err)
+{
+    up_ready_cb cb = uc->cb;
+    int one = 1;
+
+    if (ok) {
+        sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
+        sock_timeouts(&uc->sk, 0, 0);
+        uc->tmo_ms = 0;
+        setsockopt(bufferevent_getfd(uc->bev), IPPROTO_TCP, TCP_NODELAY, &one,
+                   sizeof(one));
+        uc->busy = true;
+        uc->pool->nbusy++;
+        cb(uc->arg, uc, true);
+        return;
+    }
+    errno = err;
+    cb(uc->arg, uc, false);
+    conn_free(uc);
+}
+
+/* The TLS handshake ended. */
+static void
+handshake_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct up_conn *uc = arg;
+
+    lib_enter(uc->pool->log);
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    if (what & BEV_EVENT_CONNECTED) {
+        SSL *ssl = bufferevent_openssl_get_ssl(bev);
+        SSL_SESSION *sess = SSL_get1_session(ssl);
+
+        if (sess != NULL) {
+            if (uc->pool->session != NULL) {
+                SSL_SESSION_free(uc->pool->session);
+            }
+            uc->pool->session = sess;
+        }
+        connect_done(uc, true, 0);
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        connect_done(uc, false, ETIMEDOUT);
+        return;
+    }
+    tls_log_failure(uc);
+    connect_done(uc, false, EPROTO);
+}
+
+/* The socket is connected: wrap it in a bufferevent, plain or TLS (the
+ * handshake gets what is left of the connect deadline). false when out
+ * of memory: the socket is closed. */
+static bool
+conn_wrap(struct up_conn *uc, int fd)
+{
+    struct up_pool *p = uc->pool;
+
+    if (p->tls != NULL) {
+        SSL *ssl = tls_session(p);
+
+        if (ssl == NULL) {
+            close(fd);
+            return false;
+        }
+        /* On failure the bufferevent frees ssl (BEV_OPT_CLOSE_ON_FREE). */
+        uc->bev = bufferevent_openssl_socket_new(p->base, fd, ssl,
+                                                 BUFFEREVENT_SSL_CONNECTING,
+                                                 BEV_OPT_CLOSE_ON_FREE);
+        if (uc->bev != NULL) {
+            /* Many servers close without close_notify; framing, not the
+             * TLS shutdown, tells where an answer ends. */
+            bufferevent_openssl_set_allow_dirty_shutdown(uc->bev, 1);
+        }
+    } else {
+        uc->bev = bufferevent_socket_new(p->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (uc->bev == NULL) {
+        close(fd);
+        return false;
+    }
+    if (!sock_init(&uc->sk, uc->bev, p->tls != NULL)) {
+        bufferevent_free(uc->bev);
+        uc->bev = NULL;
+        return false;
+    }
+    return true;
+}
+
+static void
+on_dialed(void *arg, int fd, int err, size_t index)
+{
+    struct up_conn *uc = arg;
+    struct timeval tv;
+
+    uc->dial = NULL;
+    if (fd < 0) {
+        connect_done(uc, false, err);
+        return;
+    }
+    uc->pool->good = index;
+    if (!conn_wrap(uc, fd)) {
+        connect_done(uc, false, ENOMEM);
+        return;
+    }
+    if (uc->pool->tls == NULL) {
+        connect_done(uc, true, 0);
+        return;
+    }
+    ms_to_tv(dial_share_ms(uc->deadline - dial_now_ms(), 1), &tv);
+    bufferevent_set_timeouts(uc->bev, &tv, &tv);
+    bufferevent_setcb(uc->bev, NULL, NULL, handshake_event_cb, uc);
+}
+
+struct up_conn *
+up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
+{
+    struct up_conn *uc;
+
+    uc = calloc(1, sizeof(*uc));
+    if (uc == NULL) {
+        return NULL;
+    }
+    uc->pool = p;
+    uc->cb = cb;
+    uc->arg = arg;
+    uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
+    uc->dial = dial_start(p->base, &p->addrs, p->good,
+                          p->cfg->connect_timeout_ms, p->who, on_dialed, uc);
+    if (uc->dial == NULL) {
+        free(uc);
+        return NULL;
+    }
+    return uc;
+}
+
+void
+up_put(struct up_conn *uc, bool reusable)
+{
+    struct up_pool *p = uc->pool;
+
+    if (uc->busy) {
+        uc->busy = false;
+        p->nbusy--;
+    }
+    if (uc->bev == NULL) {
+        conn_free(uc); /* still dialing */
+        return;
+    }
+    sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
+    if (!reusable || p->nidle >= (size_t)p->cfg->max_idle ||
+        evbuffer_get_length(bufferevent_get_input(uc->bev)) != 0) {
+        conn_free(uc);
+        return;
+    }
+    uc->idle = true;
+    uc->prev = NULL;
+    uc->next = p->idle;
+    if (p->idle != NULL) {
+        p->idle->prev = uc;
+    }
+    p->idle = uc;
+    p->nidle++;
+    /* The request's read timeout stays as a backstop: an idle connection
+     * is closed by it, or passed over by up_take_idle after UP_IDLE_MS,
+     * without touching libevent's timers on every request. */
+    uc->idle_since = now_ms();
+    sock_setcb(&uc->sk, idle_read_cb, NULL, idle_event_cb, uc);
+    sock_read(&uc->sk, true);
+}
+
+struct bufferevent *
+up_bev(struct up_conn *uc)
+{
+    return uc->bev;
+}
+
+struct sock *
+up_sock(struct up_conn *uc)
+{
+    return &uc->sk;
+}
+
+const struct cfg_upstream *
+up_cfg(const struct up_pool *p)
+{
+    return p->cfg;
+}
+
+void
+up_timeouts(struct up_conn *uc, int ms)
+{
+    if (uc->tmo_ms == ms) {
+        return;
+    }
+    uc->tmo_ms = ms;
+    sock_timeouts(&uc->sk, ms, ms);
+}
+
+bool
+up_tls(const struct up_conn *uc)
+{
+    return uc->pool->tls != NULL;
+}
+
+bool
+up_reused(const struct up_conn *uc)
+{
+    return uc->uses > 0;
+}
+
+size_t
+up_idle_count(const struct up_pool *p)
+{
+    return p->nidle;
+}
+
+size_t
+up_busy_count(const struct up_pool *p)
+{
+    return p->nbusy;
+}
