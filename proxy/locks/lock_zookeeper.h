@@ -216,7 +216,7 @@ void zkl_tell_freed(struct zk_locks *z, const char *name, size_t len);
 
 /* ---- lock_zookeeper_acquire.c ---- */
 
-/* Both answers of acquire_send are in: decide. */
+/* Both answers of zkl_acquire_send are in: decide. */
 void zkl_acquire_decide(struct zk_req *r, uint64_t gen);
 
 /* Create r's node and read the lock's children: one round trip, since a

@@ -70,7 +70,7 @@ acquire_mkdir(struct zk_req *r)
 }
 
 /* Busy: read the holder's node (its czxid and TTL) with a watch, so
- * that its end wakes this process's waiters (on_watch). */
+ * that its end wakes this process's waiters (zkl_on_watch). */
 static void
 acquire_busy(struct zk_req *r, const char *first)
 {
@@ -90,7 +90,7 @@ acquire_busy(struct zk_req *r, const char *first)
                            : ZCLOSING);
 }
 
-/* Both answers of acquire_send are in: decide. */
+/* Both answers of zkl_acquire_send are in: decide. */
 void
 zkl_acquire_decide(struct zk_req *r, uint64_t gen)
 {
