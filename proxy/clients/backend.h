@@ -21,6 +21,10 @@
  * is, or name is NULL. */
 const void *backend_find(const void *const *table, size_t n, const char *name);
 
+/* backend_find over a registry's array table. */
+#define BACKEND_FIND(table, name)                                              \
+    backend_find((table), sizeof(table) / sizeof((table)[0]), (name))
+
 /* An answer on a later pass: call(a) calls the caller's callback cb
  * (cast back to its own type) with arg, res and value. */
 struct backend_answer {

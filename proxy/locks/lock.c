@@ -9,21 +9,18 @@
 
 #include "../clients/backend.h"
 
-/* Every backend, by the name part of its lock_<name>_ops. Adding one is
- * one entry here (and its lock_<name>.c). */
-#define LOCK_BACKENDS(X) X(lmdb) X(redis) X(postgres) X(etcd) X(zookeeper)
+/* Every backend: adding one is one entry here (and its lock_<name>.c). */
+extern const struct lock_ops lock_lmdb_ops, lock_redis_ops, lock_postgres_ops,
+    lock_etcd_ops, lock_zookeeper_ops;
 
-#define LOCK_DECLARE(name) extern const struct lock_ops lock_##name##_ops;
-#define LOCK_ENTRY(name) &lock_##name##_ops,
-
-LOCK_BACKENDS(LOCK_DECLARE)
-
-static const void *const backends[] = {LOCK_BACKENDS(LOCK_ENTRY)};
+static const void *const backends[] = {&lock_lmdb_ops, &lock_redis_ops,
+                                       &lock_postgres_ops, &lock_etcd_ops,
+                                       &lock_zookeeper_ops};
 
 const struct lock_ops *
 lock_find(const char *name)
 {
-    return backend_find(backends, sizeof(backends) / sizeof(backends[0]), name);
+    return BACKEND_FIND(backends, name);
 }
 
 /* ---- answers on a later pass ------------------------------------------ */

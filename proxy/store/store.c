@@ -9,21 +9,17 @@
 
 #include "../clients/backend.h"
 
-/* Every backend, by the name part of its store_<name>_ops. Adding one is
- * one entry here (and its store_<name>.c). */
-#define STORE_BACKENDS(X) X(lmdb) X(redis) X(postgres) X(etcd)
+/* Every backend: adding one is one entry here (and its store_<name>.c). */
+extern const struct store_ops store_lmdb_ops, store_redis_ops,
+    store_postgres_ops, store_etcd_ops;
 
-#define STORE_DECLARE(name) extern const struct store_ops store_##name##_ops;
-#define STORE_ENTRY(name) &store_##name##_ops,
-
-STORE_BACKENDS(STORE_DECLARE)
-
-static const void *const backends[] = {STORE_BACKENDS(STORE_ENTRY)};
+static const void *const backends[] = {&store_lmdb_ops, &store_redis_ops,
+                                       &store_postgres_ops, &store_etcd_ops};
 
 const struct store_ops *
 store_find(const char *type)
 {
-    return backend_find(backends, sizeof(backends) / sizeof(backends[0]), type);
+    return BACKEND_FIND(backends, type);
 }
 
 /* ---- answers on a later pass ------------------------------------------ */
