@@ -2,7 +2,8 @@
  * its first connection wait for it, each up to the backend's timeout_ms,
  * instead of failing at once. Once the backend has been up, an outage
  * fails fast as before: only a cold start waits. The typed parkings are
- * store_park (store.h) and lock_park (lock.h). */
+ * store_park (store.h) and lock_park (lock.h), both through backend_park
+ * (backend.h). */
 #ifndef TM_COLDQ_H
 #define TM_COLDQ_H
 

@@ -1,7 +1,8 @@
 /* defer.h: answers a network store or lock backend gives without a
  * round trip (an outage, a full queue), run on a later pass of the event
  * loop, so that a callback never runs inside the call that caused it.
- * The typed answers are store_defer (store.h) and lock_defer (lock.h). */
+ * The typed answers are store_defer (store.h) and lock_defer (lock.h),
+ * both through backend_defer (backend.h). */
 #ifndef TM_DEFER_H
 #define TM_DEFER_H
 

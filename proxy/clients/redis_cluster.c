@@ -2,7 +2,7 @@
  * map: a redis_conn per node (scripts, reconnects and the watchdog are
  * redis_conn's), each key's command sent to its slot's master, MOVED and
  * ASK followed, the map read again when it proves wrong. */
-#include "redis_cluster.h"
+#include "redis_cluster_int.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -15,327 +15,6 @@
 #include "../log.h"
 #include "coldq.h"
 #include "dial.h"
-
-/*
- * The map is a guide, never the answer: a node that does not hold a slot
- * answers MOVED, so a stale map costs a redirection, not a wrong answer.
- * The map is read (CLUSTER SLOTS) at start, every REFRESH_MS, and soon
- * after a MOVED, a lost connection, CLUSTERDOWN or a command that found
- * no connected master (at most one read every REFRESH_MIN_MS). While the
- * cluster has not promoted a replica of a dead master, that master's
- * slots have no connected master: their commands fail at once (the
- * callers answer 503 with Retry-After) until a read shows the new one.
- */
-
-#define CL_TICK_MS 100
-#define CL_REFRESH_MS 1000
-#define CL_REFRESH_MIN_MS 100
-#define CL_MAX_NODES 256
-#define CL_NO_NODE 0xffff
-#define CL_MAX_ARGS 16
-/* TRYAGAIN (a multi-key script on a slot being migrated, its keys split
- * or new): sent again at the next tick, this many times. */
-#define CL_MAX_TRYAGAIN 5
-
-struct cl_node {
-    char addr[300]; /* "host:port", host without brackets */
-    struct redis_conn *conn;
-};
-
-struct redis_cluster {
-    struct event_base *base;
-    const struct tm_log *log; /* the proxy's, entered by callbacks */
-    const char *what;         /* "[store]", "[locks]" */
-    const char *const *scripts;
-    size_t nscripts;
-    int timeout_ms;
-    bool closing;
-    char peer[320];
-
-    struct redis_conn *single; /* one server; NULL for a cluster */
-
-    /* A cluster. */
-    char *auth; /* "[user]:password@" of the first seed, or "" */
-    struct cl_node *nodes;
-    size_t nnodes;
-    uint16_t slots[REDIS_SLOTS]; /* node index, or CL_NO_NODE */
-    uint16_t *masters;           /* the nodes the map names */
-    size_t nmasters;
-    bool complete;   /* every slot has a master in the map */
-    bool refreshing; /* a CLUSTER SLOTS in flight */
-    size_t asking;   /* the node it went to */
-    bool want;       /* read the map again soon */
-    int64_t last_ms; /* the last read sent */
-    size_t next;     /* the node to ask next */
-    bool ever_ready;
-    struct event *tick_ev;
-    struct coldq *cold;
-    struct cl_req *again; /* TRYAGAIN: sent again at the next tick */
-};
-
-/* One command in flight, with its arguments kept to send it again. */
-struct cl_req {
-    struct redis_cluster *c;
-    struct cl_req *next; /* on c->again */
-    unsigned slot;
-    int tries; /* TRYAGAIN answers so far */
-    bool is_eval;
-    size_t script;
-    redis_conn_cb cb;
-    void *priv;
-    uint16_t node;
-    bool asking; /* send ASKING first */
-    int redirects;
-    int argc;
-    const char **argv; /* into buf */
-    size_t *lens;
-    char buf[];
-};
-
-/* ---- nodes and the map ----------------------------------------------- */
-
-/* The URL of node name:port with the seed's credentials (malloc, sized
- * from what it holds: a long password does not cut the host off). NULL
- * when out of memory. */
-static char *
-node_url(const char *auth, const char *name, bool v6, unsigned port)
-{
-    const char *fmt = "redis://%s%s%s%s:%u";
-    int n =
-        snprintf(NULL, 0, fmt, auth, v6 ? "[" : "", name, v6 ? "]" : "", port);
-    char *url = n > 0 ? malloc((size_t)n + 1) : NULL;
-
-    if (url != NULL) {
-        snprintf(url, (size_t)n + 1, fmt, auth, v6 ? "[" : "", name,
-                 v6 ? "]" : "", port);
-    }
-    return url;
-}
-
-/* The node at host:port, connected to if new. CL_NO_NODE when the table
- * is full or the connection cannot be set up (logged). */
-static uint16_t
-node_get(struct redis_cluster *c, const char *host, size_t hlen, unsigned port)
-{
-    char name[256], addr[300], err[256];
-    char *url;
-    struct cl_node *nn;
-    bool v6;
-
-    if (hlen >= sizeof(name) || !redis_host_ok(host, hlen)) {
-        return CL_NO_NODE;
-    }
-    /* host may point into the table that grows below. */
-    memcpy(name, host, hlen);
-    name[hlen] = '\0';
-    v6 = strchr(name, ':') != NULL;
-    snprintf(addr, sizeof(addr), "%s:%u", name, port);
-    for (size_t i = 0; i < c->nnodes; i++) {
-        if (strcmp(c->nodes[i].addr, addr) == 0) {
-            return (uint16_t)i;
-        }
-    }
-    if (c->nnodes >= CL_MAX_NODES) {
-        log_error("redis %s: cluster: more than %d nodes: %s not used", c->what,
-                  CL_MAX_NODES, LOG_STR(addr));
-        return CL_NO_NODE;
-    }
-    nn = realloc(c->nodes, (c->nnodes + 1) * sizeof(*nn));
-    if (nn == NULL) {
-        return CL_NO_NODE;
-    }
-    c->nodes = nn;
-    url = node_url(c->auth, name, v6, port);
-    nn[c->nnodes].conn =
-        url != NULL
-            ? redis_conn_new(c->base, url, c->what, c->scripts, c->nscripts,
-                             c->timeout_ms, err, sizeof(err))
-            : NULL;
-    if (url == NULL) {
-        snprintf(err, sizeof(err), "out of memory");
-    }
-    free(url);
-    if (nn[c->nnodes].conn == NULL) {
-        log_error("redis %s: cluster node %s: %s", c->what, LOG_STR(addr),
-                  LOG_STR(err));
-        return CL_NO_NODE;
-    }
-    snprintf(nn[c->nnodes].addr, sizeof(nn[c->nnodes].addr), "%s", addr);
-    return (uint16_t)c->nnodes++;
-}
-
-/* Every slot has a master, and every master is connected and ready. */
-static bool
-map_ready(const struct redis_cluster *c)
-{
-    if (!c->complete) {
-        return false;
-    }
-    for (size_t i = 0; i < c->nmasters; i++) {
-        if (!redis_conn_ready(c->nodes[c->masters[i]].conn)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static void
-check_up(struct redis_cluster *c)
-{
-    if (!c->ever_ready && map_ready(c)) {
-        c->ever_ready = true;
-        coldq_up(c->cold);
-    }
-}
-
-/* One range of a CLUSTER SLOTS reply: start, end, then the master as
- * [host, port, id...]; replicas after it are not used. An empty host is
- * the answering node's. false when the range does not read. */
-static bool
-read_range(struct redis_cluster *c, const redisReply *e, uint16_t *slots)
-{
-    const redisReply *m;
-    const char *host;
-    size_t hlen;
-    uint16_t n;
-
-    if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-        e->element[0]->type != REDIS_REPLY_INTEGER ||
-        e->element[1]->type != REDIS_REPLY_INTEGER ||
-        e->element[2]->type != REDIS_REPLY_ARRAY) {
-        return false;
-    }
-    m = e->element[2];
-    if (e->element[0]->integer < 0 ||
-        e->element[0]->integer > e->element[1]->integer ||
-        e->element[1]->integer >= REDIS_SLOTS || m->elements < 2 ||
-        m->element[0]->type != REDIS_REPLY_STRING ||
-        m->element[1]->type != REDIS_REPLY_INTEGER ||
-        m->element[1]->integer <= 0 || m->element[1]->integer > 65535) {
-        return false;
-    }
-    host = m->element[0]->str;
-    hlen = m->element[0]->len;
-    if (hlen == 0 || (hlen == 1 && host[0] == '?')) {
-        const char *a = c->nodes[c->asking].addr;
-
-        host = a;
-        hlen = (size_t)(strrchr(a, ':') - a);
-    }
-    n = node_get(c, host, hlen, (unsigned)m->element[1]->integer);
-    if (n == CL_NO_NODE) {
-        return false;
-    }
-    for (long long s = e->element[0]->integer; s <= e->element[1]->integer;
-         s++) {
-        slots[s] = n;
-    }
-    return true;
-}
-
-/* Take a map read into slots: count what moved, list the masters. */
-static void
-apply_map(struct redis_cluster *c, const uint16_t *slots)
-{
-    unsigned moved = 0, covered = 0;
-    bool seen[CL_MAX_NODES] = {false};
-
-    c->nmasters = 0;
-    for (size_t s = 0; s < REDIS_SLOTS; s++) {
-        if (slots[s] != c->slots[s]) {
-            moved++;
-        }
-        c->slots[s] = slots[s];
-        if (slots[s] == CL_NO_NODE) {
-            continue;
-        }
-        covered++;
-        if (!seen[slots[s]]) {
-            seen[slots[s]] = true;
-            c->masters[c->nmasters++] = slots[s];
-        }
-    }
-    c->complete = covered == REDIS_SLOTS;
-    if (moved > 0) {
-        log_info("redis %s: cluster map from %s: %u of %d slots served by "
-                 "%zu masters, %u slots moved",
-                 c->what, LOG_STR(c->nodes[c->asking].addr), covered,
-                 REDIS_SLOTS, c->nmasters, moved);
-    }
-}
-
-static void
-on_slots(redisAsyncContext *ac, void *reply, void *priv)
-{
-    struct redis_cluster *c = priv;
-    redisReply *rep = reply;
-    uint16_t *slots;
-
-    (void)ac;
-    lib_enter(c->log);
-    c->refreshing = false;
-    if (c->closing || rep == NULL) {
-        return; /* the node is gone: the tick asks another */
-    }
-    redis_conn_replied(c->nodes[c->asking].conn);
-    if (rep->type != REDIS_REPLY_ARRAY) {
-        log_warn("redis %s: CLUSTER SLOTS on %s answered %s", c->what,
-                 LOG_STR(c->nodes[c->asking].addr),
-                 rep->type == REDIS_REPLY_ERROR ? LOG_ESC(rep->str, rep->len)
-                                                : "no map");
-        return;
-    }
-    slots = malloc(REDIS_SLOTS * sizeof(*slots));
-    if (slots == NULL) {
-        return;
-    }
-    for (size_t s = 0; s < REDIS_SLOTS; s++) {
-        slots[s] = CL_NO_NODE;
-    }
-    for (size_t i = 0; i < rep->elements; i++) {
-        if (!read_range(c, rep->element[i], slots)) {
-            log_warn("redis %s: CLUSTER SLOTS on %s: a range that does not "
-                     "read: map not taken",
-                     c->what, LOG_STR(c->nodes[c->asking].addr));
-            free(slots);
-            return;
-        }
-    }
-    apply_map(c, slots);
-    free(slots);
-    c->want = false;
-    check_up(c);
-}
-
-/* Ask the next ready node for the map. */
-static void
-read_map(struct redis_cluster *c)
-{
-    for (size_t k = 0; k < c->nnodes; k++) {
-        size_t i = (c->next + k) % c->nnodes;
-        redisAsyncContext *ac = redis_conn_ac(c->nodes[i].conn);
-
-        if (ac == NULL || !redis_conn_ready(c->nodes[i].conn)) {
-            continue;
-        }
-        if (redisAsyncCommand(ac, on_slots, c, "CLUSTER SLOTS") == REDIS_OK) {
-            c->refreshing = true;
-            c->asking = i;
-            c->next = i + 1;
-            c->last_ms = dial_now_ms();
-        }
-        return;
-    }
-}
-
-static void
-want_map(struct redis_cluster *c)
-{
-    c->want = true;
-    if (!c->refreshing && dial_now_ms() - c->last_ms >= CL_REFRESH_MIN_MS) {
-        read_map(c);
-    }
-}
 
 static bool send_req(struct cl_req *r);
 static void req_done(struct cl_req *r, redisReply *rep);
@@ -373,11 +52,11 @@ on_tick(evutil_socket_t fd, short what, void *arg)
     send_again(c);
     if (!c->refreshing &&
         ((c->want || !c->complete) && now - c->last_ms >= CL_REFRESH_MIN_MS)) {
-        read_map(c);
+        rcl_read_map(c);
     } else if (!c->refreshing && now - c->last_ms >= CL_REFRESH_MS) {
-        read_map(c);
+        rcl_read_map(c);
     }
-    check_up(c);
+    rcl_check_up(c);
 }
 
 /* ---- commands -------------------------------------------------------- */
@@ -404,7 +83,7 @@ req_reply(struct cl_req *r, redisReply *rep)
         return;
     }
     if (rep == NULL) {
-        want_map(c); /* the node may be gone */
+        rcl_want_map(c); /* the node may be gone */
         req_done(r, NULL);
         return;
     }
@@ -422,7 +101,7 @@ req_reply(struct cl_req *r, redisReply *rep)
             return;
         }
         if (strncmp(rep->str, "CLUSTERDOWN", 11) == 0) {
-            want_map(c);
+            rcl_want_map(c);
         }
         req_done(r, rep);
         return;
@@ -440,7 +119,7 @@ req_reply(struct cl_req *r, redisReply *rep)
         req_done(r, rep);
         return;
     }
-    n = node_get(c, rd.host.p, rd.host.len, rd.port);
+    n = rcl_node_get(c, rd.host.p, rd.host.len, rd.port);
     if (n == CL_NO_NODE) {
         req_done(r, NULL);
         return;
@@ -450,7 +129,7 @@ req_reply(struct cl_req *r, redisReply *rep)
     r->asking = k == REDIS_REDIRECT_ASK;
     if (k == REDIS_REDIRECT_MOVED) {
         c->slots[rd.slot] = n;
-        want_map(c);
+        rcl_want_map(c);
     }
     if (!send_req(r)) {
         req_done(r, NULL);
@@ -485,7 +164,7 @@ send_req(struct cl_req *r)
     redisAsyncContext *ac = redis_conn_ac(conn);
 
     if (ac == NULL) {
-        want_map(r->c);
+        rcl_want_map(r->c);
         return false;
     }
     if (r->asking && redisAsyncCommand(ac, NULL, NULL, "ASKING") != REDIS_OK) {
@@ -537,7 +216,7 @@ req_new(struct redis_cluster *c, int argc, const char **argv,
     }
     n = c->slots[slot];
     if (n == CL_NO_NODE || redis_conn_ac(c->nodes[n].conn) == NULL) {
-        want_map(c); /* no master, or a master that is down: look again */
+        rcl_want_map(c); /* no master, or a master that is down: look again */
         return NULL;
     }
     size = redis_argv_size(argc, lens);
@@ -654,7 +333,7 @@ redis_cluster_ready(const struct redis_cluster *c)
     if (c->single != NULL) {
         return redis_conn_ready(c->single);
     }
-    return !c->closing && map_ready(c);
+    return !c->closing && rcl_map_ready(c);
 }
 
 struct redis_conn *

@@ -1,70 +1,45 @@
 /* lock.c: the registry of lock backends, looked up by [locks] backend;
- * and what the network backends share: answers deferred to a later pass
- * of the loop, operations parked until the first connection. */
+ * and the backends' typed answers deferred to a later pass of the loop
+ * and operations parked until the first connection, over what the mark
+ * stores share with them (clients/backend.h). */
 #include "lock.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../clients/coldq.h"
-#include "../clients/defer.h"
-#include "../log.h"
+#include "../clients/backend.h"
 
-/* Every backend, by the name part of its lock_<name>_ops. Adding one is
- * one entry here (and its lock_<name>.c). */
-#define LOCK_BACKENDS(X) X(lmdb) X(redis) X(postgres) X(etcd) X(zookeeper)
+/* Every backend: adding one is one entry here (and its lock_<name>.c). */
+extern const struct lock_ops lock_lmdb_ops, lock_redis_ops, lock_postgres_ops,
+    lock_etcd_ops, lock_zookeeper_ops;
 
-#define LOCK_DECLARE(name) extern const struct lock_ops lock_##name##_ops;
-#define LOCK_ENTRY(name) &lock_##name##_ops,
-
-LOCK_BACKENDS(LOCK_DECLARE)
-
-static const struct lock_ops *const backends[] = {LOCK_BACKENDS(LOCK_ENTRY)};
+static const void *const backends[] = {&lock_lmdb_ops, &lock_redis_ops,
+                                       &lock_postgres_ops, &lock_etcd_ops,
+                                       &lock_zookeeper_ops};
 
 const struct lock_ops *
 lock_find(const char *name)
 {
-    if (name == NULL) {
-        return NULL;
-    }
-    for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-        if (strcmp(backends[i]->name, name) == 0) {
-            return backends[i];
-        }
-    }
-    return NULL;
+    return BACKEND_FIND(backends, name);
 }
 
 /* ---- answers on a later pass ------------------------------------------ */
 
-struct lock_answer {
-    struct defer_item it; /* first: defer.h runs and frees it */
-    lock_cb cb;
-    void *arg;
-    enum lock_result res;
-};
-
 static void
-lock_answer_run(struct defer_item *it)
+lock_answer_call(const struct backend_answer *a)
 {
-    struct lock_answer *a = (struct lock_answer *)it;
-
-    a->cb(a->arg, a->res, 0, 0);
-    free(a);
+    ((lock_cb)a->cb)(a->arg, (enum lock_result)a->res, 0, 0);
 }
 
 void
 lock_defer(struct defer *d, lock_cb cb, void *arg, enum lock_result res)
 {
-    struct lock_answer *a = malloc(sizeof(*a));
-
-    if (a == NULL) {
-        log_error("locks: out of memory: a lock callback is lost");
-        return;
-    }
-    *a = (struct lock_answer){
-        .it.run = lock_answer_run, .cb = cb, .arg = arg, .res = res};
-    defer_push(d, &a->it);
+    backend_defer(d,
+                  &(struct backend_answer){.call = lock_answer_call,
+                                           .cb = (void (*)(void))cb,
+                                           .arg = arg,
+                                           .res = (int)res},
+                  "locks: out of memory: a lock callback is lost");
 }
 
 /* ---- operations parked for a cold start ------------------------------- */
@@ -93,12 +68,9 @@ bool
 lock_park(struct coldq *q, struct lock_backend *b, const struct lock_ops *ops,
           const struct lock_op *op)
 {
-    struct parked_op *c;
+    struct parked_op *c =
+        backend_park_alloc(q, sizeof(*c) + op->len + 1, op->len);
 
-    if (!coldq_waiting(q) || op->len > 65536) {
-        return false;
-    }
-    c = malloc(sizeof(*c) + op->len + 1);
     if (c == NULL) {
         return false;
     }
@@ -108,9 +80,5 @@ lock_park(struct coldq *q, struct lock_backend *b, const struct lock_ops *ops,
     memcpy(c->name, op->name, op->len);
     c->name[op->len] = '\0';
     c->op.name = c->name;
-    if (!coldq_park(q, parked_op_run, c)) {
-        free(c);
-        return false;
-    }
-    return true;
+    return backend_park(q, parked_op_run, c);
 }

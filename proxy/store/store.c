@@ -1,75 +1,46 @@
 /* store.c: the registry of store backends, looked up by [store] type;
- * and what the network stores share: answers deferred to a later pass of
- * the loop, calls parked until the first connection. */
+ * and the stores' typed answers deferred to a later pass of the loop and
+ * calls parked until the first connection, over what the lock backends
+ * share with them (clients/backend.h). */
 #include "store.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../clients/coldq.h"
-#include "../clients/defer.h"
-#include "../log.h"
+#include "../clients/backend.h"
 
-/* Every backend, by the name part of its store_<name>_ops. Adding one is
- * one entry here (and its store_<name>.c). */
-#define STORE_BACKENDS(X) X(lmdb) X(redis) X(postgres) X(etcd)
+/* Every backend: adding one is one entry here (and its store_<name>.c). */
+extern const struct store_ops store_lmdb_ops, store_redis_ops,
+    store_postgres_ops, store_etcd_ops;
 
-#define STORE_DECLARE(name) extern const struct store_ops store_##name##_ops;
-#define STORE_ENTRY(name) &store_##name##_ops,
-
-STORE_BACKENDS(STORE_DECLARE)
-
-static const struct store_ops *const backends[] = {STORE_BACKENDS(STORE_ENTRY)};
+static const void *const backends[] = {&store_lmdb_ops, &store_redis_ops,
+                                       &store_postgres_ops, &store_etcd_ops};
 
 const struct store_ops *
 store_find(const char *type)
 {
-    if (type == NULL) {
-        return NULL;
-    }
-    for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-        if (strcmp(backends[i]->name, type) == 0) {
-            return backends[i];
-        }
-    }
-    return NULL;
+    return BACKEND_FIND(backends, type);
 }
 
 /* ---- answers on a later pass ------------------------------------------ */
 
-struct store_answer {
-    struct defer_item it; /* first: defer.h runs and frees it */
-    store_cb cb;
-    void *arg;
-    enum store_result res;
-    int64_t mark;
-};
-
 static void
-store_answer_run(struct defer_item *it)
+store_answer_call(const struct backend_answer *a)
 {
-    struct store_answer *a = (struct store_answer *)it;
-
-    a->cb(a->arg, a->res, a->mark);
-    free(a);
+    ((store_cb)a->cb)(a->arg, (enum store_result)a->res, a->value);
 }
 
 void
 store_defer(struct defer *d, store_cb cb, void *arg, enum store_result res,
             int64_t mark)
 {
-    struct store_answer *a = malloc(sizeof(*a));
-
-    if (a == NULL) {
-        log_error("store: out of memory: a store callback is lost");
-        return;
-    }
-    *a = (struct store_answer){.it.run = store_answer_run,
-                               .cb = cb,
-                               .arg = arg,
-                               .res = res,
-                               .mark = mark};
-    defer_push(d, &a->it);
+    backend_defer(d,
+                  &(struct backend_answer){.call = store_answer_call,
+                                           .cb = (void (*)(void))cb,
+                                           .arg = arg,
+                                           .res = (int)res,
+                                           .value = mark},
+                  "store: out of memory: a store callback is lost");
 }
 
 /* ---- calls parked for a cold start ------------------------------------ */
@@ -105,12 +76,8 @@ store_park(struct coldq *q, struct store *st, const struct store_ops *ops,
            bool is_get, const char *res, size_t len, int64_t token, store_cb cb,
            void *arg)
 {
-    struct store_call *c;
+    struct store_call *c = backend_park_alloc(q, sizeof(*c) + len + 1, len);
 
-    if (!coldq_waiting(q) || len > 65536) {
-        return false;
-    }
-    c = malloc(sizeof(*c) + len + 1);
     if (c == NULL) {
         return false;
     }
@@ -123,9 +90,5 @@ store_park(struct coldq *q, struct store *st, const struct store_ops *ops,
                              .len = len};
     memcpy(c->res, res, len);
     c->res[len] = '\0';
-    if (!coldq_park(q, store_call_run, c)) {
-        free(c);
-        return false;
-    }
-    return true;
+    return backend_park(q, store_call_run, c);
 }

@@ -1,0 +1,579 @@
+/* cfg_build.c: the configuration from the sections as read: the table
+ * of options applied to each (cfg_opts.c), credentials and ${VAR}s, and
+ * the checks of each section and of the file as a whole. */
+#include "cfg_load.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* Where to report a problem of a whole section: its header; for a
+ * singleton not in the file, the override that caused it. */
+const struct origin *
+cfg_sect_origin(const struct raw_sect *s, struct origin *at)
+{
+    at->line = s->line;
+    at->env = NULL;
+    for (size_t i = 0; s->line == 0 && i < cfg_nopts; i++) {
+        if (s->vals[i].set) {
+            return &s->vals[i].at;
+        }
+    }
+    return at;
+}
+
+/* Where key of s was set, tried in order; else where s is. */
+static const struct origin *
+keys_origin(const struct raw_sect *s, const char *const *keys,
+            struct origin *at)
+{
+    for (; *keys != NULL; keys++) {
+        for (size_t i = 0; i < cfg_nopts; i++) {
+            if (cfg_opts[i].sect == s->kind &&
+                strcmp(cfg_opts[i].key, *keys) == 0 && s->vals[i].set) {
+                return &s->vals[i].at;
+            }
+        }
+    }
+    return cfg_sect_origin(s, at);
+}
+
+static void *
+sect_obj(struct tm_config *c, const struct raw_sect *s, size_t *nup,
+         size_t *nroute, size_t *nwatch, size_t *nlease, size_t *nfollow)
+{
+    switch (s->kind) {
+    case CFG_LEASE:
+        return &c->leases[(*nlease)++];
+    case CFG_FOLLOW:
+        return &c->follows[(*nfollow)++];
+    case CFG_UPSTREAM:
+        return &c->upstreams[(*nup)++];
+    case CFG_ROUTE:
+        return &c->routes[(*nroute)++];
+    case CFG_WATCH:
+        return &c->watches[(*nwatch)++];
+    default:
+        return cfg_singleton(c, s->kind);
+    }
+}
+
+/* Run every option of s's kind through its setter: the value from the
+ * file or env, else the default. */
+static void
+apply_sect(struct loader *l, const struct raw_sect *s, void *obj)
+{
+    char label[128];
+    char buf[256];
+
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        const struct cfg_opt *o = &cfg_opts[i];
+        const struct raw_val *v = &s->vals[i];
+        const char *msg;
+
+        if (o->sect != s->kind) {
+            continue;
+        }
+        if (!v->set && o->def == NULL) {
+            if (o->flags & CFG_REQUIRED) {
+                struct origin at = {s->line, NULL};
+
+                cfg_add_err(l, &at, "%s: missing required key '%s'",
+                            cfg_sect_label(s, label, sizeof(label)), o->key);
+            }
+            continue;
+        }
+        buf[0] = '\0';
+        msg = cfg_opt_set(o, obj, v->set ? v->value : o->def, buf, sizeof(buf));
+        if (msg != NULL) {
+            cfg_add_err(l, v->set ? &v->at : NULL, "%s: %s", o->key, msg);
+        }
+    }
+}
+
+/* The largest credentials file read. */
+#define CREDS_MAX 65536
+
+/* Read a file that only its owner (and group) may read, up to
+ * CREDS_MAX bytes, into a malloc'd buffer (*out, *n). NULL, or a
+ * message that never quotes the file. */
+static const char *
+read_private(const char *path, char **out, size_t *n, char *buf, size_t len)
+{
+    struct stat st;
+    ssize_t got;
+    int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+
+    if (fd < 0) {
+        snprintf(buf, len, "cannot open it: %s", strerror(errno));
+        return buf;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > CREDS_MAX) {
+        close(fd);
+        return "it is not a regular file of at most 64 KiB";
+    }
+    if (st.st_mode & (S_IROTH | S_IWOTH)) {
+        close(fd);
+        return "it is readable or writable by others: chmod 600 it (or 640 "
+               "for a group)";
+    }
+    *out = malloc(CREDS_MAX);
+    *n = 0;
+    while (*out != NULL && *n < CREDS_MAX &&
+           (got = read(fd, *out + *n, CREDS_MAX - *n)) != 0) {
+        if (got < 0 && errno != EINTR) {
+            close(fd);
+            return "cannot read it";
+        }
+        *n += got > 0 ? (size_t)got : 0;
+    }
+    close(fd);
+    return *out == NULL ? "out of memory" : NULL;
+}
+
+/* A credential from the environment: printable ASCII, no spaces. */
+static bool
+env_cred_ok(const char *v)
+{
+    size_t n = strlen(v);
+
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] <= ' ' || v[i] > '~') {
+            return false;
+        }
+    }
+    return n > 0 && n <= 4096;
+}
+
+/* sign = aws-sigv4: its region, and its credentials from
+ * sign_credentials_file or the environment, into u->sign_creds. No
+ * message quotes a credential. */
+static void
+load_sign(struct loader *l, const struct raw_sect *s, struct cfg_upstream *u)
+{
+    static const char *const keys[] = {"sign_credentials_file", "sign", NULL};
+    const char *key_id, *secret, *session, *msg;
+    struct sigv4_creds *cr = &u->sign_creds;
+    char buf[256];
+    struct origin at;
+
+    if (u->sign == CFG_SIGN_NONE) {
+        return;
+    }
+    if (u->sign_region == NULL || u->sign_region[0] == '\0') {
+        static const char *const rk[] = {"sign", NULL};
+
+        cfg_add_err(l, keys_origin(s, rk, &at),
+                    "sign = aws-sigv4 needs sign_region");
+    }
+    if (u->sign_credentials_file != NULL &&
+        u->sign_credentials_file[0] != '\0') {
+        char *text = NULL;
+        size_t n = 0;
+
+        msg =
+            read_private(u->sign_credentials_file, &text, &n, buf, sizeof(buf));
+        if (msg == NULL) {
+            msg = sigv4_creds_parse(text, n, u->sign_profile, cr);
+        }
+        if (text != NULL) {
+            explicit_bzero(text, n);
+        }
+        free(text);
+        if (msg != NULL) {
+            cfg_add_err(l, keys_origin(s, keys, &at),
+                        "sign_credentials_file [%s]: %s", u->sign_profile, msg);
+        }
+        return;
+    }
+    key_id = cfg_env_lookup(l->envp, "AWS_ACCESS_KEY_ID", 17);
+    secret = cfg_env_lookup(l->envp, "AWS_SECRET_ACCESS_KEY", 21);
+    session = cfg_env_lookup(l->envp, "AWS_SESSION_TOKEN", 17);
+    if (key_id == NULL || secret == NULL || key_id[0] == '\0' ||
+        secret[0] == '\0') {
+        cfg_add_err(
+            l, keys_origin(s, keys, &at),
+            "sign = aws-sigv4 needs credentials: sign_credentials_file, "
+            "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the "
+            "environment");
+        return;
+    }
+    if (!env_cred_ok(key_id) || !env_cred_ok(secret) ||
+        (session != NULL && session[0] != '\0' && !env_cred_ok(session))) {
+        cfg_add_err(l, keys_origin(s, keys, &at),
+                    "sign: an AWS_* credential in the environment is not "
+                    "printable ASCII without spaces");
+        return;
+    }
+    cr->key_id = strdup(key_id);
+    cr->secret = strdup(secret);
+    cr->session =
+        session != NULL && session[0] != '\0' ? strdup(session) : NULL;
+    l->oom |= cr->key_id == NULL || cr->secret == NULL ||
+              (session != NULL && session[0] != '\0' && cr->session == NULL);
+}
+
+/* A [follow] once its keys are set: identity's ${VAR} expanded (an
+ * identity that comes out empty is an error), then its keys together. */
+static void
+load_follow(struct loader *l, const struct raw_sect *s, struct cfg_follow *f,
+            size_t before)
+{
+    static const char *const id_key[] = {"identity", NULL};
+    struct origin at;
+    char buf[256];
+    char *id;
+
+    if (cfg_find_sect(l, CFG_LEASE, f->name) != NULL) {
+        cfg_add_err(l, cfg_sect_origin(s, &at),
+                    "[follow %s]: a [lease %s] has that name too: a route's "
+                    "lease = %s would name both",
+                    f->name, f->name, f->name);
+    }
+    if (l->errs->n != before || f->identity == NULL) {
+        return;
+    }
+    id =
+        cfg_expand_env(l, keys_origin(s, id_key, &at), "identity", f->identity);
+    if (id == NULL) {
+        return;
+    }
+    free(f->identity);
+    f->identity = id;
+    if (l->errs->n == before && cfg_check_follow(f, buf, sizeof(buf))) {
+        static const char *const none[] = {NULL};
+        static const char *const keyed[][2] = {
+            {"kind", NULL}, {"election", NULL}, {"identity", NULL}};
+        const char *const *keys = none;
+
+        for (size_t i = 0; i < sizeof(keyed) / sizeof(keyed[0]); i++) {
+            size_t n = strlen(keyed[i][0]);
+
+            if (strncmp(buf, keyed[i][0], n) == 0 && buf[n] == ':') {
+                keys = keyed[i];
+            }
+        }
+        cfg_add_err(l, keys_origin(s, keys, &at), "%s", buf);
+    }
+}
+
+/* Whether s is in the file, or set from the environment. */
+static bool
+sect_given(const struct raw_sect *s)
+{
+    if (s == NULL || s->line > 0) {
+        return s != NULL;
+    }
+    for (size_t i = 0; i < cfg_nopts; i++) {
+        if (cfg_opts[i].sect == s->kind && s->vals[i].set) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A [lease] once its keys are set: renew_ms below ttl_ms (0 becomes
+ * ttl_ms / 3), and a [locks] section naming the backend it lives in (a
+ * lease in the default ./data/locks.lmdb would be shared with nobody). */
+static void
+check_lease(struct loader *l, const struct raw_sect *s, struct cfg_lease *ls,
+            size_t before)
+{
+    struct origin at;
+    char buf[256];
+
+    if (l->errs->n != before) {
+        return;
+    }
+    if (ls->renew_ms == 0) {
+        ls->renew_ms = ls->ttl_ms / 3 > 0 ? ls->ttl_ms / 3 : 1;
+    }
+    if (cfg_check_lease(ls, buf, sizeof(buf)) != NULL) {
+        static const char *const keys[] = {"renew_ms", NULL};
+
+        cfg_add_err(l, keys_origin(s, keys, &at), "%s", buf);
+    }
+    if (!sect_given(cfg_find_sect(l, CFG_LOCKS, NULL))) {
+        cfg_add_err(
+            l, cfg_sect_origin(s, &at),
+            "[lease %s] needs a [locks] section: the lease lives in the "
+            "lock service's backend (lmdb for one host; redis, "
+            "postgres, etcd or zookeeper to share it)",
+            ls->name);
+    }
+}
+
+/* Whether name is a section that can carry a route's token: a [lease]
+ * (or a [follow]). */
+static bool
+carrier_known(const struct tm_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->nleases; i++) {
+        if (strcmp(c->leases[i].name, name) == 0) {
+            return true;
+        }
+    }
+    for (size_t i = 0; i < c->nfollows; i++) {
+        if (strcmp(c->follows[i].name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void
+cfg_build(struct loader *l, struct tm_config *c)
+{
+    size_t nup = 0, nroute = 0, nwatch = 0, nlease = 0, nfollow = 0, before;
+    char buf[256];
+
+    for (size_t i = 0; i < l->nsects; i++) {
+        nup += l->sects[i].kind == CFG_UPSTREAM;
+        nroute += l->sects[i].kind == CFG_ROUTE;
+        nwatch += l->sects[i].kind == CFG_WATCH;
+        nlease += l->sects[i].kind == CFG_LEASE;
+        nfollow += l->sects[i].kind == CFG_FOLLOW;
+    }
+    c->upstreams = calloc(nup + 1, sizeof(*c->upstreams));
+    c->routes = calloc(nroute + 1, sizeof(*c->routes));
+    c->watches = calloc(nwatch + 1, sizeof(*c->watches));
+    c->leases = calloc(nlease + 1, sizeof(*c->leases));
+    c->follows = calloc(nfollow + 1, sizeof(*c->follows));
+    if (c->upstreams == NULL || c->routes == NULL || c->watches == NULL ||
+        c->leases == NULL || c->follows == NULL) {
+        l->oom = true;
+        return;
+    }
+    c->nupstreams = nup;
+    c->nroutes = nroute;
+    c->nwatches = nwatch;
+    c->nleases = nlease;
+    c->nfollows = nfollow;
+    nup = 0;
+    nroute = 0;
+    nwatch = 0;
+    nlease = 0;
+    nfollow = 0;
+    for (size_t i = 0; i < l->nsects; i++) {
+        const struct raw_sect *s = &l->sects[i];
+        void *obj = sect_obj(c, s, &nup, &nroute, &nwatch, &nlease, &nfollow);
+
+        if (s->kind == CFG_UPSTREAM) {
+            struct cfg_upstream *u = obj;
+
+            u->name = strdup(s->name);
+            u->line = s->line;
+            l->oom |= u->name == NULL;
+        } else if (s->kind == CFG_ROUTE) {
+            struct cfg_route *r = obj;
+
+            r->name = strdup(s->name);
+            r->line = s->line;
+            l->oom |= r->name == NULL;
+        } else if (s->kind == CFG_WATCH) {
+            struct cfg_watch *w = obj;
+
+            w->name = strdup(s->name);
+            w->line = s->line;
+            l->oom |= w->name == NULL;
+        } else if (s->kind == CFG_LEASE) {
+            struct cfg_lease *ls = obj;
+
+            ls->name = strdup(s->name);
+            ls->line = s->line;
+            l->oom |= ls->name == NULL;
+        } else if (s->kind == CFG_FOLLOW) {
+            struct cfg_follow *f = obj;
+
+            f->name = strdup(s->name);
+            f->line = s->line;
+            l->oom |= f->name == NULL;
+        }
+        before = l->errs->n;
+        apply_sect(l, s, obj);
+        if (s->kind == CFG_UPSTREAM) {
+            cfg_expand_headers(l, s, obj);
+            load_sign(l, s, obj);
+        }
+        if (s->kind == CFG_FOLLOW) {
+            load_follow(l, s, obj, before);
+        }
+        /* A bad value was reported; "needs" would only repeat it. */
+        if (s->kind == CFG_PROXY && l->errs->n == before &&
+            cfg_check_proxy(&c->proxy, buf, sizeof(buf)) != NULL) {
+            static const char *const keys[] = {"max_uri", "max_head", NULL};
+            struct origin at;
+
+            cfg_add_err(l, keys_origin(s, keys, &at), "%s", buf);
+        }
+        if (s->kind == CFG_STORE && l->errs->n == before &&
+            cfg_check_store(&c->store, buf, sizeof(buf)) != NULL) {
+            struct origin at;
+
+            cfg_add_err(l, cfg_sect_origin(s, &at), "%s", buf);
+        }
+        if (s->kind == CFG_LOCKS && l->errs->n == before &&
+            cfg_check_locks(&c->locks, buf, sizeof(buf)) != NULL) {
+            struct origin at;
+
+            cfg_add_err(l, cfg_sect_origin(s, &at), "%s", buf);
+        }
+        if (s->kind == CFG_LEASE) {
+            check_lease(l, s, obj, before);
+        }
+        if (s->kind == CFG_WATCH && l->errs->n == before &&
+            cfg_check_watch(obj, buf, sizeof(buf)) != NULL) {
+            /* "KEY: ..." is reported where KEY is set. */
+            static const char *const none[] = {NULL};
+            static const char *const prefix[] = {"prefix", NULL};
+            static const char *const token[] = {"token", NULL};
+            const char *const *keys = none;
+            struct origin at;
+
+            if (strncmp(buf, "prefix:", 7) == 0) {
+                keys = prefix;
+            } else if (strncmp(buf, "token:", 6) == 0) {
+                keys = token;
+            }
+            cfg_add_err(l, keys_origin(s, keys, &at), "%s", buf);
+        }
+    }
+    nroute = 0;
+    for (size_t i = 0; i < l->nsects; i++) {
+        const struct raw_sect *s = &l->sects[i];
+        struct cfg_route *r;
+        size_t j;
+
+        if (s->kind != CFG_ROUTE) {
+            continue;
+        }
+        r = &c->routes[nroute++];
+        if (r->verify == TM_VERIFY_HMAC && c->tokens.key == NULL) {
+            struct origin at = {s->line, NULL};
+
+            cfg_add_err(l, &at,
+                        "[route %s]: verify = hmac needs [tokens] key_file",
+                        r->name);
+        }
+        if (r->profile == TM_PROFILE_WEBDAV && r->resource_from_header) {
+            struct origin at = {s->line, NULL};
+
+            /* A MOVE onto this route is named by the template. */
+            cfg_add_err(
+                l, &at,
+                "[route %s]: profile = webdav needs a resource template, "
+                "not header",
+                r->name);
+        }
+        if (r->lease != NULL && !carrier_known(c, r->lease)) {
+            static const char *const keys[] = {"lease", NULL};
+            struct origin at;
+
+            cfg_add_err(l, keys_origin(s, keys, &at),
+                        "lease: no [lease] or [follow] section %s", r->lease);
+        }
+        if (r->upstream == NULL) {
+            continue;
+        }
+        for (j = 0; j < c->nupstreams; j++) {
+            if (strcmp(c->upstreams[j].name, r->upstream) == 0) {
+                break;
+            }
+        }
+        if (j < c->nupstreams) {
+            r->upstream_idx = j;
+            if (r->profile == TM_PROFILE_S3 && r->mode != TM_MODE_OFF) {
+                c->upstreams[j].s3_fenced = true;
+            }
+        } else {
+            struct origin at = {s->line, NULL};
+
+            cfg_add_err(l, &at, "[route %s]: no [upstream %s] section", r->name,
+                        r->upstream);
+        }
+    }
+}
+
+/* Append a warning line about the file to c->warnings. */
+static void
+add_warning(struct loader *l, struct tm_config *c, const char *msg)
+{
+    size_t have = c->warnings != NULL ? strlen(c->warnings) : 0;
+    size_t need = have + strlen(l->file) + strlen(msg) + 16;
+    char *w = realloc(c->warnings, need);
+
+    if (w == NULL) {
+        l->oom = true;
+        return;
+    }
+    snprintf(w + have, need - have, "%s%s: warning: %s", have > 0 ? "\n" : "",
+             l->file, msg);
+    c->warnings = w;
+}
+
+/* Whether listen addresses a and b ("host:port") would take the same
+ * socket: the same port, and the same host or a wildcard on either. */
+static bool
+same_socket(const char *a, const char *b)
+{
+    char *ah, *ap, *bh, *bp;
+    bool same = false;
+
+    if (a == NULL || b == NULL || a[0] == '\0' || b[0] == '\0' ||
+        !cfg_split_hostport(a, &ah, &ap)) {
+        return false;
+    }
+    if (cfg_split_hostport(b, &bh, &bp)) {
+        bool any = ah[0] == '\0' || bh[0] == '\0' || strcmp(ah, "*") == 0 ||
+                   strcmp(bh, "*") == 0 || strcmp(ah, "0.0.0.0") == 0 ||
+                   strcmp(bh, "0.0.0.0") == 0 || strcmp(ah, "::") == 0 ||
+                   strcmp(bh, "::") == 0;
+
+        same = strcmp(ap, bp) == 0 && strcmp(ap, "0") != 0 &&
+               (any || strcasecmp(ah, bh) == 0);
+        free(bh);
+        free(bp);
+    }
+    free(ah);
+    free(ap);
+    return same;
+}
+
+/* What concerns the file as a whole, once every section is read. */
+void
+cfg_check_whole(struct loader *l, struct tm_config *c)
+{
+    static const char *const keys[] = {"listen", NULL};
+
+    if (same_socket(c->proxy.listen, c->admin.listen)) {
+        struct origin at_admin, at_proxy;
+        const struct origin *at =
+            keys_origin(cfg_find_sect(l, CFG_ADMIN, NULL), keys, &at_admin);
+
+        /* Where the clash was written: [admin] unless it kept its
+         * default. */
+        if (at->line == 0 && at->env == NULL) {
+            at =
+                keys_origin(cfg_find_sect(l, CFG_PROXY, NULL), keys, &at_proxy);
+        }
+        cfg_add_err(
+            l, at,
+            "[admin] listen %s is the address of [proxy] listen %s: the "
+            "control port needs its own",
+            c->admin.listen, c->proxy.listen);
+    }
+    if (c->nroutes == 0) {
+        add_warning(l, c,
+                    "no [route] section: no request is fenced (unmatched "
+                    "requests are passed or refused, per [proxy] unmatched)");
+    }
+    if (c->nupstreams == 0) {
+        add_warning(l, c,
+                    "no [upstream] section: no request is forwarded (the "
+                    "control port and its lock service still run)");
+    }
+}
