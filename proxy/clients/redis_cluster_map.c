@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../../policies/redis_slot.h"
-#include "../dial.h"
+#include "dial.h"
 #include "../log.h"
 #include "coldq.h"
 
