@@ -43,7 +43,7 @@
 # burst of answers, such as a batch of durable raises, closes the
 # surplus and the next burst dials it again),
 # BENCH_REFS (the raises set's references, "raw postgres redis etcd" or
-# none: see raises_refs), FSYNCLOOP (tests/bench/fsyncloop.c, built),
+# none: see refs_start), FSYNCLOOP (tests/bench/fsyncloop.c, built),
 # BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug), STORE
 # (lmdb | postgres | redis | etcd: the bench starts its own server in its
 # temporary directory), BENCH_POOL ([store] pool_size for postgres and
@@ -798,6 +798,101 @@ mkdir -p "$out_dir"
 header | tee "$out_dir/summary.txt"
 echo
 
+# The raises set's references, on the disk of $dir: the same durable
+# single writes at the same clients, run in turn with the proxies (after
+# each round of a rising-cN case's targets, every reference once at c=N),
+# each server on the proxy's core and its client on the load's. raw:
+# fsyncloop (one append and fdatasync at a time: the disk's pace, c=1
+# only); postgres: pgbench, a single-row UPSERT raising a mark in its own
+# transaction (synchronous_commit on); redis: redis-benchmark INCR,
+# appendfsync always, no pipelining; etcd: wrk posting one put a request
+# to etcd's JSON gateway (etcdput.lua; Debian ships no etcd benchmark
+# tool). Each run adds "ref clients run rate" to refs.txt.
+ref_secs=${DURATION%s}
+case "$ref_secs" in
+    '' | *[!0-9]*) ref_secs=10 ;; # BENCH_DURATION not in seconds
+esac
+
+ref_raw() { # C: the loop is one writer, so c=1 only
+    [ "$1" = 1 ] || return 0
+    $PIN_PROXY "$FSYNCLOOP" "$dir/ref/raw.dat" "$ref_secs" 64 |
+        awk '{ print $2 }'
+}
+
+ref_postgres() { # C: pgbench's rate leaves out its connecting (10 ms a
+    # client on a loaded machine), which its -T includes
+    "$pgbin/pgbench" -n -M prepared -h 127.0.0.1 -p "$REF_PG" \
+        -U postgres -c "$1" -j "$(($1 < 2 ? 1 : 2))" \
+        -T "$((ref_secs + $1 / 40))" -f "$dir/ref/upsert.sql" postgres \
+        2>>"$out_dir/pgbench.err" |
+        sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+}
+
+ref_redis() { # C: about ref_secs at 400 writes/s a client
+    n=$((2000 * $1))
+    [ "$n" -le 100000 ] || n=100000
+    $PIN_LOAD redis-benchmark -p "$REF_REDIS" -c "$1" -n "$n" -r 1000 \
+        --csv INCR 'mark:__rand_int__' | tail -n 1 | cut -d, -f2 | tr -d '"'
+}
+
+ref_etcd() { # C
+    t=2
+    [ "$1" -ge 2 ] || t=1
+    $PIN_LOAD wrk -t"$t" -c"$1" -d"$ref_secs" -s "$BENCH/etcdput.lua" \
+        "http://127.0.0.1:$REF_ETCD" | awk '/^Requests\/sec:/ { print $2 }'
+}
+
+# Start the references' servers, once for the whole run.
+refs_start() {
+    mkdir -p "$dir/ref"
+    cat >"$dir/ref/upsert.sql" <<'SQL'
+\set r random(1, 1000)
+INSERT INTO marks (name, mark) VALUES ('r' || :r, 1)
+ON CONFLICT (name) DO UPDATE SET mark = marks.mark + 1;
+SQL
+    # shellcheck disable=SC2046
+    set -- $(free_ports 4)
+    REF_PG=$1 REF_REDIS=$2 REF_ETCD=$3 REF_PEER=$4
+    for ref in $REFS; do
+        case "$ref" in
+            raw) ;;
+            postgres)
+                start_postgres "$PIN_PROXY" "$REF_PG" "$dir/ref/pg" \
+                    -c max_connections=600 -c synchronous_commit=on
+                "$pgbin/psql" -q -h 127.0.0.1 -p "$REF_PG" -U postgres \
+                    -d postgres -c "CREATE TABLE marks (name text PRIMARY KEY,
+                    mark bigint NOT NULL)" ;;
+            redis) start_redis "$PIN_PROXY" "$REF_REDIS" "$dir/ref/redis" ;;
+            etcd)
+                start_etcd "$PIN_PROXY" "$REF_ETCD" "$REF_PEER" \
+                    "$dir/ref/etcd" ;;
+            *) die "unknown reference '$ref' in BENCH_REFS" ;;
+        esac
+    done
+}
+
+# refs_run NAME C R: after round R of case NAME, each reference once at
+# C clients, if NAME is one of the raises set's.
+refs_run() {
+    case "$1" in
+        rising-c | rising-c*[!0-9]*) return 0 ;; # not the raises set's
+        rising-c*) ;;
+        *) return 0 ;;
+    esac
+    [ "$REFS" != none ] || return 0
+    for ref in $REFS; do
+        [ "$ref" != raw ] || [ "$2" = 1 ] || continue
+        printf 'running reference %-8s at c=%-4s (%d of %d) ...\n' \
+            "$ref" "$2" "$3" "$REPEAT" >&2
+        rate=$("ref_$ref" "$2")
+        [ -z "$rate" ] || echo "$ref $2 $3 $rate" >>"$out_dir/refs.txt"
+    done
+}
+
+case " $SETS " in
+    *" raises "*) [ "$REFS" = none ] || refs_start ;;
+esac
+
 # Each case: its marks primed, a warm-up run per target, then each cell
 # REPEAT times with the targets in turn (nginx, tidemark, nginx, ...), so
 # that a burst of other work on the machine falls on all rather than on
@@ -825,6 +920,7 @@ while read -r name w c nres body <&3; do
             awk -v r="$r" -v c="$c" '{ print $1, $2, r, $3, $4, $5, $6, $7,
                 $9, $10, $11, c }' "$dir/run" >>"$out_dir/runs.txt"
         done
+        refs_run "$name" "$c" "$r"
         r=$((r + 1))
     done
     if [ "$SYSCALL_TOOL" != none ]; then
@@ -837,100 +933,6 @@ while read -r name w c nres body <&3; do
         done
     fi
 done 3<"$dir/cases"
-# The raises set's references, on the disk of $dir, right after the
-# proxies' runs: the same durable single writes at the same clients,
-# BENCH_REPEAT runs each in turn, the server under test on the proxy's
-# core and its client on the load's. raw: fsyncloop (one append and
-# fdatasync at a time: the disk's pace, c=1 only); postgres: pgbench, a
-# single-row UPSERT raising a mark in its own transaction
-# (synchronous_commit on); redis: redis-benchmark INCR, appendfsync
-# always, no pipelining; etcd: wrk posting one put a request to etcd's
-# JSON gateway (etcdput.lua; Debian ships no etcd benchmark tool). Each
-# writes "ref client_count run rate" lines to refs.txt.
-RAISE_CLIENTS="1 8 32 128 512"
-ref_secs=${DURATION%s}
-case "$ref_secs" in
-    '' | *[!0-9]*) ref_secs=10 ;; # BENCH_DURATION not in seconds
-esac
-
-ref_raw() { # C: the loop is one writer, so c=1 only
-    [ "$1" = 1 ] || return 0
-    $PIN_PROXY "$FSYNCLOOP" "$dir/ref/raw.dat" "$ref_secs" 64 |
-        awk '{ print $2 }'
-}
-
-ref_postgres() { # C: pgbench's rate leaves out its connecting (10 ms a
-    # client on a loaded machine), which its -T includes
-    "$pgbin/pgbench" -n -M prepared -h 127.0.0.1 -p "$REF_PORT" \
-        -U postgres -c "$1" -j "$(($1 < 2 ? 1 : 2))" \
-        -T "$((ref_secs + $1 / 40))" -f "$dir/ref/upsert.sql" postgres \
-        2>>"$out_dir/pgbench.err" |
-        sed -n 's/^tps = \([0-9.]*\).*/\1/p'
-}
-
-ref_redis() { # C: about ref_secs at the first run's pace
-    n=$((2000 * $1))
-    [ "$n" -le 100000 ] || n=100000
-    $PIN_LOAD redis-benchmark -p "$REF_PORT" -c "$1" -n "$n" -r 1000 \
-        --csv INCR 'mark:__rand_int__' | tail -n 1 | cut -d, -f2 | tr -d '"'
-}
-
-ref_etcd() { # C
-    t=2
-    [ "$1" -ge 2 ] || t=1
-    $PIN_LOAD wrk -t"$t" -c"$1" -d"$ref_secs" -s "$BENCH/etcdput.lua" \
-        "http://127.0.0.1:$REF_PORT" | awk '/^Requests\/sec:/ { print $2 }'
-}
-
-raises_refs() {
-    mkdir -p "$dir/ref"
-    cat >"$dir/ref/upsert.sql" <<'SQL'
-\set r random(1, 1000)
-INSERT INTO marks (name, mark) VALUES ('r' || :r, 1)
-ON CONFLICT (name) DO UPDATE SET mark = marks.mark + 1;
-SQL
-    # shellcheck disable=SC2046
-    set -- $(free_ports 2)
-    REF_PORT=$1 REF_PEER=$2
-    for ref in $REFS; do
-        case "$ref" in
-            raw) ;;
-            postgres)
-                start_postgres "$PIN_PROXY" "$REF_PORT" "$dir/ref/pg" \
-                    -c max_connections=600 -c synchronous_commit=on
-                "$pgbin/psql" -q -h 127.0.0.1 -p "$REF_PORT" -U postgres \
-                    -d postgres -c "CREATE TABLE marks (name text PRIMARY KEY,
-                    mark bigint NOT NULL)" ;;
-            redis) start_redis "$PIN_PROXY" "$REF_PORT" "$dir/ref/redis" ;;
-            etcd)
-                start_etcd "$PIN_PROXY" "$REF_PORT" "$REF_PEER" \
-                    "$dir/ref/etcd" ;;
-            *) die "unknown reference '$ref' in BENCH_REFS" ;;
-        esac
-        ref_pid=${pids##* }
-        for c in $RAISE_CLIENTS; do
-            r=1
-            while [ "$r" -le "$REPEAT" ]; do
-                printf 'running reference %-8s at c=%-4s (%d of %d) ...\n' \
-                    "$ref" "$c" "$r" "$REPEAT" >&2
-                rate=$("ref_$ref" "$c")
-                [ -z "$rate" ] || echo "$ref $c $r $rate" >>"$out_dir/refs.txt"
-                r=$((r + 1))
-                [ "$ref" != raw ] || [ "$c" = 1 ] || break
-            done
-        done
-        if [ "$ref" != raw ]; then
-            kill "$ref_pid" 2>/dev/null || true
-            wait "$ref_pid" 2>/dev/null || true
-            pids=${pids% *}
-            rm -rf "$dir/ref/$ref" "$dir/ref/pg"
-        fi
-    done
-}
-
-case " $SETS " in
-    *" raises "*) [ "$REFS" = none ] || raises_refs ;;
-esac
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" |
     tee -a "$out_dir/summary.txt"
 echo

@@ -125,7 +125,7 @@ if [ -s "$dir/syscalls-by-call.txt" ]; then
 fi
 if [ -s "$dir/refs.txt" ]; then
     echo
-    echo "durable raises side by side (run.sh raises_refs): tidemark's" \
+    echo "durable raises side by side (run.sh refs_run: in turn with tidemark): tidemark's" \
         "rising req/s and the references' durable writes/s, medians:"
     awk "$MEDIAN"'
         FILENAME ~ /refs.txt$/ {
