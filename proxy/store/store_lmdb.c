@@ -35,8 +35,7 @@
  *
  * Threads. The loop thread calls raise, get, ready and close, and runs
  * every callback. The writer thread (lmdb_worker.c) owns the write
- * transaction and the journal. Gets, and raises at or below the mark,
- * never wait for it: the loop thread
+ * transaction and the journal. Gets never wait for it: the loop thread
  * reads the mark in a read-only transaction of its own (one reader slot,
  * reset and renewed) and takes the larger of that and the journaled table,
  * the marks accepted since the last checkpoint, which LMDB's committed
@@ -183,6 +182,20 @@ enqueue(struct lmdb_store *s, struct lmdb_req *r)
     s->full_logged = false;
 }
 
+static void
+lmdb_raise(struct store *st, const char *res, size_t len, int64_t token,
+           store_cb cb, void *arg)
+{
+    struct lmdb_store *s = to_lmdb(st);
+    struct lmdb_req *r = req_new(res, len, token, cb, arg);
+
+    if (r == NULL) {
+        answer_oom(s, cb, arg);
+        return;
+    }
+    enqueue(s, r);
+}
+
 /* Loop thread: the mark of r's resource, without the writer: the
  * larger of the journaled table's and the committed one, read in that order
  * (see Threads above). 0 or an LMDB error (EINVAL: not 8 bytes). */
@@ -215,31 +228,6 @@ read_now(struct lmdb_store *s, const struct lmdb_req *r, int64_t *mark)
         *mark = journaled;
     }
     return rc;
-}
-
-/* A raise that writes nothing is answered here, on the next pass of the
- * loop, without the writer: a token at or below the durable mark (see
- * read_now) is stale, or equal and accepted, whatever the raises queued
- * before it do, since a mark only rises. A token above it, or a read
- * that failed, goes to the writer, which decides in its transaction. */
-static void
-lmdb_raise(struct store *st, const char *res, size_t len, int64_t token,
-           store_cb cb, void *arg)
-{
-    struct lmdb_store *s = to_lmdb(st);
-    struct lmdb_req *r = req_new(res, len, token, cb, arg);
-    int64_t mark = 0;
-
-    if (r == NULL) {
-        answer_oom(s, cb, arg);
-        return;
-    }
-    if (lmdb_worker_ready(s->w) && read_now(s, r, &mark) == 0 &&
-        token <= mark) {
-        answer_local(s, r, token == mark ? STORE_ACCEPTED : STORE_STALE, mark);
-        return;
-    }
-    enqueue(s, r);
 }
 
 /* Gets never queue behind the writer: read here, answered on the next

@@ -350,23 +350,15 @@ test_group_commit(void **state)
         a = get_wait(f, name, strlen(name));
         assert_true(a.mark == model[r]);
     }
-    /* Gets never reach the writer, nor do raises at or below the durable
-     * mark: they are answered from it, and write no journal. */
+    /* Gets never reach the writer; a turn whose raises write nothing
+     * does not write the journal. */
     store_lmdb_stats(f->st, &st);
     assert_int_equal(st.batches, 1);
     assert_int_equal(st.commits, 1);
     snprintf(name, sizeof(name), "group/%d", 0);
-    {
-        struct answer a = raise_wait(f, name, 1);
-
-        assert_int_equal(a.res, model[0] == 1 ? STORE_ACCEPTED : STORE_STALE);
-        assert_true(a.mark == model[0]);
-        a = raise_wait(f, name, model[0]);
-        assert_int_equal(a.res, STORE_ACCEPTED);
-        assert_true(a.mark == model[0]);
-    }
+    (void)raise_wait(f, name, 1);
     store_lmdb_stats(f->st, &st);
-    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.batches, 2);
     assert_int_equal(st.commits, 1);
     store_close(f);
 }
