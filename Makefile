@@ -272,14 +272,21 @@ test-sanitize:
 	TIDEMARK_BIN=$(abspath build-asan/tidemark) $(PYTEST) -q -rs \
 	    -p no:cacheprovider $(SANITIZE_TESTS)
 
-bench: deps all tests/preload/nosync.so $(BUILD)/tools/premark
-	PREMARK=$(abspath $(BUILD)/tools/premark) sh tests/bench/run.sh
+bench: deps all tests/preload/nosync.so $(BUILD)/tools/premark \
+       $(BUILD)/tools/fsyncloop
+	PREMARK=$(abspath $(BUILD)/tools/premark) \
+	FSYNCLOOP=$(abspath $(BUILD)/tools/fsyncloop) sh tests/bench/run.sh
 
 # The bench's bulk loader of marks (tests/bench/premark.c), on the store's
 # own code.
 $(BUILD)/tools/premark: tests/bench/premark.c $(INT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INT_LIB) $(LDLIBS)
+
+# The raises set's floor: one append and fdatasync at a time.
+$(BUILD)/tools/fsyncloop: tests/bench/fsyncloop.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 bench-locks: deps all
 	BACKEND=$(or $(BACKEND),lmdb) sh tests/bench/locks.sh

@@ -159,11 +159,14 @@ on_done(evutil_socket_t fd, short what, void *arg)
     ssize_t got;
 
     lib_enter(((struct lmdb_worker *)arg)->log);
-    (void)what;
     /* Reset the counter before taking the queue, so that a wake-up sent
-     * after the take is not lost. EAGAIN: activated for local answers. */
-    got = read(fd, &n, sizeof(n));
-    (void)got;
+     * after the take is not lost. Activated only for local answers (no
+     * EV_READ), the counter is left: if the writer did signal, the next
+     * pass reads it and finds done drained, or refilled. */
+    if (what & EV_READ) {
+        got = read(fd, &n, sizeof(n));
+        (void)got;
+    }
     drain(arg);
 }
 
@@ -326,7 +329,7 @@ void
 lmdb_worker_answer_local(struct lmdb_worker *w, struct lmdb_worker_job *job)
 {
     QUEUE_PUSH(&w->local, job);
-    event_active(w->done_ev, EV_READ, 1);
+    event_active(w->done_ev, EV_TIMEOUT, 1);
 }
 
 bool

@@ -80,10 +80,14 @@ cpu_ticks() { # PID: user + system clock ticks
 # run NAME BIN COUNT: one measured run; appends a line to $OUT/runs.txt.
 run() {
     tm_port=$(port)
+    adm_port=$(port)
     cat > "$dir/tidemark.ini" <<INI
 [proxy]
 listen = 127.0.0.1:$tm_port
 log_level = warn
+
+[admin]
+listen = 127.0.0.1:$adm_port
 
 [upstream default]
 url = http://127.0.0.1:9

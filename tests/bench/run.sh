@@ -38,6 +38,12 @@
 # the quick set's),
 # BENCH_MAP_SIZE (lmdb: the map_size, in bytes, for premark and
 # tidemark; unset: premark's 1 GiB and tidemark's default, the same),
+# BENCH_KEEPALIVE (64: idle upstream connections each proxy keeps, nginx's
+# keepalive and tidemark's [upstream] max_idle; below the clients, a
+# burst of answers, such as a batch of durable raises, closes the
+# surplus and the next burst dials it again),
+# BENCH_REFS (the raises set's references, "raw postgres redis etcd" or
+# none: see refs_start), FSYNCLOOP (tests/bench/fsyncloop.c, built),
 # BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug), STORE
 # (lmdb | postgres | redis | etcd: the bench starts its own server in its
 # temporary directory), BENCH_POOL ([store] pool_size for postgres and
@@ -72,6 +78,7 @@ MARKS=${BENCH_MARKS:-1000 100000}
 TARGETS=${BENCH_TARGETS:-bare nginx tidemark}
 STORE=${STORE:-lmdb}
 FLUSH=${BENCH_FLUSH:-on}
+KEEPALIVE=${BENCH_KEEPALIVE:-64}
 TIDEMARK_BIN=${TIDEMARK_BIN:-$ROOT/tidemark}
 
 EQUAL_TOKEN=1000
@@ -164,6 +171,16 @@ case "$FLUSH" in
 esac
 case "$REPEAT" in
     '' | *[!0-9]* | 0) die "BENCH_REPEAT=$REPEAT: a count of runs, 1 or more" ;;
+esac
+REFS=${BENCH_REFS:-raw postgres redis etcd}
+case " $SETS $REFS " in
+    *" raises "*" raw "*)
+        [ -x "${FSYNCLOOP:-}" ] ||
+            die "FSYNCLOOP (tests/bench/fsyncloop.c, built) is not set: make bench builds it"
+        ;;
+esac
+case "$KEEPALIVE" in
+    '' | *[!0-9]* | 0) die "BENCH_KEEPALIVE=$KEEPALIVE: a count of connections, 1 or more" ;;
 esac
 # Every known store must be listed here and in store_start below.
 case "$STORE" in
@@ -278,7 +295,7 @@ start_nginx upstream "$dir/up" "$UP_PORT" "$PIN_LOAD"
 if has_target nginx; then
     nginx_conf "$dir/ngx" "$NGX_PORT" "    upstream backend {
         server 127.0.0.1:$UP_PORT;
-        keepalive 64;
+        keepalive $KEEPALIVE;
         keepalive_requests 1000000;
     }
     server {
@@ -293,6 +310,51 @@ if has_target nginx; then
     }"
     start_nginx nginx "$dir/ngx" "$NGX_PORT" "$PIN_PROXY"
 fi
+
+# Servers on the disk of $dir, for the store under test and the raises
+# set's references: start_X PIN PORT [PEER_PORT] DIR [ARGS...] starts one
+# (pinned by PIN, a taskset prefix or empty), adds its pid to $pids and
+# waits until it answers.
+start_redis() {
+    mkdir -p "$3"
+    $1 redis-server --port "$2" --bind 127.0.0.1 --save '' \
+        --appendonly yes --appendfsync always --dir "$3" >"$3/log" 2>&1 &
+    pids="$pids $!"
+    wait_cmd redis "$!" "$3/log" redis-cli -p "$2" ping
+}
+
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+start_postgres() {
+    _pin=$1 _port=$2 _dir=$3
+    shift 3
+    mkdir -p "$_dir"
+    as_pg=""
+    if [ "$(id -u)" -eq 0 ]; then
+        chown postgres "$_dir"
+        as_pg="runuser -u postgres --"
+    fi
+    $as_pg "$pgbin/initdb" -D "$_dir/data" -A trust -U postgres \
+        -E UTF8 >"$_dir/initdb.log" 2>&1 ||
+        die "initdb failed: $(tail -n 5 "$_dir/initdb.log")"
+    $_pin $as_pg "$pgbin/postgres" -D "$_dir/data" -k "$_dir" \
+        -p "$_port" -c listen_addresses=127.0.0.1 "$@" >"$_dir/log" 2>&1 &
+    pids="$pids $!"
+    wait_cmd postgres "$!" "$_dir/log" "$pgbin/pg_isready" \
+        -h 127.0.0.1 -p "$_port" -U postgres -d postgres
+}
+
+start_etcd() {
+    mkdir -p "$4"
+    $1 etcd --name default --data-dir "$4/data" \
+        --listen-client-urls "http://127.0.0.1:$2" \
+        --advertise-client-urls "http://127.0.0.1:$2" \
+        --listen-peer-urls "http://127.0.0.1:$3" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$3" \
+        --initial-cluster "default=http://127.0.0.1:$3" \
+        --log-level warn >"$4/log" 2>&1 &
+    pids="$pids $!"
+    wait_cmd etcd "$!" "$4/log" curl -sf "http://127.0.0.1:$2/health"
+}
 
 # Store sections: each sets STORE_INI (the [store] keys) and STORE_DESC,
 # and starts its server (adding the pid to $pids) if it needs one.
@@ -310,35 +372,14 @@ map_size = $BENCH_MAP_SIZE"
                 2>/dev/null || echo '?'), on $fs"
             ;;
         redis)
-            mkdir -p "$dir/redis"
-            $PIN_LOAD redis-server --port "$STORE_PORT" --bind 127.0.0.1 --save '' \
-                --appendonly yes --appendfsync always --dir "$dir/redis" \
-                >"$dir/redis/log" 2>&1 &
-            pids="$pids $!"
-            wait_cmd redis "$!" "$dir/redis/log" \
-                redis-cli -p "$STORE_PORT" ping
+            start_redis "$PIN_LOAD" "$STORE_PORT" "$dir/redis"
             STORE_INI="type = redis
 url = redis://127.0.0.1:$STORE_PORT"
             STORE_DESC="$(redis-server --version | awk '{ print $1, $3 }'),"
             STORE_DESC="$STORE_DESC appendfsync always"
             ;;
         postgres)
-            pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-            mkdir -p "$dir/pg"
-            as_pg=""
-            if [ "$(id -u)" -eq 0 ]; then
-                chown postgres "$dir/pg"
-                as_pg="runuser -u postgres --"
-            fi
-            $as_pg "$pgbin/initdb" -D "$dir/pg/data" -A trust -U postgres \
-                -E UTF8 >"$dir/pg/initdb.log" 2>&1 ||
-                die "initdb failed: $(tail -n 5 "$dir/pg/initdb.log")"
-            $PIN_LOAD $as_pg "$pgbin/postgres" -D "$dir/pg/data" -k "$dir/pg" \
-                -p "$STORE_PORT" -c listen_addresses=127.0.0.1 \
-                >"$dir/pg/log" 2>&1 &
-            pids="$pids $!"
-            wait_cmd postgres "$!" "$dir/pg/log" "$pgbin/pg_isready" \
-                -h 127.0.0.1 -p "$STORE_PORT" -U postgres -d postgres
+            start_postgres "$PIN_LOAD" "$STORE_PORT" "$dir/pg"
             STORE_INI="type = postgres
 dsn = host=127.0.0.1 port=$STORE_PORT user=postgres dbname=postgres
 pool_size = ${BENCH_POOL:-2}"
@@ -346,17 +387,7 @@ pool_size = ${BENCH_POOL:-2}"
                 awk '{ print $3 }'), synchronous_commit on, fsync on"
             ;;
         etcd)
-            mkdir -p "$dir/etcd"
-            $PIN_LOAD etcd --name default --data-dir "$dir/etcd/data" \
-                --listen-client-urls "http://127.0.0.1:$STORE_PORT" \
-                --advertise-client-urls "http://127.0.0.1:$STORE_PORT" \
-                --listen-peer-urls "http://127.0.0.1:$PEER_PORT" \
-                --initial-advertise-peer-urls "http://127.0.0.1:$PEER_PORT" \
-                --initial-cluster "default=http://127.0.0.1:$PEER_PORT" \
-                --log-level warn >"$dir/etcd/log" 2>&1 &
-            pids="$pids $!"
-            wait_cmd etcd "$!" "$dir/etcd/log" \
-                curl -sf "http://127.0.0.1:$STORE_PORT/health"
+            start_etcd "$PIN_LOAD" "$STORE_PORT" "$PEER_PORT" "$dir/etcd"
             STORE_INI="type = etcd
 endpoints = http://127.0.0.1:$STORE_PORT
 pool_size = ${BENCH_POOL:-4}"
@@ -416,7 +447,7 @@ log_level = warn
 
 [upstream default]
 url = http://127.0.0.1:$UP_PORT
-max_idle = 64                 ; as nginx's keepalive 64
+max_idle = $KEEPALIVE                 ; as nginx's keepalive
 
 [store]
 $STORE_INI
@@ -755,8 +786,8 @@ header() {
     echo "runs: $REPEAT per cell, the targets in turn ($(echo "$TARGETS" |
         sed 's/  */, /g'), then again); medians shown"
     echo "upstream: nginx, 1 worker, return 200; proxy nginx: 1 worker," \
-        "keepalive 64, HTTP/1.1, proxy_request_buffering off;" \
-        "tidemark: 1 network thread"
+        "keepalive $KEEPALIVE, HTTP/1.1, proxy_request_buffering off;" \
+        "tidemark: 1 network thread, max_idle $KEEPALIVE"
     echo "logging: nginx access_log off, error_log warn; tidemark" \
         "log_level = warn (no access log)"
     echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -766,6 +797,101 @@ out_dir=$RESULTS/$(date -u '+%Y%m%dT%H%M%SZ')-$STORE
 mkdir -p "$out_dir"
 header | tee "$out_dir/summary.txt"
 echo
+
+# The raises set's references, on the disk of $dir: the same durable
+# single writes at the same clients, run in turn with the proxies (after
+# each round of a rising-cN case's targets, every reference once at c=N),
+# each server on the proxy's core and its client on the load's. raw:
+# fsyncloop (one append and fdatasync at a time: the disk's pace, c=1
+# only); postgres: pgbench, a single-row UPSERT raising a mark in its own
+# transaction (synchronous_commit on); redis: redis-benchmark INCR,
+# appendfsync always, no pipelining; etcd: wrk posting one put a request
+# to etcd's JSON gateway (etcdput.lua; Debian ships no etcd benchmark
+# tool). Each run adds "ref clients run rate" to refs.txt.
+ref_secs=${DURATION%s}
+case "$ref_secs" in
+    '' | *[!0-9]*) ref_secs=10 ;; # BENCH_DURATION not in seconds
+esac
+
+ref_raw() { # C: the loop is one writer, so c=1 only
+    [ "$1" = 1 ] || return 0
+    $PIN_PROXY "$FSYNCLOOP" "$dir/ref/raw.dat" "$ref_secs" 64 |
+        awk '{ print $2 }'
+}
+
+ref_postgres() { # C: pgbench's rate leaves out its connecting (10 ms a
+    # client on a loaded machine), which its -T includes
+    "$pgbin/pgbench" -n -M prepared -h 127.0.0.1 -p "$REF_PG" \
+        -U postgres -c "$1" -j "$(($1 < 2 ? 1 : 2))" \
+        -T "$((ref_secs + $1 / 40))" -f "$dir/ref/upsert.sql" postgres \
+        2>>"$out_dir/pgbench.err" |
+        sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+}
+
+ref_redis() { # C: about ref_secs at 400 writes/s a client
+    n=$((2000 * $1))
+    [ "$n" -le 100000 ] || n=100000
+    $PIN_LOAD redis-benchmark -p "$REF_REDIS" -c "$1" -n "$n" -r 1000 \
+        --csv INCR 'mark:__rand_int__' | tail -n 1 | cut -d, -f2 | tr -d '"'
+}
+
+ref_etcd() { # C
+    t=2
+    [ "$1" -ge 2 ] || t=1
+    $PIN_LOAD wrk -t"$t" -c"$1" -d"$ref_secs" -s "$BENCH/etcdput.lua" \
+        "http://127.0.0.1:$REF_ETCD" | awk '/^Requests\/sec:/ { print $2 }'
+}
+
+# Start the references' servers, once for the whole run.
+refs_start() {
+    mkdir -p "$dir/ref"
+    cat >"$dir/ref/upsert.sql" <<'SQL'
+\set r random(1, 1000)
+INSERT INTO marks (name, mark) VALUES ('r' || :r, 1)
+ON CONFLICT (name) DO UPDATE SET mark = marks.mark + 1;
+SQL
+    # shellcheck disable=SC2046
+    set -- $(free_ports 4)
+    REF_PG=$1 REF_REDIS=$2 REF_ETCD=$3 REF_PEER=$4
+    for ref in $REFS; do
+        case "$ref" in
+            raw) ;;
+            postgres)
+                start_postgres "$PIN_PROXY" "$REF_PG" "$dir/ref/pg" \
+                    -c max_connections=600 -c synchronous_commit=on
+                "$pgbin/psql" -q -h 127.0.0.1 -p "$REF_PG" -U postgres \
+                    -d postgres -c "CREATE TABLE marks (name text PRIMARY KEY,
+                    mark bigint NOT NULL)" ;;
+            redis) start_redis "$PIN_PROXY" "$REF_REDIS" "$dir/ref/redis" ;;
+            etcd)
+                start_etcd "$PIN_PROXY" "$REF_ETCD" "$REF_PEER" \
+                    "$dir/ref/etcd" ;;
+            *) die "unknown reference '$ref' in BENCH_REFS" ;;
+        esac
+    done
+}
+
+# refs_run NAME C R: after round R of case NAME, each reference once at
+# C clients, if NAME is one of the raises set's.
+refs_run() {
+    case "$1" in
+        rising-c | rising-c*[!0-9]*) return 0 ;; # not the raises set's
+        rising-c*) ;;
+        *) return 0 ;;
+    esac
+    [ "$REFS" != none ] || return 0
+    for ref in $REFS; do
+        [ "$ref" != raw ] || [ "$2" = 1 ] || continue
+        printf 'running reference %-8s at c=%-4s (%d of %d) ...\n' \
+            "$ref" "$2" "$3" "$REPEAT" >&2
+        rate=$("ref_$ref" "$2")
+        [ -z "$rate" ] || echo "$ref $2 $3 $rate" >>"$out_dir/refs.txt"
+    done
+}
+
+case " $SETS " in
+    *" raises "*) [ "$REFS" = none ] || refs_start ;;
+esac
 
 # Each case: its marks primed, a warm-up run per target, then each cell
 # REPEAT times with the targets in turn (nginx, tidemark, nginx, ...), so
@@ -794,6 +920,7 @@ while read -r name w c nres body <&3; do
             awk -v r="$r" -v c="$c" '{ print $1, $2, r, $3, $4, $5, $6, $7,
                 $9, $10, $11, c }' "$dir/run" >>"$out_dir/runs.txt"
         done
+        refs_run "$name" "$c" "$r"
         r=$((r + 1))
     done
     if [ "$SYSCALL_TOOL" != none ]; then

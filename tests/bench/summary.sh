@@ -6,7 +6,8 @@
 set -eu
 dir=${1:?usage: summary.sh DIR}
 read -r rep tool sdur <"$dir/meta.txt"
-awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" '
+# The median of a space-separated list, for both tables.
+MEDIAN='
     function median(list,    a, n, i, j, x) {
         n = split(list, a, " ")
         for (i = 2; i <= n; i++) {      # insertion sort: n is small
@@ -18,6 +19,8 @@ awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" '
         if (n % 2) return a[(n + 1) / 2] + 0
         return (a[n / 2] + a[n / 2 + 1]) / 2
     }
+'
+awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" "$MEDIAN"'
     FILENAME ~ /syscalls.txt$/ {
         k = $1 " " $2
         if ($4 > 0) {
@@ -119,4 +122,40 @@ if [ -s "$dir/syscalls-by-call.txt" ]; then
                split($i, kv, "/"); printf " %s %s", kv[1], kv[2]
            }
            print "" }' "$dir/syscalls-by-call.txt"
+fi
+if [ -s "$dir/refs.txt" ]; then
+    echo
+    echo "durable raises side by side (run.sh refs_run: in turn with tidemark): tidemark's" \
+        "rising req/s and the references' durable writes/s, medians:"
+    awk "$MEDIAN"'
+        FILENAME ~ /refs.txt$/ {
+            v[$1 " " $2] = v[$1 " " $2] " " $4; seen[$1] = 1; next
+        }
+        $1 ~ /^rising-c[0-9]+$/ && $2 == "tidemark" {
+            c = substr($1, 9); v["tidemark " c] = v["tidemark " c] " " $4
+        }
+        END {
+            n = split("tidemark postgres redis etcd raw", who, " ")
+            printf "%-8s", "clients"
+            for (i = 1; i <= n; i++) printf " %9s", who[i]
+            printf " %9s %9s\n", "tm/pg", "tm/c128"
+            split("1 8 32 128 512", cs, " ")
+            base = median(v["tidemark 128"])
+            for (j = 1; j <= 5; j++) {
+                c = cs[j]
+                if (!(("tidemark " c) in v)) continue
+                printf "%-8s", c
+                for (i = 1; i <= n; i++) {
+                    k = who[i] " " c
+                    printf " %9s", (k in v) ? sprintf("%.0f", median(v[k])) : "-"
+                }
+                tm = median(v["tidemark " c]); pg = median(v["postgres " c])
+                printf " %9s %9s\n", (pg > 0 ? sprintf("%.2fx", tm / pg) : "-"),
+                    (base > 0 ? sprintf("%.2fx", tm / base) : "-")
+                if (c == 1 && ("raw 1" in v))
+                    raw1 = sprintf("%.2fx", tm / median(v["raw 1"]))
+            }
+            if (raw1 != "")
+                print "tidemark at c=1 vs the raw write+fdatasync loop: " raw1
+        }' "$dir/refs.txt" "$dir/runs.txt"
 fi
