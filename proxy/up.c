@@ -3,8 +3,7 @@
  * (dial.c); idle keep-alive connections are kept most recently used first
  * and dropped when the upstream closes them. A request that finds none
  * idle waits for the end of the loop pass: a connection given back in
- * that pass serves it, and only the requests still waiting dial, at most
- * UP_DIALS_MAX at once. */
+ * that pass serves it, and only the requests still waiting dial. */
 #include "up.h"
 
 #include <errno.h>
@@ -36,12 +35,6 @@
  * timeout of common servers (nginx 75 s, Node.js 5 s), so that a write is
  * rarely sent on a connection the upstream is closing at that moment. */
 #define UP_IDLE_MS 4000
-
-/* Connections being opened at once, per pool. A burst of requests (ten
- * thousand clients starting together) beyond it waits for one of those or
- * for one given back, each up to connect_timeout_ms, rather than sending
- * the upstream more SYNs than its listen queue holds. */
-#define UP_DIALS_MAX 64
 
 struct up_conn {
     struct up_pool *pool;
@@ -81,16 +74,13 @@ struct up_pool {
     struct conn_list idle; /* most recently used first */
     struct conn_list wait; /* up_connect's, in arrival order */
     size_t nbusy;
-    size_t ndialing;      /* connects in progress, up to UP_DIALS_MAX */
-    struct event *expire; /* fails the waiting whose time is up */
-    struct event *turn;   /* serves the waiting at the end of the pass */
-    bool turn_on;         /* turn is active */
-    struct event *trim;   /* closes the idle beyond max_idle, a pass later */
+    struct event *turn; /* serves the waiting at the end of the pass */
+    bool turn_on;       /* turn is active */
+    struct event *trim; /* closes the idle beyond max_idle, a pass later */
 };
 
 static void on_turn(evutil_socket_t fd, short what, void *arg);
 static void on_trim(evutil_socket_t fd, short what, void *arg);
-static void on_expire(evutil_socket_t fd, short what, void *arg);
 
 static void
 ms_to_tv(int ms, struct timeval *tv)
@@ -205,8 +195,7 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
     snprintf(p->who, sizeof(p->who), "upstream %s", cfg->name);
     p->turn = event_new(base, -1, 0, on_turn, p);
     p->trim = evtimer_new(base, on_trim, p);
-    p->expire = evtimer_new(base, on_expire, p);
-    if (p->turn == NULL || p->trim == NULL || p->expire == NULL) {
+    if (p->turn == NULL || p->trim == NULL) {
         snprintf(err, errlen, "out of memory");
         up_pool_free(p);
         return NULL;
@@ -268,29 +257,6 @@ wait_unlink(struct up_conn *uc)
     uc->waiting = false;
 }
 
-/* Serve the waiting at the end of this pass. */
-static void
-arm_turn(struct up_pool *p)
-{
-    /* Active events run in the order activated: this one after every
-     * event the pass had already, the answers that free connections. */
-    if (!p->turn_on) {
-        p->turn_on = true;
-        event_active(p->turn, EV_TIMEOUT, 1);
-    }
-}
-
-/* A connect ended (or was given up): its place is free for a waiting
- * request. */
-static void
-dial_ended(struct up_pool *p)
-{
-    p->ndialing--;
-    if (p->wait.n > 0) {
-        arm_turn(p);
-    }
-}
-
 static void
 conn_free(struct up_conn *uc)
 {
@@ -300,10 +266,7 @@ conn_free(struct up_conn *uc)
     if (uc->waiting) {
         wait_unlink(uc);
     }
-    if (uc->dial != NULL) {
-        dial_cancel(uc->dial);
-        dial_ended(uc->pool);
-    }
+    dial_cancel(uc->dial);
     if (uc->bev != NULL) {
         sock_fini(&uc->sk);
         bufferevent_free(uc->bev);
@@ -328,9 +291,6 @@ up_pool_free(struct up_pool *p)
     }
     if (p->trim != NULL) {
         event_free(p->trim);
-    }
-    if (p->expire != NULL) {
-        event_free(p->expire);
     }
     if (p->session != NULL) {
         SSL_SESSION_free(p->session);
@@ -488,7 +448,6 @@ on_dialed(void *arg, int fd, int err, size_t index)
     struct timeval tv;
 
     uc->dial = NULL;
-    dial_ended(uc->pool);
     if (fd < 0) {
         connect_done(uc, false, err);
         return;
@@ -508,53 +467,33 @@ on_dialed(void *arg, int fd, int err, size_t index)
 }
 
 /* Serve a waiting request: a connection given back since it came, or a
- * new one (within what is left of its connect_timeout_ms). false: none
- * idle and UP_DIALS_MAX connecting; it keeps waiting. */
-static bool
+ * new one. */
+static void
 serve(struct up_conn *uc)
 {
     struct up_pool *p = uc->pool;
-    struct up_conn *got = up_take_idle(p);
+    struct up_conn *got;
 
-    if (got == NULL && p->ndialing >= UP_DIALS_MAX) {
-        return false;
-    }
     wait_unlink(uc);
+    got = up_take_idle(p);
     if (got != NULL) {
         up_ready_cb cb = uc->cb;
         void *arg = uc->arg;
 
         free(uc);
         cb(arg, got, true);
-        return true;
-    }
-    p->ndialing++;
-    uc->dial = dial_start(p->base, &p->addrs, p->good,
-                          dial_share_ms(uc->deadline - dial_now_ms(), 1),
-                          p->who, on_dialed, uc);
-    if (uc->dial == NULL) {
-        p->ndialing--;
-        connect_done(uc, false, ENOMEM);
-    }
-    return true;
-}
-
-/* Wake when the oldest waiting request's time is up. */
-static void
-arm_expire(struct up_pool *p)
-{
-    struct timeval tv;
-
-    if (p->wait.head == NULL) {
         return;
     }
-    ms_to_tv(dial_share_ms(p->wait.head->deadline - dial_now_ms(), 1), &tv);
-    evtimer_add(p->expire, &tv);
+    uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
+    uc->dial = dial_start(p->base, &p->addrs, p->good,
+                          p->cfg->connect_timeout_ms, p->who, on_dialed, uc);
+    if (uc->dial == NULL) {
+        connect_done(uc, false, ENOMEM);
+    }
 }
 
-/* The end of the loop pass: the requests that waited then get a
- * connection, in order, as far as UP_DIALS_MAX allows (those that come
- * meanwhile wait for the next turn). */
+/* The end of the loop pass: every request that waited then gets a
+ * connection (those that come meanwhile wait for the next turn). */
 static void
 on_turn(evutil_socket_t fd, short what, void *arg)
 {
@@ -565,28 +504,9 @@ on_turn(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     p->turn_on = false;
-    while (n-- > 0 && p->wait.head != NULL && serve(p->wait.head)) {
+    while (n-- > 0 && p->wait.head != NULL) {
+        serve(p->wait.head);
     }
-    arm_expire(p);
-}
-
-/* Waiting requests whose connect_timeout_ms passed get ETIMEDOUT, as a
- * connect that took that long would. */
-static void
-on_expire(evutil_socket_t fd, short what, void *arg)
-{
-    struct up_pool *p = arg;
-    int64_t now = dial_now_ms();
-    struct up_conn *uc;
-
-    lib_enter(p->log);
-    (void)fd;
-    (void)what;
-    while ((uc = p->wait.head) != NULL && uc->deadline <= now) {
-        wait_unlink(uc);
-        connect_done(uc, false, ETIMEDOUT);
-    }
-    arm_expire(p);
 }
 
 /* A pass after connections were given back beyond max_idle: those no
@@ -616,10 +536,14 @@ up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
     uc->pool = p;
     uc->cb = cb;
     uc->arg = arg;
-    uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
     uc->waiting = true;
     list_add(&p->wait, uc, false);
-    arm_turn(p);
+    /* Active events run in the order activated: this one after every
+     * event the pass had already, the answers that free connections. */
+    if (!p->turn_on) {
+        p->turn_on = true;
+        event_active(p->turn, EV_TIMEOUT, 1);
+    }
     return uc;
 }
 
@@ -644,9 +568,6 @@ up_put(struct up_conn *uc, bool reusable)
     }
     uc->idle = true;
     list_add(&p->idle, uc, true);
-    if (p->wait.n > 0) {
-        arm_turn(p); /* one kept waiting by UP_DIALS_MAX takes it */
-    }
     /* Beyond max_idle, it stays for the next pass: under load the
      * clients answered in this pass send their next requests in the next
      * one, and would dial where it is closed now. */

@@ -29,11 +29,9 @@ struct up_conn *up_take_idle(struct up_pool *p);
 
 /* Get a connection for a request that found none idle. At the end of
  * the loop pass, one given back to the pool meanwhile serves it; else a
- * new one is opened (at most 64 at once per pool: beyond, the request
- * waits for one of those or one given back): the host's addresses are
- * tried in turn (the one that connected last first), all within
- * connect_timeout_ms from the call, waiting and TLS handshake included;
- * each failed address is logged. cb runs later on
+ * new one is opened: the host's addresses are tried in turn (the one
+ * that connected last first), all within connect_timeout_ms, TLS
+ * handshake included; each failed address is logged. cb runs later on
  * the loop, exactly once, unless the caller gives the returned handle
  * back with up_put first; cb's uc is the connection to use (it may be
  * another than the handle, which is then freed). When ok is false errno
