@@ -25,11 +25,20 @@ struct order_slot {
     struct event *grace; /* while in its grace period */
 };
 
+/* Arrival order; both ends kept, so that an append costs the same with
+ * one write waiting or ten thousand. */
+struct slot_list {
+    struct order_slot *head;
+    struct order_slot *tail;
+};
+
 struct gate {
     struct gate *hnext; /* hash chain */
     uint64_t hash;
-    struct order_slot *flying; /* in flight (including grace) */
-    struct order_slot *queue;  /* waiting, arrival order */
+    struct slot_list flying; /* in flight (including grace) */
+    struct slot_list queue;  /* waiting, arrival order */
+    int64_t low;             /* the lowest token flying (passive left out) */
+    size_t nlow;             /* how many flying writes have it */
     size_t len;
     char name[];
 };
@@ -85,7 +94,7 @@ order_free(struct order *o)
         struct gate *g = o->table[i];
         while (g != NULL) {
             struct gate *next = g->hnext;
-            struct order_slot *s = g->flying;
+            struct order_slot *s = g->flying.head;
             while (s != NULL) {
                 struct order_slot *sn = s->next;
                 if (s->grace != NULL) {
@@ -132,34 +141,30 @@ gate_drop(struct order *o, struct gate *g)
 }
 
 static void
-list_push(struct order_slot **head, struct order_slot *s)
+list_push(struct slot_list *l, struct order_slot *s)
 {
-    /* Append, to keep arrival order in the queue. */
-    struct order_slot *t = *head;
-
     s->next = NULL;
-    if (t == NULL) {
-        s->prev = NULL;
-        *head = s;
-        return;
+    s->prev = l->tail;
+    if (l->tail != NULL) {
+        l->tail->next = s;
+    } else {
+        l->head = s;
     }
-    while (t->next != NULL) {
-        t = t->next;
-    }
-    t->next = s;
-    s->prev = t;
+    l->tail = s;
 }
 
 static void
-list_unlink(struct order_slot **head, struct order_slot *s)
+list_unlink(struct slot_list *l, struct order_slot *s)
 {
     if (s->prev != NULL) {
         s->prev->next = s->next;
     } else {
-        *head = s->next;
+        l->head = s->next;
     }
     if (s->next != NULL) {
         s->next->prev = s->prev;
+    } else {
+        l->tail = s->prev;
     }
     s->next = s->prev = NULL;
 }
@@ -179,11 +184,50 @@ lowest_in(const struct order_slot *list)
     return low;
 }
 
-/* The lowest token in flight, or INT64_MAX when none. */
+/* The lowest token in flight, or INT64_MAX when none: kept up to date by
+ * fly and land, so that a write on a busy resource does not walk every
+ * other write in flight on it. */
 static int64_t
 lowest_flying(const struct gate *g)
 {
-    return lowest_in(g->flying);
+    return g->low;
+}
+
+static void
+count_low(struct gate *g, const struct order_slot *s)
+{
+    if (s->passive || s->token > g->low) {
+        return;
+    }
+    if (s->token < g->low) {
+        g->low = s->token;
+        g->nlow = 0;
+    }
+    g->nlow++;
+}
+
+/* s goes in flight. */
+static void
+fly(struct gate *g, struct order_slot *s)
+{
+    list_push(&g->flying, s);
+    count_low(g, s);
+}
+
+/* s is no longer in flight. When the last write of the lowest token
+ * lands, the next lowest is found among those left: a write enters flight
+ * only at or below the lowest, so that is once per token, not per write. */
+static void
+land(struct gate *g, struct order_slot *s)
+{
+    list_unlink(&g->flying, s);
+    if (s->passive || s->token != g->low || --g->nlow > 0) {
+        return;
+    }
+    g->low = INT64_MAX;
+    for (const struct order_slot *t = g->flying.head; t != NULL; t = t->next) {
+        count_low(g, t);
+    }
 }
 
 /* A new slot on res's gate (made when there is none). NULL when out of
@@ -206,6 +250,7 @@ slot_new(struct order *o, const char *res, size_t len)
             return NULL;
         }
         g->hash = h;
+        g->low = INT64_MAX;
         g->len = len;
         memcpy(g->name, res, len);
         g->hnext = o->table[h & (o->nbuckets - 1)];
@@ -224,7 +269,7 @@ order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
     struct order_slot *s;
 
     *now = g == NULL ||
-           (lowest_in(g->flying) >= token && lowest_in(g->queue) >= token);
+           (lowest_flying(g) >= token && lowest_in(g->queue.head) >= token);
     if (*now) {
         return NULL;
     }
@@ -259,8 +304,8 @@ order_enter(struct order *o, const char *res, size_t len, int64_t token,
     s->arg = arg;
     /* Equal tokens are the same holder: they need not wait for each other.
      * Behind a queued write, a new one waits too, to keep arrival order. */
-    if (o->hold == NULL && g->queue == NULL && token <= lowest_flying(g)) {
-        list_push(&g->flying, s);
+    if (o->hold == NULL && g->queue.head == NULL && token <= lowest_flying(g)) {
+        fly(g, s);
         *now = true;
     } else {
         s->queued = true;
@@ -280,20 +325,20 @@ gate_wake(struct order *o, struct gate *g)
         struct order_slot *s, *next;
         bool woke = false;
 
-        for (s = g->queue; s != NULL; s = s->next) {
+        for (s = g->queue.head; s != NULL; s = s->next) {
             if (s->token < low) {
                 low = s->token;
             }
         }
-        if (g->queue == NULL || low > lowest_flying(g)) {
+        if (g->queue.head == NULL || low > lowest_flying(g)) {
             break;
         }
-        for (s = g->queue; s != NULL; s = next) {
+        for (s = g->queue.head; s != NULL; s = next) {
             next = s->next;
             if (s->token == low) {
                 list_unlink(&g->queue, s);
                 s->queued = false;
-                list_push(&g->flying, s);
+                fly(g, s);
                 woke = true;
                 s->go(s->arg);
             }
@@ -302,7 +347,7 @@ gate_wake(struct order *o, struct gate *g)
             break;
         }
     }
-    if (g->flying == NULL && g->queue == NULL) {
+    if (g->flying.head == NULL && g->queue.head == NULL) {
         gate_drop(o, g);
     }
 }
@@ -313,7 +358,7 @@ slot_finish(struct order_slot *s)
     struct gate *g = s->gate;
     struct order *o = s->order;
 
-    list_unlink(&g->flying, s);
+    land(g, s);
     if (s->grace != NULL) {
         event_free(s->grace);
     }

@@ -1,7 +1,9 @@
 /* up.c: upstream connection pools. One pool per [upstream]: the host is
  * resolved once at startup, and a connection tries its addresses in turn
  * (dial.c); idle keep-alive connections are kept most recently used first
- * and dropped when the upstream closes them. */
+ * and dropped when the upstream closes them. A request that finds none
+ * idle waits for the end of the loop pass: a connection given back in
+ * that pass serves it, and only the requests still waiting dial. */
 #include "up.h"
 
 #include <errno.h>
@@ -40,15 +42,23 @@ struct up_conn {
     struct sock sk;          /* reads bev's socket */
     struct dial *dial;       /* while the socket connects */
     int64_t deadline;        /* of the connect, TLS handshake included */
-    struct up_conn *next;    /* idle list */
+    struct up_conn *next;    /* idle or waiting list */
     struct up_conn *prev;
     up_ready_cb cb;
     void *arg;
     unsigned uses;
     bool idle;
+    bool waiting;       /* for the pass's end: no socket yet */
     bool busy;          /* handed to a request */
     int tmo_ms;         /* the timeouts set on bev, 0: none */
     int64_t idle_since; /* ms, CLOCK_MONOTONIC_COARSE */
+};
+
+/* A list of connections with both ends kept. */
+struct conn_list {
+    struct up_conn *head;
+    struct up_conn *tail;
+    size_t n;
 };
 
 struct up_pool {
@@ -59,12 +69,18 @@ struct up_pool {
     SSL_SESSION *session; /* the last one, resumed by new connections */
     bool host_is_ip;
     struct dial_list addrs;
-    size_t good;  /* the address that connected last: tried first */
-    char who[96]; /* "upstream NAME", for log lines */
-    struct up_conn *idle;
-    size_t nidle;
+    size_t good;           /* the address that connected last: tried first */
+    char who[96];          /* "upstream NAME", for log lines */
+    struct conn_list idle; /* most recently used first */
+    struct conn_list wait; /* up_connect's, in arrival order */
     size_t nbusy;
+    struct event *turn; /* serves the waiting at the end of the pass */
+    bool turn_on;       /* turn is active */
+    struct event *trim; /* closes the idle beyond max_idle, a pass later */
 };
+
+static void on_turn(evutil_socket_t fd, short what, void *arg);
+static void on_trim(evutil_socket_t fd, short what, void *arg);
 
 static void
 ms_to_tv(int ms, struct timeval *tv)
@@ -177,6 +193,13 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
     p->log = log_current();
     p->cfg = cfg;
     snprintf(p->who, sizeof(p->who), "upstream %s", cfg->name);
+    p->turn = event_new(base, -1, 0, on_turn, p);
+    p->trim = evtimer_new(base, on_trim, p);
+    if (p->turn == NULL || p->trim == NULL) {
+        snprintf(err, errlen, "out of memory");
+        up_pool_free(p);
+        return NULL;
+    }
     if (cfg->tls && !tls_setup(p, err, errlen)) {
         up_pool_free(p);
         return NULL;
@@ -185,21 +208,53 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
 }
 
 static void
-idle_unlink(struct up_conn *uc)
+list_unlink(struct conn_list *l, struct up_conn *uc)
 {
-    struct up_pool *p = uc->pool;
-
     if (uc->prev != NULL) {
         uc->prev->next = uc->next;
     } else {
-        p->idle = uc->next;
+        l->head = uc->next;
     }
     if (uc->next != NULL) {
         uc->next->prev = uc->prev;
+    } else {
+        l->tail = uc->prev;
     }
     uc->next = uc->prev = NULL;
+    l->n--;
+}
+
+/* Put uc at the front of l (front) or at its back. */
+static void
+list_add(struct conn_list *l, struct up_conn *uc, bool front)
+{
+    uc->next = uc->prev = NULL;
+    if (l->head == NULL) {
+        l->head = l->tail = uc;
+    } else if (front) {
+        uc->next = l->head;
+        l->head->prev = uc;
+        l->head = uc;
+    } else {
+        uc->prev = l->tail;
+        l->tail->next = uc;
+        l->tail = uc;
+    }
+    l->n++;
+}
+
+static void
+idle_unlink(struct up_conn *uc)
+{
+    list_unlink(&uc->pool->idle, uc);
     uc->idle = false;
-    p->nidle--;
+}
+
+static void
+wait_unlink(struct up_conn *uc)
+{
+    list_unlink(&uc->pool->wait, uc);
+    uc->waiting = false;
 }
 
 static void
@@ -207,6 +262,9 @@ conn_free(struct up_conn *uc)
 {
     if (uc->idle) {
         idle_unlink(uc);
+    }
+    if (uc->waiting) {
+        wait_unlink(uc);
     }
     dial_cancel(uc->dial);
     if (uc->bev != NULL) {
@@ -222,8 +280,17 @@ up_pool_free(struct up_pool *p)
     if (p == NULL) {
         return;
     }
-    while (p->idle != NULL) {
-        conn_free(p->idle);
+    while (p->idle.head != NULL) {
+        conn_free(p->idle.head);
+    }
+    while (p->wait.head != NULL) {
+        conn_free(p->wait.head);
+    }
+    if (p->turn != NULL) {
+        event_free(p->turn);
+    }
+    if (p->trim != NULL) {
+        event_free(p->trim);
     }
     if (p->session != NULL) {
         SSL_SESSION_free(p->session);
@@ -269,7 +336,7 @@ up_take_idle(struct up_pool *p)
     int64_t now = now_ms();
 
     /* Most recent first; one idle too long may be closing upstream. */
-    while ((uc = p->idle) != NULL && now - uc->idle_since > UP_IDLE_MS) {
+    while ((uc = p->idle.head) != NULL && now - uc->idle_since > UP_IDLE_MS) {
         conn_free(uc);
     }
     if (uc == NULL) {
@@ -399,6 +466,64 @@ on_dialed(void *arg, int fd, int err, size_t index)
     bufferevent_setcb(uc->bev, NULL, NULL, handshake_event_cb, uc);
 }
 
+/* Serve a waiting request: a connection given back since it came, or a
+ * new one. */
+static void
+serve(struct up_conn *uc)
+{
+    struct up_pool *p = uc->pool;
+    struct up_conn *got;
+
+    wait_unlink(uc);
+    got = up_take_idle(p);
+    if (got != NULL) {
+        up_ready_cb cb = uc->cb;
+        void *arg = uc->arg;
+
+        free(uc);
+        cb(arg, got, true);
+        return;
+    }
+    uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
+    uc->dial = dial_start(p->base, &p->addrs, p->good,
+                          p->cfg->connect_timeout_ms, p->who, on_dialed, uc);
+    if (uc->dial == NULL) {
+        connect_done(uc, false, ENOMEM);
+    }
+}
+
+/* The end of the loop pass: every request that waited then gets a
+ * connection (those that come meanwhile wait for the next turn). */
+static void
+on_turn(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_pool *p = arg;
+    size_t n = p->wait.n;
+
+    lib_enter(p->log);
+    (void)fd;
+    (void)what;
+    p->turn_on = false;
+    while (n-- > 0 && p->wait.head != NULL) {
+        serve(p->wait.head);
+    }
+}
+
+/* A pass after connections were given back beyond max_idle: those no
+ * request took (the waiting left theirs) are closed, oldest first. */
+static void
+on_trim(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_pool *p = arg;
+
+    lib_enter(p->log);
+    (void)fd;
+    (void)what;
+    while (p->idle.n > (size_t)p->cfg->max_idle + p->wait.n) {
+        conn_free(p->idle.tail);
+    }
+}
+
 struct up_conn *
 up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
 {
@@ -411,12 +536,13 @@ up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
     uc->pool = p;
     uc->cb = cb;
     uc->arg = arg;
-    uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
-    uc->dial = dial_start(p->base, &p->addrs, p->good,
-                          p->cfg->connect_timeout_ms, p->who, on_dialed, uc);
-    if (uc->dial == NULL) {
-        free(uc);
-        return NULL;
+    uc->waiting = true;
+    list_add(&p->wait, uc, false);
+    /* Active events run in the order activated: this one after every
+     * event the pass had already, the answers that free connections. */
+    if (!p->turn_on) {
+        p->turn_on = true;
+        event_active(p->turn, EV_TIMEOUT, 1);
     }
     return uc;
 }
@@ -431,23 +557,26 @@ up_put(struct up_conn *uc, bool reusable)
         p->nbusy--;
     }
     if (uc->bev == NULL) {
-        conn_free(uc); /* still dialing */
+        conn_free(uc); /* still waiting or dialing */
         return;
     }
     sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
-    if (!reusable || p->nidle >= (size_t)p->cfg->max_idle ||
+    if (!reusable || p->cfg->max_idle == 0 ||
         evbuffer_get_length(bufferevent_get_input(uc->bev)) != 0) {
         conn_free(uc);
         return;
     }
     uc->idle = true;
-    uc->prev = NULL;
-    uc->next = p->idle;
-    if (p->idle != NULL) {
-        p->idle->prev = uc;
+    list_add(&p->idle, uc, true);
+    /* Beyond max_idle, it stays for the next pass: under load the
+     * clients answered in this pass send their next requests in the next
+     * one, and would dial where it is closed now. */
+    if (p->idle.n > (size_t)p->cfg->max_idle &&
+        !evtimer_pending(p->trim, NULL)) {
+        static const struct timeval next_pass = {0, 0};
+
+        evtimer_add(p->trim, &next_pass);
     }
-    p->idle = uc;
-    p->nidle++;
     /* The request's read timeout stays as a backstop: an idle connection
      * is closed by it, or passed over by up_take_idle after UP_IDLE_MS,
      * without touching libevent's timers on every request. */
@@ -499,7 +628,7 @@ up_reused(const struct up_conn *uc)
 size_t
 up_idle_count(const struct up_pool *p)
 {
-    return p->nidle;
+    return p->idle.n;
 }
 
 size_t

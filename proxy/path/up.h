@@ -27,16 +27,22 @@ void up_pool_free(struct up_pool *p);
  * the caller's until up_put. */
 struct up_conn *up_take_idle(struct up_pool *p);
 
-/* Start a new connection: the host's addresses are tried in turn (the one
+/* Get a connection for a request that found none idle. At the end of
+ * the loop pass, one given back to the pool meanwhile serves it; else a
+ * new one is opened: the host's addresses are tried in turn (the one
  * that connected last first), all within connect_timeout_ms, TLS
  * handshake included; each failed address is logged. cb runs later on
- * the loop, exactly once, unless the caller gives the connection back
- * with up_put first. When ok is false errno says why (ETIMEDOUT: the
- * deadline passed) and the pool frees the connection after cb returns. */
+ * the loop, exactly once, unless the caller gives the returned handle
+ * back with up_put first; cb's uc is the connection to use (it may be
+ * another than the handle, which is then freed). When ok is false errno
+ * says why (ETIMEDOUT: the deadline passed) and the pool frees the
+ * connection after cb returns. */
 struct up_conn *up_connect(struct up_pool *p, up_ready_cb cb, void *arg);
 
-/* Give the connection back: to the pool when reusable (and there is
- * room), else closed. The caller's callbacks on it are dropped. */
+/* Give the connection back: to the pool when reusable, else closed. The
+ * pool keeps max_idle; those beyond it stay one more loop pass for the
+ * requests that come in it, then the oldest are closed. The caller's
+ * callbacks on it are dropped. */
 void up_put(struct up_conn *uc, bool reusable);
 
 /* Its bufferevent writes; its sock reads (sock.h). */

@@ -146,6 +146,36 @@ test_wait_below_holds_up_no_one(void **state)
     event_base_free(base);
 }
 
+/* A lower token lands while higher ones are still in flight: the lowest
+ * in flight is the higher one again, and a write above it still waits. */
+static void
+test_lowest_after_lower_lands(void **state)
+{
+    struct event_base *base = event_base_new();
+    struct order *o = order_new(base);
+    struct write a, b, c, d, e;
+
+    (void)state;
+    gone = 0;
+    enter(o, "r", &a, 9, true);
+    enter(o, "r", &b, 9, true);
+    enter(o, "r", &c, 4, true); /* lower goes at once */
+    order_leave(o, c.slot, 0);
+    enter(o, "r", &d, 10, false); /* the 9s are still in flight */
+    order_leave(o, a.slot, 0);
+    assert_int_equal(d.went, 0);
+    enter(o, "r", &e, 9, false); /* behind the queued 10 */
+    order_leave(o, b.slot, 0);
+    assert_int_equal(e.went, 4); /* the queue's lowest first */
+    assert_int_equal(d.went, 0);
+    order_leave(o, e.slot, 0);
+    assert_int_equal(d.went, 5);
+    order_leave(o, d.slot, 0);
+    assert_int_equal(order_active(o), 0);
+    order_free(o);
+    event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -153,6 +183,7 @@ main(void)
         cmocka_unit_test(test_higher_waits_for_lower),
         cmocka_unit_test(test_hold_after_start),
         cmocka_unit_test(test_wait_below_holds_up_no_one),
+        cmocka_unit_test(test_lowest_after_lower_lands),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,190 @@
+/* test_up.c: the upstream pool on loopback: a request that finds no idle
+ * connection is served by one given back in the same loop pass, without
+ * a new connection; one still waiting at the pass's end dials; and the
+ * connections beyond max_idle are closed a pass later. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "../../conf/cfg.h"
+#include "../../proxy/up.h"
+
+struct got {
+    struct up_conn *uc;
+    int calls;
+};
+
+static void
+on_ready(void *arg, struct up_conn *uc, bool ok)
+{
+    struct got *g = arg;
+
+    assert_true(ok);
+    g->uc = uc;
+    g->calls++;
+}
+
+/* A listening socket on a free loopback port; its port in *port. */
+static int
+listener(char *port, size_t len)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+    assert_true(fd >= 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(fd, 16), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(port, len, "%d", ntohs(sa.sin_port));
+    return fd;
+}
+
+/* Run the loop until g has its connection. */
+static void
+wait_ready(struct event_base *base, struct got *g)
+{
+    for (int i = 0; i < 1000 && g->calls == 0; i++) {
+        event_base_loop(base, EVLOOP_ONCE);
+    }
+    assert_int_equal(g->calls, 1);
+}
+
+struct fixture {
+    struct event_base *base;
+    struct cfg_upstream cfg;
+    struct up_pool *pool;
+    char port[16];
+    int lfd;
+    int peer[8]; /* the accepted ends, open until teardown */
+    int npeer;
+};
+
+/* The connections accepted since the last call. */
+static int
+accepted(struct fixture *f)
+{
+    int n = 0;
+    int fd;
+
+    while ((fd = accept(f->lfd, NULL, NULL)) >= 0) {
+        assert_true(f->npeer < 8);
+        f->peer[f->npeer++] = fd;
+        n++;
+    }
+    assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+    return n;
+}
+
+static void
+setup(struct fixture *f, int max_idle)
+{
+    char err[256];
+
+    memset(f, 0, sizeof(*f));
+    f->base = event_base_new();
+    f->lfd = listener(f->port, sizeof(f->port));
+    f->cfg.name = "t";
+    f->cfg.host = "127.0.0.1";
+    f->cfg.port = f->port;
+    f->cfg.connect_timeout_ms = 5000;
+    f->cfg.timeout_ms = 5000;
+    f->cfg.max_idle = max_idle;
+    f->pool = up_pool_new(f->base, &f->cfg, err, sizeof(err));
+    assert_non_null(f->pool);
+}
+
+static void
+teardown(struct fixture *f)
+{
+    up_pool_free(f->pool);
+    for (int i = 0; i < f->npeer; i++) {
+        close(f->peer[i]);
+    }
+    close(f->lfd);
+    event_base_free(f->base);
+}
+
+/* Dial n connections, all handed out at once. */
+static void
+dial_n(struct fixture *f, struct got *g, int n)
+{
+    for (int i = 0; i < n; i++) {
+        memset(&g[i], 0, sizeof(g[i]));
+        assert_non_null(up_connect(f->pool, on_ready, &g[i]));
+    }
+    for (int i = 0; i < n; i++) {
+        wait_ready(f->base, &g[i]);
+    }
+    assert_int_equal(accepted(f), n);
+    assert_int_equal(up_busy_count(f->pool), n);
+}
+
+static void
+test_given_back_in_the_pass_serves_the_waiting(void **state)
+{
+    struct fixture f;
+    struct got a, b;
+
+    (void)state;
+    setup(&f, 1);
+    dial_n(&f, &a, 1);
+    /* No idle connection: b waits; a comes back in the same pass. */
+    memset(&b, 0, sizeof(b));
+    assert_null(up_take_idle(f.pool));
+    assert_non_null(up_connect(f.pool, on_ready, &b));
+    up_put(a.uc, true);
+    wait_ready(f.base, &b);
+    assert_ptr_equal(b.uc, a.uc);
+    assert_true(up_reused(b.uc));
+    assert_int_equal(accepted(&f), 0);
+    up_put(b.uc, false);
+    teardown(&f);
+}
+
+static void
+test_beyond_max_idle_closed_a_pass_later(void **state)
+{
+    struct fixture f;
+    struct got g[3];
+
+    (void)state;
+    setup(&f, 1);
+    dial_n(&f, g, 3);
+    for (int i = 0; i < 3; i++) {
+        up_put(g[i].uc, true);
+    }
+    assert_int_equal(up_idle_count(f.pool), 3);
+    event_base_loop(f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    assert_int_equal(up_idle_count(f.pool), 1);
+    /* The one kept is the most recently given back. */
+    assert_ptr_equal(up_take_idle(f.pool), g[2].uc);
+    up_put(g[2].uc, false);
+    teardown(&f);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_given_back_in_the_pass_serves_the_waiting),
+        cmocka_unit_test(test_beyond_max_idle_closed_a_pass_later),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
