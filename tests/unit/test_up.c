@@ -19,7 +19,7 @@
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
-#include "../../proxy/up.h"
+#include "../../proxy/path/up.h"
 
 struct got {
     struct up_conn *uc;
