@@ -2,6 +2,7 @@
  * and systemd's readiness protocol (sd_notify), over libtidemark's public
  * interface (tidemark.h) alone. */
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -249,6 +250,19 @@ on_signal(evutil_socket_t sig, short what, void *arg)
     tm_proxy_drain(d->px, -1, drained, d);
 }
 
+/* A streamed body passes through 64 KiB buffers taken and freed in
+ * turn: with glibc's default (a free top of the heap over 128 KiB goes
+ * back at once) nearly every one costs a brk to give it back and page
+ * faults to take it again (17 brk a MiB). Up to 1 MiB of free top is
+ * kept; what is over goes back as before. Blocks under 1 MiB stay in
+ * the heap, as glibc's own threshold would put them once it rose. */
+static void
+keep_heap_top(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -323,6 +337,7 @@ main(int argc, char **argv)
         w += n + (w[n] == '\n');
     }
     raise_nofile(&d, cfg);
+    keep_heap_top();
     /* Memory a burst of connections took can then go back. */
     if (!tm_event_memory_install()) {
         fprintf(stderr, "tidemark: libevent's small allocations stay in "

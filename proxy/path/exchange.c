@@ -196,6 +196,19 @@ static void up_read_cb(struct bufferevent *bev, void *arg);
 static void up_write_cb(struct bufferevent *bev, void *arg);
 static void up_event_cb(struct bufferevent *bev, short what, void *arg);
 
+/* The upstream must take the request's bytes within timeout_ms each;
+ * it is waited for (its answer, and then each read of it) within
+ * timeout_ms only once the request body is taken whole, as nginx arms
+ * proxy_read_timeout: a body that takes longer to stream than timeout_ms
+ * is no 504. A client that stops sending is the client's timeouts'. */
+static void
+up_wait(struct exchange *ex)
+{
+    int ms = up_cfg(ex->rq->pool)->timeout_ms;
+
+    up_timeouts(ex->up, ex->io->body.done ? ms : 0, ms);
+}
+
 /* The upstream connection uc is ready: send the request on it. */
 static void
 attach(struct exchange *ex, struct up_conn *uc)
@@ -218,7 +231,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     if (!io->body.done && rq->pc->min_body_rate > 0) {
         cio_timer_arm(io, rq->pc->body_rate_window_ms);
     }
-    up_timeouts(uc, up_cfg(rq->pool)->timeout_ms);
+    up_wait(ex);
     sock_read_limit(up_sock(uc), buf);
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
     sock_setcb(up_sock(uc), up_read_cb, up_write_cb, up_event_cb, ex);
@@ -377,6 +390,7 @@ pump_request_body(struct exchange *ex)
     ex->body_moved += n;
     cio_mark_dirty(io);
     if (b->done) {
+        up_wait(ex);
         cio_timer_stop(io); /* the body rate check, if any */
         cio_timeouts(io, false, ex->rq->pc->idle_timeout_ms);
         if (io->client_eof) {

@@ -106,11 +106,13 @@ read_into(struct evbuffer *in, int fd, size_t room)
     return n;
 }
 
-/* A read of room bytes brought n: size the next one. */
+/* A read of room bytes brought n: size the next one. The read may bring
+ * more than room: it fills the chain space reserved for it, which
+ * libevent rounds up. */
 static void
 adapt(struct sock *s, size_t room, size_t n)
 {
-    if (n == room && room == s->read_size && s->read_size < SOCK_READ_MAX) {
+    if (n >= room && room == s->read_size && s->read_size < SOCK_READ_MAX) {
         s->read_size = (s->read_size + 128) * 2 - 128;
     } else if (n < (s->read_size + 128) / 4 && s->read_size > SOCK_READ_MIN) {
         s->read_size = (s->read_size + 128) / 2 - 128;

@@ -16,12 +16,13 @@ struct event;
 struct evbuffer_cb_entry;
 
 /* What one read takes: SOCK_READ_MIN at first, twice as much after a
- * read that filled all it asked for, up to SOCK_READ_MAX, and half as
- * much after one that filled less than a quarter: a small request costs
- * a 4 KiB chain (with libevent's chain header, a power of two), a long
- * body one read per 16 KiB. */
+ * read that filled all it asked for, up to SOCK_READ_MAX (and never past
+ * the input's limit), and half as much after one that filled less than a
+ * quarter: a small request costs a 4 KiB chain (with libevent's chain
+ * header, a power of two), a long body one read per 64 KiB, the default
+ * buffer_size (nginx reads a streamed body 16 KiB at a time). */
 #define SOCK_READ_MIN (4096 - 128)
-#define SOCK_READ_MAX (16384 - 128)
+#define SOCK_READ_MAX (65536 - 128)
 
 struct sock {
     struct bufferevent *bev;      /* writes; and reads when TLS (ev NULL) */

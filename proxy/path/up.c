@@ -50,7 +50,8 @@ struct up_conn {
     bool idle;
     bool waiting;       /* for the pass's end: no socket yet */
     bool busy;          /* handed to a request */
-    int tmo_ms;         /* the timeouts set on bev, 0: none */
+    int tmo_ms;         /* the write timeout set on bev, 0: none */
+    int rtmo_ms;        /* the read timeout set on its sock, 0: none */
     int64_t idle_since; /* ms, CLOCK_MONOTONIC_COARSE */
 };
 
@@ -360,7 +361,7 @@ connect_done(struct up_conn *uc, bool ok, int err)
     if (ok) {
         sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
         sock_timeouts(&uc->sk, 0, 0);
-        uc->tmo_ms = 0;
+        uc->tmo_ms = uc->rtmo_ms = 0;
         setsockopt(bufferevent_getfd(uc->bev), IPPROTO_TCP, TCP_NODELAY, &one,
                    sizeof(one));
         uc->busy = true;
@@ -604,13 +605,14 @@ up_cfg(const struct up_pool *p)
 }
 
 void
-up_timeouts(struct up_conn *uc, int ms)
+up_timeouts(struct up_conn *uc, int read_ms, int write_ms)
 {
-    if (uc->tmo_ms == ms) {
+    if (uc->rtmo_ms == read_ms && uc->tmo_ms == write_ms) {
         return;
     }
-    uc->tmo_ms = ms;
-    sock_timeouts(&uc->sk, ms, ms);
+    uc->rtmo_ms = read_ms;
+    uc->tmo_ms = write_ms;
+    sock_timeouts(&uc->sk, read_ms, write_ms);
 }
 
 bool

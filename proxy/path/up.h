@@ -49,9 +49,9 @@ void up_put(struct up_conn *uc, bool reusable);
 struct bufferevent *up_bev(struct up_conn *uc);
 struct sock *up_sock(struct up_conn *uc);
 const struct cfg_upstream *up_cfg(const struct up_pool *p);
-/* Set the read and write timeouts of a connection handed out, unless they
- * already are ms. */
-void up_timeouts(struct up_conn *uc, int ms);
+/* Set the read and write timeouts of a connection handed out, in ms (0:
+ * none), unless they already are these. */
+void up_timeouts(struct up_conn *uc, int read_ms, int write_ms);
 
 /* True for TLS connections: their bytes go through OpenSSL, never
  * straight to the socket. */

@@ -14,8 +14,10 @@
 #     10000"; a count over half the open files limit, raised to its hard
 #     limit first, is skipped), over 1000 resources and all on one
 #     resource;
-#   bodies: equal tokens, 32 clients, bodies of BENCH_BODIES bytes
-#     ("1024 65536 1048576");
+#   bodies: equal tokens, bodies of BENCH_BODIES bytes ("1024 65536
+#     1048576"), 32 clients or as many as hold 1 GiB of bodies between
+#     them (wrk keeps each connection's request whole in memory); wrk
+#     waits 60 s for an answer instead of 2 s;
 #   marks: stale tokens over 1000 and then 100000 marks (BENCH_MARKS),
 #     each case primed through tidemark before it runs;
 #   raises: rising tokens (every request a durable raise) at 1, 8, 32,
@@ -45,7 +47,12 @@
 # surplus and the next burst dials it again),
 # BENCH_REFS (the raises set's references, "raw postgres redis etcd" or
 # none: see refs_start), FSYNCLOOP (tests/bench/fsyncloop.c, built),
-# BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug), STORE
+# BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug),
+# BENCH_UPSTREAM (nginx, or sink: tests/bench/sink.py, which reads every
+# body whole before it answers; the default is sink when BENCH_SET is
+# bodies alone, else nginx, whose "return 200" answers before the body
+# and drops it: a proxy that sees the answer stops sending, and a body
+# bench in front of it measures no body), STORE
 # (lmdb | postgres | redis | etcd: the bench starts its own server in its
 # temporary directory), BENCH_POOL ([store] pool_size for postgres and
 # etcd), BENCH_RESULTS (tests/bench/results: each run leaves its raw
@@ -83,6 +90,9 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 NOFILE=$(ulimit -n)
 [ "$NOFILE" != unlimited ] || NOFILE=1048576
 TARGETS=${BENCH_TARGETS:-bare nginx tidemark}
+UPSTREAM=nginx
+[ "${BENCH_SET:-quick}" != bodies ] || UPSTREAM=sink
+UPSTREAM=${BENCH_UPSTREAM:-$UPSTREAM}
 STORE=${STORE:-lmdb}
 FLUSH=${BENCH_FLUSH:-on}
 KEEPALIVE=${BENCH_KEEPALIVE:-64}
@@ -100,6 +110,10 @@ has_target() {
     case " $TARGETS " in *" $1 "*) return 0 ;; *) return 1 ;; esac
 }
 
+case "$UPSTREAM" in
+    nginx | sink) ;;
+    *) die "BENCH_UPSTREAM=$UPSTREAM: nginx or sink" ;;
+esac
 for t in $TARGETS; do
     case "$t" in
         bare | nginx | tidemark) ;;
@@ -144,7 +158,10 @@ cases() {
                 ;;
             bodies)
                 for b in $BODIES; do
-                    echo "equal-c32-b$b equal 32 1000 $b"
+                    c=$((1073741824 / b))
+                    [ "$c" -le 32 ] || c=32
+                    [ "$c" -ge 1 ] || c=1
+                    echo "equal-c$c-b$b equal $c 1000 $b"
                 done
                 ;;
             marks)
@@ -300,7 +317,16 @@ nginx_conf "$dir/up" "$UP_PORT" "    server {
         location / { return 200 \"ok\\n\"; }
         location = /_accepts { stub_status; }
     }"
-start_nginx upstream "$dir/up" "$UP_PORT" "$PIN_LOAD"
+if [ "$UPSTREAM" = sink ]; then
+    mkdir -p "$dir/up"
+    # shellcheck disable=SC2086
+    $PIN_LOAD python3 "$BENCH/sink.py" "$UP_PORT" >"$dir/up/error.log" 2>&1 &
+    pids="$pids $!"
+    echo "$!" >"$dir/up/sink.pid"
+    wait_http sink "$!" "http://127.0.0.1:$UP_PORT/_accepts" "$dir/up/error.log"
+else
+    start_nginx upstream "$dir/up" "$UP_PORT" "$PIN_LOAD"
+fi
 
 if has_target nginx; then
     nginx_conf "$dir/ngx" "$NGX_PORT" "    upstream backend {
@@ -537,8 +563,8 @@ set_case() {
     C_W=$2 C_CONNS=$3 C_RES=$4 C_BODY=$5
     C_THREADS=$THREADS
     [ "$C_CONNS" -ge "$C_THREADS" ] || C_THREADS=$C_CONNS
-    C_BODYARG=""
-    [ "$C_BODY" = 0 ] || C_BODYARG=$C_BODY
+    C_BODYARG="" C_TIMEOUT=2s
+    [ "$C_BODY" = 0 ] || C_BODYARG=$C_BODY C_TIMEOUT=60s
 }
 
 # wrk_args: fence.lua's arguments for one run of the current case.
@@ -562,6 +588,10 @@ target_pids() {
         bare | nginx)
             pf=$dir/up
             [ "$1" = bare ] || pf=$dir/ngx
+            if [ "$1" = bare ] && [ -f "$pf/sink.pid" ]; then
+                cat "$pf/sink.pid"
+                return
+            fi
             m=$(cat "$pf/nginx.pid")
             echo "$m$(ps -o pid= --ppid "$m" | awk '{ printf ",%s", $1 }')"
             ;;
@@ -633,7 +663,7 @@ run_wrk() {
     # In the background and waited for, so that a signal to this script
     # stops the bench at once (the shell runs traps only between commands).
     # shellcheck disable=SC2086
-    "$@" $PIN_LOAD wrk -t"$C_THREADS" -c"$C_CONNS" -d"$d" --latency \
+    "$@" $PIN_LOAD wrk -t"$C_THREADS" -c"$C_CONNS" -d"$d" --timeout "$C_TIMEOUT" --latency \
         -s "$BENCH/fence.lua" "http://127.0.0.1:$port/" -- $args \
         >"$out" 2>&1 &
     wrk_pid=$!
@@ -795,7 +825,9 @@ header() {
     fi
     echo "runs: $REPEAT per cell, the targets in turn ($(echo "$TARGETS" |
         sed 's/  */, /g'), then again); medians shown"
-    echo "upstream: nginx, 1 worker, return 200; proxy nginx: 1 worker," \
+    up="nginx, 1 worker, return 200"
+    [ "$UPSTREAM" != sink ] || up="sink.py (reads every body whole, then 200)"
+    echo "upstream: $up; proxy nginx: 1 worker," \
         "keepalive $KEEPALIVE, HTTP/1.1, proxy_request_buffering off;" \
         "tidemark: 1 network thread, max_idle $KEEPALIVE"
     echo "logging: nginx access_log off, error_log warn; tidemark" \

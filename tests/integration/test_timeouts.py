@@ -190,9 +190,15 @@ def test_slow_body_within_idle_timeout_passes(tidemark, upstream):
     # (each piece well within the idle timeout) is not cut.
     tm = tidemark(config={"proxy": {"idle_timeout_ms": "700",
                                     "header_timeout_ms": "500"}})
+    _trickle_put(tm, "trickle")
+
+
+def _trickle_put(tm, doc):
+    """PUT a 100-byte body 10 bytes every 0.15 s (1.5 s in all): it is
+    carried whole and answered 200."""
     body = b"0123456789" * 10
     with tm.conn() as c:
-        c.send(build_request("PUT", "/v1/documents/trickle",
+        c.send(build_request("PUT", "/v1/documents/" + doc,
                              [("Fencing-Token", "1"),
                               ("Content-Length", str(len(body)))],
                              content_length=False))
@@ -266,6 +272,15 @@ def test_upstream_response_timeout_is_504(tidemark, upstream):
     r = tm.request("GET", "/next")
     assert r.status == 200
     assert r.header("X-Upstream-Conn") != str(seen.conn_id)
+
+
+def test_body_streaming_longer_than_timeout_ms_is_answered(tidemark,
+                                                          upstream):
+    # timeout_ms is the wait for the upstream's answer once the request
+    # is sent whole (as nginx's proxy_read_timeout): a body that keeps
+    # coming for longer than timeout_ms is carried, not cut with a 504.
+    tm = tidemark(config={"upstream default": {"timeout_ms": "500"}})
+    _trickle_put(tm, "long-upload")
 
 
 def test_upstream_bad_answer_is_502(tidemark, upstream):
