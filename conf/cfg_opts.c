@@ -272,7 +272,7 @@ const struct cfg_opt cfg_opts[] = {
      "connecting, TLS handshake included"},
     {CFG_UPSTREAM, "timeout_ms", CFG_T_INT, "30000",
      OFF(cfg_upstream, timeout_ms), INT(1, 86400000), 0,
-     "waiting for the response head, and between body reads"},
+     "the response head once the request is sent, and between reads"},
     {CFG_UPSTREAM, "max_idle", CFG_T_INT, "64", OFF(cfg_upstream, max_idle),
      INT(0, 100000), 0, "idle keep-alive connections kept in the pool"},
     {CFG_UPSTREAM, "ca_file", CFG_T_STR, "", OFF(cfg_upstream, ca_file), NONE,
