@@ -14,8 +14,10 @@ import time
 
 import pytest
 
-from conftest import (assert_holders_in_turn, assert_problem, free_port,
-                      slow, wait_ready, wait_until)
+from common import free_port, slow, wait_until
+from daemon import run_check, wait_ready
+from upstream import assert_holders_in_turn
+from wire import assert_problem
 import servers
 from servers import EtcdCluster
 from test_locks import Admin, assert_lease, wait_locks_ready
@@ -587,7 +589,6 @@ def test_a_watch_not_required_is_shown_not_counted(tidemark, upstream):
 
 
 def test_watch_sections_are_checked(tmp_path, upstream):
-    from conftest import run_check
 
     def check(text):
         ini = tmp_path / "w.ini"

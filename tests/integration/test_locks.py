@@ -25,8 +25,10 @@ import urllib.parse
 
 import pytest
 
-from conftest import (FAILSYNC, REPO, assert_holders_in_turn, assert_problem,
-                      free_port, run_check, slow, wait_until)
+from common import REPO, free_port, slow, wait_until
+from daemon import FAILSYNC, run_check
+from upstream import assert_holders_in_turn
+from wire import assert_problem
 
 KEY = "0123456789abcdef0123456789abcdef"
 

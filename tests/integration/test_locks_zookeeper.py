@@ -12,8 +12,10 @@ import time
 
 import pytest
 
-from conftest import (KAZOO_HOLDER, assert_holders_in_turn, assert_problem,
-                      slow, wait_until)
+from common import slow, wait_until
+from scenarios import KAZOO_HOLDER
+from upstream import assert_holders_in_turn
+from wire import assert_problem
 from servers import ZooKeeperEnsemble
 from test_locks import Admin, assert_lease
 

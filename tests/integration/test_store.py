@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from conftest import (FAILSYNC, REPO, Closed, HTTPError, assert_problem,
-                      build_request, slow, wait_until)
+from common import REPO, slow, wait_until
+from daemon import FAILSYNC
+from wire import Closed, HTTPError, assert_problem, build_request
 
 ROUTES = {
     "route docs": {"path": "/v1/documents/{doc}",

@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 import servers
-from conftest import (STORE_ROUTES, StoreUnderTest, assert_problem, run_check,
-                      wait_ready)
+from daemon import STORE_ROUTES, StoreUnderTest, run_check, wait_ready
+from wire import assert_problem
 
 
 def unique():
