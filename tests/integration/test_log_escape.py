@@ -15,7 +15,7 @@ from common import slow, wait_until
 from daemon import StoreUnderTest
 from wire import Conn
 from test_etcd import etcd_watch
-from test_locks import Admin
+from lockapi import Admin
 
 # A text line: a timestamp, a level, a message.
 TEXT_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
