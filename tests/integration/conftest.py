@@ -7,13 +7,15 @@ several files run).
 """
 
 import os
+import re
 import signal
+import subprocess
 
 import pytest
 
 import tiers
-from common import BIN, free_port
-from daemon import Pod, Tidemark
+from common import BIN, REPO, free_port
+from daemon import FAILSYNC, Pod, Tidemark
 from upstream import Upstream
 
 
@@ -162,3 +164,20 @@ def pods(tidemark):
         pod.stop_app()
         if pod.tm.alive():
             os.kill(pod.tm.proc.pid, signal.SIGCONT)
+
+
+@pytest.fixture(scope="session")
+def failsync():
+    """The shim that fails fsync on demand: (its path, the variable that
+    names its trigger file)."""
+    if not FAILSYNC.exists():
+        p = subprocess.run(["make", "-C", str(REPO),
+                            "tests/preload/failsync.so"],
+                           capture_output=True, timeout=120)
+        assert p.returncode == 0 and FAILSYNC.exists(), (
+            "cannot build %s:\n%s" % (FAILSYNC, p.stderr.decode()[-2000:]))
+    # The variable naming the trigger file, as the shim reads it
+    # (FAILSYNC_TRIGGER when this was written).
+    m = re.search(rb"[A-Z0-9_]*FAILSYNC_TRIGGER", FAILSYNC.read_bytes())
+    assert m, "the shim names no *FAILSYNC_TRIGGER variable"
+    return FAILSYNC, m.group(0).decode()

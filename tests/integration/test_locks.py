@@ -16,15 +16,13 @@ TTL it granted on extend."""
 import itertools
 import json
 import os
-import re
-import subprocess
 import threading
 import time
 
 import pytest
 
-from common import REPO, free_port, slow, wait_until
-from daemon import FAILSYNC, run_check
+from common import free_port, slow, wait_until
+from daemon import run_check
 from lockapi import (Admin, Resp, assert_lease, lock_api, wait_gone,
                      wait_locks_ready)
 from upstream import assert_holders_in_turn
@@ -701,18 +699,6 @@ def test_kill9_between_acquire_and_release_loses_no_fence(tidemark):
         wait_until(lambda: api.get("k2").status == 404,
                    30 * slow(), "the dead session's nodes to go")
     fk2.next(api.acquire("k2"), "k2")
-
-
-@pytest.fixture(scope="module")
-def failsync():
-    if not FAILSYNC.exists():
-        p = subprocess.run(["make", "-C", str(REPO),
-                            "tests/preload/failsync.so"],
-                           capture_output=True, timeout=120)
-        assert p.returncode == 0 and FAILSYNC.exists(), p.stderr[-2000:]
-    m = re.search(rb"[A-Z0-9_]*FAILSYNC_TRIGGER", FAILSYNC.read_bytes())
-    assert m, "the shim names no *FAILSYNC_TRIGGER variable"
-    return FAILSYNC, m.group(0).decode()
 
 
 # a failed fsync of the lmdb lease file
