@@ -2,8 +2,9 @@
 helpers live in modules by concern: common.py (the binary, ports,
 polling), wire.py (the HTTP client on raw sockets), upstream.py (the
 recording upstream), daemon.py (tidemark, its config and log, pods),
-servers.py (the real stores and backends) and scenarios.py (scenarios
-several files run).
+servers.py (the real stores and backends), lockapi.py (the lock
+service's client), scenarios.py (scenarios several files run); tiers.py
+tells a test's tier (cluster, backend, packaging, or the fast tier).
 """
 
 import os
@@ -86,22 +87,20 @@ def pytest_configure(config):
         config.addinivalue_line("markers", "%s: %s" % (name, what))
 
 
-def _fixture_functions(item):
-    defs = getattr(item, "_fixtureinfo", None)
-    if defs is None:
+def _fixture_defs(item):
+    """The definitions of every fixture item uses."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
         return []
-    return [d.func for name in item.fixturenames
-            for d in defs.name2fixturedefs.get(name, ())]
+    return [d for name in item.fixturenames
+            for d in info.name2fixturedefs.get(name, ())]
 
 
-def _shares_a_server(item):
-    """True when item uses a fixture that lives longer than one test and
-    is not conftest's: a server its file starts once for its tests."""
-    defs = getattr(item, "_fixtureinfo", None)
-    return defs is not None and any(
-        d.scope != "function" and d.func.__module__ != __name__
-        for name in item.fixturenames
-        for d in defs.name2fixturedefs.get(name, ()))
+def _shares_a_server(defs):
+    """True when one of defs lives longer than one test and is not
+    conftest's: a server a file starts once for its tests."""
+    return any(d.scope != "function" and d.func.__module__ != __name__
+               for d in defs)
 
 
 @pytest.hookimpl(tryfirst=True)   # before xdist reads xdist_group
@@ -110,11 +109,12 @@ def pytest_collection_modifyitems(config, items):
     fixtures run; and keeps on one xdist worker (--dist loadgroup) the
     tests of a file that share a server its fixtures start once."""
     for item in items:
+        defs = _fixture_defs(item)
         if item.get_closest_marker("packaging") is None:
-            tier = tiers.tier_of([item.function] + _fixture_functions(item))
+            tier = tiers.tier_of([item.function] + [d.func for d in defs])
             if tier is not None:
                 item.add_marker(getattr(pytest.mark, tier))
-        if _shares_a_server(item):
+        if _shares_a_server(defs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
