@@ -22,6 +22,9 @@
 #                 the check that libtidemark.a exports only tm_* symbols
 #   integration   integration tests only (TIDEMARK_BIN picks the binary),
 #                 every tier, on TEST_JOBS pytest-xdist workers (4)
+#   integration-fast  the integration tests of the fast tier only (make
+#                 check's): in none of the cluster, backend and packaging
+#                 tiers (tests/integration/tiers.py)
 #   chaos         the randomized history check, long: fencing off then on,
 #                 DURATION seconds each (60), SEED to replay a run,
 #                 STORE=lmdb|redis (a short run is in integration)
