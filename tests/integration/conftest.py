@@ -97,9 +97,11 @@ def _fixture_defs(item):
 
 
 def _shares_a_server(defs):
-    """True when one of defs lives longer than one test and is not
-    conftest's: a server a file starts once for its tests."""
-    return any(d.scope != "function" and d.func.__module__ != __name__
+    """True when one of defs lives longer than one test and is a test
+    file's own (not conftest's, pytest's or xdist's): a server a file
+    starts once for its tests."""
+    return any(d.scope != "function" and
+               getattr(d.func, "__module__", "").startswith("test_")
                for d in defs)
 
 
