@@ -23,25 +23,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import servers  # the tests' server starters, shipped with the lab
-
-
-def free_port():
-    """A loopback port nothing listens on right now (the test suite's
-    choice, from servers.py, which the lab always ships with)."""
-    return servers._free_port()
-
-
-def wait_until(pred, timeout, what):
-    """Poll pred() until it is true; raise when the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() >= deadline:
-            raise RuntimeError("timed out after %.1fs waiting for %s"
-                               % (timeout, what))
-        time.sleep(0.005)
+from common import free_port, wait_until  # shipped with servers.py
 
 
 class Broken(Exception):

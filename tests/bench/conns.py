@@ -19,7 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
-from conftest import Tidemark, Upstream, wait_until  # noqa: E402
+from common import wait_until  # noqa: E402
+from daemon import Tidemark  # noqa: E402
+from upstream import Upstream  # noqa: E402
 
 TOTAL = int(os.environ.get("CONNS_TOTAL", "10000"))
 ROUNDS = int(os.environ.get("CONNS_ROUNDS", "1"))

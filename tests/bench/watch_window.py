@@ -43,7 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
-from conftest import Tidemark, wait_until  # noqa: E402
+from common import wait_until  # noqa: E402
+from daemon import Tidemark  # noqa: E402
 import servers  # noqa: E402
 
 ROUNDS = int(os.environ.get("WATCH_ROUNDS", "50"))

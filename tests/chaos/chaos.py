@@ -36,8 +36,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 import checker  # noqa: E402
-from conftest import (DEFAULT_ROUTE, Tidemark, Upstream,  # noqa: E402
-                      wait_until)
+from common import wait_until  # noqa: E402
+from daemon import DEFAULT_ROUTE, Tidemark  # noqa: E402
+from upstream import Upstream  # noqa: E402
 
 TTL_MS = 300            # the seed's lock
 WAIT_MS = 600           # how long an acquire queues for a busy lock

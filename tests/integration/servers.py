@@ -20,20 +20,7 @@ import tempfile
 import threading
 import time
 
-
-def _free_port():
-    # Outside the ephemeral range, as for every server the tests start.
-    # Outside the tests (the failure lab imports this module too), a port
-    # the kernel gives.
-    try:
-        from conftest import free_port
-    except ImportError:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        return port
-    return free_port()
+from common import free_port
 
 
 def _poll(pred, timeout, what, proc=None, log=None):
@@ -95,7 +82,7 @@ class Server:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="tidemark-%s-" % self.name)
         os.chmod(self.dir, 0o755)
-        self.port = _free_port()
+        self.port = free_port()
         self.proc = None
         self.log_path = os.path.join(self.dir, "server.log")
 
@@ -321,7 +308,7 @@ class Etcd(Server):
                  extra=()):
         super().__init__()
         self.member = member
-        self.peer_port = peer_port or _free_port()
+        self.peer_port = peer_port or free_port()
         self.cluster = cluster
         self.extra = list(extra)
 
@@ -389,8 +376,8 @@ class ZooKeeper(Server):
     def __init__(self, myid=0):
         super().__init__()
         self.myid = myid
-        self.quorum_port = _free_port()
-        self.election_port = _free_port()
+        self.quorum_port = free_port()
+        self.election_port = free_port()
         self.members = None              # the ensemble's ZooKeepers
 
     def config(self):
@@ -491,7 +478,7 @@ class EtcdCluster:
 
     def __init__(self, n=3):
         names = ["m%d" % i for i in range(n)]
-        peers = [_free_port() for _ in names]
+        peers = [free_port() for _ in names]
         cluster = ",".join("%s=http://127.0.0.1:%d" % (m, p)
                            for m, p in zip(names, peers))
         self.members = [Etcd(m, cluster, p) for m, p in zip(names, peers)]
@@ -618,7 +605,7 @@ class ClusterNode(Redis):
 
     def __init__(self, node_timeout_ms):
         super().__init__()
-        self.bus_port = _free_port()
+        self.bus_port = free_port()
         self.node_timeout_ms = node_timeout_ms
 
     def argv(self):

@@ -11,8 +11,10 @@ import time
 import pytest
 
 import servers
-from conftest import (REPO, STORE_ROUTES, Upstream, assert_problem,
-                      free_port, slow, wait_ready, wait_until)
+from common import REPO, free_port, slow, wait_until
+from daemon import STORE_ROUTES, wait_ready
+from upstream import Upstream
+from wire import assert_problem
 
 FAKEHOSTS = REPO / "tests" / "preload" / "fakehosts.so"
 HOSTS = "dual.test=::1,127.0.0.1 v4first.test=127.0.0.1,::1"

@@ -4,7 +4,7 @@ import json
 import os
 import socket
 
-from conftest import free_port, slow
+from common import free_port, slow
 
 ROUTES = {
     "route docs": {"path": "/v1/documents/{doc}",

@@ -14,7 +14,8 @@ import threading
 
 import pytest
 
-from conftest import free_port, slow
+from common import free_port, slow
+from daemon import run_check
 
 CHROMIUM = shutil.which("chromium")
 
@@ -214,7 +215,6 @@ def test_allowed_hosts(tidemark):
 
 
 def test_bad_allowed_hosts_is_a_config_error(tidemark):
-    from conftest import run_check
     tm = tidemark(config={"admin": {"allowed_hosts": "ok.example bad:80"}},
                   start=False)
     rc, lines = run_check(tm.ini_path)

@@ -3,7 +3,7 @@ need "Authorization: Bearer <token>"; health and metrics do not."""
 import http.client
 import os
 
-from conftest import run_check
+from daemon import run_check
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 

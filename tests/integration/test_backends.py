@@ -32,7 +32,8 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from conftest import REPO, Tidemark, run_check, slow, wait_until
+from common import REPO, slow, wait_until
+from daemon import Tidemark, run_check
 from servers import Apache, NginxDav, S3rver
 
 EXAMPLES = REPO / "conf" / "examples"

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import assert_problem
+from wire import assert_problem
 
 KEY = "0123456789abcdef0123456789abcdef"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, slow
+from common import REPO, slow
 
 sys.path.insert(0, str(Path(REPO) / "tests" / "chaos"))
 

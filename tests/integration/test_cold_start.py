@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from conftest import (STORE_ROUTES, Conn, assert_problem, build_request,
-                      slow, token_headers, wait_ready, wait_until)
+from common import slow, wait_until
+from daemon import STORE_ROUTES, wait_ready
+from wire import Conn, assert_problem, build_request, token_headers
 
 NETWORK = ["postgres", "redis", "etcd"]
 

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+# The packaging tier: packaging/compose.yaml.
+pytestmark = pytest.mark.packaging
+
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "packaging" / "compose.yaml"
 

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from conftest import (BIN, REPO, assert_problem, child_env, free_port,
-                      run_check)
+from common import BIN, REPO, free_port
+from daemon import child_env, run_check
+from wire import assert_problem
 
 BASE = """\
 [proxy]

@@ -2,7 +2,7 @@
 environment) on an upstream adds a header to every forwarded request and
 replaces a client header of that name; strip_header removes a client
 header. Secrets never appear in logs or in --check output."""
-from conftest import run_check
+from daemon import run_check
 
 SECRET = "s3cr3t-value-do-not-log"
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import assert_problem
+from wire import assert_problem
 from test_ordering import Async, not_arrived
 
 ROUTES = {

@@ -4,7 +4,7 @@ a mark."""
 
 import pytest
 
-from conftest import assert_problem
+from wire import assert_problem
 
 ROUTES = {
     "route docs": {"path": "/v1/documents/{doc}",

@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Tidemark, chunked, free_port, slow
+from common import free_port, slow
+from daemon import Tidemark
+from wire import chunked
 
 CLIENT_DEADLINE = 1.0   # s a client waits for an answer, then closes
 SETTLE = 0.3            # s to poll the upstream after the client is done

@@ -9,16 +9,18 @@ Fencing-Token, with a holder paused (SIGSTOP) past its lease."""
 import os
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
 
-from conftest import (assert_holders_in_turn, assert_problem, free_port,
-                      slow, wait_ready, wait_until)
+from common import free_port, slow, wait_until
+from daemon import run_check, wait_ready
+from scenarios import leader_killed_under_acquires
+from upstream import assert_holders_in_turn
+from wire import assert_problem
 import servers
 from servers import EtcdCluster
-from test_locks import Admin, assert_lease, wait_locks_ready
+from lockapi import Admin, assert_lease, wait_locks_ready
 
 
 @pytest.fixture
@@ -47,51 +49,10 @@ def test_leader_killed_in_the_middle_of_acquires(tidemark, upstream,
     lock are accepted and reach the upstream in fence order; the line
     keeps moving after the failover."""
     tm = locks_on(tidemark, cluster.endpoints)
-    grants = []           # (fence, granted_at, release_started_at)
     refused = []          # answers other than 201 to an acquire
-    errors = []
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def client(n):
-        api = Admin(tm, timeout=30.0)
-        try:
-            while not stop.is_set():
-                r = api.acquire("documents/hot", ttl_ms=5000, wait_ms=20000)
-                got = time.monotonic()
-                if r.status != 201:
-                    with lock:
-                        refused.append(r)
-                    continue
-                doc = assert_lease(r, "documents/hot")
-                w = tm.put("hot", token=doc["token"],
-                           body=b"%d" % doc["fence"])
-                if w.status != 200:
-                    errors.append(("write", doc["fence"], w.status))
-                start = time.monotonic()
-                with lock:
-                    grants.append((doc["fence"], got, start))
-                api.release("documents/hot", doc["token"])
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(repr(e))
-        finally:
-            api.close()
-
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    try:
-        wait_until(lambda: len(grants) >= 10, 60 * slow(), "10 grants")
-        leader = cluster.leader()
-        before = len(grants)
-        leader.kill9()
-        wait_until(lambda: len(grants) >= before + 10, 90 * slow(),
-                   "10 grants after the failover")
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(60 * slow())
-    assert errors == []
+    grants = leader_killed_under_acquires(
+        tm, cluster, 10, 5000, lambda api, r: refused.append(r),
+        lambda api, name, token: api.release(name, token))
     for r in refused:
         assert r.status == 503, r
         assert r.header("retry-after") == "1", r
@@ -587,7 +548,6 @@ def test_a_watch_not_required_is_shown_not_counted(tidemark, upstream):
 
 
 def test_watch_sections_are_checked(tmp_path, upstream):
-    from conftest import run_check
 
     def check(text):
         ini = tmp_path / "w.ini"

@@ -19,8 +19,9 @@ import time
 import pytest
 
 import servers
-from conftest import (DEFAULT_ROUTE, assert_problem, run_check, slow,
-                      wait_until)
+from common import slow, wait_until
+from daemon import DEFAULT_ROUTE, StoreUnderTest, run_check
+from wire import assert_problem
 from test_etcd import create_revision
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -289,7 +290,6 @@ def test_follow_hostile_leader_value(tidemark, upstream, store_servers,
 
 def store_for(store_servers):
     """The mark store both pods share: etcd's."""
-    from conftest import StoreUnderTest
     return StoreUnderTest("etcd", store_servers("etcd"))
 
 

@@ -7,8 +7,10 @@ import zlib
 
 import pytest
 
-from conftest import (PATTERN, assert_problem, build_request, chunked,
-                      header_all, slow)
+from common import slow, wait_until
+from upstream import PATTERN
+from wire import (Closed, HTTPError, assert_problem, build_request, chunked,
+                  header_all)
 
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: a\r\nX-Test-Id: smuggled\r\n\r\n"
 
@@ -765,7 +767,6 @@ def test_many_connections_beyond_max_connections(tidemark, upstream):
         for c in conns:
             c.close()
     # once they are gone, tidemark serves again
-    from conftest import wait_until
     wait_until(lambda: _serves(tm), 10 * slow(), "tidemark to serve again")
     assert tm.alive()
 
@@ -782,7 +783,6 @@ def test_mutated_requests_get_an_answer_and_move_nothing(tidemark, upstream):
     well-formed answer or is closed, tidemark lives, the mark holds."""
     import random
     import socket
-    from conftest import HTTPError, Closed
     tm = tidemark(config={"proxy": {"header_timeout_ms": "1000",
                                     "idle_timeout_ms": "1000"}})
     top = 10 ** 18

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import is_asan, wait_until
+from common import is_asan, wait_until
 
 
 def test_idle_connections_do_not_starve_active_ones(tidemark, upstream):

@@ -8,9 +8,13 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
-from conftest import slow
+from common import slow
+
+# The packaging tier: packaging/k8s/sidecar.yaml.
+pytestmark = pytest.mark.packaging
 
 SIDECAR = Path(__file__).resolve().parents[2] / "packaging/k8s/sidecar.yaml"
 TOKEN = "0123456789abcdef0123456789abcdef"

@@ -12,8 +12,11 @@ import time
 
 import pytest
 
-from conftest import BIN, REPO
+from common import BIN, REPO
 from test_page import CHROMIUM, dump_dom
+
+# The lab starts its own redis-server and PostgreSQL.
+pytestmark = pytest.mark.backend
 
 LAB = REPO / "lab" / "tidemark-lab"
 sys.path.insert(0, str(REPO / "lab"))

@@ -17,8 +17,9 @@ import uuid
 
 import pytest
 
-from conftest import (REPO, StoreUnderTest, assert_problem, build_request,
-                      run_check, slow, wait_until)
+from common import REPO, slow, wait_until
+from daemon import StoreUnderTest, run_check
+from wire import assert_problem, build_request
 from test_config import BASE, BASE_LINES, check_text, problems
 from test_locks import empty_lock_store
 

@@ -14,7 +14,8 @@ import uuid
 
 import pytest
 
-from conftest import DEFAULT_ROUTE, slow, wait_until
+from common import slow, wait_until
+from daemon import DEFAULT_ROUTE
 from servers import Relay
 
 TTL_MS = 2000

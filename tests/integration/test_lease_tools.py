@@ -15,7 +15,8 @@ import uuid
 
 import pytest
 
-from conftest import REPO, Pod, Tidemark, slow
+from common import REPO, slow
+from daemon import Pod, Tidemark
 from servers import Apache, NginxDav, S3rver
 from test_backends import rclone, s3_body, start_backend
 from test_sign import CREDS, NO_CREDS

@@ -24,12 +24,13 @@ import urllib.parse
 
 import pytest
 
-from conftest import (StoreUnderTest, assert_problem, build_request, slow,
-                      wait_until)
+from common import slow, wait_until
+from daemon import StoreUnderTest
+from lockapi import Admin, assert_lease, wait_locks_ready
+from wire import assert_problem, build_request
 from test_etcd import etcd_watch
 from test_store_conformance import start as start_on_store
-from test_locks import Admin, assert_lease, empty_lock_store, \
-    wait_locks_ready
+from test_locks import empty_lock_store
 
 pytestmark = pytest.mark.lengths
 

@@ -5,7 +5,7 @@ import signal
 import threading
 import time
 
-from conftest import slow, wait_until
+from common import slow, wait_until
 
 
 def test_sigint_exits_0(tidemark):

@@ -1,7 +1,7 @@
 """Limits with their own status codes: a body over the route's max_body
 is 413 (before any byte reaches the upstream when the length is known),
 TRACE is refused."""
-from conftest import build_request, chunked
+from wire import build_request, chunked
 
 
 def test_body_over_max_body_is_413_and_not_forwarded(tidemark, upstream):

@@ -13,20 +13,20 @@ cluster that only grow, across every name. tm.fences() checks
 whichever holds. etcd grants whole seconds of at least 2 s, and keeps the
 TTL it granted on extend."""
 
-import http.client
 import itertools
 import json
 import os
-import re
-import subprocess
 import threading
 import time
-import urllib.parse
 
 import pytest
 
-from conftest import (FAILSYNC, REPO, assert_holders_in_turn, assert_problem,
-                      free_port, run_check, slow, wait_until)
+from common import free_port, slow, wait_until
+from daemon import run_check
+from lockapi import (Admin, Resp, assert_lease, lock_api, wait_gone,
+                     wait_locks_ready)
+from upstream import assert_holders_in_turn
+from wire import assert_problem
 
 KEY = "0123456789abcdef0123456789abcdef"
 
@@ -109,86 +109,6 @@ class Fences:
             assert f > self.last and f >= (floor or 0), (f, self.last, floor)
         self.last = f
         return doc
-
-
-def wait_locks_ready(tm, timeout=10.0):
-    """A network lock backend connects after tidemark starts: poll a
-    lookup until it is not 503."""
-    wait_until(lambda: Admin(tm).get("probe/ready").status != 503,
-               timeout * slow(), "the lock backend to connect")
-
-
-class Resp:
-    def __init__(self, status, headers, body):
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-    def header(self, name):
-        return self.headers.get(name.lower())
-
-    def json(self):
-        return json.loads(self.body)
-
-    def __repr__(self):
-        return "<Resp %d %r>" % (self.status, self.body[:300])
-
-
-class Admin:
-    """One keep-alive connection to the control port."""
-
-    def __init__(self, tm, timeout=10.0):
-        self.tm = tm
-        self.c = http.client.HTTPConnection("127.0.0.1", tm.admin_port,
-                                            timeout=timeout * slow())
-
-    def call(self, method, name, **query):
-        path = "/v1/locks/" + urllib.parse.quote(name, safe="/")
-        if query:
-            path += "?" + urllib.parse.urlencode(query)
-        self.c.request(method, path)
-        r = self.c.getresponse()
-        body = r.read()
-        return Resp(r.status, dict((k.lower(), v) for k, v in
-                                   r.getheaders()), body)
-
-    def acquire(self, name, ttl_ms=10000, **kw):
-        return self.call("POST", name, ttl_ms=ttl_ms, **kw)
-
-    def extend(self, name, token, ttl_ms=10000):
-        return self.call("PATCH", name, token=token, ttl_ms=ttl_ms)
-
-    def release(self, name, token):
-        return self.call("DELETE", name, token=token)
-
-    def get(self, name):
-        return self.call("GET", name)
-
-    def close(self):
-        self.c.close()
-
-
-def lock_api(tm):
-    return Admin(tm)
-
-
-def assert_lease(r, name, fence=None, ttl_ms=None, code=201):
-    assert r.status == code, r
-    assert r.header("content-type").startswith("application/json"), r
-    doc = r.json()
-    assert set(doc) == {"name", "token", "fence", "ttl_ms"}, doc
-    assert doc["name"] == name
-    if fence is not None:
-        assert doc["fence"] == fence, doc
-    if ttl_ms is not None:
-        assert doc["ttl_ms"] == ttl_ms, doc
-    return doc
-
-
-def wait_gone(api, name, timeout=5.0):
-    """Poll GET until the lease has expired (404)."""
-    wait_until(lambda: api.get(name).status == 404, timeout * slow(),
-               "lease %s to expire" % name)
 
 
 def test_acquire_extend_release(tidemark):
@@ -779,18 +699,6 @@ def test_kill9_between_acquire_and_release_loses_no_fence(tidemark):
         wait_until(lambda: api.get("k2").status == 404,
                    30 * slow(), "the dead session's nodes to go")
     fk2.next(api.acquire("k2"), "k2")
-
-
-@pytest.fixture(scope="module")
-def failsync():
-    if not FAILSYNC.exists():
-        p = subprocess.run(["make", "-C", str(REPO),
-                            "tests/preload/failsync.so"],
-                           capture_output=True, timeout=120)
-        assert p.returncode == 0 and FAILSYNC.exists(), p.stderr[-2000:]
-    m = re.search(rb"[A-Z0-9_]*FAILSYNC_TRIGGER", FAILSYNC.read_bytes())
-    assert m, "the shim names no *FAILSYNC_TRIGGER variable"
-    return FAILSYNC, m.group(0).decode()
 
 
 # a failed fsync of the lmdb lease file

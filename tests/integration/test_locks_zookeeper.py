@@ -12,10 +12,12 @@ import time
 
 import pytest
 
-from conftest import (KAZOO_HOLDER, assert_holders_in_turn, assert_problem,
-                      slow, wait_until)
+from common import slow, wait_until
+from scenarios import KAZOO_HOLDER, leader_killed_under_acquires
+from upstream import assert_holders_in_turn
+from wire import assert_problem
 from servers import ZooKeeperEnsemble
-from test_locks import Admin, assert_lease
+from lockapi import Admin, assert_lease
 
 kazoo_client = pytest.importorskip("kazoo.client")
 
@@ -149,61 +151,25 @@ def test_leader_killed_under_acquires(tidemark, upstream, healed):
     failover, and every answer in between a clear 503."""
     ens = healed
     tm = zk_tidemark(tidemark, ens.hosts, "/failover/b")
-    grants = []                          # (fence, granted, release started)
     refused = []                         # the 503s' documents
-    errors = []
-    lock = threading.Lock()
-    stop = threading.Event()
 
-    def client(n):
-        api = Admin(tm, timeout=60)
-        try:
-            while not stop.is_set():
-                r = api.acquire("documents/hot", ttl_ms=60000,
-                                wait_ms=20000)
-                got = time.monotonic()
-                if r.status == 423:
-                    continue
-                if r.status == 503:
-                    refused.append(unavailable(r))
-                    # back when the ensemble is: poll, do not spin
-                    wait_until(lambda: api.get("probe").status != 503,
-                               60 * slow(), "the ensemble back")
-                    continue
-                doc = assert_lease(r, "documents/hot")
-                w = tm.put("hot", token=doc["token"],
-                           body=b"%d" % doc["fence"])
-                if w.status != 200:
-                    errors.append(("write", doc["fence"], w.status))
-                start = time.monotonic()
-                with lock:
-                    grants.append((doc["fence"], got, start))
-                rel = release_until_done(api, "documents/hot", doc["token"])
-                if rel.status != 204:
-                    # the release reached the ensemble, its answer did not
-                    assert_problem(rel, 409)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(repr(e))
-        finally:
-            api.close()
+    def on_refused(api, r):
+        if r.status == 423:
+            return
+        refused.append(unavailable(r))
+        # back when the ensemble is: poll, do not spin
+        wait_until(lambda: api.get("probe").status != 503, 60 * slow(),
+                   "the ensemble back")
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    try:
-        wait_until(lambda: len(grants) >= 20, 60 * slow(), "20 grants")
-        leader = ens.leader()
-        assert leader is not None
-        before = len(grants)
-        leader.kill9()
-        new_leader(ens, leader)
-        wait_until(lambda: len(grants) >= before + 20 or errors,
-                   90 * slow(), "20 grants after the failover")
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(120 * slow())
-    assert errors == []
+    def release(api, name, token):
+        rel = release_until_done(api, name, token)
+        if rel.status != 204:
+            # the release reached the ensemble, its answer did not
+            assert_problem(rel, 409)
+
+    grants = leader_killed_under_acquires(
+        tm, ens, 20, 60000, on_refused, release,
+        lambda leader: new_leader(ens, leader), join_s=120)
     fences = assert_holders_in_turn(grants, upstream)
     # the new epoch's fences are above every one of the old epoch
     assert fences[-1] >> 32 > fences[0] >> 32

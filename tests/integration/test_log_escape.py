@@ -11,9 +11,11 @@ import time
 
 import pytest
 
-from conftest import Conn, slow, wait_until
+from common import slow, wait_until
+from daemon import StoreUnderTest
+from wire import Conn
 from test_etcd import etcd_watch
-from test_locks import Admin
+from lockapi import Admin
 
 # A text line: a timestamp, a level, a message.
 TEXT_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
@@ -229,7 +231,6 @@ def test_a_postgres_notice_is_a_log_line(tidemark, upstream, store_servers):
     """A Postgres server's notice (CREATE TABLE IF NOT EXISTS says one
     once the table is there) is a debug line of tidemark's, its quotes
     and its newline escaped, not text libpq writes to stderr."""
-    from conftest import StoreUnderTest
     pg = StoreUnderTest("postgres", store_servers("postgres"))
     tm = tidemark(config={"proxy": {"log_level": "debug"},
                           "store": pg.section()})

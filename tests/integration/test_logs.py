@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import Conn, token_headers
+from wire import Conn, token_headers
 
 ACCESS_KEYS = ["event", "id", "client", "method", "path", "query", "status",
                "route", "resource", "token", "mark", "ms", "conn", "reason",

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import free_port, render_ini, slow, wait_until
+from common import free_port, slow, wait_until
 
 NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? '

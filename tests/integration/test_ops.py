@@ -9,7 +9,8 @@ import socket
 import subprocess
 from pathlib import Path
 
-from conftest import BIN, child_env, free_port, run_check, slow
+from common import BIN, slow
+from daemon import child_env, run_check
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "0123456789abcdef0123456789abcdef"

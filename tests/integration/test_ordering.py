@@ -12,7 +12,9 @@ import uuid
 
 import pytest
 
-from conftest import assert_problem, slow, wait_ready
+from common import slow
+from daemon import wait_ready
+from wire import assert_problem
 
 
 class Async:

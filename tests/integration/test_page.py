@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from conftest import free_port, slow
+from common import BIN, free_port, slow
 
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(
@@ -154,7 +154,6 @@ def test_dashboard_shows_what_happened(tidemark, upstream, tmp_path):
 
 
 def tm_bin():
-    from conftest import BIN
     return BIN
 
 

@@ -12,10 +12,11 @@ import uuid
 
 import pytest
 
-from conftest import (STORE_ROUTES, assert_problem, render_ini, run_check,
-                      slow, wait_ready, wait_until)
+from common import slow, wait_until
+from daemon import STORE_ROUTES, render_ini, run_check, wait_ready
+from wire import assert_problem
 from servers import RedisCluster, key_slot, resp
-from test_locks import assert_lease, lock_api
+from lockapi import assert_lease, lock_api
 
 
 @pytest.fixture

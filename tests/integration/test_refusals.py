@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from conftest import (DEFAULT_ROUTE, assert_problem, build_request,
-                      free_port, slow)
+from common import free_port, slow
+from daemon import DEFAULT_ROUTE
+from wire import assert_problem, build_request
 
 
 KEY = "0123456789abcdef0123456789abcdef"

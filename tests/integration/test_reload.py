@@ -4,7 +4,9 @@ configuration stays; keys that need a restart say so."""
 import signal
 import threading
 
-from conftest import build_request, render_ini, slow, wait_until
+from common import slow, wait_until
+from daemon import render_ini
+from wire import build_request
 
 
 def rewrite(tm, sections):

@@ -23,7 +23,7 @@ import urllib.parse
 import pytest
 from boto3.s3.transfer import TransferConfig
 
-from conftest import Tidemark
+from daemon import Tidemark
 from test_backends import (BUCKET, EXAMPLES, Fenced, client_error,  # noqa
                            curl, s3, s3_body, s3_client, s3_setup,
                            s3_stale_upload, unique)

@@ -21,7 +21,8 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from conftest import BIN, REPO, Tidemark, child_env, run_check, slow
+from common import BIN, REPO, slow
+from daemon import Tidemark, child_env, run_check
 from servers import S3rver
 
 EXAMPLE = REPO / "conf" / "examples" / "s3-signed.ini"

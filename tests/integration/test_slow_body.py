@@ -2,7 +2,7 @@
 off with 408, while a slow upstream (back-pressure) is not its fault."""
 import time
 
-from conftest import build_request
+from wire import build_request
 
 
 def test_trickled_body_is_cut_off(tidemark, upstream):

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from conftest import Closed
+from wire import Closed
 
 # What a row must come back as.
 REFUSED = "400"  # 400 bad-request, closed, not forwarded

@@ -3,14 +3,11 @@ failed sync, a full map."""
 
 import random
 import re
-import subprocess
 import threading
 import time
 
-import pytest
-
-from conftest import (FAILSYNC, REPO, Closed, HTTPError, assert_problem,
-                      build_request, slow, wait_until)
+from common import slow, wait_until
+from wire import Closed, HTTPError, assert_problem, build_request
 
 ROUTES = {
     "route docs": {"path": "/v1/documents/{doc}",
@@ -201,21 +198,6 @@ def test_kill9_under_write_load_never_lowers_a_mark(tidemark, upstream):
 
 
 # ---------------------------------------------------------- failed sync
-
-
-@pytest.fixture(scope="module")
-def failsync():
-    if not FAILSYNC.exists():
-        p = subprocess.run(["make", "-C", str(REPO),
-                            "tests/preload/failsync.so"],
-                           capture_output=True, timeout=120)
-        assert p.returncode == 0 and FAILSYNC.exists(), (
-            "cannot build %s:\n%s" % (FAILSYNC, p.stderr.decode()[-2000:]))
-    # The variable naming the trigger file, as the shim reads it
-    # (FAILSYNC_TRIGGER when this was written).
-    m = re.search(rb"[A-Z0-9_]*FAILSYNC_TRIGGER", FAILSYNC.read_bytes())
-    assert m, "the shim names no *FAILSYNC_TRIGGER variable"
-    return FAILSYNC, m.group(0).decode()
 
 
 def test_failed_sync_stops_writes_on_correctness_routes(tidemark, upstream,

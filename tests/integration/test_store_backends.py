@@ -11,8 +11,9 @@ import uuid
 import pytest
 
 import servers
-from conftest import (STORE_ROUTES, StoreUnderTest, assert_problem, run_check,
-                      wait_ready)
+from common import free_port
+from daemon import STORE_ROUTES, StoreUnderTest, run_check, wait_ready
+from wire import assert_problem
 
 
 def unique():
@@ -371,7 +372,7 @@ def test_etcd_garbage_server(tidemark, upstream, garbage):
 def test_etcd_second_endpoint(tidemark, upstream, store_servers):
     """The first endpoint refuses connections: the second one serves."""
     st = StoreUnderTest("etcd", store_servers("etcd"))
-    dead = servers._free_port()
+    dead = free_port()
     tm = start(tidemark, st, endpoints="http://127.0.0.1:%d, %s"
                % (dead, st.server.endpoints))
     d = unique()

@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from conftest import STORE_ROUTES, StoreUnderTest, assert_problem, wait_ready
+from daemon import STORE_ROUTES, StoreUnderTest, wait_ready
+from wire import assert_problem
 
 KINDS = ["lmdb", "postgres", "redis", "redis-cluster", "etcd"]
 NETWORK = ["postgres", "redis", "redis-cluster", "etcd"]

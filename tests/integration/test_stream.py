@@ -6,7 +6,9 @@ import threading
 import time
 import zlib
 
-from conftest import PATTERN, build_request, is_asan, slow, wait_until
+from common import is_asan, slow, wait_until
+from upstream import PATTERN
+from wire import build_request
 
 MiB = 1024 * 1024
 # The contract: a 512 MiB upload passes with peak RSS under 64 MiB. A

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from conftest import (Closed, assert_problem, build_request,
-                      free_port, read_response, slow, wait_until)
+from common import free_port, slow, wait_until
+from wire import Closed, assert_problem, build_request, read_response
 
 
 def closed_within(c, lo, hi):

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import Upstream
+from upstream import Upstream
 
 
 def openssl(*args, cwd):

@@ -3,7 +3,7 @@ underscore variant, or the header named in Connection is refused with
 400, the connection closed, and the upstream never sees a token."""
 import pytest
 
-from conftest import build_request
+from wire import build_request, chunked
 
 
 CASES = [
@@ -60,7 +60,6 @@ TRAILERS = [("token", "Fencing-Token", "9"),
                          ids=[t[0] for t in TRAILERS])
 def test_token_or_framing_in_trailers_is_refused(tidemark, upstream, name,
                                                  field, val):
-    from conftest import chunked
     tm = tidemark()
     with tm.conn() as c:
         c.send(build_request("PUT", "/v1/documents/tr",
@@ -76,7 +75,6 @@ def test_token_or_framing_in_trailers_is_refused(tidemark, upstream, name,
 
 
 def test_harmless_trailer_passes(tidemark, upstream):
-    from conftest import chunked
     tm = tidemark()
     with tm.conn() as c:
         c.send(build_request("PUT", "/v1/documents/tr2",
@@ -91,7 +89,6 @@ def test_harmless_trailer_passes(tidemark, upstream):
 def test_configured_token_header_in_other_spellings(tidemark, upstream):
     """The configured name, not only the default, is refused in every
     spelling, in the head and in trailers, however long it is."""
-    from conftest import chunked
     name = "X-Application-Specific-Lock-Fencing-Token"
     tm = tidemark(config={"proxy": {"token_header": name}})
     r = tm.request("PUT", "/v1/documents/cfg",

@@ -14,8 +14,10 @@ import uuid
 
 import pytest
 
-from conftest import (KAZOO_HOLDER, assert_problem, run_check, slow,
-                      wait_ready, wait_until)
+from common import slow, wait_until
+from daemon import run_check, wait_ready
+from scenarios import KAZOO_HOLDER
+from wire import assert_problem
 import servers
 from test_etcd import wait_failing, watch_health
 

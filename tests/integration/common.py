@@ -1,0 +1,127 @@
+"""What every helper of the integration tests needs: the binary under
+test and its pace (a sanitizer build runs slower), free loopback ports
+(a range of its own for each pytest-xdist worker, so that parallel
+workers never hand out one port twice) and polling with a deadline.
+Standard library only; the failure lab (lab/) ships it with servers.py.
+"""
+
+import os
+import random
+import socket
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("TIDEMARK_BIN", REPO / "tidemark")).resolve()
+
+_asan = None
+
+
+def is_asan():
+    """True when the binary under test is a sanitizer build."""
+    global _asan
+    if _asan is None:
+        try:
+            data = BIN.read_bytes()
+        except OSError:
+            return False
+        _asan = b"__asan_init" in data or b"__ubsan_handle" in data
+    return _asan
+
+
+def slow():
+    """Deadline multiplier: sanitizer builds run several times slower."""
+    return 3.0 if is_asan() else 1.0
+
+
+# --------------------------------------------------------------- ports
+
+
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _outside_ephemeral():
+    """The loopback ports from 10000 up that the kernel never hands to an
+    outgoing connection: [(first, last), ...]."""
+    lo, hi = _ephemeral_range()
+    ranges = [(10000, lo - 1)] if lo > 11025 else []
+    if hi < 64535:
+        ranges.append((hi + 1, 65535))
+    return ranges
+
+
+def _worker_share(ranges, worker, count):
+    """The worker-th of count equal shares of ranges (worker 0 of 1 when
+    pytest-xdist does not run the tests): [(first, last), ...]."""
+    total = sum(b - a + 1 for a, b in ranges)
+    share = total // count
+    start, end = worker * share, (worker + 1) * share
+    out, base = [], 0
+    for a, b in ranges:
+        first, last = max(a, a + start - base), min(b, a + end - 1 - base)
+        if first <= last:
+            out.append((first, last))
+        base += b - a + 1
+    return out
+
+
+def _this_worker():
+    """(index, count) of this pytest-xdist worker; (0, 1) outside xdist."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if name.startswith("gw") and name[2:].isdigit() and count.isdigit():
+        return int(name[2:]), max(int(count), int(name[2:]) + 1)
+    return 0, 1
+
+
+_PORTS = _worker_share(_outside_ephemeral(), *_this_worker())
+_rng = random.Random()
+_given = set()   # never hand out one port twice: servers may not bind yet
+
+
+def free_port():
+    """A loopback port nothing listens on right now. Taken from outside
+    the kernel's ephemeral range, so that no outgoing connection (of the
+    tests, of tidemark, of a store) can be handed the same port between
+    now and the moment a server binds it; and from this xdist worker's
+    share of that range, so that no other worker hands it out too."""
+    for _ in range(200):
+        if not _PORTS:
+            break
+        a, b = _rng.choice(_PORTS)
+        port = _rng.randint(a, b)
+        if port in _given:
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", port))
+            _given.add(port)
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_until(pred, timeout, what="condition", interval=0.01):
+    """Poll pred() until it returns a true value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s"
+                                 % (timeout, what))
+        time.sleep(interval)
