@@ -31,7 +31,8 @@ redis_reply pg_reply s3name logesc"
 # The project sources and libraries each target needs.
 sources() {
     case $1 in
-    http_request | http_response) echo policies/http_parse.c policies/hname.c ;;
+    http_request | http_response) echo policies/http_parse.c \
+        policies/http_fields.c policies/http_chunked.c policies/hname.c ;;
     token) echo policies/token.c ;;
     route) echo policies/route.c policies/canon.c policies/utf8.c ;;
     origin) echo policies/origin.c ;;
@@ -48,7 +49,9 @@ sources() {
     etcd_keys) echo proxy/locks/etcd_keys.c proxy/clients/etcd_json.c ;;
     redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c ;;
     pg_reply) echo proxy/locks/lock_postgres_reply.c ;;
-    s3name) echo policies/s3name.c policies/canon.c policies/utf8.c policies/http_parse.c policies/hname.c ;;
+    s3name) echo policies/s3name.c policies/canon.c policies/utf8.c \
+        policies/http_parse.c policies/http_fields.c policies/http_chunked.c \
+        policies/hname.c ;;
     logesc) echo policies/logesc.c policies/utf8.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
