@@ -7,11 +7,11 @@
 #                 tidemark in front of a demo backend
 #   deps          install the Debian packages for build, tests and bench
 #   check         the fast tier, in under 3 minutes: format-check, build,
-#                 unit, embed, check-docs, the layer check (when
-#                 tests/check-layers.sh is there) and the integration
-#                 tests that need no cluster, real backend or packaging
-#   test          deps, format-check, unit, integration, test-sanitize,
-#                 fuzz, package
+#                 unit, embed, check-docs, check-layers and the
+#                 integration tests that need no cluster, real backend
+#                 or packaging
+#   test          deps, format-check, unit, embed, check-layers,
+#                 integration, test-sanitize, fuzz, docs, package
 #   test-asan     the same suites against an ASan + UBSan build
 #   test-sanitize part of test: the length-class and odd-byte tests
 #                 (test_lengths.py) and the fast suites of refusals and
@@ -128,7 +128,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
         integration integration-fast bench \
         bench-locks bench-locks-raw bench-conns bench-marks bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
-        check-docs packaged-ini check-layers lab chaos
+        check-docs packaged-ini lab chaos
 
 all: $(TM_BIN) $(TM_LIB)
 
@@ -248,10 +248,6 @@ integration-fast: $(TM_BIN) $(PRELOADS)
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) $(PYTEST) -q -rs -p no:cacheprovider \
 	    $(XDIST) -m "$(FAST_TIER)" tests/integration
 
-# The layer check, where the tree has one.
-check-layers:
-	[ ! -x tests/check-layers.sh ] || tests/check-layers.sh
-
 check:
 	$(MAKE) format-check
 	$(MAKE) -j2 all
@@ -274,6 +270,7 @@ test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) embed
+	$(MAKE) check-layers
 	$(MAKE) integration
 	$(MAKE) test-sanitize
 	FUZZ_SECONDS=5 $(MAKE) fuzz
