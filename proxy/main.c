@@ -228,6 +228,20 @@ reload(struct daemon_state *d)
     notify("READY=1\nSTATUS=serving; configuration reloaded");
 }
 
+/* SIGUSR1 asks for the log file to be reopened (after logrotate): the
+ * daemon writes to stderr, which whoever started it owns. SIGUSR2 has
+ * no meaning. Neither stops the process, as their default would. */
+static void
+other_signal(const struct daemon_state *d, evutil_socket_t sig)
+{
+    if (sig == SIGUSR1) {
+        say(d, TM_LOG_INFO,
+            "SIGUSR1: nothing to reopen (the log goes to stderr)");
+        return;
+    }
+    say(d, TM_LOG_INFO, "SIGUSR2: ignored");
+}
+
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -236,6 +250,10 @@ on_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     if (sig == SIGHUP) {
         reload(d);
+        return;
+    }
+    if (sig == SIGUSR1 || sig == SIGUSR2) {
+        other_signal(d, sig);
         return;
     }
     if (d->stopping) {
@@ -281,8 +299,8 @@ main(int argc, char **argv)
     struct tm_config *cfg;
     struct daemon_state d = {0};
     struct tm_options opts = {daemon_log, &d, TM_LOG_FROM_CONFIG};
-    struct event *sigs[3];
-    const int signos[3] = {SIGTERM, SIGINT, SIGHUP};
+    const int signos[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
+    struct event *sigs[sizeof(signos) / sizeof(signos[0])];
     char err[512];
     int opt;
 
@@ -356,13 +374,13 @@ main(int argc, char **argv)
         event_base_free(d.base);
         return 1;
     }
-    for (int i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof(signos) / sizeof(signos[0]); i++) {
         sigs[i] = evsignal_new(d.base, signos[i], on_signal, &d);
         evsignal_add(sigs[i], NULL);
     }
     notify("READY=1\nSTATUS=serving");
     event_base_dispatch(d.base);
-    for (int i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof(signos) / sizeof(signos[0]); i++) {
         event_free(sigs[i]);
     }
     tm_proxy_free(d.px);

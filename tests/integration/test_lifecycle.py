@@ -52,3 +52,14 @@ def test_sigterm_finishes_in_flight_request(tidemark, upstream):
     tm.runs[-1][1] = "stopped"
     tm.start()
     assert tm.mark("documents/inflight") == 3
+
+
+def test_sigusr1_and_sigusr2_are_logged_and_it_keeps_serving(tidemark,
+                                                               upstream):
+    tm = tidemark()
+    tm.proc.send_signal(signal.SIGUSR1)
+    tm.wait_log("SIGUSR1: nothing to reopen")
+    tm.proc.send_signal(signal.SIGUSR2)
+    tm.wait_log("SIGUSR2: ignored")
+    assert tm.put("usr", token=4).status == 200
+    assert tm.mark("documents/usr") == 4
