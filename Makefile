@@ -163,6 +163,14 @@ $(TM_LIB): $(LIB_OBJ) $(TM_SYMS)
 # The version is compiled into tm_version().
 $(BUILD)/conf/config.o: packaging/debian/changelog
 
+# What --version --verbose shows of the build: the flags, the sanitizers
+# among them, and inih's version (it has no call that says it).
+TM_SANITIZE := $(patsubst -fsanitize=%,%,$(filter -fsanitize=%,$(CFLAGS)))
+$(BUILD)/proxy/build_info.o: TM_CFLAGS += \
+    -DTM_BUILD_CFLAGS='"$(subst ",,$(subst ',,$(CFLAGS)))"' \
+    -DTM_BUILD_SANITIZE='"$(or $(TM_SANITIZE),none)"' \
+    -DTM_INIH_VERSION='"$(shell pkg-config --modversion inih 2>/dev/null)"'
+
 # The daemon links the public archive: it uses tidemark.h alone; and
 # libsystemd for sd_notify (the library does not).
 $(BUILD)/proxy/main.o: TM_CFLAGS += $(shell pkg-config --cflags libsystemd)

@@ -116,7 +116,7 @@ usage(FILE *f)
 {
     fprintf(f,
             "usage: tidemark -c FILE [--check [--print] [--strict]]\n"
-            "       tidemark --version\n"
+            "       tidemark --version [--verbose]\n"
             "  -c, --config FILE  the configuration (INI)\n"
             "      --check        validate FILE and exit: 0 when fine,\n"
             "                     1 with one FILE:LINE: message per "
@@ -127,7 +127,24 @@ usage(FILE *f)
             "      --strict       with --check: warnings (no [route], no\n"
             "                     [upstream]) fail too\n"
             "  -V, --version      print the version and exit\n"
+            "  -v, --verbose      with --version: also the compiler, the\n"
+            "                     build flags and each library's version\n"
             "  -h, --help         this text\n");
+}
+
+/* --version: one line; with --verbose, the build and its libraries. */
+static int
+print_version(bool verbose)
+{
+    char info[2048];
+
+    if (!verbose) {
+        printf("tidemark %s\n", tm_version());
+        return 0;
+    }
+    (void)tm_build_info(info, sizeof(info));
+    fputs(info, stdout);
+    return 0;
 }
 
 /* Tell systemd (Type=notify) where the daemon is; nothing without
@@ -290,11 +307,13 @@ main(int argc, char **argv)
         {"print", no_argument, NULL, 'T'},
         {"strict", no_argument, NULL, 's'},
         {"version", no_argument, NULL, 'V'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *file = NULL;
     bool check = false, print = false, strict = false;
+    bool version = false, verbose = false;
     const char *warnings;
     struct tm_config *cfg;
     struct daemon_state d = {0};
@@ -304,7 +323,7 @@ main(int argc, char **argv)
     char err[512];
     int opt;
 
-    while ((opt = getopt_long(argc, argv, "c:hTV", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:hTVv", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             file = optarg;
@@ -319,8 +338,11 @@ main(int argc, char **argv)
             strict = true;
             break;
         case 'V':
-            printf("tidemark %s\n", tm_version());
-            return 0;
+            version = true;
+            break;
+        case 'v':
+            verbose = true;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -329,7 +351,10 @@ main(int argc, char **argv)
             return 2;
         }
     }
-    if (file == NULL || optind != argc) {
+    if (version && optind == argc) {
+        return print_version(verbose);
+    }
+    if (file == NULL || optind != argc || version || verbose) {
         usage(stderr);
         return 2;
     }

@@ -80,6 +80,12 @@ TM_API void tm_config_free(struct tm_config *cfg);
 /* The library's version, "1.2.3". */
 TM_API const char *tm_version(void);
 
+/* What the library was built with, one "name version" a line: the
+ * version, compiler, CFLAGS, sanitizers and each library it links.
+ * Writes up to size bytes (NUL-terminated) like snprintf and returns
+ * the length of the whole text. */
+TM_API size_t tm_build_info(char *buf, size_t size);
+
 /* ---- logging ----------------------------------------------------------- */
 
 enum tm_log_level {

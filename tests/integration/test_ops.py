@@ -34,6 +34,26 @@ def test_version_is_the_packaged_one():
     assert out == "tidemark %s\n" % changelog_version()
 
 
+def test_version_verbose_lists_the_build_and_each_library():
+    rc, out, _ = run(["--version", "-v"])
+    assert rc == 0
+    assert run(["--verbose", "--version"]) == (0, out, "")
+    lines = out.splitlines()
+    assert lines[0] == "tidemark %s" % changelog_version()
+    names = [ln.split(" ")[0].rstrip(":") for ln in lines[1:]]
+    assert names == ["compiler", "CFLAGS", "sanitizers", "libevent", "lmdb",
+                     "hiredis", "libpq", "OpenSSL", "jansson", "zookeeper",
+                     "inih"]
+    for ln in lines[4:]:
+        assert re.match(r"\S+ \d+(\.\d+)*\S* ", ln + " "), ln
+
+
+def test_verbose_without_version_is_a_usage_error():
+    rc, out, err = run(["--verbose"])
+    assert (rc, out) == (2, "")
+    assert err.startswith("usage: tidemark")
+
+
 def secret_file(tmp_path):
     p = tmp_path / "admin.token"
     p.write_text(TOKEN + "\n")
