@@ -127,6 +127,7 @@ cfg_free(struct tm_config *c)
     free(c->file);
     free(c->env_links);
     free(c->warnings);
+    free(c->notes);
     memset(c, 0, sizeof(*c));
 }
 

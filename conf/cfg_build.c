@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -26,17 +27,30 @@ cfg_sect_origin(const struct raw_sect *s, struct origin *at)
     return at;
 }
 
+/* Where key of s was set; NULL: it keeps its default (s NULL: the
+ * section is absent). */
+static const struct origin *
+key_origin(const struct raw_sect *s, const char *key)
+{
+    for (size_t i = 0; s != NULL && i < cfg_nopts; i++) {
+        if (cfg_opts[i].sect == s->kind && strcmp(cfg_opts[i].key, key) == 0 &&
+            s->vals[i].set) {
+            return &s->vals[i].at;
+        }
+    }
+    return NULL;
+}
+
 /* Where key of s was set, tried in order; else where s is. */
 static const struct origin *
 keys_origin(const struct raw_sect *s, const char *const *keys,
             struct origin *at)
 {
     for (; *keys != NULL; keys++) {
-        for (size_t i = 0; i < cfg_nopts; i++) {
-            if (cfg_opts[i].sect == s->kind &&
-                strcmp(cfg_opts[i].key, *keys) == 0 && s->vals[i].set) {
-                return &s->vals[i].at;
-            }
+        const struct origin *o = key_origin(s, *keys);
+
+        if (o != NULL) {
+            return o;
         }
     }
     return cfg_sect_origin(s, at);
@@ -498,21 +512,62 @@ cfg_build(struct loader *l, struct tm_config *c)
     }
 }
 
-/* Append a warning line about the file to c->warnings. */
+/* Append a line "FILE: KIND: msg" about the file to *lines. */
 static void
-add_warning(struct loader *l, struct tm_config *c, const char *msg)
+add_line(struct loader *l, char **lines, const char *kind, const char *msg)
 {
-    size_t have = c->warnings != NULL ? strlen(c->warnings) : 0;
-    size_t need = have + strlen(l->file) + strlen(msg) + 16;
-    char *w = realloc(c->warnings, need);
+    size_t have = *lines != NULL ? strlen(*lines) : 0;
+    size_t need = have + strlen(l->file) + strlen(kind) + strlen(msg) + 8;
+    char *w = realloc(*lines, need);
 
     if (w == NULL) {
         l->oom = true;
         return;
     }
-    snprintf(w + have, need - have, "%s%s: warning: %s", have > 0 ? "\n" : "",
-             l->file, msg);
-    c->warnings = w;
+    snprintf(w + have, need - have, "%s%s: %s: %s", have > 0 ? "\n" : "",
+             l->file, kind, msg);
+    *lines = w;
+}
+
+static void
+add_warning(struct loader *l, struct tm_config *c, const char *msg)
+{
+    add_line(l, &c->warnings, "warning", msg);
+}
+
+/* The open files a client connection can take: its own socket and its
+ * upstream's; and those the rest of the process holds. */
+#define FILES_PER_CONNECTION 2
+#define FILES_BESIDE 64
+
+/* A max_connections left to its default is sized to the open files the
+ * process may have (the hard limit: the daemon raises the soft one to
+ * it), and a note says so. One written out is kept: the daemon warns
+ * when the limit is short of it. */
+static void
+fit_connections(struct loader *l, struct tm_config *c)
+{
+    struct rlimit rl;
+    rlim_t fits;
+    char msg[256];
+
+    if (key_origin(cfg_find_sect(l, CFG_PROXY, NULL), "max_connections") !=
+            NULL ||
+        getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY ||
+        rl.rlim_max >= (rlim_t)c->proxy.max_connections * FILES_PER_CONNECTION +
+                           FILES_BESIDE) {
+        return;
+    }
+    fits = rl.rlim_max > FILES_BESIDE + FILES_PER_CONNECTION
+               ? (rl.rlim_max - FILES_BESIDE) / FILES_PER_CONNECTION
+               : 1;
+    snprintf(msg, sizeof(msg),
+             "max_connections = %llu, not the default %d: the open files "
+             "limit is %llu",
+             (unsigned long long)fits, c->proxy.max_connections,
+             (unsigned long long)rl.rlim_max);
+    c->proxy.max_connections = (int)fits;
+    add_line(l, &c->notes, "note", msg);
 }
 
 /* Whether listen addresses a and b ("host:port") would take the same
@@ -549,6 +604,7 @@ cfg_check_whole(struct loader *l, struct tm_config *c)
 {
     static const char *const keys[] = {"listen", NULL};
 
+    fit_connections(l, c);
     if (same_socket(c->proxy.listen, c->admin.listen)) {
         struct origin at_admin, at_proxy;
         const struct origin *at =

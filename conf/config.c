@@ -150,6 +150,12 @@ tm_config_warnings(const struct tm_config *cfg)
 }
 
 const char *
+tm_config_notes(const struct tm_config *cfg)
+{
+    return cfg->notes;
+}
+
+const char *
 tm_version(void)
 {
     return TM_VERSION;

@@ -220,6 +220,8 @@ struct tm_config {
                       * names separated by spaces; NULL: none */
     char *warnings;  /* "FILE: warning: ..." lines, '\n'-separated, of
                       * what loads but does nothing; NULL: none */
+    char *notes;     /* "FILE: note: ..." lines of what the loader chose
+                      * for a key left to its default; NULL: none */
 };
 
 #endif

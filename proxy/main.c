@@ -63,6 +63,19 @@ say(const struct daemon_state *d, enum tm_log_level level, const char *fmt, ...)
     daemon_log((void *)d, level, msg);
 }
 
+/* Each line of text (NULL: none) as a line of the log. */
+static void
+say_lines(const struct daemon_state *d, enum tm_log_level level,
+          const char *text)
+{
+    for (const char *w = text; w != NULL && *w != '\0';) {
+        size_t n = strcspn(w, "\n");
+
+        say(d, level, "%.*s", (int)n, w);
+        w += n + (w[n] == '\n');
+    }
+}
+
 /* The [proxy] keys the daemon itself reads from cfg. */
 static void
 read_settings(struct daemon_state *d, const struct tm_config *cfg)
@@ -83,7 +96,9 @@ read_settings(struct daemon_state *d, const struct tm_config *cfg)
 }
 
 /* Each client connection can hold an upstream connection too: ask for
- * room for both, up to the hard limit. Says so when it cannot. */
+ * room for both, up to the hard limit. Says so when it cannot (a
+ * max_connections left to its default was sized to fit: see
+ * tm_config_notes). */
 static void
 raise_nofile(const struct daemon_state *d, const struct tm_config *cfg)
 {
@@ -373,12 +388,8 @@ main(int argc, char **argv)
         return 2;
     }
     read_settings(&d, cfg);
-    for (const char *w = warnings; w != NULL && *w != '\0';) {
-        size_t n = strcspn(w, "\n");
-
-        say(&d, TM_LOG_WARN, "%.*s", (int)n, w);
-        w += n + (w[n] == '\n');
-    }
+    say_lines(&d, TM_LOG_WARN, warnings);
+    say_lines(&d, TM_LOG_INFO, tm_config_notes(cfg));
     raise_nofile(&d, cfg);
     keep_heap_top();
     /* Memory a burst of connections took can then go back. */

@@ -74,6 +74,10 @@ TM_API char *tm_config_text(const struct tm_config *cfg) TM_MUST_USE;
  * Owned by cfg. */
 TM_API const char *tm_config_warnings(const struct tm_config *cfg);
 
+/* What the loader chose for keys left to their defaults ("FILE: note:
+ * max_connections = 480, ..." lines, for an info log); NULL: nothing. */
+TM_API const char *tm_config_notes(const struct tm_config *cfg);
+
 /* Release a configuration no proxy has taken. NULL is fine. */
 TM_API void tm_config_free(struct tm_config *cfg);
 

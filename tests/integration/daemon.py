@@ -107,7 +107,7 @@ class Tidemark:
 
     # -- life cycle
 
-    def start(self, wait=True, extra_env=None):
+    def start(self, wait=True, extra_env=None, preexec=None):
         assert self.proc is None or self.proc.poll() is not None
         env = child_env(self.env)
         env.update(extra_env or {})
@@ -122,7 +122,8 @@ class Tidemark:
         log.flush()
         self.proc = subprocess.Popen(
             [str(BIN), "-c", str(self.ini_path)], stdin=subprocess.DEVNULL,
-            stdout=log, stderr=log, env=env, cwd=str(self.dir))
+            stdout=log, stderr=log, env=env, cwd=str(self.dir),
+            preexec_fn=preexec)
         log.close()
         self.runs.append([self.proc, "running"])
         if wait:

@@ -4,10 +4,13 @@ effect (--check --print, GET /v1/config), systemd's readiness protocol
 import http.client
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from common import BIN, slow
 from daemon import child_env, run_check
@@ -212,3 +215,48 @@ def test_systemd_hears_a_refused_reload(tidemark, tmp_path):
         assert msg["STATUS"] == "reload refused: the old configuration stays"
     finally:
         ns.close()
+
+
+def nofile(soft, hard=None):
+    """A preexec that sets the child's open-files limit."""
+    def set_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (soft, soft if hard is None else hard))
+    return set_limit
+
+
+def max_open_files(pid):
+    with open("/proc/%d/limits" % pid) as f:
+        for ln in f:
+            if ln.startswith("Max open files"):
+                return int(ln.split()[3])
+    raise AssertionError("no Max open files in /proc/%d/limits" % pid)
+
+
+def test_default_max_connections_fits_a_low_open_files_limit(tidemark):
+    tm = tidemark(start=False)
+    tm.start(preexec=nofile(1024))
+    assert tm.log_lines(" warn ") == []
+    assert tm.log_lines("note: max_connections = 480, not the default "
+                        "10000: the open files limit is 1024") != []
+    assert tm.put("fit", token=2).status == 200
+
+
+def test_default_start_raises_the_soft_open_files_limit(tidemark):
+    """Soft limit 1024 under the hard one: raised to what the default
+    max_connections (10000) needs, 20064, or to the hard limit."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    want = 20064 if hard == resource.RLIM_INFINITY else min(20064, hard)
+    tm = tidemark(start=False)
+    tm.start(preexec=nofile(1024, hard))
+    assert tm.log_lines(" warn ") == []
+    assert max_open_files(tm.proc.pid) == want
+
+
+def test_explicit_max_connections_over_the_limit_is_a_warning(tidemark):
+    tm = tidemark({"proxy": {"max_connections": "10000"}}, start=False)
+    tm.start(preexec=nofile(1024))
+    warns = tm.log_lines(" warn ")
+    assert len(warns) == 1, warns
+    assert warns[0].endswith("open files limited to 1024; max_connections "
+                             "= 10000 may need 20064"), warns

@@ -2,7 +2,64 @@
  * exact "FILE:LINE: message" of each kind of error, from INI files
  * written to temporary files. The environment's overrides are in
  * test_cfg_env.c, values and the option table in test_cfg_opts.c. */
+#include <sys/resource.h>
+#include <sys/wait.h>
+
 #include "cfg_test.h"
+
+/* The default max_connections (10000), or what the hard open-files
+ * limit holds: two files a connection, 64 besides. */
+static int
+default_max_connections(void)
+{
+    struct rlimit rl;
+
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= 10000 * 2 + 64) {
+        return 10000;
+    }
+    return (int)((rl.rlim_max - 64) / 2);
+}
+
+/* Under a hard open-files limit of 1024, in a child (the limit cannot
+ * be raised again): text loads with max_connections want and the notes
+ * note (NULL: none). */
+static void
+assert_fits_1024(const char *text, int want, const char *note)
+{
+    pid_t pid = fork();
+    int status;
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl = {1024, 1024};
+        struct loaded l;
+        bool notes_ok;
+
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            _exit(2);
+        }
+        load(&l, text, NULL);
+        notes_ok = note == NULL
+                       ? l.c.notes == NULL
+                       : l.c.notes != NULL && strstr(l.c.notes, note) != NULL;
+        _exit(l.ok && l.c.proxy.max_connections == want && notes_ok ? 0 : 1);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void
+test_default_max_connections_fits_the_open_files_limit(void **state)
+{
+    (void)state;
+    assert_fits_1024("; defaults\n", 480,
+                     ": note: max_connections = 480, not the default 10000: "
+                     "the open files limit is 1024");
+    /* Written out, it stays: the daemon warns. */
+    assert_fits_1024("[proxy]\nmax_connections = 10000\n", 10000, NULL);
+}
 
 static void
 test_defaults(void **state)
@@ -20,7 +77,7 @@ test_defaults(void **state)
     assert_int_equal(l.c.proxy.max_head, 16384);
     assert_int_equal(l.c.proxy.max_uri, 8192);
     assert_int_equal(l.c.proxy.max_headers, 100);
-    assert_int_equal(l.c.proxy.max_connections, 10000);
+    assert_int_equal(l.c.proxy.max_connections, default_max_connections());
     assert_int_equal(l.c.proxy.order_grace_ms, 1000);
     assert_int_equal(l.c.proxy.discard_limit, 65536);
     assert_int_equal(l.c.proxy.buffer_size, 65536);
@@ -614,6 +671,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(
+            test_default_max_connections_fits_the_open_files_limit),
         cmocka_unit_test(test_section_defaults),
         cmocka_unit_test(test_every_key),
         cmocka_unit_test(test_example),
