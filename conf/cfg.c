@@ -29,10 +29,11 @@ free_loader(struct loader *l)
     free(l->env_links);
 }
 
-/* cfg_load, from text when it is not NULL (path names it then). */
+/* cfg_load, from text when it is not NULL (path names it then); probe:
+ * also what cfg_probe asks of the host. */
 static bool
 load(struct tm_config *c, const char *path, const char *text, char *const *envp,
-     struct cfg_errors *errs)
+     struct cfg_errors *errs, bool probe)
 {
     struct loader l;
     size_t before = errs->n;
@@ -66,6 +67,9 @@ load(struct tm_config *c, const char *path, const char *text, char *const *envp,
     if (!l.oom) {
         cfg_check_whole(&l, c);
     }
+    if (probe && !l.oom && errs->n == before) {
+        cfg_probe(&l, c);
+    }
     c->env_links = l.env_links;
     l.env_links = NULL;
     if (l.oom) {
@@ -80,14 +84,21 @@ bool
 cfg_load(struct tm_config *c, const char *path, char *const *envp,
          struct cfg_errors *errs)
 {
-    return load(c, path, NULL, envp, errs);
+    return load(c, path, NULL, envp, errs, false);
+}
+
+bool
+cfg_load_probe(struct tm_config *c, const char *path, char *const *envp,
+               struct cfg_errors *errs)
+{
+    return load(c, path, NULL, envp, errs, true);
 }
 
 bool
 cfg_load_string(struct tm_config *c, const char *name, const char *text,
                 char *const *envp, struct cfg_errors *errs)
 {
-    return load(c, name, text, envp, errs);
+    return load(c, name, text, envp, errs, false);
 }
 
 /* Every option's fields are freed by the table (cfg_opt_drop); what is

@@ -22,6 +22,12 @@ struct cfg_errors {
  * even on failure and must be released with cfg_free. */
 bool cfg_load(struct tm_config *c, const char *path, char *const *envp,
               struct cfg_errors *errs) __attribute__((warn_unused_result));
+/* As cfg_load, and then what --check asks of the host (cfg_probe): an
+ * lmdb path that cannot be opened is an error, an upstream host that
+ * does not resolve a warning. */
+bool cfg_load_probe(struct tm_config *c, const char *path, char *const *envp,
+                    struct cfg_errors *errs)
+    __attribute__((warn_unused_result));
 /* As cfg_load, from the INI text (NUL-terminated) instead of a file;
  * name stands for the file name in messages. */
 bool cfg_load_string(struct tm_config *c, const char *name, const char *text,

@@ -27,10 +27,8 @@ cfg_sect_origin(const struct raw_sect *s, struct origin *at)
     return at;
 }
 
-/* Where key of s was set; NULL: it keeps its default (s NULL: the
- * section is absent). */
-static const struct origin *
-key_origin(const struct raw_sect *s, const char *key)
+const struct origin *
+cfg_key_origin(const struct raw_sect *s, const char *key)
 {
     for (size_t i = 0; s != NULL && i < cfg_nopts; i++) {
         if (cfg_opts[i].sect == s->kind && strcmp(cfg_opts[i].key, key) == 0 &&
@@ -47,7 +45,7 @@ keys_origin(const struct raw_sect *s, const char *const *keys,
             struct origin *at)
 {
     for (; *keys != NULL; keys++) {
-        const struct origin *o = key_origin(s, *keys);
+        const struct origin *o = cfg_key_origin(s, *keys);
 
         if (o != NULL) {
             return o;
@@ -512,27 +510,34 @@ cfg_build(struct loader *l, struct tm_config *c)
     }
 }
 
-/* Append a line "FILE: KIND: msg" about the file to *lines. */
+/* Append a line "WHERE: KIND: msg" (cfg_where) to *lines. */
 static void
-add_line(struct loader *l, char **lines, const char *kind, const char *msg)
+add_line(struct loader *l, char **lines, const struct origin *at,
+         const char *kind, const char *msg)
 {
     size_t have = *lines != NULL ? strlen(*lines) : 0;
-    size_t need = have + strlen(l->file) + strlen(kind) + strlen(msg) + 8;
-    char *w = realloc(*lines, need);
+    char *where = cfg_where(l, at);
+    size_t need = where != NULL
+                      ? have + strlen(where) + strlen(kind) + strlen(msg) + 8
+                      : 0;
+    char *w = where != NULL ? realloc(*lines, need) : NULL;
 
     if (w == NULL) {
+        free(where);
         l->oom = true;
         return;
     }
-    snprintf(w + have, need - have, "%s%s: %s: %s", have > 0 ? "\n" : "",
-             l->file, kind, msg);
+    snprintf(w + have, need - have, "%s%s: %s: %s", have > 0 ? "\n" : "", where,
+             kind, msg);
+    free(where);
     *lines = w;
 }
 
-static void
-add_warning(struct loader *l, struct tm_config *c, const char *msg)
+void
+cfg_add_warning(struct loader *l, struct tm_config *c, const struct origin *at,
+                const char *msg)
 {
-    add_line(l, &c->warnings, "warning", msg);
+    add_line(l, &c->warnings, at, "warning", msg);
 }
 
 /* The open files a client connection can take: its own socket and its
@@ -551,7 +556,7 @@ fit_connections(struct loader *l, struct tm_config *c)
     rlim_t fits;
     char msg[256];
 
-    if (key_origin(cfg_find_sect(l, CFG_PROXY, NULL), "max_connections") !=
+    if (cfg_key_origin(cfg_find_sect(l, CFG_PROXY, NULL), "max_connections") !=
             NULL ||
         getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY ||
         rl.rlim_max >= (rlim_t)c->proxy.max_connections * FILES_PER_CONNECTION +
@@ -567,7 +572,7 @@ fit_connections(struct loader *l, struct tm_config *c)
              (unsigned long long)fits, c->proxy.max_connections,
              (unsigned long long)rl.rlim_max);
     c->proxy.max_connections = (int)fits;
-    add_line(l, &c->notes, "note", msg);
+    add_line(l, &c->notes, NULL, "note", msg);
 }
 
 /* Whether listen addresses a and b ("host:port") would take the same
@@ -623,13 +628,14 @@ cfg_check_whole(struct loader *l, struct tm_config *c)
             c->admin.listen, c->proxy.listen);
     }
     if (c->nroutes == 0) {
-        add_warning(l, c,
-                    "no [route] section: no request is fenced (unmatched "
-                    "requests are passed or refused, per [proxy] unmatched)");
+        cfg_add_warning(
+            l, c, NULL,
+            "no [route] section: no request is fenced (unmatched "
+            "requests are passed or refused, per [proxy] unmatched)");
     }
     if (c->nupstreams == 0) {
-        add_warning(l, c,
-                    "no [upstream] section: no request is forwarded (the "
-                    "control port and its lock service still run)");
+        cfg_add_warning(l, c, NULL,
+                        "no [upstream] section: no request is forwarded (the "
+                        "control port and its lock service still run)");
     }
 }

@@ -62,6 +62,10 @@ struct loader {
 
 /* ---- cfg_read.c: the INI text ---- */
 
+/* Where at is, "FILE:LINE", "env:NAME" or "FILE" (at NULL or from
+ * neither): a string to free(), NULL when out of memory. */
+char *cfg_where(const struct loader *l, const struct origin *at);
+
 /* A problem at at ("FILE:LINE: ", "env:NAME: " or "FILE: " when at is
  * NULL or from neither), collected in l->errs; out of memory sets
  * l->oom. */
@@ -118,5 +122,19 @@ void cfg_build(struct loader *l, struct tm_config *c);
 
 /* What concerns the file as a whole, once every section is read. */
 void cfg_check_whole(struct loader *l, struct tm_config *c);
+
+/* Where key of s was set; NULL: it keeps its default (s NULL: the
+ * section is absent). */
+const struct origin *cfg_key_origin(const struct raw_sect *s, const char *key);
+
+/* A line "WHERE: warning: msg" (cfg_where) appended to c->warnings. */
+void cfg_add_warning(struct loader *l, struct tm_config *c,
+                     const struct origin *at, const char *msg);
+
+/* ---- cfg_probe.c: what --check asks of the host ---- */
+
+/* Each lmdb file's directory can be made and written (an error where
+ * the path was set), each upstream's host resolves (a warning). */
+void cfg_probe(struct loader *l, struct tm_config *c);
 
 #endif

@@ -10,13 +10,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+char *
+cfg_where(const struct loader *l, const struct origin *at)
+{
+    bool env = at != NULL && at->env != NULL;
+    const char *name = env ? at->env : l->file;
+    size_t n = strlen(name) + 16; /* "env:", or ':' and an int */
+    char *buf = malloc(n);
+
+    if (buf == NULL) {
+        return NULL;
+    }
+    if (env) {
+        snprintf(buf, n, "env:%s", name);
+    } else if (at != NULL && at->line > 0) {
+        snprintf(buf, n, "%s:%d", name, at->line);
+    } else {
+        snprintf(buf, n, "%s", name);
+    }
+    return buf;
+}
+
 void
 cfg_add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
 {
     char msg[512];
-    char where[32] = "";
-    const char *prefix = l->file;
-    bool from_env = at != NULL && at->env != NULL;
+    char *where;
     char *full;
     char **msgs;
     int *keys;
@@ -26,18 +45,16 @@ cfg_add_err(struct loader *l, const struct origin *at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (from_env) {
-        prefix = at->env;
-    } else if (at != NULL && at->line > 0) {
-        snprintf(where, sizeof(where), ":%d", at->line);
-    }
-    n = strlen(prefix) + strlen(where) + strlen(msg) + 7;
-    full = malloc(n);
+    where = cfg_where(l, at);
+    n = where != NULL ? strlen(where) + strlen(msg) + 3 : 0;
+    full = where != NULL ? malloc(n) : NULL;
     if (full == NULL) {
+        free(where);
         l->oom = true;
         return;
     }
-    snprintf(full, n, "%s%s%s: %s", from_env ? "env:" : "", prefix, where, msg);
+    snprintf(full, n, "%s: %s", where, msg);
+    free(where);
     msgs = realloc(l->errs->msgs, (l->errs->n + 1) * sizeof(*msgs));
     if (msgs == NULL) {
         free(full);

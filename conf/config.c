@@ -28,10 +28,11 @@ join_errors(const struct cfg_errors *errs, char *err, size_t errlen)
     }
 }
 
-/* Load path (or text, when not NULL) into a new configuration. */
+/* Load path (or text, when not NULL) into a new configuration; probe:
+ * with cfg_load_probe. */
 static struct tm_config *
 load(const char *path, const char *text, char *const *envp, char *err,
-     size_t errlen)
+     size_t errlen, bool probe)
 {
     struct tm_config *c = calloc(1, sizeof(*c));
     struct cfg_errors errs = {0};
@@ -42,6 +43,7 @@ load(const char *path, const char *text, char *const *envp, char *err,
         return NULL;
     }
     ok = text != NULL ? cfg_load_string(c, path, text, envp, &errs)
+         : probe      ? cfg_load_probe(c, path, envp, &errs)
                       : cfg_load(c, path, envp, &errs);
     if (!ok) {
         join_errors(&errs, err, errlen);
@@ -59,14 +61,20 @@ load(const char *path, const char *text, char *const *envp, char *err,
 struct tm_config *
 tm_config_load(const char *path, char *const *envp, char *err, size_t errlen)
 {
-    return load(path, NULL, envp, err, errlen);
+    return load(path, NULL, envp, err, errlen, false);
+}
+
+struct tm_config *
+tm_config_check(const char *path, char *const *envp, char *err, size_t errlen)
+{
+    return load(path, NULL, envp, err, errlen, true);
 }
 
 struct tm_config *
 tm_config_from_string(const char *name, const char *text, char *const *envp,
                       char *err, size_t errlen)
 {
-    return load(name, text != NULL ? text : "", envp, err, errlen);
+    return load(name, text != NULL ? text : "", envp, err, errlen, false);
 }
 
 bool

@@ -140,7 +140,8 @@ usage(FILE *f)
             "                     configuration in effect, after defaults and\n"
             "                     TIDEMARK_* overrides, secrets redacted\n"
             "      --strict       with --check: warnings (no [route], no\n"
-            "                     [upstream]) fail too\n"
+            "                     [upstream], an upstream host that does\n"
+            "                     not resolve) fail too\n"
             "  -V, --version      print the version and exit\n"
             "  -v, --verbose      with --version: also the compiler, the\n"
             "                     build flags and each library's version\n"
@@ -373,7 +374,8 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    cfg = tm_config_load(file, environ, errbuf, sizeof(errbuf));
+    cfg = check ? tm_config_check(file, environ, errbuf, sizeof(errbuf))
+                : tm_config_load(file, environ, errbuf, sizeof(errbuf));
     if (cfg == NULL) {
         fprintf(stderr, "%s\n", errbuf);
         return 1;

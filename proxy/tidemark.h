@@ -50,6 +50,14 @@ struct tm_proxy;
 TM_API struct tm_config *tm_config_load(const char *path, char *const *envp,
                                         char *err, size_t errlen) TM_MUST_USE;
 
+/* As tm_config_load, and also what starting would ask of the host (for
+ * --check): an lmdb file ([store] or [locks] path) that cannot be
+ * opened, its directory neither writable nor creatable, is a problem
+ * (nothing is created); an upstream host name that does not resolve is
+ * a warning (tm_config_warnings). */
+TM_API struct tm_config *tm_config_check(const char *path, char *const *envp,
+                                         char *err, size_t errlen) TM_MUST_USE;
+
 /* As tm_config_load, from the INI text in text (NUL-terminated); name
  * stands for the file name in messages. */
 TM_API struct tm_config *tm_config_from_string(const char *name,

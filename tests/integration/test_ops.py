@@ -146,6 +146,56 @@ def test_template_names_the_missing_brace(tmp_path):
     assert lines[0] == "%s:4: path: '{id' is missing its closing '}'" % ini
 
 
+def test_check_names_a_store_path_that_cannot_be_opened(tmp_path):
+    (tmp_path / "afile").write_text("")
+    ini = tmp_path / "store.ini"
+    ini.write_text("[upstream default]\nurl = http://127.0.0.1:8080\n"
+                   "[store]\ntype = lmdb\npath = %s/afile/marks.lmdb\n"
+                   "[locks]\npath = %s/locks.lmdb\n" % (tmp_path, tmp_path))
+    rc, lines = run_check(ini)
+    assert rc == 1
+    assert lines == ["%s:5: [store] path %s/afile/marks.lmdb cannot be "
+                     "opened: Not a directory" % (ini, tmp_path)]
+
+
+def test_check_names_a_default_store_path_without_a_line(tmp_path):
+    (tmp_path / "data").write_text("")     # where ./data/ would be made
+    ini = tmp_path / "default-store.ini"
+    ini.write_text("[upstream default]\nurl = http://127.0.0.1:8080\n"
+                   "[locks]\npath = %s/locks.lmdb\n" % tmp_path)
+    rc, lines = run_check(ini)
+    assert rc == 1
+    assert lines == ["%s: [store] path ./data/marks.lmdb cannot be opened: "
+                     "Not a directory" % ini]
+
+
+def test_check_accepts_a_store_directory_to_be_made_and_makes_none(
+        tmp_path):
+    ini = tmp_path / "new-dir.ini"
+    ini.write_text("[upstream default]\nurl = http://127.0.0.1:8080\n"
+                   "[route r]\npath = /v1/r/{id}\nresource = r/{id}\n"
+                   "[store]\npath = %s/new/sub/marks.lmdb\n" % tmp_path)
+    rc, lines = run_check(ini)
+    assert (rc, lines) == (0, ["%s: ok" % ini])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new-dir.ini"]
+
+
+def test_upstream_host_that_does_not_resolve_is_a_warning(tmp_path):
+    ini = tmp_path / "dns.ini"
+    ini.write_text("[upstream default]\n"
+                   "url = http://no-such-host.invalid:8080\n"
+                   "[route r]\npath = /v1/r/{id}\nresource = r/{id}\n")
+    rc, lines = run_check(ini)
+    assert rc == 0
+    assert lines[0].startswith(
+        "%s:2: warning: [upstream default] url: host no-such-host.invalid: "
+        % ini), lines
+    assert lines[1:] == ["%s: ok" % ini]
+    rc, _, err = run(["-c", str(ini), "--check", "--strict"])
+    assert rc == 1
+    assert err.splitlines()[-1] == "%s: warnings (--strict)" % ini
+
+
 def test_listen_failure_names_the_errno(tidemark):
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))

@@ -1,0 +1,115 @@
+/* cfg_probe.c: what --check asks of the host beyond the file: that each
+ * lmdb file can be opened where it is (its directory made and written;
+ * nothing is created here), and that each upstream's host name
+ * resolves. */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cfg_load.h"
+
+/* Why the lmdb file path cannot be opened: errno of the nearest part of
+ * it that exists (its directory, made at start when missing, must be a
+ * directory tidemark can write; an existing file must be one it can
+ * read and write); 0 when it can. */
+static int
+lmdb_path_errno(const char *path)
+{
+    struct stat st;
+    char *dir;
+    char *slash;
+    int err = 0;
+
+    if (path[0] == '\0') {
+        return ENOENT;
+    }
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            return EISDIR;
+        }
+        return access(path, R_OK | W_OK) == 0 ? 0 : errno;
+    }
+    if (errno != ENOENT) {
+        return errno;
+    }
+    dir = strdup(path);
+    if (dir == NULL) {
+        return ENOMEM;
+    }
+    /* Up to the nearest existing directory: it must take new entries. */
+    while ((slash = strrchr(dir, '/')) != NULL) {
+        *(slash == dir ? slash + 1 : slash) = '\0';
+        if (stat(dir, &st) == 0 || errno != ENOENT || slash == dir) {
+            break;
+        }
+    }
+    if (slash == NULL) {
+        strcpy(dir, ".");
+    }
+    if (stat(dir, &st) != 0) {
+        err = errno;
+    } else if (!S_ISDIR(st.st_mode)) {
+        err = ENOTDIR;
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        err = errno;
+    }
+    free(dir);
+    return err;
+}
+
+/* An error at [sect] key when the lmdb file path cannot be opened. */
+static void
+probe_lmdb(struct loader *l, enum cfg_sect sect, const char *label,
+           const char *path)
+{
+    int err;
+
+    if (path == NULL || (err = lmdb_path_errno(path)) == 0) {
+        return;
+    }
+    cfg_add_err(l, cfg_key_origin(cfg_find_sect(l, sect, NULL), "path"),
+                "%s path %s cannot be opened: %s", label, path, strerror(err));
+}
+
+/* A warning at the upstream's url when its host does not resolve. */
+static void
+probe_upstream(struct loader *l, struct tm_config *c,
+               const struct cfg_upstream *u)
+{
+    struct addrinfo hints = {0};
+    struct addrinfo *res = NULL;
+    const struct origin *at;
+    char msg[512];
+    int rc;
+
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_ADDRCONFIG;
+    rc = getaddrinfo(u->host, u->port, &hints, &res);
+    if (rc == 0) {
+        freeaddrinfo(res);
+        return;
+    }
+    at = cfg_key_origin(cfg_find_sect(l, CFG_UPSTREAM, u->name), "url");
+    snprintf(msg, sizeof(msg), "[upstream %s] url: host %.256s: %s", u->name,
+             u->host, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+    cfg_add_warning(l, c, at, msg);
+}
+
+void
+cfg_probe(struct loader *l, struct tm_config *c)
+{
+    if (c->store.type != NULL && strcmp(c->store.type, "lmdb") == 0) {
+        probe_lmdb(l, CFG_STORE, "[store]", c->store.path);
+    }
+    if (c->locks.backend != NULL && strcmp(c->locks.backend, "lmdb") == 0) {
+        probe_lmdb(l, CFG_LOCKS, "[locks]", c->locks.path);
+    }
+    for (size_t i = 0; i < c->nupstreams; i++) {
+        probe_upstream(l, c, &c->upstreams[i]);
+    }
+}
