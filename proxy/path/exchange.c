@@ -142,6 +142,7 @@ finish(struct exchange *ex, bool up_ok)
     if (ex->ans_on) {
         bind_upload(ex);
     }
+    access_upstream_end(ex->rq, &ex->up_t0);
     access_request(ex->io, ex->rq, ex->resp_status);
     end(ex, XCHG_DONE, reuse, 0);
 }
@@ -164,9 +165,12 @@ fail(struct exchange *ex, int status, const char *why)
     if (status == 502 || status == 504) {
         metrics_upstream_error(px->metrics, name, timed_out);
     }
-    access_request(ex->io, rq, ex->resp_started ? ex->resp_status : status);
+    if (ex->attached) {
+        access_upstream_end(rq, &ex->up_t0);
+    }
     if (ex->resp_started) {
         /* Part of the answer is out: only closing can tell the client. */
+        access_request(ex->io, rq, ex->resp_status);
         end(ex, XCHG_CLOSE, false, timed_out ? rq->pc->order_grace_ms : 0);
         return;
     }
@@ -174,7 +178,8 @@ fail(struct exchange *ex, int status, const char *why)
         ex->io->close_after = true;
     }
     rq->mark = 0;
-    cio_answer(ex->io, &p, rq->h.keep_alive);
+    rq->bytes_out += cio_answer(ex->io, &p, rq->h.keep_alive);
+    access_request(ex->io, rq, status);
     end(ex, XCHG_ANSWERED, false, timed_out ? rq->pc->order_grace_ms : 0);
 }
 
@@ -222,6 +227,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     ex->up = uc;
     ex->attached = true;
     clock_gettime(CLOCK_MONOTONIC, &ex->up_t0);
+    access_upstream(rq, bufferevent_getfd(ub));
     ex->resp_started = false;
     ex->up_eof = false;
     memset(&ex->resp_scan, 0, sizeof(ex->resp_scan));
@@ -388,6 +394,7 @@ pump_request_body(struct exchange *ex)
     }
     evbuffer_remove_buffer(in, out, n);
     ex->body_moved += n;
+    ex->rq->bytes_in += n;
     cio_mark_dirty(io);
     if (b->done) {
         up_wait(ex);
@@ -441,14 +448,13 @@ exchange_timer(struct exchange *ex)
     if (!ex->bp_up && ex->body_moved - ex->body_mark < want) {
         struct problem p = {.status = 408,
                             .detail = "the request body came too slowly"};
-        access_refused(ex->io, ex->rq, &p, "under min_body_rate");
         ex->io->close_after = true;
-        if (ex->resp_started) {
-            end(ex, XCHG_CLOSE, false, 0);
-            return;
+        if (!ex->resp_started) {
+            ex->rq->bytes_out += cio_answer(ex->io, &p, ex->rq->h.keep_alive);
         }
-        cio_answer(ex->io, &p, ex->rq->h.keep_alive);
-        end(ex, XCHG_ANSWERED, false, 0);
+        access_refused(ex->io, ex->rq, &p, "under min_body_rate");
+        /* Once part of the answer is out, only closing tells the client. */
+        end(ex, ex->resp_started ? XCHG_CLOSE : XCHG_ANSWERED, false, 0);
         return;
     }
     ex->body_mark = ex->body_moved;
@@ -473,8 +479,11 @@ write_response_head(struct exchange *ex, const struct http_response *r)
          b->left > (uint64_t)ex->rq->pc->discard_limit)) {
         io->close_after = true;
     }
+    size_t before = evbuffer_get_length(cio_out(io));
+
     rewrite_response(cio_out(io), r, ex->rq->mark, io->close_after,
                      ex->rq->h.minor);
+    ex->rq->bytes_out += evbuffer_get_length(cio_out(io)) - before;
 }
 
 /* The final response head is in r: keep its framing, pass it on. */
@@ -560,6 +569,7 @@ move_response_body(struct exchange *ex, struct evbuffer *in,
         size_t n = len < ex->resp_left ? len : (size_t)ex->resp_left;
         keep_answer(ex, in, n);
         evbuffer_remove_buffer(in, out, n);
+        ex->rq->bytes_out += n;
         ex->resp_left -= n;
         return ex->resp_left == 0;
     }
@@ -572,10 +582,12 @@ move_response_body(struct exchange *ex, struct evbuffer *in,
         }
         keep_answer(ex, in, take);
         evbuffer_remove_buffer(in, out, take);
+        ex->rq->bytes_out += take;
         return ex->resp_chunk.done;
     }
     case HTTP_BODY_CLOSE:
         keep_answer(ex, in, len);
+        ex->rq->bytes_out += len;
         evbuffer_add_buffer(out, in);
         return ex->up_eof;
     }
