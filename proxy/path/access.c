@@ -2,9 +2,7 @@
  * request id that ties a line to the upstream's own logs. */
 #include "access.h"
 
-#include <arpa/inet.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,6 +20,7 @@
 #include "../problem.h"
 #include "client_io.h"
 #include "request.h"
+#include "sock.h"
 
 _Static_assert(sizeof(((struct request *)0)->rid) == REQID_MAX + 1,
                "request.h: rid holds REQID_MAX bytes");
@@ -192,28 +191,15 @@ put_num(struct line *l, const char *key, int64_t v, bool absent)
 static const char *
 peer_of(evutil_socket_t fd, char *buf, size_t len)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char host[INET6_ADDRSTRLEN];
+    char host[SOCK_HOST_MAX];
+    unsigned port;
+    int af = sock_peer(fd, host, &port);
 
-    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) != 0) {
+    if (af == 0) {
         return NULL;
     }
-    if (ss.ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
-
-        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-        snprintf(buf, len, "%s:%u", host, ntohs(a->sin_port));
-        return buf;
-    }
-    if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
-
-        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-        snprintf(buf, len, "[%s]:%u", host, ntohs(a->sin6_port));
-        return buf;
-    }
-    return NULL;
+    snprintf(buf, len, af == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+    return buf;
 }
 
 /* The client's address and port, or NULL. */

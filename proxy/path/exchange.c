@@ -214,6 +214,21 @@ up_wait(struct exchange *ex)
     up_timeouts(ex->up, ex->io->body.done ? ms : 0, ms);
 }
 
+/* Write the request head on ub: with the client's address when its
+ * upstream's forwarded option asks for it. */
+static void
+forward(struct exchange *ex, struct bufferevent *ub)
+{
+    const struct cfg_upstream *u = up_cfg(ex->rq->pool);
+    char host[SOCK_HOST_MAX] = "";
+    unsigned port;
+    int af = u->forwarded != CFG_FWD_NONE
+                 ? sock_peer(bufferevent_getfd(ex->io->bev), host, &port)
+                 : 0;
+
+    rewrite_request(bufferevent_get_output(ub), ex->rq, u, host, af);
+}
+
 /* The upstream connection uc is ready: send the request on it. */
 static void
 attach(struct exchange *ex, struct up_conn *uc)
@@ -244,7 +259,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     ex->bp_up = ex->bp_down = false;
     bufferevent_disable(ub, EV_WRITE);
     sock_read(up_sock(uc), true);
-    rewrite_request(bufferevent_get_output(ub), rq, up_cfg(rq->pool));
+    forward(ex, ub);
     if (rq->h.expect_continue && !io->body.done &&
         evbuffer_get_length(cio_in(io)) == 0) {
         /* The decision is made and the upstream is ready: ask for the
