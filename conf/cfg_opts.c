@@ -20,6 +20,8 @@ static const char *const lock_backend_choices[] = {
     "lmdb", "redis", "postgres", "etcd", "zookeeper", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const sign_choices[] = {"none", "aws-sigv4", NULL};
+static const char *const forwarded_choices[] = {"none", "x-forwarded-for",
+                                                "forwarded", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
 static const char *const follow_backend_choices[] = {"etcd", "zookeeper", NULL};
 static const char *const follow_kind_choices[] = {
@@ -38,6 +40,9 @@ _Static_assert(TM_MODE_CORRECTNESS == 0 && TM_MODE_EFFICIENCY == 1 &&
                    TM_PROFILE_WEBDAV == 1 && TM_PROFILE_S3 == 2,
                "mode_choices, verify_choices and profile_choices follow the "
                "enums");
+_Static_assert(sizeof(enum cfg_forwarded) == sizeof(int) && CFG_FWD_NONE == 0 &&
+                   CFG_FWD_XFF == 1 && CFG_FWD_RFC7239 == 2,
+               "forwarded_choices follow enum cfg_forwarded");
 
 #define OFF(sect, field) offsetof(struct sect, field)
 #define NONE 0, 0, NULL, NULL
@@ -293,6 +298,10 @@ const struct cfg_opt cfg_opts[] = {
      CFG_EMPTY_OK,
      "host = preserve, s3 routes: names below which the server reads the "
      "bucket from the Host (aws: AWS's; '*' one label's characters)"},
+    {CFG_UPSTREAM, "forwarded", CFG_T_ENUM, "none",
+     OFF(cfg_upstream, forwarded), CHOICE(forwarded_choices), 0,
+     "none | x-forwarded-for | forwarded: add the client's address to "
+     "X-Forwarded-For, or to Forwarded as RFC 7239 for=, when forwarding"},
     {CFG_UPSTREAM, "sign", CFG_T_ENUM, "none", OFF(cfg_upstream, sign),
      CHOICE(sign_choices), 0,
      "none | aws-sigv4: sign every forwarded request (AWS Signature V4, "

@@ -40,6 +40,13 @@ enum cfg_sign {
     CFG_SIGN_AWS_SIGV4, /* AWS Signature V4, the payload unsigned */
 };
 
+/* Whether tidemark tells an upstream the client's address. */
+enum cfg_forwarded {
+    CFG_FWD_NONE = 0,
+    CFG_FWD_XFF,     /* X-Forwarded-For: the client's list, then its own */
+    CFG_FWD_RFC7239, /* Forwarded: the client's elements, then for=... */
+};
+
 /* A header added to every forwarded request. */
 struct cfg_header {
     char *name;
@@ -64,6 +71,7 @@ struct cfg_upstream {
     bool host_preserve;     /* host = preserve: send the client's Host */
     char *bucket_endpoints; /* where the server reads a bucket from the Host */
     bool s3_fenced;         /* a fencing profile = s3 route forwards here */
+    enum cfg_forwarded forwarded;
     enum cfg_sign sign;
     char *sign_region;
     char *sign_service;

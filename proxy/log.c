@@ -91,7 +91,7 @@ tm_log_stderr_text(void *arg, enum tm_log_level level, const char *msg)
 
     (void)arg;
     timestamp(when, sizeof(when));
-    fprintf(stderr, "%s %s %s\n", when, tm_log_level_name(level), msg);
+    fprintf(stderr, "ts=%s level=%s %s\n", when, tm_log_level_name(level), msg);
 }
 
 /* Write s[0..n) as a JSON string's content; bytes that are not UTF-8
@@ -146,7 +146,7 @@ json_number(const char *s, size_t n)
  * text's \n is the field's \n, not \\n); returns the length of the
  * quoted text, closing quote included (or to the end when it has none).
  * A byte that is not UTF-8 (\xff in the text) becomes U+FFFD here: the
- * msg field keeps the text, and so the byte. A value of more than 4 KiB
+ * text form keeps the byte. A value of more than 4 KiB
  * (no line of ours) is decoded in pieces. */
 static size_t
 json_quoted(FILE *f, const char *p)
@@ -197,7 +197,8 @@ json_value(FILE *f, const char *p)
 /* One JSON object a line: ts, level, msg, and every key=value word of the
  * message as a field of its own (conn=7 route=docs token=5 ...): a quoted
  * value ("...") is a string, a bare number a number, a bare "-" null
- * (access.h writes its lines so). */
+ * (access.h writes its lines so). An access line (event=...) is all
+ * key=value: its fields, and no msg repeating them. */
 void
 tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
 {
@@ -207,10 +208,14 @@ tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
     (void)arg;
     timestamp(when, sizeof(when));
     flockfile(stderr);
-    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", when,
+    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\"", when,
             tm_log_level_name(level));
-    json_str(stderr, msg, strlen(msg));
-    fputc('"', stderr);
+    if (strncmp(msg, "event=", 6) != 0) {
+        /* Prose keeps its text; an access line is its fields. */
+        fputs(",\"msg\":\"", stderr);
+        json_str(stderr, msg, strlen(msg));
+        fputc('"', stderr);
+    }
     while (*p != '\0') {
         size_t w = strcspn(p, " "), k = strcspn(p, "= ");
 

@@ -17,6 +17,14 @@ proxy_log(const struct tm_proxy *px)
     return &px->path.log;
 }
 
+void
+proxy_set_log_level(struct tm_proxy *px, enum tm_log_level level)
+{
+    if (px->path.log.fn != NULL) {
+        px->path.log.level = (int)level;
+    }
+}
+
 const struct tm_config *
 proxy_cfg(const struct tm_proxy *px)
 {

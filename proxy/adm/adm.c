@@ -40,6 +40,7 @@ struct adm {
     struct lock_service *locks;
     char *host;    /* [admin] listen's host, as bound (restart-only) */
     unsigned port; /* and its port */
+    bool failed;   /* PUT /v1/ready fail: /readyz says 503 until ok */
 };
 
 /* A marks lookup in flight; req is NULL once the connection closed. */
@@ -87,7 +88,7 @@ readyz(struct adm *a, struct evhttp_request *req)
     bool store = fence_ready(proxy_fence(a->px));
     bool ready = store && watches_ready(w, true) &&
                  carriers_ready(proxy_carriers(a->px)) &&
-                 !proxy_draining(a->px);
+                 !proxy_draining(a->px) && !a->failed;
     int64_t held = order_hold_left(proxy_order(a->px));
     struct evbuffer *b = evbuffer_new();
 
@@ -109,7 +110,9 @@ readyz(struct adm *a, struct evhttp_request *req)
             b, "\norder: fenced writes held after start, %" PRId64 " ms left",
             held);
     }
-    evbuffer_add_printf(b, "%s\n", proxy_draining(a->px) ? "\ndraining" : "");
+    evbuffer_add_printf(b, "%s%s\n",
+                        a->failed ? "\nfailed on the control port" : "",
+                        proxy_draining(a->px) ? "\ndraining" : "");
     adm_reply(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable",
               "text/plain; charset=utf-8", b);
     evbuffer_free(b);
@@ -378,6 +381,72 @@ leases(struct adm *a, struct evhttp_request *req, const char *name)
     evbuffer_free(b);
 }
 
+/* The word a PUT sent (its body, a trailing newline dropped) into
+ * buf; false when it is longer than buf holds. */
+static bool
+put_word(struct evhttp_request *req, char *buf, size_t len)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+
+    if (n >= len) {
+        return false;
+    }
+    evbuffer_remove(in, buf, n);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
+        n--;
+    }
+    buf[n] = '\0';
+    return true;
+}
+
+/* GET /v1/log/level: the level; PUT with error, warn, info or debug
+ * sets it (until a reload). */
+static void
+log_level(struct adm *a, struct evhttp_request *req, enum evhttp_cmd_type cmd)
+{
+    char word[16];
+    int level;
+
+    if (cmd == EVHTTP_REQ_PUT) {
+        level =
+            put_word(req, word, sizeof(word)) ? tm_log_level_parse(word) : -1;
+        if (level < 0) {
+            reply_problem(req, 400,
+                          "the body is one of error, warn, info, debug", NULL);
+            return;
+        }
+        log_warn("admin: log level %s, until a reload",
+                 tm_log_level_name((enum tm_log_level)level));
+        proxy_set_log_level(a->px, (enum tm_log_level)level);
+    } else if (cmd != EVHTTP_REQ_GET) {
+        reply_problem(req, 400, "GET or PUT here", NULL);
+        return;
+    }
+    level = proxy_log(a->px)->level;
+    simple(req, 200, level < 0 ? "-" : tm_log_level_name(level));
+}
+
+/* PUT /v1/ready with fail: /readyz answers 503 (a load balancer takes
+ * tidemark out) until PUT ok; the data path keeps serving. */
+static void
+ready(struct adm *a, struct evhttp_request *req, enum evhttp_cmd_type cmd)
+{
+    char word[8];
+    bool ok = false;
+
+    if (cmd != EVHTTP_REQ_PUT || !put_word(req, word, sizeof(word)) ||
+        (!(ok = strcmp(word, "ok") == 0) && strcmp(word, "fail") != 0)) {
+        reply_problem(req, 400, "PUT fail or ok here", NULL);
+        return;
+    }
+    if (a->failed == ok) {
+        log_warn("admin: readiness %s", ok ? "back to the checks" : "failed");
+    }
+    a->failed = !ok;
+    simple(req, 200, ok ? "ok" : "fail");
+}
+
 static void
 dispatch(struct evhttp_request *req, void *arg)
 {
@@ -411,6 +480,14 @@ dispatch(struct evhttp_request *req, void *arg)
     }
     if (strncmp(path, "/v1/locks/", 10) == 0 && a->locks != NULL) {
         lock_service_serve(a->locks, req, path + 10, query);
+        return;
+    }
+    if (strcmp(path, "/v1/log/level") == 0) {
+        log_level(a, req, cmd);
+        return;
+    }
+    if (strcmp(path, "/v1/ready") == 0) {
+        ready(a, req, cmd);
         return;
     }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../tidemark.h"
+
 struct carriers;
 struct event_base;
 struct lock_service;
@@ -25,6 +27,9 @@ struct watches;
 /* The loop and the log sink the proxy runs on (for its whole life). */
 struct event_base *proxy_base(const struct tm_proxy *px);
 const struct tm_log *proxy_log(const struct tm_proxy *px);
+/* Set the level the proxy's logger formats (the control port's PUT
+ * /v1/log/level); a reload sets it back to [proxy] log_level. */
+void proxy_set_log_level(struct tm_proxy *px, enum tm_log_level level);
 
 /* The configuration of now; its restart-only parts never change. */
 const struct tm_config *proxy_cfg(const struct tm_proxy *px);

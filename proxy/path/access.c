@@ -2,9 +2,7 @@
  * request id that ties a line to the upstream's own logs. */
 #include "access.h"
 
-#include <arpa/inet.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,6 +20,7 @@
 #include "../problem.h"
 #include "client_io.h"
 #include "request.h"
+#include "sock.h"
 
 _Static_assert(sizeof(((struct request *)0)->rid) == REQID_MAX + 1,
                "request.h: rid holds REQID_MAX bytes");
@@ -107,6 +106,10 @@ access_begin(struct request *rq)
     } else {
         reqid_new(rq->rid);
     }
+    rq->bytes_in = h->head_len;
+    rq->bytes_out = 0;
+    rq->up_us = -1;
+    rq->upstream[0] = '\0';
 }
 
 /* ---- the line ---------------------------------------------------- */
@@ -184,55 +187,95 @@ put_num(struct line *l, const char *key, int64_t v, bool absent)
     put(l, absent ? "-" : num, absent ? 1 : (size_t)k);
 }
 
+/* The address and port of fd's peer ("[v6]:port" for IPv6), or NULL. */
+static const char *
+peer_of(evutil_socket_t fd, char *buf, size_t len)
+{
+    char host[SOCK_HOST_MAX];
+    unsigned port;
+    int af = sock_peer(fd, host, &port);
+
+    if (af == 0) {
+        return NULL;
+    }
+    snprintf(buf, len, af == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+    return buf;
+}
+
 /* The client's address and port, or NULL. */
 static const char *
 peer(const struct cio *io, char *buf, size_t len)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char host[INET6_ADDRSTRLEN];
-    evutil_socket_t fd = bufferevent_getfd(io->bev);
-
-    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) != 0) {
-        return NULL;
-    }
-    if (ss.ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
-
-        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-        snprintf(buf, len, "%s:%u", host, ntohs(a->sin_port));
-        return buf;
-    }
-    if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
-
-        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-        snprintf(buf, len, "[%s]:%u", host, ntohs(a->sin6_port));
-        return buf;
-    }
-    return NULL;
+    return peer_of(bufferevent_getfd(io->bev), buf, len);
 }
 
-/* Milliseconds since the request's start, to the microsecond. */
-static void
-put_ms(struct line *l, const struct request *rq)
+void
+access_upstream(struct request *rq, evutil_socket_t fd)
+{
+    if (peer_of(fd, rq->upstream, sizeof(rq->upstream)) == NULL) {
+        rq->upstream[0] = '\0';
+    }
+}
+
+void
+access_upstream_end(struct request *rq, const struct timespec *t0)
 {
     struct timespec t1;
-    int64_t us;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rq->up_us = (int64_t)(t1.tv_sec - t0->tv_sec) * 1000000 +
+                (t1.tv_nsec - t0->tv_nsec) / 1000;
+    rq->up_us = rq->up_us < 0 ? 0 : rq->up_us;
+}
+
+/* " key=MS.UUU": us microseconds as milliseconds, or "-" when absent. */
+static void
+put_us(struct line *l, const char *key, int64_t us, bool absent)
+{
     char num[32];
     int k;
 
-    if (rq == NULL) {
-        put(l, " ms=-", 5);
+    if (absent) {
+        put_num(l, key, 0, true);
         return;
     }
+    k = snprintf(num, sizeof(num), " %s=%" PRId64 ".%03d", key, us / 1000,
+                 (int)(us % 1000));
+    put(l, num, (size_t)k);
+}
+
+/* Microseconds since the request's start. */
+static int64_t
+since_start(const struct request *rq)
+{
+    struct timespec t1;
+    int64_t us;
+
     clock_gettime(CLOCK_MONOTONIC, &t1);
     us = (int64_t)(t1.tv_sec - rq->t0.tv_sec) * 1000000 +
          (t1.tv_nsec - rq->t0.tv_nsec) / 1000;
-    us = us < 0 ? 0 : us;
-    k = snprintf(num, sizeof(num), " ms=%" PRId64 ".%03d", us / 1000,
-                 (int)(us % 1000));
-    put(l, num, (size_t)k);
+    return us < 0 ? 0 : us;
+}
+
+/* What went where: upstream upstream_ms bytes_in bytes_out http ua. */
+static void
+put_transfer(struct line *l, const struct request *rq, uint64_t bytes_out)
+{
+    const struct http_request *h = rq != NULL ? &rq->h : NULL;
+    int ua = h != NULL
+                 ? http_find_header(h->headers, h->nheaders, 0, "User-Agent")
+                 : -1;
+
+    put_cstr(l, "upstream",
+             rq != NULL && rq->upstream[0] != '\0' ? rq->upstream : NULL,
+             sizeof(rq->upstream));
+    put_us(l, "upstream_ms", rq != NULL ? rq->up_us : 0,
+           rq == NULL || rq->up_us < 0);
+    put_num(l, "bytes_in", rq != NULL ? (int64_t)rq->bytes_in : 0, rq == NULL);
+    put_num(l, "bytes_out", (int64_t)bytes_out, false);
+    put_cstr(l, "http", h == NULL ? NULL : h->minor == 0 ? "1.0" : "1.1", 8);
+    put_str(l, "ua", ua >= 0 ? h->headers[ua].value.p : NULL,
+            ua >= 0 ? h->headers[ua].value.len : 0, 256);
 }
 
 /* Everything from client to conn: the fields every line shares. */
@@ -265,7 +308,7 @@ put_request(struct line *l, const struct cio *io, const struct request *rq,
     put_num(l, "token", rq != NULL ? rq->token : 0,
             rq == NULL || rq->token <= 0);
     put_num(l, "mark", rq != NULL ? rq->mark : 0, rq == NULL || rq->mark <= 0);
-    put_ms(l, rq);
+    put_us(l, "ms", rq != NULL ? since_start(rq) : 0, rq == NULL);
     put_num(l, "conn", (int64_t)io->id, false);
 }
 
@@ -286,6 +329,7 @@ access_request(const struct cio *io, const struct request *rq, int status)
     }
     put(&l, "event=request", 13);
     put_request(&l, io, rq, status, rq->sc.rlen > 0 ? rq->sc.resource : NULL);
+    put_transfer(&l, rq, rq->bytes_out);
     put(&l, " reason=- detail=-", 18);
     emit(TM_LOG_INFO, &l);
 }
@@ -308,6 +352,7 @@ access_refused(const struct cio *io, const struct request *rq,
     }
     put(&l, "event=refused", 13);
     put_request(&l, io, rq, p->status, p->resource);
+    put_transfer(&l, rq, rq->bytes_out);
     put_cstr(&l, "reason", why, 128);
     put_cstr(&l, "detail", p->detail, 512);
     emit(level, &l);
@@ -315,7 +360,7 @@ access_refused(const struct cio *io, const struct request *rq,
 
 void
 access_bad_head(const struct cio *io, int status, const char *detail,
-                const char *why)
+                const char *why, size_t bytes_out)
 {
     /* A head that never came whole is routine (scanners, idle peers). */
     enum tm_log_level level = status == 408 ? TM_LOG_INFO : TM_LOG_WARN;
@@ -329,6 +374,7 @@ access_bad_head(const struct cio *io, int status, const char *detail,
              why != NULL ? ": " : "", why != NULL ? why : "");
     put(&l, "event=refused", 13);
     put_request(&l, io, NULL, status, NULL);
+    put_transfer(&l, NULL, bytes_out);
     put_cstr(&l, "reason", "malformed", 128);
     put_cstr(&l, "detail", d, 512);
     emit(level, &l);

@@ -4,7 +4,13 @@
  * json (log.c):
  *
  *   event id client method path query status route resource token mark
- *   ms conn reason detail
+ *   ms conn upstream upstream_ms bytes_in bytes_out http ua reason detail
+ *
+ * ms is the time since the head was read; upstream the address:port the
+ * request went to, upstream_ms from its going out to its answer's end;
+ * bytes_in what was read of the client for it (head and body), bytes_out
+ * the answer written to the client; http the client's version (1.0,
+ * 1.1); ua its User-Agent.
  *
  * A value that is absent is "-" (null in json); a string goes through
  * logesc (policies/logesc.h): quoted ("...") when it holds a space or
@@ -16,6 +22,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
+
+#include <event2/util.h>
 
 struct cio;
 struct problem;
@@ -33,6 +42,11 @@ bool reqid_sane(const char *v, size_t n);
  * is), else 32 random hex digits (sent upstream in X-Request-Id). */
 void access_begin(struct request *rq);
 
+/* The request went out on fd: its upstream's address for the line. */
+void access_upstream(struct request *rq, evutil_socket_t fd);
+/* The upstream's part ended: its time since t0 (the request went out). */
+void access_upstream_end(struct request *rq, const struct timespec *t0);
+
 /* The line of a request answered by its upstream (or failed after it
  * was forwarded, with the status the client got): event=request. */
 void access_request(const struct cio *io, const struct request *rq, int status);
@@ -43,8 +57,8 @@ void access_refused(const struct cio *io, const struct request *rq,
                     const struct problem *p, const char *why);
 
 /* The line of a request refused before it was one (a malformed or
- * incomplete head): no method, path, route. */
+ * incomplete head): no method, path, route; bytes_out: the answer's. */
 void access_bad_head(const struct cio *io, int status, const char *detail,
-                     const char *why);
+                     const char *why, size_t bytes_out);
 
 #endif

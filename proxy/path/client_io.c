@@ -198,9 +198,11 @@ body_in_take(struct body_in *b, struct evbuffer *in)
 
 /* ---- answers tidemark makes itself ------------------------------------ */
 
-void
+size_t
 cio_answer(struct cio *io, const struct problem *p, bool keep_alive)
 {
+    size_t before = evbuffer_get_length(cio_out(io));
+
     if (p->status == 400 || p->status == 431 || p->status == 414 ||
         p->status == 501 || p->status == 505 || p->status == 408 ||
         !keep_alive) {
@@ -208,10 +210,11 @@ cio_answer(struct cio *io, const struct problem *p, bool keep_alive)
     }
     problem_write(cio_out(io), p, io->close_after);
     cio_mark_dirty(io);
+    return evbuffer_get_length(cio_out(io)) - before;
 }
 
 void
-cio_refuse(struct cio *io, const struct request *rq, struct problem *p,
+cio_refuse(struct cio *io, struct request *rq, struct problem *p,
            const char *reason)
 {
     const struct screen *s = &rq->sc;
@@ -221,6 +224,6 @@ cio_refuse(struct cio *io, const struct request *rq, struct problem *p,
     }
     recent_refusal(&io->px->recent, p->status, reason, s->route_name,
                    p->resource, rq->token, rq->mark);
+    rq->bytes_out += cio_answer(io, p, rq->h.keep_alive);
     access_refused(io, rq, p, reason);
-    cio_answer(io, p, rq->h.keep_alive);
 }

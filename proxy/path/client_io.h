@@ -84,13 +84,14 @@ size_t chunked_span(struct evbuffer *in, struct http_chunked *ch);
 
 /* Write tidemark's own answer p. The connection closes after it on the
  * statuses that leave the stream unreadable (400, 408, 414, 431, 501,
- * 505) and when the client did not ask for keep-alive. */
-void cio_answer(struct cio *io, const struct problem *p, bool keep_alive);
+ * 505) and when the client did not ask for keep-alive. Returns the
+ * answer's length. */
+size_t cio_answer(struct cio *io, const struct problem *p, bool keep_alive);
 
 /* Answer p for rq, log it once with its reason and keep it on the
  * control port's page. The problem names rq's resource unless it names
  * one of its own. */
-void cio_refuse(struct cio *io, const struct request *rq, struct problem *p,
+void cio_refuse(struct cio *io, struct request *rq, struct problem *p,
                 const char *reason);
 
 #endif

@@ -251,9 +251,9 @@ parse_error(struct client *c, struct problem *p, const char *why)
 {
     metrics_inc(c->io.px->metrics, MID_tidemark_bad_requests_total);
     recent_refusal(&c->io.px->recent, p->status, "malformed", NULL, NULL, 0, 0);
-    access_bad_head(&c->io, p->status, p->detail, why);
     c->io.close_after = true;
-    cio_answer(&c->io, p, false);
+    access_bad_head(&c->io, p->status, p->detail, why,
+                    cio_answer(&c->io, p, false));
     answered(c);
 }
 
@@ -640,9 +640,9 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
             struct problem p = {.status = 408,
                                 .detail = "the request head did not "
                                           "arrive in time"};
-            access_bad_head(&c->io, 408, p.detail, "header timeout");
             c->io.close_after = true;
-            cio_answer(&c->io, &p, false);
+            access_bad_head(&c->io, 408, p.detail, "header timeout",
+                            cio_answer(&c->io, &p, false));
             answered(c);
             client_pump(c);
             return;

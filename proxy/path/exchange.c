@@ -142,6 +142,7 @@ finish(struct exchange *ex, bool up_ok)
     if (ex->ans_on) {
         bind_upload(ex);
     }
+    access_upstream_end(ex->rq, &ex->up_t0);
     access_request(ex->io, ex->rq, ex->resp_status);
     end(ex, XCHG_DONE, reuse, 0);
 }
@@ -164,9 +165,12 @@ fail(struct exchange *ex, int status, const char *why)
     if (status == 502 || status == 504) {
         metrics_upstream_error(px->metrics, name, timed_out);
     }
-    access_request(ex->io, rq, ex->resp_started ? ex->resp_status : status);
+    if (ex->attached) {
+        access_upstream_end(rq, &ex->up_t0);
+    }
     if (ex->resp_started) {
         /* Part of the answer is out: only closing can tell the client. */
+        access_request(ex->io, rq, ex->resp_status);
         end(ex, XCHG_CLOSE, false, timed_out ? rq->pc->order_grace_ms : 0);
         return;
     }
@@ -174,7 +178,8 @@ fail(struct exchange *ex, int status, const char *why)
         ex->io->close_after = true;
     }
     rq->mark = 0;
-    cio_answer(ex->io, &p, rq->h.keep_alive);
+    rq->bytes_out += cio_answer(ex->io, &p, rq->h.keep_alive);
+    access_request(ex->io, rq, status);
     end(ex, XCHG_ANSWERED, false, timed_out ? rq->pc->order_grace_ms : 0);
 }
 
@@ -209,6 +214,21 @@ up_wait(struct exchange *ex)
     up_timeouts(ex->up, ex->io->body.done ? ms : 0, ms);
 }
 
+/* Write the request head on ub: with the client's address when its
+ * upstream's forwarded option asks for it. */
+static void
+forward(struct exchange *ex, struct bufferevent *ub)
+{
+    const struct cfg_upstream *u = up_cfg(ex->rq->pool);
+    char host[SOCK_HOST_MAX] = "";
+    unsigned port;
+    int af = u->forwarded != CFG_FWD_NONE
+                 ? sock_peer(bufferevent_getfd(ex->io->bev), host, &port)
+                 : 0;
+
+    rewrite_request(bufferevent_get_output(ub), ex->rq, u, host, af);
+}
+
 /* The upstream connection uc is ready: send the request on it. */
 static void
 attach(struct exchange *ex, struct up_conn *uc)
@@ -222,6 +242,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     ex->up = uc;
     ex->attached = true;
     clock_gettime(CLOCK_MONOTONIC, &ex->up_t0);
+    access_upstream(rq, bufferevent_getfd(ub));
     ex->resp_started = false;
     ex->up_eof = false;
     memset(&ex->resp_scan, 0, sizeof(ex->resp_scan));
@@ -238,7 +259,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     ex->bp_up = ex->bp_down = false;
     bufferevent_disable(ub, EV_WRITE);
     sock_read(up_sock(uc), true);
-    rewrite_request(bufferevent_get_output(ub), rq, up_cfg(rq->pool));
+    forward(ex, ub);
     if (rq->h.expect_continue && !io->body.done &&
         evbuffer_get_length(cio_in(io)) == 0) {
         /* The decision is made and the upstream is ready: ask for the
@@ -388,6 +409,7 @@ pump_request_body(struct exchange *ex)
     }
     evbuffer_remove_buffer(in, out, n);
     ex->body_moved += n;
+    ex->rq->bytes_in += n;
     cio_mark_dirty(io);
     if (b->done) {
         up_wait(ex);
@@ -441,14 +463,13 @@ exchange_timer(struct exchange *ex)
     if (!ex->bp_up && ex->body_moved - ex->body_mark < want) {
         struct problem p = {.status = 408,
                             .detail = "the request body came too slowly"};
-        access_refused(ex->io, ex->rq, &p, "under min_body_rate");
         ex->io->close_after = true;
-        if (ex->resp_started) {
-            end(ex, XCHG_CLOSE, false, 0);
-            return;
+        if (!ex->resp_started) {
+            ex->rq->bytes_out += cio_answer(ex->io, &p, ex->rq->h.keep_alive);
         }
-        cio_answer(ex->io, &p, ex->rq->h.keep_alive);
-        end(ex, XCHG_ANSWERED, false, 0);
+        access_refused(ex->io, ex->rq, &p, "under min_body_rate");
+        /* Once part of the answer is out, only closing tells the client. */
+        end(ex, ex->resp_started ? XCHG_CLOSE : XCHG_ANSWERED, false, 0);
         return;
     }
     ex->body_mark = ex->body_moved;
@@ -473,8 +494,11 @@ write_response_head(struct exchange *ex, const struct http_response *r)
          b->left > (uint64_t)ex->rq->pc->discard_limit)) {
         io->close_after = true;
     }
+    size_t before = evbuffer_get_length(cio_out(io));
+
     rewrite_response(cio_out(io), r, ex->rq->mark, io->close_after,
                      ex->rq->h.minor);
+    ex->rq->bytes_out += evbuffer_get_length(cio_out(io)) - before;
 }
 
 /* The final response head is in r: keep its framing, pass it on. */
@@ -560,6 +584,7 @@ move_response_body(struct exchange *ex, struct evbuffer *in,
         size_t n = len < ex->resp_left ? len : (size_t)ex->resp_left;
         keep_answer(ex, in, n);
         evbuffer_remove_buffer(in, out, n);
+        ex->rq->bytes_out += n;
         ex->resp_left -= n;
         return ex->resp_left == 0;
     }
@@ -572,10 +597,12 @@ move_response_body(struct exchange *ex, struct evbuffer *in,
         }
         keep_answer(ex, in, take);
         evbuffer_remove_buffer(in, out, take);
+        ex->rq->bytes_out += take;
         return ex->resp_chunk.done;
     }
     case HTTP_BODY_CLOSE:
         keep_answer(ex, in, len);
+        ex->rq->bytes_out += len;
         evbuffer_add_buffer(out, in);
         return ex->up_eof;
     }

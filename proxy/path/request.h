@@ -28,8 +28,16 @@ struct request {
     struct timespec t0; /* the head was read (access_begin) */
     char rid[128 + 1];  /* the request id (access.h: REQID_MAX) */
     bool rid_client;    /* rid is the client's X-Request-Id */
-    size_t cap;         /* bytes[] capacity */
-    char bytes[];       /* the head, then the canonical path */
+    /* For the access line (access.h): bytes read from the client (head
+     * and body), bytes of the answer written to it, the upstream's
+     * address and how long it took (from the request going out to the
+     * answer's end; -1: not forwarded). */
+    uint64_t bytes_in;
+    uint64_t bytes_out;
+    int64_t up_us;
+    char upstream[64]; /* "": not forwarded */
+    size_t cap;        /* bytes[] capacity */
+    char bytes[];      /* the head, then the canonical path */
 };
 
 #endif

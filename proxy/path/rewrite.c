@@ -3,6 +3,7 @@
 #include "rewrite.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 
@@ -60,6 +61,45 @@ add_field(struct evbuffer *out, struct tm_slice name, struct tm_slice value)
     evbuffer_add(out, "\r\n", 2);
 }
 
+/* A client header that tidemark writes again with the client's address
+ * added (forwarded = x-forwarded-for | forwarded), in any spelling the
+ * upstream may read as that name. */
+static bool
+forwarded_name(const struct cfg_upstream *u, struct tm_slice name)
+{
+    return u->forwarded != CFG_FWD_NONE &&
+           hname_same(name.p, name.len,
+                      u->forwarded == CFG_FWD_XFF ? "X-Forwarded-For"
+                                                  : "Forwarded");
+}
+
+/* The client's header of that name with its address added: the values
+ * the client sent under it (those that are not stripped), in order, then
+ * the address, as "for=" (RFC 7239: an IPv6 one bracketed and quoted)
+ * with forwarded, or "unknown" when there is none. */
+static void
+write_forwarded(struct evbuffer *out, const struct request *rq,
+                const struct cfg_upstream *u, const char *client, int af)
+{
+    const struct http_request *h = &rq->h;
+    bool rfc = u->forwarded == CFG_FWD_RFC7239;
+
+    evbuffer_add_printf(out, "%s: ", rfc ? "Forwarded" : "X-Forwarded-For");
+    for (size_t i = 0; i < h->nheaders; i++) {
+        const struct http_header *f = &h->headers[i];
+
+        if (forwarded_name(u, f->name) && f->value.len > 0 &&
+            !upstream_drops(u, f->name)) {
+            evbuffer_add(out, f->value.p, f->value.len);
+            evbuffer_add(out, ", ", 2);
+        }
+    }
+    evbuffer_add_printf(out, "%s%s%s%s\r\n", rfc ? "for=" : "",
+                        rfc && af == AF_INET6 ? "\"[" : "",
+                        af != 0 ? client : "unknown",
+                        rfc && af == AF_INET6 ? "]\"" : "");
+}
+
 bool
 rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
                  const struct http_header *f)
@@ -71,14 +111,14 @@ rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
              slice_ieq(f->name, pc->token_header) ||
              slice_ieq(f->name, pc->resource_header) ||
              ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name)) ||
-             sign_replaces(u, f->name) ||
+             sign_replaces(u, f->name) || forwarded_name(u, f->name) ||
              (!rq->rid_client &&
               hname_same(f->name.p, f->name.len, "X-Request-Id")));
 }
 
 void
 rewrite_request(struct evbuffer *out, const struct request *rq,
-                const struct cfg_upstream *u)
+                const struct cfg_upstream *u, const char *client, int af)
 {
     const struct http_request *h = &rq->h;
     const char *target = h->target.p;
@@ -113,6 +153,9 @@ rewrite_request(struct evbuffer *out, const struct request *rq,
         if (!sign_replaces(u, n)) {
             add_field(out, n, v);
         }
+    }
+    if (u->forwarded != CFG_FWD_NONE) {
+        write_forwarded(out, rq, u, client, af);
     }
     if (!rq->rid_client) {
         /* The client's, when sane, went through above as it was. */

@@ -14,17 +14,19 @@ struct request;
 
 /* Whether the client header f of rq reaches upstream u as it is: not
  * hop-by-hop, not Host, a fencing header, one u strips or sets itself
- * (add_header, or what its signature replaces). */
+ * (add_header, what its signature replaces, the X-Forwarded-For or
+ * Forwarded its forwarded option writes). */
 bool rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
                       const struct http_header *f);
 
 /* The request head of rq as upstream u gets it: origin-form target, u's
  * Host (or the client's with host_preserve), the fencing headers,
  * hop-by-hop headers and those u strips or adds removed, u's added
- * headers, a fenced Destination under u's authority, u's signature
- * (sign = aws-sigv4: sign.h), Via. */
+ * headers, a fenced Destination under u's authority, the client's
+ * address (client, of family af: sock_peer) when u's forwarded option
+ * says so, u's signature (sign = aws-sigv4: sign.h), Via. */
 void rewrite_request(struct evbuffer *out, const struct request *rq,
-                     const struct cfg_upstream *u);
+                     const struct cfg_upstream *u, const char *client, int af);
 
 /* The response head r as the client gets it: hop-by-hop headers and
  * those only tidemark sets (Tidemark-Error, Fencing-High-Water)

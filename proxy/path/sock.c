@@ -3,8 +3,11 @@
  * for a TLS one; writes and write timeouts stay the bufferevent's. */
 #include "sock.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <event2/buffer.h>
@@ -279,4 +282,36 @@ sock_timeouts(struct sock *s, int read_ms, int write_ms)
     } else {
         event_remove_timer(s->ev);
     }
+}
+
+_Static_assert(SOCK_HOST_MAX == INET6_ADDRSTRLEN, "sock.h: SOCK_HOST_MAX");
+
+int
+sock_peer(evutil_socket_t fd, char host[SOCK_HOST_MAX], unsigned *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        return 0;
+    }
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+
+        inet_ntop(AF_INET, &a->sin_addr, host, SOCK_HOST_MAX);
+        *port = ntohs(a->sin_port);
+        return AF_INET;
+    }
+    if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+
+        *port = ntohs(a->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+            inet_ntop(AF_INET, &a->sin6_addr.s6_addr[12], host, SOCK_HOST_MAX);
+            return AF_INET;
+        }
+        inet_ntop(AF_INET6, &a->sin6_addr, host, SOCK_HOST_MAX);
+        return AF_INET6;
+    }
+    return 0;
 }

@@ -63,4 +63,12 @@ void sock_read_limit(struct sock *s, size_t hiwat);
  * timeout change costs no system call. */
 void sock_timeouts(struct sock *s, int read_ms, int write_ms);
 
+/* The room sock_peer's host needs (INET6_ADDRSTRLEN). */
+#define SOCK_HOST_MAX 46
+
+/* The address of fd's peer: its text, without the port, into host (an
+ * IPv4-mapped IPv6 address as IPv4), its port into *port. Returns
+ * AF_INET or AF_INET6, or 0 when fd has no IP peer. */
+int sock_peer(evutil_socket_t fd, char host[SOCK_HOST_MAX], unsigned *port);
+
 #endif

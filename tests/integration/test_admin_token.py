@@ -15,11 +15,11 @@ def token_file(tmp_path, mode=0o600, text=TOKEN + "\n"):
     return p
 
 
-def call(tm, method, path, token=None):
+def call(tm, method, path, token=None, body=None):
     c = http.client.HTTPConnection("127.0.0.1", tm.admin_port, timeout=10)
     try:
         headers = {"Authorization": "Bearer " + token} if token else {}
-        c.request(method, path, headers=headers)
+        c.request(method, path, body=body, headers=headers)
         r = c.getresponse()
         return r.status, r.getheader("WWW-Authenticate"), r.read()
     finally:

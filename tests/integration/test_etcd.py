@@ -454,7 +454,7 @@ def watch_health(tm, name="docs"):
 def wait_failing(tm, count):
     """The count-th warning that the watch cannot follow its locks, and
     what readiness and metrics say then."""
-    tm.wait_log("warn watch docs: cannot follow its locks: ", timeout=15,
+    tm.wait_log("level=warn watch docs: cannot follow its locks: ", timeout=15,
                 count=count)
     wait_until(lambda: watch_health(tm)[0] == 503, 10 * slow(),
                "/readyz 503")
@@ -480,7 +480,7 @@ def test_watch_tells_when_its_etcd_cannot_be_read(tidemark, upstream):
                    "three failed reads")
         assert len(tm.log_lines("watch docs: cannot follow its locks")) == 1
         etcd.start()
-        tm.wait_log("warn watch docs: follows its locks again, after ",
+        tm.wait_log("level=warn watch docs: follows its locks again, after ",
                     timeout=15)
         wait_ready(tm, 200, timeout=10)
         st, line, state, _ = watch_health(tm)
@@ -526,7 +526,7 @@ def test_a_silent_watch_stream_is_taken_for_broken(tidemark, upstream):
         assert tm.log_lines("cannot follow its locks: \"the watch stream "
                             "was silent for 2000 ms\"")
         etcd.resume()
-        tm.wait_log("warn watch docs: follows its locks again, after ",
+        tm.wait_log("level=warn watch docs: follows its locks again, after ",
                     timeout=15)
         wait_ready(tm, 200, timeout=10)
     finally:
@@ -539,7 +539,7 @@ def test_a_watch_not_required_is_shown_not_counted(tidemark, upstream):
     is ready all the same."""
     tm = etcd_watch(tidemark, "http://127.0.0.1:%d" % free_port(),
                     required="no")
-    tm.wait_log("warn watch docs: cannot follow its locks: ", timeout=15)
+    tm.wait_log("level=warn watch docs: cannot follow its locks: ", timeout=15)
     st, line, state, _ = watch_health(tm)
     assert st == 200
     assert line[0].startswith("watch docs: failing since "), line

@@ -18,16 +18,17 @@ from test_etcd import etcd_watch
 from lockapi import Admin
 
 # A text line: a timestamp, a level, a message.
-TEXT_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
-                       r"(error|warn|info|debug) \S")
+TEXT_LINE = re.compile(r"^ts=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z "
+                       r"level=(error|warn|info|debug) \S")
 # What no line may hold: C0 controls, DEL, C1 controls, U+2028, U+2029.
 HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def log_objects(tm, form):
     """Every line of tm's log, checked whole: UTF-8, no control, and a
-    text line of tidemark's or a JSON object with ts, level and msg. The
-    text lines, or the objects."""
+    text line of tidemark's or a JSON object with ts, level and msg (an
+    access line: ts, level and its fields). The text lines, or the
+    objects."""
     out = []
     for raw in tm.log_path.read_bytes().split(b"\n"):
         if raw == b"" or raw.startswith(b"==== start "):
@@ -36,9 +37,9 @@ def log_objects(tm, form):
         assert not HIDDEN.search(line), line
         if form == "json":
             obj = json.loads(line)
-            assert {"ts", "level", "msg"} <= set(obj), line
-            assert TEXT_LINE.match("%s %s %s" % (obj["ts"], obj["level"],
-                                                 obj["msg"])), line
+            msg = obj.get("msg", "event=%s" % obj.get("event"))
+            assert TEXT_LINE.match("ts=%s level=%s %s" % (
+                obj["ts"], obj["level"], msg)), line
             out.append(obj)
         else:
             assert TEXT_LINE.match(line), line
@@ -47,9 +48,14 @@ def log_objects(tm, form):
 
 
 def texts(tm, form):
-    """Each line's text (a JSON line's msg is the text line's message)."""
+    """Each line's text (a JSON line's msg is the text line's message;
+    an access line's text is its fields as key=value, unescaped)."""
     objs = log_objects(tm, form)
-    return [o["msg"] if form == "json" else o for o in objs]
+    if form == "text":
+        return objs
+    return [o["msg"] if "msg" in o else
+            " ".join("%s=%s" % (k, "-" if v is None else v)
+                     for k, v in o.items()) for o in objs]
 
 
 def wait_text(tm, form, needle, count=1):
@@ -144,8 +150,9 @@ def test_request_values_are_escaped(tidemark, upstream, form):
                         b"X-Request-Id: r\xe2\x80\xa8x")) == 200
     wait_text(tm, form, "event=", count=len(TAKEN) + len(REFUSED) + 1)
     lines = texts(tm, form)
-    for _, want, _ in TAKEN:
-        assert sum(want in t for t in lines) == 1, (want, lines)
+    if form == "text":
+        for _, want, _ in TAKEN:
+            assert sum(want in t for t in lines) == 1, (want, lines)
     for _, _, want in REFUSED:
         assert any(want in t for t in lines), (want, lines)
     rid = [t for t in lines if "path=/v1/documents/rid" in t]
@@ -156,6 +163,8 @@ def test_request_values_are_escaped(tidemark, upstream, form):
                if o.get("event") == "request"]
         for _, _, value in TAKEN:
             assert value is None or value in got, (value, got)
+        assert 'x=%0a%22\\' in [o.get("query") for o in
+                                   log_objects(tm, form)]
 
 
 @pytest.mark.parametrize("form", ["text", "json"])
@@ -191,12 +200,12 @@ def test_a_watched_etcd_lock_name_is_escaped(tidemark, upstream,
     etcd = store_servers("etcd")
     prefix = "locks%d/" % time.monotonic_ns()
     tm = etcd_watch(tidemark, etcd.endpoints, prefix=prefix)
-    name = b"x\n2026-12-01T00:00:00.000Z error forged\x1b[2J\xff"
+    name = b"x\nts=2026-12-01T00:00:00.000Z level=error forged\x1b[2J\xff"
     lease = etcd.call("/v3/lease/grant", {"TTL": 60})["ID"]
     key = prefix.encode() + name + b"/%x" % int(lease)
     etcd.call("/v3/kv/put", {"key": base64.b64encode(key).decode(),
                              "value": "", "lease": lease})
-    esc = '"x\\n2026-12-01T00:00:00.000Z error forged\\x1b[2J\\xff'
+    esc = '"x\\nts=2026-12-01T00:00:00.000Z level=error forged\\x1b[2J\\xff'
     wait_text(tm, "text", 'watch docs: PUT of "%s%s/%x" at revision'
               % (prefix, esc[1:], int(lease)))
     wait_text(tm, "text", "watch docs: lock %s\" names no resource" % esc)

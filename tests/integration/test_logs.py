@@ -1,9 +1,10 @@
 """Logs an operator can query: one line per forwarded request and one
 per refusal, each with the same keys (event id client method path query
-status route resource token mark ms conn reason detail), in text as
-key=value words (quoted when needed, "-" when absent) or, with
-log_format = json, one JSON object a line where numbers are numbers and
-an absent value is null. The request id is the client's X-Request-Id
+status route resource token mark ms conn upstream upstream_ms bytes_in
+bytes_out http ua reason detail), in text as key=value words after ts=
+and level= (quoted when needed, "-" when absent) or, with log_format =
+json, one JSON object a line, one field per key, where numbers are
+numbers and an absent value is null. The request id is the client's X-Request-Id
 when it is sane, else one tidemark makes; the upstream gets it. Every
 test parses the lines and checks them against the requests it made."""
 import json
@@ -11,11 +12,12 @@ import re
 
 import pytest
 
-from wire import Conn, token_headers
+from wire import Conn, build_request, token_headers
 
 ACCESS_KEYS = ["event", "id", "client", "method", "path", "query", "status",
-               "route", "resource", "token", "mark", "ms", "conn", "reason",
-               "detail"]
+               "route", "resource", "token", "mark", "ms", "conn", "upstream",
+               "upstream_ms", "bytes_in", "bytes_out", "http", "ua",
+               "reason", "detail"]
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
 # A text line's key=value words: bare, or "quoted" with \" and \\.
@@ -64,8 +66,8 @@ def send(tm, method, target, token=None, headers=(), body=b""):
 
 def check_shape(lines):
     for o in lines:
-        keys = [k for k in o if k not in ("ts", "level", "msg")]
-        assert sorted(keys) == sorted(ACCESS_KEYS), o
+        keys = [k for k in o if k not in ("ts", "level")]
+        assert keys == ACCESS_KEYS, o
         assert isinstance(o["status"], int), o
         assert isinstance(o["conn"], int), o
         # No duration for a head that never made a request.
@@ -141,7 +143,8 @@ def test_json_access_lines(tidemark, upstream):
     lines = access_json(tm)
     check_against(lines, want, upstream)
     for o in json_lines(tm):
-        assert set(o) >= {"ts", "level", "msg"}, o
+        # Prose has its msg; an access line is its fields, no msg.
+        assert ("msg" in o) == ("event" not in o), o
     assert [o["level"] for o in lines] == ["info", "info", "info", "info",
                                            "warn"]
 
@@ -251,3 +254,45 @@ def test_an_unusable_request_id_is_replaced(tidemark, upstream, ids):
     got = upstream.requests[0].header_all("X-Request-Id")
     assert len(got) == 1 and HEX32.match(got[0]), got
     tm.wait_log("event=request", "id=" + got[0])
+
+
+# A text access line whole: ts= and level=, then key=value words only.
+STRICT = re.compile(r'^ts=\S+ level=(info|warn)( [a-z_]+=("(?:[^"\\]|\\.)*"'
+                    r'|[^ "]*))+$')
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_transfer_fields(tidemark, upstream, form):
+    """bytes_in: the request as sent (head and body); bytes_out: the
+    answer as read; upstream: where it went ("-" when refused), with its
+    time; http: the client's version; ua: its User-Agent."""
+    tm = tidemark({"proxy": {"log_format": form}})
+    raw = build_request("PUT", "/v1/documents/tf", body=b"0123456789",
+                        headers=token_headers(4, None, [
+                            ("User-Agent", 'curl/8 "x y"')]))
+    with Conn(tm.port) as c:
+        c.send(raw)
+        ok = c.read_response()
+    raw10 = build_request("PUT", "/v1/documents/tf", body=b"ab",
+                          version="HTTP/1.0",
+                          headers=token_headers(3, None, ()))
+    with Conn(tm.port) as c:
+        c.send(raw10)
+        stale = c.read_response()
+    assert (ok.status, stale.status) == (200, 409)
+    tm.wait_log("refused", count=1)
+    got = access_json(tm) if form == "json" else access_text(tm)
+    check_shape(got)
+    req, ref = got
+    assert (req["bytes_in"], req["bytes_out"]) == \
+        (len(raw), len(ok.raw_head) + len(ok.body)), req
+    assert req["upstream"] == "127.0.0.1:%d" % upstream.port, req
+    assert 0 <= req["upstream_ms"] <= req["ms"], req
+    assert (req["http"], req["ua"]) == ("1.1", 'curl/8 "x y"'), req
+    assert (ref["bytes_in"], ref["bytes_out"]) == \
+        (len(raw10) - 2, len(stale.raw_head) + len(stale.body)), ref
+    assert (ref["upstream"], ref["upstream_ms"], ref["http"], ref["ua"]) \
+        == (None, None, "1.0", None), ref
+    if form == "text":
+        for ln in tm.log_lines(" event="):
+            assert STRICT.match(ln), ln

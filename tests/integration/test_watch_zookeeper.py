@@ -234,7 +234,7 @@ def test_watch_waits_for_zookeeper_and_catches_up_after_restarts(
         # not there: one warning, /readyz 503, failing in /metrics
         assert wait_failing(tm, 1) >= 1
         zk.start(timeout=60 * slow())
-        tm.wait_log("warn watch docs: follows its locks again, after ",
+        tm.wait_log("level=warn watch docs: follows its locks again, after ",
                     timeout=30)
         wait_ready(tm, 200, timeout=10)
         assert watch_health(tm)[2] == ["ok"]
