@@ -61,6 +61,10 @@ static const char page[] =
     "<table id=\"refusals\"><thead><tr><th>when</th><th>status</th><th>reas"
     "on</th><th>route</th><th>resource</th><th>token</th><th>mark</th></tr>"
     "</thead><tbody></tbody></table>\n"
+    "<h2>Writes and refusals, newest first</h2>\n"
+    "<table id=\"events\"><thead><tr><th>when</th><th>status</th><th>reaso"
+    "n</th><th>resource</th><th>token</th><th>mark</th><th>client</th><th>r"
+    "equest id</th></tr></thead><tbody></tbody></table>\n"
     "<div class=\"grid\"><div>\n"
     "<h2>Current marks</h2>\n"
     "<table id=\"marks\"><thead><tr><th>resource</th><th>mark</th><th>last "
@@ -70,7 +74,7 @@ static const char page[] =
     "<table id=\"locks-held\"><thead><tr><th>lock</th><th>fence</th><th>tim"
     "e left</th></tr></thead><tbody></tbody></table>\n"
     "</div></div>\n"
-    "<h2>Timeline, last 60 s</h2><p id=\"tlnote\">Marks raised (green) "
+    "<h2>Timeline, last 60 s</h2><p id=\"tlnote\">Writes accepted (green) "
     "and refusals (red), a lane per resource: run tidemark-lab --target "
     "against this sidecar to watch a stale write refused.</p>\n"
     "<svg id=\"tl\" width=\"900\" height=\"22\"></svg>\n"
@@ -87,11 +91,10 @@ static const char page[] =
     "function timeline(d){var "
     "s=document.getElementById('tl'),now=Date.now(),W=900,L=200,ev=[],lanes=[];"
     "\n"
-    "d.marks.forEach(function(m){ev.push({r:m.resource,t:m.when_ms,k:'mark',x:'"
-    "mark '+m.mark});});\n"
-    "d.refusals.forEach(function(f){if(f.resource)ev.push({r:f.resource,t:f."
-    "when_ms,k:'refused',x:f.status+' '+f.reason+', token '+f.token+', mark "
-    "'+f.mark});});\n"
+    "d.events.forEach(function(f){if(f.resource)ev.push({r:f.resource,t:f."
+    "when_ms,k:f.status===null?'mark':'refused',x:(f.status===null?'accepted"
+    "':f.status+' '+f.reason)+', token '+f.token+', mark '+f.mark+', from '+"
+    "f.client+', id '+f.request_id});});\n"
     "ev=ev.filter(function(e){return now-e.t<60000;});\n"
     "ev.forEach(function(e){if(lanes.indexOf(e.r)<0)lanes.push(e.r);});\n"
     "s.textContent='';s.setAttribute('height',lanes.length*26+22);\n"
@@ -147,6 +150,10 @@ static const char page[] =
     "when(r.when"
     ");}},{k:'status'},{k:'reason'},{k:'route'},{k:'resource'},{k:'token',n"
     ":1},{k:'mark',n:1}],'refusal','no refusal yet');\n"
+    "fill('events',d.events.slice(0,20),[{k:'when',f:function(r){return "
+    "when(r.when);}},{k:'status',f:function(r){return r.status===null?'ok':"
+    "r.status;}},{k:'reason'},{k:'resource'},{k:'token',n:1},{k:'mark',n:1}"
+    ",{k:'client'},{k:'request_id'}],'','no write yet');\n"
     "fill('marks',d.marks,[{k:'resource'},{k:'mark',n:1},{k:'when',f:functi"
     "on(r){return when(r.when);}}],'','no fenced write yet');\n"
     "fill('locks-held',d.locks,[{k:'name'},{k:'fence',n:1},{k:'ttl_left_ms'"
@@ -207,6 +214,46 @@ json_name(struct evbuffer *b, size_t i, const char *key, const char *v)
 {
     evbuffer_add(b, i ? ",{" : "{", i ? 2 : 1);
     json_field(b, key, v, true);
+}
+
+/* A token or a status, or null (0: none). */
+static void
+num_or_null(char *buf, size_t len, int64_t v)
+{
+    if (v == 0) {
+        snprintf(buf, len, "null");
+    } else {
+        snprintf(buf, len, "%" PRId64, v);
+    }
+}
+
+/* ,"events_total":N,"events":[...]: the history, newest first. */
+static void
+events_json(const struct recent *r, struct evbuffer *b)
+{
+    size_t n = recent_nevents(r);
+
+    evbuffer_add_printf(b, ",\"events_total\":%" PRIu64 ",\"events\":[",
+                        r->nevents);
+    for (size_t i = 0; i < n; i++) {
+        const struct recent_event *e = recent_event_at(r, i);
+        char token[24], status[24];
+
+        num_or_null(token, sizeof(token), e->token);
+        num_or_null(status, sizeof(status), e->status);
+        json_name(b, i, "reason", e->reason);
+        json_field(b, "route", e->route, false);
+        json_field(b, "resource", e->resource, false);
+        json_field(b, "client", e->client, false);
+        json_field(b, "request_id", e->rid, false);
+        evbuffer_add_printf(b,
+                            ",\"seq\":%" PRIu64 ",\"status\":%s,\"token\":%s"
+                            ",\"mark\":%" PRId64 ",\"when\":%lld"
+                            ",\"when_ms\":%" PRId64 "}",
+                            r->nevents - i, status, token, e->mark,
+                            (long long)e->when, e->when_ms);
+    }
+    evbuffer_add(b, "]", 1);
 }
 
 void
@@ -272,13 +319,11 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
     evbuffer_add(b, "],\"refusals\":[", 14);
     n = r->nrefusals < RECENT_N ? r->nrefusals : RECENT_N;
     for (size_t i = 0; i < n; i++) {
-        const struct recent_refusal *f =
+        const struct recent_event *f =
             &r->refusals[(r->nrefusals - 1 - i) % RECENT_N];
-        char token[24] = "null";
+        char token[24];
 
-        if (f->token != 0) {
-            snprintf(token, sizeof(token), "%" PRId64, f->token);
-        }
+        num_or_null(token, sizeof(token), f->token);
         json_name(b, i, "reason", f->reason);
         json_field(b, "route", f->route, false);
         json_field(b, "resource", f->resource, false);
@@ -288,5 +333,7 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
                             f->status, token, f->mark, (long long)f->when,
                             f->when_ms);
     }
-    evbuffer_add(b, "]}\n", 3);
+    evbuffer_add(b, "]", 1);
+    events_json(r, b);
+    evbuffer_add(b, "}\n", 2);
 }

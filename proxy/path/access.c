@@ -20,6 +20,7 @@
 #include "../../policies/logesc.h"
 #include "../log.h"
 #include "../problem.h"
+#include "../recent.h"
 #include "client_io.h"
 #include "request.h"
 
@@ -211,6 +212,15 @@ peer(const struct cio *io, char *buf, size_t len)
         return buf;
     }
     return NULL;
+}
+
+void
+access_who(const struct cio *io, const struct request *rq, const char *route,
+           struct recent_who *w, char *addr, size_t len)
+{
+    w->route = route;
+    w->client = peer(io, addr, len);
+    w->rid = rq != NULL ? rq->rid : NULL;
 }
 
 /* Milliseconds since the request's start, to the microsecond. */

@@ -19,6 +19,7 @@
 
 struct cio;
 struct problem;
+struct recent_who;
 struct request;
 
 /* The longest X-Request-Id passed through. */
@@ -32,6 +33,13 @@ bool reqid_sane(const char *v, size_t n);
  * X-Request-Id when there is exactly one and it is sane (forwarded as it
  * is), else 32 random hex digits (sent upstream in X-Request-Id). */
 void access_begin(struct request *rq);
+
+/* Who sent rq (NULL: a head that was no request) on io, for the page's
+ * history: route (NULL: none), the client's address (written in addr,
+ * len bytes) and the request id. */
+void access_who(const struct cio *io, const struct request *rq,
+                const char *route, struct recent_who *w, char *addr,
+                size_t len);
 
 /* The line of a request answered by its upstream (or failed after it
  * was forwarded, with the status the client got): event=request. */

@@ -12,6 +12,8 @@
 
 #include "../../proxy/recent.h"
 
+static const struct recent_who nobody = {NULL, NULL, NULL};
+
 static void
 test_marks_once_each_latest_first(void **state)
 {
@@ -19,15 +21,15 @@ test_marks_once_each_latest_first(void **state)
     char name[32];
 
     memset(&r, 0, sizeof(r));
-    recent_accept(&r, "a", 1, NULL, 0);
-    recent_accept(&r, "b", 2, NULL, 0);
-    recent_accept(&r, "a", 3, NULL, 0);
+    recent_accept(&r, &nobody, "a", 1, 1, NULL, 0);
+    recent_accept(&r, &nobody, "b", 2, 2, NULL, 0);
+    recent_accept(&r, &nobody, "a", 3, 3, NULL, 0);
     assert_int_equal(r.nmarks, 2);
     assert_string_equal(recent_mark_at(&r, 0)->resource, "a");
     assert_int_equal(recent_mark_at(&r, 0)->mark, 3);
     assert_string_equal(recent_mark_at(&r, 1)->resource, "b");
     /* A MOVE: the destination first, then its source. */
-    recent_accept(&r, "dst", 9, "b", 9);
+    recent_accept(&r, &nobody, "dst", 9, 9, "b", 9);
     assert_int_equal(r.nmarks, 3);
     assert_string_equal(recent_mark_at(&r, 0)->resource, "dst");
     assert_string_equal(recent_mark_at(&r, 1)->resource, "b");
@@ -35,7 +37,7 @@ test_marks_once_each_latest_first(void **state)
     assert_int_equal(r.accepted, 4);
     for (int i = 0; i < RECENT_N + 5; i++) {
         snprintf(name, sizeof(name), "r%d", i);
-        recent_accept(&r, name, i, NULL, 0);
+        recent_accept(&r, &nobody, name, i, i, NULL, 0);
     }
     assert_int_equal(r.nmarks, RECENT_N);
     assert_string_equal(recent_mark_at(&r, 0)->resource, "r36");
@@ -52,10 +54,44 @@ test_long_names_are_one_entry(void **state)
     memset(a, 'x', sizeof(a) - 1);
     a[sizeof(a) - 1] = '\0';
     memcpy(b, a, sizeof(b));
-    recent_accept(&r, a, 1, NULL, 0);
-    recent_accept(&r, b, 2, NULL, 0);
+    recent_accept(&r, &nobody, a, 1, 1, NULL, 0);
+    recent_accept(&r, &nobody, b, 2, 2, NULL, 0);
     assert_int_equal(r.nmarks, 1);
     assert_int_equal(strlen(recent_mark_at(&r, 0)->resource), RECENT_NAME - 1);
+}
+
+/* Every write and refusal is one event, newest first, the last
+ * RECENT_EVENTS kept; a refusal without a token shows the known mark. */
+static void
+test_history_ring(void **state)
+{
+    static struct recent r;
+    struct recent_who who = {"docs", "127.0.0.1:4000", "rid-1"};
+    char name[32];
+
+    memset(&r, 0, sizeof(r));
+    recent_accept(&r, &who, "a", 7, 7, NULL, 0);
+    recent_refusal(&r, &who, 409, "stale", "a", 3, 7);
+    recent_refusal(&r, &nobody, 428, "no-token", "a", 0, 0);
+    recent_refusal(&r, &nobody, 428, "no-token", "zz", 0, 0);
+    assert_int_equal(recent_nevents(&r), 4);
+    assert_int_equal(recent_event_at(&r, 3)->status, 0);
+    assert_int_equal(recent_event_at(&r, 3)->token, 7);
+    assert_string_equal(recent_event_at(&r, 3)->client, "127.0.0.1:4000");
+    assert_string_equal(recent_event_at(&r, 3)->rid, "rid-1");
+    assert_string_equal(recent_event_at(&r, 2)->reason, "stale");
+    assert_int_equal(recent_event_at(&r, 1)->mark, 7);
+    assert_int_equal(r.refusals[1].mark, 7);
+    assert_int_equal(recent_event_at(&r, 0)->mark, 0);
+    assert_string_equal(recent_event_at(&r, 0)->client, "");
+    for (int i = 0; i < RECENT_EVENTS + 3; i++) {
+        snprintf(name, sizeof(name), "w%d", i);
+        recent_accept(&r, &who, name, i + 1, i + 1, NULL, 0);
+    }
+    assert_int_equal(r.nevents, RECENT_EVENTS + 7);
+    assert_int_equal(recent_nevents(&r), RECENT_EVENTS);
+    assert_int_equal(recent_event_at(&r, 0)->token, RECENT_EVENTS + 3);
+    assert_int_equal(recent_event_at(&r, RECENT_EVENTS - 1)->token, 4);
 }
 
 static void
@@ -90,6 +126,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_marks_once_each_latest_first),
         cmocka_unit_test(test_long_names_are_one_entry),
+        cmocka_unit_test(test_history_ring),
         cmocka_unit_test(test_leases),
     };
 
