@@ -193,7 +193,7 @@ lease_find(const struct recent *r, const char *name, size_t len, uint64_t h)
 
 void
 recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
-             int64_t ttl_ms)
+             int64_t ttl_ms, const char *holder)
 {
     uint64_t h = name_hash(name, len);
     size_t i = lease_find(r, name, len, h);
@@ -215,6 +215,7 @@ recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
     l->fence = fence;
     l->expires_ms = now + ttl_ms;
     l->hash = h;
+    copy(l->holder, sizeof(l->holder), holder);
     len = kept_len(name, len, RECENT_NAME - 1);
     memcpy(l->name, name, len);
     l->name[len] = '\0';
@@ -226,6 +227,22 @@ recent_lease_gone(struct recent *r, const char *name, size_t len, int64_t fence)
     size_t i = lease_find(r, name, len, name_hash(name, len));
 
     if (i < r->nlocks && r->locks[i].fence == fence) {
+        r->locks[i] = r->locks[--r->nlocks];
+    }
+}
+
+void
+recent_leases_end(struct recent *r, int64_t now_ms,
+                  void (*ended)(const struct recent_lock *l))
+{
+    size_t i = 0;
+
+    while (i < r->nlocks) {
+        if (r->locks[i].expires_ms > now_ms) {
+            i++;
+            continue;
+        }
+        ended(&r->locks[i]);
         r->locks[i] = r->locks[--r->nlocks];
     }
 }

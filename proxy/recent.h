@@ -52,6 +52,7 @@ struct recent_lock {
     int64_t fence;
     int64_t expires_ms; /* wall clock, ms since the epoch */
     uint64_t hash;
+    char holder[64]; /* the address of the client that took or extended it */
     char name[RECENT_NAME];
 };
 
@@ -86,10 +87,14 @@ void recent_refusal(struct recent *r, const struct recent_who *who, int status,
  * recent_nevents). */
 const struct recent_event *recent_event_at(const struct recent *r, size_t i);
 size_t recent_nevents(const struct recent *r);
-/* The lock service leased name (len bytes) with fence for ttl_ms more;
- * a full table forgets the lease that ends first. */
+/* The lock service leased name (len bytes) with fence for ttl_ms more to
+ * holder (NULL: unknown); a full table forgets the lease that ends first. */
 void recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
-                  int64_t ttl_ms);
+                  int64_t ttl_ms, const char *holder);
+/* Forget the leases whose time ran out by now_ms (nobody extended or
+ * released them here), calling ended with each first. */
+void recent_leases_end(struct recent *r, int64_t now_ms,
+                       void (*ended)(const struct recent_lock *l));
 /* name's lease with fence was released or lost (another's stays). */
 void recent_lease_gone(struct recent *r, const char *name, size_t len,
                        int64_t fence);

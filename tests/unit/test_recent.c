@@ -101,8 +101,8 @@ test_leases(void **state)
     char name[32];
 
     memset(&r, 0, sizeof(r));
-    recent_lease(&r, "jobs/x", 6, 4, 1000);
-    recent_lease(&r, "jobs/x", 6, 4, 5000); /* extended */
+    recent_lease(&r, "jobs/x", 6, 4, 1000, NULL);
+    recent_lease(&r, "jobs/x", 6, 4, 5000, NULL); /* extended */
     assert_int_equal(r.nlocks, 1);
     assert_true(r.locks[0].expires_ms > recent_now_ms() + 1000);
     recent_lease_gone(&r, "jobs/x", 6, 3); /* an older holder's */
@@ -111,13 +111,45 @@ test_leases(void **state)
     assert_int_equal(r.nlocks, 0);
     for (int i = 0; i < RECENT_N; i++) {
         snprintf(name, sizeof(name), "l%d", i);
-        recent_lease(&r, name, strlen(name), i + 1, 10000 + i);
+        recent_lease(&r, name, strlen(name), i + 1, 10000 + i, NULL);
     }
-    recent_lease(&r, "new", 3, 99, 60000);
+    recent_lease(&r, "new", 3, 99, 60000, NULL);
     assert_int_equal(r.nlocks, RECENT_N);
     for (size_t i = 0; i < r.nlocks; i++) {
         assert_string_not_equal(r.locks[i].name, "l0");
     }
+}
+
+static int64_t ended_fence[4];
+static size_t nended;
+
+static void
+ended(const struct recent_lock *l)
+{
+    assert_string_equal(l->holder, "10.0.0.1:5");
+    ended_fence[nended++] = l->fence;
+}
+
+/* The leases whose time ran out are reported once and forgotten; the
+ * others stay. */
+static void
+test_leases_end(void **state)
+{
+    static struct recent r;
+    int64_t now = recent_now_ms();
+
+    memset(&r, 0, sizeof(r));
+    recent_lease(&r, "a", 1, 1, 1000, "10.0.0.1:5");
+    recent_lease(&r, "b", 1, 2, 60000, "10.0.0.1:5");
+    recent_lease(&r, "c", 1, 3, 2000, "10.0.0.1:5");
+    recent_leases_end(&r, now + 5000, ended);
+    assert_int_equal(nended, 2);
+    assert_true((ended_fence[0] == 1 && ended_fence[1] == 3) ||
+                (ended_fence[0] == 3 && ended_fence[1] == 1));
+    assert_int_equal(r.nlocks, 1);
+    assert_string_equal(r.locks[0].name, "b");
+    recent_leases_end(&r, now + 5000, ended);
+    assert_int_equal(nended, 2);
 }
 
 int
@@ -128,6 +160,7 @@ main(void)
         cmocka_unit_test(test_long_names_are_one_entry),
         cmocka_unit_test(test_history_ring),
         cmocka_unit_test(test_leases),
+        cmocka_unit_test(test_leases_end),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
