@@ -90,9 +90,8 @@ recent_mark_at(const struct recent *r, size_t i)
     return &r->marks[r->order[i]];
 }
 
-/* The mark the table holds for resource, or 0. */
-static int64_t
-known_mark(const struct recent *r, const char *resource)
+int64_t
+recent_known_mark(const struct recent *r, const char *resource)
 {
     size_t len = strlen(resource);
     uint64_t h = name_hash(resource, len);
@@ -148,7 +147,7 @@ recent_refusal(struct recent *r, const struct recent_who *who, int status,
     struct recent_event *e = event_new(r, who, resource);
 
     if (mark == 0 && resource != NULL) {
-        mark = known_mark(r, resource);
+        mark = recent_known_mark(r, resource);
     }
     e->status = status;
     e->token = token;

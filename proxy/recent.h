@@ -76,6 +76,8 @@ struct recent {
 void recent_accept(struct recent *r, const struct recent_who *who,
                    const char *resource, int64_t token, int64_t mark,
                    const char *src, int64_t src_mark);
+/* The mark the table holds for resource, or 0 (not written lately). */
+int64_t recent_known_mark(const struct recent *r, const char *resource);
 /* The i-th most recently written of the nmarks resources. */
 const struct recent_mark *recent_mark_at(const struct recent *r, size_t i);
 /* A refusal, in the refusals and in the history; mark 0 with a resource

@@ -37,6 +37,7 @@ static const char page[] =
     "th{background:#eef0f4;font-weight:600}\n"
     "td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
     "tr.refusal td{background:#fdecea}\n"
+    "tr.fenced-out td{background:#fff4d6;font-weight:600}\n"
     "td.s409{color:#a33c00;font-weight:600}td.s503,td.s502,td.s504{color:#b"
     "3261e;font-weight:600}\n"
     ".empty{color:#6b7384;font-style:italic}\n"
@@ -72,7 +73,8 @@ static const char page[] =
     "</div><div>\n"
     "<h2>Held locks</h2>\n"
     "<table id=\"locks-held\"><thead><tr><th>lock</th><th>fence</th><th>tim"
-    "e left</th></tr></thead><tbody></tbody></table>\n"
+    "e left</th><th>holder</th><th>mark</th></tr></thead><tbody></tbody></tab"
+    "le>\n"
     "</div></div>\n"
     "<h2>Timeline, last 60 s</h2><p id=\"tlnote\">Writes accepted (green) "
     "and refusals (red), a lane per resource: run tidemark-lab --target "
@@ -157,8 +159,12 @@ static const char page[] =
     "fill('marks',d.marks,[{k:'resource'},{k:'mark',n:1},{k:'when',f:functi"
     "on(r){return when(r.when);}}],'','no fenced write yet');\n"
     "fill('locks-held',d.locks,[{k:'name'},{k:'fence',n:1},{k:'ttl_left_ms'"
-    ",n:1,f:function(r){return(r.ttl_left_ms/1000).toFixed(1)+' s';}}],'','"
-    "no lease held through this sidecar');\n"
+    ",n:1,f:function(r){return(r.ttl_left_ms/1000).toFixed(1)+' s';}},{k:'"
+    "holder'},{k:'mark',n:1,f:function(r){return r.below_mark?r.mark+"
+    "' \\u2014 fence below the mark: fenced out':r.mark?r.mark:null;}}],"
+    "'','no lease held through this sidecar');\n"
+    "document.querySelectorAll('#locks-held tbody tr').forEach(function(tr,i)"
+    "{if(d.locks[i]&&d.locks[i].below_mark)tr.className='fenced-out';});\n"
     "fill('routes',d.routes,[{k:'name'},{k:'methods'},{k:'path'},{k:'resour"
     "ce'},{k:'mode'},{k:'upstream'}],'','no route');\n"
     "timeline(d);"
@@ -311,10 +317,15 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
         if (l->expires_ms <= now) {
             continue;
         }
+        int64_t mark = recent_known_mark(r, l->name);
+
         json_name(b, shown++, "name", l->name);
-        evbuffer_add_printf(
-            b, ",\"fence\":%" PRId64 ",\"ttl_left_ms\":%" PRId64 "}", l->fence,
-            l->expires_ms - now);
+        json_field(b, "holder", l->holder, false);
+        evbuffer_add_printf(b,
+                            ",\"fence\":%" PRId64 ",\"ttl_left_ms\":%" PRId64
+                            ",\"mark\":%" PRId64 ",\"below_mark\":%s}",
+                            l->fence, l->expires_ms - now, mark,
+                            l->fence < mark ? "true" : "false");
     }
     evbuffer_add(b, "],\"refusals\":[", 14);
     n = r->nrefusals < RECENT_N ? r->nrefusals : RECENT_N;

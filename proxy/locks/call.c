@@ -274,9 +274,11 @@ lock_call_lease(struct lock_call *c, int code, int64_t ttl_ms)
 }
 
 void
-lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms)
+lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms,
+                 int64_t mark)
 {
     struct evbuffer *b;
+    char m[24] = "null";
 
     if (c->req == NULL) {
         return;
@@ -288,8 +290,16 @@ lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms)
     }
     evbuffer_add(b, "{\"name\":\"", 9);
     json_escape(b, c->name, c->len);
-    evbuffer_add_printf(b, "\",\"fence\":%" PRId64 ",\"ttl_ms\":%" PRId64 "}\n",
-                        fence, ttl_ms);
+    if (mark >= 0) {
+        snprintf(m, sizeof(m), "%" PRId64, mark);
+    }
+    evbuffer_add_printf(b,
+                        "\",\"fence\":%" PRId64 ",\"ttl_ms\":%" PRId64
+                        ",\"mark\":%s,\"below_mark\":%s}\n",
+                        fence, ttl_ms, m,
+                        mark < 0       ? "null"
+                        : fence < mark ? "true"
+                                       : "false");
     adm_reply(c->req, 200, "OK", "application/json", b);
     evbuffer_free(b);
     lock_call_detach(c);

@@ -109,8 +109,12 @@ void lock_call_busy(struct lock_call *c, int64_t fence, int64_t ttl_ms,
  * not be made (the client got a 500 or 503 instead). */
 bool lock_call_lease(struct lock_call *c, int code, int64_t ttl_ms);
 
-/* 200 with {"name","fence","ttl_ms"}: who holds the lock, no token. */
-void lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms);
+/* 200 with {"name","fence","ttl_ms","mark","below_mark"}: who holds the
+ * lock, no token; mark is the resource's (mark < 0: it could not be read,
+ * both null), below_mark whether the fence is below it: the holder's
+ * writes are refused. */
+void lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms,
+                      int64_t mark);
 
 /* 204: released. */
 void lock_call_no_content(struct lock_call *c);

@@ -414,6 +414,20 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     lock_call_finish(c);
 }
 
+/* The lease is answered with its resource's mark (unknown when the
+ * store cannot be read). */
+static void
+mark_read(void *arg, enum store_result res, int64_t mark)
+{
+    struct lock_call *c = arg;
+
+    if (!landed(c)) {
+        return;
+    }
+    lock_call_status(c, c->fence, c->ttl_ms, res == STORE_ACCEPTED ? mark : -1);
+    lock_call_finish(c);
+}
+
 static void
 looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
 {
@@ -435,7 +449,13 @@ looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     } else if (res != LOCK_OK) {
         lock_call_down(c);
     } else {
-        lock_call_status(c, fence, ttl_ms);
+        c->fence = fence;
+        c->ttl_ms = ttl_ms;
+        if (fence_get(c->ls->fence, c->name, c->len, mark_read, c)) {
+            c->in_flight = true;
+            return;
+        }
+        lock_call_status(c, fence, ttl_ms, -1);
     }
     lock_call_finish(c);
 }

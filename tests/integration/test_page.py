@@ -228,3 +228,41 @@ def test_history_holds_every_write_and_refusal_in_order(tidemark, upstream):
     assert got == expected[::-1][:128]
     assert all(re.fullmatch(r"127\.0\.0\.1:\d+", e["client"])
                for e in d["events"])
+
+
+def fenced_out_lease(tm):
+    """A lease of documents/a, then a write with a token above its fence
+    (issued elsewhere): the lease's holder is fenced out. Its fence."""
+    status, _, body = tm.admin("POST", "/v1/locks/documents/a?ttl_ms=600000")
+    assert status == 201
+    fence = json.loads(body)["fence"]
+    got = json.loads(tm.admin("GET", "/v1/locks/documents/a")[2])
+    assert (got["mark"], got["below_mark"]) == (fence, False)
+    assert tm.put("a", token=fence + 5).status == 200
+    return fence
+
+
+def test_lease_below_its_mark_is_flagged_in_json(tidemark, upstream):
+    tm = tidemark()
+    fence = fenced_out_lease(tm)
+    got = json.loads(tm.admin("GET", "/v1/locks/documents/a")[2])
+    assert (got["fence"], got["mark"], got["below_mark"]) == (
+        fence, fence + 5, True)
+    d = json.loads(tm.admin("GET", "/v1/recent")[2])
+    [lease] = d["locks"]
+    assert (lease["name"], lease["fence"], lease["mark"],
+            lease["below_mark"]) == ("documents/a", fence, fence + 5, True)
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", lease["holder"])
+
+
+@needs_chromium
+def test_lease_below_its_mark_is_flagged_on_the_page(tidemark, upstream,
+                                                     tmp_path):
+    tm = tidemark()
+    fence = fenced_out_lease(tm)
+    dom = dump_dom("http://127.0.0.1:%d/" % tm.admin_port, tmp_path)
+    assert '<tr class="fenced-out">' in dom
+    [row] = rows_of(dom, "locks-held")
+    assert row[0:2] == ["documents/a", str(fence)]
+    assert row[4] == "%d \u2014 fence below the mark: fenced out" % (
+        fence + 5)

@@ -34,6 +34,8 @@ test_marks_once_each_latest_first(void **state)
     assert_string_equal(recent_mark_at(&r, 0)->resource, "dst");
     assert_string_equal(recent_mark_at(&r, 1)->resource, "b");
     assert_int_equal(recent_mark_at(&r, 1)->mark, 9);
+    assert_int_equal(recent_known_mark(&r, "b"), 9);
+    assert_int_equal(recent_known_mark(&r, "nope"), 0);
     assert_int_equal(r.accepted, 4);
     for (int i = 0; i < RECENT_N + 5; i++) {
         snprintf(name, sizeof(name), "r%d", i);
