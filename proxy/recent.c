@@ -90,10 +90,48 @@ recent_mark_at(const struct recent *r, size_t i)
     return &r->marks[r->order[i]];
 }
 
+int64_t
+recent_known_mark(const struct recent *r, const char *resource)
+{
+    size_t len = strlen(resource);
+    uint64_t h = name_hash(resource, len);
+
+    for (size_t i = 0; i < r->nmarks; i++) {
+        const struct recent_mark *m = &r->marks[i];
+
+        if (same_name(m->resource, m->hash, resource, len, h)) {
+            return m->mark;
+        }
+    }
+    return 0;
+}
+
+/* The next event of the history, its time, who and resource set. */
+static struct recent_event *
+event_new(struct recent *r, const struct recent_who *who, const char *resource)
+{
+    struct recent_event *e = &r->events[r->nevents++ % RECENT_EVENTS];
+
+    e->when_ms = recent_now_ms();
+    e->when = (time_t)(e->when_ms / 1000);
+    copy(e->route, sizeof(e->route), who->route);
+    copy(e->client, sizeof(e->client), who->client);
+    copy(e->rid, sizeof(e->rid), who->rid);
+    copy(e->resource, sizeof(e->resource), resource);
+    return e;
+}
+
 void
-recent_accept(struct recent *r, const char *resource, int64_t mark,
+recent_accept(struct recent *r, const struct recent_who *who,
+              const char *resource, int64_t token, int64_t mark,
               const char *src, int64_t src_mark)
 {
+    struct recent_event *e = event_new(r, who, resource);
+
+    e->status = 0;
+    e->token = token;
+    e->mark = mark;
+    copy(e->reason, sizeof(e->reason), "accepted");
     r->accepted++;
     if (src != NULL) {
         mark_first(r, src, src_mark);
@@ -102,20 +140,32 @@ recent_accept(struct recent *r, const char *resource, int64_t mark,
 }
 
 void
-recent_refusal(struct recent *r, int status, const char *reason,
-               const char *route, const char *resource, int64_t token,
+recent_refusal(struct recent *r, const struct recent_who *who, int status,
+               const char *reason, const char *resource, int64_t token,
                int64_t mark)
 {
-    struct recent_refusal *f = &r->refusals[r->nrefusals++ % RECENT_N];
+    struct recent_event *e = event_new(r, who, resource);
 
-    f->when_ms = recent_now_ms();
-    f->when = (time_t)(f->when_ms / 1000);
-    f->status = status;
-    f->token = token;
-    f->mark = mark;
-    copy(f->reason, sizeof(f->reason), reason);
-    copy(f->route, sizeof(f->route), route);
-    copy(f->resource, sizeof(f->resource), resource);
+    if (mark == 0 && resource != NULL) {
+        mark = recent_known_mark(r, resource);
+    }
+    e->status = status;
+    e->token = token;
+    e->mark = mark;
+    copy(e->reason, sizeof(e->reason), reason);
+    r->refusals[r->nrefusals++ % RECENT_N] = *e;
+}
+
+size_t
+recent_nevents(const struct recent *r)
+{
+    return r->nevents < RECENT_EVENTS ? (size_t)r->nevents : RECENT_EVENTS;
+}
+
+const struct recent_event *
+recent_event_at(const struct recent *r, size_t i)
+{
+    return &r->events[(r->nevents - 1 - i) % RECENT_EVENTS];
 }
 
 int64_t
@@ -142,7 +192,7 @@ lease_find(const struct recent *r, const char *name, size_t len, uint64_t h)
 
 void
 recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
-             int64_t ttl_ms)
+             int64_t ttl_ms, const char *holder)
 {
     uint64_t h = name_hash(name, len);
     size_t i = lease_find(r, name, len, h);
@@ -164,6 +214,7 @@ recent_lease(struct recent *r, const char *name, size_t len, int64_t fence,
     l->fence = fence;
     l->expires_ms = now + ttl_ms;
     l->hash = h;
+    copy(l->holder, sizeof(l->holder), holder);
     len = kept_len(name, len, RECENT_NAME - 1);
     memcpy(l->name, name, len);
     l->name[len] = '\0';
@@ -175,6 +226,22 @@ recent_lease_gone(struct recent *r, const char *name, size_t len, int64_t fence)
     size_t i = lease_find(r, name, len, name_hash(name, len));
 
     if (i < r->nlocks && r->locks[i].fence == fence) {
+        r->locks[i] = r->locks[--r->nlocks];
+    }
+}
+
+void
+recent_leases_end(struct recent *r, int64_t now_ms,
+                  void (*ended)(const struct recent_lock *l))
+{
+    size_t i = 0;
+
+    while (i < r->nlocks) {
+        if (r->locks[i].expires_ms > now_ms) {
+            i++;
+            continue;
+        }
+        ended(&r->locks[i]);
         r->locks[i] = r->locks[--r->nlocks];
     }
 }

@@ -37,6 +37,7 @@ static const char page[] =
     "th{background:#eef0f4;font-weight:600}\n"
     "td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
     "tr.refusal td{background:#fdecea}\n"
+    "tr.fenced-out td{background:#fff4d6;font-weight:600}\n"
     "td.s409{color:#a33c00;font-weight:600}td.s503,td.s502,td.s504{color:#b"
     "3261e;font-weight:600}\n"
     ".empty{color:#6b7384;font-style:italic}\n"
@@ -61,6 +62,10 @@ static const char page[] =
     "<table id=\"refusals\"><thead><tr><th>when</th><th>status</th><th>reas"
     "on</th><th>route</th><th>resource</th><th>token</th><th>mark</th></tr>"
     "</thead><tbody></tbody></table>\n"
+    "<h2>Writes and refusals, newest first</h2>\n"
+    "<table id=\"events\"><thead><tr><th>when</th><th>status</th><th>reaso"
+    "n</th><th>resource</th><th>token</th><th>mark</th><th>client</th><th>r"
+    "equest id</th></tr></thead><tbody></tbody></table>\n"
     "<div class=\"grid\"><div>\n"
     "<h2>Current marks</h2>\n"
     "<table id=\"marks\"><thead><tr><th>resource</th><th>mark</th><th>last "
@@ -68,9 +73,10 @@ static const char page[] =
     "</div><div>\n"
     "<h2>Held locks</h2>\n"
     "<table id=\"locks-held\"><thead><tr><th>lock</th><th>fence</th><th>tim"
-    "e left</th></tr></thead><tbody></tbody></table>\n"
+    "e left</th><th>holder</th><th>mark</th></tr></thead><tbody></tbody></tab"
+    "le>\n"
     "</div></div>\n"
-    "<h2>Timeline, last 60 s</h2><p id=\"tlnote\">Marks raised (green) "
+    "<h2>Timeline, last 60 s</h2><p id=\"tlnote\">Writes accepted (green) "
     "and refusals (red), a lane per resource: run tidemark-lab --target "
     "against this sidecar to watch a stale write refused.</p>\n"
     "<svg id=\"tl\" width=\"900\" height=\"22\"></svg>\n"
@@ -87,11 +93,10 @@ static const char page[] =
     "function timeline(d){var "
     "s=document.getElementById('tl'),now=Date.now(),W=900,L=200,ev=[],lanes=[];"
     "\n"
-    "d.marks.forEach(function(m){ev.push({r:m.resource,t:m.when_ms,k:'mark',x:'"
-    "mark '+m.mark});});\n"
-    "d.refusals.forEach(function(f){if(f.resource)ev.push({r:f.resource,t:f."
-    "when_ms,k:'refused',x:f.status+' '+f.reason+', token '+f.token+', mark "
-    "'+f.mark});});\n"
+    "d.events.forEach(function(f){if(f.resource)ev.push({r:f.resource,t:f."
+    "when_ms,k:f.status===null?'mark':'refused',x:(f.status===null?'accepted"
+    "':f.status+' '+f.reason)+', token '+f.token+', mark '+f.mark+', from '+"
+    "f.client+', id '+f.request_id});});\n"
     "ev=ev.filter(function(e){return now-e.t<60000;});\n"
     "ev.forEach(function(e){if(lanes.indexOf(e.r)<0)lanes.push(e.r);});\n"
     "s.textContent='';s.setAttribute('height',lanes.length*26+22);\n"
@@ -147,11 +152,19 @@ static const char page[] =
     "when(r.when"
     ");}},{k:'status'},{k:'reason'},{k:'route'},{k:'resource'},{k:'token',n"
     ":1},{k:'mark',n:1}],'refusal','no refusal yet');\n"
+    "fill('events',d.events.slice(0,20),[{k:'when',f:function(r){return "
+    "when(r.when);}},{k:'status',f:function(r){return r.status===null?'ok':"
+    "r.status;}},{k:'reason'},{k:'resource'},{k:'token',n:1},{k:'mark',n:1}"
+    ",{k:'client'},{k:'request_id'}],'','no write yet');\n"
     "fill('marks',d.marks,[{k:'resource'},{k:'mark',n:1},{k:'when',f:functi"
     "on(r){return when(r.when);}}],'','no fenced write yet');\n"
     "fill('locks-held',d.locks,[{k:'name'},{k:'fence',n:1},{k:'ttl_left_ms'"
-    ",n:1,f:function(r){return(r.ttl_left_ms/1000).toFixed(1)+' s';}}],'','"
-    "no lease held through this sidecar');\n"
+    ",n:1,f:function(r){return(r.ttl_left_ms/1000).toFixed(1)+' s';}},{k:'"
+    "holder'},{k:'mark',n:1,f:function(r){return r.below_mark?r.mark+"
+    "' \\u2014 fence below the mark: fenced out':r.mark?r.mark:null;}}],"
+    "'','no lease held through this sidecar');\n"
+    "document.querySelectorAll('#locks-held tbody tr').forEach(function(tr,i)"
+    "{if(d.locks[i]&&d.locks[i].below_mark)tr.className='fenced-out';});\n"
     "fill('routes',d.routes,[{k:'name'},{k:'methods'},{k:'path'},{k:'resour"
     "ce'},{k:'mode'},{k:'upstream'}],'','no route');\n"
     "timeline(d);"
@@ -209,6 +222,46 @@ json_name(struct evbuffer *b, size_t i, const char *key, const char *v)
     json_field(b, key, v, true);
 }
 
+/* A token or a status, or null (0: none). */
+static void
+num_or_null(char *buf, size_t len, int64_t v)
+{
+    if (v == 0) {
+        snprintf(buf, len, "null");
+    } else {
+        snprintf(buf, len, "%" PRId64, v);
+    }
+}
+
+/* ,"events_total":N,"events":[...]: the history, newest first. */
+static void
+events_json(const struct recent *r, struct evbuffer *b)
+{
+    size_t n = recent_nevents(r);
+
+    evbuffer_add_printf(b, ",\"events_total\":%" PRIu64 ",\"events\":[",
+                        r->nevents);
+    for (size_t i = 0; i < n; i++) {
+        const struct recent_event *e = recent_event_at(r, i);
+        char token[24], status[24];
+
+        num_or_null(token, sizeof(token), e->token);
+        num_or_null(status, sizeof(status), e->status);
+        json_name(b, i, "reason", e->reason);
+        json_field(b, "route", e->route, false);
+        json_field(b, "resource", e->resource, false);
+        json_field(b, "client", e->client, false);
+        json_field(b, "request_id", e->rid, false);
+        evbuffer_add_printf(b,
+                            ",\"seq\":%" PRIu64 ",\"status\":%s,\"token\":%s"
+                            ",\"mark\":%" PRId64 ",\"when\":%lld"
+                            ",\"when_ms\":%" PRId64 "}",
+                            r->nevents - i, status, token, e->mark,
+                            (long long)e->when, e->when_ms);
+    }
+    evbuffer_add(b, "]", 1);
+}
+
 void
 adm_recent_json(const struct recent *r, const struct tm_config *cfg,
                 const struct page_status *st, struct evbuffer *b)
@@ -264,21 +317,24 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
         if (l->expires_ms <= now) {
             continue;
         }
+        int64_t mark = recent_known_mark(r, l->name);
+
         json_name(b, shown++, "name", l->name);
-        evbuffer_add_printf(
-            b, ",\"fence\":%" PRId64 ",\"ttl_left_ms\":%" PRId64 "}", l->fence,
-            l->expires_ms - now);
+        json_field(b, "holder", l->holder, false);
+        evbuffer_add_printf(b,
+                            ",\"fence\":%" PRId64 ",\"ttl_left_ms\":%" PRId64
+                            ",\"mark\":%" PRId64 ",\"below_mark\":%s}",
+                            l->fence, l->expires_ms - now, mark,
+                            l->fence < mark ? "true" : "false");
     }
     evbuffer_add(b, "],\"refusals\":[", 14);
     n = r->nrefusals < RECENT_N ? r->nrefusals : RECENT_N;
     for (size_t i = 0; i < n; i++) {
-        const struct recent_refusal *f =
+        const struct recent_event *f =
             &r->refusals[(r->nrefusals - 1 - i) % RECENT_N];
-        char token[24] = "null";
+        char token[24];
 
-        if (f->token != 0) {
-            snprintf(token, sizeof(token), "%" PRId64, f->token);
-        }
+        num_or_null(token, sizeof(token), f->token);
         json_name(b, i, "reason", f->reason);
         json_field(b, "route", f->route, false);
         json_field(b, "resource", f->resource, false);
@@ -288,5 +344,7 @@ adm_recent_json(const struct recent *r, const struct tm_config *cfg,
                             f->status, token, f->mark, (long long)f->when,
                             f->when_ms);
     }
-    evbuffer_add(b, "]}\n", 3);
+    evbuffer_add(b, "]", 1);
+    events_json(r, b);
+    evbuffer_add(b, "}\n", 2);
 }

@@ -27,6 +27,31 @@
 
 static void conn_closed(struct evhttp_connection *conn, void *arg);
 
+/* conn's peer as ADDRESS:PORT ([ADDRESS]:PORT for IPv6), or "-". */
+static void
+holder_of(struct evhttp_connection *conn, char *buf, size_t len)
+{
+    char *addr = NULL; /* libevent's, not ours to free */
+    uint16_t port = 0;
+
+    evhttp_connection_get_peer(conn, &addr, &port);
+    if (addr == NULL) {
+        snprintf(buf, len, "-");
+    } else if (strchr(addr, ':') != NULL) {
+        snprintf(buf, len, "[%s]:%u", addr, port);
+    } else {
+        snprintf(buf, len, "%s:%u", addr, port);
+    }
+}
+
+void
+lock_log_lease(const char *what, const char *name, size_t len,
+               const char *holder, int64_t fence, int64_t ttl_ms)
+{
+    log_info("locks: %s: name=%s holder=%s fence=%" PRId64 " ttl_ms=%" PRId64,
+             what, LOG_ESC(name, len), LOG_STR(holder), fence, ttl_ms);
+}
+
 struct lock_call *
 lock_call_new(struct lock_calls *set, struct lock_service *ls,
               struct evhttp_request *req, const char *name, size_t len)
@@ -40,6 +65,7 @@ lock_call_new(struct lock_calls *set, struct lock_service *ls,
     c->ls = ls;
     c->req = req;
     c->conn = evhttp_request_get_connection(req);
+    holder_of(c->conn, c->holder, sizeof(c->holder));
     c->len = len;
     memcpy(c->name, name, len);
     c->next = set->head;
@@ -171,6 +197,7 @@ lock_call_lost(struct lock_call *c)
     };
 
     metrics_lock_call(c->set->metrics, LOCK_OUT_LOST);
+    lock_log_lease("lost", c->name, c->len, c->holder, c->fence, 0);
     recent_lease_gone(c->set->recent, c->name, c->len, c->fence);
     lock_call_problem(c, &p);
 }
@@ -232,7 +259,7 @@ lock_call_lease(struct lock_call *c, int code, int64_t ttl_ms)
         lock_call_detach(c);
         return false;
     }
-    recent_lease(c->set->recent, c->name, c->len, c->fence, ttl_ms);
+    recent_lease(c->set->recent, c->name, c->len, c->fence, ttl_ms, c->holder);
     evbuffer_add(b, "{\"name\":\"", 9);
     json_escape(b, c->name, c->len);
     evbuffer_add_printf(b,
@@ -247,9 +274,11 @@ lock_call_lease(struct lock_call *c, int code, int64_t ttl_ms)
 }
 
 void
-lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms)
+lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms,
+                 int64_t mark)
 {
     struct evbuffer *b;
+    char m[24] = "null";
 
     if (c->req == NULL) {
         return;
@@ -261,8 +290,16 @@ lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms)
     }
     evbuffer_add(b, "{\"name\":\"", 9);
     json_escape(b, c->name, c->len);
-    evbuffer_add_printf(b, "\",\"fence\":%" PRId64 ",\"ttl_ms\":%" PRId64 "}\n",
-                        fence, ttl_ms);
+    if (mark >= 0) {
+        snprintf(m, sizeof(m), "%" PRId64, mark);
+    }
+    evbuffer_add_printf(b,
+                        "\",\"fence\":%" PRId64 ",\"ttl_ms\":%" PRId64
+                        ",\"mark\":%s,\"below_mark\":%s}\n",
+                        fence, ttl_ms, m,
+                        mark < 0       ? "null"
+                        : fence < mark ? "true"
+                                       : "false");
     adm_reply(c->req, 200, "OK", "application/json", b);
     evbuffer_free(b);
     lock_call_detach(c);

@@ -56,7 +56,8 @@ struct lock_call {
     int64_t min_fence; /* acquire's floor, 0: none */
     bool refloored;    /* the floor retry was spent */
     bool in_flight;
-    bool timed_out; /* the deadline passed in flight */
+    bool timed_out;  /* the deadline passed in flight */
+    char holder[64]; /* the client's address and port ("-": unknown) */
     size_t len;
     char name[]; /* len bytes and a NUL */
 };
@@ -90,6 +91,11 @@ void lock_call_refuse(struct lock_call *c, int status, const char *detail);
 /* 409: the lease is gone or another's. */
 void lock_call_lost(struct lock_call *c);
 
+/* The info line of a lease's life: "locks: WHAT: name= holder= fence=
+ * ttl_ms=", the outside values escaped (logesc). */
+void lock_log_lease(const char *what, const char *name, size_t len,
+                    const char *holder, int64_t fence, int64_t ttl_ms);
+
 /* 503: the lock backend cannot be used. */
 void lock_call_down(struct lock_call *c);
 
@@ -103,8 +109,12 @@ void lock_call_busy(struct lock_call *c, int64_t fence, int64_t ttl_ms,
  * not be made (the client got a 500 or 503 instead). */
 bool lock_call_lease(struct lock_call *c, int code, int64_t ttl_ms);
 
-/* 200 with {"name","fence","ttl_ms"}: who holds the lock, no token. */
-void lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms);
+/* 200 with {"name","fence","ttl_ms","mark","below_mark"}: who holds the
+ * lock, no token; mark is the resource's (mark < 0: it could not be read,
+ * both null), below_mark whether the fence is below it: the holder's
+ * writes are refused. */
+void lock_call_status(struct lock_call *c, int64_t fence, int64_t ttl_ms,
+                      int64_t mark);
 
 /* 204: released. */
 void lock_call_no_content(struct lock_call *c);

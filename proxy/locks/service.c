@@ -35,6 +35,7 @@ struct lock_service {
     struct lock_backend *b;
     struct lock_calls calls; /* every call alive, and their counters */
     struct waiters *waiters;
+    struct event *sweep; /* each second: the leases that expired */
     bool closing;
 };
 
@@ -160,6 +161,7 @@ hand_out(struct lock_call *c, int64_t ttl_ms)
         return;
     }
     metrics_lock_call(c->ls->calls.metrics, LOCK_OUT_ACQUIRED);
+    lock_log_lease("acquired", c->name, c->len, c->holder, c->fence, ttl_ms);
     lock_call_finish(c);
 }
 
@@ -380,6 +382,8 @@ extended(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     }
     if (res == LOCK_OK) {
         metrics_lock_call(c->ls->calls.metrics, LOCK_OUT_EXTENDED);
+        lock_log_lease("extended", c->name, c->len, c->holder, c->fence,
+                       ttl_ms);
         (void)lock_call_lease(c, 200, ttl_ms);
     } else {
         not_changed(c, res);
@@ -398,6 +402,7 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     }
     if (res == LOCK_OK) {
         metrics_lock_call(ls->calls.metrics, LOCK_OUT_RELEASED);
+        lock_log_lease("released", c->name, c->len, c->holder, c->fence, 0);
         recent_lease_gone(ls->calls.recent, c->name, c->len, c->fence);
         if (c->req != NULL) {
             lock_call_no_content(c);
@@ -406,6 +411,20 @@ released(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     } else {
         not_changed(c, res);
     }
+    lock_call_finish(c);
+}
+
+/* The lease is answered with its resource's mark (unknown when the
+ * store cannot be read). */
+static void
+mark_read(void *arg, enum store_result res, int64_t mark)
+{
+    struct lock_call *c = arg;
+
+    if (!landed(c)) {
+        return;
+    }
+    lock_call_status(c, c->fence, c->ttl_ms, res == STORE_ACCEPTED ? mark : -1);
     lock_call_finish(c);
 }
 
@@ -430,7 +449,13 @@ looked_up(void *arg, enum lock_result res, int64_t fence, int64_t ttl_ms)
     } else if (res != LOCK_OK) {
         lock_call_down(c);
     } else {
-        lock_call_status(c, fence, ttl_ms);
+        c->fence = fence;
+        c->ttl_ms = ttl_ms;
+        if (fence_get(c->ls->fence, c->name, c->len, mark_read, c)) {
+            c->in_flight = true;
+            return;
+        }
+        lock_call_status(c, fence, ttl_ms, -1);
     }
     lock_call_finish(c);
 }
@@ -572,6 +597,25 @@ lease_freed(void *arg, const char *name, size_t len)
     }
 }
 
+static void
+lease_expired(const struct recent_lock *l)
+{
+    lock_log_lease("expired", l->name, strlen(l->name), l->holder, l->fence, 0);
+}
+
+/* Each second: the leases handed out here whose time ran out, neither
+ * extended nor released through this sidecar. */
+static void
+sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct lock_service *ls = arg;
+
+    (void)fd;
+    (void)what;
+    lib_enter(ls->log);
+    recent_leases_end(ls->calls.recent, recent_now_ms(), lease_expired);
+}
+
 void
 lock_service_submit(struct lock_service *ls, const struct lock_op *op)
 {
@@ -624,13 +668,20 @@ lock_service_new(struct event_base *base, const struct tm_log *log,
         return NULL;
     }
     ls->waiters = waiters_new(base, log, try_head);
-    if (ls->waiters == NULL) {
+    ls->sweep = event_new(base, -1, EV_PERSIST, sweep_cb, ls);
+    if (ls->waiters == NULL || ls->sweep == NULL ||
+        event_add(ls->sweep, &(struct timeval){1, 0}) != 0) {
+        if (ls->sweep != NULL) {
+            event_free(ls->sweep);
+        }
+        waiters_free(ls->waiters);
         snprintf(err, errlen, "locks: out of memory");
         free(ls);
         return NULL;
     }
     ls->b = ls->ops->open(base, &cfg->locks, err, errlen);
     if (ls->b == NULL) {
+        event_free(ls->sweep);
         waiters_free(ls->waiters);
         free(ls);
         return NULL;
@@ -650,6 +701,7 @@ lock_service_free(struct lock_service *ls)
         return;
     }
     ls->closing = true;
+    event_free(ls->sweep);
     waiters_free(ls->waiters);
     ls->waiters = NULL;
     /* Calls not in flight go now: nobody can be answered any more. */

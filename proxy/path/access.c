@@ -18,6 +18,7 @@
 #include "../../policies/logesc.h"
 #include "../log.h"
 #include "../problem.h"
+#include "../recent.h"
 #include "client_io.h"
 #include "request.h"
 #include "sock.h"
@@ -207,6 +208,15 @@ static const char *
 peer(const struct cio *io, char *buf, size_t len)
 {
     return peer_of(bufferevent_getfd(io->bev), buf, len);
+}
+
+void
+access_who(const struct cio *io, const struct request *rq, const char *route,
+           struct recent_who *w, char *addr, size_t len)
+{
+    w->route = route;
+    w->client = peer(io, addr, len);
+    w->rid = rq != NULL ? rq->rid : NULL;
 }
 
 void

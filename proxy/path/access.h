@@ -28,6 +28,7 @@
 
 struct cio;
 struct problem;
+struct recent_who;
 struct request;
 
 /* The longest X-Request-Id passed through. */
@@ -46,6 +47,12 @@ void access_begin(struct request *rq);
 void access_upstream(struct request *rq, evutil_socket_t fd);
 /* The upstream's part ended: its time since t0 (the request went out). */
 void access_upstream_end(struct request *rq, const struct timespec *t0);
+/* Who sent rq (NULL: a head that was no request) on io, for the page's
+ * history: route (NULL: none), the client's address (written in addr,
+ * len bytes) and the request id. */
+void access_who(const struct cio *io, const struct request *rq,
+                const char *route, struct recent_who *w, char *addr,
+                size_t len);
 
 /* The line of a request answered by its upstream (or failed after it
  * was forwarded, with the status the client got): event=request. */

@@ -218,12 +218,15 @@ cio_refuse(struct cio *io, struct request *rq, struct problem *p,
            const char *reason)
 {
     const struct screen *s = &rq->sc;
+    struct recent_who who;
+    char addr[64];
 
     if (p->resource == NULL) {
         p->resource = s->rlen > 0 ? s->resource : NULL;
     }
-    recent_refusal(&io->px->recent, p->status, reason, s->route_name,
-                   p->resource, rq->token, rq->mark);
+    access_who(io, rq, s->route_name, &who, addr, sizeof(addr));
+    recent_refusal(&io->px->recent, &who, p->status, reason, p->resource,
+                   rq->token, rq->mark);
     rq->bytes_out += cio_answer(io, p, rq->h.keep_alive);
     access_refused(io, rq, p, reason);
 }

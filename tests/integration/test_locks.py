@@ -16,6 +16,7 @@ TTL it granted on extend."""
 import itertools
 import json
 import os
+import re
 import threading
 import time
 
@@ -239,6 +240,43 @@ def test_slow_release_after_expiry_deletes_nothing(tidemark):
     r = api.get("jobs/r")
     assert r.status == 200 and r.json()["fence"] == b["fence"]
     assert api.release("jobs/r", b["token"]).status == 204
+
+
+# The lines come from the lock service, the same over every backend.
+@pytest.mark.parametrize("lock_backend", ["lmdb"], indirect=True)
+def test_lease_life_is_logged(tidemark):
+    """Acquire, extend, release, expiry and loss: one line each, with
+    the lock's name (escaped), the holder's address and the fence."""
+    tm = tidemark()
+    api = lock_api(tm)
+    name = 'files/x y"z'
+    doc = assert_lease(api.acquire(name, ttl_ms=5000), name)
+    f, t = doc["fence"], doc["token"]
+    assert_lease(api.extend(name, t, ttl_ms=8000), name, fence=f, code=200)
+    assert api.release(name, t).status == 204
+    short = assert_lease(api.acquire("jobs/s", ttl_ms=300), "jobs/s")
+    tm.wait_log("locks: expired: name=jobs/s ")
+    assert_problem(api.extend("jobs/s", short["token"]), 409)
+    tm.wait_log("locks: lost: name=jobs/s ")
+    holder = r"holder=127\.0\.0\.1:\d+"
+    want = [(r'acquired: name="files/x y\\"z" %s fence=%d ttl_ms=5000$'
+             % (holder, f)),
+            (r'extended: name="files/x y\\"z" %s fence=%d ttl_ms=8000$'
+             % (holder, f)),
+            r'released: name="files/x y\\"z" %s fence=%d ttl_ms=0$'
+            % (holder, f),
+            r"acquired: name=jobs/s %s fence=%d ttl_ms=300$"
+            % (holder, short["fence"]),
+            r"expired: name=jobs/s %s fence=%d ttl_ms=0$"
+            % (holder, short["fence"]),
+            r"lost: name=jobs/s %s fence=%d ttl_ms=0$"
+            % (holder, short["fence"])]
+    lines = tm.log_lines("locks: ")
+    lines = [ln for ln in lines if re.search(
+        r"locks: (acquired|extended|released|expired|lost): ", ln)]
+    assert len(lines) == len(want), lines
+    for ln, w in zip(lines, want):
+        assert re.search("locks: " + w, ln), (ln, w)
 
 
 def test_eager_off_leaves_the_mark(tidemark, upstream):

@@ -135,6 +135,19 @@ def test_dashboard_shows_what_happened(tidemark, upstream, tmp_path):
         ["428", "missing", "docs", "documents/c", "\u2014", "0"],
         ["409", "stale", "docs", "documents/a", "4", "7"]]
     assert all(re.fullmatch(WHEN, r[0]) for r in refusals)
+    # Every write and refusal, with who sent it, newest first; the
+    # timeline draws each of them.
+    events = rows_of(dom, "events")
+    assert [r[1:6] for r in events] == [
+        ["428", "missing", "documents/c", "\u2014", "0"],
+        ["409", "stale", "documents/a", "4", "7"],
+        ["ok", "accepted", "documents/a", "7", "7"],
+        ["ok", "accepted", "documents/b", "3", "3"],
+        ["ok", "accepted", "documents/a", "5", "5"]]
+    assert all(re.fullmatch(r"127\.0\.0\.1:\d+", r[6]) for r in events)
+    assert all(re.fullmatch(r"[0-9a-f]{32}", r[7]) for r in events)
+    assert dom.count('<g class="tl-mark">') == 3
+    assert dom.count('<g class="tl-refused">') == 2
     routes = rows_of(dom, "routes")
     assert routes[0][:4] == ["docs", "PUT POST PATCH DELETE",
                              "/v1/documents/{doc}", "documents/{doc}"]
@@ -186,3 +199,70 @@ def test_marks_are_one_per_resource_newest_first_and_bounded(tidemark,
     assert len(set(names)) == len(names)
     assert d["accepted"] == 41
     assert d["routes"][0]["name"] == "docs"
+
+
+def test_history_holds_every_write_and_refusal_in_order(tidemark, upstream):
+    """A burst on three resources: /v1/recent lists every accepted write and
+    every refusal, newest first, with its client and request id, the
+    last 128 of them; a refusal without a token shows the known mark."""
+    tm = tidemark()
+    marks, expected = {}, []
+    for i in range(150):
+        res = "documents/r%d" % (i % 3)
+        token, status, reason = i + 10, None, "accepted"
+        if i % 4 == 3:
+            token, status, reason = None, 428, "missing"
+        elif i % 4 == 2 and marks.get(res, 0) > 1:
+            token, status, reason = 1, 409, "stale"
+        r = tm.put(res.split("/")[1], token=token,
+                   headers={"X-Request-Id": "burst-%d" % i})
+        assert r.status == (status or 200)
+        if status is None:
+            marks[res] = token
+        expected.append({"resource": res, "status": status, "reason": reason,
+                         "token": token, "mark": marks.get(res, 0),
+                         "request_id": "burst-%d" % i, "seq": i + 1})
+    d = json.loads(tm.admin("GET", "/v1/recent")[2])
+    assert d["events_total"] == 150
+    got = [{k: e[k] for k in expected[0]} for e in d["events"]]
+    assert got == expected[::-1][:128]
+    assert all(re.fullmatch(r"127\.0\.0\.1:\d+", e["client"])
+               for e in d["events"])
+
+
+def fenced_out_lease(tm):
+    """A lease of documents/a, then a write with a token above its fence
+    (issued elsewhere): the lease's holder is fenced out. Its fence."""
+    status, _, body = tm.admin("POST", "/v1/locks/documents/a?ttl_ms=600000")
+    assert status == 201
+    fence = json.loads(body)["fence"]
+    got = json.loads(tm.admin("GET", "/v1/locks/documents/a")[2])
+    assert (got["mark"], got["below_mark"]) == (fence, False)
+    assert tm.put("a", token=fence + 5).status == 200
+    return fence
+
+
+def test_lease_below_its_mark_is_flagged_in_json(tidemark, upstream):
+    tm = tidemark()
+    fence = fenced_out_lease(tm)
+    got = json.loads(tm.admin("GET", "/v1/locks/documents/a")[2])
+    assert (got["fence"], got["mark"], got["below_mark"]) == (
+        fence, fence + 5, True)
+    d = json.loads(tm.admin("GET", "/v1/recent")[2])
+    [lease] = d["locks"]
+    assert (lease["name"], lease["fence"], lease["mark"],
+            lease["below_mark"]) == ("documents/a", fence, fence + 5, True)
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", lease["holder"])
+
+
+@needs_chromium
+def test_lease_below_its_mark_is_flagged_on_the_page(tidemark, upstream,
+                                                     tmp_path):
+    tm = tidemark()
+    fence = fenced_out_lease(tm)
+    dom = dump_dom("http://127.0.0.1:%d/" % tm.admin_port, tmp_path)
+    assert '<tr class="fenced-out">' in dom
+    [row] = rows_of(dom, "locks-held")
+    assert row[0:2] == ["documents/a", str(fence)]
+    assert row[4] == "%d \u2014 fence below the mark: fenced out" % (
+        fence + 5)

@@ -12,6 +12,8 @@
 
 #include "../../proxy/recent.h"
 
+static const struct recent_who nobody = {NULL, NULL, NULL};
+
 static void
 test_marks_once_each_latest_first(void **state)
 {
@@ -19,23 +21,25 @@ test_marks_once_each_latest_first(void **state)
     char name[32];
 
     memset(&r, 0, sizeof(r));
-    recent_accept(&r, "a", 1, NULL, 0);
-    recent_accept(&r, "b", 2, NULL, 0);
-    recent_accept(&r, "a", 3, NULL, 0);
+    recent_accept(&r, &nobody, "a", 1, 1, NULL, 0);
+    recent_accept(&r, &nobody, "b", 2, 2, NULL, 0);
+    recent_accept(&r, &nobody, "a", 3, 3, NULL, 0);
     assert_int_equal(r.nmarks, 2);
     assert_string_equal(recent_mark_at(&r, 0)->resource, "a");
     assert_int_equal(recent_mark_at(&r, 0)->mark, 3);
     assert_string_equal(recent_mark_at(&r, 1)->resource, "b");
     /* A MOVE: the destination first, then its source. */
-    recent_accept(&r, "dst", 9, "b", 9);
+    recent_accept(&r, &nobody, "dst", 9, 9, "b", 9);
     assert_int_equal(r.nmarks, 3);
     assert_string_equal(recent_mark_at(&r, 0)->resource, "dst");
     assert_string_equal(recent_mark_at(&r, 1)->resource, "b");
     assert_int_equal(recent_mark_at(&r, 1)->mark, 9);
+    assert_int_equal(recent_known_mark(&r, "b"), 9);
+    assert_int_equal(recent_known_mark(&r, "nope"), 0);
     assert_int_equal(r.accepted, 4);
     for (int i = 0; i < RECENT_N + 5; i++) {
         snprintf(name, sizeof(name), "r%d", i);
-        recent_accept(&r, name, i, NULL, 0);
+        recent_accept(&r, &nobody, name, i, i, NULL, 0);
     }
     assert_int_equal(r.nmarks, RECENT_N);
     assert_string_equal(recent_mark_at(&r, 0)->resource, "r36");
@@ -52,10 +56,44 @@ test_long_names_are_one_entry(void **state)
     memset(a, 'x', sizeof(a) - 1);
     a[sizeof(a) - 1] = '\0';
     memcpy(b, a, sizeof(b));
-    recent_accept(&r, a, 1, NULL, 0);
-    recent_accept(&r, b, 2, NULL, 0);
+    recent_accept(&r, &nobody, a, 1, 1, NULL, 0);
+    recent_accept(&r, &nobody, b, 2, 2, NULL, 0);
     assert_int_equal(r.nmarks, 1);
     assert_int_equal(strlen(recent_mark_at(&r, 0)->resource), RECENT_NAME - 1);
+}
+
+/* Every write and refusal is one event, newest first, the last
+ * RECENT_EVENTS kept; a refusal without a token shows the known mark. */
+static void
+test_history_ring(void **state)
+{
+    static struct recent r;
+    struct recent_who who = {"docs", "127.0.0.1:4000", "rid-1"};
+    char name[32];
+
+    memset(&r, 0, sizeof(r));
+    recent_accept(&r, &who, "a", 7, 7, NULL, 0);
+    recent_refusal(&r, &who, 409, "stale", "a", 3, 7);
+    recent_refusal(&r, &nobody, 428, "no-token", "a", 0, 0);
+    recent_refusal(&r, &nobody, 428, "no-token", "zz", 0, 0);
+    assert_int_equal(recent_nevents(&r), 4);
+    assert_int_equal(recent_event_at(&r, 3)->status, 0);
+    assert_int_equal(recent_event_at(&r, 3)->token, 7);
+    assert_string_equal(recent_event_at(&r, 3)->client, "127.0.0.1:4000");
+    assert_string_equal(recent_event_at(&r, 3)->rid, "rid-1");
+    assert_string_equal(recent_event_at(&r, 2)->reason, "stale");
+    assert_int_equal(recent_event_at(&r, 1)->mark, 7);
+    assert_int_equal(r.refusals[1].mark, 7);
+    assert_int_equal(recent_event_at(&r, 0)->mark, 0);
+    assert_string_equal(recent_event_at(&r, 0)->client, "");
+    for (int i = 0; i < RECENT_EVENTS + 3; i++) {
+        snprintf(name, sizeof(name), "w%d", i);
+        recent_accept(&r, &who, name, i + 1, i + 1, NULL, 0);
+    }
+    assert_int_equal(r.nevents, RECENT_EVENTS + 7);
+    assert_int_equal(recent_nevents(&r), RECENT_EVENTS);
+    assert_int_equal(recent_event_at(&r, 0)->token, RECENT_EVENTS + 3);
+    assert_int_equal(recent_event_at(&r, RECENT_EVENTS - 1)->token, 4);
 }
 
 static void
@@ -65,8 +103,8 @@ test_leases(void **state)
     char name[32];
 
     memset(&r, 0, sizeof(r));
-    recent_lease(&r, "jobs/x", 6, 4, 1000);
-    recent_lease(&r, "jobs/x", 6, 4, 5000); /* extended */
+    recent_lease(&r, "jobs/x", 6, 4, 1000, NULL);
+    recent_lease(&r, "jobs/x", 6, 4, 5000, NULL); /* extended */
     assert_int_equal(r.nlocks, 1);
     assert_true(r.locks[0].expires_ms > recent_now_ms() + 1000);
     recent_lease_gone(&r, "jobs/x", 6, 3); /* an older holder's */
@@ -75,13 +113,45 @@ test_leases(void **state)
     assert_int_equal(r.nlocks, 0);
     for (int i = 0; i < RECENT_N; i++) {
         snprintf(name, sizeof(name), "l%d", i);
-        recent_lease(&r, name, strlen(name), i + 1, 10000 + i);
+        recent_lease(&r, name, strlen(name), i + 1, 10000 + i, NULL);
     }
-    recent_lease(&r, "new", 3, 99, 60000);
+    recent_lease(&r, "new", 3, 99, 60000, NULL);
     assert_int_equal(r.nlocks, RECENT_N);
     for (size_t i = 0; i < r.nlocks; i++) {
         assert_string_not_equal(r.locks[i].name, "l0");
     }
+}
+
+static int64_t ended_fence[4];
+static size_t nended;
+
+static void
+ended(const struct recent_lock *l)
+{
+    assert_string_equal(l->holder, "10.0.0.1:5");
+    ended_fence[nended++] = l->fence;
+}
+
+/* The leases whose time ran out are reported once and forgotten; the
+ * others stay. */
+static void
+test_leases_end(void **state)
+{
+    static struct recent r;
+    int64_t now = recent_now_ms();
+
+    memset(&r, 0, sizeof(r));
+    recent_lease(&r, "a", 1, 1, 1000, "10.0.0.1:5");
+    recent_lease(&r, "b", 1, 2, 60000, "10.0.0.1:5");
+    recent_lease(&r, "c", 1, 3, 2000, "10.0.0.1:5");
+    recent_leases_end(&r, now + 5000, ended);
+    assert_int_equal(nended, 2);
+    assert_true((ended_fence[0] == 1 && ended_fence[1] == 3) ||
+                (ended_fence[0] == 3 && ended_fence[1] == 1));
+    assert_int_equal(r.nlocks, 1);
+    assert_string_equal(r.locks[0].name, "b");
+    recent_leases_end(&r, now + 5000, ended);
+    assert_int_equal(nended, 2);
 }
 
 int
@@ -90,7 +160,9 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_marks_once_each_latest_first),
         cmocka_unit_test(test_long_names_are_one_entry),
+        cmocka_unit_test(test_history_ring),
         cmocka_unit_test(test_leases),
+        cmocka_unit_test(test_leases_end),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
