@@ -286,7 +286,7 @@ def max_open_files(pid):
 def test_default_max_connections_fits_a_low_open_files_limit(tidemark):
     tm = tidemark(start=False)
     tm.start(preexec=nofile(1024))
-    assert tm.log_lines(" warn ") == []
+    assert tm.log_lines("level=warn ") == []
     assert tm.log_lines("note: max_connections = 480, not the default "
                         "10000: the open files limit is 1024") != []
     assert tm.put("fit", token=2).status == 200
@@ -299,14 +299,14 @@ def test_default_start_raises_the_soft_open_files_limit(tidemark):
     want = 20064 if hard == resource.RLIM_INFINITY else min(20064, hard)
     tm = tidemark(start=False)
     tm.start(preexec=nofile(1024, hard))
-    assert tm.log_lines(" warn ") == []
+    assert tm.log_lines("level=warn ") == []
     assert max_open_files(tm.proc.pid) == want
 
 
 def test_explicit_max_connections_over_the_limit_is_a_warning(tidemark):
     tm = tidemark({"proxy": {"max_connections": "10000"}}, start=False)
     tm.start(preexec=nofile(1024))
-    warns = tm.log_lines(" warn ")
+    warns = tm.log_lines("level=warn ")
     assert len(warns) == 1, warns
     assert warns[0].endswith("open files limited to 1024; max_connections "
                              "= 10000 may need 20064"), warns
