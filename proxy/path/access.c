@@ -23,6 +23,8 @@
 #include "request.h"
 #include "sock.h"
 
+_Static_assert(sizeof(((struct request *)0)->upstream) >= SOCK_PEER_MAX,
+               "request.h: upstream holds a peer's text");
 _Static_assert(sizeof(((struct request *)0)->rid) == REQID_MAX + 1,
                "request.h: rid holds REQID_MAX bytes");
 
@@ -188,43 +190,31 @@ put_num(struct line *l, const char *key, int64_t v, bool absent)
     put(l, absent ? "-" : num, absent ? 1 : (size_t)k);
 }
 
-/* The address and port of fd's peer ("[v6]:port" for IPv6), or NULL. */
+/* The client's address and port, or NULL. io's peer text is a cache,
+ * filled on the first use for the connection; io is otherwise left as it
+ * is. */
 static const char *
-peer_of(evutil_socket_t fd, char *buf, size_t len)
+peer(const struct cio *io)
 {
-    char host[SOCK_HOST_MAX];
-    unsigned port;
-    int af = sock_peer(fd, host, &port);
+    struct cio *m = (struct cio *)io;
 
-    if (af == 0) {
-        return NULL;
-    }
-    snprintf(buf, len, af == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
-    return buf;
-}
-
-/* The client's address and port, or NULL. */
-static const char *
-peer(const struct cio *io, char *buf, size_t len)
-{
-    return peer_of(bufferevent_getfd(io->bev), buf, len);
+    return sock_peer_text(&m->peer, bufferevent_getfd(io->bev));
 }
 
 void
 access_who(const struct cio *io, const struct request *rq, const char *route,
-           struct recent_who *w, char *addr, size_t len)
+           struct recent_who *w)
 {
     w->route = route;
-    w->client = peer(io, addr, len);
+    w->client = peer(io);
     w->rid = rq != NULL ? rq->rid : NULL;
 }
 
 void
-access_upstream(struct request *rq, evutil_socket_t fd)
+access_upstream(struct request *rq, const char *addr)
 {
-    if (peer_of(fd, rq->upstream, sizeof(rq->upstream)) == NULL) {
-        rq->upstream[0] = '\0';
-    }
+    snprintf(rq->upstream, sizeof(rq->upstream), "%s",
+             addr != NULL ? addr : "");
 }
 
 void
@@ -296,7 +286,6 @@ put_request(struct line *l, const struct cio *io, const struct request *rq,
     const struct http_request *h = rq != NULL ? &rq->h : NULL;
     const char *q = NULL;
     size_t plen = 0;
-    char addr[64];
 
     if (h != NULL && h->path.p != NULL) {
         const char *end = h->path.p + h->path.len;
@@ -305,7 +294,7 @@ put_request(struct line *l, const struct cio *io, const struct request *rq,
         q = end < h->target.p + h->target.len && *end == '?' ? end : NULL;
     }
     put_cstr(l, "id", rq != NULL ? rq->rid : NULL, REQID_MAX);
-    put_cstr(l, "client", peer(io, addr, sizeof(addr)), sizeof(addr));
+    put_cstr(l, "client", peer(io), SOCK_PEER_MAX);
     put_str(l, "method", h != NULL ? h->method.p : NULL,
             h != NULL ? h->method.len : 0, 32);
     put_str(l, "path", h != NULL ? h->path.p : NULL, plen, 1024);

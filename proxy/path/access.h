@@ -43,16 +43,15 @@ bool reqid_sane(const char *v, size_t n);
  * is), else 32 random hex digits (sent upstream in X-Request-Id). */
 void access_begin(struct request *rq);
 
-/* The request went out on fd: its upstream's address for the line. */
-void access_upstream(struct request *rq, evutil_socket_t fd);
+/* The request went out to addr (NULL: unknown), for the line. */
+void access_upstream(struct request *rq, const char *addr);
 /* The upstream's part ended: its time since t0 (the request went out). */
 void access_upstream_end(struct request *rq, const struct timespec *t0);
 /* Who sent rq (NULL: a head that was no request) on io, for the page's
- * history: route (NULL: none), the client's address (written in addr,
- * len bytes) and the request id. */
+ * history: route (NULL: none), the client's address (io's, read once a
+ * connection) and the request id. */
 void access_who(const struct cio *io, const struct request *rq,
-                const char *route, struct recent_who *w, char *addr,
-                size_t len);
+                const char *route, struct recent_who *w);
 
 /* The line of a request answered by its upstream (or failed after it
  * was forwarded, with the status the client got): event=request. */

@@ -324,13 +324,12 @@ forward_fenced(struct admit *a)
 {
     const struct screen *s = &a->rq->sc;
     struct recent_who who;
-    char addr[64];
 
     if (overtaken(a)) {
         return;
     }
     count(a, OUT_ACCEPTED);
-    access_who(a->io, a->rq, s->route_name, &who, addr, sizeof(addr));
+    access_who(a->io, a->rq, s->route_name, &who);
     recent_accept(&a->px->recent, &who, s->resource, a->rq->token, a->rq->mark,
                   s->src_len > 0 ? s->src : NULL, a->rq->src_mark);
     a->order_wait = 0;

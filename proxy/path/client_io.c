@@ -219,12 +219,11 @@ cio_refuse(struct cio *io, struct request *rq, struct problem *p,
 {
     const struct screen *s = &rq->sc;
     struct recent_who who;
-    char addr[64];
 
     if (p->resource == NULL) {
         p->resource = s->rlen > 0 ? s->resource : NULL;
     }
-    access_who(io, rq, s->route_name, &who, addr, sizeof(addr));
+    access_who(io, rq, s->route_name, &who);
     recent_refusal(&io->px->recent, &who, p->status, reason, p->resource,
                    rq->token, rq->mark);
     rq->bytes_out += cio_answer(io, p, rq->h.keep_alive);

@@ -39,6 +39,7 @@ struct cio {
     bool dead;        /* closed; freed at the end of the turn */
     bool read_tmo;    /* a read timeout is set on sk */
     bool dirty;       /* on px->dirty: has output to write this turn */
+    struct sock_peer_text peer; /* the client, for logs and the page */
     struct cio *dirty_next;
 };
 

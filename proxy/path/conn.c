@@ -250,10 +250,9 @@ static void
 parse_error(struct client *c, struct problem *p, const char *why)
 {
     struct recent_who who;
-    char addr[64];
 
     metrics_inc(c->io.px->metrics, MID_tidemark_bad_requests_total);
-    access_who(&c->io, NULL, NULL, &who, addr, sizeof(addr));
+    access_who(&c->io, NULL, NULL, &who);
     recent_refusal(&c->io.px->recent, &who, p->status, "malformed", NULL, 0, 0);
     c->io.close_after = true;
     access_bad_head(&c->io, p->status, p->detail, why,

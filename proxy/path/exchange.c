@@ -242,7 +242,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     ex->up = uc;
     ex->attached = true;
     clock_gettime(CLOCK_MONOTONIC, &ex->up_t0);
-    access_upstream(rq, bufferevent_getfd(ub));
+    access_upstream(rq, up_peer(uc));
     ex->resp_started = false;
     ex->up_eof = false;
     memset(&ex->resp_scan, 0, sizeof(ex->resp_scan));

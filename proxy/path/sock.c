@@ -286,6 +286,25 @@ sock_timeouts(struct sock *s, int read_ms, int write_ms)
 
 _Static_assert(SOCK_HOST_MAX == INET6_ADDRSTRLEN, "sock.h: SOCK_HOST_MAX");
 
+const char *
+sock_peer_text(struct sock_peer_text *t, evutil_socket_t fd)
+{
+    char host[SOCK_HOST_MAX];
+    unsigned port;
+    int af;
+
+    if (!t->read) {
+        t->read = true;
+        af = sock_peer(fd, host, &port);
+        t->known = af != 0;
+        if (t->known) {
+            snprintf(t->s, sizeof(t->s), af == AF_INET6 ? "[%s]:%u" : "%s:%u",
+                     host, port);
+        }
+    }
+    return t->known ? t->s : NULL;
+}
+
 int
 sock_peer(evutil_socket_t fd, char host[SOCK_HOST_MAX], unsigned *port)
 {

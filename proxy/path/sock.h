@@ -71,4 +71,20 @@ void sock_timeouts(struct sock *s, int read_ms, int write_ms);
  * AF_INET or AF_INET6, or 0 when fd has no IP peer. */
 int sock_peer(evutil_socket_t fd, char host[SOCK_HOST_MAX], unsigned *port);
 
+/* "host:port" of a connection's peer ("[v6]:port" for IPv6): '[', the
+ * host, ']', ':', five digits and the NUL. */
+#define SOCK_PEER_MAX (SOCK_HOST_MAX + 9)
+
+/* A connection's peer as text, read once: one getpeername a
+ * connection, not one a request. Zeroed: not read yet. */
+struct sock_peer_text {
+    char s[SOCK_PEER_MAX];
+    bool read;
+    bool known;
+};
+
+/* t's text for fd's peer (read on the first call), or NULL when the
+ * socket has none. */
+const char *sock_peer_text(struct sock_peer_text *t, evutil_socket_t fd);
+
 #endif

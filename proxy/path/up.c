@@ -48,11 +48,12 @@ struct up_conn {
     void *arg;
     unsigned uses;
     bool idle;
-    bool waiting;       /* for the pass's end: no socket yet */
-    bool busy;          /* handed to a request */
-    int tmo_ms;         /* the write timeout set on bev, 0: none */
-    int rtmo_ms;        /* the read timeout set on its sock, 0: none */
-    int64_t idle_since; /* ms, CLOCK_MONOTONIC_COARSE */
+    bool waiting;               /* for the pass's end: no socket yet */
+    bool busy;                  /* handed to a request */
+    int tmo_ms;                 /* the write timeout set on bev, 0: none */
+    int rtmo_ms;                /* the read timeout set on its sock, 0: none */
+    int64_t idle_since;         /* ms, CLOCK_MONOTONIC_COARSE */
+    struct sock_peer_text peer; /* the upstream's address, read once */
 };
 
 /* A list of connections with both ends kept. */
@@ -584,6 +585,14 @@ up_put(struct up_conn *uc, bool reusable)
     uc->idle_since = now_ms();
     sock_setcb(&uc->sk, idle_read_cb, NULL, idle_event_cb, uc);
     sock_read(&uc->sk, true);
+}
+
+const char *
+up_peer(struct up_conn *uc)
+{
+    return uc->bev != NULL
+               ? sock_peer_text(&uc->peer, bufferevent_getfd(uc->bev))
+               : NULL;
 }
 
 struct bufferevent *

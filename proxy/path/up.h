@@ -47,6 +47,9 @@ void up_put(struct up_conn *uc, bool reusable);
 
 /* Its bufferevent writes; its sock reads (sock.h). */
 struct bufferevent *up_bev(struct up_conn *uc);
+/* "host:port" of the address uc is connected to (read once a
+ * connection), or NULL. */
+const char *up_peer(struct up_conn *uc);
 struct sock *up_sock(struct up_conn *uc);
 const struct cfg_upstream *up_cfg(const struct up_pool *p);
 /* Set the read and write timeouts of a connection handed out, in ms (0:

@@ -366,6 +366,60 @@ def test_x_amz_header_values_refused(tidemark, upstream, value, status):
     still_alive(tm)
 
 
+# ---------------------------------- User-Agent and X-Forwarded-For
+
+# The access line keeps at most 256 bytes of a User-Agent (cut and
+# marked beyond); forwarded = x-forwarded-for passes the client's own
+# X-Forwarded-For on with its address added.
+UA_LOG_MAX = 256
+PEER_VALUES = [("1", "u"), ("40", filler(40)), ("300", filler(300)),
+               ("big", filler(8000)), ("spaces", "a  b"),
+               ("quotes", "'\"q\"'"), ("pct00", "%00"),
+               ("latin1", "\xe9\xff")]
+
+
+def _access_lines(tm):
+    return [json.loads(ln) for ln in tm.log().splitlines()
+            if ln.startswith("{") and '"event":"request"' in ln]
+
+
+@pytest.mark.parametrize("cls,value", PEER_VALUES,
+                         ids=[c for c, _ in PEER_VALUES])
+def test_user_agent_and_forwarded_for_of_each_length(tidemark, upstream,
+                                                     cls, value):
+    tm = tidemark({"proxy": {"log_format": "json", "log_level": "info"},
+                   "upstream default": {"forwarded": "x-forwarded-for"}})
+    r = tm.put("ua", token=7, headers=[("User-Agent", value),
+                                       ("X-Forwarded-For", value)])
+    assert r.status == 200, r
+    assert upstream.requests[-1].header("X-Forwarded-For") == \
+        value + ", 127.0.0.1"
+    tm.wait_log('"event":"request"')
+    ua = _access_lines(tm)[-1]["ua"]
+    if len(value.encode("latin-1")) <= UA_LOG_MAX - 8:
+        # The JSON form writes a byte that is not UTF-8 as U+FFFD.
+        assert ua == value.encode("latin-1").decode("utf-8", "replace")
+    else:
+        assert ua.startswith(value[:UA_LOG_MAX // 2]) and \
+            len(ua) <= UA_LOG_MAX + 8, ua
+    still_alive(tm)
+
+
+@pytest.mark.parametrize("name,value,status",
+                         [("User-Agent", "v" * 17000, 431),
+                          ("User-Agent", "a\x1bb", 400),
+                          ("X-Forwarded-For", "v" * 17000, 431),
+                          ("X-Forwarded-For", "a\x1bb", 400)],
+                         ids=["ua-over-max-head", "ua-esc",
+                              "xff-over-max-head", "xff-esc"])
+def test_user_agent_and_forwarded_for_refused(tidemark, upstream, name,
+                                              value, status):
+    tm = tidemark({"upstream default": {"forwarded": "x-forwarded-for"}})
+    assert_problem(tm.put("ua", token=7, headers=[(name, value)]), status)
+    assert upstream.requests == []
+    still_alive(tm)
+
+
 # ------------------------------------------- the control port's names
 
 
