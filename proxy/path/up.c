@@ -16,18 +16,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include "../../conf/cfg.h"
 #include "../clients/dial.h"
+#include "../clients/tls_client.h"
 #include "../log.h"
 #include "sock.h"
 
@@ -69,7 +66,6 @@ struct up_pool {
     const struct cfg_upstream *cfg;
     SSL_CTX *tls;         /* https upstreams */
     SSL_SESSION *session; /* the last one, resumed by new connections */
-    bool host_is_ip;
     struct dial_list addrs;
     size_t good;           /* the address that connected last: tried first */
     char who[96];          /* "upstream NAME", for log lines */
@@ -91,85 +87,27 @@ ms_to_tv(int ms, struct timeval *tv)
     tv->tv_usec = (ms % 1000) * 1000;
 }
 
-/* The pool's TLS context: TLS 1.2 or later, the peer verified against
- * ca_file or the system CAs. */
+/* The pool's TLS context (clients/tls_client.c). */
 static bool
 tls_setup(struct up_pool *p, char *err, size_t errlen)
 {
     const struct cfg_upstream *cfg = p->cfg;
-    unsigned char ip[16];
-    int ok;
+    struct tls_client_conf tc = {.ca_file = cfg->ca_file};
 
-    p->host_is_ip = inet_pton(AF_INET, cfg->host, ip) == 1 ||
-                    inet_pton(AF_INET6, cfg->host, ip) == 1;
-    p->tls = SSL_CTX_new(TLS_client_method());
-    if (p->tls == NULL) {
-        snprintf(err, errlen, "upstream %s: cannot create a TLS context",
-                 cfg->name);
-        return false;
-    }
-    SSL_CTX_set_min_proto_version(p->tls, TLS1_2_VERSION);
-    SSL_CTX_set_verify(p->tls, SSL_VERIFY_PEER, NULL);
-    SSL_CTX_set_session_cache_mode(p->tls, SSL_SESS_CACHE_CLIENT);
-    if (cfg->ca_file != NULL && cfg->ca_file[0] != '\0') {
-        ok = SSL_CTX_load_verify_locations(p->tls, cfg->ca_file, NULL);
-    } else {
-        ok = SSL_CTX_set_default_verify_paths(p->tls);
-    }
-    if (ok != 1) {
-        snprintf(err, errlen,
-                 "upstream %s: cannot load CA certificates "
-                 "from %s",
-                 cfg->name,
-                 cfg->ca_file != NULL && cfg->ca_file[0] != '\0'
-                     ? cfg->ca_file
-                     : "the system store");
-        return false;
-    }
-    return true;
-}
-
-/* A new TLS session for a connection: SNI and the name checked against
- * the certificate are the upstream's host. */
-static SSL *
-tls_session(struct up_pool *p)
-{
-    SSL *ssl = SSL_new(p->tls);
-
-    if (ssl == NULL) {
-        return NULL;
-    }
-    if (p->host_is_ip) {
-        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), p->cfg->host);
-    } else {
-        SSL_set_tlsext_host_name(ssl, p->cfg->host);
-        SSL_set1_host(ssl, p->cfg->host);
-    }
-    if (p->session != NULL) {
-        SSL_set_session(ssl, p->session);
-    }
-    return ssl;
+    p->tls = tls_client_ctx(&tc, p->who, err, errlen);
+    return p->tls != NULL;
 }
 
 /* Log why a TLS connection failed, without a secret in sight. */
 static void
 tls_log_failure(struct up_conn *uc)
 {
-    SSL *ssl = bufferevent_openssl_get_ssl(uc->bev);
-    long vr = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
-    unsigned long e = bufferevent_get_openssl_error(uc->bev);
-    char buf[256] = "";
+    char why[320];
 
-    if (e != 0) {
-        ERR_error_string_n(e, buf, sizeof(buf));
-    }
-    if (vr != X509_V_OK) {
-        log_error("upstream %s: TLS: certificate of %s refused: %s",
-                  uc->pool->cfg->name, LOG_STR(uc->pool->cfg->host),
-                  X509_verify_cert_error_string(vr));
-    } else if (buf[0] != '\0') {
-        log_error("upstream %s: TLS handshake failed: %s", uc->pool->cfg->name,
-                  buf);
+    tls_client_why(uc->bev, why, sizeof(why));
+    if (why[0] != '\0') {
+        log_error("%s: TLS with %s: %s", uc->pool->who,
+                  LOG_STR(uc->pool->cfg->host), why);
     }
 }
 
@@ -413,7 +351,7 @@ conn_wrap(struct up_conn *uc, int fd)
     struct up_pool *p = uc->pool;
 
     if (p->tls != NULL) {
-        SSL *ssl = tls_session(p);
+        SSL *ssl = tls_client_ssl(p->tls, p->cfg->host, p->session);
 
         if (ssl == NULL) {
             close(fd);
