@@ -3,6 +3,7 @@
 routes), loaded and photographed in headless Chromium (Debian's
 chromium) after real writes, refusals and locks."""
 import json
+import os
 import re
 import shutil
 import struct
@@ -20,6 +21,7 @@ needs_chromium = pytest.mark.skipif(
 
 WHEN = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
 REFUSAL_BG = (253, 236, 234)  # tr.refusal td: #fdecea
+REFUSAL_MARK = (180, 35, 24)  # a refusal on the timeline: #b42318
 
 
 def chromium(tmp_path, *args):
@@ -153,7 +155,8 @@ def test_dashboard_shows_what_happened(tidemark, upstream, tmp_path):
                              "/v1/documents/{doc}", "documents/{doc}"]
 
     # At 1280x900, the refusals are on screen without scrolling: their
-    # rows' colour fills two rows' width in the screenshot.
+    # rows' colour fills two rows' width in the screenshot, in the
+    # refusals table and again in the history.
     shot = tmp_path / "dashboard.png"
     chromium(tmp_path, "--screenshot=%s" % shot,
              "http://127.0.0.1:%d/" % tm.admin_port)
@@ -162,7 +165,7 @@ def test_dashboard_shows_what_happened(tidemark, upstream, tmp_path):
     rows = [y for y in range(h)
             if sum(1 for p in pixels[y] if p == REFUSAL_BG) > w // 2]
     bands = [y for i, y in enumerate(rows) if i == 0 or rows[i - 1] != y - 1]
-    assert len(bands) == 2, bands
+    assert len(bands) == 4, bands
     assert rows[-1] < h
 
 
@@ -266,3 +269,39 @@ def test_lease_below_its_mark_is_flagged_on_the_page(tidemark, upstream,
     assert row[0:2] == ["documents/a", str(fence)]
     assert row[4] == "%d \u2014 fence below the mark: fenced out" % (
         fence + 5)
+
+
+@needs_chromium
+def test_burst_is_readable_on_the_page(tidemark, upstream, tmp_path):
+    """What an operator looks at after a burst on a few resources: the
+    history's newest rows are on the first screen, each refusal in its
+    own colour band. TIDEMARK_SCREENSHOTS=DIR keeps the picture."""
+    tm = tidemark()
+    refused = 0
+    for i in range(24):
+        doc, token = "r%d" % (i % 3), 10 + i
+        if i % 5 == 4:
+            token = 1
+        elif i % 7 == 6:
+            token = None
+        r = tm.put(doc, token=token, headers={"X-Request-Id": "b-%d" % i})
+        refused += r.status != 200
+    assert refused == 7
+    shot = tmp_path / "burst.png"
+    chromium(tmp_path, "--window-size=1280,1800", "--screenshot=%s" % shot,
+             "http://127.0.0.1:%d/" % tm.admin_port)
+    keep = os.environ.get("TIDEMARK_SCREENSHOTS")
+    if keep:
+        shutil.copy(shot, os.path.join(keep, "burst.png"))
+    w, h, pixels = png_pixels(shot.read_bytes())
+    assert (w, h) == (1280, 1800)
+    rows = [y for y in range(h)
+            if sum(1 for p in pixels[y] if p == REFUSAL_BG) > w // 2]
+    bands = [y for i, y in enumerate(rows) if i == 0 or rows[i - 1] != y - 1]
+    # Each refusal row is its own band (the rows' borders part them): the
+    # refusals table's 7 and the history's 7.
+    assert len(bands) == 14, bands
+    # The burst took under a second: on the timeline each resource's
+    # refusals sit on its writes, and are drawn over them.
+    assert any(p == REFUSAL_MARK for line in pixels[bands[-1]:]
+               for p in line)
