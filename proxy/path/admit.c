@@ -818,13 +818,14 @@ upload_not_fenced(struct admit *a)
 
 /* ---- S3 multi-object deletes ------------------------------------------ */
 
-/* Cancel the batch's raises in flight; false when there were none. */
+/* Cancel the batch's raises in flight; false when none was in flight
+ * (a read of a mark cannot be cancelled: it is forgotten). */
 static bool
 batch_cancel(struct admit *a)
 {
     struct batch *b = a->batch;
 
-    if (b == NULL || b->pending == 0) {
+    if (b == NULL || (b->pending == 0 && b->gets == 0)) {
         return false;
     }
     for (size_t i = 0; i < b->n; i++) {
@@ -832,10 +833,12 @@ batch_cancel(struct admit *a)
         b->keys[i].raise = NULL;
     }
     b->pending = 0;
+    b->checking = false;
     return true;
 }
 
-/* Cancel the batch's raises, leave its turns and free it. */
+/* Cancel the batch's raises, leave its turns and free it (or leave it
+ * to the last read of a mark still in flight). */
 static void
 batch_end(struct admit *a, int grace_ms)
 {
@@ -849,15 +852,40 @@ batch_end(struct admit *a, int grace_ms)
     for (size_t i = 0; i < b->n; i++) {
         leave_slot(a, &b->keys[i].slot, grace_ms);
     }
-    batch_free(b);
     a->batch = NULL;
+    b->a = NULL;
+    if (b->gets == 0) {
+        batch_free(b);
+    }
 }
 
-/* Every key's raise answered: refuse on the first stale one (the marks
- * the others raised stay: each was raised to a token its holder was
- * given, as a MOVE's first), on a store failure, or go on. */
+/* Note what the store said of key k (after a read or a raise). */
 static void
-batch_raised(struct admit *a)
+batch_note(struct batch *b, struct batch_key *k, enum store_result res,
+           int64_t mark, bool stale)
+{
+    switch (decide_store(b->a->rq->sc.mode, res != STORE_ERROR, stale)) {
+    case DECIDE_ACCEPT:
+        break;
+    case DECIDE_STALE:
+        if (b->stale == NULL) {
+            b->stale = k;
+            b->stale_mark = mark;
+        }
+        break;
+    case DECIDE_FORWARD:
+        b->bypass = true;
+        break;
+    default:
+        b->down = true;
+        break;
+    }
+}
+
+/* Every read or raise of a round answered: refuse on the first stale
+ * key, on a store failure, or go on with then. */
+static void
+batch_settled(struct admit *a, void (*then)(struct admit *a))
 {
     struct batch *b = a->batch;
     struct screen *s = &a->rq->sc;
@@ -877,7 +905,7 @@ batch_raised(struct admit *a)
         count(a, OUT_BYPASSED);
         go(a);
     } else {
-        next_raise(a);
+        then(a);
     }
 }
 
@@ -885,33 +913,17 @@ static void
 batch_raise_done(void *arg, enum store_result res, int64_t mark)
 {
     struct batch_key *k = arg;
-    struct admit *a = k->a;
-    struct batch *b = a->batch;
+    struct batch *b = k->b;
 
     k->raise = NULL;
-    switch (
-        decide_store(a->rq->sc.mode, res != STORE_ERROR, res == STORE_STALE)) {
-    case DECIDE_ACCEPT:
-        break;
-    case DECIDE_STALE:
-        if (b->stale == NULL) {
-            b->stale = k;
-            b->stale_mark = mark;
-        }
-        break;
-    case DECIDE_FORWARD:
-        b->bypass = true;
-        break;
-    default:
-        b->down = true;
-        break;
-    }
+    batch_note(b, k, res, mark, res == STORE_STALE);
     if (--b->pending == 0) {
-        batch_raised(a);
+        batch_settled(b->a, next_raise);
     }
 }
 
-/* Ask the store to raise every key that needs it, all at once. */
+/* Ask the store to raise every key that needs it, all at once: the
+ * marks were read, none is above the token. */
 static void
 batch_raise(struct admit *a)
 {
@@ -919,18 +931,15 @@ batch_raise(struct admit *a)
 
     a->todo = a->carried > 0 ? ADMIT_STEP_SCOPE : 0;
     a->rq->mark = a->rq->token;
-    for (size_t i = 0; i < b->n; i++) {
+    for (size_t i = 0; i < b->n && !b->down; i++) {
         struct batch_key *k = &b->keys[i];
         if (k->d != DECIDE_RAISE) {
             continue;
         }
         k->raise = fence_raise(a->px->fence, k->res, k->len, a->rq->token,
                                batch_raise_done, k);
-        if (k->raise == NULL) {
-            b->down = true;
-            break;
-        }
-        b->pending++;
+        b->pending += k->raise != NULL;
+        b->down = k->raise == NULL;
     }
     if (b->pending > 0) {
         cio_timer_arm(a->io, a->px->cfg->store.timeout_ms);
@@ -938,6 +947,56 @@ batch_raise(struct admit *a)
         unavailable(a, "out of memory");
     } else {
         next_raise(a);
+    }
+}
+
+static void
+batch_got(void *arg, enum store_result res, int64_t mark)
+{
+    struct batch_key *k = arg;
+    struct batch *b = k->b;
+
+    b->gets--;
+    if (b->a == NULL || !b->checking) {
+        if (b->a == NULL && b->gets == 0) {
+            batch_free(b); /* orphaned: nobody waits */
+        }
+        return;
+    }
+    batch_note(b, k, res, mark, mark > b->a->rq->token);
+    if (b->gets == 0) {
+        b->checking = false;
+        batch_settled(b->a, batch_raise);
+    }
+}
+
+/* Read the mark of every key the cache cannot clear, all at once, so
+ * that a key whose mark is above the token refuses the request before
+ * any mark is raised. */
+static void
+batch_check(struct admit *a)
+{
+    struct batch *b = a->batch;
+
+    b->a = a;
+    b->checking = true;
+    for (size_t i = 0; i < b->n && !b->down; i++) {
+        struct batch_key *k = &b->keys[i];
+        if (k->d != DECIDE_RAISE) {
+            continue;
+        }
+        b->down = !fence_get(a->px->fence, k->res, k->len, batch_got, k);
+        b->gets += !b->down;
+    }
+    if (b->gets > 0) {
+        cio_timer_arm(a->io, a->px->cfg->store.timeout_ms);
+        return;
+    }
+    b->checking = false;
+    if (b->down) {
+        unavailable(a, "out of memory");
+    } else {
+        batch_raise(a);
     }
 }
 
@@ -954,7 +1013,7 @@ batch_decide(struct admit *a)
         struct batch_key *k = &b->keys[i];
         enum decision was = d;
 
-        k->a = a;
+        k->b = b;
         k->d = decide_one(a, k->verify, k->res, k->len);
         d = i == 0 ? k->d : decide_pair(d, k->d);
         if (i == 0 || d != was) {
@@ -963,7 +1022,7 @@ batch_decide(struct admit *a)
         }
     }
     if (d == DECIDE_ACCEPT || d == DECIDE_RAISE) {
-        batch_raise(a);
+        batch_check(a);
         return;
     }
     act(a, d);

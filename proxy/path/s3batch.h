@@ -19,7 +19,7 @@ struct fence_call;
 struct order_slot;
 
 struct batch_key {
-    struct admit *a;
+    struct batch *b;
     const char *res; /* NUL-terminated, len bytes */
     size_t len;
     enum tm_verify verify;
@@ -30,8 +30,13 @@ struct batch_key {
 
 struct batch {
     const struct cfg_route *route; /* the first fenced key's; NULL: none */
+    struct admit *a;               /* its request's; NULL once orphaned */
     size_t n;                      /* keys[] */
     size_t pending;                /* raises in flight */
+    size_t gets;                   /* reads of marks in flight (these cannot
+                                    * be cancelled: an orphaned batch is
+                                    * freed by the last answer) */
+    bool checking;                 /* the reads' answers are awaited */
     const struct batch_key *stale; /* the first the store answered stale */
     int64_t stale_mark;
     bool down;   /* a raise failed (correctness) */
@@ -49,7 +54,7 @@ struct batch *batch_read(const struct tm_config *cfg,
                          const char *body, size_t len, const char **why)
     __attribute__((warn_unused_result));
 
-/* Free b (NULL is fine); its raises and turns must be over. */
+/* Free b (NULL is fine); its raises, reads and turns must be over. */
 void batch_free(struct batch *b);
 
 #endif
