@@ -397,6 +397,24 @@ def test_an_oversized_or_unframed_multi_object_delete(tidemark, upstream):
     assert tm.mark("bucket/k0") is None
 
 
+def test_a_client_that_leaves_a_multi_object_delete(tm, upstream):
+    """Half a body, then gone: nothing forwarded, no mark. A whole one,
+    then gone before the answer (its marks being read or raised): the
+    next requests are served as ever."""
+    body = delete_xml("gone1", "gone2")
+    head = (b"POST /bucket?delete HTTP/1.1\r\nHost: x\r\nFencing-Token: 3"
+            b"\r\nContent-Length: %d\r\n\r\n" % len(body))
+    with tm.conn() as c:
+        c.send(head + body[:20])
+    for _ in range(20):
+        with tm.conn() as c:
+            c.send(head + body)
+    r = multi_delete(tm, "/bucket?delete", delete_xml("after"), token=3)
+    assert r.status == 200, r
+    assert tm.mark("bucket/after") == 3
+    assert all(req.body == body for req in seen(upstream, "POST")[:-1])
+
+
 def test_a_multi_object_delete_with_expect_continue(tm, upstream):
     body = delete_xml("e1", "e2")
     with tm.conn() as c:
