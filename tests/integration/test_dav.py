@@ -397,6 +397,20 @@ def test_an_oversized_or_unframed_multi_object_delete(tidemark, upstream):
     assert tm.mark("bucket/k0") is None
 
 
+def test_keys_spelled_two_ways_are_one_resource(tm, upstream):
+    """"a", "x/../a" and "./a" have one canonical name, as a DELETE of
+    each has: one mark, checked and raised once."""
+    assert tm.request("PUT", "/bucket/a", token=6).status == 200
+    doc = assert_problem(multi_delete(tm, "/bucket?delete", delete_xml(
+        "b", "x/../a"), token=5), 409)
+    assert doc["resource"] == "bucket/a", doc
+    r = multi_delete(tm, "/bucket?delete", delete_xml("a", "x/../a", "./a"),
+                     token=7)
+    assert r.status == 200, r
+    assert tm.mark("bucket/a") == 7
+    assert tm.mark("bucket/b") is None
+
+
 def test_a_client_that_leaves_a_multi_object_delete(tm, upstream):
     """Half a body, then gone: nothing forwarded, no mark. A whole one,
     then gone before the answer (its marks being read or raised): the
