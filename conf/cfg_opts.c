@@ -93,6 +93,10 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "discard_limit", CFG_T_INT, "65536",
      OFF(cfg_proxy, discard_limit), INT(0, 1073741824), 0,
      "body bytes read and dropped after a refusal, to keep the connection"},
+    {CFG_PROXY, "multi_delete_max", CFG_T_INT, "2097152",
+     OFF(cfg_proxy, multi_delete_max), INT(1024, 67108864), 0,
+     "bytes of an S3 multi-object delete body read to fence its keys; a "
+     "longer one is refused (413)"},
     {CFG_PROXY, "buffer_size", CFG_T_INT, "65536", OFF(cfg_proxy, buffer_size),
      INT(1024, 67108864), 0,
      "bytes buffered per direction before reading pauses"},

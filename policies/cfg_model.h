@@ -26,6 +26,7 @@ struct cfg_proxy {
     int order_grace_ms;      /* after a 504, resource closed this long;
                               * after a start, fenced writes wait this long */
     int discard_limit;       /* body bytes read and dropped after a refusal */
+    int multi_delete_max;    /* bytes of an S3 multi-object delete body read */
     int min_body_rate;       /* request body bytes/s; 0: no minimum */
     int body_rate_window_ms; /* over which min_body_rate is measured */
     int buffer_size;         /* per-direction back-pressure watermark */

@@ -376,13 +376,16 @@ s3_elsewhere(struct tm_slice method, struct tm_slice query, bool form,
     if (!slice_eq(method, "POST")) {
         return NULL;
     }
-    if (query_has_param(query, "delete")) {
-        return "an S3 multi-object delete names its keys in the body";
-    }
     if (form) {
         return "an S3 form upload names its key in the form";
     }
     return NULL;
+}
+
+bool
+s3_batch_delete(struct tm_slice method, struct tm_slice query)
+{
+    return slice_eq(method, "POST") && query_has_param(query, "delete");
 }
 
 /* ---- templates -------------------------------------------------------- */

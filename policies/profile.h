@@ -99,13 +99,18 @@ bool query_value(struct tm_slice raw, char *out, size_t cap, size_t *outlen)
 bool media_is_form(struct tm_slice content_type);
 
 /* Why an S3 request writes keys that its path does not name, or NULL:
- * a POST with a "delete" parameter (multi-object delete: the keys are in
- * the XML body), a multipart/form-data POST (browser-form upload: the
- * key is a form field), or a rename (x-amz-rename-source: the source
- * key is removed). form and rename say whether the request carries such
- * a Content-Type and such a header. */
+ * a multipart/form-data POST (browser-form upload: the key is a form
+ * field), or a rename (x-amz-rename-source: the source key is removed).
+ * form and rename say whether the request carries such a Content-Type
+ * and such a header. (A multi-object delete names its keys in its body:
+ * s3_batch_delete.) */
 const char *s3_elsewhere(struct tm_slice method, struct tm_slice query,
                          bool form, bool rename);
+
+/* Whether an S3 request is a multi-object delete: a POST with a "delete"
+ * parameter (however spelled: query_param), its keys in the XML body
+ * (s3delete.h). */
+bool s3_batch_delete(struct tm_slice method, struct tm_slice query);
 
 /* Whether path lies above what t matches: path's segments (a trailing
  * empty one dropped) are a proper prefix of the segments of some path t

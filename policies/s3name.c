@@ -453,10 +453,8 @@ decode_ref(const char *s, size_t len, char *out, size_t cap, size_t *n,
     return false;
 }
 
-/* Decode XML text t into out (cap bytes, NUL added after); false when
- * it holds markup, a bad reference, or does not fit. */
-static bool
-xml_text(struct tm_slice t, char *out, size_t cap, size_t *outlen)
+bool
+s3_xml_text(struct tm_slice t, char *out, size_t cap, size_t *outlen)
 {
     size_t n = 0;
 
@@ -517,7 +515,7 @@ element(const char *body, size_t len, const char *name, char *out, size_t cap,
     if (z == NULL) {
         return false;
     }
-    return xml_text((struct tm_slice){a, (size_t)(z - a)}, out, cap, outlen);
+    return s3_xml_text((struct tm_slice){a, (size_t)(z - a)}, out, cap, outlen);
 }
 
 bool
@@ -568,21 +566,35 @@ put_encoded(const char *s, size_t len, char *out, size_t cap, size_t *n)
 }
 
 bool
-s3_upload_address(const struct s3_upload *u, char *out, size_t outcap,
-                  size_t *outlen)
+s3_key_address(struct tm_slice bucket, const char *key, size_t klen, char *out,
+               size_t outcap, size_t *outlen)
 {
     char raw[3 * (S3_BUCKET_MAX + S3_KEY_MAX) + 8];
     size_t n = 0;
     const char *why;
 
-    raw[n++] = '/';
-    if (memchr(u->bucket, '/', u->bucket_len) != NULL ||
-        !put_encoded(u->bucket, u->bucket_len, raw, sizeof(raw), &n)) {
+    if (bucket.len == 0 || bucket.len > S3_BUCKET_MAX ||
+        memchr(bucket.p, '/', bucket.len) != NULL) {
         return false;
     }
     raw[n++] = '/';
-    if (!put_encoded(u->key, u->key_len, raw, sizeof(raw), &n)) {
+    if (!put_encoded(bucket.p, bucket.len, raw, sizeof(raw), &n)) {
         return false;
     }
-    return canon_path(raw, n, out, outcap, outlen, &why);
+    raw[n++] = '/';
+    if (klen > S3_KEY_MAX || !put_encoded(key, klen, raw, sizeof(raw), &n)) {
+        return false;
+    }
+    /* Still below the bucket: "../" may not climb out of it. */
+    return canon_path(raw, n, out, outcap, outlen, &why) &&
+           *outlen > bucket.len + 2 && memcmp(out, raw, bucket.len + 2) == 0;
+}
+
+bool
+s3_upload_address(const struct s3_upload *u, char *out, size_t outcap,
+                  size_t *outlen)
+{
+    struct tm_slice bucket = {u->bucket, u->bucket_len};
+
+    return s3_key_address(bucket, u->key, u->key_len, out, outcap, outlen);
 }

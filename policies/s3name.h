@@ -64,6 +64,23 @@ struct s3_upload {
 bool s3_upload_parse(const char *body, size_t len, struct s3_upload *u)
     __attribute__((warn_unused_result));
 
+/* Decode XML text t (XML's predefined and numeric character references;
+ * no markup) into out (cap bytes, a NUL added after, so cap + 1 must
+ * fit). false when it is empty, holds markup, a bad reference or a NUL,
+ * or does not fit. */
+bool s3_xml_text(struct tm_slice t, char *out, size_t cap, size_t *outlen)
+    __attribute__((warn_unused_result));
+
+/* The canonical path-style address "/<bucket>/<key>" (canon.h) of key
+ * (klen bytes, at most S3_KEY_MAX) in bucket (raw bytes, no '/', at most
+ * S3_BUCKET_MAX), every byte but unreserved ones and '/' percent-encoded
+ * as an S3 client sends it, into out (outcap bytes, NUL-terminated).
+ * false when it has no canonical form or leaves the bucket ("../"):
+ * the key cannot be fenced by a path. */
+bool s3_key_address(struct tm_slice bucket, const char *key, size_t klen,
+                    char *out, size_t outcap, size_t *outlen)
+    __attribute__((warn_unused_result));
+
 /* The canonical path-style address "/<bucket>/<key>" (canon.h) of an
  * upload into out (outcap bytes, NUL-terminated). false when it has no
  * canonical form (the key cannot be fenced by a path). */

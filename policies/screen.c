@@ -552,6 +552,99 @@ s3_upload(const struct tm_config *cfg, const struct http_request *h,
     return s->verdict;
 }
 
+/* ---- multi-object deletes (profile = s3) ----------------------------- */
+
+static enum screen_verdict name_resource(const struct cfg_proxy *pc,
+                                         const struct http_request *h,
+                                         const struct cfg_route *r,
+                                         struct tm_slice caps[TM_MAX_CAPTURES],
+                                         struct screen *s);
+
+/* A multi-object delete to upstream up, which fenced s3 routes use: its
+ * keys are in the body, read whole before any is fenced, so it must be
+ * sent to a bucket with a Content-Length within multi_delete_max. */
+static enum screen_verdict
+s3_batch(const struct cfg_proxy *pc, const struct http_request *h, size_t up,
+         struct screen *s)
+{
+    const char *slash = memchr(s->cpath.p + 1, '/', s->cpath.len - 1);
+
+    if (s->cpath.len < 2 || s->cpath.p[0] != '/' || slash != NULL) {
+        return invalid(s, "an S3 multi-object delete is sent to its "
+                          "bucket: POST /<bucket>?delete");
+    }
+    if (h->body == HTTP_BODY_NONE ||
+        (h->body == HTTP_BODY_LENGTH && h->content_length == 0)) {
+        return invalid(s, "an S3 multi-object delete names its keys in its "
+                          "body, and this one has none");
+    }
+    if (h->body != HTTP_BODY_LENGTH) {
+        return refuse(s, 411, "length",
+                      "an S3 multi-object delete must give its "
+                      "Content-Length",
+                      false);
+    }
+    if (h->content_length > (uint64_t)pc->multi_delete_max) {
+        snprintf(s->detail_buf, sizeof(s->detail_buf),
+                 "an S3 multi-object delete body is read whole to fence "
+                 "its keys: at most %d bytes (multi_delete_max)",
+                 pc->multi_delete_max);
+        s->close = true;
+        return refuse(s, 413, "too large", s->detail_buf, false);
+    }
+    s->batch = true;
+    s->upstream = up;
+    s->mode = TM_MODE_CORRECTNESS;
+    s->max_body = h->content_length;
+    s->verdict = SCREEN_FENCE;
+    return SCREEN_FENCE;
+}
+
+enum screen_key
+screen_batch_key(const struct tm_config *cfg, const struct http_request *h,
+                 const struct screen *s, const char *key, size_t klen,
+                 struct screen_keyres *out)
+{
+    char path[3 * (S3_BUCKET_MAX + S3_KEY_MAX) + 8];
+    struct tm_slice caps[TM_MAX_CAPTURES],
+        bucket = {s->cpath.p + 1, s->cpath.len - 1};
+    struct tm_slice p = {path, 0}, del = {"DELETE", 6};
+    struct screen *one = &(struct screen){.verdict = SCREEN_FENCE};
+
+    out->route = NULL;
+    out->rlen = 0;
+    if (!s3_key_address(bucket, key, klen, path, sizeof(path), &p.len)) {
+        out->why = "a key has no canonical address (a control character, "
+                   "or \"..\" above its bucket)";
+        return SCREEN_KEY_REFUSED;
+    }
+    for (size_t i = 0; i < cfg->nroutes && out->route == NULL; i++) {
+        const struct cfg_route *r = &cfg->routes[i];
+        if (r->upstream_idx == s->upstream && route_applies(r, del) &&
+            tmpl_match(&r->path, p.p, p.len, caps)) {
+            out->route = r;
+        }
+    }
+    if (out->route == NULL) {
+        out->why = "a key matches no route (unmatched = reject)";
+        return cfg->proxy.unmatched_reject ? SCREEN_KEY_REFUSED
+                                           : SCREEN_KEY_UNFENCED;
+    }
+    if (out->route->mode == TM_MODE_OFF) {
+        return SCREEN_KEY_UNFENCED;
+    }
+    /* The resource exactly as a DELETE of the key would have it. */
+    if (name_resource(&cfg->proxy, h, out->route, caps, one) != SCREEN_FENCE) {
+        out->why = "a key's resource name is too long, or the resource "
+                   "header is missing or malformed";
+        return SCREEN_KEY_REFUSED;
+    }
+    memcpy(out->resource, one->resource, one->rlen + 1);
+    out->rlen = one->rlen;
+    out->verify = one->verify;
+    return SCREEN_KEY_FENCED;
+}
+
 /* ---- the resource of a route ------------------------------------------ */
 
 /* Name the resource of a request on r: from the resource header or the
@@ -646,6 +739,7 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
     s->tree = s->src_tree = s->subtree = false;
     s->dest_raw.p = NULL;
     s->dest_raw.len = 0;
+    s->batch = false;
     s->upstream = NO_UPSTREAM;
     s->addr_up = NO_UPSTREAM;
     if (screen_head(pc, h, path_buf, s) == SCREEN_REFUSE) {
@@ -660,6 +754,10 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
     if (up != NO_UPSTREAM && (why = s3_refusal(cfg, h, s->cpath, up)) != NULL) {
         s->route_name = r != NULL ? r->name : NULL;
         return invalid(s, why);
+    }
+    if (up != NO_UPSTREAM && upstream_fenced(cfg, TM_PROFILE_S3, up) &&
+        s3_batch_delete(h->method, request_query(h))) {
+        return s3_batch(pc, h, up, s);
     }
     s->subtree = dav_subtree_method(h->method, depth_header(h));
     if (dav_method(h->method) != DAV_NONE && dav_request(cfg, h, r, caps, s)) {

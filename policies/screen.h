@@ -91,6 +91,27 @@ struct screen {
      * forwarded under the upstream's authority; p NULL: forward the
      * header as it is. */
     struct tm_slice dest_raw;
+    /* An S3 multi-object delete on an upstream with fenced s3 routes:
+     * its body (Content-Length bytes, at most multi_delete_max) names the
+     * keys, each fenced as a DELETE of that key (screen_batch_key);
+     * cpath is "/<bucket>". route is NULL until the keys are known. */
+    bool batch;
+};
+
+/* How a key of a multi-object delete is fenced. */
+enum screen_key {
+    SCREEN_KEY_FENCED = 0, /* by route, with resource and verify */
+    SCREEN_KEY_UNFENCED,   /* no route that fences it: a DELETE of it
+                            * would be forwarded unfenced */
+    SCREEN_KEY_REFUSED,    /* why says why (a DELETE of it is refused) */
+};
+
+struct screen_keyres {
+    const struct cfg_route *route;
+    char resource[TM_RESOURCE_MAX + 1];
+    size_t rlen;
+    enum tm_verify verify;
+    const char *why; /* SCREEN_KEY_REFUSED: static text */
 };
 
 /* Screen the request head h under cfg. path_buf (h->path.len +
@@ -107,6 +128,16 @@ struct screen {
 enum screen_verdict screen_request(const struct tm_config *cfg,
                                    const struct http_request *h, char *path_buf,
                                    struct screen *s);
+
+/* The key (klen bytes, decoded) of the multi-object delete s screened
+ * (s->batch) as a DELETE of it would be fenced: at its path-style
+ * address "/<bucket>/<key>" (s3name.h: s3_key_address), by the first
+ * route of the request's upstream that takes a DELETE there, with that
+ * route's resource. */
+enum screen_key screen_batch_key(const struct tm_config *cfg,
+                                 const struct http_request *h,
+                                 const struct screen *s, const char *key,
+                                 size_t klen, struct screen_keyres *out);
 
 /* The Host upstream u gets for the request h: the client's with host =
  * preserve (when it sent one), else the upstream's own. */

@@ -33,6 +33,8 @@ static const struct kind kinds[] = {
     {409, "Conflict", "urn:tidemark:stale-token", "Stale fencing token",
      "a write with a higher token has been accepted for this resource; "
      "stop the work: retrying with this token fails the same way"},
+    {411, "Length Required", "urn:tidemark:length-required", "Length required",
+     "this request must give its Content-Length"},
     {413, "Content Too Large", "urn:tidemark:too-large", "Body too large",
      "the request body is too large"},
     {414, "URI Too Long", "urn:tidemark:uri-too-long", "URI too long",

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <openssl/sha.h>
 
 #include "../../policies/profile.h"
 #include "../../policies/s3name.h"
@@ -24,10 +26,12 @@
 #include "gen.h"
 #include "order.h"
 #include "request.h"
+#include "s3batch.h"
 #include "uploads.h"
 #include "view.h"
 
 static void kick_cb(evutil_socket_t fd, short what, void *arg);
+static void batch_end(struct admit *a, int grace_ms);
 
 bool
 admit_init(struct admit *a, struct path_view *px, struct cio *io,
@@ -48,6 +52,7 @@ admit_fini(struct admit *a, int grace_ms)
     fence_cancel(a->raise);
     a->raise = NULL;
     admit_leave(a, grace_ms);
+    batch_end(a, 0);
     if (a->kick != NULL) {
         event_free(a->kick);
         a->kick = NULL;
@@ -72,6 +77,7 @@ admit_leave(struct admit *a, int grace_ms)
     leave_slot(a, &a->below_slot, grace_ms);
     leave_slot(a, &a->src_below_slot, grace_ms);
     leave_slot(a, &a->above_slot, 0); /* a wait, not a write */
+    batch_end(a, grace_ms);
     a->above_done = false;
     a->order_wait = 0;
     a->waiting = false;
@@ -102,6 +108,7 @@ static void
 refuse(struct admit *a, struct problem *p, const char *reason)
 {
     cio_refuse(a->io, a->rq, p, reason);
+    batch_end(a, 0);
     a->done(a->arg, ADMIT_REFUSED);
 }
 
@@ -228,6 +235,12 @@ overtaken(struct admit *a)
 
 /* Take the resource's turn in the ordering gate: one more slot queued
  * when it must wait. false when out of memory. */
+static bool enter_order(struct admit *a, const char *res, size_t len,
+                        struct order_slot **slot);
+
+static void batch_forward(struct admit *a);
+static bool batch_cancel(struct admit *a);
+
 static bool
 enter_order(struct admit *a, const char *res, size_t len,
             struct order_slot **slot)
@@ -325,6 +338,10 @@ forward_fenced(struct admit *a)
     const struct screen *s = &a->rq->sc;
     struct recent_who who;
 
+    if (a->batch != NULL) {
+        batch_forward(a);
+        return;
+    }
     if (overtaken(a)) {
         return;
     }
@@ -471,7 +488,15 @@ start_step(struct admit *a, unsigned step)
 void
 admit_timeout(struct admit *a)
 {
-    if (a->raise == NULL) {
+    if (a->body_wait) {
+        a->body_wait = false;
+        a->io->close_after = true;
+        refuse_status(a, 408, "timeout",
+                      "the body of the multi-object delete did not arrive "
+                      "in time");
+        return;
+    }
+    if (!batch_cancel(a) && a->raise == NULL) {
         return;
     }
     fence_cancel(a->raise);
@@ -791,11 +816,341 @@ upload_not_fenced(struct admit *a)
     return false;
 }
 
+/* ---- S3 multi-object deletes ------------------------------------------ */
+
+/* Cancel the batch's raises in flight; false when none was in flight
+ * (a read of a mark cannot be cancelled: it is forgotten). */
+static bool
+batch_cancel(struct admit *a)
+{
+    struct batch *b = a->batch;
+
+    if (b == NULL || (b->pending == 0 && b->gets == 0)) {
+        return false;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        fence_cancel(b->keys[i].raise);
+        b->keys[i].raise = NULL;
+    }
+    b->pending = 0;
+    b->checking = false;
+    return true;
+}
+
+/* Cancel the batch's raises, leave its turns and free it (or leave it
+ * to the last read of a mark still in flight). */
+static void
+batch_end(struct admit *a, int grace_ms)
+{
+    struct batch *b = a->batch;
+
+    a->body_wait = false;
+    if (b == NULL) {
+        return;
+    }
+    batch_cancel(a);
+    for (size_t i = 0; i < b->n; i++) {
+        leave_slot(a, &b->keys[i].slot, grace_ms);
+    }
+    a->batch = NULL;
+    b->a = NULL;
+    if (b->gets == 0) {
+        batch_free(b);
+    }
+}
+
+/* Note what the store said of key k (after a read or a raise). */
+static void
+batch_note(struct batch *b, struct batch_key *k, enum store_result res,
+           int64_t mark, bool stale)
+{
+    switch (decide_store(b->a->rq->sc.mode, res != STORE_ERROR, stale)) {
+    case DECIDE_ACCEPT:
+        break;
+    case DECIDE_STALE:
+        if (b->stale == NULL) {
+            b->stale = k;
+            b->stale_mark = mark;
+        }
+        break;
+    case DECIDE_FORWARD:
+        b->bypass = true;
+        break;
+    default:
+        b->down = true;
+        break;
+    }
+}
+
+/* Every read or raise of a round answered: refuse on the first stale
+ * key, on a store failure, or go on with then. */
+static void
+batch_settled(struct admit *a, void (*then)(struct admit *a))
+{
+    struct batch *b = a->batch;
+    struct screen *s = &a->rq->sc;
+
+    cio_timer_stop(a->io);
+    if (b->stale != NULL) {
+        memcpy(s->resource, b->stale->res, b->stale->len + 1);
+        s->rlen = b->stale->len;
+        stale_on(a, s->resource, b->stale_mark);
+    } else if (b->down) {
+        unavailable(a, "the mark store cannot be used; try again");
+    } else if (b->bypass) {
+        log_warn("conn=%" PRIu64 " store unavailable: route=%s multi-object "
+                 "delete of %zu resources token=%" PRId64
+                 " forwarded unfenced (efficiency)",
+                 a->io->id, s->route_name, b->n, a->rq->token);
+        count(a, OUT_BYPASSED);
+        go(a);
+    } else {
+        then(a);
+    }
+}
+
+static void
+batch_raise_done(void *arg, enum store_result res, int64_t mark)
+{
+    struct batch_key *k = arg;
+    struct batch *b = k->b;
+
+    k->raise = NULL;
+    batch_note(b, k, res, mark, res == STORE_STALE);
+    if (--b->pending == 0) {
+        batch_settled(b->a, next_raise);
+    }
+}
+
+/* Ask the store to raise every key that needs it, all at once: the
+ * marks were read, none is above the token. */
+static void
+batch_raise(struct admit *a)
+{
+    struct batch *b = a->batch;
+
+    a->todo = a->carried > 0 ? ADMIT_STEP_SCOPE : 0;
+    a->rq->mark = a->rq->token;
+    for (size_t i = 0; i < b->n && !b->down; i++) {
+        struct batch_key *k = &b->keys[i];
+        if (k->d != DECIDE_RAISE) {
+            continue;
+        }
+        k->raise = fence_raise(a->px->fence, k->res, k->len, a->rq->token,
+                               batch_raise_done, k);
+        b->pending += k->raise != NULL;
+        b->down = k->raise == NULL;
+    }
+    if (b->pending > 0) {
+        cio_timer_arm(a->io, a->px->cfg->store.timeout_ms);
+    } else if (b->down) {
+        unavailable(a, "out of memory");
+    } else {
+        next_raise(a);
+    }
+}
+
+static void
+batch_got(void *arg, enum store_result res, int64_t mark)
+{
+    struct batch_key *k = arg;
+    struct batch *b = k->b;
+
+    b->gets--;
+    if (b->a == NULL || !b->checking) {
+        if (b->a == NULL && b->gets == 0) {
+            batch_free(b); /* orphaned: nobody waits */
+        }
+        return;
+    }
+    batch_note(b, k, res, mark, mark > b->a->rq->token);
+    if (b->gets == 0) {
+        b->checking = false;
+        batch_settled(b->a, batch_raise);
+    }
+}
+
+/* Read the mark of every key the cache cannot clear, all at once, so
+ * that a key whose mark is above the token refuses the request before
+ * any mark is raised. */
+static void
+batch_check(struct admit *a)
+{
+    struct batch *b = a->batch;
+
+    b->a = a;
+    b->checking = true;
+    for (size_t i = 0; i < b->n && !b->down; i++) {
+        struct batch_key *k = &b->keys[i];
+        if (k->d != DECIDE_RAISE) {
+            continue;
+        }
+        b->down = !fence_get(a->px->fence, k->res, k->len, batch_got, k);
+        b->gets += !b->down;
+    }
+    if (b->gets > 0) {
+        cio_timer_arm(a->io, a->px->cfg->store.timeout_ms);
+        return;
+    }
+    b->checking = false;
+    if (b->down) {
+        unavailable(a, "out of memory");
+    } else {
+        batch_raise(a);
+    }
+}
+
+/* Decide on the token for each key's resource (with its route's
+ * verify); a refusal names the first key it is about. */
+static void
+batch_decide(struct admit *a)
+{
+    struct batch *b = a->batch;
+    struct screen *s = &a->rq->sc;
+    enum decision d = DECIDE_FORWARD;
+
+    for (size_t i = 0; i < b->n; i++) {
+        struct batch_key *k = &b->keys[i];
+        enum decision was = d;
+
+        k->b = b;
+        k->d = decide_one(a, k->verify, k->res, k->len);
+        d = i == 0 ? k->d : decide_pair(d, k->d);
+        if (i == 0 || d != was) {
+            memcpy(s->resource, k->res, k->len + 1);
+            s->rlen = k->len;
+        }
+    }
+    if (d == DECIDE_ACCEPT || d == DECIDE_RAISE) {
+        batch_check(a);
+        return;
+    }
+    act(a, d);
+}
+
+/* Every key is accepted: take each resource's turn, then go. */
+static void
+batch_forward(struct admit *a)
+{
+    struct batch *b = a->batch;
+    const struct screen *s = &a->rq->sc;
+    struct recent_who who;
+
+    for (size_t i = 0; i < b->n; i++) {
+        int64_t m = fence_check(a->px->fence, b->keys[i].res, b->keys[i].len,
+                                a->rq->token);
+        if (m > a->rq->token) {
+            memcpy(a->rq->sc.resource, b->keys[i].res, b->keys[i].len + 1);
+            a->rq->sc.rlen = b->keys[i].len;
+            stale_on(a, a->rq->sc.resource, m);
+            return;
+        }
+    }
+    count(a, OUT_ACCEPTED);
+    access_who(a->io, a->rq, s->route_name, &who);
+    recent_accept(&a->px->recent, &who, b->keys[0].res, a->rq->token,
+                  a->rq->mark, NULL, 0);
+    a->order_wait = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (!enter_order(a, b->keys[i].res, b->keys[i].len, &b->keys[i].slot)) {
+            order_failed(a);
+            return;
+        }
+    }
+    a->waiting = true;
+    if (a->order_wait == 0) {
+        a->waiting = false;
+        go(a);
+    }
+}
+
+/* The whole body is in: read its keys, then decide on them. */
+static void
+batch_keys(struct admit *a, const char *body, size_t len)
+{
+    struct request *rq = a->rq;
+    struct screen *s = &rq->sc;
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    const char *why = NULL;
+
+    SHA256((const unsigned char *)body, len, md);
+    for (size_t i = 0; i < sizeof(md); i++) {
+        snprintf(rq->body_sha256 + 2 * i, 3, "%02x", md[i]);
+    }
+    a->batch = batch_read(rq->gen->cfg, &rq->h, s, body, len, &why);
+    if (a->batch == NULL) {
+        if (why == NULL) {
+            refuse_status(a, 503, "out of memory", "try again");
+            return;
+        }
+        count(a, OUT_INVALID);
+        refuse_status(a, 400, "invalid", why);
+        return;
+    }
+    if (a->batch->route == NULL) {
+        /* No key is fenced: as a DELETE of each would be, unfenced. */
+        count(a, OUT_BYPASSED);
+        go(a);
+        return;
+    }
+    s->route = a->batch->route;
+    s->route_name = s->route->name;
+    s->mode = s->route->mode;
+    if (carry(a)) {
+        batch_decide(a);
+    }
+}
+
+void
+admit_readable(struct admit *a)
+{
+    struct evbuffer *in = cio_in(a->io);
+    size_t need = (size_t)a->rq->h.content_length;
+
+    if (!a->body_wait) {
+        return;
+    }
+    if (evbuffer_get_length(in) < need) {
+        if (a->io->client_eof) {
+            a->body_wait = false;
+            refuse_status(a, 400, "invalid",
+                          "the body ended before its Content-Length");
+        }
+        return;
+    }
+    a->body_wait = false;
+    cio_timer_stop(a->io);
+    batch_keys(a, (const char *)evbuffer_pullup(in, (ssize_t)need), need);
+}
+
+/* An S3 multi-object delete: its keys are in its body, read whole
+ * (screen.c bounded it by multi_delete_max) before anything is decided;
+ * the body then goes to the upstream as it came. */
+static void
+batch_wait(struct admit *a)
+{
+    struct cio *io = a->io;
+    size_t need = (size_t)a->rq->h.content_length;
+
+    a->body_wait = true;
+    if (evbuffer_get_length(cio_in(io)) < need) {
+        sock_read_limit(&io->sk, need + 1);
+        io->read_raised = true;
+        sock_read(&io->sk, true);
+        if (a->rq->h.expect_continue) {
+            cio_continue(io);
+        }
+        cio_timer_arm(io, a->rq->pc->idle_timeout_ms);
+    }
+    admit_readable(a);
+}
+
 void
 admit_start(struct admit *a, struct request *rq)
 {
     struct screen *s = &rq->sc;
 
+    batch_end(a, 0);
     access_begin(rq);
     a->rq = rq;
     a->todo = a->step = 0;
@@ -825,6 +1180,10 @@ admit_start(struct admit *a, struct request *rq)
         return;
     default:
         rq->pool = rq->gen->pools[s->upstream];
+        if (s->batch) {
+            batch_wait(a);
+            return;
+        }
         if (!carry(a) ||
             (s->upload == SCREEN_UPLOAD_PART && !upload_bound(a)) ||
             (s->upload == SCREEN_UPLOAD_UNFENCED && !upload_not_fenced(a))) {

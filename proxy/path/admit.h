@@ -18,6 +18,7 @@ struct event;
 struct fence_call;
 struct order_slot;
 struct request;
+struct batch;
 
 enum admit_end {
     ADMIT_GO = 0,  /* forward it to rq->pool (its order slots held) */
@@ -63,6 +64,8 @@ struct admit {
     unsigned step;           /* the one it is doing */
     enum token_status ts;    /* the token's, for a refusal's detail */
     struct carrier *carrier; /* a bound route's (lease = NAME), or NULL */
+    struct batch *batch;     /* an S3 multi-object delete's keys */
+    bool body_wait;          /* for such a delete's whole body */
     int64_t carried;         /* the carrier's fence sent as the token */
     admit_done_cb done;
     void *arg;
@@ -82,8 +85,13 @@ void admit_fini(struct admit *a, int grace_ms);
 void admit_start(struct admit *a, struct request *rq);
 
 /* The store did not answer within store.timeout_ms (the client's timer
- * ran out while a raise was in flight). */
+ * ran out while a raise was in flight), or the body of an S3
+ * multi-object delete did not come within idle_timeout_ms. */
 void admit_timeout(struct admit *a);
+
+/* More of the client's input came (or its end): an S3 multi-object
+ * delete waiting for its body reads its keys once it is all in. */
+void admit_readable(struct admit *a);
 
 /* The request's writes are over (or never started): leave its order
  * slots. grace_ms > 0 when the upstream may still apply the write. */

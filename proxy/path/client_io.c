@@ -198,6 +198,17 @@ body_in_take(struct body_in *b, struct evbuffer *in)
 
 /* ---- answers tidemark makes itself ------------------------------------ */
 
+void
+cio_continue(struct cio *io)
+{
+    /* Like every answer tidemark makes itself, it says so. */
+    static const char cont[] =
+        "HTTP/1.1 100 Continue\r\n" PROBLEM_HEADER ": continue\r\n\r\n";
+
+    evbuffer_add(cio_out(io), cont, sizeof(cont) - 1);
+    cio_mark_dirty(io);
+}
+
 size_t
 cio_answer(struct cio *io, const struct problem *p, bool keep_alive)
 {

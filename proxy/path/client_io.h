@@ -39,6 +39,7 @@ struct cio {
     bool dead;        /* closed; freed at the end of the turn */
     bool read_tmo;    /* a read timeout is set on sk */
     bool dirty;       /* on px->dirty: has output to write this turn */
+    bool read_raised; /* a stage raised sk's read limit for one request */
     struct sock_peer_text peer; /* the client, for logs and the page */
     struct cio *dirty_next;
 };
@@ -82,6 +83,10 @@ size_t body_in_take(struct body_in *b, struct evbuffer *in);
 /* Feed ch the bytes at the front of in that belong to its chunked body;
  * return how many they are, or (size_t)-1 on a framing error. */
 size_t chunked_span(struct evbuffer *in, struct http_chunked *ch);
+
+/* Tell the client to send the body it announced with Expect:
+ * 100-continue. */
+void cio_continue(struct cio *io);
 
 /* Write tidemark's own answer p. The connection closes after it on the
  * statuses that leave the stream unreadable (400, 408, 414, 431, 501,

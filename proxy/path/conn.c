@@ -237,6 +237,7 @@ request_begin(struct client *c)
     rq->pc = &rq->gen->cfg->proxy;
     rq->pool = NULL;
     rq->token = rq->mark = rq->src_mark = 0;
+    rq->body_sha256[0] = '\0';
     c->have_rq = true;
     c->io.close_after = !rq->h.keep_alive;
     client_set_state(c, CS_ADMIT);
@@ -336,8 +337,9 @@ read_watermark(struct client *c)
     if (hi < c->io.px->limits.max_head + 1) {
         hi = c->io.px->limits.max_head + 1;
     }
-    if (hi != c->read_hi) {
+    if (hi != c->read_hi || c->io.read_raised) {
         c->read_hi = hi;
+        c->io.read_raised = false;
         sock_read_limit(&c->io.sk, hi);
     }
 }
@@ -578,6 +580,10 @@ client_read_cb(struct bufferevent *bev, void *arg)
         exchange_client_readable(&c->ex);
         return;
     }
+    if (c->state == CS_ADMIT) {
+        admit_readable(&c->ad);
+        return;
+    }
     client_pump(c);
 }
 
@@ -614,6 +620,8 @@ client_event_cb(struct bufferevent *bev, short what, void *arg)
         c->io.close_after = true;
         if (c->state == CS_HEAD || c->state == CS_DISCARD) {
             client_pump(c);
+        } else if (c->state == CS_ADMIT) {
+            admit_readable(&c->ad);
         }
         return;
     }

@@ -263,12 +263,8 @@ attach(struct exchange *ex, struct up_conn *uc)
     if (rq->h.expect_continue && !io->body.done &&
         evbuffer_get_length(cio_in(io)) == 0) {
         /* The decision is made and the upstream is ready: ask for the
-         * body. The upstream gets no Expect, so sends no 100 of its own.
-         * Like every answer tidemark makes itself, it says so. */
-        static const char cont[] =
-            "HTTP/1.1 100 Continue\r\n" PROBLEM_HEADER ": continue\r\n\r\n";
-
-        evbuffer_add(cio_out(io), cont, sizeof(cont) - 1);
+         * body. The upstream gets no Expect, so sends no 100 of its own. */
+        cio_continue(io);
     }
     cio_mark_dirty(io);
     /* A client that stops sending its body or reading its answer must

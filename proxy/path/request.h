@@ -25,6 +25,9 @@ struct request {
     int64_t token;
     int64_t mark; /* sent in Fencing-High-Water when > 0 */
     int64_t src_mark;
+    /* The hex SHA-256 of a body read whole before it is forwarded (an
+     * S3 multi-object delete), for the signature; "": not read. */
+    char body_sha256[64 + 1];
     struct timespec t0; /* the head was read (access_begin) */
     char rid[128 + 1];  /* the request id (access.h: REQID_MAX) */
     bool rid_client;    /* rid is the client's X-Request-Id */

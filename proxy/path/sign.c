@@ -73,15 +73,20 @@ is_hex64(struct tm_slice v)
     return true;
 }
 
-/* The payload hash: the client's, when it gave a real one or a
+/* The payload hash: the body's own when it was read whole before
+ * forwarding; else the client's, when it gave a real one or a
  * STREAMING-* marker (an aws-chunked body must keep saying so); else
  * UNSIGNED-PAYLOAD, as the body streams through unread. */
 static struct tm_slice
-payload_hash(const struct http_request *h)
+payload_hash(const struct request *rq)
 {
+    const struct http_request *h = &rq->h;
     int i =
         http_find_header(h->headers, h->nheaders, 0, "X-Amz-Content-Sha256");
 
+    if (rq->body_sha256[0] != '\0') {
+        return (struct tm_slice){rq->body_sha256, 64};
+    }
     if (i >= 0 && (is_hex64(h->headers[i].value) ||
                    (h->headers[i].value.len > 10 &&
                     strncmp(h->headers[i].value.p, "STREAMING-", 10) == 0))) {
@@ -131,7 +136,7 @@ sign_request(struct evbuffer *out, const struct request *rq,
     const struct sigv4_creds *cr = &u->sign_creds;
     struct sigv4_key key = {cr->key_id, cr->secret, u->sign_region,
                             u->sign_service};
-    struct tm_slice hash = payload_hash(&rq->h);
+    struct tm_slice hash = payload_hash(rq);
     const char *q = memchr(target.p, '?', target.len);
     size_t plen = q != NULL ? (size_t)(q - target.p) : target.len;
     char date[SIGV4_DATE_LEN + 1], auth[8192];

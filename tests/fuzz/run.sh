@@ -26,7 +26,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
-redis_reply pg_reply s3name logesc"
+redis_reply pg_reply s3name s3delete logesc"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -52,6 +52,8 @@ sources() {
     s3name) echo policies/s3name.c policies/canon.c policies/utf8.c \
         policies/http_parse.c policies/http_fields.c policies/http_chunked.c \
         policies/hname.c ;;
+    s3delete) echo policies/s3delete.c policies/s3name.c policies/canon.c \
+        policies/utf8.c ;;
     logesc) echo policies/logesc.c policies/utf8.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
@@ -71,6 +73,7 @@ libs() {
 max_len() {
     case $1 in
     http_request | http_response | s3name) echo 20000 ;;
+    s3delete) echo 65536 ;;
     etcd_keys) echo 16384 ;;
     sigv4) echo 32768 ;;
     *) echo 4096 ;;
@@ -84,6 +87,7 @@ dict() {
     config) echo tests/fuzz/config.dict ;;
     etcd_keys) echo tests/fuzz/etcd.dict ;;
     redis_reply) echo tests/fuzz/resp.dict ;;
+    s3delete) echo tests/fuzz/s3delete.dict ;;
     esac
 }
 

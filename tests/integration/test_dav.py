@@ -1,13 +1,14 @@
 """Requests that write somewhere else: WebDAV COPY and MOVE write their
 Destination, S3's multi-object delete and form uploads name their keys in
-the body. Each is fenced at what it writes, or refused; never passed
-unfenced because its path matched no per-key route."""
+the body. Each is fenced at what it writes (a multi-object delete at
+every key), or refused; never passed unfenced because its path matched
+no per-key route."""
 
 import json
 
 import pytest
 
-from wire import assert_problem
+from wire import assert_problem, read_response
 from test_ordering import Async, not_arrived
 
 ROUTES = {
@@ -273,20 +274,175 @@ def test_profile_write_methods_are_fenced(tm, upstream):
 # ---------------------------------------------------------------- S3
 
 
+def delete_xml(*keys, quiet=False):
+    """A DeleteObjects body naming keys (XML-escaped here)."""
+    esc = [k.replace("&", "&amp;").replace("<", "&lt;") for k in keys]
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<Delete xmlns='
+            '"http://s3.amazonaws.com/doc/2006-03-01/">%s%s</Delete>' % (
+                "<Quiet>true</Quiet>" if quiet else "",
+                "".join("<Object><Key>%s</Key></Object>" % k for k in esc))
+            ).encode()
+
+
+def multi_delete(tm, target, body, token=None, headers=()):
+    return tm.request("POST", target, token=token, body=body, headers=[
+        ("Content-Type", "application/xml")] + list(headers))
+
+
 @pytest.mark.parametrize("target", [
     "/bucket?delete", "/bucket?delete=", "/bucket/?delete",
-    "/bucket?x=1&Delete", "/?delete", "/bucket?%64elete",
+    "/bucket?x=1&Delete", "/bucket?%64elete",
 ])
-def test_s3_multi_object_delete_is_400(tm, upstream, target):
-    with tm.conn() as c:
-        r = c.request("POST", target, [("Fencing-Token", "9"),
-                                       ("Content-Type", "application/xml")],
-                      b"<Delete><Object><Key>k</Key></Object></Delete>")
-        doc = assert_problem(r, 400)
-        assert "multi-object delete" in doc["detail"], doc
-        assert c.closed()
-    assert upstream.count() == 0
+def test_s3_multi_object_delete_raises_each_keys_mark(tm, upstream, target):
+    """Each key is fenced as a DELETE of it would be; the body reaches
+    the server byte for byte."""
+    assert tm.request("PUT", "/bucket/a", token=5).status == 200
+    body = delete_xml("a", "b c", "dir/x&y", "caf\u00e9", quiet=True)
+    r = multi_delete(tm, target, body, token=6)
+    assert r.status == 200, r
+    assert r.header("Fencing-High-Water") == "6", r
+    for res in ("a", "b%20c", "dir/x%26y", "caf%C3%A9"):
+        assert tm.mark("bucket/" + res) == 6, res
+    (req,) = seen(upstream, "POST")
+    assert req.body == body
+    assert req.header("Fencing-Token") is None
+    # A DELETE of one of those keys now checks the same mark.
+    assert_problem(tm.request("DELETE", "/bucket/b%20c", token=5), 409)
 
+
+@pytest.mark.parametrize("cold", [False, True], ids=["cached", "restarted"])
+def test_a_stale_key_refuses_the_whole_delete(tm, upstream, cold):
+    """Restarted, tidemark knows no mark until it reads it: the marks are
+    read before any is raised, so still none is."""
+    assert tm.request("PUT", "/bucket/held", token=9).status == 200
+    if cold:
+        tm.stop()
+        tm.start()
+    r = multi_delete(tm, "/bucket?delete",
+                     delete_xml("free1", "held", "free2"), token=7)
+    doc = assert_problem(r, 409)
+    assert doc["resource"] == "bucket/held", doc
+    assert doc["high_water"] == 9 and doc["token"] == 7, doc
+    assert seen(upstream, "POST") == []
+    assert tm.mark("bucket/free1") is None
+    assert tm.mark("bucket/free2") is None
+    assert tm.mark("bucket/held") == 9
+    assert_problem(multi_delete(tm, "/bucket?delete", delete_xml("a")), 428)
+
+
+@pytest.mark.parametrize("body,words", [
+    (b"<Delete><Object><Key>a</Key></Object>", "ends"),
+    (b'<!DOCTYPE d [<!ENTITY e "k">]><Delete><Object><Key>&e;</Key>'
+     b"</Object></Delete>", "DOCTYPE"),
+    (b"<Delete><Object><Key><![CDATA[a]]></Key></Object></Delete>", "CDATA"),
+    (b"<Delete></Delete>", "no Object"),
+    (b"<Delete><Object><Key>../../etc</Key></Object></Delete>", "bucket"),
+    (b"<Delete><Object><Key>&#1;</Key></Object></Delete>", "control"),
+    (b"<Delete><Object><Key>" + b"k" * 1025 + b"</Key></Object></Delete>",
+     "1024"),
+    (delete_xml(*["k%d" % i for i in range(1001)]), "more than 1000"),
+])
+def test_a_malformed_multi_object_delete_is_400(tm, upstream, body, words):
+    r = multi_delete(tm, "/bucket?delete", body, token=4)
+    doc = assert_problem(r, 400)
+    assert words in doc["detail"], doc
+    assert upstream.count() == 0
+    assert tm.mark("bucket/a") is None
+    assert tm.mark("bucket/k0") is None
+
+
+def test_a_multi_object_delete_of_1000_keys(tm, upstream):
+    """S3's most keys, each as long as a resource name here can be."""
+    keys = ["%04d" % i + "k" * 500 for i in range(1000)]
+    body = delete_xml(*keys)
+    r = multi_delete(tm, "/bucket?delete", body, token=3)
+    assert r.status == 200, r
+    assert tm.mark("bucket/" + keys[0]) == 3
+    assert tm.mark("bucket/" + keys[999]) == 3
+    (req,) = seen(upstream, "POST")
+    assert req.body == body
+
+
+@pytest.mark.parametrize("n", [1, 17, 505, 1024, 1025])
+def test_a_key_is_fenced_as_its_delete_is(tm, upstream, n):
+    """Key length classes: a key whose resource name fits is fenced at
+    it, one that does not is refused as a DELETE of it is."""
+    key = "k" * n
+    r = multi_delete(tm, "/bucket?delete", delete_xml(key), token=2)
+    one = tm.request("DELETE", "/bucket/" + key, token=2)
+    fits = len("bucket/" + key) <= 512
+    assert r.status == (200 if fits else 400), r
+    assert one.status == r.status, one
+    if fits:
+        assert tm.mark("bucket/" + key) == 2
+    assert len(seen(upstream, "POST")) == (1 if fits else 0)
+
+
+def test_an_oversized_or_unframed_multi_object_delete(tidemark, upstream):
+    tm = tidemark(config=dict(ROUTES, proxy={"multi_delete_max": "1024"}))
+    body = delete_xml(*["k%d" % i for i in range(60)])
+    assert len(body) > 1024
+    doc = assert_problem(multi_delete(tm, "/bucket?delete", body, token=4),
+                         413)
+    assert "multi_delete_max" in doc["detail"], doc
+    with tm.conn() as c:
+        c.send(b"POST /bucket?delete HTTP/1.1\r\nHost: x\r\n"
+               b"Fencing-Token: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"0\r\n\r\n")
+        assert_problem(c.read_response(), 411)
+    doc = assert_problem(multi_delete(tm, "/?delete", delete_xml("k0"),
+                                      token=4), 400)
+    assert "POST /<bucket>?delete" in doc["detail"], doc
+    assert upstream.count() == 0
+    assert tm.mark("bucket/k0") is None
+
+
+def test_keys_spelled_two_ways_are_one_resource(tm, upstream):
+    """"a", "x/../a" and "./a" have one canonical name, as a DELETE of
+    each has: one mark, checked and raised once."""
+    assert tm.request("PUT", "/bucket/a", token=6).status == 200
+    doc = assert_problem(multi_delete(tm, "/bucket?delete", delete_xml(
+        "b", "x/../a"), token=5), 409)
+    assert doc["resource"] == "bucket/a", doc
+    r = multi_delete(tm, "/bucket?delete", delete_xml("a", "x/../a", "./a"),
+                     token=7)
+    assert r.status == 200, r
+    assert tm.mark("bucket/a") == 7
+    assert tm.mark("bucket/b") is None
+
+
+def test_a_client_that_leaves_a_multi_object_delete(tm, upstream):
+    """Half a body, then gone: nothing forwarded, no mark. A whole one,
+    then gone before the answer (its marks being read or raised): the
+    next requests are served as ever."""
+    body = delete_xml("gone1", "gone2")
+    head = (b"POST /bucket?delete HTTP/1.1\r\nHost: x\r\nFencing-Token: 3"
+            b"\r\nContent-Length: %d\r\n\r\n" % len(body))
+    with tm.conn() as c:
+        c.send(head + body[:20])
+    for _ in range(20):
+        with tm.conn() as c:
+            c.send(head + body)
+    r = multi_delete(tm, "/bucket?delete", delete_xml("after"), token=3)
+    assert r.status == 200, r
+    assert tm.mark("bucket/after") == 3
+    assert all(req.body == body for req in seen(upstream, "POST")[:-1])
+
+
+def test_a_multi_object_delete_with_expect_continue(tm, upstream):
+    body = delete_xml("e1", "e2")
+    with tm.conn() as c:
+        c.send(b"POST /bucket?delete HTTP/1.1\r\nHost: x\r\n"
+               b"Fencing-Token: 8\r\nExpect: 100-continue\r\n"
+               b"Content-Length: %d\r\n\r\n" % len(body))
+        r = read_response(c.reader, skip_interim=False)
+        assert r.status == 100, r
+        c.send(body)
+        r = c.read_response()
+        assert r.status == 200, r
+    assert tm.mark("bucket/e2") == 8
+    (req,) = seen(upstream, "POST")
+    assert req.body == body and req.header("Expect") is None
 
 def test_s3_form_upload_is_400(tm, upstream):
     body = (b"--b\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\n"
@@ -333,9 +489,11 @@ def test_s3_key_writes_are_fenced(tm, upstream):
 
 def test_s3_posts_elsewhere_pass(tm, upstream):
     """A delete on a bucket with no fenced route under it is not ours."""
-    r = tm.request("POST", "/other?delete", body=b"<Delete/>")
+    body = delete_xml("k")
+    r = tm.request("POST", "/other?delete", body=body)
     assert r.status == 200, r
     assert upstream.count() == 1
+    assert tm.mark("other/k") is None
 
 
 # ------------------------------------------------------- signed tokens

@@ -276,3 +276,37 @@ def test_aws_cli_without_plugin(s3, tmp_path):
     p = aws(s3, s3.a, "s3", "rm", "s3://%s/%s" % (BUCKET, key))
     assert p.returncode == 0, p.stderr
     assert s3_body(s3, key) is None
+
+
+def test_aws_cli_batch_deletes_without_plugin(s3, tmp_path):
+    """aws s3 rm --recursive (one DeleteObject each in this CLI) and aws
+    s3api delete-objects (one multi-object delete, its body read by
+    tidemark, which signs it with the body's own hash): the standby's
+    delete nothing, the holder's delete everything."""
+    prefix = unique("awsbatch")
+    keys = ["%s/f%d" % (prefix, i) for i in range(3)]
+    src = tmp_path / "src"
+    src.write_bytes(b"aws batch")
+    for k in keys:
+        p = aws(s3, s3.a, "s3", "cp", str(src), "s3://%s/%s" % (BUCKET, k))
+        assert p.returncode == 0, p.stderr
+    delete = "Objects=[%s],Quiet=false" % ",".join(
+        "{Key=%s}" % k for k in keys[:2])
+    for tm in (s3.b, s3.a):
+        p = aws(s3, tm, "s3api", "delete-objects", "--bucket", BUCKET,
+                "--delete", delete)
+        if tm is s3.b:
+            assert p.returncode != 0
+            assert b"503" in p.stderr, p.stderr
+            assert [s3_body(s3, k) for k in keys] == [b"aws batch"] * 3
+    assert p.returncode == 0, p.stderr
+    assert b"Errors" not in p.stdout, p.stdout
+    assert [s3_body(s3, k) for k in keys] == [None, None, b"aws batch"]
+    p = aws(s3, s3.b, "s3", "rm", "--recursive",
+            "s3://%s/%s/" % (BUCKET, prefix))
+    assert p.returncode != 0
+    assert s3_body(s3, keys[2]) == b"aws batch"
+    p = aws(s3, s3.a, "s3", "rm", "--recursive",
+            "s3://%s/%s/" % (BUCKET, prefix))
+    assert p.returncode == 0, p.stderr
+    assert s3_body(s3, keys[2]) is None

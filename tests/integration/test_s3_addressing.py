@@ -9,8 +9,9 @@ completion's path names.
   `Host: <bucket>.s3.amazonaws.com` is fenced as the key s3rver writes
   (409), not as a bucket named after the key.
 - A Host that could name a bucket (CNAME style) but whose bucket no one
-  can tell is refused (400), as is a multi-object delete or form upload
-  through a virtual host.
+  can tell is refused (400), as is a form upload through a virtual host;
+  a multi-object delete through one is fenced at each key of the bucket
+  the Host names.
 - An upload's parts and completion are fenced by the key it was created
   for: a stale completion through another key's path is refused, and so
   is an upload id tidemark did not see created.
@@ -101,19 +102,25 @@ def test_a_stale_virtual_hosted_completion_is_refused(s3):
 
 
 def test_multi_object_delete_and_form_upload_through_a_virtual_host(s3):
-    """The bucket's path through a virtual host is "/": it is the bucket,
-    so what names its keys in the body is refused there too."""
+    """The bucket's path through a virtual host is "/": it is the bucket.
+    A multi-object delete there is fenced at each key in that bucket
+    (stale: 409, nothing deleted; current: deleted); a form upload,
+    which names its key in the form, is refused."""
     key, res, a, b = s3_setup(s3, "vh-elsewhere")
     body = ("<Delete><Object><Key>%s</Key></Object></Delete>" % key).encode()
     st, h, out = vhost(s3, "POST", "/?delete", token=a, body=body)
-    doc = assert_problem(st, h, out, 400, "bad-request")
-    assert "multi-object delete" in doc["detail"], doc
+    doc = assert_problem(st, h, out, 409, "stale-token")
+    assert doc["resource"] == res, doc
     st, h, out = curl("-H", "Host: " + VHOST, "-H", "Fencing-Token: " + a,
                       "-F", "key=" + key, "-F", "file=@-", s3.url + "/",
                       data=b"stale, by form")
     doc = assert_problem(st, h, out, 400, "bad-request")
     assert "form upload" in doc["detail"], doc
     assert s3_body(s3, key) == b"v2 from B"
+    st, h, out = vhost(s3, "POST", "/?delete", token=b, body=body)
+    assert st == 200, (st, h, out)
+    assert s3_body(s3, key) is None
+    s3.unlock(res, b)
 
 
 # ------------------------------------------------------------ CNAME

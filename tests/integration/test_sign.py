@@ -7,6 +7,7 @@ Python requests, boto3 with signature_version=UNSIGNED, and awscli with
 server's own 403 SignatureDoesNotMatch; an Authorization the client sent
 is replaced; the credentials never reach a log line or --check."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -201,6 +202,41 @@ def test_boto3_unsigned_client_writes_through_tidemark(signed, s3rver):
     assert direct_body(s3rver, key) == b"in one part"
     c.delete_object(Bucket=BUCKET, Key=key)
     assert direct_body(s3rver, key) is None
+
+
+def test_boto3_unsigned_multi_object_delete(signed, s3rver):
+    """delete_objects with no credentials: tidemark reads the body to
+    fence each key and signs the request, s3rver takes the signature and
+    deletes both keys."""
+    keys = [unique("batch") + "/a+b c", unique("batch") + "/\u00e9"]
+    token = lock(signed, "s3/%s/%s" % (BUCKET, keys[0]))
+    c = unsigned_client(signed, token)
+    for k in keys:
+        c.put_object(Bucket=BUCKET, Key=k, Body=b"to go")
+    r = c.delete_objects(Bucket=BUCKET,
+                         Delete={"Objects": [{"Key": k} for k in keys]})
+    assert not r.get("Errors") and len(r["Deleted"]) == 2, r
+    assert [direct_body(s3rver, k) for k in keys] == [None, None]
+
+
+def test_a_multi_object_delete_is_signed_with_its_bodys_hash(
+        tidemark, upstream):
+    """Whatever payload hash the client claimed: tidemark read the
+    body, so it signs what it forwards."""
+    tm = tidemark({"upstream default": {"sign": "aws-sigv4",
+                                        "sign_region": "us-east-1"},
+                   "route keys": {"path": "/bucket/{key*}",
+                                  "resource": "bucket/{key*}",
+                                  "profile": "s3"}}, env=CREDS)
+    body = b"<Delete><Object><Key>k</Key></Object></Delete>"
+    r = tm.request("POST", "/bucket?delete", token=5, body=body, headers=[
+        ("X-Amz-Content-Sha256", "0" * 64)])
+    assert r.status == 200, r
+    got = upstream.requests[-1]
+    assert got.body == body
+    assert got.header_all("x-amz-content-sha256") == [
+        hashlib.sha256(body).hexdigest()]
+    assert "x-amz-content-sha256" in got.header("Authorization")
 
 
 def test_awscli_without_credentials_reads_through_tidemark(signed, s3rver,

@@ -208,6 +208,7 @@ static const struct {
     {"proxy", "min_body_rate", "5"},
     {"proxy", "body_rate_window_ms", "500"},
     {"proxy", "discard_limit", "0"},
+    {"proxy", "multi_delete_max", "4096"},
     {"proxy", "buffer_size", "4096"},
     {"proxy", "log_format", "json"},
     {"proxy", "drain_timeout_ms", "0"},

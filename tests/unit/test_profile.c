@@ -254,11 +254,16 @@ test_form(void **state)
 static void
 test_s3(void **state)
 {
-    assert_non_null(s3_elsewhere(S("POST"), S("delete"), false, false));
     assert_non_null(s3_elsewhere(S("POST"), S(""), true, false));
     assert_non_null(s3_elsewhere(S("PUT"), S(""), false, true));
-    assert_non_null(
-        s3_elsewhere(S("POST"), S("uploads&delete="), false, false));
+    /* A multi-object delete is read, not refused (s3_batch_delete). */
+    assert_null(s3_elsewhere(S("POST"), S("delete"), false, false));
+    assert_true(s3_batch_delete(S("POST"), S("delete")));
+    assert_true(s3_batch_delete(S("POST"), S("uploads&Delete=")));
+    assert_true(s3_batch_delete(S("POST"), S("%64elete")));
+    assert_false(s3_batch_delete(S("GET"), S("delete")));
+    assert_false(s3_batch_delete(S("PUT"), S("delete")));
+    assert_false(s3_batch_delete(S("POST"), S("deletes")));
     assert_null(s3_elsewhere(S("POST"), S("uploads"), false, false));
     assert_null(s3_elsewhere(S("POST"), S("uploadId=7"), false, false));
     assert_null(s3_elsewhere(S("GET"), S("delete"), false, false));

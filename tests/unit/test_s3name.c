@@ -219,9 +219,34 @@ static const struct addr_case addr_cases[] = {
     {"100%", "/tidemark/100%"},
     {"a;b", "/tidemark/a"},
     {"q?x#y", "/tidemark/q?x#y"},
+    {"caf\xc3\xa9", "/tidemark/caf\xc3\xa9"},
+    {"~-._", "/tidemark/~-._"},
+    {"a/../x", "/tidemark/x"},
     {"../../etc", NULL},
+    {"../x", NULL}, /* below the root, but above the bucket */
+    {"a/../../x", NULL},
+    {"..", NULL},
     {"a\x01", NULL},
+    {"a\rb", NULL},
 };
+
+/* The address of a key (the upload's goes through it): every byte but
+ * unreserved ones and '/' percent-encoded as an SDK sends a DELETE of
+ * it, then canonical; a bucket with no address refused. */
+static void
+test_key_address(void **state)
+{
+    struct tm_slice b = {"tidemark", 8};
+    char out[4096];
+    size_t n = 0;
+
+    assert_true(s3_key_address(b, "a%2Fb", 5, out, sizeof(out), &n));
+    assert_string_equal(out, "/tidemark/a%2Fb");
+    assert_false(s3_key_address((struct tm_slice){"a/b", 3}, "k", 1, out,
+                                sizeof(out), &n));
+    assert_false(
+        s3_key_address((struct tm_slice){"", 0}, "k", 1, out, sizeof(out), &n));
+}
 
 static void
 test_upload_address(void **state)
@@ -258,6 +283,7 @@ main(void)
         cmocka_unit_test(test_upload_parse),
         cmocka_unit_test(test_upload_bounds),
         cmocka_unit_test(test_upload_address),
+        cmocka_unit_test(test_key_address),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

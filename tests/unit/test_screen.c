@@ -186,7 +186,17 @@ test_refusals(void **state)
          400, true, "more than one Destination"},
         {"MOVE /dav/a HTTP/1.1\r\nHost: x\r\nDestination: /elsewhere", 400,
          true, "not under a fenced route"},
-        {"POST /bucket?delete HTTP/1.1\r\nHost: x", 400, true, NULL},
+        {"POST /bucket?delete HTTP/1.1\r\nHost: x", 400, true, "has none"},
+        {"POST /bucket?delete HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+         "chunked",
+         411, false, "Content-Length"},
+        {"POST /bucket?delete HTTP/1.1\r\nHost: x\r\nContent-Length: 0", 400,
+         true, "has none"},
+        {"POST /bucket/k?delete HTTP/1.1\r\nHost: x\r\nContent-Length: 9", 400,
+         true, "POST /<bucket>?delete"},
+        {"POST /bucket?delete HTTP/1.1\r\nHost: x\r\nContent-Length: "
+         "2097153",
+         413, false, "multi_delete_max"},
     };
     struct fixture *f = *state;
 
@@ -359,8 +369,6 @@ static const struct s3_case s3_cases[] = {
      "Host: 127.0.0.1",
      SCREEN_FENCE, "s3/tidemark/r"},
     /* the bucket path through a virtual host is the bucket */
-    {"POST /?delete HTTP/1.1\r\nHost: tidemark.s3.amazonaws.com", SCREEN_REFUSE,
-     "multi-object delete"},
     {"POST / HTTP/1.1\r\nHost: tidemark.s3.amazonaws.com\r\n"
      "Content-Type: multipart/form-data; boundary=x",
      SCREEN_REFUSE, "form upload"},
@@ -400,6 +408,61 @@ test_s3_bucket_from_the_host(void **state)
     }
 }
 
+/* A multi-object delete's keys are fenced as a DELETE of each is:
+ * path-style or virtual-hosted, on the request's upstream's routes. */
+static void
+test_s3_batch_keys(void **state)
+{
+    static const char *const heads[] = {
+        "POST /?delete HTTP/1.1\r\nHost: tidemark.s3.amazonaws.com\r\n"
+        "Content-Length: 10",
+        "POST /tidemark/?delete= HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Length: 10",
+    };
+    static const struct {
+        const char *key;
+        const char *del; /* the path of a DELETE of it */
+    } keys[] = {
+        {"a b+c", "/tidemark/a%20b+c"},
+        {"dir/../x", "/tidemark/dir/../x"},
+        {"caf\xc3\xa9", "/tidemark/caf%C3%A9"},
+        {"100%", "/tidemark/100%25"},
+    };
+    struct fixture *f = *state;
+    struct screen_keyres kr;
+
+    for (size_t i = 0; i < ARRAY_LEN(heads); i++) {
+        for (size_t j = 0; j < ARRAY_LEN(keys); j++) {
+            char head[256], want[TM_RESOURCE_MAX + 1];
+
+            snprintf(head, sizeof(head),
+                     "DELETE %s HTTP/1.1\r\nHost: 127.0.0.1", keys[j].del);
+            assert_int_equal(screen(f, head), SCREEN_FENCE);
+            snprintf(want, sizeof(want), "%s", f->s.resource);
+            assert_int_equal(screen(f, heads[i]), SCREEN_FENCE);
+            assert_true(f->s.batch);
+            assert_int_equal(screen_batch_key(&f->cfg, &f->h, &f->s,
+                                              keys[j].key, strlen(keys[j].key),
+                                              &kr),
+                             SCREEN_KEY_FENCED);
+            assert_string_equal(kr.resource, want);
+            assert_string_equal(kr.route->name, "key");
+        }
+        assert_int_equal(
+            screen_batch_key(&f->cfg, &f->h, &f->s, "../x", 4, &kr),
+            SCREEN_KEY_REFUSED);
+        assert_non_null(strstr(kr.why, "bucket"));
+    }
+    /* The plain upstream's route is not the S3 server's. */
+    assert_int_equal(screen(f, "POST /plain?delete HTTP/1.1\r\nHost: "
+                               "127.0.0.1\r\nContent-Length: 10"),
+                     SCREEN_FENCE);
+    assert_true(f->s.batch);
+    assert_int_equal(screen_batch_key(&f->cfg, &f->h, &f->s, "a", 1, &kr),
+                     SCREEN_KEY_FENCED);
+    assert_string_equal(kr.resource, "s3/plain/a");
+}
+
 int
 main(void)
 {
@@ -418,6 +481,7 @@ main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_s3_bucket_from_the_host, setup_s3,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_s3_batch_keys, setup_s3, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
