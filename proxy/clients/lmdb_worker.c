@@ -29,10 +29,11 @@
  * wait, so that its next unlock costs a system call too. The writer
  * takes all of pending as one batch (the turns that ended while it
  * flushed share one commit), pushes the answered batch onto done, a
- * stack the two threads share without the lock, and makes the eventfd
- * readable only when done was empty; done_ev then hands done (and
- * local, the jobs answered without the writer) to the backend's answer,
- * oldest first. libevent needs no thread support.
+ * stack the two threads share without the lock, and writes the eventfd
+ * only when done was empty (edge-triggered, the loop never reads it);
+ * done_ev then hands done (and local, the jobs answered without the
+ * writer) to the backend's answer, oldest first. libevent needs no
+ * thread support.
  */
 
 struct lmdb_worker {
@@ -48,6 +49,7 @@ struct lmdb_worker {
     struct lmdb_worker_list turn;  /* submitted in this loop turn */
     size_t queued;                 /* submitted, not yet answered */
     bool kick_armed;
+    bool edge; /* done_ev is edge-triggered: efd is never read */
     bool closing;
     bool started;
     int efd;
@@ -73,7 +75,9 @@ notify_loop(struct lmdb_worker *w)
 {
     uint64_t one = 1;
 
-    /* EAGAIN means the counter is saturated: the loop will wake anyway. */
+    /* EAGAIN means the counter is saturated: read, the loop will wake
+     * anyway; edge-triggered, it grows by one a batch and never gets
+     * there (2^64 - 2). */
     if (write(w->efd, &one, sizeof(one)) < 0) {
         return;
     }
@@ -216,19 +220,22 @@ drain(struct lmdb_worker *w)
 static void
 on_done(evutil_socket_t fd, short what, void *arg)
 {
+    struct lmdb_worker *w = arg;
     uint64_t n;
     ssize_t got;
 
-    lib_enter(((struct lmdb_worker *)arg)->log);
-    /* Reset the counter before taking the queue, so that a wake-up sent
-     * after the take is not lost. Activated only for local answers (no
-     * EV_READ), the counter is left: if the writer did signal, the next
-     * pass reads it and finds done drained, or refilled. */
-    if (what & EV_READ) {
+    lib_enter(w->log);
+    /* Edge-triggered, every write to efd is an event of its own, and the
+     * counter (one a batch) is left to grow: no read. Else reset the
+     * counter before taking the queue, so that a wake-up sent after the
+     * take is not lost. Activated only for local answers (no EV_READ),
+     * the counter is left: if the writer did signal, the next pass reads
+     * it and finds done drained, or refilled. */
+    if (!w->edge && (what & EV_READ)) {
         got = read(fd, &n, sizeof(n));
         (void)got;
     }
-    drain(arg);
+    drain(w);
 }
 
 static void
@@ -297,7 +304,9 @@ lmdb_worker_new(struct event_base *base, const struct lmdb_worker_ops *ops,
         worker_free(w);
         return NULL;
     }
-    w->done_ev = event_new(base, w->efd, EV_READ | EV_PERSIST, on_done, w);
+    w->edge = (event_base_get_features(base) & EV_FEATURE_ET) != 0;
+    w->done_ev = event_new(
+        base, w->efd, EV_READ | EV_PERSIST | (w->edge ? EV_ET : 0), on_done, w);
     w->kick_ev = event_new(base, -1, 0, on_kick, w);
     if (w->done_ev == NULL || w->kick_ev == NULL ||
         event_add(w->done_ev, NULL) != 0) {
