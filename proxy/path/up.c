@@ -38,7 +38,7 @@
 /* Idle connections beyond max_idle are closed once idle this long: load
  * that comes in bursts (a store's batch of answered raises is forwarded
  * at once, one flush apart) reuses them instead of dialing every burst. */
-#define UP_SURPLUS_MS 100
+#define UP_SURPLUS_MS 1000
 
 struct up_conn {
     struct up_pool *pool;
