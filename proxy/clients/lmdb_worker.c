@@ -4,6 +4,7 @@
 #include "lmdb_worker.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -12,19 +13,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../log.h"
 
 /*
- * The loop thread submits jobs to pending and, once per loop turn, arms
- * kick_ev; when the turn has run its callbacks, on_kick sets go and
- * wakes the writer, which takes all of pending as one batch: the jobs
- * of a turn share one commit. The writer appends the answered batch to
- * done and, if done was empty, makes the eventfd readable; done_ev then
- * hands done (and local, the jobs answered without the writer) to the
- * backend's answer. libevent needs no thread support.
+ * The loop thread collects the jobs of a loop turn in turn (no lock)
+ * and arms kick_ev; when the turn has run its callbacks, on_kick moves
+ * them to pending under mu and wakes the writer only if it sleeps: a
+ * writer busy with a batch finds pending when it is done, and neither
+ * thread makes a system call for it. The wake-up is a futex, not a
+ * condition variable: glibc's marks the mutex contended after every
+ * wait, so that its next unlock costs a system call too. The writer
+ * takes all of pending as one batch (the turns that ended while it
+ * flushed share one commit), pushes the answered batch onto done, a
+ * stack the two threads share without the lock, and writes the eventfd
+ * only when done was empty (edge-triggered, the loop never reads it);
+ * done_ev then hands done (and local, the jobs answered without the
+ * writer) to the backend's answer, oldest first. libevent needs no
+ * thread support.
  */
 
 struct lmdb_worker {
@@ -37,7 +46,10 @@ struct lmdb_worker {
     struct event *done_ev;         /* efd readable, or activated for local */
     struct event *kick_ev;         /* end of the loop turn: wake the writer */
     struct lmdb_worker_list local; /* answered without the writer */
+    struct lmdb_worker_list turn;  /* submitted in this loop turn */
+    size_t queued;                 /* submitted, not yet answered */
     bool kick_armed;
+    bool edge; /* done_ev is edge-triggered: efd is never read */
     bool closing;
     bool started;
     int efd;
@@ -45,12 +57,15 @@ struct lmdb_worker {
     /* Shared: under mu. */
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* go or stopping was set */
     struct lmdb_worker_list pending;
-    bool go; /* a loop turn ended: take pending */
-    struct lmdb_worker_list done;
     bool stopping;
 
+    /* Shared without the lock: 1 while the writer waits (a futex word),
+     * set under mu, cleared by whoever wakes it. */
+    atomic_int sleeping;
+
+    /* Shared without the lock: answered jobs, newest first. */
+    _Atomic(struct lmdb_worker_job *) done;
     atomic_bool failed; /* set once by the writer, never cleared */
 };
 
@@ -60,9 +75,47 @@ notify_loop(struct lmdb_worker *w)
 {
     uint64_t one = 1;
 
-    /* EAGAIN means the counter is saturated: the loop will wake anyway. */
+    /* EAGAIN means the counter is saturated: read, the loop will wake
+     * anyway; edge-triggered, it grows by one a batch and never gets
+     * there (2^64 - 2). */
     if (write(w->efd, &one, sizeof(one)) < 0) {
         return;
+    }
+}
+
+/* Writer: push the answered batch b (oldest first) onto done, reversed,
+ * so that done stays newest first; wake the loop if done was empty (else
+ * a wake-up is on its way, or the loop is draining and takes b too). */
+static void
+publish_done(struct lmdb_worker *w, struct lmdb_worker_list *b)
+{
+    struct lmdb_worker_job *rev = NULL;
+    struct lmdb_worker_job *last = b->head; /* the oldest: rev's end */
+    struct lmdb_worker_job *old;
+
+    for (struct lmdb_worker_job *j = b->head, *next; j != NULL; j = next) {
+        next = j->next;
+        j->next = rev;
+        rev = j;
+    }
+    if (rev == NULL) {
+        return;
+    }
+    old = atomic_load(&w->done);
+    do {
+        last->next = old;
+    } while (!atomic_compare_exchange_weak(&w->done, &old, rev));
+    if (old == NULL) {
+        notify_loop(w);
+    }
+}
+
+/* Wake the writer if it waits, once. Any thread. */
+static void
+wake_writer(struct lmdb_worker *w)
+{
+    if (atomic_exchange(&w->sleeping, 0) != 0) {
+        syscall(SYS_futex, &w->sleeping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     }
 }
 
@@ -73,24 +126,31 @@ wait_for_work(struct lmdb_worker *w, int idle_ms)
 {
     struct timespec until;
 
-    if (idle_ms <= 0) {
-        while (!(w->go && w->pending.head != NULL) && !w->stopping) {
-            pthread_cond_wait(&w->cv, &w->mu);
-        }
-        return true;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += idle_ms / 1000;
-    until.tv_nsec += (idle_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    while (!(w->go && w->pending.head != NULL) && !w->stopping) {
-        if (pthread_cond_timedwait(&w->cv, &w->mu, &until) == ETIMEDOUT) {
-            return w->go && w->pending.head != NULL;
+    if (idle_ms > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += idle_ms / 1000;
+        until.tv_nsec += (idle_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
         }
     }
+    while (w->pending.head == NULL && !w->stopping) {
+        long rc;
+
+        /* Set under mu: whoever fills pending after this sees it, and
+         * the wait below returns at once if they cleared it already. */
+        atomic_store(&w->sleeping, 1);
+        pthread_mutex_unlock(&w->mu);
+        rc = syscall(SYS_futex, &w->sleeping, FUTEX_WAIT_BITSET_PRIVATE, 1,
+                     idle_ms > 0 ? &until : NULL, NULL, FUTEX_BITSET_MATCH_ANY);
+        pthread_mutex_lock(&w->mu);
+        if (rc != 0 && errno == ETIMEDOUT) {
+            atomic_store(&w->sleeping, 0);
+            return w->pending.head != NULL || w->stopping;
+        }
+    }
+    atomic_store(&w->sleeping, 0);
     return true;
 }
 
@@ -103,10 +163,9 @@ writer_main(void *arg)
     pthread_mutex_lock(&w->mu);
     for (;;) {
         struct lmdb_worker_list batch;
-        bool was_empty;
 
-        /* Jobs queued in a loop turn wait for its end (go), so that
-         * they share one commit; stopping takes whatever is left. */
+        /* pending holds whole loop turns, so that the jobs of a turn
+         * share one commit; stopping takes whatever is left. */
         if (!wait_for_work(w, idle_ms)) {
             pthread_mutex_unlock(&w->mu);
             idle_ms = w->ops->idle(w->arg);
@@ -118,18 +177,11 @@ writer_main(void *arg)
         }
         batch = w->pending;
         w->pending = (struct lmdb_worker_list){0};
-        w->go = false;
         pthread_mutex_unlock(&w->mu);
 
         idle_ms = w->ops->run(w->arg, &batch);
+        publish_done(w, &batch);
 
-        pthread_mutex_lock(&w->mu);
-        was_empty = w->done.head == NULL;
-        QUEUE_SPLICE(&w->done, &batch);
-        pthread_mutex_unlock(&w->mu);
-        if (was_empty) {
-            notify_loop(w);
-        }
         pthread_mutex_lock(&w->mu);
     }
     pthread_mutex_unlock(&w->mu);
@@ -139,35 +191,51 @@ writer_main(void *arg)
     return NULL;
 }
 
-/* Loop thread: hand every answered job to the backend. */
+/* Loop thread: hand every answered job to the backend, oldest first. */
 static void
 drain(struct lmdb_worker *w)
 {
     struct lmdb_worker_list todo = w->local;
+    struct lmdb_worker_list done = {0};
+    struct lmdb_worker_job *j = atomic_exchange(&w->done, NULL);
 
     w->local = (struct lmdb_worker_list){0};
-    pthread_mutex_lock(&w->mu);
-    QUEUE_SPLICE(&todo, &w->done);
-    pthread_mutex_unlock(&w->mu);
+    /* done is newest first: reversed, it runs oldest first. */
+    while (j != NULL) {
+        struct lmdb_worker_job *next = j->next;
+
+        j->next = done.head;
+        done.head = j;
+        if (done.tail == NULL) {
+            done.tail = j;
+        }
+        done.n++;
+        j = next;
+    }
+    w->queued -= done.n;
+    QUEUE_SPLICE(&todo, &done);
     w->ops->answer(w->arg, &todo);
 }
 
 static void
 on_done(evutil_socket_t fd, short what, void *arg)
 {
+    struct lmdb_worker *w = arg;
     uint64_t n;
     ssize_t got;
 
-    lib_enter(((struct lmdb_worker *)arg)->log);
-    /* Reset the counter before taking the queue, so that a wake-up sent
-     * after the take is not lost. Activated only for local answers (no
-     * EV_READ), the counter is left: if the writer did signal, the next
-     * pass reads it and finds done drained, or refilled. */
-    if (what & EV_READ) {
+    lib_enter(w->log);
+    /* Edge-triggered, every write to efd is an event of its own, and the
+     * counter (one a batch) is left to grow: no read. Else reset the
+     * counter before taking the queue, so that a wake-up sent after the
+     * take is not lost. Activated only for local answers (no EV_READ),
+     * the counter is left: if the writer did signal, the next pass reads
+     * it and finds done drained, or refilled. */
+    if (!w->edge && (what & EV_READ)) {
         got = read(fd, &n, sizeof(n));
         (void)got;
     }
-    drain(arg);
+    drain(w);
 }
 
 static void
@@ -179,32 +247,15 @@ on_kick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     w->kick_armed = false;
+    if (w->turn.head == NULL) {
+        return;
+    }
     pthread_mutex_lock(&w->mu);
-    if (w->pending.head != NULL) {
-        w->go = true;
-        pthread_cond_signal(&w->cv);
-    }
+    QUEUE_SPLICE(&w->pending, &w->turn);
     pthread_mutex_unlock(&w->mu);
-}
-
-/* The mutex, and a condition variable timed on CLOCK_MONOTONIC. */
-static bool
-sync_init(struct lmdb_worker *w)
-{
-    pthread_condattr_t ca;
-    bool ok;
-
-    if (pthread_condattr_init(&ca) != 0) {
-        return false;
-    }
-    ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-         pthread_cond_init(&w->cv, &ca) == 0;
-    pthread_condattr_destroy(&ca);
-    if (ok && pthread_mutex_init(&w->mu, NULL) != 0) {
-        pthread_cond_destroy(&w->cv);
-        ok = false;
-    }
-    return ok;
+    /* After the unlock: the woken writer does not wait for the mutex.
+     * A busy writer takes pending when its batch is done. */
+    wake_writer(w);
 }
 
 /* Release what new set up; the writer must not be running. */
@@ -220,7 +271,6 @@ worker_free(struct lmdb_worker *w)
     if (w->efd >= 0) {
         close(w->efd);
     }
-    pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
@@ -240,8 +290,10 @@ lmdb_worker_new(struct event_base *base, const struct lmdb_worker_ops *ops,
     w->who = who;
     w->log = log_current();
     w->efd = -1;
+    atomic_init(&w->done, NULL);
     atomic_init(&w->failed, false);
-    if (!sync_init(w)) {
+    atomic_init(&w->sleeping, 0);
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
         snprintf(err, errlen, "%s: cannot set up a mutex", who);
         free(w);
         return NULL;
@@ -252,7 +304,9 @@ lmdb_worker_new(struct event_base *base, const struct lmdb_worker_ops *ops,
         worker_free(w);
         return NULL;
     }
-    w->done_ev = event_new(base, w->efd, EV_READ | EV_PERSIST, on_done, w);
+    w->edge = (event_base_get_features(base) & EV_FEATURE_ET) != 0;
+    w->done_ev = event_new(
+        base, w->efd, EV_READ | EV_PERSIST | (w->edge ? EV_ET : 0), on_done, w);
     w->kick_ev = event_new(base, -1, 0, on_kick, w);
     if (w->done_ev == NULL || w->kick_ev == NULL ||
         event_add(w->done_ev, NULL) != 0) {
@@ -292,9 +346,10 @@ lmdb_worker_close(struct lmdb_worker *w)
     w->closing = true;
     if (w->started) {
         pthread_mutex_lock(&w->mu);
+        QUEUE_SPLICE(&w->pending, &w->turn);
         w->stopping = true;
-        pthread_cond_signal(&w->cv);
         pthread_mutex_unlock(&w->mu);
+        wake_writer(w);
         /* The writer leaves only once every queued job is answered. */
         pthread_join(w->thread, NULL);
         do {
@@ -308,21 +363,18 @@ bool
 lmdb_worker_submit(struct lmdb_worker *w, struct lmdb_worker_job *job,
                    size_t max)
 {
-    bool queued = false;
-
-    pthread_mutex_lock(&w->mu);
-    if (w->pending.n < max) {
-        QUEUE_PUSH(&w->pending, job);
-        queued = true;
+    if (w->queued >= max) {
+        return false;
     }
-    pthread_mutex_unlock(&w->mu);
-    /* Wake the writer once the current loop turn has run its callbacks,
-     * so that the jobs of one turn share one commit. */
-    if (queued && !w->kick_armed) {
+    QUEUE_PUSH(&w->turn, job);
+    w->queued++;
+    /* The writer gets the jobs once the current loop turn has run its
+     * callbacks, so that the jobs of one turn share one commit. */
+    if (!w->kick_armed) {
         w->kick_armed = true;
         event_active(w->kick_ev, 0, 1);
     }
-    return queued;
+    return true;
 }
 
 void

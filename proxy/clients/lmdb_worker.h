@@ -1,6 +1,7 @@
 /* lmdb_worker.h: the writer thread of the LMDB mark store and the LMDB
- * lock backend: the jobs queued in one loop turn go to the writer as one
- * batch, and come back answered to the loop thread through an eventfd. */
+ * lock backend: the jobs queued in the loop turns that end while the
+ * writer is busy go to it as one batch, and come back answered to the
+ * loop thread through an eventfd. */
 #ifndef TM_LMDB_WORKER_H
 #define TM_LMDB_WORKER_H
 
@@ -42,11 +43,10 @@ struct lmdb_worker_ops {
 
 struct lmdb_worker;
 
-/* Set up the lock (its condition variable timed on CLOCK_MONOTONIC),
- * the eventfd and the events on base; the writer does not run yet, but
- * the lock may be used. ops must outlive the worker. NULL with err
- * (prefixed with who, a string that must outlive the worker) when that
- * fails. */
+/* Set up the lock, the eventfd and the events on base; the writer does
+ * not run yet, but the lock may be used. ops must outlive the worker.
+ * NULL with err (prefixed with who, a string that must outlive the
+ * worker) when that fails. */
 struct lmdb_worker *lmdb_worker_new(struct event_base *base,
                                     const struct lmdb_worker_ops *ops,
                                     void *arg, const char *who, char *err,
@@ -64,8 +64,9 @@ bool lmdb_worker_start(struct lmdb_worker *w, char *err, size_t errlen)
 void lmdb_worker_close(struct lmdb_worker *w);
 
 /* Loop thread: queue job for the writer, which takes it at the end of
- * this loop turn together with the other jobs of the turn. false, job
- * not taken, when max jobs are queued already. The caller checks
+ * this loop turn together with the other jobs of the turn (and of every
+ * turn that ended while it was busy). false, job not taken, when max
+ * jobs are submitted and not yet answered. The caller checks
  * lmdb_worker_ready first. */
 bool lmdb_worker_submit(struct lmdb_worker *w, struct lmdb_worker_job *job,
                         size_t max) __attribute__((warn_unused_result));

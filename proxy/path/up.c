@@ -32,6 +32,10 @@
  * timeout of common servers (nginx 75 s, Node.js 5 s), so that a write is
  * rarely sent on a connection the upstream is closing at that moment. */
 #define UP_IDLE_MS 4000
+/* Idle connections beyond max_idle are closed once idle this long: load
+ * that comes in bursts (a store's batch of answered raises is forwarded
+ * at once, one flush apart) reuses them instead of dialing every burst. */
+#define UP_SURPLUS_MS 1000
 
 struct up_conn {
     struct up_pool *pool;
@@ -74,7 +78,7 @@ struct up_pool {
     size_t nbusy;
     struct event *turn; /* serves the waiting at the end of the pass */
     bool turn_on;       /* turn is active */
-    struct event *trim; /* closes the idle beyond max_idle, a pass later */
+    struct event *trim; /* closes the idle beyond max_idle, UP_SURPLUS_MS on */
 };
 
 static void on_turn(evutil_socket_t fd, short what, void *arg);
@@ -449,17 +453,37 @@ on_turn(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* A pass after connections were given back beyond max_idle: those no
- * request took (the waiting left theirs) are closed, oldest first. */
+/* Arm trim to fire in ms milliseconds, unless it is armed. */
+static void
+trim_in(struct up_pool *p, int64_t ms)
+{
+    struct timeval tv;
+
+    if (!evtimer_pending(p->trim, NULL)) {
+        ms_to_tv((int)ms, &tv);
+        evtimer_add(p->trim, &tv);
+    }
+}
+
+/* The idle beyond max_idle (and the waiting, who take theirs) that have
+ * been idle UP_SURPLUS_MS are closed, oldest first; the next is due when
+ * the oldest left has been. */
 static void
 on_trim(evutil_socket_t fd, short what, void *arg)
 {
     struct up_pool *p = arg;
+    int64_t now = now_ms();
 
     lib_enter(p->log);
     (void)fd;
     (void)what;
     while (p->idle.n > (size_t)p->cfg->max_idle + p->wait.n) {
+        int64_t left = UP_SURPLUS_MS - (now - p->idle.tail->idle_since);
+
+        if (left > 0) {
+            trim_in(p, left);
+            return;
+        }
         conn_free(p->idle.tail);
     }
 }
@@ -508,19 +532,17 @@ up_put(struct up_conn *uc, bool reusable)
     }
     uc->idle = true;
     list_add(&p->idle, uc, true);
-    /* Beyond max_idle, it stays for the next pass: under load the
-     * clients answered in this pass send their next requests in the next
-     * one, and would dial where it is closed now. */
-    if (p->idle.n > (size_t)p->cfg->max_idle &&
-        !evtimer_pending(p->trim, NULL)) {
-        static const struct timeval next_pass = {0, 0};
-
-        evtimer_add(p->trim, &next_pass);
-    }
-    /* The request's read timeout stays as a backstop: an idle connection
-     * is closed by it, or passed over by up_take_idle after UP_IDLE_MS,
-     * without touching libevent's timers on every request. */
+    /* Beyond max_idle, it stays UP_SURPLUS_MS: under load the clients
+     * answered in this pass send their next requests in the next one,
+     * and a burst of answers comes again a flush later; both would dial
+     * where it is closed now. The request's read timeout stays as a
+     * backstop: an idle connection is closed by it, or passed over by
+     * up_take_idle after UP_IDLE_MS, without touching libevent's timers
+     * on every request. */
     uc->idle_since = now_ms();
+    if (p->idle.n > (size_t)p->cfg->max_idle) {
+        trim_in(p, UP_SURPLUS_MS);
+    }
     sock_setcb(&uc->sk, idle_read_cb, NULL, idle_event_cb, uc);
     sock_read(&uc->sk, true);
 }

@@ -58,17 +58,22 @@ to_lmdb(struct store *s)
     return (struct lmdb_store *)s;
 }
 
-/* Loop thread: log what the writer queued. */
+/* Loop thread: log what the writer queued; locked: the writer may be
+ * running (else it is gone, and with it the lock). */
 static void
-flush_logs(struct lmdb_store *s)
+flush_logs(struct lmdb_store *s, bool locked)
 {
     struct lmdb_log *logs;
 
-    lmdb_worker_lock(s->w);
+    if (locked) {
+        lmdb_worker_lock(s->w);
+    }
     logs = s->logs;
     s->logs = NULL;
     s->logs_tail = &s->logs;
-    lmdb_worker_unlock(s->w);
+    if (locked) {
+        lmdb_worker_unlock(s->w);
+    }
 
     while (logs != NULL) {
         struct lmdb_log *next = logs->next;
@@ -87,7 +92,7 @@ answer_requests(void *arg, struct lmdb_worker_list *answered)
     struct lmdb_store *s = arg;
     struct lmdb_worker_job *j;
 
-    flush_logs(s);
+    flush_logs(s, true);
     j = answered->head;
     while (j != NULL) {
         struct lmdb_worker_job *next = j->next;
@@ -272,7 +277,7 @@ static void
 lmdb_free(struct lmdb_store *s)
 {
     lmdb_worker_close(s->w);
-    flush_logs(s); /* what the writer said after its last answer */
+    flush_logs(s, false); /* what the writer said after its last answer */
     if (s->rtxn != NULL) {
         mdb_txn_abort(s->rtxn);
     }

@@ -1,13 +1,15 @@
 /* test_up.c: the upstream pool on loopback: a request that finds no idle
  * connection is served by one given back in the same loop pass, without
  * a new connection; one still waiting at the pass's end dials; and the
- * connections beyond max_idle are closed a pass later. */
+ * connections beyond max_idle are closed once idle a while (a burst
+ * soon after reuses them). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -158,10 +160,12 @@ test_given_back_in_the_pass_serves_the_waiting(void **state)
 }
 
 static void
-test_beyond_max_idle_closed_a_pass_later(void **state)
+test_beyond_max_idle_closed_once_idle_a_while(void **state)
 {
     struct fixture f;
     struct got g[3];
+    struct up_conn *again[2];
+    struct timespec t0, t1;
 
     (void)state;
     setup(&f, 1);
@@ -169,9 +173,27 @@ test_beyond_max_idle_closed_a_pass_later(void **state)
     for (int i = 0; i < 3; i++) {
         up_put(g[i].uc, true);
     }
-    assert_int_equal(up_idle_count(f.pool), 3);
+    /* A pass later all three are still there: the next burst takes two
+     * back without dialing. */
     event_base_loop(f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    assert_int_equal(up_idle_count(f.pool), 3);
+    again[0] = up_take_idle(f.pool);
+    again[1] = up_take_idle(f.pool);
+    assert_ptr_equal(again[0], g[2].uc);
+    assert_ptr_equal(again[1], g[1].uc);
+    up_put(again[1], true);
+    up_put(again[0], true);
+    assert_int_equal(accepted(&f), 0);
+    /* Idle beyond max_idle for a while, the two oldest are closed. */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 100 && up_idle_count(f.pool) > 1; i++) {
+        event_base_loop(f.base, EVLOOP_ONCE);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_int_equal(up_idle_count(f.pool), 1);
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 +
+                    (t1.tv_nsec - t0.tv_nsec) / 1000000 >=
+                50);
     /* The one kept is the most recently given back. */
     assert_ptr_equal(up_take_idle(f.pool), g[2].uc);
     up_put(g[2].uc, false);
@@ -183,7 +205,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_given_back_in_the_pass_serves_the_waiting),
-        cmocka_unit_test(test_beyond_max_idle_closed_a_pass_later),
+        cmocka_unit_test(test_beyond_max_idle_closed_once_idle_a_while),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
