@@ -387,7 +387,10 @@ start(struct tm_proxy *px, char *err, size_t errlen)
 
     px->path.tokens = &cfg->tokens;
     set_limits(px, cfg);
-    px->path.scratch = malloc(sizeof(*px->path.scratch));
+    px->path.scratch_space = malloc(sizeof(*px->path.scratch_space));
+    px->path.scratch = px->path.scratch_space == NULL
+                           ? NULL
+                           : http_request_space_init(px->path.scratch_space);
     px->path.scratch_resp = malloc(sizeof(*px->path.scratch_resp));
     px->path.reaper = event_new(base, -1, 0, reaper_cb, px);
     px->path.flusher = event_new(base, -1, 0, flusher_cb, px);
@@ -557,7 +560,7 @@ tm_proxy_free(struct tm_proxy *px)
     if (px->drain_timer != NULL) {
         event_free(px->drain_timer);
     }
-    free(px->path.scratch);
+    free(px->path.scratch_space);
     free(px->path.scratch_resp);
     tm_config_free(px->first);
     /* Back to the caller's sink, or to none if it was this proxy's. */
