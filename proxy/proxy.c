@@ -153,6 +153,11 @@ accept_error_cb(struct evconnlistener *l, void *arg)
     log_error("accept: %s", evutil_socket_error_to_string(err));
 }
 
+/* The accept queue asked for: the kernel caps it at net.core.somaxconn
+ * (4096 by default), so a burst of clients dialing at once waits there
+ * instead of having its SYNs dropped at 1024. */
+#define LISTEN_BACKLOG 65535
+
 /* Bind "host:port" and listen. NULL with err on failure. */
 static struct evconnlistener *
 proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
@@ -179,7 +184,7 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
     l = evconnlistener_new_bind(base, cb, arg,
                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
                                     LEV_OPT_CLOSE_ON_EXEC,
-                                1024, (struct sockaddr *)&ss, sslen);
+                                LISTEN_BACKLOG, (struct sockaddr *)&ss, sslen);
     if (l == NULL) {
         char why[128];
 
