@@ -38,6 +38,9 @@ import threading
 import time
 from pathlib import Path
 
+from proxies import (PROXY_PASS, nginx_argv, nginx_conf,  # noqa: E402
+                     tidemark_ini, wait_port)
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
@@ -139,59 +142,17 @@ def children(pid):
     return out
 
 
-def wait_port(port, proc, what):
-    def up():
-        if proc.poll() is not None:
-            raise RuntimeError("%s exited: %d" % (what, proc.returncode))
-        try:
-            socket.create_connection(("127.0.0.1", port), 1).close()
-            return True
-        except OSError:
-            return False
-    wait_until(up, 30, what + " listening")
-
-
 class Nginx:
     name = "nginx"
 
     def __init__(self, d, up, conns):
         self.dir = d
         self.port = free_port()
-        conf = os.path.join(d, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write("""worker_processes 1;
-daemon off;
-pid %(d)s/nginx.pid;
-error_log %(d)s/error.log warn;
-worker_rlimit_nofile %(nofile)d;
-events { worker_connections %(conns)d; }
-http {
-    access_log off;
-    client_body_temp_path %(d)s/body;
-    proxy_temp_path %(d)s/proxy;
-    fastcgi_temp_path %(d)s/fastcgi;
-    uwsgi_temp_path %(d)s/uwsgi;
-    scgi_temp_path %(d)s/scgi;
-    keepalive_timeout 600s;
-    keepalive_requests 1000000;
-    upstream backend { server 127.0.0.1:%(up)d; keepalive 64; }
-    server {
-        listen 127.0.0.1:%(port)d backlog=65535;
-        client_max_body_size 0;
-        location / {
-            proxy_request_buffering off;
-            proxy_pass http://backend;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_read_timeout 600s;
-        }
-    }
-}
-""" % {"d": d, "conns": conns, "nofile": conns + 100, "up": up.port,
-                "port": self.port})
-        self.proc = subprocess.Popen(
-            ["nginx", "-p", d + "/", "-c", conf, "-e", d + "/error.log"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        conf = nginx_conf(d, "    keepalive_timeout 600s;\n" + PROXY_PASS
+                          % {"up": up.port, "port": self.port}, conns)
+        self.proc = subprocess.Popen(nginx_argv(d, conf),
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         wait_port(self.port, self.proc, "nginx")
         wait_until(lambda: children(self.proc.pid), 10, "nginx's worker")
 
@@ -210,29 +171,11 @@ class Tidemark:
     def __init__(self, name, binary, d, up, conns):
         self.name = name
         self.port = free_port()
-        ini = os.path.join(d, "tidemark.ini")
-        with open(ini, "w") as f:
-            f.write("""[proxy]
-listen = 127.0.0.1:%d
-log_level = warn
-max_connections = %d
-idle_timeout_ms = 600000
-header_timeout_ms = 600000
-[admin]
-listen = 127.0.0.1:%d
-[store]
-type = lmdb
-path = %s/marks.lmdb
-[upstream default]
-url = %s
-timeout_ms = 600000
-[route docs]
-methods = PUT
-path = /v1/documents/{doc}
-resource = documents/{doc}
-mode = correctness
-upstream = default
-""" % (self.port, conns + 100, free_port(), d, up.url))
+        ini = tidemark_ini(
+            d, self.port, up.url,
+            proxy="max_connections = %d\nidle_timeout_ms = 600000\n"
+                  "header_timeout_ms = 600000" % (conns + 100),
+            upstream="timeout_ms = 600000")
         self.log = open(os.path.join(d, "tidemark.log"), "wb")
         self.proc = subprocess.Popen([binary, "-c", ini],
                                      stdout=self.log, stderr=self.log)
