@@ -39,6 +39,10 @@
 #                 masters, pgbench): the baseline
 #   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
 #                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
+#   bench-busy    VmRSS per busy connection (a request held upstream),
+#                 tidemark vs nginx (BUSY_CLIENTS "1000 4000", BUSY_BINS)
+#   bench-instr   instructions per request on the equal path (callgrind),
+#                 tidemark vs nginx (INSTR_BINS, INSTR_FEW, INSTR_MANY)
 #   bench-marks   CPU per refusal and p99 as the marks grow (1e3, 1e7 by
 #                 default, loaded with premark): proxy and wrk pinned,
 #                 MARKS_BINS="A=bin B=bin" alternates binaries
@@ -126,7 +130,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps check check-layers test test-asan test-sanitize unit \
         integration integration-fast bench \
-        bench-locks bench-locks-raw bench-conns bench-marks bench-watch embed \
+        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-marks bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
         check-docs packaged-ini lab chaos
 
@@ -338,6 +342,12 @@ bench-locks-raw: deps
 
 bench-conns: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/conns.py
+
+bench-busy: all
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/busy.py
+
+bench-instr: all
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/instr.py
 
 bench-marks: all $(BUILD)/tools/premark
 	MARKS_BINS="$${MARKS_BINS:-tidemark=$(abspath $(TM_BIN))}" \

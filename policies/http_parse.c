@@ -473,6 +473,13 @@ min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+struct http_request *
+http_request_space_init(struct http_request_space *s)
+{
+    s->r.headers = s->headers;
+    return &s->r;
+}
+
 enum http_rc
 http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
                    const char *const *fence, struct http_request *req)

@@ -51,7 +51,10 @@ struct http_request {
                              * OPTIONS "*", "*". Raw: not decoded or
                              * normalized */
     int minor;              /* HTTP/1.<minor>: 0 or 1 */
-    struct http_header headers[HTTP_MAX_HEADERS];
+    /* The caller's room for HTTP_MAX_HEADERS when parsing (struct
+     * http_request_space); a request kept after its head was parsed
+     * holds only its nheaders. */
+    struct http_header *headers;
     size_t nheaders;
     enum http_body body;
     uint64_t content_length; /* body == HTTP_BODY_LENGTH only, else 0 */
@@ -60,6 +63,16 @@ struct http_request {
     const char *error;       /* added: why the head was refused (static
                               * text), NULL on HTTP_OK/HTTP_INCOMPLETE */
 };
+
+/* A request with room for every header a head may have: parse space.
+ * http_request_space_init points its r.headers at its headers. */
+struct http_request_space {
+    struct http_request r;
+    struct http_header headers[HTTP_MAX_HEADERS];
+};
+
+/* Point s's request at s's headers; returns the request. */
+struct http_request *http_request_space_init(struct http_request_space *s);
 
 struct http_response {
     size_t head_len;

@@ -153,6 +153,11 @@ accept_error_cb(struct evconnlistener *l, void *arg)
     log_error("accept: %s", evutil_socket_error_to_string(err));
 }
 
+/* The accept queue asked for: the kernel caps it at net.core.somaxconn
+ * (4096 by default), so a burst of clients dialing at once waits there
+ * instead of having its SYNs dropped at 1024. */
+#define LISTEN_BACKLOG 65535
+
 /* Bind "host:port" and listen. NULL with err on failure. */
 static struct evconnlistener *
 proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
@@ -179,7 +184,7 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
     l = evconnlistener_new_bind(base, cb, arg,
                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
                                     LEV_OPT_CLOSE_ON_EXEC,
-                                1024, (struct sockaddr *)&ss, sslen);
+                                LISTEN_BACKLOG, (struct sockaddr *)&ss, sslen);
     if (l == NULL) {
         char why[128];
 
@@ -387,7 +392,10 @@ start(struct tm_proxy *px, char *err, size_t errlen)
 
     px->path.tokens = &cfg->tokens;
     set_limits(px, cfg);
-    px->path.scratch = malloc(sizeof(*px->path.scratch));
+    px->path.scratch_space = malloc(sizeof(*px->path.scratch_space));
+    px->path.scratch = px->path.scratch_space == NULL
+                           ? NULL
+                           : http_request_space_init(px->path.scratch_space);
     px->path.scratch_resp = malloc(sizeof(*px->path.scratch_resp));
     px->path.reaper = event_new(base, -1, 0, reaper_cb, px);
     px->path.flusher = event_new(base, -1, 0, flusher_cb, px);
@@ -557,7 +565,7 @@ tm_proxy_free(struct tm_proxy *px)
     if (px->drain_timer != NULL) {
         event_free(px->drain_timer);
     }
-    free(px->path.scratch);
+    free(px->path.scratch_space);
     free(px->path.scratch_resp);
     tm_config_free(px->first);
     /* Back to the caller's sink, or to none if it was this proxy's. */

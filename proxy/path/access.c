@@ -321,11 +321,12 @@ emit(enum tm_log_level level, struct line *l)
 void
 access_request(const struct cio *io, const struct request *rq, int status)
 {
-    struct line l = {.n = 0};
+    struct line l;
 
     if (log_get_level() < TM_LOG_INFO) {
         return;
     }
+    l.n = 0; /* after the level test: buf is written before it is read */
     put(&l, "event=request", 13);
     put_request(&l, io, rq, status, rq->sc.rlen > 0 ? rq->sc.resource : NULL);
     put_transfer(&l, rq, rq->bytes_out);
@@ -344,11 +345,12 @@ access_refused(const struct cio *io, const struct request *rq,
                                       p->status == 403
                                   ? TM_LOG_INFO
                                   : TM_LOG_WARN;
-    struct line l = {.n = 0};
+    struct line l;
 
     if (log_get_level() < (int)level) {
         return;
     }
+    l.n = 0;
     put(&l, "event=refused", 13);
     put_request(&l, io, rq, p->status, p->resource);
     put_transfer(&l, rq, rq->bytes_out);
@@ -363,12 +365,13 @@ access_bad_head(const struct cio *io, int status, const char *detail,
 {
     /* A head that never came whole is routine (scanners, idle peers). */
     enum tm_log_level level = status == 408 ? TM_LOG_INFO : TM_LOG_WARN;
-    struct line l = {.n = 0};
+    struct line l;
     char d[600];
 
     if (log_get_level() < (int)level) {
         return;
     }
+    l.n = 0;
     snprintf(d, sizeof(d), "%s%s%s", detail != NULL ? detail : "",
              why != NULL ? ": " : "", why != NULL ? why : "");
     put(&l, "event=refused", 13);

@@ -2,6 +2,7 @@
  * copy a complete one into the connection's request space. */
 #include "head.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,26 +12,34 @@
 #include "request.h"
 #include "view.h"
 
-/* Make *rq hold a head of len bytes (1 KiB at least). false when out of
- * memory. */
-static bool
-request_space(struct request **rq, size_t len)
+_Static_assert(offsetof(struct request, bytes) % _Alignof(struct http_header) ==
+                   0,
+               "the headers after a request's text are aligned");
+
+/* Make *rq hold text bytes (the head and the path after it) and, after
+ * them, nheaders headers; 1 KiB at least. Returns where the headers go,
+ * NULL when out of memory. A connection holds what its head has, not
+ * room for HTTP_MAX_HEADERS. */
+static struct http_header *
+request_space(struct request **rq, size_t text, size_t nheaders)
 {
+    const size_t align = _Alignof(struct http_header);
+    size_t at = (text + align - 1) / align * align;
+    size_t len = at + nheaders * sizeof(struct http_header);
     struct request *n;
 
     if (len < 1024) {
         len = 1024;
     }
-    if (*rq != NULL && (*rq)->cap >= len) {
-        return true;
+    if (*rq == NULL || (*rq)->cap < len) {
+        n = realloc(*rq, sizeof(**rq) + len);
+        if (n == NULL) {
+            return NULL;
+        }
+        *rq = n;
+        n->cap = len;
     }
-    n = realloc(*rq, sizeof(**rq) + len);
-    if (n == NULL) {
-        return false;
-    }
-    *rq = n;
-    n->cap = len;
-    return true;
+    return (struct http_header *)(void *)((*rq)->bytes + at);
 }
 
 /* Rebase the parsed head's slices from the input buffer into copy. */
@@ -91,6 +100,7 @@ head_take(struct path_view *px, struct evbuffer *in, struct http_scan *sc,
     const char *fence[2] = {px->cfg->proxy.token_header,
                             px->cfg->proxy.resource_header};
     struct http_request *h = px->scratch;
+    struct http_header *hs;
     enum http_rc rc;
     char *at;
 
@@ -108,11 +118,16 @@ head_take(struct path_view *px, struct evbuffer *in, struct http_scan *sc,
         return HEAD_BAD;
     }
     /* Room for the head and, after it, the canonical path (and the
-     * bucket an S3 server may read from the Host: screen.h). */
-    if (!request_space(rq, h->head_len + h->path.len + SCREEN_PATH_EXTRA)) {
+     * bucket an S3 server may read from the Host: screen.h), then the
+     * headers it has. */
+    hs = request_space(rq, h->head_len + h->path.len + SCREEN_PATH_EXTRA,
+                       h->nheaders);
+    if (hs == NULL) {
         return HEAD_NOMEM;
     }
+    memcpy(hs, h->headers, h->nheaders * sizeof(*hs));
     (*rq)->h = *h;
+    (*rq)->h.headers = hs;
     memcpy((*rq)->bytes, at, h->head_len);
     rebase(&(*rq)->h, at, (*rq)->bytes);
     evbuffer_drain(in, h->head_len);

@@ -40,7 +40,7 @@ struct request {
     int64_t up_us;
     char upstream[64]; /* "": not forwarded */
     size_t cap;        /* bytes[] capacity */
-    char bytes[];      /* the head, then the canonical path */
+    char bytes[];      /* the head, the canonical path, h's headers */
 };
 
 #endif

@@ -13,6 +13,46 @@
 #include "request.h"
 #include "sign.h"
 
+/* A head being written: its pieces gather in buf and reach out in a few
+ * evbuffer_adds, not one a piece (each add runs out's callbacks, the
+ * bufferevent's write scheduling among them: some 40 a request). */
+struct head_out {
+    struct evbuffer *out;
+    size_t n;
+    char buf[2048];
+};
+
+/* What buf holds, into out. */
+static struct evbuffer *
+ho_flush(struct head_out *o)
+{
+    if (o->n > 0) {
+        evbuffer_add(o->out, o->buf, o->n);
+        o->n = 0;
+    }
+    return o->out;
+}
+
+static void
+ho_add(struct head_out *o, const void *p, size_t len)
+{
+    if (len > sizeof(o->buf) - o->n) {
+        ho_flush(o);
+        if (len > sizeof(o->buf)) {
+            evbuffer_add(o->out, p, len);
+            return;
+        }
+    }
+    memcpy(o->buf + o->n, p, len);
+    o->n += len;
+}
+
+static void
+ho_str(struct head_out *o, const char *s)
+{
+    ho_add(o, s, strlen(s));
+}
+
 /* A client header the upstream must not get from the client: named by
  * strip_header, or one the sidecar sets itself with add_header, in any
  * spelling the upstream may read as that name (X_Forwarded_User behind
@@ -39,26 +79,26 @@ upstream_drops(const struct cfg_upstream *u, struct tm_slice name)
  * Destination is its own (Apache mod_dav, nginx) sees its own name. */
 static void
 write_destination(const struct request *rq, const struct cfg_upstream *u,
-                  struct evbuffer *out, struct tm_slice host)
+                  struct head_out *out, struct tm_slice host)
 {
     struct tm_slice raw = rq->sc.dest_raw;
 
-    evbuffer_add_printf(out, "Destination: %s://", u->tls ? "https" : "http");
-    evbuffer_add(out, host.p, host.len);
+    ho_str(out, u->tls ? "Destination: https://" : "Destination: http://");
+    ho_add(out, host.p, host.len);
     if (raw.len == 0 || raw.p[0] != '/') {
-        evbuffer_add(out, "/", 1);
+        ho_add(out, "/", 1);
     }
-    evbuffer_add(out, raw.p, raw.len);
-    evbuffer_add(out, "\r\n", 2);
+    ho_add(out, raw.p, raw.len);
+    ho_add(out, "\r\n", 2);
 }
 
 static void
-add_field(struct evbuffer *out, struct tm_slice name, struct tm_slice value)
+add_field(struct head_out *out, struct tm_slice name, struct tm_slice value)
 {
-    evbuffer_add(out, name.p, name.len);
-    evbuffer_add(out, ": ", 2);
-    evbuffer_add(out, value.p, value.len);
-    evbuffer_add(out, "\r\n", 2);
+    ho_add(out, name.p, name.len);
+    ho_add(out, ": ", 2);
+    ho_add(out, value.p, value.len);
+    ho_add(out, "\r\n", 2);
 }
 
 /* A client header that tidemark writes again with the client's address
@@ -78,26 +118,26 @@ forwarded_name(const struct cfg_upstream *u, struct tm_slice name)
  * the address, as "for=" (RFC 7239: an IPv6 one bracketed and quoted)
  * with forwarded, or "unknown" when there is none. */
 static void
-write_forwarded(struct evbuffer *out, const struct request *rq,
+write_forwarded(struct head_out *out, const struct request *rq,
                 const struct cfg_upstream *u, const char *client, int af)
 {
     const struct http_request *h = &rq->h;
     bool rfc = u->forwarded == CFG_FWD_RFC7239;
 
-    evbuffer_add_printf(out, "%s: ", rfc ? "Forwarded" : "X-Forwarded-For");
+    ho_str(out, rfc ? "Forwarded: " : "X-Forwarded-For: ");
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
 
         if (forwarded_name(u, f->name) && f->value.len > 0 &&
             !upstream_drops(u, f->name)) {
-            evbuffer_add(out, f->value.p, f->value.len);
-            evbuffer_add(out, ", ", 2);
+            ho_add(out, f->value.p, f->value.len);
+            ho_add(out, ", ", 2);
         }
     }
-    evbuffer_add_printf(out, "%s%s%s%s\r\n", rfc ? "for=" : "",
-                        rfc && af == AF_INET6 ? "\"[" : "",
-                        af != 0 ? client : "unknown",
-                        rfc && af == AF_INET6 ? "]\"" : "");
+    ho_str(out, rfc ? "for=" : "");
+    ho_str(out, rfc && af == AF_INET6 ? "\"[" : "");
+    ho_str(out, af != 0 ? client : "unknown");
+    ho_str(out, rfc && af == AF_INET6 ? "]\"\r\n" : "\r\n");
 }
 
 bool
@@ -117,26 +157,30 @@ rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
 }
 
 void
-rewrite_request(struct evbuffer *out, const struct request *rq,
+rewrite_request(struct evbuffer *evout, const struct request *rq,
                 const struct cfg_upstream *u, const char *client, int af)
 {
     const struct http_request *h = &rq->h;
     const char *target = h->target.p;
     size_t tlen = h->target.len;
     struct tm_slice host = screen_upstream_host(u, h);
+    struct head_out o;
+    struct head_out *out = &o;
 
+    o.out = evout;
+    o.n = 0; /* buf is written before it is read: not cleared */
     if (tlen > 0 && target[0] != '/' && h->path.p != NULL) {
         /* absolute-form: send the path and query only */
         tlen -= (size_t)(h->path.p - target);
         target = h->path.p;
     }
-    evbuffer_add(out, h->method.p, h->method.len);
-    evbuffer_add(out, " ", 1);
-    evbuffer_add(out, target, tlen);
-    evbuffer_add(out, h->minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
-    evbuffer_add(out, "Host: ", 6);
-    evbuffer_add(out, host.p, host.len);
-    evbuffer_add(out, "\r\n", 2);
+    ho_add(out, h->method.p, h->method.len);
+    ho_add(out, " ", 1);
+    ho_add(out, target, tlen);
+    ho_add(out, h->minor == 0 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n", 11);
+    ho_add(out, "Host: ", 6);
+    ho_add(out, host.p, host.len);
+    ho_add(out, "\r\n", 2);
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct http_header *f = &h->headers[i];
         if (rq->sc.dest_raw.p != NULL && slice_ieq(f->name, "Destination")) {
@@ -159,26 +203,27 @@ rewrite_request(struct evbuffer *out, const struct request *rq,
     }
     if (!rq->rid_client) {
         /* The client's, when sane, went through above as it was. */
-        evbuffer_add(out, "X-Request-Id: ", 14);
-        evbuffer_add(out, rq->rid, strlen(rq->rid));
-        evbuffer_add(out, "\r\n", 2);
+        ho_add(out, "X-Request-Id: ", 14);
+        ho_str(out, rq->rid);
+        ho_add(out, "\r\n", 2);
     }
     if (u->sign != CFG_SIGN_NONE) {
-        sign_request(out, rq, u, (struct tm_slice){target, tlen}, host,
-                     rewrite_forwards);
+        sign_request(ho_flush(out), rq, u, (struct tm_slice){target, tlen},
+                     host, rewrite_forwards);
     }
     if (h->body == HTTP_BODY_CHUNKED) {
-        evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+        ho_add(out, "Transfer-Encoding: chunked\r\n", 28);
     }
     if (h->minor == 0) {
-        evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+        ho_add(out, "Connection: keep-alive\r\n", 24);
     }
-    evbuffer_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
+    ho_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
+    ho_flush(out);
 }
 
 /* Append "<prefix><v>\r\n" without printf: this runs per answer. */
 static void
-add_header_i64(struct evbuffer *out, const char *prefix, int64_t v)
+add_header_i64(struct head_out *out, const char *prefix, int64_t v)
 {
     char buf[24];
     size_t n = sizeof(buf);
@@ -190,8 +235,8 @@ add_header_i64(struct evbuffer *out, const char *prefix, int64_t v)
         buf[--n] = (char)('0' + u % 10);
         u /= 10;
     } while (u > 0);
-    evbuffer_add(out, prefix, strlen(prefix));
-    evbuffer_add(out, buf + n, sizeof(buf) - n);
+    ho_str(out, prefix);
+    ho_add(out, buf + n, sizeof(buf) - n);
 }
 
 /* A header of the upstream's answer that only tidemark may set:
@@ -206,20 +251,24 @@ ours_only(struct tm_slice name)
 }
 
 void
-rewrite_response(struct evbuffer *out, const struct http_response *r,
+rewrite_response(struct evbuffer *evout, const struct http_response *r,
                  int64_t mark, bool close, int minor)
 {
     bool final = r->status >= 200;
     char line[32] = "HTTP/1.1 ";
+    struct head_out o;
+    struct head_out *out = &o;
 
+    o.out = evout;
+    o.n = 0;
     /* Statuses are three digits (the parser checks). */
     line[9] = (char)('0' + r->status / 100);
     line[10] = (char)('0' + r->status / 10 % 10);
     line[11] = (char)('0' + r->status % 10);
     line[12] = ' ';
-    evbuffer_add(out, line, 13);
-    evbuffer_add(out, r->reason.p, r->reason.len);
-    evbuffer_add(out, "\r\n", 2);
+    ho_add(out, line, 13);
+    ho_add(out, r->reason.p, r->reason.len);
+    ho_add(out, "\r\n", 2);
     for (size_t i = 0; i < r->nheaders; i++) {
         const struct http_header *f = &r->headers[i];
         if (f->hop || ours_only(f->name)) {
@@ -229,16 +278,17 @@ rewrite_response(struct evbuffer *out, const struct http_response *r,
     }
     if (final) {
         if (r->body == HTTP_BODY_CHUNKED) {
-            evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+            ho_add(out, "Transfer-Encoding: chunked\r\n", 28);
         }
         if (mark > 0) {
             add_header_i64(out, "Fencing-High-Water: ", mark);
         }
         if (close) {
-            evbuffer_add(out, "Connection: close\r\n", 19);
+            ho_add(out, "Connection: close\r\n", 19);
         } else if (minor == 0) {
-            evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+            ho_add(out, "Connection: keep-alive\r\n", 24);
         }
     }
-    evbuffer_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
+    ho_add(out, "Via: 1.1 tidemark\r\n\r\n", 21);
+    ho_flush(out);
 }

@@ -269,7 +269,12 @@ sock_timeouts(struct sock *s, int read_ms, int write_ms)
                                  write_ms > 0 ? &wtv : NULL);
         return;
     }
-    bufferevent_set_timeouts(s->bev, NULL, write_ms > 0 ? &wtv : NULL);
+    /* Set again only when it changes: each set takes the bufferevent's
+     * lock and re-adds its events, twice a request. */
+    if (write_ms != s->write_ms) {
+        bufferevent_set_timeouts(s->bev, NULL, write_ms > 0 ? &wtv : NULL);
+        s->write_ms = write_ms;
+    }
     if (read_ms == s->read_ms) {
         return;
     }

@@ -34,6 +34,7 @@ struct sock {
     size_t hiwat;     /* no reading while the input holds this much; 0: any */
     size_t read_size; /* what the next read asks for */
     int read_ms;      /* read timeout, 0: none */
+    int write_ms;     /* the bufferevent's write timeout as set, 0: none */
     bool reading;     /* the owner wants reads */
     bool suspended;   /* the input is at hiwat */
 };

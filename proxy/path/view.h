@@ -38,10 +38,11 @@ struct path_view {
     struct fence *fence;       /* the mark store and its cache */
     struct carriers *carriers; /* [lease] sections: carried tokens */
     struct order *order;
-    struct uploads *uploads;      /* S3 upload ids bound to their resource */
-    struct metrics *metrics;      /* every counter /metrics shows */
-    struct recent recent;         /* for the control port's page */
-    struct http_request *scratch; /* parse space, one loop thread */
+    struct uploads *uploads; /* S3 upload ids bound to their resource */
+    struct metrics *metrics; /* every counter /metrics shows */
+    struct recent recent;    /* for the control port's page */
+    struct http_request_space *scratch_space; /* parse space, one loop */
+    struct http_request *scratch;             /* its request */
     struct http_response *scratch_resp;
     /* Kept current by the core. */
     const struct tm_config *cfg; /* gen->cfg: the current configuration */

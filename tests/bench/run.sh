@@ -89,6 +89,10 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # shellcheck disable=SC3045
 NOFILE=$(ulimit -n)
 [ "$NOFILE" != unlimited ] || NOFILE=1048576
+# Every listener asks for a backlog of 65535; the kernel gives each
+# net.core.somaxconn at most. Fewer than the clients dialing at once and
+# the first burst's SYNs are dropped (retried a second later).
+SOMAXCONN=$(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo '?')
 TARGETS=${BENCH_TARGETS:-bare nginx tidemark}
 UPSTREAM=nginx
 [ "${BENCH_SET:-quick}" != bodies ] || UPSTREAM=sink
@@ -312,7 +316,7 @@ start_nginx() { # NAME PREFIX PORT PIN
 # comparison measures the proxies. Its stub_status counts the connections
 # it accepted: the proxies' new upstream connections.
 nginx_conf "$dir/up" "$UP_PORT" "    server {
-        listen 127.0.0.1:$UP_PORT backlog=4096;
+        listen 127.0.0.1:$UP_PORT backlog=65535;
         client_max_body_size 0;
         location / { return 200 \"ok\\n\"; }
         location = /_accepts { stub_status; }
@@ -335,7 +339,7 @@ if has_target nginx; then
         keepalive_requests 1000000;
     }
     server {
-        listen 127.0.0.1:$NGX_PORT backlog=4096;
+        listen 127.0.0.1:$NGX_PORT backlog=65535;
         client_max_body_size 0;
         location / {
             proxy_request_buffering off;
@@ -480,6 +484,7 @@ if has_target tidemark; then
 [proxy]
 listen = 127.0.0.1:$TM_PORT
 log_level = warn
+max_connections = $((NOFILE / 2 + 100))
 
 [upstream default]
 url = http://127.0.0.1:$UP_PORT
@@ -832,6 +837,8 @@ header() {
         "tidemark: 1 network thread, max_idle $KEEPALIVE"
     echo "logging: nginx access_log off, error_log warn; tidemark" \
         "log_level = warn (no access log)"
+    echo "listen backlogs: 65535 asked, net.core.somaxconn $SOMAXCONN;" \
+        "open files: $NOFILE a process"
     echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 

@@ -171,7 +171,8 @@ static void
 more_check(const char *buf, size_t size, const struct http_limits *lim,
            enum http_rc rc, uint64_t seed)
 {
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
     struct http_scan sc = {0};
     enum http_rc got = HTTP_INCOMPLETE;
     size_t len = 0;
@@ -197,11 +198,14 @@ static void
 request_check(const char *buf, size_t size, const struct http_limits *lim,
               uint64_t seed)
 {
-    static struct http_request req;
-    static struct http_request again;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
+    static struct http_header again_headers[HTTP_MAX_HEADERS];
+    static struct http_request again = {.headers = again_headers};
     enum http_rc rc;
 
     memset(&req, 0xa5, sizeof(req));
+    req.headers = req_headers;
     rc = http_parse_request(buf, size, lim, fence, &req);
     if (rc == HTTP_OK) {
         check_request(&req, buf, size, lim);

@@ -44,7 +44,8 @@ assert_in(struct tm_slice s, const char *b, size_t len)
 static inline enum http_rc
 req_rc(const char *p, size_t n, const struct http_limits *lim)
 {
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
     char *b = dup_exact(p, n);
     enum http_rc rc = http_parse_request(b, n, lim, fence, &req);
 

@@ -249,7 +249,8 @@ test_mutations(void **state)
         "1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n",
     };
     static const char alphabet[] = "\r\n :;,\t\0\x7f\x80#/?aZ0fF9-\"";
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
     static struct http_response resp;
     char buf[256];
 

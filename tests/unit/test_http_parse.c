@@ -305,7 +305,8 @@ static const struct req_case req_cases[] = {
 static void
 check_req_case(const struct req_case *c)
 {
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
     char *b = dup_exact(c->raw, c->len);
     enum http_rc rc = http_parse_request(b, c->len, &lim_std, fence, &req);
 
@@ -367,7 +368,8 @@ static void
 test_request_pipelined(void **state)
 {
     static const char next[] = "DELETE /z HTTP/1.1\r\nHost: z\r\n\r\n";
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
 
     (void)state;
     for (size_t i = 0; i < NELEM(req_cases); i++) {
@@ -401,7 +403,8 @@ test_request_fields(void **state)
     static const char raw[] =
         "\r\nPUT /a/b?c=d&e HTTP/1.1\r\nHost: h.example\r\n"
         "X-Pad: \t  v a l  \t\r\nX-Empty:\r\nContent-Length: 3\r\n\r\nabc";
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
 
     (void)state;
     assert_int_equal(
@@ -467,7 +470,8 @@ test_request_hop(void **state)
     static const bool hop[] = {false, true, true, true, true, true,
                                true,  true, true, true, true, false,
                                false, true, true, false};
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
 
     (void)state;
     assert_int_equal(
@@ -489,7 +493,8 @@ static void
 test_request_limits(void **state)
 {
     struct http_limits lim = {8192, 4, 16};
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
     char big[20000];
     size_t n;
 
@@ -595,7 +600,10 @@ req_bytewise(const char *raw, size_t len, const struct http_limits *lim,
 static void
 test_request_bytewise(void **state)
 {
-    static struct http_request one, more;
+    static struct http_header one_headers[HTTP_MAX_HEADERS];
+    static struct http_header more_headers[HTTP_MAX_HEADERS];
+    static struct http_request one = {.headers = one_headers};
+    static struct http_request more = {.headers = more_headers};
 
     (void)state;
     for (size_t i = 0; i < NELEM(req_cases); i++) {
@@ -627,7 +635,8 @@ test_request_bytewise(void **state)
 static void
 test_request_bytewise_long(void **state)
 {
-    static struct http_request req;
+    static struct http_header req_headers[HTTP_MAX_HEADERS];
+    static struct http_request req = {.headers = req_headers};
     static char big[8000];
     struct http_limits lim = lim_std;
     size_t n, at;

@@ -58,6 +58,7 @@ static const char ini[] = "[proxy]\n"
 
 struct fixture {
     struct tm_config cfg;
+    struct http_header headers[HTTP_MAX_HEADERS];
     struct http_request h;
     char head[2048];
     char path[1024];
@@ -97,6 +98,7 @@ setup_with(void **state, const char *text)
     struct cfg_errors errs = {0};
 
     assert_non_null(f);
+    f->h.headers = f->headers;
     if (!cfg_load_string(&f->cfg, "test.ini", text, NULL, &errs)) {
         for (size_t i = 0; i < errs.n; i++) {
             fprintf(stderr, "%s\n", errs.msgs[i]);

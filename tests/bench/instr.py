@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""make bench-instr: instructions per request on the equal path, counted
+by valgrind (callgrind), so that the figure does not move with the
+machine's load: tidemark against nginx (one process, master_process off)
+in front of the same upstream (an nginx, return 200, not counted). One
+keep-alive client sends PUTs with an equal Fencing-Token to
+INSTR_RESOURCES resources, one at a time. Each proxy is counted over
+INSTR_FEW and INSTR_MANY requests (after the same warm-up); the
+difference over (MANY - FEW) requests is the cost of one request, start
+and stop left out. Callgrind counts instructions, not cache misses or
+system call time: the kernel's share is not in it.
+
+Env: TIDEMARK_BIN (./tidemark), INSTR_BINS ("NAME=PATH ...": more
+tidemark binaries), INSTR_FEW (2000), INSTR_MANY (6000),
+INSTR_RESOURCES (1000), INSTR_PROFILE (a folder: keep each run's
+callgrind.out there for callgrind_annotate).
+"""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from proxies import (PROXY_PASS, nginx_argv, nginx_conf,  # noqa: E402
+                     tidemark_ini, wait_port)
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+
+from common import free_port  # noqa: E402
+
+FEW = int(os.environ.get("INSTR_FEW", "2000"))
+MANY = int(os.environ.get("INSTR_MANY", "6000"))
+RES = int(os.environ.get("INSTR_RESOURCES", "1000"))
+PROFILE = os.environ.get("INSTR_PROFILE", "")
+BODY = b'{"state":"bench"}\n'
+
+
+def send(port, first, count):
+    s = socket.create_connection(("127.0.0.1", port), 60)
+    for i in range(first, first + count):
+        s.sendall(b"PUT /v1/documents/i%d HTTP/1.1\r\nHost: b\r\n"
+                  b"Fencing-Token: 7\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s"
+                  % (i % RES, len(BODY), BODY))
+        data = b""
+        while True:
+            end = data.find(b"\r\n\r\n")
+            if end >= 0:
+                m = re.search(rb"(?i)content-length: *(\d+)", data[:end])
+                if len(data) >= end + 4 + int(m.group(1)):
+                    break
+            chunk = s.recv(65536)
+            if not chunk:
+                raise RuntimeError("closed")
+            data += chunk
+        if not data.startswith(b"HTTP/1.1 200"):
+            raise RuntimeError("answered %r" % data[:60])
+    s.close()
+
+
+def tidemark_argv(binary, d, port, up):
+    return [binary, "-c", tidemark_ini(d, port, "http://127.0.0.1:%d" % up)]
+
+
+def proxy_nginx_argv(d, port, up):
+    conf = nginx_conf(d, PROXY_PASS % {"up": up, "port": port}, single=True)
+    return nginx_argv(d, conf)
+
+
+def count(name, argv_of, up, total):
+    """Instructions callgrind counted in a run that served total
+    requests after a warm-up of RES."""
+    with tempfile.TemporaryDirectory(prefix="tidemark-instr-") as d:
+        port = free_port()
+        out = os.path.join(d, "callgrind.out")
+        proc = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+             "--trace-children=no"] + argv_of(d, port, up),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_port(port, proc, name)
+            send(port, 0, RES)
+            send(port, RES, total)
+        finally:
+            proc.terminate()
+            proc.wait(120)
+        with open(out) as f:
+            text = f.read()
+        m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+        if PROFILE:
+            os.makedirs(PROFILE, exist_ok=True)
+            shutil.copy(out, os.path.join(PROFILE, "callgrind.out.%s.%d"
+                                          % (name, total)))
+        return int(m.group(1))
+
+
+def main():
+    for tool in ("valgrind", "nginx"):
+        if not shutil.which(tool):
+            sys.exit("bench-instr: %s is not installed" % tool)
+    with tempfile.TemporaryDirectory(prefix="tidemark-instr-up-") as ud:
+        up = free_port()
+        conf = nginx_conf(ud, """    server {
+        listen 127.0.0.1:%d;
+        location / { return 200 "ok\\n"; }
+    }""" % up)
+        upp = subprocess.Popen(nginx_argv(ud, conf),
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            wait_port(up, upp, "the upstream")
+            targets = [("nginx", proxy_nginx_argv)]
+            bins = [("tidemark", os.environ.get("TIDEMARK_BIN",
+                                                 str(ROOT / "tidemark")))]
+            for word in os.environ.get("INSTR_BINS", "").split():
+                name, _, path = word.partition("=")
+                bins.append((name, path))
+            for name, path in bins:
+                targets.append((name, lambda d, p, u, path=path:
+                                tidemark_argv(path, d, p, u)))
+            print("bench-instr: instructions per request (callgrind), "
+                  "one keep-alive client, PUT with an equal token, "
+                  "%d resources, (count at %d - count at %d) / %d"
+                  % (RES, MANY, FEW, MANY - FEW))
+            base = None
+            for name, argv_of in targets:
+                few = count(name, argv_of, up, FEW)
+                many = count(name, argv_of, up, MANY)
+                per = (many - few) / (MANY - FEW)
+                base = base or per
+                print("%-12s %10.0f instructions/request (%.2fx nginx)"
+                      % (name, per, per / base))
+                sys.stdout.flush()
+        finally:
+            upp.terminate()
+            upp.wait(30)
+
+
+if __name__ == "__main__":
+    main()
