@@ -12,6 +12,7 @@
 #include <malloc.h>
 #endif
 
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -262,7 +263,7 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
                  "only a restart loads",
                  route);
     } else {
-        g = gen_new(px->path.base, cfg, true, err, sizeof(err));
+        g = gen_new(px->path.base, cfg, &px->names, true, err, sizeof(err));
     }
     if (g == NULL) {
         log_error("reload refused, the old configuration stays: %s",
@@ -376,6 +377,49 @@ tm_proxy_new(struct event_base *base, struct tm_config *cfg,
 }
 
 /* The body of tm_proxy_new, with px's logger current. */
+/* The resolver upstream names are looked up with after the start:
+ * [proxy] resolver's nameservers, or the system's (/etc/resolv.conf and
+ * /etc/hosts, which getaddrinfo also reads for the first lookup). A
+ * lookup gives up after 2 tries of 2 s. */
+static bool
+names_start(struct tm_proxy *px, char *err, size_t errlen)
+{
+    const char *servers = px->first->proxy.resolver;
+    bool system = servers == NULL || servers[0] == '\0';
+    int flags = EVDNS_BASE_DISABLE_WHEN_INACTIVE;
+    struct evdns_base *dns;
+
+    dns = evdns_base_new(px->path.base,
+                         flags |
+                             (system ? EVDNS_BASE_INITIALIZE_NAMESERVERS : 0));
+    if (dns == NULL) {
+        snprintf(err, errlen, "cannot start the name resolver");
+        return false;
+    }
+    px->names = (struct up_names){
+        .dns = dns, .metrics = px->path.metrics, .first_blocking = system};
+    for (const char *p = servers; !system && *p != '\0';) {
+        char one[64];
+        size_t n;
+
+        p += strspn(p, " \t,");
+        n = strcspn(p, " \t,");
+        if (n == 0) {
+            break;
+        }
+        /* The option's check took IP[:port] items shorter than one. */
+        snprintf(one, sizeof(one), "%.*s", (int)n, p);
+        if (evdns_base_nameserver_ip_add(dns, one) != 0) {
+            snprintf(err, errlen, "[proxy] resolver: cannot use %s", one);
+            return false;
+        }
+        p += n;
+    }
+    evdns_base_set_option(dns, "timeout:", "2");
+    evdns_base_set_option(dns, "attempts:", "2");
+    return true;
+}
+
 static bool
 start(struct tm_proxy *px, char *err, size_t errlen)
 {
@@ -406,8 +450,11 @@ start(struct tm_proxy *px, char *err, size_t errlen)
         log_info("env: ignored as Kubernetes service links: %s",
                  cfg->env_links);
     }
+    if (!names_start(px, err, errlen)) {
+        return false;
+    }
     /* The first configuration lives as long as the proxy (px->first). */
-    px->path.gen = gen_new(base, px->first, false, err, errlen);
+    px->path.gen = gen_new(base, px->first, &px->names, false, err, errlen);
     if (px->path.gen == NULL) {
         return false;
     }
@@ -541,6 +588,9 @@ tm_proxy_free(struct tm_proxy *px)
     }
     if (px->path.gen != NULL) {
         gen_free(px->path.gen);
+    }
+    if (px->names.dns != NULL) {
+        evdns_base_free(px->names.dns, 0); /* the pools asked nothing more */
     }
     order_free(px->path.order);
     uploads_free(px->path.uploads);

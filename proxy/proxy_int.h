@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../conf/cfg.h"
+#include "path/up.h"
 #include "path/view.h"
 
 struct event;
@@ -30,6 +31,7 @@ struct tm_proxy {
     int carriers_stop;          /* draining: 0 not asked, 1 giving back
                                  * their leases, 2 done */
     struct up_pool **pools;     /* path.gen->pools */
+    struct up_names names;      /* how pools look their hosts up */
     struct adm *adm;
     struct event *trimmer; /* gives memory back after a burst has gone */
     struct event *drain_timer;

@@ -286,9 +286,18 @@ up_ready(void *arg, struct up_conn *uc, bool ok)
         int err = errno;
         struct path_view *px = ex->io->px;
         const char *name = up_cfg(ex->rq->pool)->name;
+        const char *down = up_down_why(ex->rq->pool);
+        char detail[400];
 
         ex->up = NULL; /* the pool frees it */
         metrics_upstream_error(px->metrics, name, err == ETIMEDOUT);
+        if (down != NULL) {
+            /* The pool logged when it went down; the access line says
+             * the rest. */
+            snprintf(detail, sizeof(detail), "upstream %s: %s", name, down);
+            unreachable(ex, detail);
+            return;
+        }
         log_error("conn=%" PRIu64 " upstream %s: connect failed: %s",
                   ex->io->id, name, strerror(err));
         unreachable(ex, "the upstream could not be reached");
