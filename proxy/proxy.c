@@ -89,6 +89,25 @@ carriers_stopped(struct tm_proxy *px)
     return px->path.carriers == NULL || px->carriers_stop == 2;
 }
 
+/* The drain has ended: each waiter's done once, then the hook's. */
+static void
+drained(struct tm_proxy *px)
+{
+    struct drain_waiter *w;
+
+    while ((w = px->drain_waiters) != NULL) {
+        px->drain_waiters = w->next;
+        w->done(w->arg);
+        free(w);
+    }
+    if (px->on_drained != NULL) {
+        void (*done)(void *) = px->on_drained;
+
+        px->on_drained = NULL;
+        done(px->on_drained_arg);
+    }
+}
+
 static void
 reaper_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -99,11 +118,8 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
     lib_enter(&px->path.log);
     client_reap(&px->path);
     give_back_memory(px);
-    if (px->path.draining && px->path.nclients == 0 && px->drain_done != NULL &&
-        carriers_stopped(px)) {
-        void (*done)(void *) = px->drain_done;
-        px->drain_done = NULL;
-        done(px->drain_arg);
+    if (px->path.draining && px->path.nclients == 0 && carriers_stopped(px)) {
+        drained(px);
     }
 }
 
@@ -526,25 +542,46 @@ drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
     client_close_idle(&px->path, true);
 }
 
+/* done(arg) joins those called when the drain ends. false when out of
+ * memory (logged). */
+static bool
+drain_wait(struct tm_proxy *px, void (*done)(void *arg), void *arg)
+{
+    struct drain_waiter *w = malloc(sizeof(*w));
+
+    if (w == NULL) {
+        log_error("drain: out of memory: a caller will not be told its end");
+        return false;
+    }
+    *w = (struct drain_waiter){
+        .done = done, .arg = arg, .next = px->drain_waiters};
+    px->drain_waiters = w;
+    return true;
+}
+
 void
 tm_proxy_drain(struct tm_proxy *px, int timeout_ms, void (*done)(void *arg),
                void *arg)
 {
-    const struct tm_log *prev;
+    const struct tm_log *prev = lib_enter(&px->path.log);
     struct timeval tv;
 
+    if (done != NULL) {
+        (void)drain_wait(px, done, arg);
+    }
+    /* Asked again (a signal after PUT /v1/drain): one drain, its first
+     * timeout; the reaper tells the new waiter if it is over already. */
     if (px->path.draining) {
+        event_active(px->path.reaper, EV_TIMEOUT, 1);
+        lib_leave(prev);
         return;
     }
-    prev = lib_enter(&px->path.log);
     if (timeout_ms < 0) {
         timeout_ms = px->path.cfg->proxy.drain_timeout_ms;
     }
     tv.tv_sec = timeout_ms / 1000;
     tv.tv_usec = (timeout_ms % 1000) * 1000;
     px->path.draining = true;
-    px->drain_done = done;
-    px->drain_arg = arg;
     if (px->listener != NULL) {
         evconnlistener_free(px->listener);
         px->listener = NULL;
@@ -557,6 +594,13 @@ tm_proxy_drain(struct tm_proxy *px, int timeout_ms, void (*done)(void *arg),
     }
     event_active(px->path.reaper, EV_TIMEOUT, 1);
     lib_leave(prev);
+}
+
+void
+tm_proxy_on_drained(struct tm_proxy *px, void (*done)(void *arg), void *arg)
+{
+    px->on_drained = done;
+    px->on_drained_arg = arg;
 }
 
 void
@@ -603,6 +647,12 @@ tm_proxy_free(struct tm_proxy *px)
     }
     if (px->trimmer != NULL) {
         event_free(px->trimmer);
+    }
+    while (px->drain_waiters != NULL) {
+        struct drain_waiter *w = px->drain_waiters;
+
+        px->drain_waiters = w->next;
+        free(w);
     }
     if (px->drain_timer != NULL) {
         event_free(px->drain_timer);

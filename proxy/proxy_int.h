@@ -18,6 +18,13 @@ struct evconnlistener;
 struct up_pool;
 struct adm;
 
+/* A done to call when the drain ends. */
+struct drain_waiter {
+    void (*done)(void *arg);
+    void *arg;
+    struct drain_waiter *next;
+};
+
 struct tm_proxy {
     struct path_view path;   /* what the data path sees: its parts, the
                               * current generation, its connections */
@@ -35,8 +42,9 @@ struct tm_proxy {
     struct adm *adm;
     struct event *trimmer; /* gives memory back after a burst has gone */
     struct event *drain_timer;
-    void (*drain_done)(void *arg);
-    void *drain_arg;
+    struct drain_waiter *drain_waiters; /* each tm_proxy_drain's done */
+    void (*on_drained)(void *arg);      /* tm_proxy_on_drained's */
+    void *on_drained_arg;
 };
 
 #endif

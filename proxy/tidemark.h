@@ -161,12 +161,25 @@ TM_API int tm_proxy_port(const struct tm_proxy *px);
  * too. /metrics counts each attempt (tidemark_config_last_reload_*). */
 TM_API bool tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg);
 
+/* The most verbose level the proxy logs now (PUT /v1/log/level changes
+ * it until a reload); -1 when it logs nothing. */
+TM_API int tm_proxy_log_level(const struct tm_proxy *px);
+
 /* Begin a graceful stop: stop accepting, let requests under way finish,
  * closing what is left after timeout_ms (negative: the configuration's
  * [proxy] drain_timeout_ms). done(arg) is called once, from the loop, when
- * no connection is left; then call tm_proxy_free. done may be NULL. */
+ * no connection is left; then call tm_proxy_free. done may be NULL. A
+ * call while draining (the control port's PUT /v1/drain started it, or
+ * a second signal) keeps the first drain and its timeout; its done is
+ * called too, when that drain ends. */
 TM_API void tm_proxy_drain(struct tm_proxy *px, int timeout_ms,
                            void (*done)(void *arg), void *arg);
+
+/* done(arg) is called once when a drain ends, whoever started it: the
+ * embedding program learns of a drain started on the control port (PUT
+ * /v1/drain). NULL: no one is told. */
+TM_API void tm_proxy_on_drained(struct tm_proxy *px, void (*done)(void *arg),
+                                void *arg);
 
 /* Close every connection and release the proxy and its configurations.
  * Callbacks of store operations still pending run first. Call from the

@@ -70,7 +70,10 @@ simple(struct evhttp_request *req, int code, const char *text)
         return;
     }
     evbuffer_add_printf(b, "%s\n", text);
-    adm_reply(req, code, code == 200 ? "OK" : "Service Unavailable",
+    adm_reply(req, code,
+              code == 200   ? "OK"
+              : code == 202 ? "Accepted"
+                            : "Service Unavailable",
               "text/plain; charset=utf-8", b);
     evbuffer_free(b);
 }
@@ -482,6 +485,25 @@ ready(struct adm *a, struct evhttp_request *req, enum evhttp_cmd_type cmd)
     simple(req, 200, ok ? "ok" : "fail");
 }
 
+/* PUT /v1/drain: stop as SIGTERM does (stop accepting, let requests
+ * under way finish within drain_timeout_ms, then the daemon exits): 202
+ * the first time, 200 while already draining. */
+static void
+drain(struct adm *a, struct evhttp_request *req, enum evhttp_cmd_type cmd)
+{
+    if (cmd != EVHTTP_REQ_PUT) {
+        reply_problem(req, 400, "PUT here", NULL);
+        return;
+    }
+    if (proxy_draining(a->px)) {
+        simple(req, 200, "draining");
+        return;
+    }
+    log_warn("admin: drain asked on the control port");
+    proxy_drain(a->px);
+    simple(req, 202, "draining");
+}
+
 static void
 dispatch(struct evhttp_request *req, void *arg)
 {
@@ -523,6 +545,10 @@ dispatch(struct evhttp_request *req, void *arg)
     }
     if (strcmp(path, "/v1/ready") == 0) {
         ready(a, req, cmd);
+        return;
+    }
+    if (strcmp(path, "/v1/drain") == 0) {
+        drain(a, req, cmd);
         return;
     }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {

@@ -295,6 +295,35 @@ class Tidemark:
         return doc["high_water"]
 
 
+class HeldWrite:
+    """A PUT of documents/DOC with TOKEN that the upstream holds
+    (X-Test-Hold: DOC), sent from a thread: a request in flight while a
+    test stops tidemark."""
+
+    def __init__(self, tm, doc, token):
+        import threading
+        self.tm, self.doc, self.token, self.answer = tm, doc, token, None
+        self.thread = threading.Thread(target=self._send, daemon=True)
+        self.thread.start()
+        tm.upstream.wait_request("X-Test-Id", doc)
+
+    def _send(self):
+        self.answer = self.tm.put(self.doc, token=self.token,
+                                  headers=[("X-Test-Hold", self.doc),
+                                           ("X-Test-Id", self.doc)])
+
+    def release_and_exit_0(self):
+        """tidemark, draining, lives while the write is held; released,
+        the write gets 200 and tidemark exits 0."""
+        assert self.tm.proc.poll() is None, "exited with a write in flight"
+        self.tm.upstream.release(self.doc)
+        self.thread.join(10 * slow())
+        assert self.answer is not None and self.answer.status == 200, \
+            self.answer
+        assert self.tm.proc.wait(10 * slow()) == 0
+        self.tm.runs[-1][1] = "stopped"
+
+
 def run_check(path, env=None, timeout=20):
     """tidemark -c path --check: (exit code, stderr lines)."""
     p = subprocess.run([str(BIN), "-c", str(path), "--check"],
