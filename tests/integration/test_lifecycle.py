@@ -2,7 +2,6 @@
 finishing what is in flight."""
 
 import signal
-import threading
 import time
 
 from common import slow, wait_until
