@@ -121,7 +121,7 @@ event_new(struct recent *r, const struct recent_who *who, const char *resource)
     return e;
 }
 
-void
+uint64_t
 recent_accept(struct recent *r, const struct recent_who *who,
               const char *resource, int64_t token, int64_t mark,
               const char *src, int64_t src_mark)
@@ -129,6 +129,7 @@ recent_accept(struct recent *r, const struct recent_who *who,
     struct recent_event *e = event_new(r, who, resource);
 
     e->status = 0;
+    e->accepted = true;
     e->token = token;
     e->mark = mark;
     copy(e->reason, sizeof(e->reason), "accepted");
@@ -137,6 +138,22 @@ recent_accept(struct recent *r, const struct recent_who *who,
         mark_first(r, src, src_mark);
     }
     mark_first(r, resource, mark);
+    return r->nevents;
+}
+
+void
+recent_answered(struct recent *r, uint64_t seq, int status, const char *reason)
+{
+    struct recent_event *e;
+
+    if (seq == 0 || seq > r->nevents || r->nevents - seq >= RECENT_EVENTS) {
+        return;
+    }
+    e = &r->events[(seq - 1) % RECENT_EVENTS];
+    e->status = status;
+    if (reason != NULL) {
+        copy(e->reason, sizeof(e->reason), reason);
+    }
 }
 
 void
@@ -146,6 +163,7 @@ recent_refusal(struct recent *r, const struct recent_who *who, int status,
 {
     struct recent_event *e = event_new(r, who, resource);
 
+    e->accepted = false;
     if (mark == 0 && resource != NULL) {
         mark = recent_known_mark(r, resource);
     }

@@ -223,9 +223,14 @@ cio_refuse(struct cio *io, struct request *rq, struct problem *p,
     if (p->resource == NULL) {
         p->resource = s->rlen > 0 ? s->resource : NULL;
     }
-    access_who(io, rq, s->route_name, &who);
-    recent_refusal(&io->px->recent, &who, p->status, reason, p->resource,
-                   rq->token, rq->mark);
+    if (rq->recent_seq != 0) {
+        /* Accepted, then not forwarded: its event says what came of it. */
+        recent_answered(&io->px->recent, rq->recent_seq, p->status, reason);
+    } else {
+        access_who(io, rq, s->route_name, &who);
+        recent_refusal(&io->px->recent, &who, p->status, reason, p->resource,
+                       rq->token, rq->mark);
+    }
     rq->bytes_out += cio_answer(io, p, rq->h.keep_alive);
     access_refused(io, rq, p, reason);
 }
