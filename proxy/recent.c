@@ -112,6 +112,7 @@ event_new(struct recent *r, const struct recent_who *who, const char *resource)
 {
     struct recent_event *e = &r->events[r->nevents++ % RECENT_EVENTS];
 
+    e->seq = r->nevents;
     e->when_ms = recent_now_ms();
     e->when = (time_t)(e->when_ms / 1000);
     copy(e->route, sizeof(e->route), who->route);
@@ -156,7 +157,7 @@ recent_answered(struct recent *r, uint64_t seq, int status, const char *reason)
     }
 }
 
-void
+uint64_t
 recent_refusal(struct recent *r, const struct recent_who *who, int status,
                const char *reason, const char *resource, int64_t token,
                int64_t mark)
@@ -172,6 +173,23 @@ recent_refusal(struct recent *r, const struct recent_who *who, int status,
     e->mark = mark;
     copy(e->reason, sizeof(e->reason), reason);
     r->refusals[r->nrefusals++ % RECENT_N] = *e;
+    return e->seq;
+}
+
+void
+recent_mark(struct recent *r, uint64_t seq, int64_t mark)
+{
+    if (seq == 0) {
+        return;
+    }
+    if (r->events[(seq - 1) % RECENT_EVENTS].seq == seq) {
+        r->events[(seq - 1) % RECENT_EVENTS].mark = mark;
+    }
+    for (size_t i = 0; i < RECENT_N; i++) {
+        if (r->refusals[i].seq == seq) {
+            r->refusals[i].mark = mark;
+        }
+    }
 }
 
 size_t

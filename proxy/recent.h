@@ -43,6 +43,7 @@ struct recent_event {
     int64_t when_ms;
     int status;
     bool accepted; /* the fence let it through (the mark was raised) */
+    uint64_t seq;  /* 1 for the first event ever */
     int64_t token; /* 0: the request had none */
     int64_t mark;
     char reason[24];
@@ -93,10 +94,14 @@ int64_t recent_known_mark(const struct recent *r, const char *resource);
 /* The i-th most recently written of the nmarks resources. */
 const struct recent_mark *recent_mark_at(const struct recent *r, size_t i);
 /* A refusal, in the refusals and in the history; mark 0 with a resource
- * whose mark the table holds: that mark. */
-void recent_refusal(struct recent *r, const struct recent_who *who, int status,
-                    const char *reason, const char *resource, int64_t token,
-                    int64_t mark);
+ * whose mark the table holds: that mark. Its sequence number, for
+ * recent_mark. */
+uint64_t recent_refusal(struct recent *r, const struct recent_who *who,
+                        int status, const char *reason, const char *resource,
+                        int64_t token, int64_t mark);
+/* The mark of event seq's resource was read (from the store): shown in
+ * the history and the refusals, while they hold the event. */
+void recent_mark(struct recent *r, uint64_t seq, int64_t mark);
 /* The i-th most recent of the events the history holds (i below
  * recent_nevents). */
 const struct recent_event *recent_event_at(const struct recent *r, size_t i);

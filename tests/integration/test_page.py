@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from common import BIN, free_port, slow
+from common import BIN, free_port, slow, wait_until
 from daemon import HeldWrite
 
 CHROMIUM = shutil.which("chromium")
@@ -262,6 +262,22 @@ def test_an_accepted_write_shows_the_answer_it_got(tidemark, upstream):
         got = event("documents/w%d" % i)
         assert (got["accepted"], got["status"], got["reason"], got["mark"]) \
             == (True, status, reason, 6 + i), got
+
+
+def test_a_refusal_without_a_token_shows_the_stored_mark(tidemark,
+                                                         upstream):
+    """After a restart the page's tables are empty and so is the cache: a
+    428's event shows the mark read from the store, not 0."""
+    tm = tidemark()
+    assert tm.put("kept", token=9).status == 200
+    assert tm.stop() == 0
+    tm.start()
+    assert tm.put("kept").status == 428
+
+    def shown():
+        d = json.loads(tm.admin("GET", "/v1/recent")[2])
+        return d["events"][0]["mark"], d["refusals"][0]["mark"]
+    wait_until(lambda: shown() == (9, 9), 5 * slow(), "the stored mark")
 
 
 def fenced_out_lease(tm):

@@ -97,8 +97,8 @@ test_history_ring(void **state)
 }
 
 /* An accepted write's event takes the answer's status (and tidemark's
- * reason when it answered itself); an event the ring has dropped, or
- * none (0), is left alone. */
+ * reason when it answered itself), a refusal's the mark read later; an
+ * event the ring has dropped, or none (0), is left alone. */
 static void
 test_answered(void **state)
 {
@@ -122,6 +122,14 @@ test_answered(void **state)
     assert_string_equal(recent_event_at(&r, 1)->reason, "upstream timeout");
     for (int i = 0; i < RECENT_EVENTS; i++) {
         recent_refusal(&r, &nobody, 409, "stale", "c", 1, 2);
+    }
+    recent_mark(&r, r.nevents, 42);
+    assert_int_equal(recent_event_at(&r, 0)->mark, 42);
+    assert_int_equal(r.refusals[(r.nrefusals - 1) % RECENT_N].mark, 42);
+    recent_mark(&r, second, 43); /* gone from the ring: nothing */
+    recent_mark(&r, 0, 44);
+    for (size_t i = 1; i < recent_nevents(&r); i++) {
+        assert_int_equal(recent_event_at(&r, i)->mark, 2);
     }
     recent_answered(&r, second, 500, "late");
     recent_answered(&r, r.nevents + 1, 500, "future");
