@@ -117,10 +117,12 @@ TM_API int tm_log_level_parse(const char *name);
 TM_API const char *tm_log_level_name(enum tm_log_level level);
 
 /* Ready-made sinks for tm_options.log (arg unused): one line per message
- * on stderr with a UTC timestamp, as text ("ts=2025-01-31T12:00:00.000Z
- * level=info msg") or as a JSON object (ts, level, msg, and each
- * key=value word of msg as a field of its own; an access line, msg
- * "event=...", has its fields and no msg). */
+ * on stderr with a UTC timestamp, as key=value text
+ * ("ts=2025-01-31T12:00:00.000Z level=info msg=\"the message\"", its
+ * quotes and backslashes escaped; an access line, msg "event=...", is
+ * its words as they are) or as a JSON object (ts, level, msg, and each
+ * key=value word of msg as a field of its own; an access line has its
+ * fields and no msg). */
 TM_API void tm_log_stderr_text(void *arg, enum tm_log_level level,
                                const char *msg);
 TM_API void tm_log_stderr_json(void *arg, enum tm_log_level level,

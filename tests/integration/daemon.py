@@ -8,6 +8,7 @@ Standard library only.
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -61,6 +62,21 @@ def child_env(extra=None):
            if not k.startswith("TIDEMARK_")}
     env.update(extra or {})
     return env
+
+
+# A text line of prose: ts, level, and msg="the message" (" and \
+# escaped, controls as \xNN).
+PROSE = re.compile(r'^(ts=\S+ level=[a-z]+ )msg="((?:[^"\\]|\\.)*)"$')
+
+
+def readable(line):
+    """A text line as a reader sees it: a prose line's message unquoted
+    after its ts= and level= ("ts=... level=warn watch docs: ..."); any
+    other line as it is."""
+    m = PROSE.match(line)
+    if m is None:
+        return line
+    return m.group(1) + re.sub(r'\\(["\\])', r"\1", m.group(2))
 
 
 class Tidemark:
@@ -236,8 +252,9 @@ class Tidemark:
             return ""
 
     def log_lines(self, *needles):
-        """Log lines containing every needle."""
-        return [ln for ln in self.log().splitlines()
+        """Log lines containing every needle, each as readable() shows
+        it."""
+        return [ln for ln in map(readable, self.log().splitlines())
                 if all(n in ln for n in needles)]
 
     def wait_log(self, *needles, timeout=5.0, count=1):
