@@ -424,7 +424,9 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(signos) / sizeof(signos[0]); i++) {
         event_free(sigs[i]);
     }
+    d.level = tm_proxy_log_level(d.px); /* for the lines after it */
     tm_proxy_free(d.px);
+    d.px = NULL;
     event_base_free(d.base);
     say(&d, TM_LOG_INFO, "stopped");
     return 0;

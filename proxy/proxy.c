@@ -634,7 +634,12 @@ tm_proxy_free(struct tm_proxy *px)
         gen_free(px->path.gen);
     }
     if (px->names.dns != NULL) {
-        evdns_base_free(px->names.dns, 0); /* the pools asked nothing more */
+        /* evdns tells of a cancelled lookup on the loop's next pass:
+         * one pass lets the pools' last ones end and free. */
+        if (px->names.asked > 0) {
+            event_base_loop(px->path.base, EVLOOP_NONBLOCK);
+        }
+        evdns_base_free(px->names.dns, 0);
     }
     order_free(px->path.order);
     uploads_free(px->path.uploads);

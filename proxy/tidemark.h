@@ -184,7 +184,9 @@ TM_API void tm_proxy_on_drained(struct tm_proxy *px, void (*done)(void *arg),
                                 void *arg);
 
 /* Close every connection and release the proxy and its configurations.
- * Callbacks of store operations still pending run first. Call from the
+ * Callbacks of store operations still pending run first. When upstream
+ * names were looked up, it runs one non-blocking pass of the loop (the
+ * resolver answers a cancelled lookup there). Call from the
  * loop's thread but not from within done or a log sink: for example once
  * done has stopped the loop. NULL is fine. */
 TM_API void tm_proxy_free(struct tm_proxy *px);

@@ -26,8 +26,8 @@ gen_free(struct gen *g)
 
 /* A generation for cfg with its pools. NULL with err on failure. */
 struct gen *
-gen_new(struct event_base *base, struct tm_config *cfg,
-        const struct up_names *names, bool owned, char *err, size_t errlen)
+gen_new(struct event_base *base, struct tm_config *cfg, struct up_names *names,
+        bool owned, char *err, size_t errlen)
 {
     struct gen *g = calloc(1, sizeof(*g));
 

@@ -25,7 +25,7 @@ struct gen {
 /* A generation for cfg with its pools, whose hosts names looks up
  * (owned: cfg is freed with it). NULL with err on failure. */
 struct gen *gen_new(struct event_base *base, struct tm_config *cfg,
-                    const struct up_names *names, bool owned, char *err,
+                    struct up_names *names, bool owned, char *err,
                     size_t errlen);
 void gen_free(struct gen *g);
 /* Take and drop a reference to the current generation (px->gen); the

@@ -81,6 +81,7 @@ struct up_pool {
     unsigned addr_gen;      /* counts the changes of addrs */
     size_t good;            /* the address that connected last: tried first */
     struct evdns_base *dns; /* NULL: the host is an address */
+    struct up_names *names; /* counts the lookups */
     struct metrics *metrics;
     struct dial_lookup *lookup; /* in flight */
     struct event *relook;       /* the next scheduled lookup */
@@ -198,6 +199,7 @@ lookup_start(struct up_pool *p)
     }
     p->lookup = dial_lookup_start(p->base, p->dns, p->cfg->host,
                                   atoi(p->cfg->port), on_looked_up, p);
+    p->names->asked++;
     if (p->lookup == NULL && !evtimer_pending(p->relook, NULL)) {
         struct timeval tv;
 
@@ -338,7 +340,7 @@ host_is_ip(const char *host)
 
 struct up_pool *
 up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
-            const struct up_names *names, char *err, size_t errlen)
+            struct up_names *names, char *err, size_t errlen)
 {
     struct up_pool *p;
 
@@ -351,6 +353,7 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
     p->log = log_current();
     p->cfg = cfg;
     p->metrics = names->metrics;
+    p->names = names;
     p->host_is_ip = host_is_ip(cfg->host);
     p->dns = p->host_is_ip ? NULL : names->dns;
     snprintf(p->who, sizeof(p->who), "upstream %s", cfg->name);

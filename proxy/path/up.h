@@ -25,6 +25,8 @@ struct up_names {
     struct metrics *metrics; /* counts the failed lookups */
     bool first_blocking;     /* the first with getaddrinfo (the system's
                               * resolver), not through dns */
+    unsigned long asked;     /* lookups started through dns: the pools
+                              * count them */
 };
 
 /* A pool for cfg. Its host is looked up now (names says how) and again
@@ -33,8 +35,7 @@ struct up_names {
  * does. NULL with err on failure (out of memory, TLS setup). */
 struct up_pool *up_pool_new(struct event_base *base,
                             const struct cfg_upstream *cfg,
-                            const struct up_names *names, char *err,
-                            size_t errlen);
+                            struct up_names *names, char *err, size_t errlen);
 void up_pool_free(struct up_pool *p);
 
 /* An idle pooled connection, most recently used first, or NULL. It is
