@@ -150,3 +150,17 @@ def test_a_resolver_list_passes_the_check(tmp_path):
                    "::1\n[upstream default]\nurl = http://127.0.0.1:8080\n"
                    "[route r]\npath = /v1/r/{id}\nresource = r/{id}\n")
     assert run_check(ini) == (0, ["%s: ok" % ini])
+
+
+def test_check_leaves_names_to_the_resolver_it_cannot_ask(tmp_path):
+    """The system's resolver does not know a name only [proxy] resolver
+    serves: --check warns of it without a resolver set, not with one."""
+    ini = tmp_path / "r.ini"
+    body = ("[upstream default]\nurl = http://%s:8080\n"
+            "[route r]\npath = /v1/r/{id}\nresource = r/{id}\n" % NAME)
+    ini.write_text(body)
+    rc, lines = run_check(ini)
+    assert rc == 0 and lines[0].startswith(
+        "%s:2: warning: [upstream default] url: host %s: " % (ini, NAME))
+    ini.write_text("[proxy]\nresolver = 127.0.0.1:53\n" + body)
+    assert run_check(ini) == (0, ["%s: ok" % ini])
