@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -229,6 +230,32 @@ load_sign(struct loader *l, const struct raw_sect *s, struct cfg_upstream *u)
               (session != NULL && session[0] != '\0' && cr->session == NULL);
 }
 
+/* forwarded = x-forwarded-for (or forwarded) writes that header itself:
+ * an add_header of the same name would send it twice, and the upstream
+ * would trust one or the other. Refused at forwarded's line. */
+static void
+check_forwarded(struct loader *l, const struct raw_sect *s,
+                const struct cfg_upstream *u)
+{
+    static const char *const keys[] = {"forwarded", NULL};
+    const char *name = u->forwarded == CFG_FWD_XFF       ? "X-Forwarded-For"
+                       : u->forwarded == CFG_FWD_RFC7239 ? "Forwarded"
+                                                         : NULL;
+    struct origin at;
+
+    for (size_t i = 0; name != NULL && i < u->nadd; i++) {
+        if (strcasecmp(u->add[i].name, name) == 0) {
+            cfg_add_err(l, keys_origin(s, keys, &at),
+                        "forwarded = %s writes %s: an add_header of it "
+                        "would send it twice; keep one of them",
+                        u->forwarded == CFG_FWD_XFF ? "x-forwarded-for"
+                                                    : "forwarded",
+                        name);
+            return;
+        }
+    }
+}
+
 /* A [follow] once its keys are set: identity's ${VAR} expanded (an
  * identity that comes out empty is an error), then its keys together. */
 static void
@@ -409,6 +436,7 @@ cfg_build(struct loader *l, struct tm_config *c)
         apply_sect(l, s, obj);
         if (s->kind == CFG_UPSTREAM) {
             cfg_expand_headers(l, s, obj);
+            check_forwarded(l, s, obj);
             load_sign(l, s, obj);
         }
         if (s->kind == CFG_FOLLOW) {

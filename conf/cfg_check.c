@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+
 #include <libpq-fe.h>
 
 #include "../policies/canon.h"
@@ -482,6 +484,54 @@ zk_host_ok(const char *p, size_t n, void *arg)
            host.len > 0;
 }
 
+/* A nameserver: an IPv4 or IPv6 address, with an optional port
+ * ("10.0.0.2", "10.0.0.2:5353", "[::1]:53", "::1"). */
+static bool
+nameserver_ok(const char *p, size_t n, void *arg)
+{
+    struct tm_slice host, port;
+    unsigned char ip[16];
+    char text[64];
+    bool br;
+    long num = 0;
+
+    (void)arg;
+    if (n == 0 || n >= sizeof(text)) {
+        return false;
+    }
+    if (memchr(p, ':', n) != memrchr(p, ':', n) && p[0] != '[') {
+        host = (struct tm_slice){p, n}; /* a bare IPv6 address */
+        port = (struct tm_slice){p + n, 0};
+    } else if (!cfg_split_authority(p, n, &host, &port, &br)) {
+        return false;
+    }
+    for (size_t i = 0; i < port.len; i++) {
+        if (port.p[i] < '0' || port.p[i] > '9' || num > 65535) {
+            return false;
+        }
+        num = num * 10 + (port.p[i] - '0');
+    }
+    if (port.len > 0 && (num < 1 || num > 65535)) {
+        return false;
+    }
+    memcpy(text, host.p, host.len);
+    text[host.len] = '\0';
+    return inet_pton(AF_INET, text, ip) == 1 ||
+           inet_pton(AF_INET6, text, ip) == 1;
+}
+
+/* [proxy] resolver: nameservers, comma-separated (empty: the system's). */
+static const char *
+check_resolver(const char *v, char *buf, size_t len)
+{
+    (void)buf;
+    (void)len;
+    return v[0] == '\0' || each_item(v, true, nameserver_ok, NULL)
+               ? NULL
+               : "must be IP addresses with an optional port (10.0.0.2, "
+                 "127.0.0.1:5353, [::1]:53), comma-separated";
+}
+
 /* ZooKeeper's connect string: host:port[,host:port...] (no chroot: the
  * lock nodes' place is [locks] root). */
 static const char *
@@ -612,6 +662,7 @@ const struct cfg_ops cfg_watch_prefix_ops = {.check = check_watch_prefix};
 const struct cfg_ops cfg_watch_backend_ops = {.check = check_watch_backend};
 const struct cfg_ops cfg_watch_resource_ops = {.check = check_watch_resource};
 const struct cfg_ops cfg_zk_hosts_ops = {.check = check_zk_hosts};
+const struct cfg_ops cfg_resolver_ops = {.check = check_resolver};
 const struct cfg_ops cfg_zk_root_ops = {.check = check_zk_root};
 const struct cfg_ops cfg_section_ref_ops = {.check = check_section_ref};
 const struct cfg_ops cfg_carrier_ref_ops = {.check = check_carrier_ref};

@@ -106,6 +106,10 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "drain_timeout_ms", CFG_T_INT, "10000",
      OFF(cfg_proxy, drain_timeout_ms), INT(0, 3600000), 0,
      "on SIGTERM, how long in-flight requests may take"},
+    {CFG_PROXY, "resolver", CFG_T_STR, "", OFF(cfg_proxy, resolver),
+     OPS(cfg_resolver_ops), CFG_EMPTY_OK | CFG_RESTART,
+     "nameservers asked for upstream names (IP[:port], comma-separated); "
+     "empty: /etc/resolv.conf's, and /etc/hosts"},
     {CFG_PROXY, "log_level", CFG_T_CHOICE, "info", OFF(cfg_proxy, log_level),
      CHOICE(level_choices), 0, "error | warn | info | debug"},
 
@@ -282,6 +286,10 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_UPSTREAM, "timeout_ms", CFG_T_INT, "30000",
      OFF(cfg_upstream, timeout_ms), INT(1, 86400000), 0,
      "the response head once the request is sent, and between reads"},
+    {CFG_UPSTREAM, "resolve_ms", CFG_T_INT, "30000",
+     OFF(cfg_upstream, resolve_ms), INT(0, 86400000), 0,
+     "the host name is looked up again this often (and after a failed "
+     "connect); 0: only then"},
     {CFG_UPSTREAM, "max_idle", CFG_T_INT, "64", OFF(cfg_upstream, max_idle),
      INT(0, 100000), 0, "idle keep-alive connections kept in the pool"},
     {CFG_UPSTREAM, "ca_file", CFG_T_STR, "", OFF(cfg_upstream, ca_file), NONE,

@@ -109,6 +109,11 @@ cfg_probe(struct loader *l, struct tm_config *c)
     if (c->locks.backend != NULL && strcmp(c->locks.backend, "lmdb") == 0) {
         probe_lmdb(l, CFG_LOCKS, "[locks]", c->locks.path);
     }
+    /* Names go to [proxy] resolver's servers when it is set: the system's
+     * resolver, which --check can ask, would answer for other ones. */
+    if (c->proxy.resolver != NULL && c->proxy.resolver[0] != '\0') {
+        return;
+    }
     for (size_t i = 0; i < c->nupstreams; i++) {
         probe_upstream(l, c, &c->upstreams[i]);
     }

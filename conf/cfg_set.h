@@ -73,6 +73,7 @@ extern const struct cfg_ops cfg_watch_prefix_ops;
 extern const struct cfg_ops cfg_watch_backend_ops;
 extern const struct cfg_ops cfg_watch_resource_ops;
 extern const struct cfg_ops cfg_zk_hosts_ops;
+extern const struct cfg_ops cfg_resolver_ops;
 extern const struct cfg_ops cfg_zk_root_ops;
 extern const struct cfg_ops cfg_section_ref_ops;
 extern const struct cfg_ops cfg_carrier_ref_ops;

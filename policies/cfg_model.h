@@ -33,6 +33,7 @@ struct cfg_proxy {
     char *log_level;         /* error | warn | info | debug */
     bool log_json;           /* log_format = json */
     int drain_timeout_ms;    /* SIGTERM: in-flight requests get this long */
+    char *resolver;          /* nameservers for upstream names; "": system */
 };
 
 /* How tidemark signs what it forwards to an upstream. */
@@ -64,6 +65,7 @@ struct cfg_upstream {
     int connect_timeout_ms;
     int timeout_ms;         /* response head and between body reads */
     int max_idle;           /* pooled idle connections kept */
+    int resolve_ms;         /* the host is looked up again this often */
     char *ca_file;          /* https: PEM CAs; empty: the system's */
     struct cfg_header *add; /* add_header, ${VAR} expanded: secrets */
     size_t nadd;

@@ -84,6 +84,26 @@ timestamp(char *buf, size_t len)
     snprintf(buf, len, "%s.%03ldZ", when, ts.tv_nsec / 1000000);
 }
 
+/* s as the content of a quoted key=value value: '"' and '\\' escaped,
+ * and a control byte as \xNN (the values in s came escaped by logesc;
+ * this keeps the line whole whatever a message holds). */
+static void
+quoted(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\') {
+            fputc('\\', f);
+            fputc(*p, f);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            fprintf(f, "\\x%02x", *p);
+        } else {
+            fputc(*p, f);
+        }
+    }
+}
+
+/* Every line is key=value words: ts, level, then an access line's own
+ * fields (event=...), or msg="..." holding a message of prose. */
 void
 tm_log_stderr_text(void *arg, enum tm_log_level level, const char *msg)
 {
@@ -91,7 +111,17 @@ tm_log_stderr_text(void *arg, enum tm_log_level level, const char *msg)
 
     (void)arg;
     timestamp(when, sizeof(when));
-    fprintf(stderr, "ts=%s level=%s %s\n", when, tm_log_level_name(level), msg);
+    flockfile(stderr);
+    fprintf(stderr, "ts=%s level=%s ", when, tm_log_level_name(level));
+    if (strncmp(msg, "event=", 6) == 0) {
+        fputs(msg, stderr);
+    } else {
+        fputs("msg=\"", stderr);
+        quoted(stderr, msg);
+        fputc('"', stderr);
+    }
+    fputc('\n', stderr);
+    funlockfile(stderr);
 }
 
 /* Write s[0..n) as a JSON string's content; bytes that are not UTF-8

@@ -15,7 +15,10 @@
 struct tm_log {
     void (*fn)(void *arg, enum tm_log_level level, const char *msg);
     void *arg;
-    int level; /* most verbose level formatted; -1: nothing */
+    /* Most verbose level formatted; -1: nothing. Atomic: the control
+     * port sets it on the loop while other threads (the ZooKeeper
+     * client's, the lmdb writer's) read it to log. */
+    _Atomic int level;
 };
 
 /* The current logger: that of the proxy whose code runs on this thread;

@@ -54,7 +54,8 @@ say(const struct daemon_state *d, enum tm_log_level level, const char *fmt, ...)
     char msg[1024];
     va_list ap;
 
-    if ((int)level > d->level) {
+    /* The proxy's level: the control port may have changed it. */
+    if ((int)level > (d->px != NULL ? tm_proxy_log_level(d->px) : d->level)) {
         return;
     }
     va_start(ap, fmt);
@@ -298,7 +299,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
     notify("STOPPING=1\nSTATUS=draining");
     say(d, TM_LOG_INFO, "signal %d: draining (up to %d ms)", (int)sig,
         d->drain_ms);
-    tm_proxy_drain(d->px, -1, drained, d);
+    tm_proxy_drain(d->px, -1, NULL, NULL); /* drained() ends it */
 }
 
 /* A streamed body passes through 64 KiB buffers taken and freed in
@@ -432,6 +433,8 @@ main(int argc, char **argv)
         event_base_free(d.base);
         return 1;
     }
+    /* Whoever drains (a signal, PUT /v1/drain), the daemon exits after. */
+    tm_proxy_on_drained(d.px, drained, &d);
     for (size_t i = 0; i < sizeof(signos) / sizeof(signos[0]); i++) {
         sigs[i] = evsignal_new(d.base, signos[i], on_signal, &d);
         evsignal_add(sigs[i], NULL);
@@ -441,7 +444,9 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(signos) / sizeof(signos[0]); i++) {
         event_free(sigs[i]);
     }
+    d.level = tm_proxy_log_level(d.px); /* for the lines after it */
     tm_proxy_free(d.px);
+    d.px = NULL;
     event_base_free(d.base);
     say(&d, TM_LOG_INFO, "stopped");
     return 0;

@@ -64,6 +64,7 @@ struct named {
     uint64_t classes[CLASSES];
     uint64_t errors;
     uint64_t timeouts;
+    uint64_t resolve_failures;
     char name[];
 };
 
@@ -207,6 +208,16 @@ metrics_upstream_error(struct metrics *m, const char *upstream, bool timeout)
     if (n != NULL) {
         n->errors += !timeout;
         n->timeouts += timeout;
+    }
+}
+
+void
+metrics_upstream_resolve_failure(struct metrics *m, const char *upstream)
+{
+    struct named *n = find(&m->upstreams, upstream);
+
+    if (n != NULL) {
+        n->resolve_failures++;
     }
 }
 
@@ -454,6 +465,12 @@ write_labelled(const struct metrics *m, enum metric_id id, const char *backend,
                            "upstream=\"%s\",kind=\"error\"", n->name);
             metrics_sample(out, id, (double)n->timeouts,
                            "upstream=\"%s\",kind=\"timeout\"", n->name);
+        }
+        break;
+    case MID_tidemark_upstream_resolve_failures_total:
+        for (n = m->upstreams; n != NULL; n = n->next) {
+            metrics_sample(out, id, (double)n->resolve_failures,
+                           "upstream=\"%s\"", n->name);
         }
         break;
     case MID_tidemark_lock_calls_total:

@@ -58,6 +58,8 @@ struct evbuffer;
       "Final answers from upstreams by status class.")                         \
     X(tidemark_upstream_errors_total, COUNTER, LABELS,                         \
       "Exchanges that failed, by kind.")                                       \
+    X(tidemark_upstream_resolve_failures_total, COUNTER, LABELS,               \
+      "Lookups of an upstream's host name that failed.")                       \
     X(tidemark_lock_calls_total, COUNTER, LABELS,                              \
       "Lock service calls by outcome (lost: the lease was gone or "            \
       "another's; error: backend or mark store unusable).")                    \
@@ -67,6 +69,8 @@ struct evbuffer;
       "the previous process may be in flight).")                               \
     X(tidemark_upstream_connections, GAUGE, OWNER,                             \
       "Pooled upstream connections by state.")                                 \
+    X(tidemark_upstream_addresses, GAUGE, OWNER,                               \
+      "Addresses an upstream's host resolves to now (0: down).")               \
     X(tidemark_lock_backend_up, GAUGE, OWNER,                                  \
       "Whether the lock backend can be used (1) or not (0).")                  \
     X(tidemark_lmdb_journal_syncs_total, COUNTER, OWNER,                       \
@@ -174,6 +178,8 @@ void metrics_upstream_answer(struct metrics *m, const char *upstream,
                              int status, double seconds);
 void metrics_upstream_error(struct metrics *m, const char *upstream,
                             bool timeout);
+/* A lookup of upstream's host name failed. */
+void metrics_upstream_resolve_failure(struct metrics *m, const char *upstream);
 void metrics_lock_call(struct metrics *m, enum lock_outcome o);
 
 /* ---- writing /metrics ---------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include <malloc.h>
 #endif
 
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -88,6 +89,25 @@ carriers_stopped(struct tm_proxy *px)
     return px->path.carriers == NULL || px->carriers_stop == 2;
 }
 
+/* The drain has ended: each waiter's done once, then the hook's. */
+static void
+drained(struct tm_proxy *px)
+{
+    struct drain_waiter *w;
+
+    while ((w = px->drain_waiters) != NULL) {
+        px->drain_waiters = w->next;
+        w->done(w->arg);
+        free(w);
+    }
+    if (px->on_drained != NULL) {
+        void (*done)(void *) = px->on_drained;
+
+        px->on_drained = NULL;
+        done(px->on_drained_arg);
+    }
+}
+
 static void
 reaper_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -98,11 +118,8 @@ reaper_cb(evutil_socket_t fd, short what, void *arg)
     lib_enter(&px->path.log);
     client_reap(&px->path);
     give_back_memory(px);
-    if (px->path.draining && px->path.nclients == 0 && px->drain_done != NULL &&
-        carriers_stopped(px)) {
-        void (*done)(void *) = px->drain_done;
-        px->drain_done = NULL;
-        done(px->drain_arg);
+    if (px->path.draining && px->path.nclients == 0 && carriers_stopped(px)) {
+        drained(px);
     }
 }
 
@@ -267,7 +284,7 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
                  "only a restart loads",
                  route);
     } else {
-        g = gen_new(px->path.base, cfg, true, err, sizeof(err));
+        g = gen_new(px->path.base, cfg, &px->names, true, err, sizeof(err));
     }
     if (g == NULL) {
         log_error("reload refused, the old configuration stays: %s",
@@ -381,6 +398,49 @@ tm_proxy_new(struct event_base *base, struct tm_config *cfg,
 }
 
 /* The body of tm_proxy_new, with px's logger current. */
+/* The resolver upstream names are looked up with after the start:
+ * [proxy] resolver's nameservers, or the system's (/etc/resolv.conf and
+ * /etc/hosts, which getaddrinfo also reads for the first lookup). A
+ * lookup gives up after 2 tries of 2 s. */
+static bool
+names_start(struct tm_proxy *px, char *err, size_t errlen)
+{
+    const char *servers = px->first->proxy.resolver;
+    bool system = servers == NULL || servers[0] == '\0';
+    int flags = EVDNS_BASE_DISABLE_WHEN_INACTIVE;
+    struct evdns_base *dns;
+
+    dns = evdns_base_new(px->path.base,
+                         flags |
+                             (system ? EVDNS_BASE_INITIALIZE_NAMESERVERS : 0));
+    if (dns == NULL) {
+        snprintf(err, errlen, "cannot start the name resolver");
+        return false;
+    }
+    px->names = (struct up_names){
+        .dns = dns, .metrics = px->path.metrics, .first_blocking = system};
+    for (const char *p = servers; !system && *p != '\0';) {
+        char one[64];
+        size_t n;
+
+        p += strspn(p, " \t,");
+        n = strcspn(p, " \t,");
+        if (n == 0) {
+            break;
+        }
+        /* The option's check took IP[:port] items shorter than one. */
+        snprintf(one, sizeof(one), "%.*s", (int)n, p);
+        if (evdns_base_nameserver_ip_add(dns, one) != 0) {
+            snprintf(err, errlen, "[proxy] resolver: cannot use %s", one);
+            return false;
+        }
+        p += n;
+    }
+    evdns_base_set_option(dns, "timeout:", "2");
+    evdns_base_set_option(dns, "attempts:", "2");
+    return true;
+}
+
 static bool
 start(struct tm_proxy *px, char *err, size_t errlen)
 {
@@ -414,8 +474,11 @@ start(struct tm_proxy *px, char *err, size_t errlen)
         log_info("env: ignored as Kubernetes service links: %s",
                  cfg->env_links);
     }
+    if (!names_start(px, err, errlen)) {
+        return false;
+    }
     /* The first configuration lives as long as the proxy (px->first). */
-    px->path.gen = gen_new(base, px->first, false, err, errlen);
+    px->path.gen = gen_new(base, px->first, &px->names, false, err, errlen);
     if (px->path.gen == NULL) {
         return false;
     }
@@ -487,25 +550,46 @@ drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
     client_close_idle(&px->path, true);
 }
 
+/* done(arg) joins those called when the drain ends. false when out of
+ * memory (logged). */
+static bool
+drain_wait(struct tm_proxy *px, void (*done)(void *arg), void *arg)
+{
+    struct drain_waiter *w = malloc(sizeof(*w));
+
+    if (w == NULL) {
+        log_error("drain: out of memory: a caller will not be told its end");
+        return false;
+    }
+    *w = (struct drain_waiter){
+        .done = done, .arg = arg, .next = px->drain_waiters};
+    px->drain_waiters = w;
+    return true;
+}
+
 void
 tm_proxy_drain(struct tm_proxy *px, int timeout_ms, void (*done)(void *arg),
                void *arg)
 {
-    const struct tm_log *prev;
+    const struct tm_log *prev = lib_enter(&px->path.log);
     struct timeval tv;
 
+    if (done != NULL) {
+        (void)drain_wait(px, done, arg);
+    }
+    /* Asked again (a signal after PUT /v1/drain): one drain, its first
+     * timeout; the reaper tells the new waiter if it is over already. */
     if (px->path.draining) {
+        event_active(px->path.reaper, EV_TIMEOUT, 1);
+        lib_leave(prev);
         return;
     }
-    prev = lib_enter(&px->path.log);
     if (timeout_ms < 0) {
         timeout_ms = px->path.cfg->proxy.drain_timeout_ms;
     }
     tv.tv_sec = timeout_ms / 1000;
     tv.tv_usec = (timeout_ms % 1000) * 1000;
     px->path.draining = true;
-    px->drain_done = done;
-    px->drain_arg = arg;
     if (px->listener != NULL) {
         evconnlistener_free(px->listener);
         px->listener = NULL;
@@ -518,6 +602,13 @@ tm_proxy_drain(struct tm_proxy *px, int timeout_ms, void (*done)(void *arg),
     }
     event_active(px->path.reaper, EV_TIMEOUT, 1);
     lib_leave(prev);
+}
+
+void
+tm_proxy_on_drained(struct tm_proxy *px, void (*done)(void *arg), void *arg)
+{
+    px->on_drained = done;
+    px->on_drained_arg = arg;
 }
 
 void
@@ -550,6 +641,14 @@ tm_proxy_free(struct tm_proxy *px)
     if (px->path.gen != NULL) {
         gen_free(px->path.gen);
     }
+    if (px->names.dns != NULL) {
+        /* evdns tells of a cancelled lookup on the loop's next pass:
+         * one pass lets the pools' last ones end and free. */
+        if (px->names.asked > 0) {
+            event_base_loop(px->path.base, EVLOOP_NONBLOCK);
+        }
+        evdns_base_free(px->names.dns, 0);
+    }
     order_free(px->path.order);
     uploads_free(px->path.uploads);
     metrics_free(px->path.metrics);
@@ -561,6 +660,12 @@ tm_proxy_free(struct tm_proxy *px)
     }
     if (px->trimmer != NULL) {
         event_free(px->trimmer);
+    }
+    while (px->drain_waiters != NULL) {
+        struct drain_waiter *w = px->drain_waiters;
+
+        px->drain_waiters = w->next;
+        free(w);
     }
     if (px->drain_timer != NULL) {
         event_free(px->drain_timer);

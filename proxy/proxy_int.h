@@ -10,12 +10,20 @@
 #include <stdint.h>
 
 #include "../conf/cfg.h"
+#include "path/up.h"
 #include "path/view.h"
 
 struct event;
 struct evconnlistener;
 struct up_pool;
 struct adm;
+
+/* A done to call when the drain ends. */
+struct drain_waiter {
+    void (*done)(void *arg);
+    void *arg;
+    struct drain_waiter *next;
+};
 
 struct tm_proxy {
     struct path_view path;   /* what the data path sees: its parts, the
@@ -30,11 +38,13 @@ struct tm_proxy {
     int carriers_stop;          /* draining: 0 not asked, 1 giving back
                                  * their leases, 2 done */
     struct up_pool **pools;     /* path.gen->pools */
+    struct up_names names;      /* how pools look their hosts up */
     struct adm *adm;
     struct event *trimmer; /* gives memory back after a burst has gone */
     struct event *drain_timer;
-    void (*drain_done)(void *arg);
-    void *drain_arg;
+    struct drain_waiter *drain_waiters; /* each tm_proxy_drain's done */
+    void (*on_drained)(void *arg);      /* tm_proxy_on_drained's */
+    void *on_drained_arg;
 };
 
 #endif

@@ -4,6 +4,7 @@
 #include "adm/proxy_view.h"
 
 #include "proxy_int.h"
+#include "tidemark.h"
 
 struct event_base *
 proxy_base(const struct tm_proxy *px)
@@ -89,4 +90,16 @@ bool
 proxy_draining(const struct tm_proxy *px)
 {
     return px->path.draining;
+}
+
+void
+proxy_drain(struct tm_proxy *px)
+{
+    tm_proxy_drain(px, -1, NULL, NULL);
+}
+
+int
+tm_proxy_log_level(const struct tm_proxy *px)
+{
+    return px->path.log.fn != NULL ? px->path.log.level : -1;
 }

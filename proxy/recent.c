@@ -112,6 +112,7 @@ event_new(struct recent *r, const struct recent_who *who, const char *resource)
 {
     struct recent_event *e = &r->events[r->nevents++ % RECENT_EVENTS];
 
+    e->seq = r->nevents;
     e->when_ms = recent_now_ms();
     e->when = (time_t)(e->when_ms / 1000);
     copy(e->route, sizeof(e->route), who->route);
@@ -121,7 +122,7 @@ event_new(struct recent *r, const struct recent_who *who, const char *resource)
     return e;
 }
 
-void
+uint64_t
 recent_accept(struct recent *r, const struct recent_who *who,
               const char *resource, int64_t token, int64_t mark,
               const char *src, int64_t src_mark)
@@ -129,6 +130,7 @@ recent_accept(struct recent *r, const struct recent_who *who,
     struct recent_event *e = event_new(r, who, resource);
 
     e->status = 0;
+    e->accepted = true;
     e->token = token;
     e->mark = mark;
     copy(e->reason, sizeof(e->reason), "accepted");
@@ -137,15 +139,32 @@ recent_accept(struct recent *r, const struct recent_who *who,
         mark_first(r, src, src_mark);
     }
     mark_first(r, resource, mark);
+    return r->nevents;
 }
 
 void
+recent_answered(struct recent *r, uint64_t seq, int status, const char *reason)
+{
+    struct recent_event *e;
+
+    if (seq == 0 || seq > r->nevents || r->nevents - seq >= RECENT_EVENTS) {
+        return;
+    }
+    e = &r->events[(seq - 1) % RECENT_EVENTS];
+    e->status = status;
+    if (reason != NULL) {
+        copy(e->reason, sizeof(e->reason), reason);
+    }
+}
+
+uint64_t
 recent_refusal(struct recent *r, const struct recent_who *who, int status,
                const char *reason, const char *resource, int64_t token,
                int64_t mark)
 {
     struct recent_event *e = event_new(r, who, resource);
 
+    e->accepted = false;
     if (mark == 0 && resource != NULL) {
         mark = recent_known_mark(r, resource);
     }
@@ -154,6 +173,23 @@ recent_refusal(struct recent *r, const struct recent_who *who, int status,
     e->mark = mark;
     copy(e->reason, sizeof(e->reason), reason);
     r->refusals[r->nrefusals++ % RECENT_N] = *e;
+    return e->seq;
+}
+
+void
+recent_mark(struct recent *r, uint64_t seq, int64_t mark)
+{
+    if (seq == 0) {
+        return;
+    }
+    if (r->events[(seq - 1) % RECENT_EVENTS].seq == seq) {
+        r->events[(seq - 1) % RECENT_EVENTS].mark = mark;
+    }
+    for (size_t i = 0; i < RECENT_N; i++) {
+        if (r->refusals[i].seq == seq) {
+            r->refusals[i].mark = mark;
+        }
+    }
 }
 
 size_t

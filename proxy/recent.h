@@ -5,6 +5,7 @@
 #ifndef TM_RECENT_H
 #define TM_RECENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -32,12 +33,17 @@ struct recent_who {
 
 #define RECENT_EVENTS 128 /* the history of writes and refusals */
 
-/* One accepted write (status 0) or refusal: mark is the resource's mark
- * then (a request without a token shows the mark when it is known). */
+/* One accepted write or refusal: mark is the resource's mark then (a
+ * request without a token shows the mark when it is known). An accepted
+ * write's status is the answer the client got, once it is known (0
+ * before: in flight): the upstream's, or tidemark's when it could not
+ * forward it (502, 504, with the reason). */
 struct recent_event {
     time_t when;
     int64_t when_ms;
     int status;
+    bool accepted; /* the fence let it through (the mark was raised) */
+    uint64_t seq;  /* 1 for the first event ever */
     int64_t token; /* 0: the request had none */
     int64_t mark;
     char reason[24];
@@ -72,19 +78,30 @@ struct recent {
 };
 
 /* A fenced write with token was accepted: resource at mark, and a MOVE's
- * source (src NULL: none) at src_mark; one event in the history. */
-void recent_accept(struct recent *r, const struct recent_who *who,
-                   const char *resource, int64_t token, int64_t mark,
-                   const char *src, int64_t src_mark);
+ * source (src NULL: none) at src_mark; one event in the history, whose
+ * sequence number (1 for the first event ever) is returned for
+ * recent_answered. */
+uint64_t recent_accept(struct recent *r, const struct recent_who *who,
+                       const char *resource, int64_t token, int64_t mark,
+                       const char *src, int64_t src_mark);
+/* The accepted write of event seq (0: none) was answered with status;
+ * reason (NULL: keep "accepted") says why tidemark answered itself.
+ * Nothing when the history has moved past it. */
+void recent_answered(struct recent *r, uint64_t seq, int status,
+                     const char *reason);
 /* The mark the table holds for resource, or 0 (not written lately). */
 int64_t recent_known_mark(const struct recent *r, const char *resource);
 /* The i-th most recently written of the nmarks resources. */
 const struct recent_mark *recent_mark_at(const struct recent *r, size_t i);
 /* A refusal, in the refusals and in the history; mark 0 with a resource
- * whose mark the table holds: that mark. */
-void recent_refusal(struct recent *r, const struct recent_who *who, int status,
-                    const char *reason, const char *resource, int64_t token,
-                    int64_t mark);
+ * whose mark the table holds: that mark. Its sequence number, for
+ * recent_mark. */
+uint64_t recent_refusal(struct recent *r, const struct recent_who *who,
+                        int status, const char *reason, const char *resource,
+                        int64_t token, int64_t mark);
+/* The mark of event seq's resource was read (from the store): shown in
+ * the history and the refusals, while they hold the event. */
+void recent_mark(struct recent *r, uint64_t seq, int64_t mark);
 /* The i-th most recent of the events the history holds (i below
  * recent_nevents). */
 const struct recent_event *recent_event_at(const struct recent *r, size_t i);

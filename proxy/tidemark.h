@@ -117,10 +117,12 @@ TM_API int tm_log_level_parse(const char *name);
 TM_API const char *tm_log_level_name(enum tm_log_level level);
 
 /* Ready-made sinks for tm_options.log (arg unused): one line per message
- * on stderr with a UTC timestamp, as text ("ts=2025-01-31T12:00:00.000Z
- * level=info msg") or as a JSON object (ts, level, msg, and each
- * key=value word of msg as a field of its own; an access line, msg
- * "event=...", has its fields and no msg). */
+ * on stderr with a UTC timestamp, as key=value text
+ * ("ts=2025-01-31T12:00:00.000Z level=info msg=\"the message\"", its
+ * quotes and backslashes escaped; an access line, msg "event=...", is
+ * its words as they are) or as a JSON object (ts, level, msg, and each
+ * key=value word of msg as a field of its own; an access line has its
+ * fields and no msg). */
 TM_API void tm_log_stderr_text(void *arg, enum tm_log_level level,
                                const char *msg);
 TM_API void tm_log_stderr_json(void *arg, enum tm_log_level level,
@@ -161,15 +163,30 @@ TM_API int tm_proxy_port(const struct tm_proxy *px);
  * too. /metrics counts each attempt (tidemark_config_last_reload_*). */
 TM_API bool tm_proxy_reload(struct tm_proxy *px, struct tm_config *cfg);
 
+/* The most verbose level the proxy logs now (PUT /v1/log/level changes
+ * it until a reload); -1 when it logs nothing. */
+TM_API int tm_proxy_log_level(const struct tm_proxy *px);
+
 /* Begin a graceful stop: stop accepting, let requests under way finish,
  * closing what is left after timeout_ms (negative: the configuration's
  * [proxy] drain_timeout_ms). done(arg) is called once, from the loop, when
- * no connection is left; then call tm_proxy_free. done may be NULL. */
+ * no connection is left; then call tm_proxy_free. done may be NULL. A
+ * call while draining (the control port's PUT /v1/drain started it, or
+ * a second signal) keeps the first drain and its timeout; its done is
+ * called too, when that drain ends. */
 TM_API void tm_proxy_drain(struct tm_proxy *px, int timeout_ms,
                            void (*done)(void *arg), void *arg);
 
+/* done(arg) is called once when a drain ends, whoever started it: the
+ * embedding program learns of a drain started on the control port (PUT
+ * /v1/drain). NULL: no one is told. */
+TM_API void tm_proxy_on_drained(struct tm_proxy *px, void (*done)(void *arg),
+                                void *arg);
+
 /* Close every connection and release the proxy and its configurations.
- * Callbacks of store operations still pending run first. Call from the
+ * Callbacks of store operations still pending run first. When upstream
+ * names were looked up, it runs one non-blocking pass of the loop (the
+ * resolver answers a cancelled lookup there). Call from the
  * loop's thread but not from within done or a log sink: for example once
  * done has stopped the loop. NULL is fine. */
 TM_API void tm_proxy_free(struct tm_proxy *px);

@@ -70,14 +70,37 @@ simple(struct evhttp_request *req, int code, const char *text)
         return;
     }
     evbuffer_add_printf(b, "%s\n", text);
-    adm_reply(req, code, code == 200 ? "OK" : "Service Unavailable",
+    adm_reply(req, code,
+              code == 200   ? "OK"
+              : code == 202 ? "Accepted"
+                            : "Service Unavailable",
               "text/plain; charset=utf-8", b);
     evbuffer_free(b);
 }
 
+/* Each upstream whose host resolves to no address yet: a line saying
+ * why. false when there is one. */
+static bool
+upstreams_describe(const struct tm_proxy *px, struct evbuffer *b)
+{
+    bool all = true;
+
+    for (size_t i = 0; i < proxy_cfg(px)->nupstreams; i++) {
+        const char *why = up_down_why(proxy_pool(px, i));
+
+        if (why != NULL) {
+            evbuffer_add_printf(b, "\nupstream %s: down: %s",
+                                proxy_cfg(px)->upstreams[i].name, why);
+            all = false;
+        }
+    }
+    return all;
+}
+
 /* 503 while the data path cannot fence (the store is unusable, or a
  * required [watch] cannot follow its locks: a paused holder's writes
- * would pass) or tidemark is draining. The lock backend is reported in
+ * would pass), cannot forward (an upstream's name resolves to no
+ * address) or tidemark is draining. The lock backend is reported in
  * the body only: fenced writes still pass without it, so a load
  * balancer should keep sending them; so is the hold after a start
  * (fenced writes wait, they are not refused). */
@@ -91,13 +114,16 @@ readyz(struct adm *a, struct evhttp_request *req)
                  !proxy_draining(a->px) && !a->failed;
     int64_t held = order_hold_left(proxy_order(a->px));
     struct evbuffer *b = evbuffer_new();
+    struct evbuffer *ups = evbuffer_new();
 
-    if (b == NULL) {
+    if (b == NULL || ups == NULL) {
         evhttp_send_error(req, 500, NULL);
-        return;
+        goto out;
     }
+    ready = upstreams_describe(a->px, ups) && ready;
     evbuffer_add_printf(b, "%s\nstore: %s", ready ? "ready" : "not ready",
                         store ? "ready" : "unavailable");
+    evbuffer_add_buffer(b, ups);
     if (a->locks != NULL) {
         evbuffer_add_printf(b, "\nlocks: %s",
                             lock_service_ready(a->locks) ? "ready"
@@ -115,7 +141,13 @@ readyz(struct adm *a, struct evhttp_request *req)
                         proxy_draining(a->px) ? "\ndraining" : "");
     adm_reply(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable",
               "text/plain; charset=utf-8", b);
-    evbuffer_free(b);
+out:
+    if (b != NULL) {
+        evbuffer_free(b);
+    }
+    if (ups != NULL) {
+        evbuffer_free(ups);
+    }
 }
 
 /* Every family: the registry's, then the values this port reads now,
@@ -146,6 +178,12 @@ metrics(struct adm *a, struct evhttp_request *req)
         metrics_sample(b, MID_tidemark_upstream_connections,
                        (double)up_busy_count(proxy_pool(px, i)),
                        "upstream=\"%s\",state=\"busy\"", name);
+    }
+    metrics_head(b, MID_tidemark_upstream_addresses);
+    for (size_t i = 0; i < proxy_cfg(px)->nupstreams; i++) {
+        metrics_sample(b, MID_tidemark_upstream_addresses,
+                       (double)up_addr_count(proxy_pool(px, i)),
+                       "upstream=\"%s\"", proxy_cfg(px)->upstreams[i].name);
     }
     fence_stats(proxy_fence(px), b);
     if (a->locks != NULL) {
@@ -447,6 +485,25 @@ ready(struct adm *a, struct evhttp_request *req, enum evhttp_cmd_type cmd)
     simple(req, 200, ok ? "ok" : "fail");
 }
 
+/* PUT /v1/drain: stop as SIGTERM does (stop accepting, let requests
+ * under way finish within drain_timeout_ms, then the daemon exits): 202
+ * the first time, 200 while already draining. */
+static void
+drain(struct adm *a, struct evhttp_request *req, enum evhttp_cmd_type cmd)
+{
+    if (cmd != EVHTTP_REQ_PUT) {
+        reply_problem(req, 400, "PUT here", NULL);
+        return;
+    }
+    if (proxy_draining(a->px)) {
+        simple(req, 200, "draining");
+        return;
+    }
+    log_warn("admin: drain asked on the control port");
+    proxy_drain(a->px);
+    simple(req, 202, "draining");
+}
+
 static void
 dispatch(struct evhttp_request *req, void *arg)
 {
@@ -488,6 +545,10 @@ dispatch(struct evhttp_request *req, void *arg)
     }
     if (strcmp(path, "/v1/ready") == 0) {
         ready(a, req, cmd);
+        return;
+    }
+    if (strcmp(path, "/v1/drain") == 0) {
+        drain(a, req, cmd);
         return;
     }
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {

@@ -94,8 +94,10 @@ static const char page[] =
     "s=document.getElementById('tl'),now=Date.now(),W=900,L=200,ev=[],lanes=[];"
     "\n"
     "d.events.forEach(function(f){if(f.resource)ev.push({r:f.resource,t:f."
-    "when_ms,k:f.status===null?'mark':'refused',x:(f.status===null?'accepted"
-    "':f.status+' '+f.reason)+', token '+f.token+', mark '+f.mark+', from '+"
+    "when_ms,k:f.accepted?'mark':'refused',x:(f.accepted?'accepted, '+(f."
+    "status===null?'in flight':f.status+(f.reason==='accepted'?'':' '+f.rea"
+    "son)):f.status+' '+f.reason)+', token '+f.token+', mark '+f.mark+', fr"
+    "om '+"
     "f.client+', id '+f.request_id});});\n"
     "ev=ev.filter(function(e){return now-e.t<60000;});\n"
     "ev.sort(function(a,b){return(a.k==='refused')-(b.k==='refused');});\n"
@@ -155,10 +157,10 @@ static const char page[] =
     ");}},{k:'status'},{k:'reason'},{k:'route'},{k:'resource'},{k:'token',n"
     ":1},{k:'mark',n:1}],'refusal','no refusal yet');\n"
     "fill('events',d.events.slice(0,20),[{k:'when',f:function(r){return "
-    "when(r.when);}},{k:'status',f:function(r){return r.status===null?'ok':"
-    "r.status;}},{k:'reason'},{k:'resource'},{k:'token',n:1},{k:'mark',n:1}"
-    ",{k:'client'},{k:'request_id'}],function(r){return r.status===null?'"
-    "':'refusal';},'no write yet');\n"
+    "when(r.when);}},{k:'status',f:function(r){return r.status===null?'in "
+    "flight':r.status;}},{k:'reason'},{k:'resource'},{k:'token',n:1},{k:'mark',"
+    "n:1},{k:'client'},{k:'request_id'}],function(r){return r.accepted?'':'re"
+    "fusal';},'no write yet');\n"
     "fill('marks',d.marks,[{k:'resource'},{k:'mark',n:1},{k:'when',f:functi"
     "on(r){return when(r.when);}}],'','no fenced write yet');\n"
     "fill('locks-held',d.locks,[{k:'name'},{k:'fence',n:1},{k:'ttl_left_ms'"
@@ -256,11 +258,13 @@ events_json(const struct recent *r, struct evbuffer *b)
         json_field(b, "client", e->client, false);
         json_field(b, "request_id", e->rid, false);
         evbuffer_add_printf(b,
-                            ",\"seq\":%" PRIu64 ",\"status\":%s,\"token\":%s"
+                            ",\"seq\":%" PRIu64 ",\"accepted\":%s"
+                            ",\"status\":%s,\"token\":%s"
                             ",\"mark\":%" PRId64 ",\"when\":%lld"
                             ",\"when_ms\":%" PRId64 "}",
-                            r->nevents - i, status, token, e->mark,
-                            (long long)e->when, e->when_ms);
+                            r->nevents - i, e->accepted ? "true" : "false",
+                            status, token, e->mark, (long long)e->when,
+                            e->when_ms);
     }
     evbuffer_add(b, "]", 1);
 }

@@ -56,5 +56,8 @@ struct carriers *proxy_carriers(const struct tm_proxy *px);
 /* Open client connections; whether the proxy drains. */
 size_t proxy_clients(const struct tm_proxy *px);
 bool proxy_draining(const struct tm_proxy *px);
+/* Start draining as SIGTERM does (tm_proxy_drain): a no-op while
+ * draining. */
+void proxy_drain(struct tm_proxy *px);
 
 #endif

@@ -13,13 +13,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <event2/dns.h>
 #include <event2/event.h>
+#include <event2/util.h>
 
 #include "../log.h"
 
 struct dial {
     const struct tm_log *log; /* the proxy's, entered by callbacks */
-    const struct dial_list *list;
+    struct dial_list list;    /* a copy: the owner may look the name up again */
     size_t first;
     size_t tried; /* addresses given up on */
     int64_t deadline;
@@ -76,27 +78,13 @@ addr_text(struct dial_addr *d)
              d->sa.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", d->ip, port);
 }
 
-bool
-dial_resolve(const char *host, int port, struct dial_list *out, char *err,
-             size_t errlen)
+/* The IPv4 and IPv6 addresses of res into *out, the first
+ * DIAL_MAX_ADDRS, in res's order; false when there is none. */
+static bool
+list_from(const struct addrinfo *res, struct dial_list *out)
 {
-    struct addrinfo hints, *res = NULL;
-    char serv[16];
-    int rc;
-
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    snprintf(serv, sizeof(serv), "%d", port);
     out->n = 0;
-    rc = getaddrinfo(host, serv, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot resolve %s: %s", host,
-                 rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
-        return false;
-    }
-    for (struct addrinfo *ai = res; ai != NULL && out->n < DIAL_MAX_ADDRS;
+    for (const struct addrinfo *ai = res; ai != NULL && out->n < DIAL_MAX_ADDRS;
          ai = ai->ai_next) {
         struct dial_addr *d = &out->a[out->n];
 
@@ -110,13 +98,70 @@ dial_resolve(const char *host, int port, struct dial_list *out, char *err,
         addr_text(d);
         out->n++;
     }
-    freeaddrinfo(res);
-    if (out->n == 0) {
-        snprintf(err, errlen, "cannot resolve %s: no IPv4 or IPv6 address",
-                 host);
+    return out->n > 0;
+}
+
+bool
+dial_resolve(const char *host, int port, struct dial_list *out, char *err,
+             size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    char serv[16];
+    int rc;
+    bool ok;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    snprintf(serv, sizeof(serv), "%d", port);
+    out->n = 0;
+    rc = getaddrinfo(host, serv, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot resolve %s: %s", host,
+                 rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
         return false;
     }
+    ok = list_from(res, out);
+    freeaddrinfo(res);
+    if (!ok) {
+        snprintf(err, errlen, "cannot resolve %s: no IPv4 or IPv6 address",
+                 host);
+    }
+    return ok;
+}
+
+bool
+dial_same(const struct dial_list *a, const struct dial_list *b)
+{
+    if (a->n != b->n) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        size_t j = 0;
+
+        while (j < b->n && strcmp(a->a[i].text, b->a[j].text) != 0) {
+            j++;
+        }
+        if (j == b->n) {
+            return false;
+        }
+    }
     return true;
+}
+
+void
+dial_list_text(const struct dial_list *l, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->n && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i > 0 ? "," : "",
+                         l->a[i].ip);
+
+        used += w > 0 ? (size_t)w : 0;
+    }
 }
 
 void
@@ -145,7 +190,7 @@ on_finish(evutil_socket_t fd, short what, void *arg)
     void *cbarg = d->arg;
     int sock = d->fd;
     int err = d->err;
-    size_t index = (d->first + d->tried) % d->list->n;
+    size_t index = (d->first + d->tried) % d->list.n;
 
     lib_enter(d->log);
     (void)fd;
@@ -168,14 +213,15 @@ finish(struct dial *d)
 static void
 give_up_on(struct dial *d, int err)
 {
-    size_t n = d->list->n;
+    size_t n = d->list.n;
     size_t i = (d->first + d->tried) % n;
     bool more = d->tried + 1 < n && dial_now_ms() < d->deadline;
 
     close(d->fd);
     d->fd = -1;
     d->err = err;
-    dial_log_failure(d->who, d->list, i, strerror(err), more ? (i + 1) % n : n);
+    dial_log_failure(d->who, &d->list, i, strerror(err),
+                     more ? (i + 1) % n : n);
     if (!more) {
         if (d->tried + 1 < n) {
             d->err = ETIMEDOUT; /* addresses left, but no time */
@@ -214,8 +260,8 @@ on_socket(evutil_socket_t fd, short what, void *arg)
 static void
 dial_next(struct dial *d)
 {
-    size_t n = d->list->n;
-    const struct dial_addr *a = &d->list->a[(d->first + d->tried) % n];
+    size_t n = d->list.n;
+    const struct dial_addr *a = &d->list.a[(d->first + d->tried) % n];
     int ms = dial_share_ms(d->deadline - dial_now_ms(), n - d->tried);
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 
@@ -262,7 +308,7 @@ dial_start(struct event_base *base, const struct dial_list *list, size_t first,
     }
     d->base = base;
     d->log = log_current();
-    d->list = list;
+    d->list = *list;
     d->first = first % list->n;
     d->deadline = dial_now_ms() + (timeout_ms > 0 ? timeout_ms : 1);
     d->fd = -1;
@@ -284,4 +330,105 @@ dial_cancel(struct dial *d)
         close(d->fd);
     }
     free(d);
+}
+
+/* ---- looking a name up on the loop (evdns) ---------------------------- */
+
+struct dial_lookup {
+    const struct tm_log *log;
+    struct evdns_getaddrinfo_request *req; /* NULL once answered */
+    struct event *done;                    /* runs cb on a later pass */
+    dial_lookup_cb cb;
+    void *arg;
+    bool ok;
+    struct dial_list list;
+    char host[256]; /* a DNS name has at most 253 */
+    char why[320];
+};
+
+static void
+on_lookup_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct dial_lookup *l = arg;
+    dial_lookup_cb cb = l->cb;
+    void *cbarg = l->arg;
+
+    lib_enter(l->log);
+    (void)fd;
+    (void)what;
+    event_free(l->done);
+    cb(cbarg, l->ok ? &l->list : NULL, l->why);
+    free(l);
+}
+
+/* evdns's answer: kept, and handed on at the next pass (evdns may answer
+ * inside evdns_getaddrinfo, from /etc/hosts). A cancelled lookup frees
+ * itself here. */
+static void
+on_evdns(int result, struct evutil_addrinfo *res, void *arg)
+{
+    struct dial_lookup *l = arg;
+
+    if (result == EVUTIL_EAI_CANCEL) {
+        if (res != NULL) {
+            evutil_freeaddrinfo(res);
+        }
+        free(l);
+        return;
+    }
+    lib_enter(l->log);
+    l->req = NULL;
+    l->ok = result == 0 && list_from(res, &l->list);
+    if (res != NULL) {
+        evutil_freeaddrinfo(res);
+    }
+    if (!l->ok) {
+        snprintf(l->why, sizeof(l->why), "cannot resolve %s: %s", l->host,
+                 result != 0 ? evutil_gai_strerror(result)
+                             : "no IPv4 or IPv6 address");
+    }
+    event_active(l->done, EV_TIMEOUT, 1);
+}
+
+struct dial_lookup *
+dial_lookup_start(struct event_base *base, struct evdns_base *dns,
+                  const char *host, int port, dial_lookup_cb cb, void *arg)
+{
+    struct evutil_addrinfo hints;
+    struct dial_lookup *l = calloc(1, sizeof(*l));
+    char serv[16];
+
+    if (l == NULL) {
+        return NULL;
+    }
+    l->done = event_new(base, -1, 0, on_lookup_done, l);
+    if (l->done == NULL) {
+        free(l);
+        return NULL;
+    }
+    l->log = log_current();
+    l->cb = cb;
+    l->arg = arg;
+    snprintf(l->host, sizeof(l->host), "%s", host);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = EVUTIL_AI_NUMERICSERV;
+    snprintf(serv, sizeof(serv), "%d", port);
+    l->req = evdns_getaddrinfo(dns, host, serv, &hints, on_evdns, l);
+    return l;
+}
+
+void
+dial_lookup_cancel(struct dial_lookup *l)
+{
+    if (l == NULL) {
+        return;
+    }
+    event_free(l->done);
+    if (l->req != NULL) {
+        evdns_getaddrinfo_cancel(l->req); /* on_evdns frees l */
+        return;
+    }
+    free(l);
 }

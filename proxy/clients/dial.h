@@ -14,6 +14,7 @@
 #define DIAL_MAX_ADDRS 16
 
 struct event_base;
+struct evdns_base;
 
 struct dial_addr {
     struct sockaddr_storage sa;
@@ -32,6 +33,31 @@ struct dial_list {
  * host resolves to itself. false with "cannot resolve HOST: why" in err. */
 bool dial_resolve(const char *host, int port, struct dial_list *out, char *err,
                   size_t errlen) __attribute__((warn_unused_result));
+
+/* True when a and b hold the same addresses, in any order. */
+bool dial_same(const struct dial_list *a, const struct dial_list *b);
+
+/* "::1,127.0.0.1": l's addresses, for a log line (cut to len). */
+void dial_list_text(const struct dial_list *l, char *buf, size_t len);
+
+struct dial_lookup;
+
+/* The end of a dial_lookup_start: list is the name's addresses (the
+ * callee's to copy), or NULL with why ("cannot resolve HOST: why"). */
+typedef void (*dial_lookup_cb)(void *arg, const struct dial_list *list,
+                               const char *why);
+
+/* Look host up through dns without blocking the loop (evdns: its
+ * nameservers, and /etc/hosts when it read the system's configuration).
+ * cb runs exactly once, on a later pass of base's loop, unless
+ * dial_lookup_cancel is called first. NULL when out of memory. */
+struct dial_lookup *dial_lookup_start(struct event_base *base,
+                                      struct evdns_base *dns, const char *host,
+                                      int port, dial_lookup_cb cb, void *arg)
+    __attribute__((warn_unused_result));
+
+/* Stop a lookup whose cb has not run, and free it. */
+void dial_lookup_cancel(struct dial_lookup *l);
 
 /* The time in ms the next address gets: left_ms shared evenly among the
  * n addresses still to try (n >= 1), at least 1. A refused address gives
@@ -61,7 +87,8 @@ typedef void (*dial_cb)(void *arg, int fd, int err, size_t index);
  * wrapping around, each given dial_share_ms of what is left of
  * timeout_ms; who prefixes the line logged for each failed address. cb
  * runs exactly once, on a later pass of base's loop, unless dial_cancel
- * is called first. list must outlive the dial. NULL when out of memory. */
+ * is called first. The dial keeps a copy of list. NULL when out of
+ * memory. */
 struct dial *dial_start(struct event_base *base, const struct dial_list *list,
                         size_t first, int timeout_ms, const char *who,
                         dial_cb cb, void *arg)

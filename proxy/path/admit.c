@@ -347,8 +347,9 @@ forward_fenced(struct admit *a)
     }
     count(a, OUT_ACCEPTED);
     access_who(a->io, a->rq, s->route_name, &who);
-    recent_accept(&a->px->recent, &who, s->resource, a->rq->token, a->rq->mark,
-                  s->src_len > 0 ? s->src : NULL, a->rq->src_mark);
+    a->rq->recent_seq = recent_accept(
+        &a->px->recent, &who, s->resource, a->rq->token, a->rq->mark,
+        s->src_len > 0 ? s->src : NULL, a->rq->src_mark);
     a->order_wait = 0;
     if (!enter_order(a, s->resource, s->rlen, &a->slot) ||
         (s->src_len > 0 && !enter_order(a, s->src, s->src_len, &a->src_slot)) ||

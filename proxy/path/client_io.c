@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -12,6 +13,7 @@
 
 #include "../log.h"
 #include "../problem.h"
+#include "../store/fence.h"
 #include "access.h"
 #include "request.h"
 #include "sendbuf.h"
@@ -224,19 +226,73 @@ cio_answer(struct cio *io, const struct problem *p, bool keep_alive)
     return evbuffer_get_length(cio_out(io)) - before;
 }
 
+/* Reads of refusals' marks in flight at most: a flood of requests
+ * without a token must not become a flood of store reads. */
+#define MARK_READS_MAX 8
+
+struct mark_read {
+    struct path_view *px;
+    uint64_t seq;
+};
+
+static void
+mark_read_done(void *arg, enum store_result res, int64_t mark)
+{
+    struct mark_read *m = arg;
+
+    m->px->mark_reads--;
+    if (res == STORE_ACCEPTED) {
+        recent_mark(&m->px->recent, m->seq, mark);
+    }
+    free(m);
+}
+
+/* A refusal that read no mark (no token, a bad one): the history shows
+ * the resource's mark all the same, the cache's, else the store's. */
+static void
+refusal_mark(struct path_view *px, const char *res, uint64_t seq)
+{
+    size_t len = strlen(res);
+    int64_t cached = fence_check(px->fence, res, len, 0);
+    struct mark_read *m;
+
+    if (cached > 0) {
+        recent_mark(&px->recent, seq, cached);
+        return;
+    }
+    if (px->mark_reads >= MARK_READS_MAX || (m = malloc(sizeof(*m))) == NULL) {
+        return;
+    }
+    *m = (struct mark_read){.px = px, .seq = seq};
+    if (!fence_get(px->fence, res, len, mark_read_done, m)) {
+        free(m);
+        return;
+    }
+    px->mark_reads++;
+}
+
 void
 cio_refuse(struct cio *io, struct request *rq, struct problem *p,
            const char *reason)
 {
     const struct screen *s = &rq->sc;
     struct recent_who who;
+    uint64_t seq;
 
     if (p->resource == NULL) {
         p->resource = s->rlen > 0 ? s->resource : NULL;
     }
-    access_who(io, rq, s->route_name, &who);
-    recent_refusal(&io->px->recent, &who, p->status, reason, p->resource,
-                   rq->token, rq->mark);
+    if (rq->recent_seq != 0) {
+        /* Accepted, then not forwarded: its event says what came of it. */
+        recent_answered(&io->px->recent, rq->recent_seq, p->status, reason);
+    } else {
+        access_who(io, rq, s->route_name, &who);
+        seq = recent_refusal(&io->px->recent, &who, p->status, reason,
+                             p->resource, rq->token, rq->mark);
+        if (rq->mark == 0 && p->resource != NULL) {
+            refusal_mark(io->px, p->resource, seq);
+        }
+    }
     rq->bytes_out += cio_answer(io, p, rq->h.keep_alive);
     access_refused(io, rq, p, reason);
 }

@@ -238,6 +238,7 @@ request_begin(struct client *c)
     rq->pool = NULL;
     rq->token = rq->mark = rq->src_mark = 0;
     rq->body_sha256[0] = '\0';
+    rq->recent_seq = 0;
     c->have_rq = true;
     c->io.close_after = !rq->h.keep_alive;
     client_set_state(c, CS_ADMIT);

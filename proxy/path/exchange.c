@@ -178,6 +178,8 @@ fail(struct exchange *ex, int status, const char *why)
         ex->io->close_after = true;
     }
     rq->mark = 0;
+    recent_answered(&px->recent, rq->recent_seq, status,
+                    timed_out ? "upstream timeout" : "upstream failed");
     rq->bytes_out += cio_answer(ex->io, &p, rq->h.keep_alive);
     access_request(ex->io, rq, status);
     end(ex, XCHG_ANSWERED, false, timed_out ? rq->pc->order_grace_ms : 0);
@@ -282,9 +284,18 @@ up_ready(void *arg, struct up_conn *uc, bool ok)
         int err = errno;
         struct path_view *px = ex->io->px;
         const char *name = up_cfg(ex->rq->pool)->name;
+        const char *down = up_down_why(ex->rq->pool);
+        char detail[400];
 
         ex->up = NULL; /* the pool frees it */
         metrics_upstream_error(px->metrics, name, err == ETIMEDOUT);
+        if (down != NULL) {
+            /* The pool logged when it went down; the access line says
+             * the rest. */
+            snprintf(detail, sizeof(detail), "upstream %s: %s", name, down);
+            unreachable(ex, detail);
+            return;
+        }
         log_error("conn=%" PRIu64 " upstream %s: connect failed: %s",
                   ex->io->id, name, strerror(err));
         unreachable(ex, "the upstream could not be reached");
@@ -503,6 +514,7 @@ start_response(struct exchange *ex, const struct http_response *r)
 {
     ex->resp_started = true;
     ex->resp_status = r->status;
+    recent_answered(&ex->io->px->recent, ex->rq->recent_seq, r->status, NULL);
     metrics_upstream_answer(ex->io->px->metrics, up_cfg(ex->rq->pool)->name,
                             r->status, metrics_since(&ex->up_t0));
     ex->resp_kind = r->body;

@@ -26,8 +26,8 @@ gen_free(struct gen *g)
 
 /* A generation for cfg with its pools. NULL with err on failure. */
 struct gen *
-gen_new(struct event_base *base, struct tm_config *cfg, bool owned, char *err,
-        size_t errlen)
+gen_new(struct event_base *base, struct tm_config *cfg, struct up_names *names,
+        bool owned, char *err, size_t errlen)
 {
     struct gen *g = calloc(1, sizeof(*g));
 
@@ -44,7 +44,7 @@ gen_new(struct event_base *base, struct tm_config *cfg, bool owned, char *err,
         return NULL;
     }
     for (size_t i = 0; i < cfg->nupstreams; i++) {
-        g->pools[i] = up_pool_new(base, &cfg->upstreams[i], err, errlen);
+        g->pools[i] = up_pool_new(base, &cfg->upstreams[i], names, err, errlen);
         if (g->pools[i] == NULL) {
             g->owned = false;
             gen_free(g);

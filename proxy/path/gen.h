@@ -11,6 +11,7 @@
 struct event_base;
 struct path_view;
 struct tm_config;
+struct up_names;
 struct up_pool;
 
 struct gen {
@@ -21,10 +22,11 @@ struct gen {
     struct gen *next;       /* retired, waiting for refs to drop */
 };
 
-/* A generation for cfg with its pools (owned: cfg is freed with it).
- * NULL with err on failure. */
-struct gen *gen_new(struct event_base *base, struct tm_config *cfg, bool owned,
-                    char *err, size_t errlen);
+/* A generation for cfg with its pools, whose hosts names looks up
+ * (owned: cfg is freed with it). NULL with err on failure. */
+struct gen *gen_new(struct event_base *base, struct tm_config *cfg,
+                    struct up_names *names, bool owned, char *err,
+                    size_t errlen);
 void gen_free(struct gen *g);
 /* Take and drop a reference to the current generation (px->gen); the
  * last drop of a retired one (on px->retired) frees it. */

@@ -28,9 +28,10 @@ struct request {
     /* The hex SHA-256 of a body read whole before it is forwarded (an
      * S3 multi-object delete), for the signature; "": not read. */
     char body_sha256[64 + 1];
-    struct timespec t0; /* the head was read (access_begin) */
-    char rid[128 + 1];  /* the request id (access.h: REQID_MAX) */
-    bool rid_client;    /* rid is the client's X-Request-Id */
+    uint64_t recent_seq; /* its accepted event in the history; 0: none */
+    struct timespec t0;  /* the head was read (access_begin) */
+    char rid[128 + 1];   /* the request id (access.h: REQID_MAX) */
+    bool rid_client;     /* rid is the client's X-Request-Id */
     /* For the access line (access.h): bytes read from the client (head
      * and body), bytes of the answer written to it, the upstream's
      * address and how long it took (from the request going out to the

@@ -1,6 +1,7 @@
 /* up.c: upstream connection pools. One pool per [upstream]: the host is
- * resolved once at startup, and a connection tries its addresses in turn
- * (dial.c); idle keep-alive connections are kept most recently used first
+ * looked up at start, again every resolve_ms and after a failed connect
+ * (evdns, off the loop's path), and a connection tries its addresses in
+ * turn (dial.c); idle keep-alive connections are kept most recently used first
  * and dropped when the upstream closes them. A request that finds none
  * idle waits for the end of the loop pass: a connection given back in
  * that pass serves it, and only the requests still waiting dial. */
@@ -16,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -26,6 +29,7 @@
 #include "../clients/dial.h"
 #include "../clients/tls_client.h"
 #include "../log.h"
+#include "../metrics.h"
 #include "sock.h"
 
 /* Idle connections are closed after this, well before the keep-alive
@@ -36,6 +40,10 @@
  * that comes in bursts (a store's batch of answered raises is forwarded
  * at once, one flush apart) reuses them instead of dialing every burst. */
 #define UP_SURPLUS_MS 1000
+
+/* A failed connect or a request to an upstream without an address asks
+ * the resolver again, but not sooner than this after its last answer. */
+#define UP_RELOOK_MS 1000
 
 struct up_conn {
     struct up_pool *pool;
@@ -48,6 +56,7 @@ struct up_conn {
     up_ready_cb cb;
     void *arg;
     unsigned uses;
+    unsigned addr_gen; /* the pool's address set it was dialed with */
     bool idle;
     bool waiting;               /* for the pass's end: no socket yet */
     bool busy;                  /* handed to a request */
@@ -68,13 +77,22 @@ struct up_pool {
     struct event_base *base;
     const struct tm_log *log; /* the proxy's, entered by callbacks */
     const struct cfg_upstream *cfg;
-    SSL_CTX *tls;         /* https upstreams */
-    SSL_SESSION *session; /* the last one, resumed by new connections */
-    struct dial_list addrs;
-    size_t good;           /* the address that connected last: tried first */
-    char who[96];          /* "upstream NAME", for log lines */
-    struct conn_list idle; /* most recently used first */
-    struct conn_list wait; /* up_connect's, in arrival order */
+    SSL_CTX *tls;           /* https upstreams */
+    SSL_SESSION *session;   /* the last one, resumed by new connections */
+    struct dial_list addrs; /* none: down until the name resolves */
+    unsigned addr_gen;      /* counts the changes of addrs */
+    size_t good;            /* the address that connected last: tried first */
+    struct evdns_base *dns; /* NULL: the host is an address */
+    struct up_names *names; /* counts the lookups */
+    struct metrics *metrics;
+    struct dial_lookup *lookup; /* in flight */
+    struct event *relook;       /* the next scheduled lookup */
+    int64_t looked_at;          /* when the last lookup ended, ms */
+    bool failing;               /* the last lookup failed (logged once) */
+    char why[320];              /* why addrs is empty */
+    char who[96];               /* "upstream NAME", for log lines */
+    struct conn_list idle;      /* most recently used first */
+    struct conn_list wait;      /* up_connect's, in arrival order */
     size_t nbusy;
     struct event *turn; /* serves the waiting at the end of the pass */
     bool turn_on;       /* turn is active */
@@ -82,6 +100,7 @@ struct up_pool {
 };
 
 static void on_turn(evutil_socket_t fd, short what, void *arg);
+static void conn_free(struct up_conn *uc);
 static void on_trim(evutil_socket_t fd, short what, void *arg);
 
 static void
@@ -115,31 +134,179 @@ tls_log_failure(struct up_conn *uc)
     }
 }
 
+static void on_looked_up(void *arg, const struct dial_list *list,
+                         const char *why);
+
+/* Ask the resolver now, unless a lookup is in flight already. */
+static void
+lookup_start(struct up_pool *p)
+{
+    if (p->dns == NULL || p->lookup != NULL) {
+        return;
+    }
+    p->lookup = dial_lookup_start(p->base, p->dns, p->cfg->host,
+                                  atoi(p->cfg->port), on_looked_up, p);
+    p->names->asked++;
+    if (p->lookup == NULL && !evtimer_pending(p->relook, NULL)) {
+        struct timeval tv;
+
+        ms_to_tv(UP_RELOOK_MS, &tv); /* out of memory: later */
+        evtimer_add(p->relook, &tv);
+    }
+}
+
+/* After a failed connect, or a request to an upstream without an
+ * address: ask again, once a second at most. */
+static void
+lookup_soon(struct up_pool *p)
+{
+    if (dial_now_ms() - p->looked_at >= UP_RELOOK_MS) {
+        lookup_start(p);
+    }
+}
+
+static void
+on_relook(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_pool *p = arg;
+
+    lib_enter(p->log);
+    (void)fd;
+    (void)what;
+    lookup_start(p);
+}
+
+/* The lookup failed: the addresses the name had are kept (a resolver
+ * that is down must not take the upstream down); without any, the
+ * upstream is down. Logged when it starts failing. */
+static void
+looked_up_failed(struct up_pool *p, const char *why)
+{
+    metrics_upstream_resolve_failure(p->metrics, p->cfg->name);
+    if (p->addrs.n == 0) {
+        snprintf(p->why, sizeof(p->why), "%s", why);
+    }
+    if (!p->failing) {
+        log_warn("upstream %s: %s; %s", p->cfg->name, why,
+                 p->addrs.n > 0 ? "keeping the addresses it had"
+                                : "down until it resolves");
+    }
+    p->failing = true;
+}
+
+/* The name resolved: a new set of addresses serves new connections, and
+ * the idle ones to the old set are closed (busy ones when given back). */
+static void
+looked_up(struct up_pool *p, const struct dial_list *list)
+{
+    char text[256];
+
+    if (dial_same(&p->addrs, list)) {
+        if (p->failing) {
+            log_info("upstream %s: %s resolves again", p->cfg->name,
+                     LOG_STR(p->cfg->host));
+        }
+        p->failing = false;
+        return;
+    }
+    dial_list_text(list, text, sizeof(text));
+    if (p->addrs.n == 0) {
+        log_info("upstream %s: up: %s resolves to %s", p->cfg->name,
+                 LOG_STR(p->cfg->host), text);
+    } else {
+        log_info("upstream %s: %s now resolves to %s; its connections to the "
+                 "old addresses are closed",
+                 p->cfg->name, LOG_STR(p->cfg->host), text);
+    }
+    p->addrs = *list;
+    p->good = 0;
+    p->addr_gen++;
+    p->failing = false;
+    p->why[0] = '\0';
+    while (p->idle.head != NULL) {
+        conn_free(p->idle.head);
+    }
+}
+
+static void turn_on(struct up_pool *p);
+
+static void
+on_looked_up(void *arg, const struct dial_list *list, const char *why)
+{
+    struct up_pool *p = arg;
+
+    p->lookup = NULL;
+    p->looked_at = dial_now_ms();
+    if (list != NULL) {
+        looked_up(p, list);
+    } else {
+        looked_up_failed(p, why);
+    }
+    if (p->cfg->resolve_ms > 0) {
+        struct timeval tv;
+
+        ms_to_tv(p->cfg->resolve_ms, &tv);
+        evtimer_add(p->relook, &tv);
+    }
+    if (p->wait.n > 0) {
+        turn_on(p); /* those that waited for the answer */
+    }
+}
+
+/* The first addresses: a blocking lookup (the system's resolver, as
+ * --check asks) when names->first_blocking or the host is an address,
+ * else a lookup on the loop that the first requests wait for. A name
+ * that does not resolve leaves the upstream down, not the start. */
+static void
+first_lookup(struct up_pool *p, const struct up_names *names)
+{
+    char why[256];
+
+    if (p->dns != NULL && !names->first_blocking) {
+        snprintf(p->why, sizeof(p->why), "looking %s up", p->cfg->host);
+        lookup_start(p);
+        return;
+    }
+    /* Into addrs itself: the start needs no "resolves to" line. */
+    if (dial_resolve(p->cfg->host, atoi(p->cfg->port), &p->addrs, why,
+                     sizeof(why))) {
+        on_looked_up(p, &p->addrs, NULL);
+    } else {
+        on_looked_up(p, NULL, why);
+    }
+}
+
+static bool
+host_is_ip(const char *host)
+{
+    unsigned char ip[16];
+
+    return inet_pton(AF_INET, host, ip) == 1 ||
+           inet_pton(AF_INET6, host, ip) == 1;
+}
+
 struct up_pool *
-up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
-            size_t errlen)
+up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
+            struct up_names *names, char *err, size_t errlen)
 {
     struct up_pool *p;
-    char why[256];
 
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (!dial_resolve(cfg->host, atoi(cfg->port), &p->addrs, why,
-                      sizeof(why))) {
-        snprintf(err, errlen, "upstream %s: %s", cfg->name, why);
-        free(p);
-        return NULL;
-    }
     p->base = base;
     p->log = log_current();
     p->cfg = cfg;
+    p->metrics = names->metrics;
+    p->names = names;
+    p->dns = host_is_ip(cfg->host) ? NULL : names->dns;
     snprintf(p->who, sizeof(p->who), "upstream %s", cfg->name);
     p->turn = event_new(base, -1, 0, on_turn, p);
     p->trim = evtimer_new(base, on_trim, p);
-    if (p->turn == NULL || p->trim == NULL) {
+    p->relook = evtimer_new(base, on_relook, p);
+    if (p->turn == NULL || p->trim == NULL || p->relook == NULL) {
         snprintf(err, errlen, "out of memory");
         up_pool_free(p);
         return NULL;
@@ -148,6 +315,7 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
         up_pool_free(p);
         return NULL;
     }
+    first_lookup(p, names);
     return p;
 }
 
@@ -236,6 +404,10 @@ up_pool_free(struct up_pool *p)
     if (p->trim != NULL) {
         event_free(p->trim);
     }
+    if (p->relook != NULL) {
+        event_free(p->relook);
+    }
+    dial_lookup_cancel(p->lookup);
     if (p->session != NULL) {
         SSL_SESSION_free(p->session);
     }
@@ -393,10 +565,13 @@ on_dialed(void *arg, int fd, int err, size_t index)
 
     uc->dial = NULL;
     if (fd < 0) {
+        lookup_soon(uc->pool); /* the name may have moved */
         connect_done(uc, false, err);
         return;
     }
-    uc->pool->good = index;
+    if (uc->addr_gen == uc->pool->addr_gen) {
+        uc->pool->good = index;
+    }
     if (!conn_wrap(uc, fd)) {
         connect_done(uc, false, ENOMEM);
         return;
@@ -429,6 +604,7 @@ serve(struct up_conn *uc)
         return;
     }
     uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
+    uc->addr_gen = p->addr_gen;
     uc->dial = dial_start(p->base, &p->addrs, p->good,
                           p->cfg->connect_timeout_ms, p->who, on_dialed, uc);
     if (uc->dial == NULL) {
@@ -448,6 +624,19 @@ on_turn(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     p->turn_on = false;
+    if (p->addrs.n == 0) {
+        lookup_soon(p);
+        if (p->lookup != NULL) {
+            return; /* its answer serves them */
+        }
+        while (n-- > 0 && p->wait.head != NULL) {
+            struct up_conn *uc = p->wait.head;
+
+            wait_unlink(uc);
+            connect_done(uc, false, EHOSTUNREACH); /* up_down_why says why */
+        }
+        return;
+    }
     while (n-- > 0 && p->wait.head != NULL) {
         serve(p->wait.head);
     }
@@ -462,6 +651,17 @@ trim_in(struct up_pool *p, int64_t ms)
     if (!evtimer_pending(p->trim, NULL)) {
         ms_to_tv((int)ms, &tv);
         evtimer_add(p->trim, &tv);
+    }
+}
+
+static void
+turn_on(struct up_pool *p)
+{
+    /* Active events run in the order activated: this one after every
+     * event the pass had already, the answers that free connections. */
+    if (!p->turn_on) {
+        p->turn_on = true;
+        event_active(p->turn, EV_TIMEOUT, 1);
     }
 }
 
@@ -502,12 +702,7 @@ up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
     uc->arg = arg;
     uc->waiting = true;
     list_add(&p->wait, uc, false);
-    /* Active events run in the order activated: this one after every
-     * event the pass had already, the answers that free connections. */
-    if (!p->turn_on) {
-        p->turn_on = true;
-        event_active(p->turn, EV_TIMEOUT, 1);
-    }
+    turn_on(p);
     return uc;
 }
 
@@ -525,7 +720,7 @@ up_put(struct up_conn *uc, bool reusable)
         return;
     }
     sock_setcb(&uc->sk, NULL, NULL, NULL, NULL);
-    if (!reusable || p->cfg->max_idle == 0 ||
+    if (!reusable || p->cfg->max_idle == 0 || uc->addr_gen != p->addr_gen ||
         evbuffer_get_length(bufferevent_get_input(uc->bev)) != 0) {
         conn_free(uc);
         return;
@@ -606,4 +801,16 @@ size_t
 up_busy_count(const struct up_pool *p)
 {
     return p->nbusy;
+}
+
+const char *
+up_down_why(const struct up_pool *p)
+{
+    return p->addrs.n == 0 ? p->why : NULL;
+}
+
+size_t
+up_addr_count(const struct up_pool *p)
+{
+    return p->addrs.n;
 }

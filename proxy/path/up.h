@@ -7,6 +7,8 @@
 #include <stddef.h>
 
 struct event_base;
+struct evdns_base;
+struct metrics;
 struct bufferevent;
 struct sock;
 struct cfg_upstream;
@@ -16,11 +18,24 @@ struct up_conn;
 /* Called once when a connection is ready (ok) or could not be made. */
 typedef void (*up_ready_cb)(void *arg, struct up_conn *uc, bool ok);
 
-/* Resolve cfg's host now (at startup), keeping every address it has.
- * NULL with err on failure. */
+/* How pools look their hosts up. */
+struct up_names {
+    struct evdns_base *dns;  /* the proxy's resolver, for every lookup
+                              * after the first */
+    struct metrics *metrics; /* counts the failed lookups */
+    bool first_blocking;     /* the first with getaddrinfo (the system's
+                              * resolver), not through dns */
+    unsigned long asked;     /* lookups started through dns: the pools
+                              * count them */
+};
+
+/* A pool for cfg. Its host is looked up now (names says how) and again
+ * every resolve_ms and after a failed connect; a name that does not
+ * resolve leaves the pool down (up_down_why), requests failing, until it
+ * does. NULL with err on failure (out of memory, TLS setup). */
 struct up_pool *up_pool_new(struct event_base *base,
-                            const struct cfg_upstream *cfg, char *err,
-                            size_t errlen);
+                            const struct cfg_upstream *cfg,
+                            struct up_names *names, char *err, size_t errlen);
 void up_pool_free(struct up_pool *p);
 
 /* An idle pooled connection, most recently used first, or NULL. It is
@@ -38,6 +53,9 @@ struct up_conn *up_take_idle(struct up_pool *p);
  * says why (ETIMEDOUT: the deadline passed) and the pool frees the
  * connection after cb returns. */
 struct up_conn *up_connect(struct up_pool *p, up_ready_cb cb, void *arg);
+/* A pool without an address (up_down_why) fails every request that
+ * finds none idle, with EHOSTUNREACH, except that the requests that come
+ * while a lookup is in flight wait for its answer. */
 
 /* Give the connection back: to the pool when reusable, else closed. The
  * pool keeps max_idle; those beyond it stay one more loop pass for the
@@ -61,6 +79,12 @@ void up_timeouts(struct up_conn *uc, int read_ms, int write_ms);
 bool up_tls(const struct up_conn *uc);
 /* True when this connection had served a request before. */
 bool up_reused(const struct up_conn *uc);
+
+/* Why the pool has no address ("cannot resolve HOST: why", "looking
+ * HOST up"), or NULL when it has one. */
+const char *up_down_why(const struct up_pool *p);
+/* The addresses its host resolves to now. */
+size_t up_addr_count(const struct up_pool *p);
 
 size_t up_idle_count(const struct up_pool *p);
 /* Connections handed to requests and not given back yet. */

@@ -60,6 +60,7 @@ struct path_view {
     size_t nclients;
     size_t conn_peak; /* most clients at once since memory was given back */
     uint64_t next_id;
+    unsigned mark_reads; /* refusals' marks being read from the store */
 };
 
 #endif

@@ -8,6 +8,7 @@ Standard library only.
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -61,6 +62,21 @@ def child_env(extra=None):
            if not k.startswith("TIDEMARK_")}
     env.update(extra or {})
     return env
+
+
+# A text line of prose: ts, level, and msg="the message" (" and \
+# escaped, controls as \xNN).
+PROSE = re.compile(r'^(ts=\S+ level=[a-z]+ )msg="((?:[^"\\]|\\.)*)"$')
+
+
+def readable(line):
+    """A text line as a reader sees it: a prose line's message unquoted
+    after its ts= and level= ("ts=... level=warn watch docs: ..."); any
+    other line as it is."""
+    m = PROSE.match(line)
+    if m is None:
+        return line
+    return m.group(1) + re.sub(r'\\(["\\])', r"\1", m.group(2))
 
 
 class Tidemark:
@@ -236,8 +252,9 @@ class Tidemark:
             return ""
 
     def log_lines(self, *needles):
-        """Log lines containing every needle."""
-        return [ln for ln in self.log().splitlines()
+        """Log lines containing every needle, each as readable() shows
+        it."""
+        return [ln for ln in map(readable, self.log().splitlines())
                 if all(n in ln for n in needles)]
 
     def wait_log(self, *needles, timeout=5.0, count=1):
@@ -293,6 +310,35 @@ class Tidemark:
         doc = json.loads(body)
         assert doc["resource"] == urllib.parse.unquote(resource), doc
         return doc["high_water"]
+
+
+class HeldWrite:
+    """A PUT of documents/DOC with TOKEN that the upstream holds
+    (X-Test-Hold: DOC), sent from a thread: a request in flight while a
+    test stops tidemark."""
+
+    def __init__(self, tm, doc, token):
+        import threading
+        self.tm, self.doc, self.token, self.answer = tm, doc, token, None
+        self.thread = threading.Thread(target=self._send, daemon=True)
+        self.thread.start()
+        tm.upstream.wait_request("X-Test-Id", doc)
+
+    def _send(self):
+        self.answer = self.tm.put(self.doc, token=self.token,
+                                  headers=[("X-Test-Hold", self.doc),
+                                           ("X-Test-Id", self.doc)])
+
+    def release_and_exit_0(self):
+        """tidemark, draining, lives while the write is held; released,
+        the write gets 200 and tidemark exits 0."""
+        assert self.tm.proc.poll() is None, "exited with a write in flight"
+        self.tm.upstream.release(self.doc)
+        self.thread.join(10 * slow())
+        assert self.answer is not None and self.answer.status == 200, \
+            self.answer
+        assert self.tm.proc.wait(10 * slow()) == 0
+        self.tm.runs[-1][1] = "stopped"
 
 
 def run_check(path, env=None, timeout=20):

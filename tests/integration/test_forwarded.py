@@ -9,6 +9,7 @@ import re
 import pytest
 
 from common import slow
+from daemon import run_check
 from wire import Conn, token_headers
 
 
@@ -74,3 +75,34 @@ def test_a_bad_forwarded_value_is_a_config_error(tidemark, upstream, value):
     assert [ln for ln in tm.log_lines("forwarded: must be one of none, "
                                       "x-forwarded-for or forwarded")
             if re.search(r"tidemark\.ini:\d+: forwarded: ", ln)], tm.log()
+
+
+@pytest.mark.parametrize("forwarded,header", [
+    ("x-forwarded-for", "X-Forwarded-For"),
+    ("x-forwarded-for", "x-forwarded-for"),
+    ("forwarded", "Forwarded"),
+])
+def test_add_header_of_the_forwarded_header_is_refused(tmp_path, forwarded,
+                                                       header):
+    """The header would go twice (the option's, the add_header's): a
+    config error at forwarded's line, nothing started."""
+    ini = tmp_path / "fw.ini"
+    ini.write_text("[upstream default]\nurl = http://127.0.0.1:8080\n"
+                   "add_header = %s: 203.0.113.1\nforwarded = %s\n"
+                   "[route r]\npath = /v1/r/{id}\nresource = r/{id}\n"
+                   % (header, forwarded))
+    rc, lines = run_check(ini)
+    canonical = {"x-forwarded-for": "X-Forwarded-For",
+                 "forwarded": "Forwarded"}[forwarded]
+    assert (rc, lines) == (1, [
+        "%s:4: forwarded = %s writes %s: an add_header of it would send it "
+        "twice; keep one of them" % (ini, forwarded, canonical)])
+
+
+def test_add_header_of_the_other_header_passes(tidemark, upstream):
+    tm = tidemark({"upstream default": {
+        "forwarded": "x-forwarded-for",
+        "add_header": "Forwarded: for=203.0.113.1"}})
+    got = forward(tm, "127.0.0.1")
+    assert got.header_all("X-Forwarded-For") == ["127.0.0.1"]
+    assert got.header_all("Forwarded") == ["for=203.0.113.1"]

@@ -2,10 +2,10 @@
 finishing what is in flight."""
 
 import signal
-import threading
 import time
 
 from common import slow, wait_until
+from daemon import HeldWrite
 
 
 def test_sigint_exits_0(tidemark):
@@ -31,25 +31,12 @@ def test_sigterm_with_idle_keepalive_clients_is_prompt(tidemark, upstream):
 
 def test_sigterm_finishes_in_flight_request(tidemark, upstream):
     tm = tidemark()
-    out = {}
-
-    def write():
-        out["r"] = tm.put("inflight", token=3,
-                          headers=[("X-Test-Hold", "t"), ("X-Test-Id", "if")])
-
-    t = threading.Thread(target=write)
-    t.start()
-    upstream.wait_request("X-Test-Id", "if")
+    held = HeldWrite(tm, "inflight", 3)
     tm.proc.send_signal(signal.SIGTERM)
     # it stops listening, but lives on while the request is in flight
     wait_until(lambda: not tm._listening(), 5 * slow(),
                "the listener to close after SIGTERM")
-    assert tm.proc.poll() is None, "exited with a request in flight"
-    upstream.release("t")
-    t.join(10 * slow())
-    assert out["r"].status == 200, out["r"]
-    assert tm.proc.wait(10 * slow()) == 0
-    tm.runs[-1][1] = "stopped"
+    held.release_and_exit_0()
     tm.start()
     assert tm.mark("documents/inflight") == 3
 

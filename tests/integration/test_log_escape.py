@@ -12,7 +12,7 @@ import time
 import pytest
 
 from common import slow, wait_until
-from daemon import StoreUnderTest
+from daemon import StoreUnderTest, readable
 from wire import Conn
 from test_etcd import etcd_watch
 from lockapi import Admin
@@ -52,7 +52,7 @@ def texts(tm, form):
     an access line's text is its fields as key=value, unescaped)."""
     objs = log_objects(tm, form)
     if form == "text":
-        return objs
+        return [readable(ln) for ln in objs]
     return [o["msg"] if "msg" in o else
             " ".join("%s=%s" % (k, "-" if v is None else v)
                      for k, v in o.items()) for o in objs]

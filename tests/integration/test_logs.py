@@ -9,6 +9,7 @@ when it is sane, else one tidemark makes; the upstream gets it. Every
 test parses the lines and checks them against the requests it made."""
 import json
 import re
+import signal
 
 import pytest
 
@@ -296,3 +297,32 @@ def test_transfer_fields(tidemark, upstream, form):
     if form == "text":
         for ln in tm.log_lines(" event="):
             assert STRICT.match(ln), ln
+
+
+# Any text line: ts= and level=, then key=value words only.
+ANY_STRICT = re.compile(r'^ts=\S+ level=(error|warn|info|debug)'
+                        r'( [a-z_]+=("(?:[^"\\]|\\.)*"|[^ "]*))+$')
+
+
+def test_every_text_line_is_key_value(tidemark, upstream):
+    """Prose lines too (start, a refused write, a lock with quotes and a
+    backslash in its name, a reload, the stop): msg="..." holds the
+    message, its quotes and backslashes escaped, and reads back whole."""
+    tm = tidemark({"proxy": {"log_level": "debug"}})
+    assert tm.put("p", token=5).status == 200
+    assert tm.put("p", token=4).status == 409
+    name = 'documents/q%22%5Cx'   # documents/q"\x
+    assert tm.admin("POST", "/v1/locks/%s?ttl_ms=60000" % name)[0] == 201
+    tm.proc.send_signal(signal.SIGHUP)
+    tm.wait_log("reloaded: ")
+    assert tm.stop() == 0
+    lines = [ln for ln in tm.log().splitlines()
+             if not ln.startswith("==== ")]
+    prose = [ln for ln in lines if " msg=" in ln]
+    assert len(prose) >= 4, lines
+    for ln in lines:
+        assert ANY_STRICT.match(ln), ln
+    msgs = [parse_text(ln)["msg"] for ln in prose]
+    assert any(m.startswith("reloaded: ") for m in msgs), msgs
+    assert any('locks: acquired: name="documents/q\\"\\\\x"' in m
+               for m in msgs), msgs

@@ -12,7 +12,8 @@ import zlib
 
 import pytest
 
-from common import BIN, free_port, slow
+from common import BIN, free_port, slow, wait_until
+from daemon import HeldWrite
 
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(
@@ -143,9 +144,9 @@ def test_dashboard_shows_what_happened(tidemark, upstream, tmp_path):
     assert [r[1:6] for r in events] == [
         ["428", "missing", "documents/c", "\u2014", "0"],
         ["409", "stale", "documents/a", "4", "7"],
-        ["ok", "accepted", "documents/a", "7", "7"],
-        ["ok", "accepted", "documents/b", "3", "3"],
-        ["ok", "accepted", "documents/a", "5", "5"]]
+        ["200", "accepted", "documents/a", "7", "7"],
+        ["200", "accepted", "documents/b", "3", "3"],
+        ["200", "accepted", "documents/a", "5", "5"]]
     assert all(re.fullmatch(r"127\.0\.0\.1:\d+", r[6]) for r in events)
     assert all(re.fullmatch(r"[0-9a-f]{32}", r[7]) for r in events)
     assert dom.count('<g class="tl-mark">') == 3
@@ -206,8 +207,9 @@ def test_marks_are_one_per_resource_newest_first_and_bounded(tidemark,
 
 def test_history_holds_every_write_and_refusal_in_order(tidemark, upstream):
     """A burst on three resources: /v1/recent lists every accepted write and
-    every refusal, newest first, with its client and request id, the
-    last 128 of them; a refusal without a token shows the known mark."""
+    every refusal, newest first, with its client and request id and the
+    answer the client got, the last 128 of them; a refusal without a
+    token shows the known mark."""
     tm = tidemark()
     marks, expected = {}, []
     for i in range(150):
@@ -222,7 +224,8 @@ def test_history_holds_every_write_and_refusal_in_order(tidemark, upstream):
         assert r.status == (status or 200)
         if status is None:
             marks[res] = token
-        expected.append({"resource": res, "status": status, "reason": reason,
+        expected.append({"resource": res, "status": status or 200,
+                         "accepted": status is None, "reason": reason,
                          "token": token, "mark": marks.get(res, 0),
                          "request_id": "burst-%d" % i, "seq": i + 1})
     d = json.loads(tm.admin("GET", "/v1/recent")[2])
@@ -231,6 +234,53 @@ def test_history_holds_every_write_and_refusal_in_order(tidemark, upstream):
     assert got == expected[::-1][:128]
     assert all(re.fullmatch(r"127\.0\.0\.1:\d+", e["client"])
                for e in d["events"])
+
+
+def test_an_accepted_write_shows_the_answer_it_got(tidemark, upstream):
+    """An accepted write's event is in flight (status null) until the
+    upstream answers; then it shows the upstream's status, or tidemark's
+    502 or 504 with the reason when the upstream failed."""
+    tm = tidemark({"upstream default": {"timeout_ms": "300"}})
+
+    def event(resource):
+        d = json.loads(tm.admin("GET", "/v1/recent")[2])
+        return next(e for e in d["events"] if e["resource"] == resource)
+
+    held = HeldWrite(tm, "held", 5)
+    got = event("documents/held")
+    assert (got["accepted"], got["status"], got["reason"]) == (
+        True, None, "accepted")
+    upstream.release("held")
+    held.thread.join(10 * slow())
+    assert held.answer.status == 200
+    got = event("documents/held")
+    assert (got["status"], got["reason"]) == (200, "accepted")
+    cases = [("X-Test-Status", "500", 500, 500, "accepted"),
+             ("X-Test-Drop", "1", 502, 502, "upstream failed"),
+             ("X-Test-Delay-Ms", "2000", 504, 504, "upstream timeout")]
+    for i, (h, v, answer, status, reason) in enumerate(cases):
+        r = tm.put("w%d" % i, token=6 + i,
+                   headers={h: v})
+        assert r.status == answer, r
+        got = event("documents/w%d" % i)
+        assert (got["accepted"], got["status"], got["reason"], got["mark"]) \
+            == (True, status, reason, 6 + i), got
+
+
+def test_a_refusal_without_a_token_shows_the_stored_mark(tidemark,
+                                                         upstream):
+    """After a restart the page's tables are empty and so is the cache: a
+    428's event shows the mark read from the store, not 0."""
+    tm = tidemark()
+    assert tm.put("kept", token=9).status == 200
+    assert tm.stop() == 0
+    tm.start()
+    assert tm.put("kept").status == 428
+
+    def shown():
+        d = json.loads(tm.admin("GET", "/v1/recent")[2])
+        return d["events"][0]["mark"], d["refusals"][0]["mark"]
+    wait_until(lambda: shown() == (9, 9), 5 * slow(), "the stored mark")
 
 
 def fenced_out_lease(tm):

@@ -84,9 +84,10 @@ class Upstream:
     X-Test-Split-Ms: N        pause N ms between the head and the body
     """
 
-    def __init__(self, tls=None, host="127.0.0.1"):
+    def __init__(self, tls=None, host="127.0.0.1", port=0):
         # tls: an ssl.SSLContext (server side) to serve HTTPS instead.
-        # host: the one address listened on ("::1": IPv6 only).
+        # host: the one address listened on ("::1": IPv6 only); port: 0
+        # for a free one.
         self.tls = tls
         self.tls_failures = 0
         v6 = ":" in host
@@ -95,7 +96,7 @@ class Upstream:
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if v6:
             self.lsock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        self.lsock.bind((host, 0))
+        self.lsock.bind((host, port))
         self.lsock.listen(128)
         self.port = self.lsock.getsockname()[1]
         self.url = "http://%s:%d" % ("[%s]" % host if v6 else host, self.port)

@@ -212,6 +212,7 @@ static const struct {
     {"proxy", "buffer_size", "4096"},
     {"proxy", "log_format", "json"},
     {"proxy", "drain_timeout_ms", "0"},
+    {"proxy", "resolver", "127.0.0.1:5353"},
     {"proxy", "log_level", "debug"},
     {"admin", "listen", "127.0.0.1:9998"},
     {"admin", "token_file", "@2"},
@@ -365,8 +366,9 @@ test_reload_restart_only(void **state)
         unload(&old);
         unload(&nw);
     }
-    /* listen twice, [store] 11, [locks] 16, [tokens] key_file */
-    assert_int_equal(restart, 30);
+    /* listen twice, [proxy] resolver, [store] 11, [locks] 16, [tokens]
+     * key_file */
+    assert_int_equal(restart, 31);
     unlink(key1);
     unlink(key2);
     free(key1);

@@ -46,6 +46,36 @@ test_resolve_numeric(void **state)
     assert_string_equal(l.a[0].text, "[::1]:6379");
 }
 
+/* Two lists of one set in another order are the same; one address more
+ * or another port is another set. */
+static void
+test_same_set(void **state)
+{
+    struct dial_list a, b, c;
+    char err[256], text[64];
+
+    (void)state;
+    assert_true(dial_resolve("::1", 80, &a, err, sizeof(err)));
+    assert_true(dial_resolve("127.0.0.1", 80, &b, err, sizeof(err)));
+    a.a[1] = b.a[0];
+    a.n = 2;
+    b.a[1] = a.a[0];
+    b.n = 2;
+    assert_true(dial_same(&a, &b));
+    dial_list_text(&a, text, sizeof(text));
+    assert_string_equal(text, "::1,127.0.0.1");
+    dial_list_text(&a, text, 6);
+    assert_string_equal(text, "::1,1");
+    c = b;
+    c.n = 1;
+    assert_false(dial_same(&a, &c));
+    assert_false(dial_same(&c, &a));
+    assert_true(dial_resolve("127.0.0.1", 81, &c, err, sizeof(err)));
+    c.a[1] = a.a[0];
+    c.n = 2;
+    assert_false(dial_same(&a, &c));
+}
+
 struct result {
     int fd;
     int err;
@@ -156,6 +186,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_share),
         cmocka_unit_test(test_resolve_numeric),
+        cmocka_unit_test(test_same_set),
         cmocka_unit_test(test_dial_passes_over_a_refused_address),
         cmocka_unit_test(test_dial_every_address_refused),
         cmocka_unit_test(test_dial_cancel),

@@ -96,6 +96,49 @@ test_history_ring(void **state)
     assert_int_equal(recent_event_at(&r, RECENT_EVENTS - 1)->token, 4);
 }
 
+/* An accepted write's event takes the answer's status (and tidemark's
+ * reason when it answered itself), a refusal's the mark read later; an
+ * event the ring has dropped, or none (0), is left alone. */
+static void
+test_answered(void **state)
+{
+    static struct recent r;
+    uint64_t first, second;
+
+    (void)state;
+    memset(&r, 0, sizeof(r));
+    first = recent_accept(&r, &nobody, "a", 1, 1, NULL, 0);
+    second = recent_accept(&r, &nobody, "b", 2, 2, NULL, 0);
+    assert_int_equal(first, 1);
+    assert_int_equal(second, 2);
+    assert_true(recent_event_at(&r, 0)->accepted);
+    assert_int_equal(recent_event_at(&r, 0)->status, 0);
+    recent_answered(&r, second, 201, NULL);
+    recent_answered(&r, first, 504, "upstream timeout");
+    recent_answered(&r, 0, 500, "none");
+    assert_int_equal(recent_event_at(&r, 0)->status, 201);
+    assert_string_equal(recent_event_at(&r, 0)->reason, "accepted");
+    assert_int_equal(recent_event_at(&r, 1)->status, 504);
+    assert_string_equal(recent_event_at(&r, 1)->reason, "upstream timeout");
+    for (int i = 0; i < RECENT_EVENTS; i++) {
+        recent_refusal(&r, &nobody, 409, "stale", "c", 1, 2);
+    }
+    recent_mark(&r, r.nevents, 42);
+    assert_int_equal(recent_event_at(&r, 0)->mark, 42);
+    assert_int_equal(r.refusals[(r.nrefusals - 1) % RECENT_N].mark, 42);
+    recent_mark(&r, second, 43); /* gone from the ring: nothing */
+    recent_mark(&r, 0, 44);
+    for (size_t i = 1; i < recent_nevents(&r); i++) {
+        assert_int_equal(recent_event_at(&r, i)->mark, 2);
+    }
+    recent_answered(&r, second, 500, "late");
+    recent_answered(&r, r.nevents + 1, 500, "future");
+    for (size_t i = 0; i < recent_nevents(&r); i++) {
+        assert_int_equal(recent_event_at(&r, i)->status, 409);
+        assert_false(recent_event_at(&r, i)->accepted);
+    }
+}
+
 static void
 test_leases(void **state)
 {
@@ -161,6 +204,7 @@ main(void)
         cmocka_unit_test(test_marks_once_each_latest_first),
         cmocka_unit_test(test_long_names_are_one_entry),
         cmocka_unit_test(test_history_ring),
+        cmocka_unit_test(test_answered),
         cmocka_unit_test(test_leases),
         cmocka_unit_test(test_leases_end),
     };

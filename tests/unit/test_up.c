@@ -96,6 +96,7 @@ accepted(struct fixture *f)
 static void
 setup(struct fixture *f, int max_idle)
 {
+    static struct up_names names; /* an address: no lookup */
     char err[256];
 
     memset(f, 0, sizeof(*f));
@@ -107,7 +108,7 @@ setup(struct fixture *f, int max_idle)
     f->cfg.connect_timeout_ms = 5000;
     f->cfg.timeout_ms = 5000;
     f->cfg.max_idle = max_idle;
-    f->pool = up_pool_new(f->base, &f->cfg, err, sizeof(err));
+    f->pool = up_pool_new(f->base, &f->cfg, &names, err, sizeof(err));
     assert_non_null(f->pool);
 }
 
