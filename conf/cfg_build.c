@@ -410,6 +410,7 @@ cfg_build(struct loader *l, struct tm_config *c)
         if (s->kind == CFG_UPSTREAM) {
             cfg_expand_headers(l, s, obj);
             load_sign(l, s, obj);
+            cfg_check_tls(l, s, &((struct cfg_upstream *)obj)->pki);
         }
         if (s->kind == CFG_FOLLOW) {
             load_follow(l, s, obj, before);

@@ -280,9 +280,16 @@ const struct cfg_opt cfg_opts[] = {
      "the response head once the request is sent, and between reads"},
     {CFG_UPSTREAM, "max_idle", CFG_T_INT, "64", OFF(cfg_upstream, max_idle),
      INT(0, 100000), 0, "idle keep-alive connections kept in the pool"},
-    {CFG_UPSTREAM, "ca_file", CFG_T_STR, "", OFF(cfg_upstream, ca_file), NONE,
-     CFG_EMPTY_OK,
+    {CFG_UPSTREAM, "ca_file", CFG_T_STR, "", OFF(cfg_upstream, pki.ca_file),
+     NONE, CFG_EMPTY_OK,
      "https: PEM file of CAs to verify the upstream; empty: system CAs"},
+    {CFG_UPSTREAM, "cert_file", CFG_T_STR, "", OFF(cfg_upstream, pki.cert_file),
+     NONE, CFG_EMPTY_OK,
+     "https: PEM client certificate (and chain) shown to the upstream; "
+     "with key_file"},
+    {CFG_UPSTREAM, "key_file", CFG_T_STR, "", OFF(cfg_upstream, pki.key_file),
+     NONE, CFG_EMPTY_OK,
+     "https: PEM private key of cert_file (unencrypted, mode 600)"},
     {CFG_UPSTREAM, "add_header", CFG_T_CUSTOM, NULL, 0, OPS(cfg_add_header_ops),
      CFG_REPEAT | CFG_SECRET,
      "NAME: VALUE added to every forwarded request (repeatable; ${VAR} "

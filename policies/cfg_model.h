@@ -47,6 +47,14 @@ enum cfg_forwarded {
     CFG_FWD_RFC7239, /* Forwarded: the client's elements, then for=... */
 };
 
+/* TLS toward a peer: PEM files; NULL or empty: unset. */
+struct cfg_tls {
+    char *ca_file;   /* CAs the peer's certificate is checked against;
+                      * unset: the system's */
+    char *cert_file; /* the client certificate (and its chain) shown */
+    char *key_file;  /* its private key, unencrypted */
+};
+
 /* A header added to every forwarded request. */
 struct cfg_header {
     char *name;
@@ -63,7 +71,7 @@ struct cfg_upstream {
     int connect_timeout_ms;
     int timeout_ms;         /* response head and between body reads */
     int max_idle;           /* pooled idle connections kept */
-    char *ca_file;          /* https: PEM CAs; empty: the system's */
+    struct cfg_tls pki;     /* https: CAs, client certificate */
     struct cfg_header *add; /* add_header, ${VAR} expanded: secrets */
     size_t nadd;
     char **strip; /* strip_header names */

@@ -46,6 +46,9 @@ load_identity(SSL_CTX *ctx, const struct tls_client_conf *c, const char *who,
                  who);
         return false;
     }
+    /* An empty passphrase, never a prompt (OpenSSL's default callback
+     * takes this as the passphrase): an encrypted key fails to load. */
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, (void *)"");
     if (SSL_CTX_use_certificate_chain_file(ctx, c->cert_file) != 1) {
         snprintf(err, errlen, "%s: cannot load the client certificate %s: %s",
                  who, c->cert_file, ssl_reason(why, sizeof(why)));
