@@ -585,7 +585,7 @@ same_socket(const char *a, const char *b)
     bool same = false;
 
     if (a == NULL || b == NULL || a[0] == '\0' || b[0] == '\0' ||
-        !cfg_split_hostport(a, &ah, &ap)) {
+        strncmp(a, "unix:", 5) == 0 || !cfg_split_hostport(a, &ah, &ap)) {
         return false;
     }
     if (cfg_split_hostport(b, &bh, &bp)) {

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <libpq-fe.h>
 
@@ -163,6 +165,43 @@ check_listen(const char *v, char *buf, size_t len)
     }
     free(host);
     free(port);
+    return NULL;
+}
+
+/* [proxy] listen: host:port, or unix:PATH with PATH 1 to 107 bytes (what
+ * sun_path holds with its NUL). */
+static const char *
+check_proxy_listen(const char *v, char *buf, size_t len)
+{
+    const size_t max = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
+    size_t n;
+
+    if (strncmp(v, "unix:", 5) != 0) {
+        return check_listen(v, buf, len);
+    }
+    n = strlen(v + 5);
+    if (n == 0) {
+        return "unix: needs a socket path (unix:/run/tidemark/app.sock)";
+    }
+    if (n > max) {
+        snprintf(buf, len,
+                 "the socket path is %zu bytes; a Unix socket path holds at "
+                 "most %zu",
+                 n, max);
+        return buf;
+    }
+    return NULL;
+}
+
+/* listen_mode: octal permission bits, 0 to 0777. */
+static const char *
+check_listen_mode(const char *v, char *buf, size_t len)
+{
+    size_t n = strspn(v, "01234567");
+
+    if (n == 0 || v[n] != '\0' || n > 4 || strtoul(v, NULL, 8) > 0777) {
+        return "must be octal permission bits, 0000 to 0777 (0660)";
+    }
     return NULL;
 }
 
@@ -600,6 +639,8 @@ check_s3_endpoints(const char *v, char *buf, size_t len)
 }
 
 const struct cfg_ops cfg_listen_ops = {.check = check_listen};
+const struct cfg_ops cfg_proxy_listen_ops = {.check = check_proxy_listen};
+const struct cfg_ops cfg_listen_mode_ops = {.check = check_listen_mode};
 const struct cfg_ops cfg_s3_endpoints_ops = {.check = check_s3_endpoints};
 const struct cfg_ops cfg_aws_name_ops = {.check = check_aws_name};
 const struct cfg_ops cfg_profile_ops = {.check = check_profile};

@@ -54,7 +54,15 @@ _Static_assert(sizeof(enum cfg_forwarded) == sizeof(int) && CFG_FWD_NONE == 0 &&
  * choices, or ops), flags, help. */
 const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "listen", CFG_T_STR, "127.0.0.1:7070", OFF(cfg_proxy, listen),
-     OPS(cfg_listen_ops), CFG_RESTART, "host:port for application traffic"},
+     OPS(cfg_proxy_listen_ops), CFG_RESTART,
+     "host:port for application traffic, or unix:PATH for a Unix socket"},
+    {CFG_PROXY, "listen_mode", CFG_T_STR, "0660", OFF(cfg_proxy, listen_mode),
+     OPS(cfg_listen_mode_ops), CFG_RESTART,
+     "listen = unix:PATH: the socket file's permission bits (octal)"},
+    {CFG_PROXY, "listen_group", CFG_T_STR, "", OFF(cfg_proxy, listen_group),
+     NONE, CFG_EMPTY_OK | CFG_RESTART,
+     "listen = unix:PATH: the socket file's group (name or number); "
+     "empty: tidemark's"},
     {CFG_PROXY, "unmatched", CFG_T_FLAG, "pass",
      OFF(cfg_proxy, unmatched_reject), CHOICE(unmatched_choices), 0,
      "requests no route matches: pass | reject"},

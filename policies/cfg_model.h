@@ -13,7 +13,9 @@
 #include "sigv4.h"
 
 struct cfg_proxy {
-    char *listen;          /* "host:port" */
+    char *listen;          /* "host:port" or "unix:PATH" */
+    char *listen_mode;     /* unix: the socket file's mode, octal */
+    char *listen_group;    /* unix: its group; empty: ours */
     bool unmatched_reject; /* unmatched = reject */
     char *token_header;
     char *resource_header;

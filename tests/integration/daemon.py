@@ -79,6 +79,7 @@ class Tidemark:
         self.proc = None
         self.runs = []      # (proc, expected): every process started
         self.upstream = upstream
+        self.unix_path = None   # listen = unix:PATH: the socket's path
         if ini is not None:
             text = ini
         else:
@@ -103,6 +104,10 @@ class Tidemark:
                 else:
                     sections[name] = dict(keys)
             text = render_ini(sections)
+            listen = sections["proxy"].get("listen") or ""
+            if listen.startswith("unix:"):
+                # Relative to the process's directory, as it reads it.
+                self.unix_path = str(self.dir / listen[len("unix:"):])
         self.ini_path.write_text(text)
 
     # -- life cycle
@@ -158,8 +163,7 @@ class Tidemark:
 
     def _listening(self):
         try:
-            s = socket.create_connection(("127.0.0.1", self.port), timeout=1)
-            s.close()
+            self.conn(timeout=1).sock.close()
             return True
         except OSError:
             return False
@@ -255,7 +259,7 @@ class Tidemark:
     # -- traffic
 
     def conn(self, timeout=10.0):
-        return Conn(self.port, timeout=timeout * slow())
+        return Conn(self.unix_path or self.port, timeout=timeout * slow())
 
     def request(self, method, target, token=None, resource=None, headers=(),
                 body=b"", timeout=10.0, **kw):

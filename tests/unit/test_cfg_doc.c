@@ -328,8 +328,10 @@ test_ini_drift(void **state)
         {"max_head = 16384",
          "; max_head = 16384",
          {"[proxy] max_head has a default (16384): set it, uncommented"}},
-        {"; host:port for application traffic (restart)",
-         "; host:port for application traffic",
+        {"; host:port for application traffic, or unix:PATH for a Unix "
+         "socket (restart)",
+         "; host:port for application traffic, or unix:PATH for a Unix "
+         "socket",
          {"[proxy] listen: not marked (restart), but the table says it needs "
           "a restart"}},
         {"connections to the store (restart)",

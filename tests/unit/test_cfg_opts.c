@@ -195,6 +195,8 @@ static const struct {
     const char *sect, *key, *value;
 } reload_changes[] = {
     {"proxy", "listen", "127.0.0.1:9999"},
+    {"proxy", "listen_mode", "0600"},
+    {"proxy", "listen_group", "daemon"},
     {"proxy", "unmatched", "reject"},
     {"proxy", "token_header", "X-T"},
     {"proxy", "resource_header", "X-R"},
@@ -364,8 +366,9 @@ test_reload_restart_only(void **state)
         unload(&old);
         unload(&nw);
     }
-    /* listen twice, [store] 11, [locks] 16, [tokens] key_file */
-    assert_int_equal(restart, 30);
+    /* listen twice, [proxy] listen_mode and listen_group, [store] 11,
+     * [locks] 16, [tokens] key_file */
+    assert_int_equal(restart, 32);
     unlink(key1);
     unlink(key2);
     free(key1);
