@@ -135,6 +135,13 @@ class Tidemark:
             self.wait_ready()
         return self
 
+    def start_fails(self, timeout=20.0):
+        """Start a process that must stop at start: its exit code."""
+        self.start(wait=False)
+        rc = self.proc.wait(timeout=timeout * slow())
+        self.runs[-1][1] = "failed-start"
+        return rc
+
     def wait_ready(self, timeout=10.0):
         deadline = time.monotonic() + timeout * slow()
         while True:

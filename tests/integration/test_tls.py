@@ -152,10 +152,7 @@ def test_missing_ca_file_is_a_startup_error(tidemark, tls_upstream, pki,
     tm = tidemark({"upstream default": {
         "url": https(up), "ca_file": str(tmp_path / "nope.pem")}},
         up=up, start=False)
-    tm.start(wait=False)
-    rc = tm.proc.wait(timeout=20)
-    tm.runs[-1][1] = "failed-start"
-    assert rc == 1
+    assert tm.start_fails() == 1
     assert "%s:%d: [upstream default] ca_file %s: No such file or " \
         "directory" % (tm.ini_path, ini_line(tm, "ca_file"),
                        tmp_path / "nope.pem") in tm.log()
@@ -249,7 +246,5 @@ def test_bad_client_certificate_files_are_errors_at_load(tidemark, pki,
     assert rc != 0
     assert [ln for ln in lines if ln.startswith(where)] == [where + want], \
         lines
-    tm.start(wait=False)
-    assert tm.proc.wait(timeout=20) == 1
-    tm.runs[-1][1] = "failed-start"
+    assert tm.start_fails() == 1
     assert where + want in tm.log()

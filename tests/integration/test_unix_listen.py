@@ -20,7 +20,7 @@ import tempfile
 
 import pytest
 
-from common import slow, wait_until
+from common import slow
 from daemon import run_check
 
 SUN_PATH_MAX = 107      # sizeof(sun_path) - 1
@@ -111,9 +111,7 @@ def test_a_path_in_use_is_refused_and_left_to_its_owner(tidemark, tmp_path):
     path = sock_path(tmp_path)
     first = unix_tm(tidemark, path).start()
     second = unix_tm(tidemark, path)
-    second.start(wait=False)
-    assert second.proc.wait(timeout=20 * slow()) == 1
-    second.runs[-1][1] = "failed-start"
+    assert second.start_fails() == 1
     assert "cannot listen on unix:%s: in use (a running process answers " \
         "on it)" % path in second.log()
     # The first keeps its socket and serves on it.
@@ -139,9 +137,7 @@ def test_a_file_that_is_not_a_socket_is_left_alone(tidemark, tmp_path):
     with open(path, "w") as f:
         f.write("keep me\n")
     tm = unix_tm(tidemark, path)
-    tm.start(wait=False)
-    assert tm.proc.wait(timeout=20 * slow()) == 1
-    tm.runs[-1][1] = "failed-start"
+    assert tm.start_fails() == 1
     assert "cannot listen on unix:%s: the file exists and is not a socket " \
         "(not removed)" % path in tm.log()
     with open(path) as f:
@@ -243,9 +239,7 @@ def test_socket_paths_too_long_are_errors_at_load(tidemark, tmp_path, n):
     assert "%s:%d: listen: the socket path is %d bytes; a Unix " \
         "socket path holds at most %d" % (tm.ini_path, line, n,
                                           SUN_PATH_MAX) in lines, lines
-    tm.start(wait=False)
-    assert tm.proc.wait(timeout=20 * slow()) != 0
-    tm.runs[-1][1] = "failed-start"
+    assert tm.start_fails() != 0
     assert not os.path.exists(path)
 
 
