@@ -458,27 +458,48 @@ check_watch_resource(const char *v, char *buf, size_t len)
     return v[0] == '\0' ? "must not be empty" : NULL;
 }
 
-/* http://host:port, perhaps with a '/' after it. */
+/* http://host:port or https://host:port, perhaps with a '/' after it,
+ * in the scheme of the list's first (*arg: 0 not seen yet, 1 http, 2
+ * https, 3 mixed). */
 static bool
 endpoint_ok(const char *p, size_t n, void *arg)
 {
+    int *scheme = arg;
     struct tm_slice host, port;
+    size_t skip = n >= 8 && strncmp(p, "https://", 8) == 0  ? 8
+                  : n >= 7 && strncmp(p, "http://", 7) == 0 ? 7
+                                                            : 0;
+    int this = skip == 8 ? 2 : 1;
     bool br;
 
-    (void)arg;
     if (n > 0 && p[n - 1] == '/') {
         n--;
     }
-    return n >= 7 && strncmp(p, "http://", 7) == 0 &&
-           cfg_split_authority(p + 7, n - 7, &host, &port, &br) && port.len > 0;
+    if (skip == 0 ||
+        !cfg_split_authority(p + skip, n - skip, &host, &port, &br) ||
+        port.len == 0) {
+        return false;
+    }
+    if (*scheme != 0 && *scheme != this) {
+        *scheme = 3;
+        return false;
+    }
+    *scheme = this;
+    return true;
 }
 
 static const char *
 check_endpoints(const char *v, char *buf, size_t len)
 {
-    return each_item(v, true, endpoint_ok, NULL)
-               ? NULL
-               : "must be http://host:port, comma-separated";
+    int scheme = 0;
+
+    if (each_item(v, true, endpoint_ok, &scheme)) {
+        return NULL;
+    }
+    return scheme == 3 ? "mixes http:// and https:// endpoints: one "
+                         "scheme for all"
+                       : "must be http://host:port or https://host:port, "
+                         "comma-separated";
 }
 
 /* A [lease] health_url: http://host:port/path, the path printable

@@ -50,6 +50,33 @@ _Static_assert(sizeof(enum cfg_forwarded) == sizeof(int) && CFG_FWD_NONE == 0 &&
 #define CHOICE(c) 0, 0, (c), NULL
 #define OPS(ops) 0, 0, NULL, &(ops)
 
+/* The ca_file, cert_file and key_file of a section that names etcd
+ * endpoints (struct cfg_tls pki in its struct st), as etcdctl's --cacert,
+ * --cert and --key. */
+#define ETCD_TLS_OPTS(sect, st, flags)                                         \
+    {sect,                                                                     \
+     "ca_file",                                                                \
+     CFG_T_STR,                                                                \
+     "",                                                                       \
+     OFF(st, pki.ca_file),                                                     \
+     NONE,                                                                     \
+     flags,                                                                    \
+     "etcd, https:// endpoints: PEM file of CAs to verify etcd (etcdctl "      \
+     "--cacert); empty: system CAs"},                                          \
+        {sect,                                                                 \
+         "cert_file",                                                          \
+         CFG_T_STR,                                                            \
+         "",                                                                   \
+         OFF(st, pki.cert_file),                                               \
+         NONE,                                                                 \
+         flags,                                                                \
+         "etcd, https:// endpoints: PEM client certificate (etcdctl "          \
+         "--cert), with key_file"},                                            \
+    {                                                                          \
+        sect, "key_file", CFG_T_STR, "", OFF(st, pki.key_file), NONE, flags,   \
+            "etcd, https:// endpoints: its PEM private key (etcdctl --key)"    \
+    }
+
 /* Each entry: section, key, type, default, field offset, bounds (or
  * choices, or ops), flags, help. */
 const struct cfg_opt cfg_opts[] = {
@@ -142,7 +169,8 @@ const struct cfg_opt cfg_opts[] = {
      "redis: yes: url names seed nodes of a Redis Cluster (slots, MOVED)"},
     {CFG_STORE, "endpoints", CFG_T_STR, NULL, OFF(cfg_store, endpoints),
      OPS(cfg_endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
-     "etcd: http://host:port, comma-separated"},
+     "etcd: http://host:port or https://host:port, comma-separated"},
+    ETCD_TLS_OPTS(CFG_STORE, cfg_store, CFG_EMPTY_OK | CFG_RESTART),
     {CFG_STORE, "pool_size", CFG_T_INT, "2", OFF(cfg_store, pool_size),
      INT(1, 64), CFG_RESTART, "postgres, etcd: connections to the store"},
     {CFG_STORE, "wait_replicas", CFG_T_INT, "0", OFF(cfg_store, wait_replicas),
@@ -168,7 +196,8 @@ const struct cfg_opt cfg_opts[] = {
      "postgres: a libpq connection string or URI"},
     {CFG_LOCKS, "endpoints", CFG_T_STR, NULL, OFF(cfg_locks, endpoints),
      OPS(cfg_endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
-     "etcd: http://host:port, comma-separated"},
+     "etcd: http://host:port or https://host:port, comma-separated"},
+    ETCD_TLS_OPTS(CFG_LOCKS, cfg_locks, CFG_EMPTY_OK | CFG_RESTART),
     {CFG_LOCKS, "prefix", CFG_T_STR, "tidemark/locks/", OFF(cfg_locks, prefix),
      NONE, CFG_EMPTY_OK | CFG_RESTART,
      "etcd: the keys of lock NAME are PREFIX NAME // lease"},
@@ -208,7 +237,8 @@ const struct cfg_opt cfg_opts[] = {
      OPS(cfg_watch_backend_ops), 0, "where the lock lives: etcd | zookeeper"},
     {CFG_WATCH, "endpoints", CFG_T_STR, NULL, OFF(cfg_watch, endpoints),
      OPS(cfg_endpoints_ops), CFG_EMPTY_OK,
-     "etcd: http://host:port, comma-separated"},
+     "etcd: http://host:port or https://host:port, comma-separated"},
+    ETCD_TLS_OPTS(CFG_WATCH, cfg_watch, CFG_EMPTY_OK),
     {CFG_WATCH, "hosts", CFG_T_STR, NULL, OFF(cfg_watch, zk_hosts),
      OPS(cfg_zk_hosts_ops), CFG_EMPTY_OK,
      "zookeeper: host:port, comma-separated (the ensemble)"},
@@ -245,7 +275,8 @@ const struct cfg_opt cfg_opts[] = {
      "where the election lives: etcd | zookeeper"},
     {CFG_FOLLOW, "endpoints", CFG_T_STR, NULL, OFF(cfg_follow, endpoints),
      OPS(cfg_endpoints_ops), CFG_EMPTY_OK,
-     "etcd: http://host:port, comma-separated"},
+     "etcd: http://host:port or https://host:port, comma-separated"},
+    ETCD_TLS_OPTS(CFG_FOLLOW, cfg_follow, CFG_EMPTY_OK),
     {CFG_FOLLOW, "hosts", CFG_T_STR, NULL, OFF(cfg_follow, zk_hosts),
      OPS(cfg_zk_hosts_ops), CFG_EMPTY_OK,
      "zookeeper: host:port, comma-separated (the ensemble)"},

@@ -92,11 +92,7 @@ static bool
 tls_setup(struct up_pool *p, char *err, size_t errlen)
 {
     const struct cfg_upstream *cfg = p->cfg;
-    struct tls_client_conf tc = {.ca_file = cfg->pki.ca_file,
-                                 .cert_file = cfg->pki.cert_file,
-                                 .key_file = cfg->pki.key_file};
-
-    p->tls = tls_client_ctx(&tc, p->who, err, errlen);
+    p->tls = tls_client_ctx(&cfg->pki, p->who, err, errlen);
     return p->tls != NULL;
 }
 

@@ -489,7 +489,21 @@ static const struct err_case err_cases[] = {
      {NULL},
      {"@:3: url: must be redis://host:port[/db] (with cluster = yes: "
       "several, comma-separated)",
-      "@:4: endpoints: must be http://host:port, comma-separated"}},
+      "@:4: endpoints: mixes http:// and https:// endpoints: one scheme "
+      "for all"}},
+    {"etcd endpoints",
+     "[store]\ntype = etcd\nendpoints = https://a:1, ftp://b:2\n"
+     "[locks]\nbackend = etcd\nendpoints = http://a:1\n"
+     "cert_file = /nonexistent/c.pem\n"
+     "[watch w]\nprefix = p/\nendpoints = https://a:1\n"
+     "ca_file = /nonexistent/ca.pem\n",
+     {NULL},
+     {"@:3: endpoints: must be http://host:port or https://host:port, "
+      "comma-separated",
+      "@:7: ca_file, cert_file and key_file are for https:// endpoints; "
+      "endpoints are http://",
+      "@:11: [watch w] ca_file /nonexistent/ca.pem: No such file or "
+      "directory"}},
     {"upstream urls",
      "[upstream a]\nurl = ftp://h\n[upstream b]\nurl = http://h/v1\n"
      "[upstream c]\nurl = http://u:p@h\n[upstream d]\nurl = http://h:0\n"
