@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../conf/cfg.h"
 #include "log.h"
 
 static bool
@@ -86,28 +86,6 @@ clear_stale(const struct sockaddr_un *sa, char *err, size_t errlen)
     return true;
 }
 
-/* The group id group names (a name or a number); false when none. */
-static bool
-group_id(const char *group, gid_t *gid)
-{
-    struct group *g;
-    char *end;
-    unsigned long n;
-
-    g = getgrnam(group);
-    if (g != NULL) {
-        *gid = g->gr_gid;
-        return true;
-    }
-    errno = 0;
-    n = strtoul(group, &end, 10);
-    if (errno != 0 || end == group || *end != '\0' || n > (gid_t)-1) {
-        return false;
-    }
-    *gid = (gid_t)n;
-    return true;
-}
-
 /* The socket file's mode and group, set before listen(): no client can
  * connect before they hold. */
 static bool
@@ -118,7 +96,7 @@ set_access(const char *path, const char *mode, const char *group, char *err,
     gid_t gid;
 
     if (group != NULL && group[0] != '\0') {
-        if (!group_id(group, &gid)) {
+        if (!cfg_group_id(group, &gid)) {
             snprintf(err, errlen, "listen_group %s: no such group", group);
             return false;
         }

@@ -255,3 +255,17 @@ def test_bad_socket_settings_are_errors_at_load(tidemark, listen, mode,
     rc, lines = run_check(tm.ini_path)
     assert rc != 0
     assert [ln for ln in lines if want in ln], lines
+
+
+def test_a_group_that_does_not_exist_is_an_error(tidemark, tmp_path):
+    path = sock_path(tmp_path)
+    tm = unix_tm(tidemark, path, listen_group="no-such-group-here")
+    rc, lines = run_check(tm.ini_path)
+    line = [i for i, ln in enumerate(tm.ini_path.read_text().splitlines(), 1)
+            if ln.startswith("listen_group =")][0]
+    want = "listen_group no-such-group-here: no such group"
+    assert rc != 0
+    assert "%s:%d: %s" % (tm.ini_path, line, want) in lines, lines
+    assert tm.start_fails() == 1
+    assert want in tm.log()
+    assert not os.path.exists(path)
