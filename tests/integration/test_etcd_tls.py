@@ -109,3 +109,19 @@ def test_watch_over_https_raises_the_mark(tidemark, etcd_tls,
     wait_until(lambda: tm.mark("documents/tls-w1") == rev, 15 * slow(),
                "the mark at the holder's revision %d" % rev)
     assert tm.put("tls-w1", token=rev - 1).status == 409
+
+
+def test_store_reconnects_over_https_after_etcd_restarts(tidemark, upstream,
+                                                         etcd_tls,
+                                                         pki):  # noqa: F811
+    tm = tidemark({"store": etcd_store(etcd_tls, pki)})
+    ready(tm, 200)
+    assert tm.put("tls-re", token=3).status == 200
+    etcd_tls.stop()
+    ready(tm, 503)
+    etcd_tls.start()
+    ready(tm, 200)
+    # The raise of 4 goes to etcd over a new TLS connection.
+    assert tm.put("tls-re", token=2).status == 409
+    assert tm.put("tls-re", token=4).status == 200
+    assert len(upstream.requests) == 2
