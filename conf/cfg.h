@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../policies/cfg_model.h"
 
@@ -23,8 +24,9 @@ struct cfg_errors {
 bool cfg_load(struct tm_config *c, const char *path, char *const *envp,
               struct cfg_errors *errs) __attribute__((warn_unused_result));
 /* As cfg_load, and then what --check asks of the host (cfg_probe): an
- * lmdb path that cannot be opened is an error, an upstream host that
- * does not resolve a warning. */
+ * lmdb path that cannot be opened, or a Unix socket's listen_group that
+ * does not exist, is an error, an upstream host that does not resolve a
+ * warning. */
 bool cfg_load_probe(struct tm_config *c, const char *path, char *const *envp,
                     struct cfg_errors *errs)
     __attribute__((warn_unused_result));
@@ -47,6 +49,11 @@ bool cfg_keep_restart_only(struct tm_config *nw, const struct tm_config *old,
                                            const char *kept),
                            void *arg) __attribute__((warn_unused_result));
 void cfg_errors_free(struct cfg_errors *errs);
+
+/* The group id of group, a name or a number ([proxy] listen_group);
+ * false when there is no such group. */
+bool cfg_group_id(const char *group, gid_t *gid)
+    __attribute__((warn_unused_result));
 
 /* Split "host:port" or "[v6]:port" into parts (malloc'd, caller frees).
  * false on a bad address. */

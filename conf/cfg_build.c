@@ -256,6 +256,51 @@ check_forwarded(struct loader *l, const struct raw_sect *s,
     }
 }
 
+/* The TLS files of a section that may name etcd endpoints: only for
+ * https:// ones (a file that would not be used is a mistake), then
+ * readable and matching (cfg_tls.c). */
+static void
+check_etcd_tls(struct loader *l, const struct raw_sect *s, void *obj)
+{
+    static const char *const keys[] = {"ca_file", "cert_file", "key_file",
+                                       NULL};
+    const char *endpoints = NULL;
+    const struct cfg_tls *t = NULL;
+    struct origin at;
+
+    switch (s->kind) {
+    case CFG_STORE:
+        endpoints = ((struct cfg_store *)obj)->endpoints;
+        t = &((struct cfg_store *)obj)->pki;
+        break;
+    case CFG_LOCKS:
+        endpoints = ((struct cfg_locks *)obj)->endpoints;
+        t = &((struct cfg_locks *)obj)->pki;
+        break;
+    case CFG_WATCH:
+        endpoints = ((struct cfg_watch *)obj)->endpoints;
+        t = &((struct cfg_watch *)obj)->pki;
+        break;
+    default:
+        endpoints = ((struct cfg_follow *)obj)->endpoints;
+        t = &((struct cfg_follow *)obj)->pki;
+        break;
+    }
+    if (endpoints == NULL || endpoints[0] == '\0') {
+        return;
+    }
+    if (strstr(endpoints, "https://") == NULL &&
+        (cfg_key_origin(s, "ca_file") != NULL ||
+         cfg_key_origin(s, "cert_file") != NULL ||
+         cfg_key_origin(s, "key_file") != NULL)) {
+        cfg_add_err(l, keys_origin(s, keys, &at),
+                    "ca_file, cert_file and key_file are for https:// "
+                    "endpoints; endpoints are http://");
+        return;
+    }
+    cfg_check_tls(l, s, t);
+}
+
 /* A [follow] once its keys are set: identity's ${VAR} expanded (an
  * identity that comes out empty is an error), then its keys together. */
 static void
@@ -438,6 +483,11 @@ cfg_build(struct loader *l, struct tm_config *c)
             cfg_expand_headers(l, s, obj);
             check_forwarded(l, s, obj);
             load_sign(l, s, obj);
+            cfg_check_tls(l, s, &((struct cfg_upstream *)obj)->pki);
+        }
+        if (s->kind == CFG_STORE || s->kind == CFG_LOCKS ||
+            s->kind == CFG_WATCH || s->kind == CFG_FOLLOW) {
+            check_etcd_tls(l, s, obj);
         }
         if (s->kind == CFG_FOLLOW) {
             load_follow(l, s, obj, before);
@@ -612,7 +662,7 @@ same_socket(const char *a, const char *b)
     bool same = false;
 
     if (a == NULL || b == NULL || a[0] == '\0' || b[0] == '\0' ||
-        !cfg_split_hostport(a, &ah, &ap)) {
+        strncmp(a, "unix:", 5) == 0 || !cfg_split_hostport(a, &ah, &ap)) {
         return false;
     }
     if (cfg_split_hostport(b, &bh, &bp)) {

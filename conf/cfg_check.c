@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <arpa/inet.h>
 
@@ -165,6 +167,43 @@ check_listen(const char *v, char *buf, size_t len)
     }
     free(host);
     free(port);
+    return NULL;
+}
+
+/* [proxy] listen: host:port, or unix:PATH with PATH 1 to 107 bytes (what
+ * sun_path holds with its NUL). */
+static const char *
+check_proxy_listen(const char *v, char *buf, size_t len)
+{
+    const size_t max = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
+    size_t n;
+
+    if (strncmp(v, "unix:", 5) != 0) {
+        return check_listen(v, buf, len);
+    }
+    n = strlen(v + 5);
+    if (n == 0) {
+        return "unix: needs a socket path (unix:/run/tidemark/app.sock)";
+    }
+    if (n > max) {
+        snprintf(buf, len,
+                 "the socket path is %zu bytes; a Unix socket path holds at "
+                 "most %zu",
+                 n, max);
+        return buf;
+    }
+    return NULL;
+}
+
+/* listen_mode: octal permission bits, 0 to 0777. */
+static const char *
+check_listen_mode(const char *v, char *buf, size_t len)
+{
+    size_t n = strspn(v, "01234567");
+
+    if (n == 0 || v[n] != '\0' || n > 4 || strtoul(v, NULL, 8) > 0777) {
+        return "must be octal permission bits, 0000 to 0777 (0660)";
+    }
     return NULL;
 }
 
@@ -421,27 +460,48 @@ check_watch_resource(const char *v, char *buf, size_t len)
     return v[0] == '\0' ? "must not be empty" : NULL;
 }
 
-/* http://host:port, perhaps with a '/' after it. */
+/* http://host:port or https://host:port, perhaps with a '/' after it,
+ * in the scheme of the list's first (*arg: 0 not seen yet, 1 http, 2
+ * https, 3 mixed). */
 static bool
 endpoint_ok(const char *p, size_t n, void *arg)
 {
+    int *scheme = arg;
     struct tm_slice host, port;
+    size_t skip = n >= 8 && strncmp(p, "https://", 8) == 0  ? 8
+                  : n >= 7 && strncmp(p, "http://", 7) == 0 ? 7
+                                                            : 0;
+    int this = skip == 8 ? 2 : 1;
     bool br;
 
-    (void)arg;
     if (n > 0 && p[n - 1] == '/') {
         n--;
     }
-    return n >= 7 && strncmp(p, "http://", 7) == 0 &&
-           cfg_split_authority(p + 7, n - 7, &host, &port, &br) && port.len > 0;
+    if (skip == 0 ||
+        !cfg_split_authority(p + skip, n - skip, &host, &port, &br) ||
+        port.len == 0) {
+        return false;
+    }
+    if (*scheme != 0 && *scheme != this) {
+        *scheme = 3;
+        return false;
+    }
+    *scheme = this;
+    return true;
 }
 
 static const char *
 check_endpoints(const char *v, char *buf, size_t len)
 {
-    return each_item(v, true, endpoint_ok, NULL)
-               ? NULL
-               : "must be http://host:port, comma-separated";
+    int scheme = 0;
+
+    if (each_item(v, true, endpoint_ok, &scheme)) {
+        return NULL;
+    }
+    return scheme == 3 ? "mixes http:// and https:// endpoints: one "
+                         "scheme for all"
+                       : "must be http://host:port or https://host:port, "
+                         "comma-separated";
 }
 
 /* A [lease] health_url: http://host:port/path, the path printable
@@ -650,6 +710,8 @@ check_s3_endpoints(const char *v, char *buf, size_t len)
 }
 
 const struct cfg_ops cfg_listen_ops = {.check = check_listen};
+const struct cfg_ops cfg_proxy_listen_ops = {.check = check_proxy_listen};
+const struct cfg_ops cfg_listen_mode_ops = {.check = check_listen_mode};
 const struct cfg_ops cfg_s3_endpoints_ops = {.check = check_s3_endpoints};
 const struct cfg_ops cfg_aws_name_ops = {.check = check_aws_name};
 const struct cfg_ops cfg_profile_ops = {.check = check_profile};

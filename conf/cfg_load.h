@@ -131,6 +131,15 @@ const struct origin *cfg_key_origin(const struct raw_sect *s, const char *key);
 void cfg_add_warning(struct loader *l, struct tm_config *c,
                      const struct origin *at, const char *msg);
 
+/* ---- cfg_tls.c: the TLS files a section names ---- */
+
+/* Errors at s's ca_file, cert_file or key_file when t's files cannot be
+ * read as a CA certificate, a client certificate and its private key,
+ * when only one of cert_file and key_file is set, or when the key does
+ * not match the certificate. Reads the files; keeps nothing. */
+void cfg_check_tls(struct loader *l, const struct raw_sect *s,
+                   const struct cfg_tls *t);
+
 /* ---- cfg_probe.c: what --check asks of the host ---- */
 
 /* Each lmdb file's directory can be made and written (an error where

@@ -50,11 +50,46 @@ _Static_assert(sizeof(enum cfg_forwarded) == sizeof(int) && CFG_FWD_NONE == 0 &&
 #define CHOICE(c) 0, 0, (c), NULL
 #define OPS(ops) 0, 0, NULL, &(ops)
 
+/* The ca_file, cert_file and key_file of a section that names etcd
+ * endpoints (struct cfg_tls pki in its struct st), as etcdctl's --cacert,
+ * --cert and --key. */
+#define ETCD_TLS_OPTS(sect, st, flags)                                         \
+    {sect,                                                                     \
+     "ca_file",                                                                \
+     CFG_T_STR,                                                                \
+     "",                                                                       \
+     OFF(st, pki.ca_file),                                                     \
+     NONE,                                                                     \
+     flags,                                                                    \
+     "etcd, https:// endpoints: PEM file of CAs to verify etcd (etcdctl "      \
+     "--cacert); empty: system CAs"},                                          \
+        {sect,                                                                 \
+         "cert_file",                                                          \
+         CFG_T_STR,                                                            \
+         "",                                                                   \
+         OFF(st, pki.cert_file),                                               \
+         NONE,                                                                 \
+         flags,                                                                \
+         "etcd, https:// endpoints: PEM client certificate (etcdctl "          \
+         "--cert), with key_file"},                                            \
+    {                                                                          \
+        sect, "key_file", CFG_T_STR, "", OFF(st, pki.key_file), NONE, flags,   \
+            "etcd, https:// endpoints: its PEM private key (etcdctl --key)"    \
+    }
+
 /* Each entry: section, key, type, default, field offset, bounds (or
  * choices, or ops), flags, help. */
 const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "listen", CFG_T_STR, "127.0.0.1:7070", OFF(cfg_proxy, listen),
-     OPS(cfg_listen_ops), CFG_RESTART, "host:port for application traffic"},
+     OPS(cfg_proxy_listen_ops), CFG_RESTART,
+     "host:port for application traffic, or unix:PATH for a Unix socket"},
+    {CFG_PROXY, "listen_mode", CFG_T_STR, "0660", OFF(cfg_proxy, listen_mode),
+     OPS(cfg_listen_mode_ops), CFG_RESTART,
+     "listen = unix:PATH: the socket file's permission bits (octal)"},
+    {CFG_PROXY, "listen_group", CFG_T_STR, "", OFF(cfg_proxy, listen_group),
+     NONE, CFG_EMPTY_OK | CFG_RESTART,
+     "listen = unix:PATH: the socket file's group (name or number); "
+     "empty: tidemark's"},
     {CFG_PROXY, "unmatched", CFG_T_FLAG, "pass",
      OFF(cfg_proxy, unmatched_reject), CHOICE(unmatched_choices), 0,
      "requests no route matches: pass | reject"},
@@ -142,7 +177,8 @@ const struct cfg_opt cfg_opts[] = {
      "redis: yes: url names seed nodes of a Redis Cluster (slots, MOVED)"},
     {CFG_STORE, "endpoints", CFG_T_STR, NULL, OFF(cfg_store, endpoints),
      OPS(cfg_endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
-     "etcd: http://host:port, comma-separated"},
+     "etcd: http://host:port or https://host:port, comma-separated"},
+    ETCD_TLS_OPTS(CFG_STORE, cfg_store, CFG_EMPTY_OK | CFG_RESTART),
     {CFG_STORE, "pool_size", CFG_T_INT, "2", OFF(cfg_store, pool_size),
      INT(1, 64), CFG_RESTART, "postgres, etcd: connections to the store"},
     {CFG_STORE, "wait_replicas", CFG_T_INT, "0", OFF(cfg_store, wait_replicas),
@@ -168,7 +204,8 @@ const struct cfg_opt cfg_opts[] = {
      "postgres: a libpq connection string or URI"},
     {CFG_LOCKS, "endpoints", CFG_T_STR, NULL, OFF(cfg_locks, endpoints),
      OPS(cfg_endpoints_ops), CFG_EMPTY_OK | CFG_RESTART,
-     "etcd: http://host:port, comma-separated"},
+     "etcd: http://host:port or https://host:port, comma-separated"},
+    ETCD_TLS_OPTS(CFG_LOCKS, cfg_locks, CFG_EMPTY_OK | CFG_RESTART),
     {CFG_LOCKS, "prefix", CFG_T_STR, "tidemark/locks/", OFF(cfg_locks, prefix),
      NONE, CFG_EMPTY_OK | CFG_RESTART,
      "etcd: the keys of lock NAME are PREFIX NAME // lease"},
@@ -208,7 +245,8 @@ const struct cfg_opt cfg_opts[] = {
      OPS(cfg_watch_backend_ops), 0, "where the lock lives: etcd | zookeeper"},
     {CFG_WATCH, "endpoints", CFG_T_STR, NULL, OFF(cfg_watch, endpoints),
      OPS(cfg_endpoints_ops), CFG_EMPTY_OK,
-     "etcd: http://host:port, comma-separated"},
+     "etcd: http://host:port or https://host:port, comma-separated"},
+    ETCD_TLS_OPTS(CFG_WATCH, cfg_watch, CFG_EMPTY_OK),
     {CFG_WATCH, "hosts", CFG_T_STR, NULL, OFF(cfg_watch, zk_hosts),
      OPS(cfg_zk_hosts_ops), CFG_EMPTY_OK,
      "zookeeper: host:port, comma-separated (the ensemble)"},
@@ -245,7 +283,8 @@ const struct cfg_opt cfg_opts[] = {
      "where the election lives: etcd | zookeeper"},
     {CFG_FOLLOW, "endpoints", CFG_T_STR, NULL, OFF(cfg_follow, endpoints),
      OPS(cfg_endpoints_ops), CFG_EMPTY_OK,
-     "etcd: http://host:port, comma-separated"},
+     "etcd: http://host:port or https://host:port, comma-separated"},
+    ETCD_TLS_OPTS(CFG_FOLLOW, cfg_follow, CFG_EMPTY_OK),
     {CFG_FOLLOW, "hosts", CFG_T_STR, NULL, OFF(cfg_follow, zk_hosts),
      OPS(cfg_zk_hosts_ops), CFG_EMPTY_OK,
      "zookeeper: host:port, comma-separated (the ensemble)"},
@@ -292,9 +331,16 @@ const struct cfg_opt cfg_opts[] = {
      "connect); 0: only then"},
     {CFG_UPSTREAM, "max_idle", CFG_T_INT, "64", OFF(cfg_upstream, max_idle),
      INT(0, 100000), 0, "idle keep-alive connections kept in the pool"},
-    {CFG_UPSTREAM, "ca_file", CFG_T_STR, "", OFF(cfg_upstream, ca_file), NONE,
-     CFG_EMPTY_OK,
+    {CFG_UPSTREAM, "ca_file", CFG_T_STR, "", OFF(cfg_upstream, pki.ca_file),
+     NONE, CFG_EMPTY_OK,
      "https: PEM file of CAs to verify the upstream; empty: system CAs"},
+    {CFG_UPSTREAM, "cert_file", CFG_T_STR, "", OFF(cfg_upstream, pki.cert_file),
+     NONE, CFG_EMPTY_OK,
+     "https: PEM client certificate (and chain) shown to the upstream; "
+     "with key_file"},
+    {CFG_UPSTREAM, "key_file", CFG_T_STR, "", OFF(cfg_upstream, pki.key_file),
+     NONE, CFG_EMPTY_OK,
+     "https: PEM private key of cert_file (unencrypted, mode 600)"},
     {CFG_UPSTREAM, "add_header", CFG_T_CUSTOM, NULL, 0, OPS(cfg_add_header_ops),
      CFG_REPEAT | CFG_SECRET,
      "NAME: VALUE added to every forwarded request (repeatable; ${VAR} "

@@ -1,8 +1,9 @@
 /* cfg_probe.c: what --check asks of the host beyond the file: that each
  * lmdb file can be opened where it is (its directory made and written;
- * nothing is created here), and that each upstream's host name
- * resolves. */
+ * nothing is created here), that each upstream's host name resolves, and
+ * that a Unix socket's listen_group exists. */
 #include <errno.h>
+#include <grp.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,9 +101,47 @@ probe_upstream(struct loader *l, struct tm_config *c,
     cfg_add_warning(l, c, at, msg);
 }
 
+bool
+cfg_group_id(const char *group, gid_t *gid)
+{
+    struct group *g = getgrnam(group);
+    char *end;
+    unsigned long n;
+
+    if (g != NULL) {
+        *gid = g->gr_gid;
+        return true;
+    }
+    errno = 0;
+    n = strtoul(group, &end, 10);
+    if (errno != 0 || end == group || *end != '\0' || n > (gid_t)-1) {
+        return false;
+    }
+    *gid = (gid_t)n;
+    return true;
+}
+
+/* An error at listen_group when listen = unix:PATH names a group that
+ * does not exist here (the start would stop on it). */
+static void
+probe_group(struct loader *l, const struct cfg_proxy *p)
+{
+    gid_t gid;
+
+    if (p->listen == NULL || strncmp(p->listen, "unix:", 5) != 0 ||
+        p->listen_group == NULL || p->listen_group[0] == '\0' ||
+        cfg_group_id(p->listen_group, &gid)) {
+        return;
+    }
+    cfg_add_err(
+        l, cfg_key_origin(cfg_find_sect(l, CFG_PROXY, NULL), "listen_group"),
+        "listen_group %s: no such group", p->listen_group);
+}
+
 void
 cfg_probe(struct loader *l, struct tm_config *c)
 {
+    probe_group(l, &c->proxy);
     if (c->store.type != NULL && strcmp(c->store.type, "lmdb") == 0) {
         probe_lmdb(l, CFG_STORE, "[store]", c->store.path);
     }

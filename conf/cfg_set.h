@@ -61,6 +61,8 @@ extern const struct cfg_ops cfg_resource_ops;
 
 /* Checks of text values (cfg_check.c). */
 extern const struct cfg_ops cfg_listen_ops;
+extern const struct cfg_ops cfg_proxy_listen_ops;
+extern const struct cfg_ops cfg_listen_mode_ops;
 extern const struct cfg_ops cfg_s3_endpoints_ops;
 extern const struct cfg_ops cfg_aws_name_ops;
 extern const struct cfg_ops cfg_profile_ops;

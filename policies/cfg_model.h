@@ -13,7 +13,9 @@
 #include "sigv4.h"
 
 struct cfg_proxy {
-    char *listen;          /* "host:port" */
+    char *listen;          /* "host:port" or "unix:PATH" */
+    char *listen_mode;     /* unix: the socket file's mode, octal */
+    char *listen_group;    /* unix: its group; empty: ours */
     bool unmatched_reject; /* unmatched = reject */
     char *token_header;
     char *resource_header;
@@ -49,6 +51,14 @@ enum cfg_forwarded {
     CFG_FWD_RFC7239, /* Forwarded: the client's elements, then for=... */
 };
 
+/* TLS toward a peer: PEM files; NULL or empty: unset. */
+struct cfg_tls {
+    char *ca_file;   /* CAs the peer's certificate is checked against;
+                      * unset: the system's */
+    char *cert_file; /* the client certificate (and its chain) shown */
+    char *key_file;  /* its private key, unencrypted */
+};
+
 /* A header added to every forwarded request. */
 struct cfg_header {
     char *name;
@@ -66,7 +76,7 @@ struct cfg_upstream {
     int timeout_ms;         /* response head and between body reads */
     int max_idle;           /* pooled idle connections kept */
     int resolve_ms;         /* the host is looked up again this often */
-    char *ca_file;          /* https: PEM CAs; empty: the system's */
+    struct cfg_tls pki;     /* https: CAs, client certificate */
     struct cfg_header *add; /* add_header, ${VAR} expanded: secrets */
     size_t nadd;
     char **strip; /* strip_header names */
@@ -105,17 +115,18 @@ struct cfg_route {
 };
 
 struct cfg_store {
-    char *type;        /* lmdb | postgres | redis | etcd */
-    char *path;        /* lmdb */
-    int64_t map_size;  /* lmdb: bytes */
-    char *dsn;         /* postgres */
-    char *url;         /* redis: one URL, or a cluster's seeds */
-    bool cluster;      /* redis: url names a Redis Cluster */
-    char *endpoints;   /* etcd */
-    int pool_size;     /* postgres, etcd: connections to the store */
-    int wait_replicas; /* redis: WAIT for this many replicas */
-    int cache_entries; /* in-memory marks kept */
-    int timeout_ms;    /* one raise, end to end */
+    char *type;         /* lmdb | postgres | redis | etcd */
+    char *path;         /* lmdb */
+    int64_t map_size;   /* lmdb: bytes */
+    char *dsn;          /* postgres */
+    char *url;          /* redis: one URL, or a cluster's seeds */
+    bool cluster;       /* redis: url names a Redis Cluster */
+    char *endpoints;    /* etcd */
+    struct cfg_tls pki; /* etcd, https:// endpoints */
+    int pool_size;      /* postgres, etcd: connections to the store */
+    int wait_replicas;  /* redis: WAIT for this many replicas */
+    int cache_entries;  /* in-memory marks kept */
+    int timeout_ms;     /* one raise, end to end */
 };
 
 struct cfg_admin {
@@ -128,22 +139,23 @@ struct cfg_admin {
 
 /* The lock service on the control port. */
 struct cfg_locks {
-    char *backend;    /* lmdb | redis | postgres | etcd | zookeeper */
-    char *path;       /* lmdb: the lease file */
-    char *url;        /* redis: redis://host:port[/db], or seeds */
-    bool cluster;     /* redis: url names a Redis Cluster */
-    char *dsn;        /* postgres: a libpq connection string */
-    char *endpoints;  /* etcd: http://host:port, comma-separated */
-    char *prefix;     /* etcd: the keys of lock N are under prefix N// */
-    int pool_size;    /* postgres: connections; etcd: per endpoint */
-    int timeout_ms;   /* redis, postgres, etcd: one operation */
-    int64_t map_size; /* lmdb: bytes */
-    bool eager;       /* an acquire raises the resource's mark */
-    int max_ttl_ms;   /* longer leases are refused (400) */
-    int max_wait_ms;  /* longest ?wait_ms= an acquire may ask */
-    char *zk_hosts;   /* zookeeper: host:port,host:port */
-    char *zk_root;    /* zookeeper: where every lock has its node */
-    int zk_sess_ms;   /* zookeeper: the session timeout asked for */
+    char *backend;      /* lmdb | redis | postgres | etcd | zookeeper */
+    char *path;         /* lmdb: the lease file */
+    char *url;          /* redis: redis://host:port[/db], or seeds */
+    bool cluster;       /* redis: url names a Redis Cluster */
+    char *dsn;          /* postgres: a libpq connection string */
+    char *endpoints;    /* etcd: http://host:port, comma-separated */
+    struct cfg_tls pki; /* etcd, https:// endpoints */
+    char *prefix;       /* etcd: the keys of lock N are under prefix N// */
+    int pool_size;      /* postgres: connections; etcd: per endpoint */
+    int timeout_ms;     /* redis, postgres, etcd: one operation */
+    int64_t map_size;   /* lmdb: bytes */
+    bool eager;         /* an acquire raises the resource's mark */
+    int max_ttl_ms;     /* longer leases are refused (400) */
+    int max_wait_ms;    /* longest ?wait_ms= an acquire may ask */
+    char *zk_hosts;     /* zookeeper: host:port,host:port */
+    char *zk_root;      /* zookeeper: where every lock has its node */
+    int zk_sess_ms;     /* zookeeper: the session timeout asked for */
 };
 
 /* [watch NAME]: a lock applications take elsewhere (etcdctl lock, an etcd
@@ -152,42 +164,44 @@ struct cfg_locks {
  * holder's fence (proxy/locks/watch.c). */
 struct cfg_watch {
     char *name;
-    char *backend;   /* etcd | zookeeper */
-    char *endpoints; /* etcd: http://host:port, comma-separated */
-    char *zk_hosts;  /* zookeeper: host:port, comma-separated */
-    char *prefix;    /* etcd: the keys of lock L are <prefix>L/<lease hex>;
-                      * zookeeper: lock L is the znode <prefix>/L */
-    char *resource;  /* template: {name} is the lock's name */
-    char *token;     /* etcd: create_revision | lock_revision, the token
-                      * holders send */
-    int timeout_ms;  /* etcd: one call to the backend */
-    int idle_ms;     /* etcd: a stream silent this long has broken */
-    int zk_sess_ms;  /* zookeeper: the session timeout asked for */
-    bool required;   /* /readyz is 503 while the watch is not ok */
-    char *only;      /* NULL: every lock under prefix; else the one lock
-                      * followed (a [follow] section's election), by its
-                      * name below prefix */
+    char *backend;      /* etcd | zookeeper */
+    char *endpoints;    /* etcd: http://host:port, comma-separated */
+    struct cfg_tls pki; /* etcd, https:// endpoints */
+    char *zk_hosts;     /* zookeeper: host:port, comma-separated */
+    char *prefix;       /* etcd: the keys of lock L are <prefix>L/<lease hex>;
+                         * zookeeper: lock L is the znode <prefix>/L */
+    char *resource;     /* template: {name} is the lock's name */
+    char *token;        /* etcd: create_revision | lock_revision, the token
+                         * holders send */
+    int timeout_ms;     /* etcd: one call to the backend */
+    int idle_ms;        /* etcd: a stream silent this long has broken */
+    int zk_sess_ms;     /* zookeeper: the session timeout asked for */
+    bool required;      /* /readyz is 503 while the watch is not ok */
+    char *only;         /* NULL: every lock under prefix; else the one lock
+                         * followed (a [follow] section's election), by its
+                         * name below prefix */
     int line;
 };
 
 /* The application's own leader election, followed (proxy/carry/follow.c):
  * routes name it with lease = NAME. */
 struct cfg_follow {
-    char *name;      /* the section's NAME: the scope mark follow/NAME */
-    char *backend;   /* etcd | zookeeper */
-    char *endpoints; /* etcd: http://host:port, comma-separated */
-    char *zk_hosts;  /* zookeeper: host:port, comma-separated */
-    char *election;  /* etcd: the election's name (keys NAME/<lease>);
-                      * zookeeper: the election's znode */
-    char *identity;  /* this replica's, ${VAR} expanded: the holder's
-                      * value (etcd) or node data (zookeeper) when it
-                      * holds the election */
-    char *kind;      /* etcd-election | curator-leaderlatch |
-                      * kazoo-election */
-    int timeout_ms;  /* etcd: one call */
-    int idle_ms;     /* etcd: a stream silent this long has broken */
-    int zk_sess_ms;  /* zookeeper: the session asked for */
-    bool ready;      /* /readyz is 503 while not holding */
+    char *name;         /* the section's NAME: the scope mark follow/NAME */
+    char *backend;      /* etcd | zookeeper */
+    char *endpoints;    /* etcd: http://host:port, comma-separated */
+    struct cfg_tls pki; /* etcd, https:// endpoints */
+    char *zk_hosts;     /* zookeeper: host:port, comma-separated */
+    char *election;     /* etcd: the election's name (keys NAME/<lease>);
+                         * zookeeper: the election's znode */
+    char *identity;     /* this replica's, ${VAR} expanded: the holder's
+                         * value (etcd) or node data (zookeeper) when it
+                         * holds the election */
+    char *kind;         /* etcd-election | curator-leaderlatch |
+                         * kazoo-election */
+    int timeout_ms;     /* etcd: one call */
+    int idle_ms;        /* etcd: a stream silent this long has broken */
+    int zk_sess_ms;     /* zookeeper: the session asked for */
+    bool ready;         /* /readyz is 503 while not holding */
     int line;
 };
 

@@ -20,6 +20,7 @@
 #include "../policies/screen.h"
 #include "adm/adm.h"
 #include "carry/carry.h"
+#include "listen_unix.h"
 #include "locks/service.h"
 #include "locks/watch.h"
 #include "log.h"
@@ -170,22 +171,46 @@ accept_error_cb(struct evconnlistener *l, void *arg)
     log_error("accept: %s", evutil_socket_error_to_string(err));
 }
 
-/* The accept queue asked for: the kernel caps it at net.core.somaxconn
- * (4096 by default), so a burst of clients dialing at once waits there
- * instead of having its SYNs dropped at 1024. */
-#define LISTEN_BACKLOG 65535
-
-/* Bind "host:port" and listen. NULL with err on failure. */
+/* Listen on a Unix socket (listen = unix:PATH). NULL with err. */
 static struct evconnlistener *
-proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
-             void *arg, char *err, size_t errlen)
+listen_on_unix(struct tm_proxy *px, const char *path, char *err, size_t errlen)
 {
+    const struct cfg_proxy *pc = &px->first->proxy;
+    struct evconnlistener *l;
+    int fd = listen_unix_open(&px->unix_sock, path, pc->listen_mode,
+                              pc->listen_group, err, errlen);
+
+    if (fd < 0) {
+        return NULL;
+    }
+    /* Backlog 0: it listens already. */
+    l = evconnlistener_new(px->path.base, accept_cb, px,
+                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0,
+                           fd);
+    if (l == NULL) {
+        snprintf(err, errlen, "cannot listen on unix:%s: out of memory", path);
+        evutil_closesocket(fd);
+        listen_unix_remove(&px->unix_sock);
+    }
+    return l;
+}
+
+/* Bind [proxy] listen ("host:port" or "unix:PATH") and listen. NULL
+ * with err on failure. */
+static struct evconnlistener *
+proxy_listen(struct tm_proxy *px, char *err, size_t errlen)
+{
+    const char *addr = px->first->proxy.listen;
     struct sockaddr_storage ss;
     int sslen = sizeof(ss);
     struct evconnlistener *l;
     char host[256];
     size_t n = strlen(addr);
 
+    if (strncmp(addr, LISTEN_UNIX_PREFIX, strlen(LISTEN_UNIX_PREFIX)) == 0) {
+        return listen_on_unix(px, addr + strlen(LISTEN_UNIX_PREFIX), err,
+                              errlen);
+    }
     /* libevent refuses port 0 written out; without a port it is 0, and the
      * system picks one. */
     if (n > 2 && n < sizeof(host) && strcmp(addr + n - 2, ":0") == 0) {
@@ -198,7 +223,7 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
         snprintf(err, errlen, "cannot parse listen address %s", addr);
         return NULL;
     }
-    l = evconnlistener_new_bind(base, cb, arg,
+    l = evconnlistener_new_bind(px->path.base, accept_cb, px,
                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
                                     LEV_OPT_CLOSE_ON_EXEC,
                                 LISTEN_BACKLOG, (struct sockaddr *)&ss, sslen);
@@ -209,6 +234,17 @@ proxy_listen(struct event_base *base, const char *addr, evconnlistener_cb cb,
                  errno_text(errno, why, sizeof(why)));
     }
     return l;
+}
+
+/* Stop accepting: the listener closed, a Unix socket's file removed. */
+static void
+stop_listening(struct tm_proxy *px)
+{
+    if (px->listener != NULL) {
+        evconnlistener_free(px->listener);
+        px->listener = NULL;
+    }
+    listen_unix_remove(&px->unix_sock);
 }
 
 static void
@@ -499,8 +535,7 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     if (px->watches == NULL || !start_carriers(px, err, errlen)) {
         return false;
     }
-    px->listener =
-        proxy_listen(base, cfg->proxy.listen, accept_cb, px, err, errlen);
+    px->listener = proxy_listen(px, err, errlen);
     if (px->listener == NULL) {
         return false;
     }
@@ -533,7 +568,10 @@ tm_proxy_port(const struct tm_proxy *px)
     if (ss.ss_family == AF_INET6) {
         return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     }
-    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET) {
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    }
+    return 0; /* a Unix socket has no port */
 }
 
 static void
@@ -590,10 +628,7 @@ tm_proxy_drain(struct tm_proxy *px, int timeout_ms, void (*done)(void *arg),
     tv.tv_sec = timeout_ms / 1000;
     tv.tv_usec = (timeout_ms % 1000) * 1000;
     px->path.draining = true;
-    if (px->listener != NULL) {
-        evconnlistener_free(px->listener);
-        px->listener = NULL;
-    }
+    stop_listening(px);
     log_info("stopping: %zu connections open", px->path.nclients);
     client_close_idle(&px->path, false);
     px->drain_timer = evtimer_new(px->path.base, drain_timeout_cb, px);
@@ -620,9 +655,7 @@ tm_proxy_free(struct tm_proxy *px)
         return;
     }
     prev = lib_enter(&px->path.log);
-    if (px->listener != NULL) {
-        evconnlistener_free(px->listener);
-    }
+    stop_listening(px);
     adm_free(px->adm);
     if (px->path.reaper != NULL) {
         client_close_idle(&px->path, true);

@@ -11,6 +11,7 @@
 
 #include "../conf/cfg.h"
 #include "path/up.h"
+#include "listen_unix.h"
 #include "path/view.h"
 
 struct event;
@@ -32,13 +33,14 @@ struct tm_proxy {
     struct tm_config *first; /* the configuration it started with: kept to
                               * the end, restart-only parts point into it */
     struct evconnlistener *listener;
-    struct watches *watches;    /* [watch] sections: eager fencing */
-    struct lock_service *locks; /* the lock service, with a control port
-                                 * or a [lease]; NULL otherwise */
-    int carriers_stop;          /* draining: 0 not asked, 1 giving back
-                                 * their leases, 2 done */
-    struct up_pool **pools;     /* path.gen->pools */
-    struct up_names names;      /* how pools look their hosts up */
+    struct listen_unix unix_sock; /* listen = unix:PATH: its file */
+    struct watches *watches;      /* [watch] sections: eager fencing */
+    struct lock_service *locks;   /* the lock service, with a control port
+                                   * or a [lease]; NULL otherwise */
+    int carriers_stop;            /* draining: 0 not asked, 1 giving back
+                                   * their leases, 2 done */
+    struct up_pool **pools;       /* path.gen->pools */
+    struct up_names names;        /* how pools look their hosts up */
     struct adm *adm;
     struct event *trimmer; /* gives memory back after a burst has gone */
     struct event *drain_timer;

@@ -150,7 +150,8 @@ TM_API struct tm_proxy *tm_proxy_new(struct event_base *base,
                                      size_t errlen) TM_MUST_USE;
 
 /* The TCP port the proxy listens on, as bound (listen = 127.0.0.1:0 lets
- * the system pick one); 0 when it does not listen any more (draining). */
+ * the system pick one); 0 when it does not listen any more (draining) or
+ * listens on a Unix socket (listen = unix:PATH). */
 TM_API int tm_proxy_port(const struct tm_proxy *px);
 
 /* Apply a new configuration, whole or not at all; takes cfg. Routes,

@@ -60,6 +60,7 @@ election_watch(const struct cfg_follow *cfg, struct cfg_watch *w)
         .name = cfg->name,
         .backend = cfg->backend,
         .endpoints = cfg->endpoints,
+        .pki = cfg->pki,
         .zk_hosts = cfg->zk_hosts,
         .resource = "{name}",
         .timeout_ms = cfg->timeout_ms,

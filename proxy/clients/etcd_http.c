@@ -9,11 +9,13 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 
 #include "../log.h"
 #include "dial.h"
+#include "tls_client.h"
 
 #define EH_PROBE_MS 500
 #define EH_BODY_MAX (1u << 24)
@@ -27,6 +29,7 @@ struct endpoint {
     char *addr; /* numeric, for evhttp; the name when it did not resolve */
     int port;
     char host[300]; /* the Host header: the endpoint as written */
+    char name[256]; /* its host: what a TLS certificate must name */
     char text[64];  /* the address, for log lines: "[::1]:2379" */
 };
 
@@ -64,6 +67,9 @@ struct etcd_http {
     int nconns;
     unsigned rr;
     int timeout_ms;
+    SSL_CTX *tls;                     /* https:// endpoints; NULL: http:// */
+    struct tls_client_why why;        /* the last TLS failure, not logged yet */
+    char why_logged[192];             /* the last one logged */
     struct evhttp_connection **conns; /* neps * nconns, made when used */
     struct evhttp_connection **probe_conns;
     struct etcd_call *calls;
@@ -124,6 +130,7 @@ add_targets(struct etcd_http *h, const char *name, int hplen,
         ep->port = port;
         ep->addr = strdup(l->n > 0 ? l->a[i].ip : name);
         snprintf(ep->host, sizeof(ep->host), "%.*s", hplen, hostport);
+        snprintf(ep->name, sizeof(ep->name), "%s", name);
         snprintf(ep->text, sizeof(ep->text), "%s",
                  l->n > 0 ? l->a[i].text : "not resolved");
         h->neps++;
@@ -137,23 +144,35 @@ add_targets(struct etcd_http *h, const char *name, int hplen,
     return true;
 }
 
-/* One "http://host:port" of p[0..e). */
+/* The length of p[0..e)'s scheme "http://" (https: false) or
+ * "https://" (https: true); 0 for any other. */
+static size_t
+scheme_len(const char *p, const char *e, bool https)
+{
+    const char *want = https ? "https://" : "http://";
+    size_t n = strlen(want);
+
+    return (size_t)(e - p) > n && strncmp(p, want, n) == 0 ? n : 0;
+}
+
+/* One "http://host:port" of p[0..e) (or "https://", as all of them are
+ * when h->tls is set). */
 static bool
 parse_one(struct etcd_http *h, const char *p, const char *e, char *err,
           size_t errlen)
 {
     const char *a, *colon;
     char name[256];
-    size_t hl;
+    size_t hl, skip = scheme_len(p, e, h->tls != NULL);
 
-    if ((size_t)(e - p) < 8 || strncmp(p, "http://", 7) != 0) {
+    if (skip == 0) {
         snprintf(err, errlen,
-                 "etcd: %s endpoints must be http://host:port, "
-                 "comma-separated",
+                 "etcd: %s endpoints must be all http://host:port or all "
+                 "https://host:port, comma-separated",
                  h->who);
         return false;
     }
-    a = p + 7;
+    a = p + skip;
     if (*a == '[') {
         const char *rb = memchr(a, ']', (size_t)(e - a));
 
@@ -205,12 +224,37 @@ parse_endpoints(struct etcd_http *h, const char *v, char *err, size_t errlen)
 
 /* ---- connections and readiness --------------------------------------- */
 
+/* A TLS bufferevent toward endpoint ep for evhttp (which connects it,
+ * and clears the session for each new connection); NULL when out of
+ * memory. */
+static struct bufferevent *
+tls_bev(struct etcd_http *h, const struct endpoint *ep)
+{
+    SSL *ssl = tls_client_ssl(h->tls, ep->name, NULL);
+    struct bufferevent *bev;
+
+    if (ssl == NULL) {
+        return NULL;
+    }
+    tls_client_note(ssl, &h->why);
+    bev = bufferevent_openssl_socket_new(
+        h->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        SSL_free(ssl);
+    }
+    return bev;
+}
+
 static struct evhttp_connection *
 new_conn(struct etcd_http *h, int i, int timeout_ms)
 {
     const struct endpoint *ep = &h->eps[i];
-    struct evhttp_connection *c = evhttp_connection_base_new(
-        h->base, NULL, ep->addr, (unsigned short)ep->port);
+    struct bufferevent *bev = h->tls != NULL ? tls_bev(h, ep) : NULL;
+    struct evhttp_connection *c =
+        h->tls != NULL && bev == NULL
+            ? NULL
+            : evhttp_connection_base_bufferevent_new(
+                  h->base, NULL, bev, ep->addr, (unsigned short)ep->port);
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
 
     if (c != NULL) {
@@ -221,6 +265,23 @@ new_conn(struct etcd_http *h, int i, int timeout_ms)
 }
 
 static void start_probe(struct etcd_http *h);
+
+/* Log the TLS failure noted since the last one logged, if it differs:
+ * a wrong CA or a refused client certificate says so once, not at every
+ * probe. */
+static void
+log_tls_failure(struct etcd_http *h, int ep)
+{
+    if (h->why.s[0] == '\0') {
+        return;
+    }
+    if (strcmp(h->why.s, h->why_logged) != 0) {
+        log_error("etcd %s: %s (%s): TLS: %s", h->who, LOG_STR(h->eps[ep].host),
+                  h->eps[ep].text, h->why.s);
+        memcpy(h->why_logged, h->why.s, sizeof(h->why_logged));
+    }
+    h->why.s[0] = '\0';
+}
 
 static void
 set_down(struct etcd_http *h, int ep, const char *why)
@@ -252,6 +313,7 @@ set_up(struct etcd_http *h)
     h->ready = true;
     h->ever_ready = true;
     h->failures = 0;
+    h->why_logged[0] = '\0';
     if (!was && h->on_up != NULL) {
         h->on_up(h->on_up_arg);
     }
@@ -286,6 +348,7 @@ on_probe(struct evhttp_request *req, void *arg)
         start_probe(h);
         return;
     }
+    log_tls_failure(h, h->probe_ep);
     if (h->ready) {
         log_error("etcd %s: %s (%s): the status probe failed (%d)", h->who,
                   LOG_STR(h->eps[h->probe_ep].host), h->eps[h->probe_ep].text,
@@ -419,6 +482,7 @@ on_response(struct evhttp_request *req, void *arg)
         read_reply(c, req, code);
         return;
     }
+    log_tls_failure(h, c->ep);
     set_down(h, c->ep, "no answer (connection failed or timed out)");
     if (!h->closing && c->tries < h->neps && dial_now_ms() + 1 < c->deadline) {
         int next = (c->ep + 1) % h->neps;
@@ -697,9 +761,28 @@ etcd_watch_free(struct etcd_watch *w)
 
 /* ---- life cycle ------------------------------------------------------- */
 
+/* A TLS context when endpoints are https:// (the first says: mixing is
+ * refused when they are parsed). false with err. */
+static bool
+tls_setup(struct etcd_http *h, const char *endpoints, const struct cfg_tls *tls,
+          char *err, size_t errlen)
+{
+    static const struct cfg_tls none = {NULL, NULL, NULL};
+    char who[48];
+
+    endpoints += strspn(endpoints, " \t");
+    if (strncmp(endpoints, "https://", 8) != 0) {
+        return true;
+    }
+    snprintf(who, sizeof(who), "etcd %s", h->who);
+    h->tls = tls_client_ctx(tls != NULL ? tls : &none, who, err, errlen);
+    return h->tls != NULL;
+}
+
 struct etcd_http *
-etcd_http_new(struct event_base *base, const char *endpoints, const char *who,
-              int timeout_ms, int nconns, char *err, size_t errlen)
+etcd_http_new(struct event_base *base, const char *endpoints,
+              const struct cfg_tls *tls, const char *who, int timeout_ms,
+              int nconns, char *err, size_t errlen)
 {
     struct etcd_http *h = calloc(1, sizeof(*h));
     struct timeval now = {0, 0};
@@ -718,7 +801,8 @@ etcd_http_new(struct event_base *base, const char *endpoints, const char *who,
         etcd_http_free(h);
         return NULL;
     }
-    if (!parse_endpoints(h, endpoints, err, errlen)) {
+    if (!tls_setup(h, endpoints, tls, err, errlen) ||
+        !parse_endpoints(h, endpoints, err, errlen)) {
         etcd_http_free(h);
         return NULL;
     }
@@ -777,6 +861,9 @@ etcd_http_free(struct etcd_http *h)
     free(h->eps);
     free(h->conns);
     free(h->probe_conns);
+    if (h->tls != NULL) {
+        SSL_CTX_free(h->tls);
+    }
     free(h->dead);
     free(h);
 }

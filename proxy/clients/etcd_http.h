@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "../../policies/cfg_model.h"
 #include "etcd_json.h"
 
 struct event_base;
@@ -40,14 +41,19 @@ struct etcd_reply {
  * etcd_http_call. */
 typedef void (*etcd_cb)(void *arg, const struct etcd_reply *rep);
 
-/* Parse endpoints ("http://host:port, ...") and resolve their names;
- * who names the section in messages ("[store]"). timeout_ms: one call,
- * end to end, across endpoints; nconns: connections per endpoint. NULL
- * with a message in err. Probes /v3/maintenance/status until etcd
- * answers, and again whenever a call gets no answer. */
+/* Parse endpoints ("http://host:port, ..." or all "https://") and
+ * resolve their names; https:// ones speak TLS with tls's CA file (or
+ * the system's) and client certificate, the certificate checked against
+ * the name as written (tls may be NULL: no files). who names the
+ * section in messages ("[store]"). timeout_ms: one call, end to end,
+ * across endpoints; nconns: connections per endpoint. NULL with a
+ * message in err. Probes /v3/maintenance/status until etcd answers, and
+ * again whenever a call gets no answer; a TLS failure is logged with its
+ * reason. */
 struct etcd_http *etcd_http_new(struct event_base *base, const char *endpoints,
-                                const char *who, int timeout_ms, int nconns,
-                                char *err, size_t errlen)
+                                const struct cfg_tls *tls, const char *who,
+                                int timeout_ms, int nconns, char *err,
+                                size_t errlen)
     __attribute__((warn_unused_result));
 
 /* Answer every call in flight with ETCD_NOANSWER (callbacks run now),

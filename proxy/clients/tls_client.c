@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <arpa/inet.h>
 #include <event2/bufferevent.h>
@@ -31,8 +32,8 @@ ssl_reason(char *buf, size_t len)
 }
 
 static bool
-load_identity(SSL_CTX *ctx, const struct tls_client_conf *c, const char *who,
-              char *err, size_t errlen)
+load_identity(SSL_CTX *ctx, const struct cfg_tls *c, const char *who, char *err,
+              size_t errlen)
 {
     char why[256];
 
@@ -46,6 +47,9 @@ load_identity(SSL_CTX *ctx, const struct tls_client_conf *c, const char *who,
                  who);
         return false;
     }
+    /* An empty passphrase, never a prompt (OpenSSL's default callback
+     * takes this as the passphrase): an encrypted key fails to load. */
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, (void *)"");
     if (SSL_CTX_use_certificate_chain_file(ctx, c->cert_file) != 1) {
         snprintf(err, errlen, "%s: cannot load the client certificate %s: %s",
                  who, c->cert_file, ssl_reason(why, sizeof(why)));
@@ -68,7 +72,7 @@ load_identity(SSL_CTX *ctx, const struct tls_client_conf *c, const char *who,
 }
 
 SSL_CTX *
-tls_client_ctx(const struct tls_client_conf *c, const char *who, char *err,
+tls_client_ctx(const struct cfg_tls *c, const char *who, char *err,
                size_t errlen)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -146,4 +150,44 @@ tls_client_why(struct bufferevent *bev, char *buf, size_t len)
         ERR_error_string_n(e, r, sizeof(r));
         snprintf(buf, len, "handshake failed: %s", r);
     }
+}
+
+static struct tls_client_why *
+why_of(const SSL *ssl)
+{
+    return SSL_get_app_data(ssl);
+}
+
+static int
+note_verify(int ok, X509_STORE_CTX *x)
+{
+    SSL *ssl =
+        X509_STORE_CTX_get_ex_data(x, SSL_get_ex_data_X509_STORE_CTX_idx());
+    struct tls_client_why *w = ssl != NULL ? why_of(ssl) : NULL;
+
+    if (!ok && w != NULL) {
+        snprintf(w->s, sizeof(w->s), "certificate refused: %s",
+                 X509_verify_cert_error_string(X509_STORE_CTX_get_error(x)));
+    }
+    return ok;
+}
+
+static void
+note_alert(const SSL *ssl, int where, int ret)
+{
+    struct tls_client_why *w = why_of(ssl);
+
+    if (w != NULL && (where & SSL_CB_ALERT) && (where & SSL_CB_READ) &&
+        strcmp(SSL_alert_type_string(ret), "F") == 0) {
+        snprintf(w->s, sizeof(w->s), "the peer refused: alert %s",
+                 SSL_alert_desc_string_long(ret));
+    }
+}
+
+void
+tls_client_note(SSL *ssl, struct tls_client_why *w)
+{
+    SSL_set_app_data(ssl, w);
+    SSL_set_verify(ssl, SSL_VERIFY_PEER, note_verify);
+    SSL_set_info_callback(ssl, note_alert);
 }

@@ -10,24 +10,32 @@
 
 #include <openssl/ssl.h>
 
+#include "../../policies/cfg_model.h"
+
 struct bufferevent;
 
-/* Empty or NULL strings are unset. cert_file and key_file go together. */
-struct tls_client_conf {
-    const char *ca_file;   /* unset: the system's CA store */
-    const char *cert_file; /* PEM, the chain the client shows */
-    const char *key_file;  /* PEM, its private key */
-};
-
-/* A context, or NULL with "WHO: why" in err. Free with SSL_CTX_free. */
-SSL_CTX *tls_client_ctx(const struct tls_client_conf *c, const char *who,
-                        char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* A context for c's files (struct cfg_tls: NULL or empty strings are
+ * unset, the CA unset is the system's store, cert_file and key_file go
+ * together), or NULL with "WHO: why" in err. Free with SSL_CTX_free. */
+SSL_CTX *tls_client_ctx(const struct cfg_tls *c, const char *who, char *err,
+                        size_t errlen) __attribute__((warn_unused_result));
 
 /* A session toward host (a name or an IP literal), resuming resume when
  * it is not NULL. NULL when out of memory. */
 SSL *tls_client_ssl(SSL_CTX *ctx, const char *host, SSL_SESSION *resume)
     __attribute__((warn_unused_result));
+
+/* Why a session failed, written as it fails (for a client such as
+ * evhttp that resets the connection before its owner hears of it). */
+struct tls_client_why {
+    char s[192]; /* "" until a failure */
+};
+
+/* Note in w (which must outlive ssl) the next reason ssl fails: a peer
+ * certificate refused (the verification result) or a fatal alert from
+ * the peer (TLS 1.3 brings a refused client certificate as one, after
+ * the handshake). Uses ssl's app data. */
+void tls_client_note(SSL *ssl, struct tls_client_why *w);
 
 /* Why a TLS bufferevent failed, in words fit for a log line (no secret:
  * only OpenSSL's reason and the verification result). "" when it did

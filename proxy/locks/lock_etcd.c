@@ -505,8 +505,8 @@ el_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     }
     /* Unreachable now is an outage, not a configuration error: acquires
      * are 503 until etcd answers. */
-    s->h = etcd_http_new(base, cfg->endpoints, "[locks]", cfg->timeout_ms,
-                         cfg->pool_size, err, errlen);
+    s->h = etcd_http_new(base, cfg->endpoints, &cfg->pki, "[locks]",
+                         cfg->timeout_ms, cfg->pool_size, err, errlen);
     if (s->h == NULL) {
         defer_free(s->defer);
         coldq_free(s->cold);

@@ -468,8 +468,8 @@ we_open(struct event_base *base, const struct cfg_watch *cfg,
         return NULL;
     }
     snprintf(who, sizeof(who), "[watch %s]", cfg->name);
-    s->h = etcd_http_new(base, cfg->endpoints, who, cfg->timeout_ms, 1, err,
-                         errlen);
+    s->h = etcd_http_new(base, cfg->endpoints, &cfg->pki, who, cfg->timeout_ms,
+                         1, err, errlen);
     if (s->h == NULL) {
         we_close(s);
         return NULL;

@@ -693,5 +693,6 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
         pump_response(ex);
         return;
     }
+    up_tls_log_failure(ex->up);
     fail(ex, 502, "connection error");
 }

@@ -116,7 +116,9 @@ forwarded_name(const struct cfg_upstream *u, struct tm_slice name)
 /* The client's header of that name with its address added: the values
  * the client sent under it (those that are not stripped), in order, then
  * the address, as "for=" (RFC 7239: an IPv6 one bracketed and quoted)
- * with forwarded, or "unknown" when there is none. */
+ * with forwarded, or "unknown" when there is none. A Unix socket's
+ * client is "unix:" in X-Forwarded-For (as nginx writes it) and
+ * "unknown" in Forwarded (RFC 7239 names no other non-IP node). */
 static void
 write_forwarded(struct head_out *out, const struct request *rq,
                 const struct cfg_upstream *u, const char *client, int af)
@@ -136,7 +138,7 @@ write_forwarded(struct head_out *out, const struct request *rq,
     }
     ho_str(out, rfc ? "for=" : "");
     ho_str(out, rfc && af == AF_INET6 ? "\"[" : "");
-    ho_str(out, af != 0 ? client : "unknown");
+    ho_str(out, af != 0 && !(rfc && af == AF_UNIX) ? client : "unknown");
     ho_str(out, rfc && af == AF_INET6 ? "]\"\r\n" : "\r\n");
 }
 

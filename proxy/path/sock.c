@@ -302,7 +302,9 @@ sock_peer_text(struct sock_peer_text *t, evutil_socket_t fd)
         t->read = true;
         af = sock_peer(fd, host, &port);
         t->known = af != 0;
-        if (t->known) {
+        if (af == AF_UNIX) {
+            snprintf(t->s, sizeof(t->s), "%s", host);
+        } else if (t->known) {
             snprintf(t->s, sizeof(t->s), af == AF_INET6 ? "[%s]:%u" : "%s:%u",
                      host, port);
         }
@@ -336,6 +338,12 @@ sock_peer(evutil_socket_t fd, char host[SOCK_HOST_MAX], unsigned *port)
         }
         inet_ntop(AF_INET6, &a->sin6_addr, host, SOCK_HOST_MAX);
         return AF_INET6;
+    }
+    if (ss.ss_family == AF_UNIX) {
+        /* A Unix socket's client is nameless (nginx's "unix:"). */
+        snprintf(host, SOCK_HOST_MAX, "%s", SOCK_UNIX_PEER);
+        *port = 0;
+        return AF_UNIX;
     }
     return 0;
 }

@@ -67,13 +67,18 @@ void sock_timeouts(struct sock *s, int read_ms, int write_ms);
 /* The room sock_peer's host needs (INET6_ADDRSTRLEN). */
 #define SOCK_HOST_MAX 46
 
+/* How a client on a Unix socket is spelled (nginx's $remote_addr). */
+#define SOCK_UNIX_PEER "unix:"
+
 /* The address of fd's peer: its text, without the port, into host (an
- * IPv4-mapped IPv6 address as IPv4), its port into *port. Returns
- * AF_INET or AF_INET6, or 0 when fd has no IP peer. */
+ * IPv4-mapped IPv6 address as IPv4; SOCK_UNIX_PEER for a Unix socket's),
+ * its port into *port (0 for a Unix socket). Returns AF_INET, AF_INET6
+ * or AF_UNIX, or 0 when fd has no peer. */
 int sock_peer(evutil_socket_t fd, char host[SOCK_HOST_MAX], unsigned *port);
 
-/* "host:port" of a connection's peer ("[v6]:port" for IPv6): '[', the
- * host, ']', ':', five digits and the NUL. */
+/* "host:port" of a connection's peer ("[v6]:port" for IPv6, "unix:"
+ * for a Unix socket's): '[', the host, ']', ':', five digits and the
+ * NUL. */
 #define SOCK_PEER_MAX (SOCK_HOST_MAX + 9)
 
 /* A connection's peer as text, read once: one getpeername a

@@ -115,18 +115,18 @@ static bool
 tls_setup(struct up_pool *p, char *err, size_t errlen)
 {
     const struct cfg_upstream *cfg = p->cfg;
-    struct tls_client_conf tc = {.ca_file = cfg->ca_file};
-
-    p->tls = tls_client_ctx(&tc, p->who, err, errlen);
+    p->tls = tls_client_ctx(&cfg->pki, p->who, err, errlen);
     return p->tls != NULL;
 }
 
-/* Log why a TLS connection failed, without a secret in sight. */
-static void
-tls_log_failure(struct up_conn *uc)
+void
+up_tls_log_failure(struct up_conn *uc)
 {
     char why[320];
 
+    if (uc->pool->tls == NULL) {
+        return;
+    }
     tls_client_why(uc->bev, why, sizeof(why));
     if (why[0] != '\0') {
         log_error("%s: TLS with %s: %s", uc->pool->who,
@@ -514,7 +514,7 @@ handshake_event_cb(struct bufferevent *bev, short what, void *arg)
         connect_done(uc, false, ETIMEDOUT);
         return;
     }
-    tls_log_failure(uc);
+    up_tls_log_failure(uc);
     connect_done(uc, false, EPROTO);
 }
 

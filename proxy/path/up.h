@@ -77,6 +77,10 @@ void up_timeouts(struct up_conn *uc, int read_ms, int write_ms);
 /* True for TLS connections: their bytes go through OpenSSL, never
  * straight to the socket. */
 bool up_tls(const struct up_conn *uc);
+/* Log why uc's TLS failed, if it did (a refused certificate, a peer's
+ * alert: TLS 1.3 brings a refused client certificate only after the
+ * handshake), without a secret in sight. */
+void up_tls_log_failure(struct up_conn *uc);
 /* True when this connection had served a request before. */
 bool up_reused(const struct up_conn *uc);
 

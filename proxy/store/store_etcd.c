@@ -432,8 +432,8 @@ etcd_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         s->slots[i].s = s;
     }
     /* Not ready until etcd answers: the client probes now. */
-    s->h = etcd_http_new(base, cfg->endpoints, "[store]", timeout_ms, s->nslots,
-                         err, errlen);
+    s->h = etcd_http_new(base, cfg->endpoints, &cfg->pki, "[store]", timeout_ms,
+                         s->nslots, err, errlen);
     if (s->h == NULL) {
         etcd_free(s);
         return NULL;

@@ -36,7 +36,7 @@ sources() {
     token) echo policies/token.c ;;
     route) echo policies/route.c policies/canon.c policies/utf8.c ;;
     origin) echo policies/origin.c ;;
-    config) echo conf/cfg.c conf/cfg_read.c conf/cfg_env.c conf/cfg_build.c conf/cfg_probe.c \
+    config) echo conf/cfg.c conf/cfg_read.c conf/cfg_env.c conf/cfg_build.c conf/cfg_probe.c conf/cfg_tls.c \
         conf/cfg_opts.c conf/cfg_value.c conf/cfg_custom.c conf/cfg_check.c \
         conf/cfg_sect.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c policies/sigv4.c policies/s3name.c ;;
     sigv4) echo policies/sigv4.c ;;

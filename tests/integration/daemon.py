@@ -95,6 +95,7 @@ class Tidemark:
         self.proc = None
         self.runs = []      # (proc, expected): every process started
         self.upstream = upstream
+        self.unix_path = None   # listen = unix:PATH: the socket's path
         if ini is not None:
             text = ini
         else:
@@ -119,6 +120,10 @@ class Tidemark:
                 else:
                     sections[name] = dict(keys)
             text = render_ini(sections)
+            listen = sections["proxy"].get("listen") or ""
+            if listen.startswith("unix:"):
+                # Relative to the process's directory, as it reads it.
+                self.unix_path = str(self.dir / listen[len("unix:"):])
         self.ini_path.write_text(text)
 
     # -- life cycle
@@ -145,6 +150,13 @@ class Tidemark:
         if wait:
             self.wait_ready()
         return self
+
+    def start_fails(self, timeout=20.0):
+        """Start a process that must stop at start: its exit code."""
+        self.start(wait=False)
+        rc = self.proc.wait(timeout=timeout * slow())
+        self.runs[-1][1] = "failed-start"
+        return rc
 
     def wait_ready(self, timeout=10.0):
         deadline = time.monotonic() + timeout * slow()
@@ -174,8 +186,7 @@ class Tidemark:
 
     def _listening(self):
         try:
-            s = socket.create_connection(("127.0.0.1", self.port), timeout=1)
-            s.close()
+            self.conn(timeout=1).sock.close()
             return True
         except OSError:
             return False
@@ -272,7 +283,7 @@ class Tidemark:
     # -- traffic
 
     def conn(self, timeout=10.0):
-        return Conn(self.port, timeout=timeout * slow())
+        return Conn(self.unix_path or self.port, timeout=timeout * slow())
 
     def request(self, method, target, token=None, resource=None, headers=(),
                 body=b"", timeout=10.0, **kw):

@@ -352,6 +352,61 @@ class Etcd(Server):
         return "http://127.0.0.1:%d" % self.port
 
 
+class EtcdTLS(Etcd):
+    """One etcd member that serves clients over https only and asks each
+    for a certificate of ca (--client-cert-auth); cert, key: its own,
+    client: (cert, key) the tests' own calls show."""
+
+    name = "etcd-tls"
+
+    def __init__(self, ca, cert, key, client):
+        super().__init__()
+        self.ca, self.cert, self.key, self.client = ca, cert, key, client
+
+    def argv(self):
+        argv = super().argv()
+        client = "https://127.0.0.1:%d" % self.port
+        for flag in ("--listen-client-urls", "--advertise-client-urls"):
+            argv[argv.index(flag) + 1] = client
+        return argv + ["--cert-file", str(self.cert), "--key-file",
+                       str(self.key), "--trusted-ca-file", str(self.ca),
+                       "--client-cert-auth"]
+
+    def _https(self, timeout):
+        import http.client
+        import ssl
+        ctx = ssl.create_default_context(cafile=str(self.ca))
+        ctx.load_cert_chain(str(self.client[0]), str(self.client[1]))
+        return http.client.HTTPSConnection("127.0.0.1", self.port,
+                                           timeout=timeout, context=ctx)
+
+    def ready(self):
+        try:
+            c = self._https(1)
+            c.request("GET", "/health")
+            ok = b'"health":"true"' in c.getresponse().read()
+            c.close()
+            return ok
+        except OSError:
+            return False
+
+    def call(self, path, body, timeout=5.0):
+        import json
+        try:
+            c = self._https(timeout)
+            c.request("POST", path, json.dumps(body),
+                      {"Content-Type": "application/json"})
+            data = c.getresponse().read()
+            c.close()
+            return json.loads(data) if data else {}
+        except (OSError, ValueError):
+            return None
+
+    @property
+    def endpoints(self):
+        return "https://127.0.0.1:%d" % self.port
+
+
 # Debian's zookeeperd: the server's jar names its dependencies in its
 # manifest. A small heap and the client JIT keep the start near 2 s.
 ZK_JAR = "/usr/share/java/zookeeper.jar"

@@ -241,8 +241,15 @@ class Conn:
     """A raw client connection."""
 
     def __init__(self, port, timeout=10.0, host="127.0.0.1"):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # port: a TCP port, or a Unix socket's path (a str).
+        if isinstance(port, str):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(port)
+        else:
+            self.sock = socket.create_connection((host, port),
+                                                 timeout=timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.timeout = timeout
         self.reader = Reader(self.sock)
 

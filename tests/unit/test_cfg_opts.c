@@ -195,6 +195,8 @@ static const struct {
     const char *sect, *key, *value;
 } reload_changes[] = {
     {"proxy", "listen", "127.0.0.1:9999"},
+    {"proxy", "listen_mode", "0600"},
+    {"proxy", "listen_group", "daemon"},
     {"proxy", "unmatched", "reject"},
     {"proxy", "token_header", "X-T"},
     {"proxy", "resource_header", "X-R"},
@@ -222,7 +224,10 @@ static const struct {
     {"store", "map_size", "2M"},
     {"store", "dsn", "host=b password=hush"},
     {"store", "url", "redis://:hush@b:2"},
-    {"store", "endpoints", "http://b:2"},
+    {"store", "endpoints", "https://b:2"},
+    {"store", "ca_file", "@3"},
+    {"store", "cert_file", "@3"},
+    {"store", "key_file", "@3"},
     {"store", "pool_size", "3"},
     {"store", "wait_replicas", "1"},
     {"store", "cluster", "yes"},
@@ -231,7 +236,10 @@ static const struct {
     {"locks", "backend", "redis"},
     {"locks", "url", "redis://:hush@b:2"},
     {"locks", "dsn", "host=b password=hush"},
-    {"locks", "endpoints", "http://b:2"},
+    {"locks", "endpoints", "https://b:2"},
+    {"locks", "ca_file", "@3"},
+    {"locks", "cert_file", "@3"},
+    {"locks", "key_file", "@3"},
     {"locks", "prefix", "other/"},
     {"locks", "pool_size", "3"},
     {"locks", "timeout_ms", "9"},
@@ -273,17 +281,39 @@ append_change(void *arg, const char *key, const char *kept)
     snprintf(buf + n, 512 - n, "%s: %s; ", key, kept);
 }
 
+/* A self-signed certificate (its own CA) and its key in one PEM file:
+ * a section's ca_file, cert_file and key_file all at once. */
+static const char unit_pem[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBhzCCAS2gAwIBAgIUVGlR9CCjFilW1Ea3Lh72MtLfBDEwCgYIKoZIzj0EAwIw\n"
+    "GDEWMBQGA1UEAwwNdGlkZW1hcmstdW5pdDAgFw0yNjEyMDIwNzA0MjJaGA8yMTI2\n"
+    "MTEwODA3MDQyMlowGDEWMBQGA1UEAwwNdGlkZW1hcmstdW5pdDBZMBMGByqGSM49\n"
+    "AgEGCCqGSM49AwEHA0IABNXDUqL95durKnnIhrQ6vrtvZWYD0f2q6phmwQlgK75/\n"
+    "FyOyZf40CGFRYhhkZId3GmUiXoUAoiojXjqeqpXwYjijUzBRMB0GA1UdDgQWBBT3\n"
+    "qlw3TJvvqz+Ryy2GyPmAvC1tITAfBgNVHSMEGDAWgBT3qlw3TJvvqz+Ryy2GyPmA\n"
+    "vC1tITAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCIQC0fEy1CbZs\n"
+    "iuhApCuvuDNGCzWnArnJ6WdpujGTHb+b+gIgAZzSSj3ClwxHWC+cejDFc8J6NESR\n"
+    "QuTRvvsOXxoTjTY=\n"
+    "-----END CERTIFICATE-----\n"
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgeaCqMFDqp550V4Vq\n"
+    "HsVHDsTdfMpZNkU7vs60sSSnkwqhRANCAATVw1Ki/eXbqyp5yIa0Or67b2VmA9H9\n"
+    "quqYZsEJYCu+fxcjsmX+NAhhUWIYZGSHdxplIl6FAKIqI146nqqV8GI4\n"
+    "-----END PRIVATE KEY-----\n";
+
+/* The value reload_changes gives o: "@1" and "@2" are the files keys[0]
+ * and keys[1] (secrets), "@3" keys[2] (a copy of the one named in the
+ * base configuration, unit_pem). */
 static const char *
-reload_value(const struct cfg_opt *o, const char *key1, const char *key2)
+reload_value(const struct cfg_opt *o, char *const keys[3])
 {
     for (size_t i = 0; i < ARRAY_LEN(reload_changes); i++) {
         if (strcmp(reload_changes[i].sect, cfg_sect_name(o->sect)) == 0 &&
             strcmp(reload_changes[i].key, o->key) == 0) {
             const char *v = reload_changes[i].value;
 
-            return strcmp(v, "@1") == 0   ? key1
-                   : strcmp(v, "@2") == 0 ? key2
-                                          : v;
+            return v[0] == '@' && v[1] >= '1' && v[1] <= '3' ? keys[v[1] - '1']
+                                                             : v;
         }
     }
     fail_msg("[%s] %s has no value in reload_changes: every key is tested",
@@ -312,18 +342,23 @@ env_var(char *buf, size_t len, const struct cfg_opt *o, const char *value)
 static void
 test_reload_restart_only(void **state)
 {
-    char *key1 = write_key("0123456789abcdef0123456789abcdef", 0600);
-    char *key2 = write_key("fedcba9876543210fedcba9876543210", 0600);
-    char ini[1024];
+    char *keys[3] = {write_key("0123456789abcdef0123456789abcdef", 0600),
+                     write_key("fedcba9876543210fedcba9876543210", 0600),
+                     write_key(unit_pem, 0600)};
+    char *pem = write_key(unit_pem, 0600);
+    char ini[2048];
     size_t restart = 0;
 
     snprintf(ini, sizeof(ini),
              "[store]\ndsn = host=a\nurl = redis://a:1\n"
-             "endpoints = http://a:1\n"
+             "endpoints = https://a:1\nca_file = %s\ncert_file = %s\n"
+             "key_file = %s\n"
              "[locks]\nurl = redis://a:1\ndsn = host=a\n"
+             "endpoints = https://a:1\nca_file = %s\ncert_file = %s\n"
+             "key_file = %s\n"
              "[tokens]\nkey_file = %s\n"
              "[admin]\ntoken_file = %s\n" UP_DEFAULT,
-             key1, key1);
+             pem, pem, pem, pem, pem, pem, keys[0], keys[0]);
     for (size_t i = 0; i < cfg_nopts; i++) {
         const struct cfg_opt *o = &cfg_opts[i];
         char var[256];
@@ -340,7 +375,7 @@ test_reload_restart_only(void **state)
             assert_true(cfg_opt_comparable(o));
             restart++;
         }
-        env_var(var, sizeof(var), o, reload_value(o, key1, key2));
+        env_var(var, sizeof(var), o, reload_value(o, keys));
         load_ok(&old, ini, NULL);
         load_ok(&nw, ini, env);
         a = cfg_singleton(&old.c, o->sect);
@@ -366,13 +401,15 @@ test_reload_restart_only(void **state)
         unload(&old);
         unload(&nw);
     }
-    /* listen twice, [proxy] resolver, [store] 11, [locks] 16, [tokens]
-     * key_file */
-    assert_int_equal(restart, 31);
-    unlink(key1);
-    unlink(key2);
-    free(key1);
-    free(key2);
+    /* listen twice, [proxy] resolver, listen_mode and listen_group,
+     * [store] 14, [locks] 19, [tokens] key_file */
+    assert_int_equal(restart, 39);
+    for (size_t i = 0; i < 3; i++) {
+        unlink(keys[i]);
+        free(keys[i]);
+    }
+    unlink(pem);
+    free(pem);
 }
 
 /* What the log says is kept, as a file would write it. */
