@@ -262,7 +262,7 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
                  "only a restart loads",
                  route);
     } else {
-        g = gen_new(px->path.base, cfg, true, err, sizeof(err));
+        g = gen_new(px->path.base, cfg, true, px->path.gen, err, sizeof(err));
     }
     if (g == NULL) {
         log_error("reload refused, the old configuration stays: %s",
@@ -407,7 +407,7 @@ start(struct tm_proxy *px, char *err, size_t errlen)
                  cfg->env_links);
     }
     /* The first configuration lives as long as the proxy (px->first). */
-    px->path.gen = gen_new(base, px->first, false, err, errlen);
+    px->path.gen = gen_new(base, px->first, false, NULL, err, errlen);
     if (px->path.gen == NULL) {
         return false;
     }

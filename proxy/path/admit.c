@@ -24,6 +24,7 @@
 #include "gen.h"
 #include "order.h"
 #include "request.h"
+#include "sign.h"
 #include "uploads.h"
 #include "view.h"
 
@@ -791,6 +792,22 @@ upload_not_fenced(struct admit *a)
     return false;
 }
 
+/* A signing upstream without usable credentials: 503 before any mark
+ * is raised. false when refused. */
+static bool
+signable(struct admit *a)
+{
+    const char *why;
+    struct problem p;
+
+    if (sign_ready(a->rq->pool, &why)) {
+        return true;
+    }
+    sign_problem(&p, why);
+    refuse(a, &p, "no signing credentials");
+    return false;
+}
+
 void
 admit_start(struct admit *a, struct request *rq)
 {
@@ -817,6 +834,9 @@ admit_start(struct admit *a, struct request *rq)
     }
     case SCREEN_PASS:
         rq->pool = rq->gen->pools[s->upstream];
+        if (!signable(a)) {
+            return;
+        }
         if (s->upload == SCREEN_UPLOAD_UNFENCED && !upload_not_fenced(a)) {
             return;
         }
@@ -825,7 +845,7 @@ admit_start(struct admit *a, struct request *rq)
         return;
     default:
         rq->pool = rq->gen->pools[s->upstream];
-        if (!carry(a) ||
+        if (!signable(a) || !carry(a) ||
             (s->upload == SCREEN_UPLOAD_PART && !upload_bound(a)) ||
             (s->upload == SCREEN_UPLOAD_UNFENCED && !upload_not_fenced(a))) {
             return;

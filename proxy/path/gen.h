@@ -21,10 +21,11 @@ struct gen {
     struct gen *next;       /* retired, waiting for refs to drop */
 };
 
-/* A generation for cfg with its pools (owned: cfg is freed with it).
- * NULL with err on failure. */
+/* A generation for cfg with its pools (owned: cfg is freed with it),
+ * each taking over what prev's pool of the same upstream keeps across a
+ * reload (prev NULL: none). NULL with err on failure. */
 struct gen *gen_new(struct event_base *base, struct tm_config *cfg, bool owned,
-                    char *err, size_t errlen);
+                    const struct gen *prev, char *err, size_t errlen);
 void gen_free(struct gen *g);
 /* Take and drop a reference to the current generation (px->gen); the
  * last drop of a retired one (on px->retired) frees it. */

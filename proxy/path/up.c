@@ -26,6 +26,7 @@
 #include "../clients/dial.h"
 #include "../clients/tls_client.h"
 #include "../log.h"
+#include "creds.h"
 #include "sock.h"
 
 /* Idle connections are closed after this, well before the keep-alive
@@ -72,9 +73,10 @@ struct up_pool {
     struct conn_list idle; /* most recently used first */
     struct conn_list wait; /* up_connect's, in arrival order */
     size_t nbusy;
-    struct event *turn; /* serves the waiting at the end of the pass */
-    bool turn_on;       /* turn is active */
-    struct event *trim; /* closes the idle beyond max_idle, a pass later */
+    struct event *turn;  /* serves the waiting at the end of the pass */
+    bool turn_on;        /* turn is active */
+    struct event *trim;  /* closes the idle beyond max_idle, a pass later */
+    struct creds *creds; /* sign = aws-sigv4: what it signs with */
 };
 
 static void on_turn(evutil_socket_t fd, short what, void *arg);
@@ -141,6 +143,12 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg, char *err,
         return NULL;
     }
     if (cfg->tls && !tls_setup(p, err, errlen)) {
+        up_pool_free(p);
+        return NULL;
+    }
+    if (cfg->sign != CFG_SIGN_NONE &&
+        (p->creds = creds_new(base, cfg)) == NULL) {
+        snprintf(err, errlen, "out of memory");
         up_pool_free(p);
         return NULL;
     }
@@ -226,6 +234,7 @@ up_pool_free(struct up_pool *p)
     while (p->wait.head != NULL) {
         conn_free(p->wait.head);
     }
+    creds_free(p->creds);
     if (p->turn != NULL) {
         event_free(p->turn);
     }
@@ -543,6 +552,18 @@ struct sock *
 up_sock(struct up_conn *uc)
 {
     return &uc->sk;
+}
+
+struct creds *
+up_creds(const struct up_pool *p)
+{
+    return p->creds;
+}
+
+void
+up_inherit(struct up_pool *p, const struct up_pool *old)
+{
+    creds_inherit(p->creds, old->creds);
 }
 
 const struct cfg_upstream *
