@@ -23,6 +23,8 @@ struct http_fetch {
     http_fetch_cb cb;
     void *arg;
     const char *why; /* evhttp's error, when it gave one */
+    bool tls;
+    char tls_why[200]; /* why the TLS connection failed, in words */
 };
 
 static void
@@ -76,7 +78,14 @@ on_done(struct evhttp_request *req, void *arg)
         a.len = evbuffer_get_length(in) - 1;
         a.body = (const char *)evbuffer_pullup(in, -1);
         a.why = NULL;
-    } else if (a.why == NULL) {
+    } else if (f->tls && f->conn != NULL) {
+        tls_client_why(evhttp_connection_get_bufferevent(f->conn), f->tls_why,
+                       sizeof(f->tls_why));
+        if (f->tls_why[0] != '\0') {
+            a.why = f->tls_why;
+        }
+    }
+    if (code <= 0 && a.why == NULL) {
         a.why = "no answer (refused, or the connection failed)";
     }
     if (a.body == NULL) {
@@ -229,6 +238,7 @@ http_fetch_start(struct event_base *base, const struct http_fetch_req *rq,
     }
     f->cb = cb;
     f->arg = arg;
+    f->tls = rq->url != NULL && strncmp(rq->url, "https:", 6) == 0;
     evhttp_connection_set_retries(f->conn, 0);
     evhttp_connection_set_timeout_tv(f->conn, &tv);
     evhttp_connection_set_max_body_size(f->conn, (ev_ssize_t)rq->max_answer);

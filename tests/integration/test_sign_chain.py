@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
+import ssl
 
 from common import wait_until, slow
 from daemon import run_check
@@ -35,6 +36,7 @@ from servers import S3rver
 from test_sign import (BUCKET, EXAMPLE, NO_CREDS, direct_body, lock,
                        signing_tidemark, unique, url)
 from test_sign import s3rver  # noqa: F401 (the module's fixture)
+from test_tls import pki  # noqa: F401 (a CA and certificates)
 
 ROLE = "arn:aws:iam::123456789012:role/tidemark-test"
 SECRET_MARK = "sekrit"  # in every secret handed out: grep the log for it
@@ -48,12 +50,20 @@ def iso(t):
 class _Server:
     """A threaded HTTP server on a free loopback port, stopped by stop()."""
 
-    def __init__(self, handler):
+    def __init__(self, handler, tls=None):
+        # tls: (certificate, key) paths to serve HTTPS with
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.httpd.owner = self
         self.port = self.httpd.server_address[1]
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http",
+                                          self.port)
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(str(tls[0]), str(tls[1]))
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket,
+                                                server_side=True,
+                                                do_handshake_on_connect=False)
         self.thread = threading.Thread(target=self.httpd.serve_forever,
                                        daemon=True)
         self.thread.start()
@@ -96,11 +106,11 @@ class AwsStandIn(_Server):
     lives `lifetime` seconds and is recorded in `issued` (key id ->
     secret, session token, expiry); with fixed=(key, secret) every set
     has that key and secret (s3rver's) and a new session token. mode:
-    "ok", "down" (503 to everything) or "malformed" (a 200 whose body
-    is not the protocol's answer)."""
+    "ok", "down" (503 to everything), "malformed" (a 200 whose body
+    is not the protocol's answer) or "huge" (a 200 of 70 KiB)."""
 
     def __init__(self, lifetime=3600, fixed=None, web_token="jwt-1",
-                 auth_token="container-auth-1"):
+                 auth_token="container-auth-1", tls=None):
         self.lifetime = lifetime
         self.fixed = fixed
         self.web_token = web_token
@@ -111,7 +121,7 @@ class AwsStandIn(_Server):
         self.calls = []
         self.imds_tokens = set()
         self.n = 0
-        super().__init__(_StandInHandler)
+        super().__init__(_StandInHandler, tls)
 
     def new_set(self):
         with self.lock:
@@ -132,6 +142,8 @@ class AwsStandIn(_Server):
             self.calls.append((method, path))
         if self.mode == "down":
             return h.answer(503, "{}")
+        if self.mode == "huge":
+            return h.answer(200, " " * 70000)
         if method == "POST" and path == "/":
             return self.sts(h, body)
         if path == "/container/creds" and method == "GET":
@@ -536,22 +548,66 @@ def test_endpoint_down_at_start_then_up_then_down_past_expiry(tmp_path):
         standin.stop()
 
 
-def test_a_malformed_sts_answer_keeps_nothing_and_says_why(tmp_path):
+@pytest.mark.parametrize("mode,source,why", [
+    ("malformed", web_identity_env,
+     "the Credentials lack a field, or have one twice"),
+    ("huge", container_env, "the answer is too long"),
+])
+def test_a_bad_answer_keeps_nothing_and_says_why(tmp_path, mode, source,
+                                                 why):
+    # A malformed STS answer, a container answer over 64 KiB.
     standin = AwsStandIn()
-    standin.mode = "malformed"
+    standin.mode = mode
     checker = SigV4Checker(standin)
     tm = signing_tidemark(tmp_path / "tm", checker.url,
-                          env=web_identity_env(tmp_path, standin))
+                          env=source(tmp_path, standin))
     try:
-        tm.wait_log("web identity (STS)",
-                    "the Credentials lack a field, or have one twice")
-        r = put_through(tm, unique("malformed"), b"x")
+        tm.wait_log("upstream s3: credentials from", why)
+        r = put_through(tm, unique(mode), b"x")
         assert r.status_code == 503, r.content
         assert checker.verdicts == []
         assert tm.alive()
     finally:
         tm.check_teardown()
         checker.stop()
+        standin.stop()
+
+
+def test_no_source_at_all_is_a_503_that_says_so(tmp_path):
+    tm = signing_tidemark(tmp_path / "tm", "http://127.0.0.1:9",
+                          env=chain_env(tmp_path))
+    try:
+        tm.wait_log("sign: no credentials", "IMDS is disabled")
+        r = put_through(tm, unique("none"), b"x")
+        assert r.status_code == 503, r.content
+        assert "found no source" in r.json()["detail"]
+    finally:
+        tm.check_teardown()
+
+
+def test_sts_over_https_is_checked_against_aws_ca_bundle(s3rver, pki,
+                                                         tmp_path):
+    standin = AwsStandIn(fixed=(S3rver.access_key, S3rver.secret_key),
+                         tls=pki["good"])
+    env = web_identity_env(tmp_path, standin)
+    try:
+        env["AWS_CA_BUNDLE"] = str(pki["other_ca"])
+        tm = signing_tidemark(tmp_path / "tm", s3rver.url, env=env)
+        try:
+            tm.wait_log("web identity (STS)", "certificate refused")
+            assert put_through(tm, unique("tls-no"), b"x").status_code == 503
+            assert standin.fetches() == 0
+        finally:
+            tm.check_teardown()
+        env["AWS_CA_BUNDLE"] = str(pki["ca"])
+        tm = signing_tidemark(tmp_path / "tm2", s3rver.url, env=env)
+        try:
+            wait_signing(tm, standin)
+            r = put_through(tm, unique("tls"), b"x")
+            assert r.status_code == 200, r.content
+        finally:
+            tm.check_teardown()
+    finally:
         standin.stop()
 
 
