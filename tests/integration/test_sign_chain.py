@@ -114,6 +114,7 @@ class AwsStandIn(_Server):
         self.lifetime = lifetime
         self.fixed = fixed
         self.web_token = web_token
+        self.web_tokens = {web_token}  # what STS takes
         self.auth_token = auth_token
         self.mode = "ok"
         self.lock = threading.Lock()
@@ -156,7 +157,8 @@ class AwsStandIn(_Server):
         form = urllib.parse.parse_qs(body)
         if (form.get("Action") != ["AssumeRoleWithWebIdentity"]
                 or form.get("RoleArn") != [ROLE]
-                or form.get("WebIdentityToken") != [self.web_token]
+                or len(form.get("WebIdentityToken", [])) != 1
+                or form["WebIdentityToken"][0] not in self.web_tokens
                 or not form.get("RoleSessionName")):
             return h.answer(
                 400, "<ErrorResponse><Error><Type>Sender</Type><Code>"
@@ -349,6 +351,13 @@ def wait_signing(tm, standin, fetched=1):
     tm.wait_log("credentials from", "valid until", timeout=10)
 
 
+def rotation_ini():
+    """The example, its sets renewed 3 s before they end."""
+    return EXAMPLE.read_text().replace(
+        "sign_region = us-east-1",
+        "sign_region = us-east-1\nsign_refresh_ms = 3000")
+
+
 # ------------------------------------------------------------- each source
 
 
@@ -448,6 +457,30 @@ def test_container_endpoint_checks_its_authorization_token(
         tm.check_teardown()
 
 
+def test_the_web_identity_token_file_is_read_for_every_call(tmp_path):
+    # Kubernetes rotates the projected token; STS must get the new one.
+    standin = AwsStandIn(lifetime=6)
+    checker = SigV4Checker(standin)
+    tm = signing_tidemark(tmp_path / "tm", checker.url,
+                          env=web_identity_env(tmp_path, standin),
+                          ini=rotation_ini())
+    try:
+        wait_signing(tm, standin)
+        standin.web_tokens = {"jwt-1", "jwt-2"}
+        (tmp_path / "web-token").write_text("jwt-2")
+        standin.web_tokens = {"jwt-2"}
+        n = standin.fetches()
+        wait_until(lambda: standin.fetches() >= n + 2, 15 * slow(),
+                   "two renewals with the new token")
+        assert tm.log_lines("answered 400") == []
+        assert put_through(tm, unique("jwt2"), b"x").status_code == 200
+        assert "jwt-2" not in tm.log()
+    finally:
+        tm.check_teardown()
+        checker.stop()
+        standin.stop()
+
+
 def test_a_reload_signs_on_with_the_set_it_had(s3rver, standin, tmp_path):
     # The endpoint is down when SIGHUP comes: the new configuration signs
     # with the set the old one had while it asks for its own.
@@ -470,25 +503,19 @@ def test_a_reload_signs_on_with_the_set_it_had(s3rver, standin, tmp_path):
 # -------------------------------------------------- expiry and rotation
 
 
-def rotation_ini(checker_url):
-    return EXAMPLE.read_text().replace(
-        "sign_region = us-east-1",
-        "sign_region = us-east-1\nsign_refresh_ms = 2000")
-
-
 def test_rotation_under_load_signs_every_request_with_a_live_set(tmp_path):
-    """Sets live 4 s and are renewed 2 s before they end; 300 PUTs on 8
-    connections across several renewals all succeed, and the checker saw
-    only right signatures of unexpired sets."""
-    standin = AwsStandIn(lifetime=4)
+    """Sets live 6 s and are renewed 3 s before they end; the PUTs of 8
+    connections for 8 s, across the renewals, all succeed, and the
+    checker saw only right signatures of unexpired sets."""
+    standin = AwsStandIn(lifetime=6)
     checker = SigV4Checker(standin)
     tm = signing_tidemark(tmp_path / "tm", checker.url,
                           env=web_identity_env(tmp_path, standin),
-                          ini=rotation_ini(checker.url))
+                          ini=rotation_ini())
     try:
         wait_signing(tm, standin)
         token = lock(tm, "s3/%s/load" % BUCKET)
-        deadline = time.monotonic() + 7
+        deadline = time.monotonic() + 8
 
         def writer(i):
             s = requests.Session()
@@ -515,12 +542,12 @@ def test_rotation_under_load_signs_every_request_with_a_live_set(tmp_path):
 
 
 def test_endpoint_down_at_start_then_up_then_down_past_expiry(tmp_path):
-    standin = AwsStandIn(lifetime=4)
+    standin = AwsStandIn(lifetime=6)
     checker = SigV4Checker(standin)
     standin.mode = "down"
     tm = signing_tidemark(tmp_path / "tm", checker.url,
                           env=web_identity_env(tmp_path, standin),
-                          ini=rotation_ini(checker.url))
+                          ini=rotation_ini())
     try:
         tm.wait_log("web identity (STS)", "answered 503",
                     "requests get 503")
