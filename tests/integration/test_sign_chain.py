@@ -358,6 +358,36 @@ def rotation_ini():
         "sign_region = us-east-1\nsign_refresh_ms = 3000")
 
 
+@pytest.fixture
+def temporary(tmp_path):
+    """make(mode, source, lifetime, renew): an AwsStandIn (in mode, its
+    sets living lifetime seconds), a SigV4Checker behind tidemark, and
+    tidemark taking its credentials from source (web identity), renewed 3
+    s early when renew; all stopped at the end."""
+    made = []
+
+    def make(mode="ok", source=None, lifetime=6, renew=True):
+        standin = AwsStandIn(lifetime=lifetime)
+        standin.mode = mode
+        made.append(standin)
+        checker = SigV4Checker(standin)
+        made.append(checker)
+        tm = signing_tidemark(tmp_path / "tm", checker.url,
+                              env=(source or web_identity_env)(tmp_path,
+                                                               standin),
+                              ini=rotation_ini() if renew else None)
+        made.append(tm)
+        return standin, checker, tm
+
+    yield make
+    try:
+        if len(made) == 3:
+            made[2].check_teardown()
+    finally:
+        for server in made[:2]:
+            server.stop()
+
+
 # ------------------------------------------------------------- each source
 
 
@@ -457,28 +487,20 @@ def test_container_endpoint_checks_its_authorization_token(
         tm.check_teardown()
 
 
-def test_the_web_identity_token_file_is_read_for_every_call(tmp_path):
+def test_the_web_identity_token_file_is_read_for_every_call(tmp_path,
+                                                           temporary):
     # Kubernetes rotates the projected token; STS must get the new one.
-    standin = AwsStandIn(lifetime=6)
-    checker = SigV4Checker(standin)
-    tm = signing_tidemark(tmp_path / "tm", checker.url,
-                          env=web_identity_env(tmp_path, standin),
-                          ini=rotation_ini())
-    try:
-        wait_signing(tm, standin)
-        standin.web_tokens = {"jwt-1", "jwt-2"}
-        (tmp_path / "web-token").write_text("jwt-2")
-        standin.web_tokens = {"jwt-2"}
-        n = standin.fetches()
-        wait_until(lambda: standin.fetches() >= n + 2, 15 * slow(),
-                   "two renewals with the new token")
-        assert tm.log_lines("answered 400") == []
-        assert put_through(tm, unique("jwt2"), b"x").status_code == 200
-        assert "jwt-2" not in tm.log()
-    finally:
-        tm.check_teardown()
-        checker.stop()
-        standin.stop()
+    standin, checker, tm = temporary()
+    wait_signing(tm, standin)
+    standin.web_tokens = {"jwt-1", "jwt-2"}
+    (tmp_path / "web-token").write_text("jwt-2")
+    standin.web_tokens = {"jwt-2"}
+    n = standin.fetches()
+    wait_until(lambda: standin.fetches() >= n + 2, 15 * slow(),
+               "two renewals with the new token")
+    assert tm.log_lines("answered 400") == []
+    assert put_through(tm, unique("jwt2"), b"x").status_code == 200
+    assert "jwt-2" not in tm.log()
 
 
 def test_a_reload_signs_on_with_the_set_it_had(s3rver, standin, tmp_path):
@@ -503,76 +525,56 @@ def test_a_reload_signs_on_with_the_set_it_had(s3rver, standin, tmp_path):
 # -------------------------------------------------- expiry and rotation
 
 
-def test_rotation_under_load_signs_every_request_with_a_live_set(tmp_path):
+def test_rotation_under_load_signs_every_request_with_a_live_set(temporary):
     """Sets live 6 s and are renewed 3 s before they end; the PUTs of 8
     connections for 8 s, across the renewals, all succeed, and the
     checker saw only right signatures of unexpired sets."""
-    standin = AwsStandIn(lifetime=6)
-    checker = SigV4Checker(standin)
-    tm = signing_tidemark(tmp_path / "tm", checker.url,
-                          env=web_identity_env(tmp_path, standin),
-                          ini=rotation_ini())
-    try:
-        wait_signing(tm, standin)
-        token = lock(tm, "s3/%s/load" % BUCKET)
-        deadline = time.monotonic() + 8
+    standin, checker, tm = temporary()
+    wait_signing(tm, standin)
+    token = lock(tm, "s3/%s/load" % BUCKET)
+    deadline = time.monotonic() + 8
 
-        def writer(i):
-            s = requests.Session()
-            codes = []
-            n = 0
-            while time.monotonic() < deadline:
-                n += 1
-                r = s.put(url(tm, "load"), data=b"x%d" % n,
-                          headers={"Fencing-Token": token}, timeout=20)
-                codes.append(r.status_code)
-            return codes
+    def writer(i):
+        s = requests.Session()
+        codes = []
+        n = 0
+        while time.monotonic() < deadline:
+            n += 1
+            r = s.put(url(tm, "load"), data=b"x%d" % n,
+                      headers={"Fencing-Token": token}, timeout=20)
+            codes.append(r.status_code)
+        return codes
 
-        with ThreadPoolExecutor(8) as pool:
-            codes = sum(pool.map(writer, range(8)), [])
-        assert len(codes) >= 100, len(codes)
-        assert set(codes) == {200}, [c for c in codes if c != 200][:5]
-        assert set(checker.verdicts) == {"ok"}
-        assert standin.fetches() >= 3  # renewed while the load ran
-        assert SECRET_MARK not in tm.log()
-    finally:
-        tm.check_teardown()
-        checker.stop()
-        standin.stop()
+    with ThreadPoolExecutor(8) as pool:
+        codes = sum(pool.map(writer, range(8)), [])
+    assert len(codes) >= 100, len(codes)
+    assert set(codes) == {200}, [c for c in codes if c != 200][:5]
+    assert set(checker.verdicts) == {"ok"}
+    assert standin.fetches() >= 3  # renewed while the load ran
+    assert SECRET_MARK not in tm.log()
 
 
-def test_endpoint_down_at_start_then_up_then_down_past_expiry(tmp_path):
-    standin = AwsStandIn(lifetime=6)
-    checker = SigV4Checker(standin)
+def test_endpoint_down_at_start_then_up_then_down_past_expiry(temporary):
+    standin, checker, tm = temporary(mode="down")
+    tm.wait_log("web identity (STS)", "answered 503", "requests get 503")
+    r = put_through(tm, unique("down-at-start"), b"x")
+    assert r.status_code == 503, r.content
+    body = r.json()
+    assert body["type"] == "urn:tidemark:credentials-unavailable"
+    assert "no credentials have come yet" in body["detail"]
+    assert checker.verdicts == []
+    standin.mode = "ok"
+    wait_signing(tm, standin)
+    assert put_through(tm, unique("up"), b"x").status_code == 200
+    # Down at the renewal: the set serves until its end, then 503.
     standin.mode = "down"
-    tm = signing_tidemark(tmp_path / "tm", checker.url,
-                          env=web_identity_env(tmp_path, standin),
-                          ini=rotation_ini())
-    try:
-        tm.wait_log("web identity (STS)", "answered 503",
-                    "requests get 503")
-        r = put_through(tm, unique("down-at-start"), b"x")
-        assert r.status_code == 503, r.content
-        body = r.json()
-        assert body["type"] == "urn:tidemark:credentials-unavailable"
-        assert "no credentials have come yet" in body["detail"]
-        assert checker.verdicts == []
-        standin.mode = "ok"
-        wait_signing(tm, standin)
-        assert put_through(tm, unique("up"), b"x").status_code == 200
-        # Down at the renewal: the set serves until its end, then 503.
-        standin.mode = "down"
-        tm.wait_log("the current ones serve until")
-        wait_until(lambda: put_through(tm, unique("exp"), b"x").status_code
-                   == 503, 10 * slow(), "503 once the set expired")
-        r = put_through(tm, unique("expired"), b"x")
-        assert "expired" in r.json()["detail"]
-        assert set(checker.verdicts) == {"ok"}
-        assert len(tm.log_lines("answered 503")) == 2  # once each time
-    finally:
-        tm.check_teardown()
-        checker.stop()
-        standin.stop()
+    tm.wait_log("the current ones serve until")
+    wait_until(lambda: put_through(tm, unique("exp"), b"x").status_code
+               == 503, 10 * slow(), "503 once the set expired")
+    r = put_through(tm, unique("expired"), b"x")
+    assert "expired" in r.json()["detail"]
+    assert set(checker.verdicts) == {"ok"}
+    assert len(tm.log_lines("answered 503")) == 2  # once each time
 
 
 @pytest.mark.parametrize("mode,source,why", [
@@ -580,24 +582,16 @@ def test_endpoint_down_at_start_then_up_then_down_past_expiry(tmp_path):
      "the Credentials lack a field, or have one twice"),
     ("huge", container_env, "the answer is too long"),
 ])
-def test_a_bad_answer_keeps_nothing_and_says_why(tmp_path, mode, source,
+def test_a_bad_answer_keeps_nothing_and_says_why(temporary, mode, source,
                                                  why):
     # A malformed STS answer, a container answer over 64 KiB.
-    standin = AwsStandIn()
-    standin.mode = mode
-    checker = SigV4Checker(standin)
-    tm = signing_tidemark(tmp_path / "tm", checker.url,
-                          env=source(tmp_path, standin))
-    try:
-        tm.wait_log("upstream s3: credentials from", why)
-        r = put_through(tm, unique(mode), b"x")
-        assert r.status_code == 503, r.content
-        assert checker.verdicts == []
-        assert tm.alive()
-    finally:
-        tm.check_teardown()
-        checker.stop()
-        standin.stop()
+    standin, checker, tm = temporary(mode=mode, source=source,
+                                     lifetime=3600, renew=False)
+    tm.wait_log("upstream s3: credentials from", why)
+    r = put_through(tm, unique(mode), b"x")
+    assert r.status_code == 503, r.content
+    assert checker.verdicts == []
+    assert tm.alive()
 
 
 def test_no_source_at_all_is_a_503_that_says_so(tmp_path):
