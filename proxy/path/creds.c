@@ -8,6 +8,7 @@
 #include "creds.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -720,6 +721,17 @@ creds_free(struct creds *c)
     sigv4_creds_free(&c->cur);
     OPENSSL_cleanse(c->imds_token, sizeof(c->imds_token));
     free(c);
+}
+
+double
+creds_expiry(struct creds *c)
+{
+    const char *why;
+
+    if (creds_now(c, &why) == NULL) {
+        return 0;
+    }
+    return c->expires == 0 ? INFINITY : (double)c->expires;
 }
 
 const struct sigv4_creds *

@@ -29,4 +29,9 @@ void creds_free(struct creds *c);
  * new came. Valid until the loop runs again. */
 const struct sigv4_creds *creds_now(struct creds *c, const char **why);
 
+/* When the set creds_now would give expires, in seconds since the epoch:
+ * INFINITY for one that does not (the environment's, a file's), 0 when
+ * there is none to use. For /metrics. */
+double creds_expiry(struct creds *c);
+
 #endif

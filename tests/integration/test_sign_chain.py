@@ -36,10 +36,12 @@ from servers import S3rver
 from test_sign import (BUCKET, EXAMPLE, NO_CREDS, direct_body, lock,
                        signing_tidemark, unique, url)
 from test_sign import s3rver  # noqa: F401 (the module's fixture)
+from test_metrics import scrape, value
 from test_tls import pki  # noqa: F401 (a CA and certificates)
 
 ROLE = "arn:aws:iam::123456789012:role/tidemark-test"
 SECRET_MARK = "sekrit"  # in every secret handed out: grep the log for it
+EXPIRY = "tidemark_sign_credentials_expiry_timestamp_seconds"
 
 
 def iso(t):
@@ -431,6 +433,7 @@ def test_the_chain_order_environment_first_then_web_identity(
         r = put_through(tm, unique("env-first"), b"x")
         assert r.status_code == 200, r.content
         assert len(standin.calls) == calls
+        assert value(scrape(tm), EXPIRY, upstream="s3") == float("inf")
     finally:
         tm.check_teardown()
 
@@ -563,9 +566,12 @@ def test_endpoint_down_at_start_then_up_then_down_past_expiry(temporary):
     assert body["type"] == "urn:tidemark:credentials-unavailable"
     assert "no credentials have come yet" in body["detail"]
     assert checker.verdicts == []
+    assert value(scrape(tm), EXPIRY, upstream="s3") == 0
     standin.mode = "ok"
     wait_signing(tm, standin)
     assert put_through(tm, unique("up"), b"x").status_code == 200
+    exp = value(scrape(tm), EXPIRY, upstream="s3")
+    assert time.time() < exp <= time.time() + 6
     # Down at the renewal: the set serves until its end, then 503.
     standin.mode = "down"
     tm.wait_log("the current ones serve until")
@@ -573,6 +579,7 @@ def test_endpoint_down_at_start_then_up_then_down_past_expiry(temporary):
                == 503, 10 * slow(), "503 once the set expired")
     r = put_through(tm, unique("expired"), b"x")
     assert "expired" in r.json()["detail"]
+    assert value(scrape(tm), EXPIRY, upstream="s3") == 0
     assert set(checker.verdicts) == {"ok"}
     assert len(tm.log_lines("answered 503")) == 2  # once each time
 
