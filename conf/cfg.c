@@ -117,6 +117,14 @@ cfg_free(struct tm_config *c)
     for (size_t i = 0; i < c->nupstreams; i++) {
         free(c->upstreams[i].name);
         sigv4_creds_free(&c->upstreams[i].sign_creds);
+        for (size_t e = 0; e < AWS_ENV_N; e++) {
+            char *v = c->upstreams[i].sign_env[e];
+
+            if (v != NULL) {
+                explicit_bzero(v, strlen(v));
+            }
+            free(v);
+        }
     }
     for (size_t i = 0; i < c->nroutes; i++) {
         free(c->routes[i].name);
@@ -139,6 +147,7 @@ cfg_free(struct tm_config *c)
     free(c->env_links);
     free(c->warnings);
     free(c->notes);
+    free(c->check_notes);
     memset(c, 0, sizeof(*c));
 }
 

@@ -59,4 +59,14 @@ bool cfg_group_id(const char *group, gid_t *gid)
  * false on a bad address. */
 bool cfg_split_hostport(const char *s, char **host, char **port);
 
+/* The largest file cfg_read_private reads. */
+#define CFG_PRIVATE_MAX 65536
+
+/* Read a file that only its owner (and group) may read, up to
+ * CFG_PRIVATE_MAX bytes, into a malloc'd buffer (*out, *n: the caller
+ * wipes and frees it). NULL, or a message (in buf, len bytes, or a
+ * constant) that never quotes the file. */
+const char *cfg_read_private(const char *path, char **out, size_t *n, char *buf,
+                             size_t len);
+
 #endif

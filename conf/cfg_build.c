@@ -108,14 +108,10 @@ apply_sect(struct loader *l, const struct raw_sect *s, void *obj)
     }
 }
 
-/* The largest credentials file read. */
-#define CREDS_MAX 65536
+#define CREDS_MAX CFG_PRIVATE_MAX
 
-/* Read a file that only its owner (and group) may read, up to
- * CREDS_MAX bytes, into a malloc'd buffer (*out, *n). NULL, or a
- * message that never quotes the file. */
-static const char *
-read_private(const char *path, char **out, size_t *n, char *buf, size_t len)
+const char *
+cfg_read_private(const char *path, char **out, size_t *n, char *buf, size_t len)
 {
     struct stat st;
     ssize_t got;
@@ -152,26 +148,129 @@ read_private(const char *path, char **out, size_t *n, char *buf, size_t len)
 static bool
 env_cred_ok(const char *v)
 {
-    size_t n = strlen(v);
-
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] <= ' ' || v[i] > '~') {
-            return false;
-        }
-    }
-    return n > 0 && n <= 4096;
+    return sigv4_cred_ok(v, strlen(v));
 }
 
-/* sign = aws-sigv4: its region, and its credentials from
- * sign_credentials_file or the environment, into u->sign_creds. No
- * message quotes a credential. */
+/* The chain's AWS_* variables into u->sign_env (non-empty ones). */
+static void
+capture_env(struct loader *l, struct cfg_upstream *u)
+{
+    for (int e = 0; e < AWS_ENV_N; e++) {
+        const char *name = awscreds_env_name((enum awscreds_env)e);
+        const char *v = cfg_env_lookup(l->envp, name, strlen(name));
+
+        if (v != NULL && v[0] != '\0') {
+            u->sign_env[e] = strdup(v);
+            l->oom |= u->sign_env[e] == NULL;
+        }
+    }
+}
+
+/* sign_credentials_file: read and parsed now, so --check reports it. */
+static void
+load_sign_file(struct loader *l, const struct origin *at,
+               struct cfg_upstream *u)
+{
+    char buf[256], *text = NULL;
+    size_t n = 0;
+    const char *msg =
+        cfg_read_private(u->sign_credentials_file, &text, &n, buf, sizeof(buf));
+
+    if (msg == NULL) {
+        msg = sigv4_creds_parse(text, n, u->sign_profile, &u->sign_creds);
+    }
+    if (text != NULL) {
+        explicit_bzero(text, n);
+    }
+    free(text);
+    if (msg != NULL) {
+        cfg_add_err(l, at, "sign_credentials_file [%s]: %s", u->sign_profile,
+                    msg);
+    }
+}
+
+/* The container endpoint's FULL_URI, as the SDKs take it: https, or
+ * http to a loopback or container-agent address. NULL or why not. */
+static const char *
+container_uri_bad(const char *uri)
+{
+    char host[256];
+    const char *rest = uri + 7, *end;
+    size_t hl;
+
+    if (strncmp(uri, "https://", 8) == 0) {
+        return NULL;
+    }
+    if (strncmp(uri, "http://", 7) != 0) {
+        return "is neither http:// nor https://";
+    }
+    if (rest[0] == '[') {
+        rest++;
+        end = strchr(rest, ']');
+    } else {
+        end = rest + strcspn(rest, ":/?#");
+    }
+    hl = end != NULL ? (size_t)(end - rest) : 0;
+    if (hl == 0 || hl >= sizeof(host)) {
+        return "has no host";
+    }
+    memcpy(host, rest, hl);
+    host[hl] = '\0';
+    return awscreds_container_host_ok(host)
+               ? NULL
+               : "is http:// to a host other than loopback, 169.254.170.2, "
+                 "169.254.170.23 or fd00:ec2::23";
+}
+
+/* Static credentials from the environment into u->sign_creds. false
+ * (with the error added) when they are unusable. */
+static bool
+load_sign_env(struct loader *l, const struct origin *at, struct cfg_upstream *u)
+{
+    const char *key_id = cfg_env_lookup(l->envp, "AWS_ACCESS_KEY_ID", 17);
+    const char *secret = cfg_env_lookup(l->envp, "AWS_SECRET_ACCESS_KEY", 21);
+    const char *session = cfg_env_lookup(l->envp, "AWS_SESSION_TOKEN", 17);
+    bool has_key = key_id != NULL && key_id[0] != '\0';
+    bool has_secret = secret != NULL && secret[0] != '\0';
+    bool has_session = session != NULL && session[0] != '\0';
+
+    if (!has_key && !has_secret && u->sign_credentials == CFG_CREDS_CHAIN) {
+        return true; /* the chain goes on at start */
+    }
+    if (!has_key || !has_secret) {
+        cfg_add_err(
+            l, at,
+            "sign = aws-sigv4 needs credentials: sign_credentials_file, "
+            "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the "
+            "environment");
+        return false;
+    }
+    if (!env_cred_ok(key_id) || !env_cred_ok(secret) ||
+        (has_session && !env_cred_ok(session))) {
+        cfg_add_err(l, at,
+                    "sign: an AWS_* credential in the environment is not "
+                    "printable ASCII without spaces");
+        return false;
+    }
+    u->sign_creds.key_id = strdup(key_id);
+    u->sign_creds.secret = strdup(secret);
+    u->sign_creds.session = has_session ? strdup(session) : NULL;
+    l->oom |= u->sign_creds.key_id == NULL || u->sign_creds.secret == NULL ||
+              (has_session && u->sign_creds.session == NULL);
+    return true;
+}
+
+/* sign = aws-sigv4: its region, and its credentials: sign_credentials_file,
+ * the environment's static keys, or (chain) the AWS_* variables the chain
+ * reads at start, captured into u->sign_env. No message quotes a
+ * credential. */
 static void
 load_sign(struct loader *l, const struct raw_sect *s, struct cfg_upstream *u)
 {
-    static const char *const keys[] = {"sign_credentials_file", "sign", NULL};
-    const char *key_id, *secret, *session, *msg;
-    struct sigv4_creds *cr = &u->sign_creds;
-    char buf[256];
+    static const char *const keys[] = {"sign_credentials_file",
+                                       "sign_credentials", "sign", NULL};
+    const char *full, *msg;
+    const struct origin *o;
     struct origin at;
 
     if (u->sign == CFG_SIGN_NONE) {
@@ -183,51 +282,20 @@ load_sign(struct loader *l, const struct raw_sect *s, struct cfg_upstream *u)
         cfg_add_err(l, keys_origin(s, rk, &at),
                     "sign = aws-sigv4 needs sign_region");
     }
+    o = keys_origin(s, keys, &at);
     if (u->sign_credentials_file != NULL &&
         u->sign_credentials_file[0] != '\0') {
-        char *text = NULL;
-        size_t n = 0;
-
-        msg =
-            read_private(u->sign_credentials_file, &text, &n, buf, sizeof(buf));
-        if (msg == NULL) {
-            msg = sigv4_creds_parse(text, n, u->sign_profile, cr);
-        }
-        if (text != NULL) {
-            explicit_bzero(text, n);
-        }
-        free(text);
-        if (msg != NULL) {
-            cfg_add_err(l, keys_origin(s, keys, &at),
-                        "sign_credentials_file [%s]: %s", u->sign_profile, msg);
-        }
+        load_sign_file(l, o, u);
         return;
     }
-    key_id = cfg_env_lookup(l->envp, "AWS_ACCESS_KEY_ID", 17);
-    secret = cfg_env_lookup(l->envp, "AWS_SECRET_ACCESS_KEY", 21);
-    session = cfg_env_lookup(l->envp, "AWS_SESSION_TOKEN", 17);
-    if (key_id == NULL || secret == NULL || key_id[0] == '\0' ||
-        secret[0] == '\0') {
-        cfg_add_err(
-            l, keys_origin(s, keys, &at),
-            "sign = aws-sigv4 needs credentials: sign_credentials_file, "
-            "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the "
-            "environment");
+    if (!load_sign_env(l, o, u) || u->sign_creds.key_id != NULL) {
         return;
     }
-    if (!env_cred_ok(key_id) || !env_cred_ok(secret) ||
-        (session != NULL && session[0] != '\0' && !env_cred_ok(session))) {
-        cfg_add_err(l, keys_origin(s, keys, &at),
-                    "sign: an AWS_* credential in the environment is not "
-                    "printable ASCII without spaces");
-        return;
+    capture_env(l, u);
+    full = u->sign_env[AWS_ENV_FULL_URI];
+    if (full != NULL && (msg = container_uri_bad(full)) != NULL) {
+        cfg_add_err(l, o, "sign: AWS_CONTAINER_CREDENTIALS_FULL_URI %s", msg);
     }
-    cr->key_id = strdup(key_id);
-    cr->secret = strdup(secret);
-    cr->session =
-        session != NULL && session[0] != '\0' ? strdup(session) : NULL;
-    l->oom |= cr->key_id == NULL || cr->secret == NULL ||
-              (session != NULL && session[0] != '\0' && cr->session == NULL);
 }
 
 /* forwarded = x-forwarded-for (or forwarded) writes that header itself:
@@ -618,6 +686,27 @@ cfg_add_warning(struct loader *l, struct tm_config *c, const struct origin *at,
     add_line(l, &c->warnings, at, "warning", msg);
 }
 
+/* A note for each signing upstream whose credentials come from the chain
+ * at start: --check reads no endpoint. */
+static void
+note_chain(struct loader *l, struct tm_config *c)
+{
+    for (size_t i = 0; i < c->nupstreams; i++) {
+        const struct cfg_upstream *u = &c->upstreams[i];
+        char msg[320];
+
+        if (u->sign == CFG_SIGN_NONE || u->sign_creds.key_id != NULL) {
+            continue;
+        }
+        snprintf(msg, sizeof(msg),
+                 "[upstream %s]: sign: credentials from the chain at start "
+                 "(web identity, shared file, container endpoint, instance "
+                 "metadata)",
+                 u->name);
+        add_line(l, &c->check_notes, NULL, "note", msg);
+    }
+}
+
 /* The open files a client connection can take: its own socket and its
  * upstream's; and those the rest of the process holds. */
 #define FILES_PER_CONNECTION 2
@@ -688,6 +777,7 @@ cfg_check_whole(struct loader *l, struct tm_config *c)
     static const char *const keys[] = {"listen", NULL};
 
     fit_connections(l, c);
+    note_chain(l, c);
     if (same_socket(c->proxy.listen, c->admin.listen)) {
         struct origin at_admin, at_proxy;
         const struct origin *at =

@@ -20,6 +20,7 @@ static const char *const lock_backend_choices[] = {
     "lmdb", "redis", "postgres", "etcd", "zookeeper", NULL};
 static const char *const host_choices[] = {"upstream", "preserve", NULL};
 static const char *const sign_choices[] = {"none", "aws-sigv4", NULL};
+static const char *const sign_creds_choices[] = {"chain", "env", NULL};
 static const char *const forwarded_choices[] = {"none", "x-forwarded-for",
                                                 "forwarded", NULL};
 static const char *const log_format_choices[] = {"text", "json", NULL};
@@ -370,11 +371,19 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_UPSTREAM, "sign_service", CFG_T_STR, "s3",
      OFF(cfg_upstream, sign_service), OPS(cfg_aws_name_ops), 0,
      "aws-sigv4: the service signed for"},
+    {CFG_UPSTREAM, "sign_credentials", CFG_T_ENUM, "chain",
+     OFF(cfg_upstream, sign_credentials), CHOICE(sign_creds_choices), 0,
+     "aws-sigv4: chain | env: the AWS SDKs' credential chain (environment, "
+     "web identity, shared file, container endpoint, instance metadata), "
+     "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only, checked at load"},
     {CFG_UPSTREAM, "sign_credentials_file", CFG_T_STR, "",
      OFF(cfg_upstream, sign_credentials_file), NONE, CFG_EMPTY_OK,
-     "aws-sigv4: an AWS shared-credentials file (mode 600), read at start "
-     "and reload; empty: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
-     "AWS_SESSION_TOKEN from the environment"},
+     "aws-sigv4: an AWS shared-credentials file (mode 600), used alone and "
+     "read again when it changes; empty: the chain (or sign_credentials)"},
+    {CFG_UPSTREAM, "sign_refresh_ms", CFG_T_INT, "300000",
+     OFF(cfg_upstream, sign_refresh_ms), INT(1000, 3600000), 0,
+     "aws-sigv4: temporary credentials are renewed this long before they "
+     "expire"},
     {CFG_UPSTREAM, "sign_profile", CFG_T_STR, "default",
      OFF(cfg_upstream, sign_profile), OPS(cfg_profile_ops), 0,
      "aws-sigv4: the [profile] of sign_credentials_file"},

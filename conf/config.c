@@ -164,6 +164,12 @@ tm_config_notes(const struct tm_config *cfg)
 }
 
 const char *
+tm_config_check_notes(const struct tm_config *cfg)
+{
+    return cfg->check_notes;
+}
+
+const char *
 tm_version(void)
 {
     return TM_VERSION;

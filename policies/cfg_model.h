@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "awscreds.h"
 #include "profile.h"
 #include "route.h"
 #include "sigv4.h"
@@ -42,6 +43,12 @@ struct cfg_proxy {
 enum cfg_sign {
     CFG_SIGN_NONE = 0,
     CFG_SIGN_AWS_SIGV4, /* AWS Signature V4, the payload unsigned */
+};
+
+/* Where sign = aws-sigv4 takes its credentials. */
+enum cfg_sign_creds {
+    CFG_CREDS_CHAIN = 0, /* the AWS SDKs' chain (env, web identity, ...) */
+    CFG_CREDS_ENV,       /* AWS_ACCESS_KEY_ID ... only, checked at load */
 };
 
 /* Whether tidemark tells an upstream the client's address. */
@@ -91,6 +98,11 @@ struct cfg_upstream {
     char *sign_credentials_file; /* empty: AWS_* from the environment */
     char *sign_profile;
     struct sigv4_creds sign_creds; /* read at load: secrets, never shown */
+    enum cfg_sign_creds sign_credentials;
+    int sign_refresh_ms; /* renew temporary credentials this long early */
+    /* The chain's AWS_* variables (awscreds.h), captured at load; NULL:
+     * unset or empty. The container token among them is a secret. */
+    char *sign_env[AWS_ENV_N];
     int line;
 };
 
@@ -241,12 +253,14 @@ struct tm_config {
     size_t nleases;
     struct cfg_follow *follows; /* file order */
     size_t nfollows;
-    char *env_links; /* Kubernetes service-link variables set aside,
-                      * names separated by spaces; NULL: none */
-    char *warnings;  /* "FILE: warning: ..." lines, '\n'-separated, of
-                      * what loads but does nothing; NULL: none */
-    char *notes;     /* "FILE: note: ..." lines of what the loader chose
-                      * for a key left to its default; NULL: none */
+    char *env_links;   /* Kubernetes service-link variables set aside,
+                        * names separated by spaces; NULL: none */
+    char *warnings;    /* "FILE: warning: ..." lines, '\n'-separated, of
+                        * what loads but does nothing; NULL: none */
+    char *notes;       /* "FILE: note: ..." lines of what the loader chose
+                        * for a key left to its default; NULL: none */
+    char *check_notes; /* "FILE: note: ..." lines --check says too: what
+                        * is found only at start; NULL: none */
 };
 
 #endif

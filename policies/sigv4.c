@@ -497,11 +497,10 @@ trim(const char **s, size_t *n)
     }
 }
 
-/* A credential value: printable ASCII without spaces, 1 to 4096 bytes. */
-static bool
-value_ok(const char *v, size_t n)
+bool
+sigv4_cred_ok(const char *v, size_t n)
 {
-    if (n == 0 || n > 4096) {
+    if (n == 0 || n > SIGV4_CRED_MAX) {
         return false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -548,7 +547,7 @@ take_value(struct sigv4_creds *c, const char *line, size_t n)
     if (f == NULL) {
         return NULL; /* region, output, ...: not ours */
     }
-    if (!value_ok(v, vn)) {
+    if (!sigv4_cred_ok(v, vn)) {
         return "a credential is empty, too long or not printable ASCII";
     }
     if (*f != NULL) {

@@ -83,6 +83,14 @@ struct sigv4_creds {
     char *session; /* aws_session_token; NULL: none */
 };
 
+/* The longest credential value (a session token runs to about 2 KiB). */
+#define SIGV4_CRED_MAX 4096
+
+/* Whether v[0..n) can be a credential: 1 to SIGV4_CRED_MAX bytes of
+ * printable ASCII without spaces (so it is safe in a header, and never
+ * needs escaping). */
+bool sigv4_cred_ok(const char *v, size_t n);
+
 /* Read profile's credentials from text[0..len) in the AWS
  * shared-credentials format ([profile] sections of key = value lines,
  * comments from # or ; at a line's start). On success fills *out

@@ -191,10 +191,14 @@ static int
 check_done(const char *file, struct tm_config *cfg, bool print, bool strict)
 {
     const char *warnings = tm_config_warnings(cfg);
+    const char *notes = tm_config_check_notes(cfg);
     int rc = strict && warnings != NULL ? 1 : 0;
 
     if (warnings != NULL) {
         fprintf(stderr, "%s\n", warnings);
+    }
+    if (notes != NULL) {
+        fprintf(stderr, "%s\n", notes);
     }
     if (print) {
         char *text = tm_config_text(cfg);
@@ -413,6 +417,7 @@ main(int argc, char **argv)
     read_settings(&d, cfg);
     say_lines(&d, TM_LOG_WARN, warnings);
     say_lines(&d, TM_LOG_INFO, tm_config_notes(cfg));
+    say_lines(&d, TM_LOG_INFO, tm_config_check_notes(cfg));
     raise_nofile(&d, cfg);
     keep_heap_top();
     /* Memory a burst of connections took can then go back. */

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,10 @@ metrics_head(struct evbuffer *out, enum metric_id id)
 static void
 add_value(struct evbuffer *out, double v)
 {
+    if (isinf(v)) {
+        evbuffer_add_printf(out, " %sInf\n", v > 0 ? "+" : "-");
+        return;
+    }
     evbuffer_add_printf(out, " %.15g\n", v);
 }
 

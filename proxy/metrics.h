@@ -71,6 +71,9 @@ struct evbuffer;
       "Pooled upstream connections by state.")                                 \
     X(tidemark_upstream_addresses, GAUGE, OWNER,                               \
       "Addresses an upstream's host resolves to now (0: down).")               \
+    X(tidemark_sign_credentials_expiry_timestamp_seconds, GAUGE, OWNER,        \
+      "When the credentials a signing upstream signs with expire (+Inf: "      \
+      "never; 0: it has none it may use).")                                    \
     X(tidemark_lock_backend_up, GAUGE, OWNER,                                  \
       "Whether the lock backend can be used (1) or not (0).")                  \
     X(tidemark_lmdb_journal_syncs_total, COUNTER, OWNER,                       \

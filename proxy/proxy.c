@@ -320,7 +320,8 @@ reload(struct tm_proxy *px, struct tm_config *cfg)
                  "only a restart loads",
                  route);
     } else {
-        g = gen_new(px->path.base, cfg, &px->names, true, err, sizeof(err));
+        g = gen_new(px->path.base, cfg, &px->names, true, px->path.gen, err,
+                    sizeof(err));
     }
     if (g == NULL) {
         log_error("reload refused, the old configuration stays: %s",
@@ -514,7 +515,8 @@ start(struct tm_proxy *px, char *err, size_t errlen)
         return false;
     }
     /* The first configuration lives as long as the proxy (px->first). */
-    px->path.gen = gen_new(base, px->first, &px->names, false, err, errlen);
+    px->path.gen =
+        gen_new(base, px->first, &px->names, false, NULL, err, errlen);
     if (px->path.gen == NULL) {
         return false;
     }

@@ -86,6 +86,11 @@ TM_API const char *tm_config_warnings(const struct tm_config *cfg);
  * max_connections = 480, ..." lines, for an info log); NULL: nothing. */
 TM_API const char *tm_config_notes(const struct tm_config *cfg);
 
+/* What only the start will find out (the AWS credential chain: "FILE:
+ * note: [upstream s3]: sign: credentials from the chain at start"), for
+ * --check to say and the start to log; NULL: nothing. */
+TM_API const char *tm_config_check_notes(const struct tm_config *cfg);
+
 /* Release a configuration no proxy has taken. NULL is fine. */
 TM_API void tm_config_free(struct tm_config *cfg);
 

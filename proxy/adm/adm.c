@@ -18,6 +18,7 @@
 #include "../locks/watch.h"
 #include "../log.h"
 #include "../metrics.h"
+#include "../path/creds.h"
 #include "../path/order.h"
 #include "../path/up.h"
 #include "../problem.h"
@@ -184,6 +185,17 @@ metrics(struct adm *a, struct evhttp_request *req)
         metrics_sample(b, MID_tidemark_upstream_addresses,
                        (double)up_addr_count(proxy_pool(px, i)),
                        "upstream=\"%s\"", proxy_cfg(px)->upstreams[i].name);
+    }
+    metrics_head(b, MID_tidemark_sign_credentials_expiry_timestamp_seconds);
+    for (size_t i = 0; i < proxy_cfg(px)->nupstreams; i++) {
+        struct creds *c = up_creds(proxy_pool(px, i));
+
+        if (c != NULL) {
+            metrics_sample(
+                b, MID_tidemark_sign_credentials_expiry_timestamp_seconds,
+                creds_expiry(c), "upstream=\"%s\"",
+                proxy_cfg(px)->upstreams[i].name);
+        }
     }
     fence_stats(proxy_fence(px), b);
     if (a->locks != NULL) {

@@ -27,6 +27,7 @@
 #include "order.h"
 #include "request.h"
 #include "s3batch.h"
+#include "sign.h"
 #include "uploads.h"
 #include "view.h"
 
@@ -1146,6 +1147,22 @@ batch_wait(struct admit *a)
     admit_readable(a);
 }
 
+/* A signing upstream without usable credentials: 503 before any mark
+ * is raised. false when refused. */
+static bool
+signable(struct admit *a)
+{
+    const char *why;
+    struct problem p;
+
+    if (sign_ready(a->rq->pool, &why)) {
+        return true;
+    }
+    sign_problem(&p, why);
+    refuse(a, &p, "no signing credentials");
+    return false;
+}
+
 void
 admit_start(struct admit *a, struct request *rq)
 {
@@ -1173,6 +1190,9 @@ admit_start(struct admit *a, struct request *rq)
     }
     case SCREEN_PASS:
         rq->pool = rq->gen->pools[s->upstream];
+        if (!signable(a)) {
+            return;
+        }
         if (s->upload == SCREEN_UPLOAD_UNFENCED && !upload_not_fenced(a)) {
             return;
         }
@@ -1181,6 +1201,9 @@ admit_start(struct admit *a, struct request *rq)
         return;
     default:
         rq->pool = rq->gen->pools[s->upstream];
+        if (!signable(a)) {
+            return;
+        }
         if (s->batch) {
             batch_wait(a);
             return;

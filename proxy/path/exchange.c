@@ -21,6 +21,7 @@
 #include "client_io.h"
 #include "request.h"
 #include "rewrite.h"
+#include "sign.h"
 #include "up.h"
 #include "uploads.h"
 #include "view.h"
@@ -195,6 +196,23 @@ unreachable(struct exchange *ex, const char *detail)
     end(ex, XCHG_ANSWERED, false, 0);
 }
 
+/* A signing upstream whose credentials expired since admission: 503,
+ * nothing forwarded. false when the request may go. */
+static bool
+no_creds(struct exchange *ex)
+{
+    const char *why;
+    struct problem p;
+
+    if (sign_ready(ex->rq->pool, &why)) {
+        return false;
+    }
+    sign_problem(&p, why);
+    cio_refuse(ex->io, ex->rq, &p, "no signing credentials");
+    end(ex, XCHG_ANSWERED, false, 0);
+    return true;
+}
+
 /* ---- the request head ------------------------------------------------- */
 
 /* ---- the start --------------------------------------------------------- */
@@ -242,6 +260,9 @@ attach(struct exchange *ex, struct up_conn *uc)
     size_t buf = buffer_size(ex);
 
     ex->up = uc;
+    if (no_creds(ex)) {
+        return;
+    }
     ex->attached = true;
     clock_gettime(CLOCK_MONOTONIC, &ex->up_t0);
     access_upstream(rq, up_peer(uc));

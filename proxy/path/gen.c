@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../conf/cfg.h"
 #include "../tidemark.h"
@@ -24,10 +25,25 @@ gen_free(struct gen *g)
     free(g);
 }
 
+/* The pool of prev's upstream named as p's hands p what it keeps across
+ * a reload (its signing credentials). */
+static void
+inherit(struct up_pool *p, const struct gen *prev)
+{
+    const char *name = up_cfg(p)->name;
+
+    for (size_t i = 0; prev != NULL && i < prev->cfg->nupstreams; i++) {
+        if (strcmp(prev->cfg->upstreams[i].name, name) == 0) {
+            up_inherit(p, prev->pools[i]);
+            return;
+        }
+    }
+}
+
 /* A generation for cfg with its pools. NULL with err on failure. */
 struct gen *
 gen_new(struct event_base *base, struct tm_config *cfg, struct up_names *names,
-        bool owned, char *err, size_t errlen)
+        bool owned, const struct gen *prev, char *err, size_t errlen)
 {
     struct gen *g = calloc(1, sizeof(*g));
 
@@ -50,6 +66,7 @@ gen_new(struct event_base *base, struct tm_config *cfg, struct up_names *names,
             gen_free(g);
             return NULL;
         }
+        inherit(g->pools[i], prev);
     }
     g->owned = owned;
     return g;

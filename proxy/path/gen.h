@@ -23,10 +23,12 @@ struct gen {
 };
 
 /* A generation for cfg with its pools, whose hosts names looks up
- * (owned: cfg is freed with it). NULL with err on failure. */
+ * (owned: cfg is freed with it), each taking over what prev's pool of
+ * the same upstream keeps across a reload (prev NULL: none). NULL with
+ * err on failure. */
 struct gen *gen_new(struct event_base *base, struct tm_config *cfg,
-                    struct up_names *names, bool owned, char *err,
-                    size_t errlen);
+                    struct up_names *names, bool owned, const struct gen *prev,
+                    char *err, size_t errlen);
 void gen_free(struct gen *g);
 /* Take and drop a reference to the current generation (px->gen); the
  * last drop of a retired one (on px->retired) frees it. */

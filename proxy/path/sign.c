@@ -15,7 +15,10 @@
 #include "../../policies/hname.h"
 #include "../../policies/sigv4.h"
 #include "../log.h"
+#include "../problem.h"
+#include "creds.h"
 #include "request.h"
+#include "up.h"
 
 static const char *const replaced[] = {"Authorization", "X-Amz-Date",
                                        "X-Amz-Content-Sha256",
@@ -128,13 +131,33 @@ collect(struct hlist *l, const struct request *rq, const struct cfg_upstream *u,
     }
 }
 
+bool
+sign_ready(const struct up_pool *pool, const char **why)
+{
+    struct creds *c = up_creds(pool);
+
+    return c == NULL || creds_now(c, why) != NULL;
+}
+
+void
+sign_problem(struct problem *p, const char *why)
+{
+    *p = (struct problem){.status = 503,
+                          .detail = why,
+                          .retry_after = 1,
+                          .type = "urn:tidemark:credentials-unavailable",
+                          .title = "Signing credentials unavailable"};
+}
+
 void
 sign_request(struct evbuffer *out, const struct request *rq,
              const struct cfg_upstream *u, struct tm_slice target,
              struct tm_slice host, sign_forwards_fn forwards)
 {
-    const struct sigv4_creds *cr = &u->sign_creds;
-    struct sigv4_key key = {cr->key_id, cr->secret, u->sign_region,
+    const char *why;
+    const struct sigv4_creds *cr = creds_now(up_creds(rq->pool), &why);
+    struct sigv4_key key = {cr != NULL ? cr->key_id : "",
+                            cr != NULL ? cr->secret : "", u->sign_region,
                             u->sign_service};
     struct tm_slice hash = payload_hash(rq);
     const char *q = memchr(target.p, '?', target.len);
@@ -153,7 +176,7 @@ sign_request(struct evbuffer *out, const struct request *rq,
     if (hashz != NULL) {
         put_field(out, "x-amz-content-sha256: ", hashz, strlen(hashz));
     }
-    if (cr->session != NULL) {
+    if (cr != NULL && cr->session != NULL) {
         put_field(out, "x-amz-security-token: ", cr->session,
                   strlen(cr->session));
     }
@@ -168,7 +191,7 @@ sign_request(struct evbuffer *out, const struct request *rq,
     collect(l, rq, u, host, forwards);
     add(l, "x-amz-date", 10, date, SIGV4_DATE_LEN);
     add(l, "x-amz-content-sha256", 20, hashz, strlen(hashz));
-    if (cr->session != NULL) {
+    if (cr != NULL && cr->session != NULL) {
         add(l, "x-amz-security-token", 20, cr->session, strlen(cr->session));
     }
     sr = (struct sigv4_request){rq->h.method.p,
@@ -181,8 +204,12 @@ sign_request(struct evbuffer *out, const struct request *rq,
                                 l->n,
                                 hashz,
                                 strcmp(u->sign_service, "s3") == 0};
-    if (l->full ||
-        sigv4_authorization(&sr, date, &key, auth, sizeof(auth)) == 0) {
+    if (cr == NULL) {
+        /* sign_ready said yes in this same pass: cannot happen. */
+        log_error("upstream %s: %s: forwarded without Authorization", u->name,
+                  why);
+    } else if (l->full ||
+               sigv4_authorization(&sr, date, &key, auth, sizeof(auth)) == 0) {
         log_warn("upstream %s: cannot sign a request (too many headers or "
                  "query parameters): forwarded without Authorization",
                  u->name);

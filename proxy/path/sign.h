@@ -12,6 +12,8 @@ struct evbuffer;
 struct cfg_upstream;
 struct http_header;
 struct request;
+struct up_pool;
+struct problem;
 
 /* Whether the client's field f of rq goes to u: the caller's rule
  * (rewrite_forwards), so that what is signed is what is forwarded. */
@@ -23,6 +25,14 @@ typedef bool (*sign_forwards_fn)(const struct request *rq,
  * client's Authorization and the x-amz-date, x-amz-content-sha256 and
  * x-amz-security-token the signer sets itself, in any spelling. */
 bool sign_replaces(const struct cfg_upstream *u, struct tm_slice name);
+
+/* Whether requests to pool can go: it does not sign, or it has a whole
+ * unexpired set of credentials now. When not, why (a constant) says so
+ * for a 503's detail; nothing may be forwarded to it. */
+bool sign_ready(const struct up_pool *pool, const char **why);
+
+/* The 503 for a request sign_ready refused (why), into *p. */
+void sign_problem(struct problem *p, const char *why);
 
 /* Write x-amz-date, x-amz-content-sha256, x-amz-security-token (with a
  * session token) and Authorization for rq as u gets it: target is the

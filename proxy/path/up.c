@@ -30,6 +30,7 @@
 #include "../clients/tls_client.h"
 #include "../log.h"
 #include "../metrics.h"
+#include "creds.h"
 #include "sock.h"
 
 /* Idle connections are closed after this, well before the keep-alive
@@ -94,9 +95,10 @@ struct up_pool {
     struct conn_list idle;      /* most recently used first */
     struct conn_list wait;      /* up_connect's, in arrival order */
     size_t nbusy;
-    struct event *turn; /* serves the waiting at the end of the pass */
-    bool turn_on;       /* turn is active */
-    struct event *trim; /* closes the idle beyond max_idle, UP_SURPLUS_MS on */
+    struct event *turn;  /* serves the waiting at the end of the pass */
+    bool turn_on;        /* turn is active */
+    struct event *trim;  /* closes the idle beyond max_idle, UP_SURPLUS_MS on */
+    struct creds *creds; /* sign = aws-sigv4: what it signs with */
 };
 
 static void on_turn(evutil_socket_t fd, short what, void *arg);
@@ -315,6 +317,12 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
         up_pool_free(p);
         return NULL;
     }
+    if (cfg->sign != CFG_SIGN_NONE &&
+        (p->creds = creds_new(base, cfg)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        up_pool_free(p);
+        return NULL;
+    }
     first_lookup(p, names);
     return p;
 }
@@ -398,6 +406,7 @@ up_pool_free(struct up_pool *p)
     while (p->wait.head != NULL) {
         conn_free(p->wait.head);
     }
+    creds_free(p->creds);
     if (p->turn != NULL) {
         event_free(p->turn);
     }
@@ -760,6 +769,18 @@ struct sock *
 up_sock(struct up_conn *uc)
 {
     return &uc->sk;
+}
+
+struct creds *
+up_creds(const struct up_pool *p)
+{
+    return p->creds;
+}
+
+void
+up_inherit(struct up_pool *p, const struct up_pool *old)
+{
+    creds_inherit(p->creds, old->creds);
 }
 
 const struct cfg_upstream *

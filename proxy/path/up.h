@@ -70,6 +70,13 @@ struct bufferevent *up_bev(struct up_conn *uc);
 const char *up_peer(struct up_conn *uc);
 struct sock *up_sock(struct up_conn *uc);
 const struct cfg_upstream *up_cfg(const struct up_pool *p);
+/* The credentials a signing upstream signs with (creds.h); NULL when it
+ * does not sign. */
+struct creds *up_creds(const struct up_pool *p);
+/* p, new at a reload, takes over what old (the same upstream's pool in
+ * the generation before) keeps: its temporary signing credentials, so
+ * requests are signed while p fetches its own. */
+void up_inherit(struct up_pool *p, const struct up_pool *old);
 /* Set the read and write timeouts of a connection handed out, in ms (0:
  * none), unless they already are these. */
 void up_timeouts(struct up_conn *uc, int read_ms, int write_ms);

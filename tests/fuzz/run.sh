@@ -26,7 +26,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
-redis_reply pg_reply s3name s3delete logesc"
+redis_reply pg_reply s3name s3delete logesc awscreds"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -38,7 +38,7 @@ sources() {
     origin) echo policies/origin.c ;;
     config) echo conf/cfg.c conf/cfg_read.c conf/cfg_env.c conf/cfg_build.c conf/cfg_probe.c conf/cfg_tls.c \
         conf/cfg_opts.c conf/cfg_value.c conf/cfg_custom.c conf/cfg_check.c \
-        conf/cfg_sect.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c policies/sigv4.c policies/s3name.c ;;
+        conf/cfg_sect.c policies/route.c policies/origin.c policies/canon.c policies/utf8.c policies/sigv4.c policies/s3name.c policies/awscreds.c ;;
     sigv4) echo policies/sigv4.c ;;
     canon) echo policies/canon.c policies/utf8.c ;;
     destination) echo policies/profile.c policies/canon.c policies/utf8.c ;;
@@ -55,15 +55,16 @@ sources() {
     s3delete) echo policies/s3delete.c policies/s3name.c policies/canon.c \
         policies/utf8.c ;;
     logesc) echo policies/logesc.c policies/utf8.c ;;
+    awscreds) echo policies/awscreds.c policies/sigv4.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
 
 libs() {
     case $1 in
-    config) echo -linih -lpq -lcrypto ;;
+    config) echo -linih -lpq -lcrypto -ljansson ;;
     token | sigv4) echo -lcrypto ;;
-    etcd_keys) echo -ljansson -lcrypto ;;
+    etcd_keys | awscreds) echo -ljansson -lcrypto ;;
     redis_reply) echo -lhiredis ;;
     pg_reply) echo -lpq ;;
     esac
@@ -76,6 +77,7 @@ max_len() {
     s3delete) echo 65536 ;;
     etcd_keys) echo 16384 ;;
     sigv4) echo 32768 ;;
+    awscreds) echo 20000 ;;
     *) echo 4096 ;;
     esac
 }

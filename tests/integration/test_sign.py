@@ -328,8 +328,11 @@ def test_credentials_file_and_profile(s3rver, tmp_path):
 
 
 def test_check_refuses_missing_or_exposed_credentials(tmp_path):
+    # sign_credentials = env: the keys must be in the environment (the
+    # default, chain, looks for them at start: test_sign_chain.py).
     ini = tmp_path / "t.ini"
-    text = EXAMPLE.read_text()
+    text = EXAMPLE.read_text().replace(
+        "sign_service = s3", "sign_service = s3\nsign_credentials = env")
     ini.write_text(text)
     rc, lines = run_check(ini, env=NO_CREDS)
     assert rc == 1
