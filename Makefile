@@ -58,7 +58,7 @@
 #                 those pages; packaging/tidemark.ini against
 #                 conf/tidemark.ini (packaged-ini writes it)
 #   install       PREFIX=/usr/local, DESTDIR: binary, libtidemark.a,
-#                 tidemark.h, tidemark.pc, example config, man page
+#                 tidemark.h, tidemark.pc, example config, man pages
 #                 (LIBDIR, INCLUDEDIR, MANDIR override the places)
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
@@ -373,6 +373,8 @@ install: $(TM_BIN) $(TM_LIB) $(LAB_SO)
 	    $(DESTDIR)$(PREFIX)/share/tidemark/tidemark.ini
 	install -D -m 0644 doc/tidemark.8 \
 	    $(DESTDIR)$(MANDIR)/man8/tidemark.8
+	install -D -m 0644 doc/tidemark-lab.1 \
+	    $(DESTDIR)$(MANDIR)/man1/tidemark-lab.1
 
 deb:
 	sh packaging/build-deb.sh out
