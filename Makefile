@@ -21,7 +21,9 @@
 #                 pkg-config against a staged make install, and run; and
 #                 the check that libtidemark.a exports only tm_* symbols
 #   integration   integration tests only (TIDEMARK_BIN picks the binary),
-#                 every tier, on TEST_JOBS pytest-xdist workers (4)
+#                 every tier, on TEST_JOBS pytest-xdist workers (4);
+#                 test_image.py builds the image unless TIDEMARK_IMAGE
+#                 names an archive of make image
 #   integration-fast  the integration tests of the fast tier only (make
 #                 check's): in none of the cluster, backend and packaging
 #                 tiers (tests/integration/tiers.py)
@@ -62,7 +64,7 @@
 #                 those pages; packaging/tidemark.ini against
 #                 conf/tidemark.ini (packaged-ini writes it)
 #   install       PREFIX=/usr/local, DESTDIR: binary, libtidemark.a,
-#                 tidemark.h, tidemark.pc, example config, man page
+#                 tidemark.h, tidemark.pc, example config, man pages
 #                 (LIBDIR, INCLUDEDIR, MANDIR override the places)
 #   deb           the Debian package, into out/
 #   test-deb      build the package, install it, smoke-test it, purge it
@@ -70,7 +72,8 @@
 #                 mmdebstrap from Debian's packages (no registry), as
 #                 out/tidemark-image_VERSION.tar (docker-archive)
 #   test-image    run the image's tidemark as its user, its configuration
-#                 (podman; chroot --userspec where containers cannot run)
+#                 and its HEALTHCHECK (podman; a chroot as its user where
+#                 containers cannot run); its labels and size
 #   fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS each (60)
 #   lab           the failure lab (lab/tidemark-lab) in full, with the
 #                 seed's timings: lab-report.html and lab-report.json
@@ -283,13 +286,13 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) embed
 	$(MAKE) check-layers
-	$(MAKE) integration
+	$(MAKE) test-image
+	$(MAKE) integration TIDEMARK_IMAGE=$(abspath $(IMAGE))
 	$(MAKE) test-sanitize
 	FUZZ_SECONDS=5 $(MAKE) fuzz
 	sh packaging/check-manpage.sh
 	$(MAKE) check-docs
 	$(MAKE) test-deb
-	$(MAKE) test-image
 
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
               -fno-sanitize-recover=undefined
@@ -383,6 +386,8 @@ install: $(TM_BIN) $(TM_LIB) $(LAB_SO)
 	    $(DESTDIR)$(PREFIX)/share/tidemark/tidemark.ini
 	install -D -m 0644 doc/tidemark.8 \
 	    $(DESTDIR)$(MANDIR)/man8/tidemark.8
+	install -D -m 0644 doc/tidemark-lab.1 \
+	    $(DESTDIR)$(MANDIR)/man1/tidemark-lab.1
 
 deb:
 	sh packaging/build-deb.sh out
@@ -396,9 +401,12 @@ IMAGE := out/tidemark-image_$(VERSION).tar
 image: deb
 	sh packaging/build-image.sh out/tidemark_$(VERSION)_*.deb $(IMAGE)
 
-# Run the image's tidemark as its user against its own configuration.
+# Run the image's tidemark as its user against its own configuration,
+# and its HEALTHCHECK, labels and size (tests/integration/test_image.py).
 test-image: image
 	sh packaging/smoke-image.sh $(IMAGE)
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) TIDEMARK_IMAGE=$(abspath $(IMAGE)) \
+	    $(PYTEST) -q -rs -p no:cacheprovider tests/integration/test_image.py
 
 fuzz:
 	sh tests/fuzz/run.sh

@@ -26,6 +26,7 @@ if [ -n "$st" ] && [ "$st" != not-installed ]; then
     exit 1
 fi
 
+here=$(cd "$(dirname "$0")" && pwd)
 POLICY=/usr/sbin/policy-rc.d
 CONF=/etc/tidemark/tidemark.ini
 UNIT=/lib/systemd/system/tidemark.service
@@ -132,6 +133,23 @@ echo "verify: exit $rc$( [ "$rc" -eq 0 ] || echo ' (man(1) missing)')"
 echo "== tidemark-lab (the failure lab) is installed and starts"
 /usr/bin/tidemark-lab --help >/dev/null || fail "tidemark-lab --help"
 test -f /usr/lib/tidemark/lab/clockjump.so || fail "no clockjump.so"
+
+echo "== a manual page for every program, the example configurations"
+dpkg -L tidemark >"$work/files"
+for prog in $(grep -E '^/usr/s?bin/[^/]+$' "$work/files"); do
+    name=$(basename "$prog")
+    grep -qE "^/usr/share/man/man[1-8]/$name\.[1-8]\.gz\$" "$work/files" ||
+        fail "$prog has no manual page"
+    if command -v man >/dev/null 2>&1; then
+        man -w "$name" >/dev/null 2>&1 || fail "man -w $name finds nothing"
+    fi
+    echo "$name: $(grep -E "/man[1-8]/$name\." "$work/files")"
+done
+for ini in "$here"/../conf/examples/*.ini; do
+    f=/usr/share/doc/tidemark/examples/$(basename "$ini")
+    cmp -s "$ini" "$f" || fail "$f is not conf/examples/$(basename "$ini")"
+done
+echo "examples: $(ls /usr/share/doc/tidemark/examples | tr '\n' ' ')"
 
 echo "== tidemark --check as the tidemark user"
 runuser -u tidemark -- /usr/bin/tidemark -c "$CONF" --check ||

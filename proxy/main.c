@@ -1,15 +1,21 @@
 /* main.c: the tidemark daemon: command line, signals, logging to stderr
  * and systemd's readiness protocol (sd_notify), over libtidemark's public
  * interface (tidemark.h) alone. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <malloc.h>
+#include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
@@ -132,6 +138,7 @@ usage(FILE *f)
 {
     fprintf(f,
             "usage: tidemark -c FILE [--check [--print] [--strict]]\n"
+            "       tidemark -c FILE --health [--wait SECONDS]\n"
             "       tidemark --version [--verbose]\n"
             "  -c, --config FILE  the configuration (INI)\n"
             "      --check        validate FILE and exit: 0 when fine,\n"
@@ -143,10 +150,25 @@ usage(FILE *f)
             "      --strict       with --check: warnings (no [route], no\n"
             "                     [upstream], an upstream host that does\n"
             "                     not resolve) fail too\n"
+            "      --health       ask the control port of FILE's [admin]\n"
+            "                     listen for /readyz: exit 0 when ready,\n"
+            "                     1 when not or when nothing answers\n"
+            "      --wait S       with --health: ask again until ready, for\n"
+            "                     up to S seconds (0-3600)\n"
             "  -V, --version      print the version and exit\n"
             "  -v, --verbose      with --version: also the compiler, the\n"
             "                     build flags and each library's version\n"
             "  -h, --help         this text\n");
+}
+
+/* The seconds of --wait: 0 to 3600; -2 for anything else. */
+static int
+seconds_arg(const char *arg)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+
+    return end != arg && *end == '\0' && v >= 0 && v <= 3600 ? (int)v : -2;
 }
 
 /* --version: one line; with --verbose, the build and its libraries. */
@@ -216,6 +238,242 @@ check_done(const char *file, struct tm_config *cfg, bool print, bool strict)
     fprintf(stderr, "%s: %s\n", file, rc == 0 ? "ok" : "warnings (--strict)");
     tm_config_free(cfg);
     return rc;
+}
+
+/* --health: how long the whole probe may take; the image's HEALTHCHECK
+ * gives it 3 s. */
+#define HEALTH_TIMEOUT_MS 2000
+
+/* The address to probe for [admin] listen ("host:port", "[v6]:port"),
+ * into host and port: a wildcard address is asked on loopback. false
+ * when the value is no host:port that fits. */
+static bool
+health_target(const char *listen, char *host, size_t hostlen, char *port,
+              size_t portlen)
+{
+    const char *colon = strrchr(listen, ':');
+    size_t n;
+
+    if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) >= portlen) {
+        return false;
+    }
+    n = (size_t)(colon - listen);
+    if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']') {
+        listen++;
+        n -= 2;
+    }
+    if (n >= hostlen) {
+        return false;
+    }
+    memcpy(host, listen, n);
+    host[n] = '\0';
+    memcpy(port, colon + 1, strlen(colon + 1) + 1);
+    if (n == 0 || strcmp(host, "0.0.0.0") == 0) {
+        snprintf(host, hostlen, "127.0.0.1");
+    } else if (strcmp(host, "::") == 0) {
+        snprintf(host, hostlen, "::1");
+    }
+    return true;
+}
+
+static long long
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for events on fd until the deadline (CLOCK_MONOTONIC ms); false
+ * when it passes first. */
+static bool
+wait_fd(int fd, short events, long long deadline)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+    int rc;
+
+    do {
+        long long left = deadline - now_ms();
+
+        if (left <= 0) {
+            return false;
+        }
+        rc = poll(&p, 1, (int)left);
+    } while (rc < 0 && errno == EINTR);
+    return rc > 0;
+}
+
+/* A connection to ai made before the deadline; -1 with the errno in
+ * *err. */
+static int
+health_try(const struct addrinfo *ai, long long deadline, int *err)
+{
+    int fd =
+        socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK, ai->ai_protocol);
+    socklen_t len = sizeof(*err);
+
+    *err = 0;
+    if (fd < 0) {
+        *err = errno;
+        return -1;
+    }
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+        *err = errno;
+    } else if (!wait_fd(fd, POLLOUT, deadline)) {
+        *err = ETIMEDOUT;
+    } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, err, &len) != 0) {
+        *err = errno;
+    }
+    if (*err != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A connection to host:port, each of its addresses in turn, before the
+ * deadline; -1 with the reason in *why. */
+static int
+health_connect(const char *host, const char *port, long long deadline,
+               const char **why)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    int fd = -1, err = 0;
+    int rc = getaddrinfo(host, port, &hints, &res);
+
+    if (rc != 0) {
+        *why = gai_strerror(rc);
+        return -1;
+    }
+    for (const struct addrinfo *ai = res; ai != NULL && fd < 0;
+         ai = ai->ai_next) {
+        fd = health_try(ai, deadline, &err);
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        *why = strerror(err);
+    }
+    return fd;
+}
+
+/* Send the n bytes of req on fd before the deadline. */
+static bool
+health_send(int fd, const char *req, size_t n, long long deadline)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, req, n, MSG_NOSIGNAL);
+
+        if (w > 0) {
+            req += w;
+            n -= (size_t)w;
+        } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+            return false;
+        } else if (!wait_fd(fd, POLLOUT, deadline)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The status code of the answer's first line ("HTTP/1.x NNN"), read on
+ * fd before the deadline: 12 bytes at most; 0 when there is none. */
+static int
+health_status(int fd, long long deadline)
+{
+    char line[13] = {0};
+    size_t got = 0;
+
+    while (got < 12) {
+        ssize_t r = recv(fd, line + got, 12 - got, 0);
+
+        if (r > 0) {
+            got += (size_t)r;
+        } else if (r == 0 || (errno != EAGAIN && errno != EINTR) ||
+                   !wait_fd(fd, POLLIN, deadline)) {
+            return 0;
+        }
+    }
+    if (memcmp(line, "HTTP/1.", 7) != 0 || line[8] != ' ' ||
+        strspn(line + 9, "0123456789") != 3) {
+        return 0;
+    }
+    return atoi(line + 9);
+}
+
+/* GET /readyz from host:port; the answer's status, or 0 with the reason
+ * in *why. */
+static int
+health_ask(const char *host, const char *port, const char **why)
+{
+    long long deadline = now_ms() + HEALTH_TIMEOUT_MS;
+    bool v6 = strchr(host, ':') != NULL;
+    char req[512];
+    int n = snprintf(req, sizeof(req),
+                     "GET /readyz HTTP/1.0\r\nHost: %s%s%s:%s\r\n"
+                     "User-Agent: tidemark-health\r\n\r\n",
+                     v6 ? "[" : "", host, v6 ? "]" : "", port);
+    int fd, status = 0;
+
+    if (n < 0 || (size_t)n >= sizeof(req)) {
+        *why = "address too long";
+        return 0;
+    }
+    fd = health_connect(host, port, deadline, why);
+    if (fd < 0) {
+        return 0;
+    }
+    *why = "no HTTP answer in time";
+    if (health_send(fd, req, (size_t)n, deadline)) {
+        status = health_status(fd, deadline);
+    }
+    close(fd);
+    return status;
+}
+
+/* health_ask until it answers 200 or wait_s seconds have passed, five
+ * times a second; the last answer. */
+static int
+health_poll(const char *host, const char *port, int wait_s, const char **why)
+{
+    long long until = now_ms() + wait_s * 1000LL;
+    int status = health_ask(host, port, why);
+
+    while (status != 200 && now_ms() < until) {
+        struct timespec pause = {.tv_nsec = 200 * 1000000L};
+
+        nanosleep(&pause, NULL);
+        status = health_ask(host, port, why);
+    }
+    return status;
+}
+
+/* --health [--wait S]: ask the control port cfg listens on for /readyz
+ * (for up to S seconds); 0 when it answers 200, else 1, with one line
+ * saying what it found. Frees cfg. */
+static int
+health(struct tm_config *cfg, int wait_s)
+{
+    char listen[300] = "", host[256], port[16];
+    const char *why = "[admin] listen is empty";
+    int status = 0;
+
+    if (!tm_config_get(cfg, "admin", "listen", listen, sizeof(listen)) ||
+        listen[0] == '\0') {
+        listen[0] = '\0';
+    } else if (!health_target(listen, host, sizeof(host), port, sizeof(port))) {
+        why = "[admin] listen is not host:port";
+    } else {
+        status = health_poll(host, port, wait_s, &why);
+    }
+    tm_config_free(cfg);
+    if (status == 0) {
+        printf("tidemark: not ready: control port '%s': %s\n", listen, why);
+        return 1;
+    }
+    printf("tidemark: /readyz on %s: %d\n", listen, status);
+    return status == 200 ? 0 : 1;
 }
 
 static void
@@ -349,12 +607,15 @@ main(int argc, char **argv)
         {"strict", no_argument, NULL, 's'},
         {"version", no_argument, NULL, 'V'},
         {"verbose", no_argument, NULL, 'v'},
+        {"health", no_argument, NULL, 'H'},
+        {"wait", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *file = NULL;
-    bool check = false, print = false, strict = false;
+    bool check = false, print = false, strict = false, probe = false;
     bool version = false, verbose = false;
+    int wait_s = -1;
     const char *warnings;
     struct tm_config *cfg;
     struct daemon_state d = {0};
@@ -384,6 +645,12 @@ main(int argc, char **argv)
         case 'v':
             verbose = true;
             break;
+        case 'H':
+            probe = true;
+            break;
+        case 'W':
+            wait_s = seconds_arg(optarg);
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -395,7 +662,9 @@ main(int argc, char **argv)
     if (version && optind == argc) {
         return print_version(verbose);
     }
-    if (file == NULL || optind != argc || version || verbose) {
+    if (file == NULL || optind != argc || version || verbose ||
+        (probe && (check || strict)) || (wait_s != -1 && !probe) ||
+        wait_s == -2) {
         usage(stderr);
         return 2;
     }
@@ -404,6 +673,9 @@ main(int argc, char **argv)
     if (cfg == NULL) {
         fprintf(stderr, "%s\n", errbuf);
         return 1;
+    }
+    if (probe) {
+        return health(cfg, wait_s < 0 ? 0 : wait_s);
     }
     warnings = tm_config_warnings(cfg);
     if (check) {
