@@ -574,7 +574,12 @@ ini_key(struct checker *k, int opt, bool commented, const char *value,
     bool restart = (o->flags & CFG_RESTART) != 0;
     const char *sn = cfg_sect_name(o->sect);
 
-    if (o->def != NULL && commented) {
+    if ((o->flags & CFG_HOST_SIZED) && !commented) {
+        doc_err(k, lineno,
+                "[%s] %s is sized to the host when unset: leave it "
+                "commented out",
+                sn, o->key);
+    } else if (o->def != NULL && commented && !(o->flags & CFG_HOST_SIZED)) {
         doc_err(k, lineno, "[%s] %s has a default (%s): set it, uncommented",
                 sn, o->key, o->def);
     } else if (o->def != NULL && strcmp(value, o->def) != 0) {

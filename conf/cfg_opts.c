@@ -114,8 +114,9 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "max_headers", CFG_T_INT, "100", OFF(cfg_proxy, max_headers),
      INT(1, 128), 0, "header fields in one request head"},
     {CFG_PROXY, "max_connections", CFG_T_INT, "10000",
-     OFF(cfg_proxy, max_connections), INT(1, 1000000), 0,
-     "client connections at once"},
+     OFF(cfg_proxy, max_connections), INT(1, 1000000), CFG_HOST_SIZED,
+     "client connections at once; unset: as many as the open files "
+     "limit allows, up to the default"},
     {CFG_PROXY, "order_grace_ms", CFG_T_INT, "1000",
      OFF(cfg_proxy, order_grace_ms), INT(0, 3600000), 0,
      "after a 504, the resource stays closed to higher tokens this long"},

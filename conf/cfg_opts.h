@@ -27,14 +27,17 @@ enum cfg_sect {
 };
 
 enum cfg_flag {
-    CFG_REQUIRED = 1u << 0, /* no default: a section without it is wrong */
-    CFG_EMPTY_OK = 1u << 1, /* "key =" is a value, not a mistake */
-    CFG_REPEAT = 1u << 2,   /* may be given many times: the setter gets
-                             * the values joined by '\n' */
-    CFG_RESTART = 1u << 3,  /* read once at start (a listener, a store,
-                             * the lock backend): a reload keeps the
-                             * running value and says so */
-    CFG_SECRET = 1u << 4,   /* may hold a password: never logged */
+    CFG_REQUIRED = 1u << 0,   /* no default: a section without it is wrong */
+    CFG_EMPTY_OK = 1u << 1,   /* "key =" is a value, not a mistake */
+    CFG_REPEAT = 1u << 2,     /* may be given many times: the setter gets
+                               * the values joined by '\n' */
+    CFG_RESTART = 1u << 3,    /* read once at start (a listener, a store,
+                               * the lock backend): a reload keeps the
+                               * running value and says so */
+    CFG_SECRET = 1u << 4,     /* may hold a password: never logged */
+    CFG_HOST_SIZED = 1u << 5, /* left unset, sized to the host at load
+                               * (the default is the most): an example
+                               * leaves it commented out */
 };
 
 /* What an option's field is: how a value is parsed into it, compared,

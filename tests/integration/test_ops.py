@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from common import BIN, slow
+from common import BIN, REPO, slow
 from daemon import child_env, run_check
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -287,6 +287,29 @@ def test_default_max_connections_fits_a_low_open_files_limit(tidemark):
     assert tm.log_lines("level=warn ") == []
     assert tm.log_lines("note: max_connections = 480, not the default "
                         "10000: the open files limit is 1024") != []
+    assert tm.put("fit", token=2).status == 200
+
+
+def test_the_shipped_configuration_starts_without_a_warning(tidemark,
+                                                             upstream):
+    """conf/tidemark.ini (the .deb's and the image's, once its paths are
+    set) leaves max_connections to its default: under an open files limit
+    of 1024 the start warns of nothing."""
+    text = (REPO / "conf" / "tidemark.ini").read_text()
+    assert re.search(r"^max_connections", text, re.M) is None
+    tm = tidemark(start=False)
+    # In the file's order: [proxy] and [admin] listen, [store] and
+    # [locks] path, [upstream default] url.
+    values = iter(["127.0.0.1:%d" % tm.port, "127.0.0.1:%d" % tm.admin_port,
+                   str(tm.dir / "marks.lmdb"), str(tm.dir / "locks.lmdb"),
+                   upstream.url])
+    text = re.sub(r"^(listen|path|url) = \S+",
+                  lambda m: "%s = %s" % (m.group(1), next(values)), text,
+                  count=5, flags=re.M)
+    assert next(values, None) is None
+    tm.ini_path.write_text(text)
+    tm.start(preexec=nofile(1024))
+    assert tm.log_lines("level=warn ") == []
     assert tm.put("fit", token=2).status == 200
 
 
