@@ -91,8 +91,10 @@ cfg_doc_ini(FILE *f)
             if (o->sect != s) {
                 continue;
             }
-            snprintf(line, sizeof(line), "%s%s = %s", o->def ? "" : "; ",
-                     o->key, o->def ? o->def : "");
+            bool off = o->def == NULL || (o->flags & CFG_HOST_SIZED);
+
+            snprintf(line, sizeof(line), "%s%s = %s", off ? "; " : "", o->key,
+                     o->def ? o->def : "");
             fprintf(f, "%-35s ; %s%s\n", line, o->help,
                     o->flags & CFG_RESTART ? " " CFG_DOC_RESTART : "");
         }
