@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -315,7 +316,9 @@ look_up(struct http_fetch *f, const struct http_fetch_req *rq)
 }
 
 /* f's request on its way: through a lookup on the loop, or (an address,
- * or no dns) to the address found now. false with err when it cannot. */
+ * localhost, or no dns) to the address found now. localhost is the
+ * system's /etc/hosts answer, never a DNS server's (which [proxy]
+ * resolver's evdns would ask). false with err when it cannot. */
 static bool
 begin(struct http_fetch *f, const struct http_fetch_req *rq, char *err,
       size_t errlen)
@@ -327,7 +330,8 @@ begin(struct http_fetch *f, const struct http_fetch_req *rq, char *err,
         snprintf(err, errlen, "out of memory");
         return false;
     }
-    if (rq->dns != NULL && !dial_is_ip(f->t.host)) {
+    if (rq->dns != NULL && !dial_is_ip(f->t.host) &&
+        strcasecmp(f->t.host, "localhost") != 0) {
         if (!look_up(f, rq)) {
             snprintf(err, errlen, "out of memory");
             return false;

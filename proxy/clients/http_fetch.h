@@ -46,8 +46,8 @@ struct http_fetch_req {
  * start (a bad URL, https without tls, out of memory): then no callback
  * runs. A host name is looked up through rq->dns without blocking the
  * loop (one that does not resolve in time: an answer with status 0, why
- * "cannot resolve HOST: ..."); an IP address needs no lookup. The first
- * address is taken. */
+ * "cannot resolve HOST: ..."); an IP address needs no lookup, and
+ * localhost is read from /etc/hosts. The first address is taken. */
 struct http_fetch *
 http_fetch_start(struct event_base *base, const struct http_fetch_req *rq,
                  http_fetch_cb cb, void *arg, char *err, size_t errlen)
