@@ -300,7 +300,7 @@ on_late(evutil_socket_t fd, short what, void *arg)
 static bool
 look_up(struct http_fetch *f, const struct http_fetch_req *rq)
 {
-    struct timeval tv = {rq->timeout_ms / 1000, (rq->timeout_ms % 1000) * 1000};
+    struct timeval tv = {f->timeout_ms / 1000, (f->timeout_ms % 1000) * 1000};
 
     f->late = evtimer_new(f->base, on_late, f);
     f->lookup = f->late != NULL ? dial_lookup_start(f->base, rq->dns, f->t.host,
