@@ -145,7 +145,8 @@ const struct cfg_opt cfg_opts[] = {
      "on SIGTERM, how long in-flight requests may take"},
     {CFG_PROXY, "resolver", CFG_T_STR, "", OFF(cfg_proxy, resolver),
      OPS(cfg_resolver_ops), CFG_EMPTY_OK | CFG_RESTART,
-     "nameservers asked for upstream names (IP[:port], comma-separated); "
+     "nameservers asked for upstream and credential endpoint names "
+     "(IP[:port], comma-separated); "
      "empty: /etc/resolv.conf's, and /etc/hosts"},
     {CFG_PROXY, "log_level", CFG_T_CHOICE, "info", OFF(cfg_proxy, log_level),
      CHOICE(level_choices), 0, "error | warn | info | debug"},

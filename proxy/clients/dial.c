@@ -43,6 +43,15 @@ dial_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+bool
+dial_is_ip(const char *host)
+{
+    unsigned char ip[16];
+
+    return inet_pton(AF_INET, host, ip) == 1 ||
+           inet_pton(AF_INET6, host, ip) == 1;
+}
+
 int
 dial_share_ms(int64_t left_ms, size_t n)
 {

@@ -34,6 +34,9 @@ struct dial_list {
 bool dial_resolve(const char *host, int port, struct dial_list *out, char *err,
                   size_t errlen) __attribute__((warn_unused_result));
 
+/* True when host is an IPv4 or IPv6 address (no brackets), not a name. */
+bool dial_is_ip(const char *host);
+
 /* True when a and b hold the same addresses, in any order. */
 bool dial_same(const struct dial_list *a, const struct dial_list *b);
 

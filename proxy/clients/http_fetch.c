@@ -5,33 +5,62 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/util.h>
 
 #include "dial.h"
 #include "tls_client.h"
 
 #define FETCH_HEAD_MAX 16384
 
+/* The URL's parts: host (brackets taken off), port, the path and query
+ * to send and the Host header's value. */
+struct target {
+    char host[256];
+    int port;
+    bool tls;
+    char hosthdr[300];
+    char path[2048];
+};
+
 struct http_fetch {
+    struct event_base *base;
     struct evhttp_connection *conn;
+    struct evhttp_request *req; /* made, not sent yet: while looking up */
+    struct dial_lookup *lookup; /* in flight */
+    struct event *late;         /* the lookup's deadline */
     struct event *reap; /* frees f on a later pass, after its callback */
     http_fetch_cb cb;
     void *arg;
     const char *why; /* evhttp's error, when it gave one */
-    bool tls;
+    SSL_CTX *ctx;
+    enum evhttp_cmd_type method;
+    int timeout_ms;
+    int64_t deadline; /* of the lookup, ms (dial_now_ms) */
+    size_t max_answer;
+    struct target t;
     char tls_why[200]; /* why the TLS connection failed, in words */
+    char lookup_why[320];
 };
 
 static void
 fetch_free(struct http_fetch *f)
 {
+    dial_lookup_cancel(f->lookup);
+    if (f->req != NULL) {
+        evhttp_request_free(f->req);
+    }
     if (f->conn != NULL) {
         evhttp_connection_free(f->conn);
+    }
+    if (f->late != NULL) {
+        event_free(f->late);
     }
     if (f->reap != NULL) {
         event_free(f->reap);
@@ -78,7 +107,7 @@ on_done(struct evhttp_request *req, void *arg)
         a.len = evbuffer_get_length(in) - 1;
         a.body = (const char *)evbuffer_pullup(in, -1);
         a.why = NULL;
-    } else if (f->tls && f->conn != NULL) {
+    } else if (f->t.tls && f->conn != NULL) {
         tls_client_why(evhttp_connection_get_bufferevent(f->conn), f->tls_why,
                        sizeof(f->tls_why));
         if (f->tls_why[0] != '\0') {
@@ -97,16 +126,6 @@ on_done(struct evhttp_request *req, void *arg)
     }
     event_active(f->reap, EV_TIMEOUT, 0);
 }
-
-/* The URL's parts: host (brackets taken off), port, the path and query
- * to send and the Host header's value. */
-struct target {
-    char host[256];
-    int port;
-    bool tls;
-    char hosthdr[300];
-    char path[2048];
-};
 
 static const char *
 parse_url(const char *url, struct target *t)
@@ -143,24 +162,16 @@ parse_url(const char *url, struct target *t)
     return msg;
 }
 
-/* A connection to t's first address, plain or TLS. */
+/* A connection to ip, t's address, plain or TLS. */
 static struct evhttp_connection *
-connect_to(struct event_base *base, const struct target *t, SSL_CTX *tls,
-           char *err, size_t errlen)
+connect_to(struct event_base *base, const struct target *t, const char *ip,
+           SSL_CTX *tls, char *err, size_t errlen)
 {
-    struct dial_list l;
     struct bufferevent *bev = NULL;
     SSL *ssl;
 
-    if (!dial_resolve(t->host, t->port, &l, err, errlen)) {
-        return NULL;
-    }
-    if (l.n == 0) {
-        snprintf(err, errlen, "%s has no address", t->host);
-        return NULL;
-    }
     if (!t->tls) {
-        return evhttp_connection_base_new(base, NULL, l.a[0].ip,
+        return evhttp_connection_base_new(base, NULL, ip,
                                           (unsigned short)t->port);
     }
     if (tls == NULL || (ssl = tls_client_ssl(tls, t->host, NULL)) == NULL) {
@@ -174,7 +185,7 @@ connect_to(struct event_base *base, const struct target *t, SSL_CTX *tls,
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    return evhttp_connection_base_bufferevent_new(base, NULL, bev, l.a[0].ip,
+    return evhttp_connection_base_bufferevent_new(base, NULL, bev, ip,
                                                   (unsigned short)t->port);
 }
 
@@ -187,64 +198,178 @@ method_of(const char *m)
     return strcmp(m, "POST") == 0 ? EVHTTP_REQ_POST : EVHTTP_REQ_GET;
 }
 
-static bool
-send_req(struct http_fetch *f, const struct http_fetch_req *rq,
-         const struct target *t)
+/* The request, made now (rq's strings are borrowed) and sent once
+ * there is a connection. */
+static struct evhttp_request *
+make_req(struct http_fetch *f, const struct http_fetch_req *rq)
 {
     struct evhttp_request *req = evhttp_request_new(on_done, f);
     struct evkeyvalq *hd;
 
     if (req == NULL) {
-        return false;
+        return NULL;
     }
     evhttp_request_set_error_cb(req, on_error);
     hd = evhttp_request_get_output_headers(req);
-    evhttp_add_header(hd, "Host", t->hosthdr);
+    evhttp_add_header(hd, "Host", f->t.hosthdr);
     evhttp_add_header(hd, "User-Agent", "tidemark");
     for (size_t i = 0; rq->headers != NULL && rq->headers[i] != NULL; i += 2) {
         evhttp_add_header(hd, rq->headers[i], rq->headers[i + 1]);
     }
-    if (rq->body != NULL) {
-        evbuffer_add(evhttp_request_get_output_buffer(req), rq->body, rq->blen);
+    if (rq->body != NULL && evbuffer_add(evhttp_request_get_output_buffer(req),
+                                         rq->body, rq->blen) != 0) {
+        evhttp_request_free(req);
+        return NULL;
     }
-    return evhttp_make_request(f->conn, req, method_of(rq->method), t->path) ==
-           0;
+    return req;
+}
+
+/* Connect to l's first address and send the request, within what is
+ * left of the deadline. false with err when it cannot. */
+static bool
+send_to(struct http_fetch *f, const struct dial_list *l, char *err,
+        size_t errlen)
+{
+    int64_t left = f->deadline - dial_now_ms();
+    int ms = left < 1 ? 1 : left > f->timeout_ms ? f->timeout_ms : (int)left;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    struct evhttp_request *req = f->req;
+
+    if (l->n == 0) {
+        snprintf(err, errlen, "%s has no address", f->t.host);
+        return false;
+    }
+    f->conn = connect_to(f->base, &f->t, l->a[0].ip, f->ctx, err, errlen);
+    if (f->conn == NULL) {
+        return false;
+    }
+    evhttp_connection_set_retries(f->conn, 0);
+    evhttp_connection_set_timeout_tv(f->conn, &tv);
+    evhttp_connection_set_max_body_size(f->conn, (ev_ssize_t)f->max_answer);
+    evhttp_connection_set_max_headers_size(f->conn, FETCH_HEAD_MAX);
+    f->req = NULL; /* the connection's now, sent or not */
+    if (evhttp_make_request(f->conn, req, f->method, f->t.path) != 0) {
+        snprintf(err, errlen, "cannot send the request");
+        return false;
+    }
+    return true;
+}
+
+/* No answer, why: the callback, then f ends (not from inside a lookup's
+ * own call: dial_lookup's callbacks run on a pass of their own). */
+static void
+fail(struct http_fetch *f, const char *why)
+{
+    struct http_fetch_answer a = {0, "", 0, why};
+
+    f->cb(f->arg, &a);
+    fetch_free(f);
+}
+
+static void
+on_looked_up(void *arg, const struct dial_list *list, const char *why)
+{
+    struct http_fetch *f = arg;
+    char err[256];
+
+    f->lookup = NULL; /* dial_lookup frees it after this returns */
+    event_del(f->late);
+    if (list == NULL) {
+        fail(f, why);
+    } else if (!send_to(f, list, err, sizeof(err))) {
+        fail(f, err);
+    }
+}
+
+static void
+on_late(evutil_socket_t fd, short what, void *arg)
+{
+    struct http_fetch *f = arg;
+
+    (void)fd;
+    (void)what;
+    dial_lookup_cancel(f->lookup);
+    f->lookup = NULL;
+    snprintf(f->lookup_why, sizeof(f->lookup_why),
+             "cannot resolve %s: no answer within %d ms", f->t.host,
+             f->timeout_ms);
+    fail(f, f->lookup_why);
+}
+
+/* Look f's host up through dns, the deadline covering it. */
+static bool
+look_up(struct http_fetch *f, const struct http_fetch_req *rq)
+{
+    struct timeval tv = {f->timeout_ms / 1000, (f->timeout_ms % 1000) * 1000};
+
+    f->late = evtimer_new(f->base, on_late, f);
+    f->lookup = f->late != NULL ? dial_lookup_start(f->base, rq->dns, f->t.host,
+                                                    f->t.port, on_looked_up, f)
+                                : NULL;
+    if (f->lookup == NULL) {
+        return false;
+    }
+    if (rq->asked != NULL) {
+        (*rq->asked)++;
+    }
+    return evtimer_add(f->late, &tv) == 0;
+}
+
+/* f's request on its way: through a lookup on the loop, or (an address,
+ * localhost, or no dns) to the address found now. localhost is the
+ * system's /etc/hosts answer, never a DNS server's (which [proxy]
+ * resolver's evdns would ask). false with err when it cannot. */
+static bool
+begin(struct http_fetch *f, const struct http_fetch_req *rq, char *err,
+      size_t errlen)
+{
+    struct dial_list l;
+
+    f->req = make_req(f, rq);
+    if (f->req == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
+    if (rq->dns != NULL && !dial_is_ip(f->t.host) &&
+        strcasecmp(f->t.host, "localhost") != 0) {
+        if (!look_up(f, rq)) {
+            snprintf(err, errlen, "out of memory");
+            return false;
+        }
+        return true;
+    }
+    return dial_resolve(f->t.host, f->t.port, &l, err, errlen) &&
+           send_to(f, &l, err, errlen);
 }
 
 struct http_fetch *
 http_fetch_start(struct event_base *base, const struct http_fetch_req *rq,
                  http_fetch_cb cb, void *arg, char *err, size_t errlen)
 {
-    struct target t;
-    const char *msg = parse_url(rq->url, &t);
-    struct http_fetch *f;
-    struct timeval tv = {rq->timeout_ms / 1000, (rq->timeout_ms % 1000) * 1000};
+    struct http_fetch *f = calloc(1, sizeof(*f));
+    const char *msg = f == NULL ? "out of memory" : parse_url(rq->url, &f->t);
 
     err[0] = '\0';
+    if (msg == NULL && f->t.tls && rq->tls == NULL) {
+        msg = "https: no TLS context";
+    }
+    if (msg == NULL && (f->reap = event_new(base, -1, 0, on_reap, f)) == NULL) {
+        msg = "out of memory";
+    }
     if (msg != NULL) {
         snprintf(err, errlen, "%s", msg);
+        free(f); /* nothing made yet */
         return NULL;
     }
-    f = calloc(1, sizeof(*f));
-    if (f == NULL || (f->reap = event_new(base, -1, 0, on_reap, f)) == NULL ||
-        (f->conn = connect_to(base, &t, rq->tls, err, errlen)) == NULL) {
-        if (f != NULL && f->reap != NULL && f->conn == NULL && err[0] == '\0') {
-            snprintf(err, errlen, "out of memory");
-        }
-        if (f != NULL) {
-            fetch_free(f);
-        }
-        return NULL;
-    }
+    f->base = base;
     f->cb = cb;
     f->arg = arg;
-    f->tls = rq->url != NULL && strncmp(rq->url, "https:", 6) == 0;
-    evhttp_connection_set_retries(f->conn, 0);
-    evhttp_connection_set_timeout_tv(f->conn, &tv);
-    evhttp_connection_set_max_body_size(f->conn, (ev_ssize_t)rq->max_answer);
-    evhttp_connection_set_max_headers_size(f->conn, FETCH_HEAD_MAX);
-    if (!send_req(f, rq, &t)) {
-        snprintf(err, errlen, "cannot send the request");
+    f->ctx = rq->tls;
+    f->method = method_of(rq->method);
+    f->timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : 1;
+    f->deadline = dial_now_ms() + f->timeout_ms;
+    f->max_answer = rq->max_answer;
+    if (!begin(f, rq, err, errlen)) {
         fetch_free(f);
         return NULL;
     }

@@ -10,6 +10,7 @@
 #include <openssl/ssl.h>
 
 struct event_base;
+struct evdns_base;
 struct http_fetch;
 
 /* What came back. status 0: no answer, why says what happened (refused,
@@ -31,22 +32,29 @@ struct http_fetch_req {
     const char *const *headers; /* name, value, name, value, ..., NULL */
     const char *body;           /* NULL: none */
     size_t blen;
-    int timeout_ms;    /* connect, send and answer, each */
-    size_t max_answer; /* a longer body: no answer ("too long") */
-    SSL_CTX *tls;      /* https://: required */
+    int timeout_ms;         /* the lookup, then connect, send and answer, each
+                             * within what the lookup left of it */
+    size_t max_answer;      /* a longer body: no answer ("too long") */
+    SSL_CTX *tls;           /* https://: required */
+    struct evdns_base *dns; /* looks a host name up on the loop; NULL: a
+                             * blocking getaddrinfo in http_fetch_start */
+    unsigned long *asked;   /* counts the lookups started through dns (the
+                             * owner of dns frees them); may be NULL */
 };
 
 /* Start rq; cb(arg, answer) ends it. NULL with why in err when it cannot
- * start (a bad URL, a host that does not resolve, https without tls):
- * then no callback runs. The host's name is resolved here (blocking, as
- * every client here does), the first address taken. */
+ * start (a bad URL, https without tls, out of memory): then no callback
+ * runs. A host name is looked up through rq->dns without blocking the
+ * loop (one that does not resolve in time: an answer with status 0, why
+ * "cannot resolve HOST: ..."); an IP address needs no lookup, and
+ * localhost is read from /etc/hosts. The first address is taken. */
 struct http_fetch *
 http_fetch_start(struct event_base *base, const struct http_fetch_req *rq,
                  http_fetch_cb cb, void *arg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Stop f: its callback never runs. Not from inside that callback (f
- * ends by itself after it). */
+/* Stop f, a lookup in flight included: its callback never runs. Not
+ * from inside that callback (f ends by itself after it). */
 void http_fetch_cancel(struct http_fetch *f);
 
 #endif

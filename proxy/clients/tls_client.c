@@ -5,11 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <arpa/inet.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+
+#include "dial.h"
 
 static bool
 set(const char *s)
@@ -104,15 +105,6 @@ tls_client_ctx(const struct cfg_tls *c, const char *who, char *err,
     return ctx;
 }
 
-static bool
-is_ip(const char *host)
-{
-    unsigned char ip[16];
-
-    return inet_pton(AF_INET, host, ip) == 1 ||
-           inet_pton(AF_INET6, host, ip) == 1;
-}
-
 SSL *
 tls_client_ssl(SSL_CTX *ctx, const char *host, SSL_SESSION *resume)
 {
@@ -121,7 +113,7 @@ tls_client_ssl(SSL_CTX *ctx, const char *host, SSL_SESSION *resume)
     if (ssl == NULL) {
         return NULL;
     }
-    if (is_ip(host)) {
+    if (dial_is_ip(host)) {
         X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
     } else {
         SSL_set_tlsext_host_name(ssl, host);

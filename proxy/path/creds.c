@@ -24,6 +24,7 @@
 #include "../clients/http_fetch.h"
 #include "../clients/tls_client.h"
 #include "../log.h"
+#include "up.h"
 
 /* Each fetch (connect, send, answer) within this. */
 #define CREDS_FETCH_MS 5000
@@ -62,6 +63,7 @@ static const char *const src_name[] = {
 
 struct creds {
     struct event_base *base;
+    struct up_names *names; /* looks the endpoints' hosts up */
     const struct tm_log *log;
     const struct cfg_upstream *u;
     enum source src;
@@ -310,7 +312,9 @@ start(struct creds *c, const char *method, const char *url,
                                 body != NULL ? strlen(body) : 0,
                                 CREDS_FETCH_MS,
                                 AWSCREDS_ANSWER_MAX,
-                                c->tls};
+                                c->tls,
+                                c->names->dns,
+                                &c->names->asked};
     char err[256];
 
     c->fetch = http_fetch_start(c->base, &rq, on_answer, c, err, sizeof(err));
@@ -650,7 +654,8 @@ make_tls(struct creds *c)
 }
 
 struct creds *
-creds_new(struct event_base *base, const struct cfg_upstream *u)
+creds_new(struct event_base *base, const struct cfg_upstream *u,
+          struct up_names *names)
 {
     struct creds *c = calloc(1, sizeof(*c));
 
@@ -658,6 +663,7 @@ creds_new(struct event_base *base, const struct cfg_upstream *u)
         return NULL;
     }
     c->base = base;
+    c->names = names;
     c->log = log_current();
     c->u = u;
     c->timer = evtimer_new(base, on_timer, c);

@@ -8,13 +8,17 @@
 
 struct event_base;
 struct cfg_upstream;
+struct up_names;
 struct creds;
 struct sigv4_creds;
 
 /* The credentials of u (which signs), the source picked now in the SDKs'
- * order; fetching starts on the loop. NULL only when out of memory. u
- * must outlive the result. */
-struct creds *creds_new(struct event_base *base, const struct cfg_upstream *u);
+ * order; fetching starts on the loop. An endpoint's host name is looked
+ * up through names->dns, never blocking the loop, each lookup counted in
+ * names->asked. NULL only when out of memory. u and names must outlive
+ * the result. */
+struct creds *creds_new(struct event_base *base, const struct cfg_upstream *u,
+                        struct up_names *names);
 
 /* c, new at a reload, takes old's temporary set when both have the same
  * kind of source and c has none yet; c still fetches its own at once.

@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -278,15 +276,6 @@ first_lookup(struct up_pool *p, const struct up_names *names)
     }
 }
 
-static bool
-host_is_ip(const char *host)
-{
-    unsigned char ip[16];
-
-    return inet_pton(AF_INET, host, ip) == 1 ||
-           inet_pton(AF_INET6, host, ip) == 1;
-}
-
 struct up_pool *
 up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
             struct up_names *names, char *err, size_t errlen)
@@ -303,7 +292,7 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
     p->cfg = cfg;
     p->metrics = names->metrics;
     p->names = names;
-    p->dns = host_is_ip(cfg->host) ? NULL : names->dns;
+    p->dns = dial_is_ip(cfg->host) ? NULL : names->dns;
     snprintf(p->who, sizeof(p->who), "upstream %s", cfg->name);
     p->turn = event_new(base, -1, 0, on_turn, p);
     p->trim = evtimer_new(base, on_trim, p);
@@ -318,7 +307,7 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
         return NULL;
     }
     if (cfg->sign != CFG_SIGN_NONE &&
-        (p->creds = creds_new(base, cfg)) == NULL) {
+        (p->creds = creds_new(base, cfg, names)) == NULL) {
         snprintf(err, errlen, "out of memory");
         up_pool_free(p);
         return NULL;

@@ -2,7 +2,8 @@
 has, because a test cannot change the machine's own. It speaks RFC 1035
 over UDP on loopback, answers A queries from a table the test changes
 (set), answers AAAA with no record for a name it knows, and NXDOMAIN for
-any other name."""
+any other name; while silent, it reads each query and answers none (a
+dead resolver)."""
 
 import socket
 import struct
@@ -18,6 +19,7 @@ class DnsStub:
         self.lock = threading.Lock()
         self.table = {}
         self.queries = 0
+        self.silent = False
         self.stopping = False
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -42,7 +44,7 @@ class DnsStub:
             except OSError:
                 return
             answer = self._answer(data)
-            if answer is not None:
+            if answer is not None and not self.silent:
                 try:
                     self.sock.sendto(answer, peer)
                 except OSError:

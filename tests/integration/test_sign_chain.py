@@ -37,6 +37,7 @@ from test_sign import (BUCKET, EXAMPLE, NO_CREDS, direct_body, lock,
                        signing_tidemark, unique, url)
 from test_sign import s3rver  # noqa: F401 (the module's fixture)
 from test_metrics import scrape, value
+from test_names import dns  # noqa: F401 (a DnsStub for [proxy] resolver)
 from test_tls import pki  # noqa: F401 (a CA and certificates)
 
 ROLE = "arn:aws:iam::123456789012:role/tidemark-test"
@@ -353,22 +354,24 @@ def wait_signing(tm, standin, fetched=1):
     tm.wait_log("credentials from", "valid until", timeout=10)
 
 
-def rotation_ini():
-    """The example, its sets renewed 3 s before they end."""
+def rotation_ini(refresh_ms=3000):
+    """The example, its sets renewed refresh_ms before they end."""
     return EXAMPLE.read_text().replace(
         "sign_region = us-east-1",
-        "sign_region = us-east-1\nsign_refresh_ms = 3000")
+        "sign_region = us-east-1\nsign_refresh_ms = %d" % refresh_ms)
 
 
 @pytest.fixture
 def temporary(tmp_path):
-    """make(mode, source, lifetime, renew): an AwsStandIn (in mode, its
-    sets living lifetime seconds), a SigV4Checker behind tidemark, and
-    tidemark taking its credentials from source (web identity), renewed 3
-    s early when renew; all stopped at the end."""
+    """make(mode, source, lifetime, renew, refresh_ms): an AwsStandIn (in
+    mode, its sets living lifetime seconds), a SigV4Checker behind
+    tidemark, and tidemark taking its credentials from source (web
+    identity), renewed refresh_ms (3 s) early when renew; all stopped at
+    the end."""
     made = []
 
-    def make(mode="ok", source=None, lifetime=6, renew=True):
+    def make(mode="ok", source=None, lifetime=6, renew=True,
+             refresh_ms=3000):
         standin = AwsStandIn(lifetime=lifetime)
         standin.mode = mode
         made.append(standin)
@@ -377,7 +380,8 @@ def temporary(tmp_path):
         tm = signing_tidemark(tmp_path / "tm", checker.url,
                               env=(source or web_identity_env)(tmp_path,
                                                                standin),
-                              ini=rotation_ini() if renew else None)
+                              ini=rotation_ini(refresh_ms) if renew
+                              else None)
         made.append(tm)
         return standin, checker, tm
 
@@ -637,6 +641,102 @@ def test_sts_over_https_is_checked_against_aws_ca_bundle(s3rver, pki,
             tm.check_teardown()
     finally:
         standin.stop()
+
+
+# ------------------------------------------------ STS reached by its name
+
+
+STS_NAME = "sts.tidemark.test"
+
+
+def named_sts(dns):
+    """A source: web identity, STS reached as http://STS_NAME:PORT/, a
+    name only dns (tidemark's [proxy] resolver) knows."""
+    def env(tmp_path, standin):
+        dns.set(STS_NAME, ["127.0.0.1"])
+        e = web_identity_env(tmp_path, standin)
+        e.update(AWS_ENDPOINT_URL_STS="http://%s:%d/" % (STS_NAME,
+                                                         standin.port),
+                 TIDEMARK_PROXY_RESOLVER=dns.addr)
+        return e
+    return env
+
+
+def test_sts_reached_by_a_name_the_resolver_serves_and_renewed(temporary,
+                                                                dns):
+    standin, checker, tm = temporary(source=named_sts(dns))
+    wait_signing(tm, standin, fetched=2)  # the first set, then a renewal
+    assert put_through(tm, unique("named"), b"x").status_code == 200
+    assert set(checker.verdicts) == {"ok"}
+    assert not tm.log_lines("cannot resolve")
+
+
+def timed_puts(tm, token, seconds):
+    """PUTs one after the other for seconds: (status, seconds taken)."""
+    s = requests.Session()
+    out = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t0 = time.monotonic()
+        r = s.put(url(tm, "quiet"), data=b"x",
+                  headers={"Fencing-Token": token}, timeout=20)
+        out.append((r.status_code, time.monotonic() - t0))
+    return out
+
+
+def hang_the_renewal(tm, standin, dns):
+    """Once the first set came, the resolver goes silent; returns when
+    the renewal's lookup has been sent to it (and hangs)."""
+    wait_signing(tm, standin)
+    dns.silent = True
+    asked = dns.queries
+    wait_until(lambda: dns.queries > asked, 15 * slow(),
+               "the renewal's lookup")
+
+
+def test_a_silent_resolver_at_a_renewal_stalls_no_request(temporary, dns):
+    """Sets live 16 s, renewed after 8 s. The resolver stops answering:
+    the renewal's lookup hangs for seconds (evdns: 2 tries of 2 s each),
+    and meanwhile the requests tidemark serves answer promptly, each well
+    under 1 s over the 2 s measured while it hangs. The set in hand signs
+    them; the failed lookup is logged and retried, and once the resolver
+    answers again the renewal gets a new set."""
+    standin, checker, tm = temporary(source=named_sts(dns), lifetime=16,
+                                     refresh_ms=10000)
+    token = lock(tm, "s3/%s/quiet" % BUCKET)
+    hang_the_renewal(tm, standin, dns)
+    puts = timed_puts(tm, token, 2.0)
+    assert not tm.log_lines("cannot resolve")  # still hanging after 2 s
+    assert len(puts) >= 10, puts
+    assert {code for code, _ in puts} == {200}, puts
+    assert max(t for _, t in puts) < 1.0, puts
+    tm.wait_log("web identity (STS)", "cannot resolve %s" % STS_NAME,
+                "the current ones serve until", timeout=10)
+    dns.silent = False
+    tm.wait_log("valid until", "(the source answers again)", timeout=10)
+    assert put_through(tm, unique("renewed"), b"x").status_code == 200
+    assert set(checker.verdicts) == {"ok"}
+
+
+def test_a_reload_and_a_stop_while_the_lookup_hangs(temporary, dns):
+    """A SIGHUP while the renewal's lookup hangs: the new configuration
+    signs with the set it inherits, promptly, and starts its own lookup;
+    SIGTERM while that one hangs stops tidemark cleanly (exit 0, and
+    nothing from the sanitizers under ASan)."""
+    standin, checker, tm = temporary(source=named_sts(dns), lifetime=16,
+                                     refresh_ms=10000)
+    token = lock(tm, "s3/%s/quiet" % BUCKET)
+    hang_the_renewal(tm, standin, dns)
+    asked = dns.queries
+    tm.proc.send_signal(signal.SIGHUP)
+    tm.wait_log("reloaded:")
+    wait_until(lambda: dns.queries > asked, 10 * slow(),
+               "the new configuration's lookup")
+    puts = timed_puts(tm, token, 1.0)
+    assert {code for code, _ in puts} == {200}, puts
+    assert max(t for _, t in puts) < 1.0, puts
+    assert not tm.log_lines("cannot resolve")
+    assert set(checker.verdicts) == {"ok"}
 
 
 # ---------------------------------------------------------------- --check
