@@ -447,12 +447,32 @@ names_start(struct tm_proxy *px, char *err, size_t errlen)
     int flags = EVDNS_BASE_DISABLE_WHEN_INACTIVE;
     struct evdns_base *dns;
 
-    dns = evdns_base_new(px->path.base,
-                         flags |
-                             (system ? EVDNS_BASE_INITIALIZE_NAMESERVERS : 0));
+    dns = evdns_base_new(px->path.base, flags);
     if (dns == NULL) {
         snprintf(err, errlen, "cannot start the name resolver");
         return false;
+    }
+    /* The system's configuration, read as evdns_base_new would, but a
+     * host without one (a container image with no /etc/resolv.conf)
+     * still starts: /etc/hosts and the default nameserver (127.0.0.1),
+     * said once. A name that cannot be looked up leaves its upstream
+     * down, as when DNS does not know it. */
+    if (system) {
+        int r = evdns_base_resolv_conf_parse(dns, DNS_OPTIONS_ALL,
+                                             "/etc/resolv.conf");
+
+        /* 1: no file, 6: no nameserver line; evdns then asks 127.0.0.1
+         * (on any other failure it asks nobody: the same here). */
+        if (r != 0 && r != 1 && r != 6) {
+            (void)evdns_base_nameserver_ip_add(dns, "127.0.0.1");
+        }
+        if (r != 0) {
+            log_warn("/etc/resolv.conf %s: upstream names are looked up in "
+                     "/etc/hosts and at 127.0.0.1",
+                     r == 1   ? "is missing"
+                     : r == 6 ? "names no nameserver"
+                              : "cannot be read");
+        }
     }
     px->names = (struct up_names){
         .dns = dns, .metrics = px->path.metrics, .first_blocking = system};
