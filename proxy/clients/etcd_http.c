@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 
@@ -224,32 +223,13 @@ parse_endpoints(struct etcd_http *h, const char *v, char *err, size_t errlen)
 
 /* ---- connections and readiness --------------------------------------- */
 
-/* A TLS bufferevent toward endpoint ep for evhttp (which connects it,
- * and clears the session for each new connection); NULL when out of
- * memory. */
-static struct bufferevent *
-tls_bev(struct etcd_http *h, const struct endpoint *ep)
-{
-    SSL *ssl = tls_client_ssl(h->tls, ep->name, NULL);
-    struct bufferevent *bev;
-
-    if (ssl == NULL) {
-        return NULL;
-    }
-    tls_client_note(ssl, &h->why);
-    bev = bufferevent_openssl_socket_new(
-        h->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
-    if (bev == NULL) {
-        SSL_free(ssl);
-    }
-    return bev;
-}
-
 static struct evhttp_connection *
 new_conn(struct etcd_http *h, int i, int timeout_ms)
 {
     const struct endpoint *ep = &h->eps[i];
-    struct bufferevent *bev = h->tls != NULL ? tls_bev(h, ep) : NULL;
+    struct bufferevent *bev =
+        h->tls != NULL ? tls_client_bev(h->base, h->tls, ep->name, &h->why)
+                       : NULL;
     struct evhttp_connection *c =
         h->tls != NULL && bev == NULL
             ? NULL

@@ -9,7 +9,6 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/util.h>
@@ -45,7 +44,7 @@ struct http_fetch {
     int64_t deadline; /* of the lookup, ms (dial_now_ms) */
     size_t max_answer;
     struct target t;
-    char tls_why[200]; /* why the TLS connection failed, in words */
+    struct tls_client_why tls_why; /* why TLS failed, in words */
     char lookup_why[320];
 };
 
@@ -107,12 +106,8 @@ on_done(struct evhttp_request *req, void *arg)
         a.len = evbuffer_get_length(in) - 1;
         a.body = (const char *)evbuffer_pullup(in, -1);
         a.why = NULL;
-    } else if (f->t.tls && f->conn != NULL) {
-        tls_client_why(evhttp_connection_get_bufferevent(f->conn), f->tls_why,
-                       sizeof(f->tls_why));
-        if (f->tls_why[0] != '\0') {
-            a.why = f->tls_why;
-        }
+    } else if (f->tls_why.s[0] != '\0') {
+        a.why = f->tls_why.s;
     }
     if (code <= 0 && a.why == NULL) {
         a.why = "no answer (refused, or the connection failed)";
@@ -162,26 +157,24 @@ parse_url(const char *url, struct target *t)
     return msg;
 }
 
-/* A connection to ip, t's address, plain or TLS. */
+/* A connection to ip, t's address, plain or TLS (its failure noted in
+ * why). */
 static struct evhttp_connection *
 connect_to(struct event_base *base, const struct target *t, const char *ip,
-           SSL_CTX *tls, char *err, size_t errlen)
+           SSL_CTX *tls, struct tls_client_why *why, char *err, size_t errlen)
 {
     struct bufferevent *bev = NULL;
-    SSL *ssl;
 
     if (!t->tls) {
         return evhttp_connection_base_new(base, NULL, ip,
                                           (unsigned short)t->port);
     }
-    if (tls == NULL || (ssl = tls_client_ssl(tls, t->host, NULL)) == NULL) {
+    if (tls == NULL) {
         snprintf(err, errlen, "https: no TLS context");
         return NULL;
     }
-    bev = bufferevent_openssl_socket_new(
-        base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+    bev = tls_client_bev(base, tls, t->host, why);
     if (bev == NULL) {
-        SSL_free(ssl);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
@@ -239,7 +232,8 @@ send_to(struct http_fetch *f, const struct dial_list *l, char *err,
         snprintf(err, errlen, "%s has no address", f->t.host);
         return false;
     }
-    f->conn = connect_to(f->base, &f->t, l->a[0].ip, f->ctx, err, errlen);
+    f->conn = connect_to(f->base, &f->t, l->a[0].ip, f->ctx, &f->tls_why, err,
+                         errlen);
     if (f->conn == NULL) {
         return false;
     }

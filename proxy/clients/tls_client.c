@@ -183,3 +183,22 @@ tls_client_note(SSL *ssl, struct tls_client_why *w)
     SSL_set_verify(ssl, SSL_VERIFY_PEER, note_verify);
     SSL_set_info_callback(ssl, note_alert);
 }
+
+struct bufferevent *
+tls_client_bev(struct event_base *base, SSL_CTX *ctx, const char *host,
+               struct tls_client_why *why)
+{
+    SSL *ssl = tls_client_ssl(ctx, host, NULL);
+    struct bufferevent *bev;
+
+    if (ssl == NULL) {
+        return NULL;
+    }
+    tls_client_note(ssl, why);
+    bev = bufferevent_openssl_socket_new(
+        base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
+        SSL_free(ssl);
+    }
+    return bev;
+}

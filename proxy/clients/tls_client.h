@@ -13,6 +13,7 @@
 #include "../../policies/cfg_model.h"
 
 struct bufferevent;
+struct event_base;
 
 /* A context for c's files (struct cfg_tls: NULL or empty strings are
  * unset, the CA unset is the system's store, cert_file and key_file go
@@ -36,6 +37,13 @@ struct tls_client_why {
  * the peer (TLS 1.3 brings a refused client certificate as one, after
  * the handshake). Uses ssl's app data. */
 void tls_client_note(SSL *ssl, struct tls_client_why *w);
+
+/* An unconnected TLS bufferevent toward host for evhttp (which connects
+ * it), whose failures are noted in why (see tls_client_note); NULL when
+ * out of memory. */
+struct bufferevent *tls_client_bev(struct event_base *base, SSL_CTX *ctx,
+                                   const char *host, struct tls_client_why *why)
+    __attribute__((warn_unused_result));
 
 /* Why a TLS bufferevent failed, in words fit for a log line (no secret:
  * only OpenSSL's reason and the verification result). "" when it did
