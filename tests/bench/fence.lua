@@ -78,8 +78,8 @@ function done(summary, latency, requests)
     local lost = math.max(0, issued - summary.requests - conns)
     io.write(string.format(
         "WRK_RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d " ..
-        "status_errors=%d socket_errors=%d lost=%d\n",
+        "mean_us=%d status_errors=%d socket_errors=%d lost=%d\n",
         summary.requests, summary.duration,
-        latency:percentile(50), latency:percentile(99),
+        latency:percentile(50), latency:percentile(99), latency.mean,
         e.status, e.connect + e.read + e.write + e.timeout, lost))
 end

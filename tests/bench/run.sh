@@ -692,10 +692,10 @@ run_wrk() {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         rps = v["duration_us"] > 0 ? v["requests"] / (v["duration_us"] / 1e6) : 0
         split(x, e, " "); n = v["requests"] > 0 ? v["requests"] : 1
-        printf "%s %s %.0f %d %d %d %d %d %.1f %.4f %.1f\n", w, t, rps,
+        printf "%s %s %.2f %d %d %d %d %d %.1f %.4f %.1f %d\n", w, t, rps,
             v["p99_us"], v["status_errors"], v["socket_errors"], v["lost"],
             v["requests"], (e[1] + e[2] - e[3] - e[4]) * 1e6 / hz / n,
-            (e[5] - e[6]) / n, (e[7] - e[8]) / c
+            (e[5] - e[6]) / n, (e[7] - e[8]) / c, v["mean_us"]
     }'
 }
 
@@ -967,7 +967,7 @@ while read -r name w c nres body <&3; do
             run_wrk "$name" "$t" "$DURATION" "$out_dir/wrk-$name-$t-$r.txt" \
                 >"$dir/run"
             awk -v r="$r" -v c="$c" '{ print $1, $2, r, $3, $4, $5, $6, $7,
-                $9, $10, $11, c }' "$dir/run" >>"$out_dir/runs.txt"
+                $9, $10, $11, c, $12 }' "$dir/run" >>"$out_dir/runs.txt"
         done
         refs_run "$name" "$c" "$r"
         r=$((r + 1))

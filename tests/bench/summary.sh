@@ -42,6 +42,13 @@ awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" "$MEDIAN"'
         bad[k] += $6; sock[k] += $7; lost[k] += $8
         cpu[k] = cpu[k] " " $9; acc[k] = acc[k] " " $10
         rss[k] = rss[k] " " $11
+        # Bodies: the rate each connection moved its bodies at, from the
+        # mean time a request took (a count of whole requests in a run is
+        # too coarse for bodies of hundreds of MiB), times the clients.
+        if ($1 ~ /-b[0-9]+$/ && $13 + 0 > 0) {
+            b = $1; sub(/.*-b/, "", b)
+            mbs[k] = mbs[k] " " ($12 * b / $13)
+        }
     }
     END {
         for (c = 1; c <= ncell; c++) {
@@ -60,11 +67,31 @@ awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" "$MEDIAN"'
                 ratio = sprintf("%.2fx", mrps[k] / mrps[n])
                 if (mp99[n] > 0) pr = sprintf("%.2fx", mp99[k] / mp99[n])
             }
-            printf fmt, cs_[k], tg[k], sprintf("%.0f", mrps[k]),
+            printf fmt, cs_[k], tg[k],
+                sprintf(mrps[k] < 100 ? "%.2f" : "%.0f", mrps[k]),
                 sprintf("%.2f ms", mp99[k] / 1000), ratio, pr,
                 sprintf("%.1f", median(cpu[k])),
                 (k in sc) ? sc[k] : "-", sprintf("%.4f", median(acc[k])),
                 sprintf("%.1f", median(rss[k])), bad[k], sock[k], lost[k]
+        }
+        nb = 0
+        for (c = 1; c <= ncell; c++) if (order[c] in mbs) nb++
+        if (nb) {
+            print ""
+            print "bodies: MB/s = clients x body bytes / the mean time a" \
+                " request took (wrk), medians:"
+            for (c = 1; c <= ncell; c++) {
+                k = order[c]; n = cs_[k] " nginx"
+                if (!(k in mbs)) continue
+                ratio = "-"
+                if (tg[k] != "nginx" && median(mbs[n]) > 0)
+                    ratio = sprintf("%.2fx", median(mbs[k]) / median(mbs[n]))
+                printf "  %-20s %-9s %8.1f MB/s  vs nginx %6s   runs:", cs_[k],
+                    tg[k], median(mbs[k]), ratio
+                nr = split(mbs[k], a, " ")
+                for (i = 1; i <= nr; i++) printf " %.1f", a[i]
+                printf "\n"
+            }
         }
         print ""
         print "requests/s of each run, in the order run:"
