@@ -68,6 +68,14 @@ void dial_lookup_cancel(struct dial_lookup *l);
  * others' time. */
 int dial_share_ms(int64_t left_ms, size_t n);
 
+/* True for EMFILE and ENFILE: no file descriptor free, in the process or
+ * in the system. */
+bool dial_no_descriptor(int err);
+
+/* The limit err (EMFILE or ENFILE) ran into, for a log line: "the
+ * process may open 1024: ulimit -n". */
+void dial_fd_limit_text(int err, char *buf, size_t len);
+
 /* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
 int64_t dial_now_ms(void);
 
@@ -90,8 +98,10 @@ typedef void (*dial_cb)(void *arg, int fd, int err, size_t index);
  * wrapping around, each given dial_share_ms of what is left of
  * timeout_ms; who prefixes the line logged for each failed address. cb
  * runs exactly once, on a later pass of base's loop, unless dial_cancel
- * is called first. The dial keeps a copy of list. NULL when out of
- * memory. */
+ * is called first. The dial keeps a copy of list. NULL with errno:
+ * ENOMEM, or EMFILE or ENFILE when the process or the system has no
+ * file descriptor free for a socket now (one that runs out while an
+ * address connects ends in cb with that err). */
 struct dial *dial_start(struct event_base *base, const struct dial_list *list,
                         size_t first, int timeout_ms, const char *who,
                         dial_cb cb, void *arg)
