@@ -155,6 +155,9 @@ def test_a_wait_with_no_connection_given_back_ends_at_connect_timeout(
     assert tm.put("after", token=1).status == 200
     assert len(puts_seen(upstream)) == spare + 1
     assert len(tm.log_lines("level=warn", SHORT)) == 1
+    # The 502s came after a wait, not at the first dial.
+    assert value(scrape(tm), "tidemark_upstream_dial_deferred_total",
+                 upstream="default") == clients - spare
 
 
 def test_accept_without_a_descriptor_rests_then_accepts_again(
