@@ -20,7 +20,7 @@
 #include "../policies/screen.h"
 #include "adm/adm.h"
 #include "carry/carry.h"
-#include "clients/dial.h"
+#include "fdlimit.h"
 #include "listen_unix.h"
 #include "locks/service.h"
 #include "locks/watch.h"
@@ -146,10 +146,7 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     (void)sa;
     (void)socklen;
     lib_enter(&px->path.log);
-    if (px->accept_short) {
-        px->accept_short = false;
-        log_info("accept: accepting connections again");
-    }
+    listen_rest_accepted(&px->rest);
     if (px->path.nclients >= (size_t)px->path.cfg->proxy.max_connections &&
         !client_evict_idle(&px->path)) {
         /* Every connection is busy with a request: refuse at once, a
@@ -165,49 +162,14 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     client_accept(&px->path, fd);
 }
 
-/* An accept() that found no descriptor free (or no memory) leaves the
- * connection in the backlog, and the listening socket readable: rather
- * than spin on it, the listener rests this long and tries again (nginx
- * waits 500 ms too). */
-#define ACCEPT_REST_MS 500
-
-static void
-accept_rest_cb(evutil_socket_t fd, short what, void *arg)
-{
-    struct tm_proxy *px = arg;
-
-    (void)fd;
-    (void)what;
-    if (px->listener != NULL) {
-        evconnlistener_enable(px->listener);
-    }
-}
-
 static void
 accept_error_cb(struct evconnlistener *l, void *arg)
 {
     struct tm_proxy *px = arg;
-    int err = EVUTIL_SOCKET_ERROR();
-    struct timeval tv = {0, ACCEPT_REST_MS * 1000};
 
+    (void)l;
     lib_enter(&px->path.log);
-    if (!dial_no_descriptor(err) && err != ENOBUFS && err != ENOMEM) {
-        log_error("accept: %s", evutil_socket_error_to_string(err));
-        return;
-    }
-    if (!px->accept_short) {
-        char limit[96] = "no memory";
-
-        if (dial_no_descriptor(err)) {
-            dial_fd_limit_text(err, limit, sizeof(limit));
-        }
-        log_warn("accept: %s (%s); new connections wait in the backlog, "
-                 "tried again every %d ms",
-                 evutil_socket_error_to_string(err), limit, ACCEPT_REST_MS);
-        px->accept_short = true;
-    }
-    evconnlistener_disable(l);
-    evtimer_add(px->accept_rest, &tv);
+    listen_rest_error(&px->rest);
 }
 
 /* Listen on a Unix socket (listen = unix:PATH). NULL with err. */
@@ -279,6 +241,7 @@ proxy_listen(struct tm_proxy *px, char *err, size_t errlen)
 static void
 stop_listening(struct tm_proxy *px)
 {
+    listen_rest_fini(&px->rest);
     if (px->listener != NULL) {
         evconnlistener_free(px->listener);
         px->listener = NULL;
@@ -556,15 +519,13 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     px->path.reaper = event_new(base, -1, 0, reaper_cb, px);
     px->path.flusher = event_new(base, -1, 0, flusher_cb, px);
     px->trimmer = evtimer_new(base, trim_cb, px);
-    px->accept_rest = evtimer_new(base, accept_rest_cb, px);
     px->path.order = order_new(base);
     px->path.uploads = uploads_new();
     px->path.metrics = metrics_new();
     if (px->path.metrics == NULL || px->path.uploads == NULL ||
         px->path.scratch == NULL || px->path.scratch_resp == NULL ||
         px->path.reaper == NULL || px->path.flusher == NULL ||
-        px->trimmer == NULL || px->accept_rest == NULL ||
-        px->path.order == NULL) {
+        px->trimmer == NULL || px->path.order == NULL) {
         snprintf(err, errlen, "out of memory");
         return false;
     }
@@ -600,6 +561,10 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     }
     px->listener = proxy_listen(px, err, errlen);
     if (px->listener == NULL) {
+        return false;
+    }
+    if (!listen_rest_init(&px->rest, px->listener, "proxy")) {
+        snprintf(err, errlen, "out of memory");
         return false;
     }
     evconnlistener_set_error_cb(px->listener, accept_error_cb);
@@ -756,9 +721,6 @@ tm_proxy_free(struct tm_proxy *px)
     }
     if (px->trimmer != NULL) {
         event_free(px->trimmer);
-    }
-    if (px->accept_rest != NULL) {
-        event_free(px->accept_rest);
     }
     while (px->drain_waiters != NULL) {
         struct drain_waiter *w = px->drain_waiters;

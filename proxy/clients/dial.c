@@ -12,12 +12,12 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
 
+#include "../fdlimit.h"
 #include "../log.h"
 
 struct dial {
@@ -34,28 +34,6 @@ struct dial {
     struct event_base *base;
     char who[96];
 };
-
-bool
-dial_no_descriptor(int err)
-{
-    return err == EMFILE || err == ENFILE;
-}
-
-void
-dial_fd_limit_text(int err, char *buf, size_t len)
-{
-    struct rlimit rl;
-
-    if (err == ENFILE) {
-        snprintf(buf, len, "the system's limit, fs.file-max");
-    } else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-               rl.rlim_cur != RLIM_INFINITY) {
-        snprintf(buf, len, "the process may open %llu: ulimit -n",
-                 (unsigned long long)rl.rlim_cur);
-    } else {
-        snprintf(buf, len, "the process's limit: ulimit -n");
-    }
-}
 
 int64_t
 dial_now_ms(void)
@@ -351,7 +329,7 @@ dial_start(struct event_base *base, const struct dial_list *list, size_t first,
     d->arg = arg;
     snprintf(d->who, sizeof(d->who), "%s", who);
     dial_next(d);
-    if (d->fd < 0 && dial_no_descriptor(d->err)) {
+    if (d->fd < 0 && fd_exhausted(d->err)) {
         int err = d->err; /* no socket: the caller decides what waits */
 
         event_free(d->ev);

@@ -68,14 +68,6 @@ void dial_lookup_cancel(struct dial_lookup *l);
  * others' time. */
 int dial_share_ms(int64_t left_ms, size_t n);
 
-/* True for EMFILE and ENFILE: no file descriptor free, in the process or
- * in the system. */
-bool dial_no_descriptor(int err);
-
-/* The limit err (EMFILE or ENFILE) ran into, for a log line: "the
- * process may open 1024: ulimit -n". */
-void dial_fd_limit_text(int err, char *buf, size_t len);
-
 /* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
 int64_t dial_now_ms(void);
 

@@ -30,6 +30,7 @@
 #include "../../conf/cfg.h"
 #include "../clients/dial.h"
 #include "../clients/tls_client.h"
+#include "../fdlimit.h"
 #include "../log.h"
 #include "../metrics.h"
 #include "creds.h"
@@ -624,7 +625,7 @@ fd_short_begin(struct up_pool *p, int err)
     if (p->fds.told == 0) {
         char limit[96];
 
-        dial_fd_limit_text(err, limit, sizeof(limit));
+        fd_limit_text(err, limit, sizeof(limit));
         log_warn("%s: cannot open a connection: %s (%s); requests wait for a "
                  "pooled connection to be given back or a descriptor to "
                  "free, up to connect_timeout_ms (%d)",
@@ -679,7 +680,7 @@ on_fd_retry(evutil_socket_t fd, short what, void *arg)
     if (p->fds.on) {
         int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-        if (s >= 0 || !dial_no_descriptor(errno)) {
+        if (s >= 0 || !fd_exhausted(errno)) {
             if (s >= 0) {
                 close(s);
             }
@@ -722,7 +723,7 @@ on_dialed(void *arg, int fd, int err, size_t index)
     struct timeval tv;
 
     uc->dial = NULL;
-    if (fd < 0 && dial_no_descriptor(err)) {
+    if (fd < 0 && fd_exhausted(err)) {
         fd_starve(uc, err);
         return;
     }
@@ -780,7 +781,7 @@ serve(struct up_conn *uc)
     uc->dial =
         dial_start(p->base, &p->addrs, p->good,
                    dial_share_ms(uc->deadline - now, 1), p->who, on_dialed, uc);
-    if (uc->dial == NULL && dial_no_descriptor(errno)) {
+    if (uc->dial == NULL && fd_exhausted(errno)) {
         fd_starve(uc, errno);
         return !p->fds.on; /* false unless its time had run out */
     }

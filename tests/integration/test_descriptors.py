@@ -3,8 +3,8 @@ whose upstream dial finds none waits for a pooled connection to be given
 back, up to the upstream's connect_timeout_ms, instead of a 502 at once;
 the shortage is logged once, not per request, and counted
 (tidemark_upstream_dial_deferred_total). A listener whose accept() finds
-none rests and tries again instead of spinning, and accepts once
-descriptors are free.
+none (the proxy's, the control port's) rests and tries again instead of
+spinning, and accepts once descriptors are free.
 
 Each test lowers the running process's open-files limit (prlimit) to the
 descriptors it has open plus the few the test means to leave, so the
@@ -15,9 +15,11 @@ import resource
 
 from common import slow, wait_until
 from test_metrics import scrape, value
+from wire import Conn
 
 SHORT = "cannot open a connection: Too many open files"
-ACCEPT_SHORT = "accept: Too many open files"
+ACCEPT_SHORT = "proxy: accept: Too many open files"
+ADMIN_SHORT = "admin: accept: Too many open files"
 
 
 def fd_targets(tm):
@@ -180,6 +182,30 @@ def test_accept_without_a_descriptor_rests_then_accepts_again(
         for c in first + [late]:
             if c is not None:
                 c.close()
-    tm.wait_log("level=info", "accepting connections again")
+    tm.wait_log("level=info", "proxy: accepting connections again")
     # Once for the episode, however many times it tried meanwhile.
     assert len(tm.log_lines(ACCEPT_SHORT)) == 1
+
+
+def test_the_control_port_rests_too(tidemark, upstream):
+    tm = tidemark()
+    limit = leave_free(tm, 1)
+    full = tm.conn()
+    adm = None
+    try:
+        wait_until(lambda: accepted(tm) == 1, 10 * slow(),
+                   "the connection accepted")
+        assert open_fds(tm) == limit
+        adm = Conn(tm.admin_port, timeout=10 * slow())
+        adm.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
+                 % tm.admin_port)
+        tm.wait_log("level=warn", ADMIN_SHORT, timeout=10)
+        full.close()
+        assert adm.read_response().status == 200
+    finally:
+        full.close()
+        if adm is not None:
+            adm.close()
+    assert len(tm.log_lines(ADMIN_SHORT)) == 1
+    # libevent's own line for each failed accept() of a spinning listener
+    assert tm.log_lines("Error from accept() call") == []
