@@ -306,12 +306,13 @@ test-asan: deps
 	    LDFLAGS="-fsanitize=address,undefined" unit embed integration
 
 # Names and values from outside in every length class and with odd bytes,
-# and the fast suites that feed tidemark hostile requests, against the
-# ASan + UBSan build: a sanitizer report in tidemark's log, or a tidemark
+# the fast suites that feed tidemark hostile requests, and a process out
+# of file descriptors, against the ASan + UBSan build: a sanitizer report in tidemark's log, or a tidemark
 # that died, fails the test (conftest.py's teardown).
 SANITIZE_TESTS := $(addprefix tests/integration/,test_lengths.py \
                   test_canon.py test_refusals.py test_token_smuggling.py \
-                  test_smuggling_scanners.py test_limits.py)
+                  test_smuggling_scanners.py test_limits.py \
+                  test_descriptors.py)
 
 test-sanitize:
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \

@@ -66,6 +66,7 @@ struct named {
     uint64_t errors;
     uint64_t timeouts;
     uint64_t resolve_failures;
+    uint64_t dial_deferred;
     char name[];
 };
 
@@ -219,6 +220,16 @@ metrics_upstream_resolve_failure(struct metrics *m, const char *upstream)
 
     if (n != NULL) {
         n->resolve_failures++;
+    }
+}
+
+void
+metrics_upstream_dial_deferred(struct metrics *m, const char *upstream)
+{
+    struct named *n = find(&m->upstreams, upstream);
+
+    if (n != NULL) {
+        n->dial_deferred++;
     }
 }
 
@@ -476,6 +487,12 @@ write_labelled(const struct metrics *m, enum metric_id id, const char *backend,
         for (n = m->upstreams; n != NULL; n = n->next) {
             metrics_sample(out, id, (double)n->resolve_failures,
                            "upstream=\"%s\"", n->name);
+        }
+        break;
+    case MID_tidemark_upstream_dial_deferred_total:
+        for (n = m->upstreams; n != NULL; n = n->next) {
+            metrics_sample(out, id, (double)n->dial_deferred, "upstream=\"%s\"",
+                           n->name);
         }
         break;
     case MID_tidemark_lock_calls_total:

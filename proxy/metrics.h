@@ -60,6 +60,9 @@ struct evbuffer;
       "Exchanges that failed, by kind.")                                       \
     X(tidemark_upstream_resolve_failures_total, COUNTER, LABELS,               \
       "Lookups of an upstream's host name that failed.")                       \
+    X(tidemark_upstream_dial_deferred_total, COUNTER, LABELS,                  \
+      "Requests that waited for a connection because the process had no "      \
+      "file descriptor free.")                                                 \
     X(tidemark_lock_calls_total, COUNTER, LABELS,                              \
       "Lock service calls by outcome (lost: the lease was gone or "            \
       "another's; error: backend or mark store unusable).")                    \
@@ -183,6 +186,9 @@ void metrics_upstream_error(struct metrics *m, const char *upstream,
                             bool timeout);
 /* A lookup of upstream's host name failed. */
 void metrics_upstream_resolve_failure(struct metrics *m, const char *upstream);
+/* A request to upstream waits for a connection: the process had no file
+ * descriptor free to dial with. */
+void metrics_upstream_dial_deferred(struct metrics *m, const char *upstream);
 void metrics_lock_call(struct metrics *m, enum lock_outcome o);
 
 /* ---- writing /metrics ---------------------------------------------------- */

@@ -20,6 +20,7 @@
 #include "../policies/screen.h"
 #include "adm/adm.h"
 #include "carry/carry.h"
+#include "fdlimit.h"
 #include "listen_unix.h"
 #include "locks/service.h"
 #include "locks/watch.h"
@@ -145,6 +146,7 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     (void)sa;
     (void)socklen;
     lib_enter(&px->path.log);
+    listen_rest_accepted(&px->rest);
     if (px->path.nclients >= (size_t)px->path.cfg->proxy.max_connections &&
         !client_evict_idle(&px->path)) {
         /* Every connection is busy with a request: refuse at once, a
@@ -164,11 +166,10 @@ static void
 accept_error_cb(struct evconnlistener *l, void *arg)
 {
     struct tm_proxy *px = arg;
-    int err = EVUTIL_SOCKET_ERROR();
 
     (void)l;
     lib_enter(&px->path.log);
-    log_error("accept: %s", evutil_socket_error_to_string(err));
+    listen_rest_error(&px->rest);
 }
 
 /* Listen on a Unix socket (listen = unix:PATH). NULL with err. */
@@ -240,6 +241,7 @@ proxy_listen(struct tm_proxy *px, char *err, size_t errlen)
 static void
 stop_listening(struct tm_proxy *px)
 {
+    listen_rest_fini(&px->rest);
     if (px->listener != NULL) {
         evconnlistener_free(px->listener);
         px->listener = NULL;
@@ -559,6 +561,10 @@ start(struct tm_proxy *px, char *err, size_t errlen)
     }
     px->listener = proxy_listen(px, err, errlen);
     if (px->listener == NULL) {
+        return false;
+    }
+    if (!listen_rest_init(&px->rest, px->listener, "proxy")) {
+        snprintf(err, errlen, "out of memory");
         return false;
     }
     evconnlistener_set_error_cb(px->listener, accept_error_cb);

@@ -11,6 +11,7 @@
 
 #include "../conf/cfg.h"
 #include "path/up.h"
+#include "fdlimit.h"
 #include "listen_unix.h"
 #include "path/view.h"
 
@@ -33,6 +34,7 @@ struct tm_proxy {
     struct tm_config *first; /* the configuration it started with: kept to
                               * the end, restart-only parts point into it */
     struct evconnlistener *listener;
+    struct listen_rest rest;      /* its rests when accept() finds no fd */
     struct listen_unix unix_sock; /* listen = unix:PATH: its file */
     struct watches *watches;      /* [watch] sections: eager fencing */
     struct lock_service *locks;   /* the lock service, with a control port

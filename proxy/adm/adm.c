@@ -13,6 +13,7 @@
 #include "../../policies/origin.h"
 #include "../adm_reply.h"
 #include "../carry/carry.h"
+#include "../fdlimit.h"
 #include "../json.h"
 #include "../locks/service.h"
 #include "../locks/watch.h"
@@ -30,6 +31,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
+#include <event2/listener.h>
 #include <sys/queue.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/crypto.h>
@@ -38,6 +40,8 @@
 struct adm {
     struct tm_proxy *px;
     struct evhttp *http;
+    struct listen_rest rest; /* its listener's, when accept() finds no fd */
+    struct adm *next;        /* in this thread's ports */
     struct lock_service *locks;
     char *host;    /* [admin] listen's host, as bound (restart-only) */
     unsigned port; /* and its port */
@@ -613,9 +617,45 @@ dispatch(struct evhttp_request *req, void *arg)
     }
 }
 
+/* libevent hands a listener's error callback the argument of its accept
+ * callback, evhttp's own, not ours: the control ports of this thread's
+ * proxies, to find one by its listener (thread-local, as the logger: a
+ * proxy runs on its loop's thread). */
+static _Thread_local struct adm *ports;
+
+static void
+accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    (void)arg;
+    for (struct adm *a = ports; a != NULL; a = a->next) {
+        if (a->rest.l == l) {
+            lib_enter(a->rest.log);
+            listen_rest_error(&a->rest);
+            return;
+        }
+    }
+}
+
+/* The listener rests instead of spinning when accept() finds no file
+ * descriptor free (evhttp leaves it enabled and logs each failure). */
+static bool
+rest_setup(struct adm *a, struct evhttp_bound_socket *bound)
+{
+    struct evconnlistener *l = evhttp_bound_socket_get_listener(bound);
+
+    if (!listen_rest_init(&a->rest, l, "admin")) {
+        return false;
+    }
+    evconnlistener_set_error_cb(l, accept_error_cb);
+    a->next = ports;
+    ports = a;
+    return true;
+}
+
 struct adm *
 adm_new(struct tm_proxy *px, char *err, size_t errlen)
 {
+    struct evhttp_bound_socket *bound;
     struct adm *a = calloc(1, sizeof(*a));
     char *host = NULL, *port = NULL;
 
@@ -639,7 +679,9 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
     evhttp_set_timeout(a->http, 30);
     evhttp_set_gencb(a->http, dispatch, a);
     a->locks = proxy_locks(px);
-    if (evhttp_bind_socket(a->http, host, (ev_uint16_t)atoi(port)) != 0) {
+    bound =
+        evhttp_bind_socket_with_handle(a->http, host, (ev_uint16_t)atoi(port));
+    if (bound == NULL) {
         char why[128];
 
         snprintf(err, errlen, "admin: cannot listen on %s: %s",
@@ -650,6 +692,11 @@ adm_new(struct tm_proxy *px, char *err, size_t errlen)
     a->host = host;
     a->port = (unsigned)atoi(port);
     free(port);
+    if (!rest_setup(a, bound)) {
+        snprintf(err, errlen, "out of memory");
+        adm_free(a);
+        return NULL;
+    }
     return a;
 fail:
     free(host);
@@ -664,6 +711,13 @@ adm_free(struct adm *a)
     if (a == NULL) {
         return;
     }
+    for (struct adm **pp = &ports; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == a) {
+            *pp = a->next;
+            break;
+        }
+    }
+    listen_rest_fini(&a->rest);
     /* First the port: its connections' close callbacks tell waiting
      * lock calls that nobody is listening any more. */
     if (a->http != NULL) {

@@ -17,6 +17,7 @@
 #include <event2/event.h>
 #include <event2/util.h>
 
+#include "../fdlimit.h"
 #include "../log.h"
 
 struct dial {
@@ -304,15 +305,18 @@ dial_start(struct event_base *base, const struct dial_list *list, size_t first,
     struct dial *d;
 
     if (list->n == 0) {
+        errno = EHOSTUNREACH;
         return NULL;
     }
     d = calloc(1, sizeof(*d));
     if (d == NULL) {
+        errno = ENOMEM;
         return NULL;
     }
     d->ev = event_new(base, -1, 0, on_finish, d);
     if (d->ev == NULL) {
         free(d);
+        errno = ENOMEM;
         return NULL;
     }
     d->base = base;
@@ -325,6 +329,14 @@ dial_start(struct event_base *base, const struct dial_list *list, size_t first,
     d->arg = arg;
     snprintf(d->who, sizeof(d->who), "%s", who);
     dial_next(d);
+    if (d->fd < 0 && fd_exhausted(d->err)) {
+        int err = d->err; /* no socket: the caller decides what waits */
+
+        event_free(d->ev);
+        free(d);
+        errno = err;
+        return NULL;
+    }
     return d;
 }
 

@@ -90,8 +90,10 @@ typedef void (*dial_cb)(void *arg, int fd, int err, size_t index);
  * wrapping around, each given dial_share_ms of what is left of
  * timeout_ms; who prefixes the line logged for each failed address. cb
  * runs exactly once, on a later pass of base's loop, unless dial_cancel
- * is called first. The dial keeps a copy of list. NULL when out of
- * memory. */
+ * is called first. The dial keeps a copy of list. NULL with errno:
+ * ENOMEM, or EMFILE or ENFILE when the process or the system has no
+ * file descriptor free for a socket now (one that runs out while an
+ * address connects ends in cb with that err). */
 struct dial *dial_start(struct event_base *base, const struct dial_list *list,
                         size_t first, int timeout_ms, const char *who,
                         dial_cb cb, void *arg)

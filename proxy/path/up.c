@@ -4,7 +4,11 @@
  * turn (dial.c); idle keep-alive connections are kept most recently used first
  * and dropped when the upstream closes them. A request that finds none
  * idle waits for the end of the loop pass: a connection given back in
- * that pass serves it, and only the requests still waiting dial. */
+ * that pass serves it, and only the requests still waiting dial. When
+ * the process has no file descriptor to dial with (EMFILE, ENFILE), the
+ * requests stay in that line: a connection given back serves the first,
+ * and every UP_FD_RETRY_MS a socket is tried; the first in line gives up
+ * when its connect timeout runs out. */
 #include "up.h"
 
 #include <errno.h>
@@ -26,6 +30,7 @@
 #include "../../conf/cfg.h"
 #include "../clients/dial.h"
 #include "../clients/tls_client.h"
+#include "../fdlimit.h"
 #include "../log.h"
 #include "../metrics.h"
 #include "creds.h"
@@ -44,12 +49,19 @@
  * the resolver again, but not sooner than this after its last answer. */
 #define UP_RELOOK_MS 1000
 
+/* Without a file descriptor free, a socket is tried this often; the
+ * shortage is logged when it starts, at most once a second while it
+ * lasts, and when none has been missing for UP_FD_LOG_MS. */
+#define UP_FD_RETRY_MS 20
+#define UP_FD_LOG_MS 1000
+
 struct up_conn {
     struct up_pool *pool;
     struct bufferevent *bev; /* NULL while dialing */
     struct sock sk;          /* reads bev's socket */
     struct dial *dial;       /* while the socket connects */
-    int64_t deadline;        /* of the connect, TLS handshake included */
+    int64_t deadline;        /* of the connect, TLS handshake included;
+                              * of the wait, for a starved one */
     struct up_conn *next;    /* idle or waiting list */
     struct up_conn *prev;
     up_ready_cb cb;
@@ -59,6 +71,7 @@ struct up_conn {
     bool idle;
     bool waiting;               /* for the pass's end: no socket yet */
     bool busy;                  /* handed to a request */
+    bool starved;               /* waits for a descriptor (counted) */
     int tmo_ms;                 /* the write timeout set on bev, 0: none */
     int rtmo_ms;                /* the read timeout set on its sock, 0: none */
     int64_t idle_since;         /* ms, CLOCK_MONOTONIC_COARSE */
@@ -70,6 +83,18 @@ struct conn_list {
     struct up_conn *head;
     struct up_conn *tail;
     size_t n;
+};
+
+/* A shortage of file descriptors, as the pool's dials met it. */
+struct fd_short {
+    struct event *retry;  /* every UP_FD_RETRY_MS while one is logged */
+    bool on;              /* no dial until a socket can be opened again */
+    int err;              /* EMFILE or ENFILE */
+    int64_t began;        /* ms, when the warning was logged */
+    int64_t last;         /* ms, the last time no socket could be opened */
+    int64_t told;         /* ms, the last warning; 0: none (not short) */
+    unsigned long waited; /* requests that waited since the warning */
+    unsigned long since;  /* of them, since the last warning */
 };
 
 struct up_pool {
@@ -97,11 +122,13 @@ struct up_pool {
     bool turn_on;        /* turn is active */
     struct event *trim;  /* closes the idle beyond max_idle, UP_SURPLUS_MS on */
     struct creds *creds; /* sign = aws-sigv4: what it signs with */
+    struct fd_short fds;
 };
 
 static void on_turn(evutil_socket_t fd, short what, void *arg);
 static void conn_free(struct up_conn *uc);
 static void on_trim(evutil_socket_t fd, short what, void *arg);
+static void on_fd_retry(evutil_socket_t fd, short what, void *arg);
 
 static void
 ms_to_tv(int ms, struct timeval *tv)
@@ -297,7 +324,9 @@ up_pool_new(struct event_base *base, const struct cfg_upstream *cfg,
     p->turn = event_new(base, -1, 0, on_turn, p);
     p->trim = evtimer_new(base, on_trim, p);
     p->relook = evtimer_new(base, on_relook, p);
-    if (p->turn == NULL || p->trim == NULL || p->relook == NULL) {
+    p->fds.retry = evtimer_new(base, on_fd_retry, p);
+    if (p->turn == NULL || p->trim == NULL || p->relook == NULL ||
+        p->fds.retry == NULL) {
         snprintf(err, errlen, "out of memory");
         up_pool_free(p);
         return NULL;
@@ -404,6 +433,9 @@ up_pool_free(struct up_pool *p)
     }
     if (p->relook != NULL) {
         event_free(p->relook);
+    }
+    if (p->fds.retry != NULL) {
+        event_free(p->fds.retry);
     }
     dial_lookup_cancel(p->lookup);
     if (p->session != NULL) {
@@ -555,6 +587,135 @@ conn_wrap(struct up_conn *uc, int fd)
     return true;
 }
 
+/* ---- no file descriptor to dial with ----------------------------------
+ * A dial that finds none (EMFILE: the process's limit, ENFILE: the
+ * system's) does not fail its request: the request waits in the line of
+ * up_connect's, which a connection given back serves, first come first
+ * served, and the pool dials nothing until a socket can be opened again.
+ * The requests are allocated already; waiting allocates nothing. */
+
+/* uc waits for a descriptor: counted once, its wait bounded by the
+ * connect timeout from when it first needed one. */
+static void
+fd_wait_count(struct up_conn *uc)
+{
+    struct up_pool *p = uc->pool;
+
+    if (uc->starved) {
+        return;
+    }
+    uc->starved = true;
+    if (uc->deadline == 0) {
+        uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
+    }
+    p->fds.waited++;
+    p->fds.since++;
+    metrics_upstream_dial_deferred(p->metrics, p->cfg->name);
+}
+
+/* No socket could be opened (err): dials stop, the requests waiting now
+ * wait for a descriptor too; the warning, once for the shortage. */
+static void
+fd_short_begin(struct up_pool *p, int err)
+{
+    int64_t now = dial_now_ms();
+
+    p->fds.last = now;
+    p->fds.err = err;
+    if (p->fds.told == 0) {
+        char limit[96];
+
+        fd_limit_text(err, limit, sizeof(limit));
+        log_warn("%s: cannot open a connection: %s (%s); requests wait for a "
+                 "pooled connection to be given back or a descriptor to "
+                 "free, up to connect_timeout_ms (%d)",
+                 p->who, strerror(err), limit, p->cfg->connect_timeout_ms);
+        p->fds.began = p->fds.told = now;
+        p->fds.waited = p->fds.since = 0;
+    }
+    if (!p->fds.on) {
+        struct timeval tv;
+
+        p->fds.on = true;
+        for (struct up_conn *uc = p->wait.head; uc != NULL; uc = uc->next) {
+            fd_wait_count(uc);
+        }
+        ms_to_tv(UP_FD_RETRY_MS, &tv);
+        evtimer_add(p->fds.retry, &tv);
+    }
+}
+
+/* uc found no descriptor to dial with (err): it waits, first in line (it
+ * was when it dialed), unless its time has run out. */
+static void
+fd_starve(struct up_conn *uc, int err)
+{
+    struct up_pool *p = uc->pool;
+
+    if (uc->deadline != 0 && dial_now_ms() >= uc->deadline) {
+        connect_done(uc, false, err);
+        return;
+    }
+    fd_short_begin(p, err);
+    fd_wait_count(uc);
+    uc->waiting = true;
+    list_add(&p->wait, uc, true);
+}
+
+/* While short, every UP_FD_RETRY_MS: a socket opened (and closed) ends
+ * the wait for one, and the line is served again; those whose time ran
+ * out give up, with the reason (err) in their error line; the log says
+ * how it goes, once a second at most, and when it has ended. */
+static void
+on_fd_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct up_pool *p = arg;
+    int64_t now = dial_now_ms();
+    struct up_conn *uc;
+    struct timeval tv;
+
+    lib_enter(p->log);
+    (void)fd;
+    (void)what;
+    if (p->fds.on) {
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (s >= 0 || !fd_exhausted(errno)) {
+            if (s >= 0) {
+                close(s);
+            }
+            p->fds.on = false;
+            if (p->wait.n > 0) {
+                turn_on(p);
+            }
+        } else {
+            p->fds.last = now;
+        }
+    }
+    /* In arrival order, so deadline order (give or take a loop pass). */
+    while ((uc = p->wait.head) != NULL && uc->starved && uc->deadline <= now) {
+        wait_unlink(uc);
+        connect_done(uc, false, p->fds.err);
+    }
+    if (p->fds.on && p->fds.since > 0 && now - p->fds.told >= UP_FD_LOG_MS) {
+        log_warn("%s: still no file descriptor free: %lu requests waited in "
+                 "the last %.1f s",
+                 p->who, p->fds.since, (double)(now - p->fds.told) / 1000);
+        p->fds.told = now;
+        p->fds.since = 0;
+    }
+    if (!p->fds.on && now - p->fds.last >= UP_FD_LOG_MS) {
+        log_info("%s: file descriptors free again after %lld ms; %lu "
+                 "requests waited for a connection",
+                 p->who, (long long)(p->fds.last - p->fds.began),
+                 p->fds.waited);
+        p->fds.told = 0;
+        return;
+    }
+    ms_to_tv(UP_FD_RETRY_MS, &tv);
+    evtimer_add(p->fds.retry, &tv);
+}
+
 static void
 on_dialed(void *arg, int fd, int err, size_t index)
 {
@@ -562,6 +723,10 @@ on_dialed(void *arg, int fd, int err, size_t index)
     struct timeval tv;
 
     uc->dial = NULL;
+    if (fd < 0 && fd_exhausted(err)) {
+        fd_starve(uc, err);
+        return;
+    }
     if (fd < 0) {
         lookup_soon(uc->pool); /* the name may have moved */
         connect_done(uc, false, err);
@@ -584,12 +749,13 @@ on_dialed(void *arg, int fd, int err, size_t index)
 }
 
 /* Serve a waiting request: a connection given back since it came, or a
- * new one. */
-static void
+ * new one. false when it waits on, first in line, for a descriptor. */
+static bool
 serve(struct up_conn *uc)
 {
     struct up_pool *p = uc->pool;
     struct up_conn *got;
+    int64_t now;
 
     wait_unlink(uc);
     got = up_take_idle(p);
@@ -599,15 +765,30 @@ serve(struct up_conn *uc)
 
         free(uc);
         cb(arg, got, true);
-        return;
+        return true;
     }
-    uc->deadline = dial_now_ms() + p->cfg->connect_timeout_ms;
+    if (p->fds.on) {
+        fd_wait_count(uc);
+        uc->waiting = true;
+        list_add(&p->wait, uc, true);
+        return false;
+    }
+    now = dial_now_ms();
+    if (!uc->starved) {
+        uc->deadline = now + p->cfg->connect_timeout_ms;
+    }
     uc->addr_gen = p->addr_gen;
-    uc->dial = dial_start(p->base, &p->addrs, p->good,
-                          p->cfg->connect_timeout_ms, p->who, on_dialed, uc);
+    uc->dial =
+        dial_start(p->base, &p->addrs, p->good,
+                   dial_share_ms(uc->deadline - now, 1), p->who, on_dialed, uc);
+    if (uc->dial == NULL && fd_exhausted(errno)) {
+        fd_starve(uc, errno);
+        return !p->fds.on; /* false unless its time had run out */
+    }
     if (uc->dial == NULL) {
         connect_done(uc, false, ENOMEM);
     }
+    return true;
 }
 
 /* The end of the loop pass: every request that waited then gets a
@@ -635,8 +816,7 @@ on_turn(evutil_socket_t fd, short what, void *arg)
         }
         return;
     }
-    while (n-- > 0 && p->wait.head != NULL) {
-        serve(p->wait.head);
+    while (n-- > 0 && p->wait.head != NULL && serve(p->wait.head)) {
     }
 }
 
@@ -700,6 +880,9 @@ up_connect(struct up_pool *p, up_ready_cb cb, void *arg)
     uc->arg = arg;
     uc->waiting = true;
     list_add(&p->wait, uc, false);
+    if (p->fds.on) {
+        fd_wait_count(uc);
+    }
     turn_on(p);
     return uc;
 }
@@ -738,6 +921,9 @@ up_put(struct up_conn *uc, bool reusable)
     }
     sock_setcb(&uc->sk, idle_read_cb, NULL, idle_event_cb, uc);
     sock_read(&uc->sk, true);
+    if (p->fds.on && p->wait.n > 0) {
+        turn_on(p); /* to the first of those waiting for a descriptor */
+    }
 }
 
 const char *

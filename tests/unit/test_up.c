@@ -2,7 +2,9 @@
  * connection is served by one given back in the same loop pass, without
  * a new connection; one still waiting at the pass's end dials; and the
  * connections beyond max_idle are closed once idle a while (a burst
- * soon after reuses them). */
+ * soon after reuses them); without a file descriptor to dial with, the
+ * requests wait in line for connections given back, and the first gives
+ * up at its connect timeout. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,12 +17,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <cmocka.h>
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
+#include "../../proxy/metrics.h"
 #include "../../proxy/path/up.h"
 
 struct got {
@@ -36,6 +40,17 @@ on_ready(void *arg, struct up_conn *uc, bool ok)
     assert_true(ok);
     g->uc = uc;
     g->calls++;
+}
+
+/* A connection that could not be made: errno kept. */
+static void
+on_failed(void *arg, struct up_conn *uc, bool ok)
+{
+    struct got *g = arg;
+
+    assert_false(ok);
+    (void)uc;
+    g->calls = errno;
 }
 
 /* A listening socket on a free loopback port; its port in *port. */
@@ -201,12 +216,87 @@ test_beyond_max_idle_closed_once_idle_a_while(void **state)
     teardown(&f);
 }
 
+/* No descriptor can be opened until restore(). */
+static void
+exhaust(struct rlimit *saved)
+{
+    struct rlimit rl;
+    int lowest = dup(0);
+
+    assert_true(lowest >= 0);
+    close(lowest);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, saved), 0);
+    rl = *saved;
+    rl.rlim_cur = (rlim_t)lowest;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+
+static void
+restore(const struct rlimit *saved)
+{
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, saved), 0);
+}
+
+static void
+test_no_descriptor_waits_for_one_given_back(void **state)
+{
+    static struct up_names names; /* counts the waits */
+    struct fixture f;
+    struct got a, b, c, d;
+    struct rlimit saved;
+    char err[256];
+
+    (void)state;
+    names.metrics = metrics_new();
+    setup(&f, 4);
+    up_pool_free(f.pool);
+    f.cfg.connect_timeout_ms = 100;
+    f.pool = up_pool_new(f.base, &f.cfg, &names, err, sizeof(err));
+    assert_non_null(f.pool);
+    dial_n(&f, &a, 1);
+    memset(&b, 0, sizeof(b));
+    memset(&c, 0, sizeof(c));
+    memset(&d, 0, sizeof(d));
+    /* No descriptor: b and c wait, no failure at the first dial. */
+    exhaust(&saved);
+    assert_non_null(up_connect(f.pool, on_ready, &b));
+    assert_non_null(up_connect(f.pool, on_ready, &c));
+    for (int i = 0; i < 5; i++) {
+        event_base_loop(f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    }
+    assert_int_equal(b.calls + c.calls, 0);
+    /* The connection given back goes to the first in line. */
+    up_put(a.uc, true);
+    wait_ready(f.base, &b);
+    assert_ptr_equal(b.uc, a.uc);
+    assert_int_equal(c.calls, 0);
+    /* A descriptor free again: the next in line dials. */
+    restore(&saved);
+    wait_ready(f.base, &c);
+    assert_int_equal(accepted(&f), 1);
+    up_put(b.uc, false);
+    up_put(c.uc, false);
+    /* Their sockets are closed on the next pass. */
+    event_base_loop(f.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    /* With none given back, the wait ends at the connect timeout. */
+    exhaust(&saved);
+    assert_non_null(up_connect(f.pool, on_failed, &d));
+    for (int i = 0; i < 1000 && d.calls == 0; i++) {
+        event_base_loop(f.base, EVLOOP_ONCE);
+    }
+    restore(&saved);
+    assert_int_equal(d.calls, EMFILE);
+    teardown(&f);
+    metrics_free(names.metrics);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_given_back_in_the_pass_serves_the_waiting),
         cmocka_unit_test(test_beyond_max_idle_closed_once_idle_a_while),
+        cmocka_unit_test(test_no_descriptor_waits_for_one_given_back),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
