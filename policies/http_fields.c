@@ -178,16 +178,19 @@ parse_cl(struct tm_slice v, struct framing *f, const char **err)
 /* A field that is not a framing or fencing header but that some server
  * would read as one (Transfer_Encoding, Fencing.Token: hname.h): it
  * would frame or fence the message there and not here. NULL when it is
- * none; fence holds the fencing header names (NULL entries unused). */
+ * none; fence holds the fencing header names (NULL entries unused) and
+ * fence_len their lengths. */
 static const char *
-variant_of(struct tm_slice name, const char *const *fence)
+variant_of(struct tm_slice name, const char *const *fence,
+           const size_t *fence_len)
 {
-    if (hname_variant(name.p, name.len, "content-length") ||
-        hname_variant(name.p, name.len, "transfer-encoding")) {
+    if (hname_variant_n(name.p, name.len, "content-length", 14) ||
+        hname_variant_n(name.p, name.len, "transfer-encoding", 17)) {
         return "a framing header in another spelling";
     }
     for (size_t i = 0; fence != NULL && i < 2; i++) {
-        if (fence[i] != NULL && hname_variant(name.p, name.len, fence[i])) {
+        if (fence[i] != NULL &&
+            hname_variant_n(name.p, name.len, fence[i], fence_len[i])) {
             return "a fencing header in another spelling";
         }
     }
@@ -201,14 +204,18 @@ http_read_fields(struct http_header *h, size_t n, bool request,
                  const char *const *fence, struct framing *f, const char **err)
 {
     enum http_rc rc = HTTP_OK;
+    size_t fence_len[2] = {0, 0};
     const char *why;
 
+    for (size_t i = 0; fence != NULL && i < 2; i++) {
+        fence_len[i] = fence[i] != NULL ? strlen(fence[i]) : 0;
+    }
     memset(f, 0, offsetof(struct framing, opts));
     f->nopts = 0;
     for (size_t i = 0; i < n && rc == HTTP_OK; i++) {
         switch (hdr_kind(h[i].name)) {
         case HK_OTHER:
-            if ((why = variant_of(h[i].name, fence)) != NULL) {
+            if ((why = variant_of(h[i].name, fence, fence_len)) != NULL) {
                 rc = fail(err, HTTP_BAD, why);
             }
             break;
