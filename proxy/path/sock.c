@@ -28,17 +28,24 @@ input(const struct sock *s)
 
 /* Add or remove the read event as the owner and the limit say. Adding
  * an event that is already added costs no system call; it restarts the
- * read timeout, as bufferevent_enable does. */
+ * read timeout, as bufferevent_enable does. Without a timeout there is
+ * nothing to restart, and an added event is left as it is: libevent
+ * would take its lock to do nothing, several times a request. */
 static void
 arm(struct sock *s)
 {
     struct timeval tv;
 
     if (s->reading && !s->suspended) {
-        ms_to_tv(s->read_ms, &tv);
-        event_add(s->ev, s->read_ms > 0 ? &tv : NULL);
-    } else if (event_pending(s->ev, EV_READ, NULL)) {
+        if (s->read_ms > 0) {
+            ms_to_tv(s->read_ms, &tv);
+            s->added = event_add(s->ev, &tv) == 0 || s->added;
+        } else if (!s->added) {
+            s->added = event_add(s->ev, NULL) == 0;
+        }
+    } else if (s->added) {
         event_del(s->ev);
+        s->added = false;
     }
 }
 
@@ -279,7 +286,7 @@ sock_timeouts(struct sock *s, int read_ms, int write_ms)
         return;
     }
     s->read_ms = read_ms;
-    if (!event_pending(s->ev, EV_READ, NULL)) {
+    if (!s->added) {
         return; /* set when reading starts */
     }
     if (read_ms > 0) {

@@ -36,6 +36,7 @@ struct sock {
     int read_ms;      /* read timeout, 0: none */
     int write_ms;     /* the bufferevent's write timeout as set, 0: none */
     bool reading;     /* the owner wants reads */
+    bool added;       /* ev is added (arm keeps it so) */
     bool suspended;   /* the input is at hiwat */
 };
 
