@@ -240,6 +240,13 @@ body_in_take(struct body_in *b, struct evbuffer *in)
     return n;
 }
 
+bool
+body_in_whole(const struct body_in *b, struct evbuffer *in)
+{
+    return b->done ||
+           (b->kind == HTTP_BODY_LENGTH && evbuffer_get_length(in) >= b->left);
+}
+
 /* ---- answers tidemark makes itself ------------------------------------ */
 
 void

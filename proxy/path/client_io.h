@@ -93,6 +93,10 @@ void body_in_start(struct body_in *b, enum http_body kind, uint64_t len,
  * taken, and done is set when the body ends among them. (size_t)-1 on
  * a framing error. The caller moves or drops them. */
 size_t body_in_take(struct body_in *b, struct evbuffer *in);
+/* Whether the rest of the body is in in already (done, or a
+ * Content-Length body that came with its head): the next body_in_take
+ * ends it. */
+bool body_in_whole(const struct body_in *b, struct evbuffer *in);
 
 /* Feed ch the bytes at the front of in that belong to its chunked body;
  * return how many they are, or (size_t)-1 on a framing error. */
