@@ -759,7 +759,10 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
         s3_batch_delete(h->method, request_query(h))) {
         return s3_batch(pc, h, up, s);
     }
-    s->subtree = dav_subtree_method(h->method, depth_header(h));
+    /* Only a LOCK's Depth counts: other methods search no header. */
+    s->subtree = dav_subtree_method(h->method, slice_eq(h->method, "LOCK")
+                                                   ? depth_header(h)
+                                                   : (struct tm_slice){0});
     if (dav_method(h->method) != DAV_NONE && dav_request(cfg, h, r, caps, s)) {
         return s->verdict;
     }
