@@ -1,6 +1,7 @@
 /* http_fields.c: the framing fields of a request or response head
  * (RFC 9112 6, RFC 9110 7.6.1): Transfer-Encoding, Content-Length,
  * Connection, Host, Expect, and the hop-by-hop flags. */
+#include <stdint.h>
 #include <string.h>
 
 #include "hname.h"
@@ -17,35 +18,68 @@ enum hdr_kind {
     HK_TRANSFER_ENCODING,
 };
 
+/* Whether n, a field name as the parser took it (token characters
+ * only), is lit (lower-case letters, digits and '-') in any case, eight
+ * bytes at a time. Setting bit 0x20 lowers a capital and leaves digits
+ * and '-' as they are; of the other token characters it makes none of
+ * these, so the compare is exact. */
+static bool
+name_is(struct tm_slice n, const char *lit, size_t len)
+{
+    const uint64_t low = 0x2020202020202020ULL;
+    size_t i = 0;
+
+    if (n.len != len) {
+        return false;
+    }
+    for (; len - i >= 8; i += 8) {
+        uint64_t a, b;
+
+        memcpy(&a, n.p + i, 8);
+        memcpy(&b, lit + i, 8);
+        if ((a | low) != b) {
+            return false;
+        }
+    }
+    for (; i < len; i++) {
+        if ((n.p[i] | 0x20) != lit[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+#define NAME_IS(n, lit) name_is((n), (lit), sizeof(lit) - 1)
+
 static enum hdr_kind
 hdr_kind(struct tm_slice n)
 {
     switch (n.len) {
     case 2:
-        return SLICE_IS(n, "te") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "te") ? HK_HOP : HK_OTHER;
     case 4:
-        return SLICE_IS(n, "host") ? HK_HOST : HK_OTHER;
+        return NAME_IS(n, "host") ? HK_HOST : HK_OTHER;
     case 6:
-        return SLICE_IS(n, "expect") ? HK_EXPECT : HK_OTHER;
+        return NAME_IS(n, "expect") ? HK_EXPECT : HK_OTHER;
     case 7:
-        return SLICE_IS(n, "trailer") || SLICE_IS(n, "upgrade") ? HK_HOP
-                                                                : HK_OTHER;
+        return NAME_IS(n, "trailer") || NAME_IS(n, "upgrade") ? HK_HOP
+                                                              : HK_OTHER;
     case 10:
-        if (SLICE_IS(n, "connection")) {
+        if (NAME_IS(n, "connection")) {
             return HK_CONNECTION;
         }
-        return SLICE_IS(n, "keep-alive") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "keep-alive") ? HK_HOP : HK_OTHER;
     case 14:
-        return SLICE_IS(n, "content-length") ? HK_CONTENT_LENGTH : HK_OTHER;
+        return NAME_IS(n, "content-length") ? HK_CONTENT_LENGTH : HK_OTHER;
     case 16:
-        return SLICE_IS(n, "proxy-connection") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "proxy-connection") ? HK_HOP : HK_OTHER;
     case 17:
-        return SLICE_IS(n, "transfer-encoding") ? HK_TRANSFER_ENCODING
-                                                : HK_OTHER;
+        return NAME_IS(n, "transfer-encoding") ? HK_TRANSFER_ENCODING
+                                               : HK_OTHER;
     case 18:
-        return SLICE_IS(n, "proxy-authenticate") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "proxy-authenticate") ? HK_HOP : HK_OTHER;
     case 19:
-        return SLICE_IS(n, "proxy-authorization") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "proxy-authorization") ? HK_HOP : HK_OTHER;
     default:
         return HK_OTHER;
     }
