@@ -286,7 +286,10 @@ attach(struct exchange *ex, struct up_conn *uc)
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
     sock_setcb(up_sock(uc), up_read_cb, up_write_cb, up_event_cb, ex);
     ex->bp_up = ex->bp_down = false;
-    bufferevent_disable(ub, EV_WRITE);
+    if (bufferevent_get_enabled(ub) & EV_WRITE) {
+        /* A new connection's (a pooled one's is off): writes go direct. */
+        bufferevent_disable(ub, EV_WRITE);
+    }
     sock_read(up_sock(uc), true);
     forward(ex, ub);
     if (rq->h.expect_continue && !io->body.done &&
