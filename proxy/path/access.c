@@ -198,7 +198,7 @@ peer(const struct cio *io)
 {
     struct cio *m = (struct cio *)io;
 
-    return sock_peer_text(&m->peer, bufferevent_getfd(io->bev));
+    return sock_peer_text(&m->peer, io->bev);
 }
 
 void

@@ -299,7 +299,7 @@ sock_timeouts(struct sock *s, int read_ms, int write_ms)
 _Static_assert(SOCK_HOST_MAX == INET6_ADDRSTRLEN, "sock.h: SOCK_HOST_MAX");
 
 const char *
-sock_peer_text(struct sock_peer_text *t, evutil_socket_t fd)
+sock_peer_text(struct sock_peer_text *t, struct bufferevent *bev)
 {
     char host[SOCK_HOST_MAX];
     unsigned port;
@@ -307,7 +307,7 @@ sock_peer_text(struct sock_peer_text *t, evutil_socket_t fd)
 
     if (!t->read) {
         t->read = true;
-        af = sock_peer(fd, host, &port);
+        af = sock_peer(bufferevent_getfd(bev), host, &port);
         t->known = af != 0;
         if (af == AF_UNIX) {
             snprintf(t->s, sizeof(t->s), "%s", host);
