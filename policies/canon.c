@@ -3,6 +3,8 @@
  * unambiguous, the second writes the canonical form. */
 #include "canon.h"
 
+#include <string.h>
+
 #include "ascii.h"
 
 #include "utf8.h"
@@ -128,6 +130,14 @@ end_segment(struct canon_out *o, size_t start)
     return NULL;
 }
 
+/* A byte the second pass copies as it is: not a separator, an escape,
+ * a parameter's start or a '+'. */
+static bool
+plain(char c)
+{
+    return c != '/' && c != '%' && c != ';' && c != '+';
+}
+
 /* The second pass: raw (checked) into o, segment by segment. */
 static const char *
 build(const char *raw, size_t len, bool name, struct canon_out *o)
@@ -149,6 +159,22 @@ build(const char *raw, size_t len, bool name, struct canon_out *o)
 
             if (raw[i] == '/') {
                 break;
+            }
+            if (!cut && plain(raw[i])) {
+                /* The common case: a run of bytes that stand for
+                 * themselves, copied at once. */
+                size_t n = 1;
+
+                while (i + n < len && plain(raw[i + n])) {
+                    n++;
+                }
+                if (o->len + n >= o->cap) {
+                    return too_long;
+                }
+                memcpy(o->p + o->len, raw + i, n);
+                o->len += n;
+                i += n;
+                continue;
             }
             b = next_byte(raw, len, &i, &esc);
             if (b == '/' && name) {

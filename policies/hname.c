@@ -37,13 +37,18 @@ hname_same(const char *a, size_t alen, const char *b)
 bool
 hname_variant(const char *a, size_t alen, const char *b)
 {
-    if (!hname_same(a, alen, b)) {
-        return false;
-    }
-    for (size_t i = 0; i < alen; i++) {
+    size_t i;
+
+    /* b itself in any case first: the name a parser meets most (the
+     * fencing header, spelled right) is no variant, and this loop is
+     * the cheaper one. */
+    for (i = 0; i < alen && b[i] != '\0'; i++) {
         if (ascii_lower(a[i]) != ascii_lower(b[i])) {
-            return true;
+            break;
         }
     }
-    return false;
+    if (i == alen && b[i] == '\0') {
+        return false;
+    }
+    return hname_same(a, alen, b);
 }

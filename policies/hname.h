@@ -41,4 +41,19 @@ bool hname_same(const char *a, size_t alen, const char *b);
  * transfer-encoding). */
 bool hname_variant(const char *a, size_t alen, const char *b);
 
+/* The two above for a b whose length is known (blen == strlen(b)): names
+ * of two lengths are never the same, and a length compare is all a
+ * parser's miss then costs. */
+static inline bool
+hname_same_n(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return alen == blen && hname_same(a, alen, b);
+}
+
+static inline bool
+hname_variant_n(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return alen == blen && hname_variant(a, alen, b);
+}
+
 #endif

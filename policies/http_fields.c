@@ -1,6 +1,7 @@
 /* http_fields.c: the framing fields of a request or response head
  * (RFC 9112 6, RFC 9110 7.6.1): Transfer-Encoding, Content-Length,
  * Connection, Host, Expect, and the hop-by-hop flags. */
+#include <stdint.h>
 #include <string.h>
 
 #include "hname.h"
@@ -17,35 +18,68 @@ enum hdr_kind {
     HK_TRANSFER_ENCODING,
 };
 
+/* Whether n, a field name as the parser took it (token characters
+ * only), is lit (lower-case letters, digits and '-') in any case, eight
+ * bytes at a time. Setting bit 0x20 lowers a capital and leaves digits
+ * and '-' as they are; of the other token characters it makes none of
+ * these, so the compare is exact. */
+static bool
+name_is(struct tm_slice n, const char *lit, size_t len)
+{
+    const uint64_t low = 0x2020202020202020ULL;
+    size_t i = 0;
+
+    if (n.len != len) {
+        return false;
+    }
+    for (; len - i >= 8; i += 8) {
+        uint64_t a, b;
+
+        memcpy(&a, n.p + i, 8);
+        memcpy(&b, lit + i, 8);
+        if ((a | low) != b) {
+            return false;
+        }
+    }
+    for (; i < len; i++) {
+        if ((n.p[i] | 0x20) != lit[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+#define NAME_IS(n, lit) name_is((n), (lit), sizeof(lit) - 1)
+
 static enum hdr_kind
 hdr_kind(struct tm_slice n)
 {
     switch (n.len) {
     case 2:
-        return SLICE_IS(n, "te") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "te") ? HK_HOP : HK_OTHER;
     case 4:
-        return SLICE_IS(n, "host") ? HK_HOST : HK_OTHER;
+        return NAME_IS(n, "host") ? HK_HOST : HK_OTHER;
     case 6:
-        return SLICE_IS(n, "expect") ? HK_EXPECT : HK_OTHER;
+        return NAME_IS(n, "expect") ? HK_EXPECT : HK_OTHER;
     case 7:
-        return SLICE_IS(n, "trailer") || SLICE_IS(n, "upgrade") ? HK_HOP
-                                                                : HK_OTHER;
+        return NAME_IS(n, "trailer") || NAME_IS(n, "upgrade") ? HK_HOP
+                                                              : HK_OTHER;
     case 10:
-        if (SLICE_IS(n, "connection")) {
+        if (NAME_IS(n, "connection")) {
             return HK_CONNECTION;
         }
-        return SLICE_IS(n, "keep-alive") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "keep-alive") ? HK_HOP : HK_OTHER;
     case 14:
-        return SLICE_IS(n, "content-length") ? HK_CONTENT_LENGTH : HK_OTHER;
+        return NAME_IS(n, "content-length") ? HK_CONTENT_LENGTH : HK_OTHER;
     case 16:
-        return SLICE_IS(n, "proxy-connection") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "proxy-connection") ? HK_HOP : HK_OTHER;
     case 17:
-        return SLICE_IS(n, "transfer-encoding") ? HK_TRANSFER_ENCODING
-                                                : HK_OTHER;
+        return NAME_IS(n, "transfer-encoding") ? HK_TRANSFER_ENCODING
+                                               : HK_OTHER;
     case 18:
-        return SLICE_IS(n, "proxy-authenticate") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "proxy-authenticate") ? HK_HOP : HK_OTHER;
     case 19:
-        return SLICE_IS(n, "proxy-authorization") ? HK_HOP : HK_OTHER;
+        return NAME_IS(n, "proxy-authorization") ? HK_HOP : HK_OTHER;
     default:
         return HK_OTHER;
     }
@@ -178,16 +212,19 @@ parse_cl(struct tm_slice v, struct framing *f, const char **err)
 /* A field that is not a framing or fencing header but that some server
  * would read as one (Transfer_Encoding, Fencing.Token: hname.h): it
  * would frame or fence the message there and not here. NULL when it is
- * none; fence holds the fencing header names (NULL entries unused). */
+ * none; fence holds the fencing header names (NULL entries unused) and
+ * fence_len their lengths. */
 static const char *
-variant_of(struct tm_slice name, const char *const *fence)
+variant_of(struct tm_slice name, const char *const *fence,
+           const size_t *fence_len)
 {
-    if (hname_variant(name.p, name.len, "content-length") ||
-        hname_variant(name.p, name.len, "transfer-encoding")) {
+    if (hname_variant_n(name.p, name.len, "content-length", 14) ||
+        hname_variant_n(name.p, name.len, "transfer-encoding", 17)) {
         return "a framing header in another spelling";
     }
     for (size_t i = 0; fence != NULL && i < 2; i++) {
-        if (fence[i] != NULL && hname_variant(name.p, name.len, fence[i])) {
+        if (fence[i] != NULL &&
+            hname_variant_n(name.p, name.len, fence[i], fence_len[i])) {
             return "a fencing header in another spelling";
         }
     }
@@ -201,14 +238,18 @@ http_read_fields(struct http_header *h, size_t n, bool request,
                  const char *const *fence, struct framing *f, const char **err)
 {
     enum http_rc rc = HTTP_OK;
+    size_t fence_len[2] = {0, 0};
     const char *why;
 
+    for (size_t i = 0; fence != NULL && i < 2; i++) {
+        fence_len[i] = fence[i] != NULL ? strlen(fence[i]) : 0;
+    }
     memset(f, 0, offsetof(struct framing, opts));
     f->nopts = 0;
     for (size_t i = 0; i < n && rc == HTTP_OK; i++) {
         switch (hdr_kind(h[i].name)) {
         case HK_OTHER:
-            if ((why = variant_of(h[i].name, fence)) != NULL) {
+            if ((why = variant_of(h[i].name, fence, fence_len)) != NULL) {
                 rc = fail(err, HTTP_BAD, why);
             }
             break;

@@ -133,7 +133,13 @@ parse_version(const char **pp, const char *end, int *major, int *minor,
     static const char form[] = "HTTP/D.D";
     const char *p = *pp;
 
-    for (size_t i = 0; i < sizeof(form) - 1; i++, p++) {
+    /* The common case whole, in one compare; the loop says what is
+     * missing or wrong otherwise. */
+    if (end - p >= 8 && memcmp(p, "HTTP/", 5) == 0 && is_digit(p[5]) &&
+        p[6] == '.' && is_digit(p[7])) {
+        p += 8;
+    }
+    for (size_t i = (size_t)(p - *pp); i < sizeof(form) - 1; i++, p++) {
         if (p == end) {
             return HTTP_INCOMPLETE;
         }

@@ -3,8 +3,6 @@
 
 #include "ascii.h"
 
-#include <string.h>
-
 const char *
 reqcheck_method(const char *m, size_t len)
 {
@@ -17,11 +15,12 @@ reqcheck_method(const char *m, size_t len)
     return NULL;
 }
 
-/* name[0..len) equals want (lower case, '-') in any case, '_' for '-'. */
+/* name[0..len) equals want (lower case, '-'; wlen bytes) in any case,
+ * '_' for '-'. */
 static bool
-header_is(const char *name, size_t len, const char *want)
+header_is(const char *name, size_t len, const char *want, size_t wlen)
 {
-    if (strlen(want) != len) {
+    if (wlen != len) {
         return false;
     }
     for (size_t i = 0; i < len; i++) {
@@ -42,9 +41,11 @@ header_is(const char *name, size_t len, const char *want)
 bool
 reqcheck_override_header(const char *name, size_t len)
 {
-    return header_is(name, len, "x-http-method-override") ||
-           header_is(name, len, "x-http-method") ||
-           header_is(name, len, "x-method-override");
+    /* Every header of every request: lengths first, no strlen. */
+#define HEADER_IS(lit) header_is(name, len, lit, sizeof(lit) - 1)
+    return HEADER_IS("x-http-method-override") || HEADER_IS("x-http-method") ||
+           HEADER_IS("x-method-override");
+#undef HEADER_IS
 }
 
 /* Whether the parameter name p[0..n) reads as "_method". */

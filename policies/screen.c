@@ -134,17 +134,25 @@ smuggled_header(const struct cfg_proxy *pc, const struct http_request *h)
 }
 
 /* Index of the only header named name, -1 when there is none, -2 when
- * there are more. */
+ * there are more. One pass: the token header is looked for in every
+ * request. */
 static int
 only_header(const struct http_request *h, const char *name)
 {
-    int i = http_find_header(h->headers, h->nheaders, 0, name);
+    size_t len = strlen(name);
+    int found = -1;
 
-    if (i >= 0 &&
-        http_find_header(h->headers, h->nheaders, (size_t)i + 1, name) >= 0) {
-        return -2;
+    for (size_t i = 0; i < h->nheaders; i++) {
+        struct tm_slice n = h->headers[i].name;
+
+        if (n.len == len && strncasecmp(n.p, name, len) == 0) {
+            if (found >= 0) {
+                return -2;
+            }
+            found = (int)i;
+        }
     }
-    return i;
+    return found;
 }
 
 /* ---- requests that write elsewhere (profile = webdav | s3) ---------- */
@@ -759,7 +767,10 @@ screen_request(const struct tm_config *cfg, const struct http_request *h,
         s3_batch_delete(h->method, request_query(h))) {
         return s3_batch(pc, h, up, s);
     }
-    s->subtree = dav_subtree_method(h->method, depth_header(h));
+    /* Only a LOCK's Depth counts: other methods search no header. */
+    s->subtree = dav_subtree_method(h->method, slice_eq(h->method, "LOCK")
+                                                   ? depth_header(h)
+                                                   : (struct tm_slice){0});
     if (dav_method(h->method) != DAV_NONE && dav_request(cfg, h, r, caps, s)) {
         return s->verdict;
     }

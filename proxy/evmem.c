@@ -1,11 +1,13 @@
 /* evmem.c: a pool of EVMEM_SLOT-byte slots in one reserved region, for
  * libevent's tiny allocations (see evmem.h). A freed slot goes on a free
  * list for the next tiny allocation; the region is never given back: it
- * holds about 32 bytes per descriptor number ever used. */
+ * holds about 32 bytes per descriptor number ever used. A few freed
+ * buffer chains of a first read's size are kept for the next read. */
 #include "evmem.h"
 
 #include "tidemark.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,12 +23,23 @@
  * a process gets; only what is used costs memory. */
 #define EVMEM_REGION (64 * 1024 * 1024)
 
+/* libevent's buffer chain for a first read of a socket (sock.h's
+ * SOCK_READ_MIN and the chain's header: libevent rounds it up to a
+ * power of two) is malloc'd and freed twice a request: a freed one is
+ * kept for the next, up to EVMEM_CHAINS of them. glibc's per-thread
+ * cache takes no block this big, and its slower path cost ten times
+ * as much. */
+#define EVMEM_CHAIN 4096
+#define EVMEM_CHAINS 16
+
 static struct {
     pthread_mutex_t lock;
     char *lo, *hi; /* the region; set once, before any slot is handed out */
     char *next;    /* first slot never handed out */
     char *ready;   /* end of the read-write part */
     void *free;    /* slots given back; each holds the next */
+    void *chains[EVMEM_CHAINS]; /* freed chains, from malloc */
+    size_t nchains;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 bool
@@ -79,11 +92,48 @@ slot_take(void)
     return s;
 }
 
+/* A kept chain, or NULL. */
+static void *
+chain_take(void)
+{
+    void *p = NULL;
+
+    pthread_mutex_lock(&pool.lock);
+    if (pool.nchains > 0) {
+        p = pool.chains[--pool.nchains];
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return p;
+}
+
+/* Keep p (from malloc) for a next chain: true when it is a chain's size
+ * and there is room. */
+static bool
+chain_keep(void *p)
+{
+    size_t n = malloc_usable_size(p);
+    bool kept = false;
+
+    if (n < EVMEM_CHAIN || n >= EVMEM_CHAIN + 64) {
+        return false;
+    }
+    pthread_mutex_lock(&pool.lock);
+    if (pool.nchains < EVMEM_CHAINS) {
+        pool.chains[pool.nchains++] = p;
+        kept = true;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return kept;
+}
+
 void *
 evmem_malloc(size_t n)
 {
     void *s;
 
+    if (n == EVMEM_CHAIN && pool.lo != NULL && (s = chain_take()) != NULL) {
+        return s;
+    }
     if (n > EVMEM_SLOT || pool.lo == NULL) {
         return malloc(n);
     }
@@ -97,7 +147,9 @@ void
 evmem_free(void *p)
 {
     if (!evmem_owns(p)) {
-        free(p);
+        if (p == NULL || pool.lo == NULL || !chain_keep(p)) {
+            free(p);
+        }
         return;
     }
     pthread_mutex_lock(&pool.lock);

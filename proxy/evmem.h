@@ -13,7 +13,8 @@
 #define EVMEM_SLOT 32
 
 /* Route libevent's allocations through evmem (event_set_mem_functions):
- * EVMEM_SLOT bytes or fewer from the region, the rest from malloc. This
+ * EVMEM_SLOT bytes or fewer from the region, the rest from malloc (with
+ * up to 16 freed 4 KiB buffer chains kept for the next ones). This
  * changes process-wide state, so the library never calls it: the daemon
  * does, and an embedder may, before its first libevent call. Memory that
  * libevent returns must then be freed with libevent's own calls (as

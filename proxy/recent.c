@@ -46,15 +46,20 @@ static bool
 same_name(const char *kept, uint64_t kept_hash, const char *s, size_t len,
           uint64_t h)
 {
-    size_t n = kept_len(s, len, RECENT_NAME - 1);
+    size_t n;
 
-    return kept_hash == h && strncmp(kept, s, n) == 0 && kept[n] == '\0';
+    if (kept_hash != h) {
+        return false; /* the common case, before any byte is read */
+    }
+    n = kept_len(s, len, RECENT_NAME - 1);
+    return strncmp(kept, s, n) == 0 && kept[n] == '\0';
 }
 
-/* Put resource at mark first, once: its old entry (or the oldest, when
- * the table is full) makes room. */
+/* Put resource at mark first, once, as seen at when_ms: its old entry
+ * (or the oldest, when the table is full) makes room. */
 static void
-mark_first(struct recent *r, const char *resource, int64_t mark)
+mark_first(struct recent *r, const char *resource, int64_t mark,
+           int64_t when_ms)
 {
     size_t len = strlen(resource);
     uint64_t h = name_hash(resource, len);
@@ -77,7 +82,7 @@ mark_first(struct recent *r, const char *resource, int64_t mark)
     memmove(&r->order[1], &r->order[0], i);
     r->order[0] = slot;
     m = &r->marks[slot];
-    m->when_ms = recent_now_ms();
+    m->when_ms = when_ms;
     m->when = (time_t)(m->when_ms / 1000);
     m->mark = mark;
     m->hash = h;
@@ -136,9 +141,9 @@ recent_accept(struct recent *r, const struct recent_who *who,
     copy(e->reason, sizeof(e->reason), "accepted");
     r->accepted++;
     if (src != NULL) {
-        mark_first(r, src, src_mark);
+        mark_first(r, src, src_mark, e->when_ms);
     }
-    mark_first(r, resource, mark);
+    mark_first(r, resource, mark, e->when_ms);
     return r->nevents;
 }
 

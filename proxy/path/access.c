@@ -198,7 +198,7 @@ peer(const struct cio *io)
 {
     struct cio *m = (struct cio *)io;
 
-    return sock_peer_text(&m->peer, bufferevent_getfd(io->bev));
+    return sock_peer_text(&m->peer, io->bev);
 }
 
 void
@@ -213,8 +213,14 @@ access_who(const struct cio *io, const struct request *rq, const char *route,
 void
 access_upstream(struct request *rq, const char *addr)
 {
-    snprintf(rq->upstream, sizeof(rq->upstream), "%s",
-             addr != NULL ? addr : "");
+    /* What snprintf("%s") would keep, without its formatting engine:
+     * this runs per request forwarded. */
+    size_t n = addr != NULL ? strnlen(addr, sizeof(rq->upstream) - 1) : 0;
+
+    if (n > 0) {
+        memcpy(rq->upstream, addr, n);
+    }
+    rq->upstream[n] = '\0';
 }
 
 void

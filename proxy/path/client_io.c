@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -31,26 +32,67 @@ cio_out(struct cio *io)
     return bufferevent_get_output(io->bev);
 }
 
-static void
-ms_to_tv(int ms, struct timeval *tv)
+static int64_t
+now_us(void)
 {
-    tv->tv_sec = ms / 1000;
-    tv->tv_usec = (ms % 1000) * 1000;
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Add libevent's timer to run out in us microseconds, at due. */
+static void
+timer_add(struct cio *io, int64_t us, int64_t due)
+{
+    struct timeval tv = {.tv_sec = us / 1000000, .tv_usec = us % 1000000};
+
+    io->timer_at = evtimer_add(io->timer, &tv) == 0 ? due : 0;
 }
 
 void
 cio_timer_arm(struct cio *io, int ms)
 {
-    struct timeval tv;
+    int64_t us = (int64_t)ms * 1000;
 
-    ms_to_tv(ms, &tv);
-    evtimer_add(io->timer, &tv);
+    io->timer_due = now_us() + us;
+    io->timer_armed = true;
+    if (io->timer_at != 0 && io->timer_at <= io->timer_due) {
+        return; /* libevent's runs out first: cio_timer_due moves it on */
+    }
+    timer_add(io, us, io->timer_due);
 }
 
 void
 cio_timer_stop(struct cio *io)
 {
-    evtimer_del(io->timer);
+    io->timer_armed = false; /* libevent's may run out: nothing is due */
+}
+
+bool
+cio_timer_armed(const struct cio *io)
+{
+    return io->timer_armed;
+}
+
+bool
+cio_timer_due(struct cio *io)
+{
+    int64_t left;
+
+    io->timer_at = 0; /* libevent's ran out */
+    if (!io->timer_armed) {
+        return false;
+    }
+    /* libevent reads its clock once a loop turn, we read ours at each
+     * arm: a timer within a millisecond of due has run out. */
+    left = io->timer_due - now_us();
+    if (left > 1000) {
+        timer_add(io, left, io->timer_due);
+        return false;
+    }
+    io->timer_armed = false;
+    return true;
 }
 
 /* ---- writing ---------------------------------------------------------- */
@@ -196,6 +238,13 @@ body_in_take(struct body_in *b, struct evbuffer *in)
     n = chunked_span(in, &b->chunk);
     b->done = n != (size_t)-1 && b->chunk.done;
     return n;
+}
+
+bool
+body_in_whole(const struct body_in *b, struct evbuffer *in)
+{
+    return b->done ||
+           (b->kind == HTTP_BODY_LENGTH && evbuffer_get_length(in) >= b->left);
 }
 
 /* ---- answers tidemark makes itself ------------------------------------ */

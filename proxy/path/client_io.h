@@ -33,6 +33,9 @@ struct cio {
     struct bufferevent *bev; /* writes */
     struct sock sk;          /* reads, socket timeouts */
     struct event *timer;     /* one timeout at a time; its owner's callback */
+    int64_t timer_due;       /* when it runs out (monotonic us), if armed */
+    int64_t timer_at;        /* when timer runs out in libevent, 0: not added */
+    bool timer_armed;
     struct body_in body;
     bool close_after; /* close once the current answer is out */
     bool client_eof;  /* the client sent FIN */
@@ -47,8 +50,19 @@ struct cio {
 struct evbuffer *cio_in(struct cio *io);
 struct evbuffer *cio_out(struct cio *io);
 
+/* The client's timer, kept lazily: arming it for later than libevent's
+ * timer already runs out, or stopping it, does not touch libevent (which
+ * would take its lock and move the timer in its heap, several times a
+ * request); the owner's callback asks cio_timer_due first, which re-adds
+ * libevent's timer when the timeout was moved on. */
 void cio_timer_arm(struct cio *io, int ms);
 void cio_timer_stop(struct cio *io);
+/* Whether the timer is armed (and has not run out). */
+bool cio_timer_armed(const struct cio *io);
+/* In the timer's callback, first: whether the timeout ran out (the timer
+ * is then stopped). false when it was stopped, or armed again for later
+ * (libevent's timer is then added for what is left). */
+bool cio_timer_due(struct cio *io);
 
 /* Output is written directly at the end of the loop turn (px->flusher
  * walks px->dirty), and EV_WRITE is enabled on a bufferevent only while
@@ -79,6 +93,10 @@ void body_in_start(struct body_in *b, enum http_body kind, uint64_t len,
  * taken, and done is set when the body ends among them. (size_t)-1 on
  * a framing error. The caller moves or drops them. */
 size_t body_in_take(struct body_in *b, struct evbuffer *in);
+/* Whether the rest of the body is in in already (done, or a
+ * Content-Length body that came with its head): the next body_in_take
+ * ends it. */
+bool body_in_whole(const struct body_in *b, struct evbuffer *in);
 
 /* Feed ch the bytes at the front of in that belong to its chunked body;
  * return how many they are, or (size_t)-1 on a framing error. */

@@ -351,7 +351,7 @@ await_head(struct client *c)
 {
     /* Before its first request a connection gets header_timeout_ms to
      * start one: a silent connection is not a keep-alive one. */
-    if (c->timer_is_head || !evtimer_pending(c->io.timer, NULL)) {
+    if (c->timer_is_head || !cio_timer_armed(&c->io)) {
         c->timer_is_head = false;
         cio_timer_arm(&c->io, c->served ? pcfg(c)->idle_timeout_ms
                                         : pcfg(c)->header_timeout_ms);
@@ -643,9 +643,12 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct client *c = arg;
 
-    lib_enter(&c->io.px->log);
     (void)fd;
     (void)what;
+    if (!cio_timer_due(&c->io)) {
+        return; /* stopped, or armed again for later */
+    }
+    lib_enter(&c->io.px->log);
     switch (c->state) {
     case CS_HEAD:
         if (c->timer_is_head) {

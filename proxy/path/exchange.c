@@ -223,15 +223,16 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg);
 
 /* The upstream must take the request's bytes within timeout_ms each;
  * it is waited for (its answer, and then each read of it) within
- * timeout_ms only once the request body is taken whole, as nginx arms
- * proxy_read_timeout: a body that takes longer to stream than timeout_ms
- * is no 504. A client that stops sending is the client's timeouts'. */
+ * timeout_ms only once the request body is taken whole (whole), as nginx
+ * arms proxy_read_timeout: a body that takes longer to stream than
+ * timeout_ms is no 504. A client that stops sending is the client's
+ * timeouts'. */
 static void
-up_wait(struct exchange *ex)
+up_wait(struct exchange *ex, bool whole)
 {
     int ms = up_cfg(ex->rq->pool)->timeout_ms;
 
-    up_timeouts(ex->up, ex->io->body.done ? ms : 0, ms);
+    up_timeouts(ex->up, whole ? ms : 0, ms);
 }
 
 /* Write the request head on ub: with the client's address when its
@@ -258,6 +259,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     struct bufferevent *ub = up_bev(uc);
     const char *forbid[2] = {rq->pc->token_header, rq->pc->resource_header};
     size_t buf = buffer_size(ex);
+    bool whole;
 
     ex->up = uc;
     if (no_creds(ex)) {
@@ -272,15 +274,22 @@ attach(struct exchange *ex, struct up_conn *uc)
     body_in_start(&io->body, rq->h.body, rq->h.content_length, forbid);
     ex->body_seen = 0;
     ex->body_moved = ex->body_mark = 0;
-    if (!io->body.done && rq->pc->min_body_rate > 0) {
+    /* A body that came with its head is taken whole below: the
+     * timeouts are set for after it now, not for during it and then
+     * again (each change moves a timer in libevent). */
+    whole = body_in_whole(&io->body, cio_in(io));
+    if (!whole && rq->pc->min_body_rate > 0) {
         cio_timer_arm(io, rq->pc->body_rate_window_ms);
     }
-    up_wait(ex);
+    up_wait(ex, whole);
     sock_read_limit(up_sock(uc), buf);
     bufferevent_setwatermark(ub, EV_WRITE, buf / 2, 0);
     sock_setcb(up_sock(uc), up_read_cb, up_write_cb, up_event_cb, ex);
     ex->bp_up = ex->bp_down = false;
-    bufferevent_disable(ub, EV_WRITE);
+    if (bufferevent_get_enabled(ub) & EV_WRITE) {
+        /* A new connection's (a pooled one's is off): writes go direct. */
+        bufferevent_disable(ub, EV_WRITE);
+    }
     sock_read(up_sock(uc), true);
     forward(ex, ub);
     if (rq->h.expect_continue && !io->body.done &&
@@ -292,7 +301,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     cio_mark_dirty(io);
     /* A client that stops sending its body or reading its answer must
      * not hold the upstream connection forever. */
-    cio_timeouts(io, !io->body.done, rq->pc->idle_timeout_ms);
+    cio_timeouts(io, !whole, rq->pc->idle_timeout_ms);
     pump_request_body(ex);
 }
 
@@ -440,7 +449,7 @@ pump_request_body(struct exchange *ex)
     ex->rq->bytes_in += n;
     cio_mark_dirty(io);
     if (b->done) {
-        up_wait(ex);
+        up_wait(ex, true);
         cio_timer_stop(io); /* the body rate check, if any */
         cio_timeouts(io, false, ex->rq->pc->idle_timeout_ms);
         if (io->client_eof) {

@@ -239,16 +239,22 @@ slot_new(struct order *o, const char *res, size_t len)
     struct gate *g = gate_find(o, res, len, h);
     struct order_slot *s;
 
-    s = calloc(1, sizeof(*s));
+    /* malloc, not calloc: glibc's calloc skips the thread's cache of
+     * small blocks, and a slot (and mostly a gate) is made and freed
+     * once a fenced write. */
+    s = malloc(sizeof(*s));
     if (s == NULL) {
         return NULL;
     }
+    *s = (struct order_slot){0};
     if (g == NULL) {
-        g = calloc(1, sizeof(*g) + len + 1);
+        g = malloc(sizeof(*g) + len + 1);
         if (g == NULL) {
             free(s);
             return NULL;
         }
+        *g = (struct gate){0};
+        g->name[len] = '\0';
         g->hash = h;
         g->low = INT64_MAX;
         g->len = len;

@@ -13,6 +13,10 @@
 #include "request.h"
 #include "sign.h"
 
+/* Whether the slice name may be the literal lit's header (hname.h). */
+#define HNAME_IS(name, lit)                                                    \
+    hname_same_n((name).p, (name).len, lit, sizeof(lit) - 1)
+
 /* A head being written: its pieces gather in buf and reach out in a few
  * evbuffer_adds, not one a piece (each add runs out's callbacks, the
  * bufferevent's write scheduling among them: some 40 a request). */
@@ -92,13 +96,30 @@ write_destination(const struct request *rq, const struct cfg_upstream *u,
     ho_add(out, "\r\n", 2);
 }
 
+/* "name: value\r\n". Most fields of a head: when the field fits in
+ * what is left of buf, it is written there in one go. */
 static void
 add_field(struct head_out *out, struct tm_slice name, struct tm_slice value)
 {
-    ho_add(out, name.p, name.len);
-    ho_add(out, ": ", 2);
-    ho_add(out, value.p, value.len);
-    ho_add(out, "\r\n", 2);
+    size_t len = name.len + value.len + 4;
+    char *p = out->buf + out->n;
+
+    if (len > sizeof(out->buf) - out->n) {
+        ho_add(out, name.p, name.len);
+        ho_add(out, ": ", 2);
+        ho_add(out, value.p, value.len);
+        ho_add(out, "\r\n", 2);
+        return;
+    }
+    memcpy(p, name.p, name.len);
+    p += name.len;
+    *p++ = ':';
+    *p++ = ' ';
+    memcpy(p, value.p, value.len);
+    p += value.len;
+    *p++ = '\r';
+    *p = '\n';
+    out->n += len;
 }
 
 /* A client header that tidemark writes again with the client's address
@@ -107,10 +128,11 @@ add_field(struct head_out *out, struct tm_slice name, struct tm_slice value)
 static bool
 forwarded_name(const struct cfg_upstream *u, struct tm_slice name)
 {
-    return u->forwarded != CFG_FWD_NONE &&
-           hname_same(name.p, name.len,
-                      u->forwarded == CFG_FWD_XFF ? "X-Forwarded-For"
-                                                  : "Forwarded");
+    if (u->forwarded == CFG_FWD_NONE) {
+        return false;
+    }
+    return u->forwarded == CFG_FWD_XFF ? HNAME_IS(name, "X-Forwarded-For")
+                                       : HNAME_IS(name, "Forwarded");
 }
 
 /* The client's header of that name with its address added: the values
@@ -154,8 +176,7 @@ rewrite_forwards(const struct request *rq, const struct cfg_upstream *u,
              slice_ieq(f->name, pc->resource_header) ||
              ((u->nstrip > 0 || u->nadd > 0) && upstream_drops(u, f->name)) ||
              sign_replaces(u, f->name) || forwarded_name(u, f->name) ||
-             (!rq->rid_client &&
-              hname_same(f->name.p, f->name.len, "X-Request-Id")));
+             (!rq->rid_client && HNAME_IS(f->name, "X-Request-Id")));
 }
 
 void
@@ -248,8 +269,8 @@ add_header_i64(struct head_out *out, const char *prefix, int64_t v)
 static bool
 ours_only(struct tm_slice name)
 {
-    return hname_same(name.p, name.len, PROBLEM_HEADER) ||
-           hname_same(name.p, name.len, "Fencing-High-Water");
+    return HNAME_IS(name, PROBLEM_HEADER) ||
+           HNAME_IS(name, "Fencing-High-Water");
 }
 
 void

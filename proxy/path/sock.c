@@ -28,17 +28,24 @@ input(const struct sock *s)
 
 /* Add or remove the read event as the owner and the limit say. Adding
  * an event that is already added costs no system call; it restarts the
- * read timeout, as bufferevent_enable does. */
+ * read timeout, as bufferevent_enable does. Without a timeout there is
+ * nothing to restart, and an added event is left as it is: libevent
+ * would take its lock to do nothing, several times a request. */
 static void
 arm(struct sock *s)
 {
     struct timeval tv;
 
     if (s->reading && !s->suspended) {
-        ms_to_tv(s->read_ms, &tv);
-        event_add(s->ev, s->read_ms > 0 ? &tv : NULL);
-    } else if (event_pending(s->ev, EV_READ, NULL)) {
+        if (s->read_ms > 0) {
+            ms_to_tv(s->read_ms, &tv);
+            s->added = event_add(s->ev, &tv) == 0 || s->added;
+        } else if (!s->added) {
+            s->added = event_add(s->ev, NULL) == 0;
+        }
+    } else if (s->added) {
         event_del(s->ev);
+        s->added = false;
     }
 }
 
@@ -279,7 +286,7 @@ sock_timeouts(struct sock *s, int read_ms, int write_ms)
         return;
     }
     s->read_ms = read_ms;
-    if (!event_pending(s->ev, EV_READ, NULL)) {
+    if (!s->added) {
         return; /* set when reading starts */
     }
     if (read_ms > 0) {
@@ -292,7 +299,7 @@ sock_timeouts(struct sock *s, int read_ms, int write_ms)
 _Static_assert(SOCK_HOST_MAX == INET6_ADDRSTRLEN, "sock.h: SOCK_HOST_MAX");
 
 const char *
-sock_peer_text(struct sock_peer_text *t, evutil_socket_t fd)
+sock_peer_text(struct sock_peer_text *t, struct bufferevent *bev)
 {
     char host[SOCK_HOST_MAX];
     unsigned port;
@@ -300,7 +307,7 @@ sock_peer_text(struct sock_peer_text *t, evutil_socket_t fd)
 
     if (!t->read) {
         t->read = true;
-        af = sock_peer(fd, host, &port);
+        af = sock_peer(bufferevent_getfd(bev), host, &port);
         t->known = af != 0;
         if (af == AF_UNIX) {
             snprintf(t->s, sizeof(t->s), "%s", host);

@@ -36,6 +36,7 @@ struct sock {
     int read_ms;      /* read timeout, 0: none */
     int write_ms;     /* the bufferevent's write timeout as set, 0: none */
     bool reading;     /* the owner wants reads */
+    bool added;       /* ev is added (arm keeps it so) */
     bool suspended;   /* the input is at hiwat */
 };
 
@@ -89,8 +90,8 @@ struct sock_peer_text {
     bool known;
 };
 
-/* t's text for fd's peer (read on the first call), or NULL when the
- * socket has none. */
-const char *sock_peer_text(struct sock_peer_text *t, evutil_socket_t fd);
+/* t's text for the peer of bev's socket (read on the first call: later
+ * calls do not even ask bev for its socket), or NULL when it has none. */
+const char *sock_peer_text(struct sock_peer_text *t, struct bufferevent *bev);
 
 #endif

@@ -929,9 +929,7 @@ up_put(struct up_conn *uc, bool reusable)
 const char *
 up_peer(struct up_conn *uc)
 {
-    return uc->bev != NULL
-               ? sock_peer_text(&uc->peer, bufferevent_getfd(uc->bev))
-               : NULL;
+    return uc->bev != NULL ? sock_peer_text(&uc->peer, uc->bev) : NULL;
 }
 
 struct bufferevent *

@@ -1,7 +1,8 @@
 /* test_evmem.c: the slot pool under libevent's tiny allocations: which
- * sizes it takes, that slots are reused, that a full region and anything
- * it does not own fall through to malloc, and that libevent runs on it.
- * The pool is process state: the tests run in order, on one region. */
+ * sizes it takes, that slots (and read-sized chains) are reused, that a
+ * full region and anything it does not own fall through to malloc, and
+ * that libevent runs on it. The pool is process state: the tests run in
+ * order, on one region. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -68,6 +69,35 @@ a_freed_slot_is_reused(void **state)
     evmem_free(p);
     q = evmem_malloc(24);
     assert_ptr_equal(p, q);
+    evmem_free(q);
+}
+
+/* A freed 4 KiB block (libevent's chain for a socket's first read) is
+ * handed out again for the next one, up to 16 of them; another size is
+ * not. */
+static void
+a_freed_read_chain_is_reused(void **state)
+{
+    void *p[17], *q, *other;
+
+    (void)state;
+    for (size_t i = 0; i < 17; i++) {
+        p[i] = evmem_malloc(4096);
+        assert_non_null(p[i]);
+        assert_false(evmem_owns(p[i]));
+        memset(p[i], 0x5a, 4096);
+    }
+    for (size_t i = 0; i < 17; i++) {
+        evmem_free(p[i]); /* the 17th goes back to malloc */
+    }
+    q = evmem_malloc(4096);
+    assert_ptr_equal(q, p[15]);
+    other = evmem_malloc(4000);
+    assert_non_null(other);
+    for (size_t i = 0; i < 15; i++) {
+        assert_ptr_not_equal(other, p[i]);
+    }
+    evmem_free(other);
     evmem_free(q);
 }
 
@@ -166,6 +196,7 @@ main(void)
         cmocka_unit_test(before_init_everything_is_malloc),
         cmocka_unit_test(tiny_sizes_come_from_the_region),
         cmocka_unit_test(a_freed_slot_is_reused),
+        cmocka_unit_test(a_freed_read_chain_is_reused),
         cmocka_unit_test(realloc_keeps_the_contents),
         cmocka_unit_test(a_full_region_falls_back_to_malloc),
         cmocka_unit_test(libevent_runs_on_it),
