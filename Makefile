@@ -47,7 +47,12 @@
 #                 tidemark vs nginx (INSTR_BINS, INSTR_FEW, INSTR_MANY)
 #   bench-marks   CPU per refusal and p99 as the marks grow (1e3, 1e7 by
 #                 default, loaded with premark): proxy and wrk pinned,
-#                 MARKS_BINS="A=bin B=bin" alternates binaries
+#                 MARKS_BINS="A=bin B=bin" alternates binaries, after
+#                 MARKS_WARMUP (2s) of refusals not counted
+#   bench-marks-counts  the same refusals counted, not timed: instructions
+#                 (callgrind), mallocs, LMDB reads, system calls and page
+#                 faults a refusal at 1e3 and 1e7 marks (MARKS_COUNTS,
+#                 MARKS_STORES keeps the stores for the next run)
 #   bench-watch   the window a [watch] leaves: a holder's lease ended
 #                 (revoked, closed, expired) to the mark raised, on a
 #                 3-member etcd cluster and a 3-server ZooKeeper ensemble
@@ -133,7 +138,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps check check-layers test test-asan test-sanitize unit \
         integration integration-fast bench \
-        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-marks bench-watch embed \
+        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-marks bench-marks-counts bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
         check-docs packaged-ini lab chaos
 
@@ -312,7 +317,7 @@ test-asan: deps
 SANITIZE_TESTS := $(addprefix tests/integration/,test_lengths.py \
                   test_canon.py test_refusals.py test_token_smuggling.py \
                   test_smuggling_scanners.py test_limits.py \
-                  test_descriptors.py)
+                  test_descriptors.py test_store.py)
 
 test-sanitize:
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \
@@ -356,6 +361,10 @@ bench-instr: all
 bench-marks: all $(BUILD)/tools/premark
 	MARKS_BINS="$${MARKS_BINS:-tidemark=$(abspath $(TM_BIN))}" \
 	PREMARK=$(abspath $(BUILD)/tools/premark) sh tests/bench/marks.sh
+
+bench-marks-counts: all $(BUILD)/tools/premark
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) PREMARK=$(abspath $(BUILD)/tools/premark) \
+	/usr/bin/python3 tests/bench/marks_counts.py
 
 bench-watch: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 \

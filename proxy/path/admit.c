@@ -536,15 +536,20 @@ check_token(struct admit *a, enum tm_verify v, const char *res, size_t len)
     return a->ts;
 }
 
-/* The decision for one resource before the store, on the cache's bound
- * (on a shared store, a token equal to the cached mark is asked). */
+/* The decision for one resource before the store, on the cache's bound,
+ * or on a cache miss the store's own read where it has one (on a shared
+ * store, a token equal to the cached mark is asked). */
 static enum decision
 decide_one(struct admit *a, enum tm_verify v, const char *res, size_t len)
 {
     enum token_status ts = check_token(a, v, res, len);
+    struct fence *f = a->px->fence;
+    int64_t token = a->rq->token;
+    bool asks = ts == TOKEN_OK && a->rq->sc.mode != TM_MODE_OFF;
 
-    return decide_request(a->rq->sc.mode, ts, a->rq->token,
-                          fence_check(a->px->fence, res, len, a->rq->token));
+    return decide_request(a->rq->sc.mode, ts, token,
+                          asks ? fence_bound(f, res, len, token)
+                               : fence_check(f, res, len, token));
 }
 
 /* Do what the decision before the store says. */
@@ -567,10 +572,11 @@ act(struct admit *a, enum decision d)
         next_raise(a);
         break;
     case DECIDE_STALE:
-        /* The token is below the cached mark, which fence_check gives as
-         * is (it lowers only a mark equal to the token). */
+        /* The token is below the cached (or just read) mark, which
+         * fence_bound gives as is (it lowers only a mark equal to the
+         * token). */
         rq->mark =
-            fence_check(a->px->fence, rq->sc.resource, rq->sc.rlen, rq->token);
+            fence_bound(a->px->fence, rq->sc.resource, rq->sc.rlen, rq->token);
         stale_on(a, rq->sc.resource, rq->mark);
         break;
     case DECIDE_MISSING: {

@@ -108,17 +108,38 @@ fence_stats(struct fence *f, struct evbuffer *out)
     }
 }
 
-int64_t
-fence_check(struct fence *f, const char *res, size_t len, int64_t token)
+/* The bound decide_request gets for token from a mark known to be a
+ * lower bound: on a shared store, a token equal to it is asked again. */
+static int64_t
+bound_of(const struct fence *f, int64_t mark, int64_t token)
 {
-    int64_t mark = len > 0 ? marks_get(f->marks, res, len) : 0;
-
     if (f->ops->shared && mark > 0 && token == mark) {
         /* Another sidecar may have raised the mark past the cached one.
          * mark - 1 is still a lower bound, and makes the token a raise. */
         return mark - 1;
     }
     return mark;
+}
+
+int64_t
+fence_check(struct fence *f, const char *res, size_t len, int64_t token)
+{
+    return bound_of(f, len > 0 ? marks_get(f->marks, res, len) : 0, token);
+}
+
+int64_t
+fence_bound(struct fence *f, const char *res, size_t len, int64_t token)
+{
+    int64_t mark = len > 0 ? marks_get(f->marks, res, len) : 0;
+    int64_t read;
+
+    if (mark == 0 && len > 0 && f->ops->peek != NULL &&
+        f->ops->peek(f->store, res, len, &read) && read > 0) {
+        /* Durable and holding every answered raise: a lower bound. */
+        marks_put(f->marks, res, len, read);
+        mark = read;
+    }
+    return bound_of(f, mark, token);
 }
 
 static struct fence_call *

@@ -57,6 +57,15 @@ void fence_stats(struct fence *f, struct evbuffer *out);
 int64_t fence_check(struct fence *f, const char *res, size_t len,
                     int64_t token);
 
+/* fence_check, and when the cache does not know res, the mark the store
+ * reads at once where it can (the lmdb store's file, on this thread:
+ * ops->peek), kept in the cache: what a refusal of a token the cache
+ * does not hold costs is one read, not a raise through the writer. On
+ * every other store, or when the read fails, fence_check's answer. No
+ * allocation beyond the cache's. */
+int64_t fence_bound(struct fence *f, const char *res, size_t len,
+                    int64_t token);
+
 /* Ask the store to raise res (len bytes, copied) to token (>= 1), and
  * answer cb(arg, ...) with the outcome the data path may act on:
  * - accepted with mark == token, unless the cache knows a higher mark by

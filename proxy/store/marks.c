@@ -1,5 +1,6 @@
 /* marks.c: the in-memory mark cache, a set-associative table (8 ways per
- * bucket, CLOCK eviction inside a bucket) that never allocates on get. */
+ * bucket, CLOCK eviction inside a bucket) that never allocates on get,
+ * nor on put for a name of up to MARKS_KEY_STEP bytes. */
 #include "marks.h"
 
 #include <stdbool.h>
@@ -13,14 +14,16 @@
 #define MARKS_WAYS 8
 /* Longer names are never cached: get answers 0, put is ignored. */
 #define MARKS_KEY_MAX UINT16_MAX
-/* Key buffers are allocated in steps of this many bytes so a slot's
- * buffer can usually be reused when its entry is evicted. */
+/* Every way starts with a key buffer of this many bytes, in one block
+ * made with the table (its pages are touched as ways fill); a longer
+ * name gets a buffer of its own, in steps of this many bytes, which the
+ * way keeps across evictions. */
 #define MARKS_KEY_STEP 32
 
 struct marks_bucket {
     _Alignas(64) uint64_t hash[MARKS_WAYS]; /* 0: the way is empty */
     int64_t mark[MARKS_WAYS];
-    char *key[MARKS_WAYS]; /* owned; kept across evictions */
+    char *key[MARKS_WAYS]; /* its slot in keys, or owned; kept */
     uint16_t len[MARKS_WAYS];
     uint16_t keycap[MARKS_WAYS]; /* bytes allocated at key[i] */
     uint8_t ref;                 /* CLOCK reference bits, one a way */
@@ -29,6 +32,7 @@ struct marks_bucket {
 
 struct marks {
     struct marks_bucket *buckets;
+    char *keys; /* MARKS_KEY_STEP bytes a way: each way's first buffer */
     size_t nbuckets;
     size_t count;
     uint64_t seed;
@@ -85,6 +89,17 @@ bucket_of(const struct marks *m, uint64_t h)
     return &m->buckets[i];
 }
 
+/* Whether key is a way's buffer in m->keys (not to be freed alone). */
+static inline bool
+in_keys(const struct marks *m, const char *key)
+{
+    uintptr_t k = (uintptr_t)key;
+    uintptr_t first = (uintptr_t)m->keys;
+
+    return k >= first &&
+           k - first < m->nbuckets * MARKS_WAYS * (uintptr_t)MARKS_KEY_STEP;
+}
+
 /* The way of b holding res, or -1. */
 static inline int
 find_way(const struct marks_bucket *b, uint64_t h, const char *res, size_t len)
@@ -109,7 +124,8 @@ marks_new(size_t cap)
     }
     /* Round down: the table never holds more than cap entries. */
     nbuckets = cap / MARKS_WAYS;
-    if (nbuckets > SIZE_MAX / sizeof(struct marks_bucket)) {
+    if (nbuckets > SIZE_MAX / sizeof(struct marks_bucket) ||
+        nbuckets > SIZE_MAX / (MARKS_WAYS * MARKS_KEY_STEP)) {
         return NULL;
     }
     m = calloc(1, sizeof(*m));
@@ -124,6 +140,19 @@ marks_new(size_t cap)
         return NULL;
     }
     memset(m->buckets, 0, nbuckets * sizeof(struct marks_bucket));
+    m->keys = malloc(nbuckets * MARKS_WAYS * MARKS_KEY_STEP);
+    if (m->keys == NULL) {
+        free(m->buckets);
+        free(m);
+        return NULL;
+    }
+    for (size_t b = 0; b < nbuckets; b++) {
+        for (int i = 0; i < MARKS_WAYS; i++) {
+            m->buckets[b].key[i] =
+                m->keys + (b * MARKS_WAYS + (size_t)i) * MARKS_KEY_STEP;
+            m->buckets[b].keycap[i] = MARKS_KEY_STEP;
+        }
+    }
     /* A per-process seed makes it hard to aim many names at one bucket
      * (which would only evict entries early, never give a wrong mark). */
     if (getrandom(&m->seed, sizeof(m->seed), GRND_NONBLOCK) !=
@@ -144,9 +173,12 @@ marks_free(struct marks *m)
     }
     for (size_t b = 0; b < m->nbuckets; b++) {
         for (int i = 0; i < MARKS_WAYS; i++) {
-            free(m->buckets[b].key[i]);
+            if (!in_keys(m, m->buckets[b].key[i])) {
+                free(m->buckets[b].key[i]);
+            }
         }
     }
+    free(m->keys);
     free(m->buckets);
     free(m);
 }
@@ -227,7 +259,9 @@ marks_put(struct marks *m, const char *res, size_t len, int64_t mark)
             /* Not caching is always safe: the store still answers. */
             return;
         }
-        free(b->key[i]);
+        if (!in_keys(m, b->key[i])) {
+            free(b->key[i]);
+        }
         b->key[i] = key;
         b->keycap[i] = (uint16_t)cap;
     }

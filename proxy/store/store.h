@@ -43,6 +43,13 @@ struct store_ops {
      * has none), or STORE_ERROR. */
     void (*get)(struct store *s, const char *res, size_t len, store_cb cb,
                 void *arg);
+    /* Optional (NULL: none). Read the mark of res here and now, for a
+     * store that can without waiting (a local file, not a network):
+     * true with *mark (0 when res has none), false when it cannot (then
+     * ask through get or raise). The mark holds every raise already
+     * answered and only durable marks, as get's does. Loop thread; no
+     * callback, no allocation. */
+    bool (*peek)(struct store *s, const char *res, size_t len, int64_t *mark);
     /* false while the store cannot be used (failed sync, unreachable). */
     bool (*ready)(struct store *s);
     /* Optional (NULL: none). Append the backend's own families to out,

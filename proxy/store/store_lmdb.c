@@ -33,16 +33,16 @@
  * the two forms cannot collide, nor collide with EPOCH_KEY, the one key
  * that is not a mark.
  *
- * Threads. The loop thread calls raise, get, ready and close, and runs
- * every callback. The writer thread (lmdb_worker.c) owns the write
+ * Threads. The loop thread calls raise, get, peek, ready and close, and
+ * runs every callback. The writer thread (lmdb_worker.c) owns the write
  * transaction and the journal. Gets never wait for it: the loop thread
  * reads the mark in a read-only transaction of its own (one reader slot,
- * reset and renewed) and takes the larger of that and the journaled table,
- * the marks accepted since the last checkpoint, which LMDB's committed
- * state does not hold yet. The writer links a batch's new marks into the
- * table once the journal holds them on stable storage, before their
- * raises are answered, and empties it only after the commit that holds
- * them; a read that finds the table emptied begins its transaction after
+ * reset and renewed; peek reads the same way, at once) and takes the larger of
+ * that and the journaled table, the marks accepted since the last checkpoint,
+ * which LMDB's committed state does not hold yet. The writer links a batch's
+ * new marks into the table once the journal holds them on stable storage,
+ * before their raises are answered, and empties it only after the commit that
+ * holds them; a read that finds the table emptied begins its transaction after
  * that commit. So a get sees every accepted raise, and no mark that is
  * not durable. Besides the worker's queues, the threads share the log
  * queue, the counters and the journaled table, under the worker's lock. The
@@ -201,18 +201,18 @@ lmdb_raise(struct store *st, const char *res, size_t len, int64_t token,
     enqueue(s, r);
 }
 
-/* Loop thread: the mark of r's resource, without the writer: the
- * larger of the journaled table's and the committed one, read in that order
- * (see Threads above). 0 or an LMDB error (EINVAL: not 8 bytes). */
+/* Loop thread: the mark of res, without the writer: the larger of the
+ * journaled table's and the committed one, read in that order (see
+ * Threads above). 0 or an LMDB error (EINVAL: not 8 bytes). */
 static int
-read_now(struct lmdb_store *s, const struct lmdb_req *r, int64_t *mark)
+read_now(struct lmdb_store *s, const char *res, size_t len, int64_t *mark)
 {
     unsigned char kbuf[LMDB_DIGEST_KEY_LEN];
     MDB_val key;
     int64_t journaled;
     int rc;
 
-    lmdb_make_key(s->maxkey, r->name, r->len, kbuf, &key);
+    lmdb_make_key(s->maxkey, res, len, kbuf, &key);
     lmdb_worker_lock(s->w);
     journaled = store_lmdb_jmarks_find(s, &key);
     lmdb_worker_unlock(s->w);
@@ -235,6 +235,17 @@ read_now(struct lmdb_store *s, const struct lmdb_req *r, int64_t *mark)
     return rc;
 }
 
+/* A refusal's read: a token the cache does not know is checked here,
+ * without a request, the writer or a wait. A read that fails is left to
+ * raise (which reads again, and logs what failed). */
+static bool
+lmdb_peek(struct store *st, const char *res, size_t len, int64_t *mark)
+{
+    struct lmdb_store *s = to_lmdb(st);
+
+    return lmdb_worker_ready(s->w) && read_now(s, res, len, mark) == 0;
+}
+
 /* Gets never queue behind the writer: read here, answered on the next
  * pass of the loop. */
 static void
@@ -254,7 +265,7 @@ lmdb_get(struct store *st, const char *res, size_t len, store_cb cb, void *arg)
         answer_local(s, r, STORE_ERROR, 0);
         return;
     }
-    rc = read_now(s, r, &mark);
+    rc = read_now(s, r->name, r->len, &mark);
     if (rc != 0) {
         log_error("lmdb: %s: reading the mark of %s failed: %s: read refused",
                   LOG_STR(s->path), LOG_ESC(r->name, r->len),
@@ -509,6 +520,7 @@ const struct store_ops store_lmdb_ops = {
     .open = lmdb_open,
     .raise = lmdb_raise,
     .get = lmdb_get,
+    .peek = lmdb_peek,
     .ready = lmdb_ready,
     .metrics = lmdb_metrics,
     .fresh = store_lmdb_fresh,

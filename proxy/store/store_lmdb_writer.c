@@ -158,8 +158,12 @@ jmarks_free_list(struct lmdb_jmark *f)
 int64_t
 store_lmdb_jmarks_find(struct lmdb_store *s, const MDB_val *key)
 {
-    struct lmdb_jmark *f = s->ftab[jmarks_bucket(key->mv_data, key->mv_size)];
+    struct lmdb_jmark *f;
 
+    if (s->jcount == 0) {
+        return 0;
+    }
+    f = s->ftab[jmarks_bucket(key->mv_data, key->mv_size)];
     for (; f != NULL; f = f->next) {
         if (f->len == key->mv_size &&
             memcmp(f->key, key->mv_data, f->len) == 0) {
@@ -197,6 +201,7 @@ jmarks_publish(struct lmdb_store *s)
         } else {
             f->next = *head;
             *head = f;
+            s->jcount++;
         }
     }
     lmdb_worker_unlock(s->w);
@@ -220,6 +225,7 @@ jmarks_take(struct lmdb_store *s)
         }
         s->ftab[i] = NULL;
     }
+    s->jcount = 0;
     return all;
 }
 

@@ -14,7 +14,10 @@
 #
 # Env: MARKS_COUNTS ("1000 10000000"), MARKS_BINS (the tidemark binaries
 # to compare, "NAME=PATH ..."; default "tidemark=./tidemark"),
-# MARKS_REPEAT (3), MARKS_DURATION (10s), MARKS_CONNECTIONS (32),
+# MARKS_REPEAT (3), MARKS_DURATION (10s), MARKS_WARMUP (2s: refusals sent
+# before each measured run, not counted, so that the run measures a
+# filled cache and a mapped store, not their filling; 0s: none),
+# MARKS_CONNECTIONS (32),
 # MARKS_WRITERS (0: with N > 0, a second wrk, also on MARKS_WRK_CPU,
 # raises 1000 other resources to rising tokens over N connections during
 # each run, so that the store's writer is busy with journal syncs; the
@@ -30,6 +33,7 @@ COUNTS=${MARKS_COUNTS:-1000 10000000}
 BINS=${MARKS_BINS:-tidemark=$ROOT/tidemark}
 REPEAT=${MARKS_REPEAT:-3}
 DURATION=${MARKS_DURATION:-10s}
+WARMUP=${MARKS_WARMUP:-2s}
 CONNS=${MARKS_CONNECTIONS:-32}
 WRITERS=${MARKS_WRITERS:-0}
 PCPU=${MARKS_PROXY_CPU:-0}
@@ -116,6 +120,12 @@ INI
     s=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Fencing-Token: 1' \
         -d '{}' "http://127.0.0.1:$tm_port/v1/documents/m0")
     [ "$s" = 409 ] || die "$1: a stale PUT answered $s, not 409"
+    if [ "$WARMUP" != 0s ] && [ "$WARMUP" != 0 ]; then
+        taskset -c "$WCPU" wrk -t1 -c"$CONNS" -d"$WARMUP" \
+            -s "$ROOT/tests/bench/marks.lua" "http://127.0.0.1:$tm_port" \
+            -- "$3" >"$dir/warmup.out" 2>&1 ||
+            die "wrk failed: $(cat "$dir/warmup.out")"
+    fi
     w_pid=""
     if [ "$WRITERS" -gt 0 ]; then
         base=$(python3 -c 'import time; print(int(time.time() * 1e6))')
@@ -168,7 +178,8 @@ while [ "$r" -le "$REPEAT" ]; do
     r=$((r + 1))
 done
 {
-    echo "# medians of $REPEAT runs of $DURATION, $CONNS connections," \
+    echo "# medians of $REPEAT runs of $DURATION after $WARMUP of warm-up," \
+        "$CONNS connections," \
         "$WRITERS raising other resources meanwhile;" \
         "proxy on CPU $PCPU, wrk on CPU $WCPU"
     echo "# name count req/s p99_us cpu_us_per_refusal"

@@ -52,6 +52,42 @@ def test_stale_answered_from_cache_and_store_agree(tidemark, upstream):
     assert upstream.count() == 200
 
 
+def test_cold_refusal_does_not_wait_for_the_writer(tidemark, upstream,
+                                                   failsync, tmp_path):
+    """A token the cache does not hold (here after a restart) is checked
+    against the file on the loop thread: a stale one is refused, and an
+    equal one forwarded, while the store's writer is held in a sync that
+    does not return (before, both waited behind it)."""
+    shim, _ = failsync
+    stall = tmp_path / "stall"
+    held = tmp_path / "stall.held"
+    tm = tidemark(config={"store": {"timeout_ms": "60000"}},
+                  env={"LD_PRELOAD": str(shim), "FAILSYNC_STALL": str(stall)})
+    assert tm.put("cold", token=5).status == 200
+    tm.restart()
+    busy = {}
+    t = threading.Thread(target=lambda: busy.update(
+        r=tm.put("busy", token=1, timeout=60)))
+    try:
+        stall.write_text("")
+        t.start()
+        wait_until(held.exists, 10 * slow(), "the writer held in its sync")
+        r = tm.put("cold", token=4, headers=[("X-Test-Id", "stale")],
+                   timeout=5)
+        assert assert_problem(r, 409)["high_water"] == 5
+        assert upstream.find("X-Test-Id", "stale") == []
+        r = tm.put("cold", token=5, headers=[("X-Test-Id", "equal")],
+                   timeout=5)
+        assert r.status == 200, r
+        assert len(upstream.find("X-Test-Id", "equal")) == 1
+    finally:
+        stall.unlink(missing_ok=True)
+        if t.is_alive():
+            t.join(60 * slow())
+    assert busy["r"].status == 200
+    assert tm.mark("documents/busy") == 1
+
+
 def lmdb_counter(tm, name):
     """One of the lmdb store's counters from the control port's
     metrics."""

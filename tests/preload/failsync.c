@@ -1,12 +1,17 @@
 /* failsync.c: an LD_PRELOAD shim for tests. While the file named by
  * $FAILSYNC_TRIGGER exists, fsync and fdatasync fail with EIO
- * (as after a disk error); otherwise they do what libc does. */
+ * (as after a disk error); while the file named by $FAILSYNC_STALL
+ * exists, they wait for it to go (a disk that stops answering);
+ * otherwise they do what libc does. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static int (*real_fsync)(int);
@@ -34,9 +39,38 @@ failsync_on(void)
     return on;
 }
 
+/* While $FAILSYNC_STALL names a file that exists, wait (polled every
+ * 5 ms) until it is removed; <that name>.held exists meanwhile, so that
+ * a test knows a sync is held. */
+static void
+failsync_stall(void)
+{
+    const char *stall = getenv("FAILSYNC_STALL");
+    struct timespec step = {0, 5000000};
+    char held[4096];
+    int saved = errno;
+    int fd;
+
+    if (stall == NULL || stall[0] == '\0' || access(stall, F_OK) != 0 ||
+        snprintf(held, sizeof(held), "%s.held", stall) >= (int)sizeof(held)) {
+        errno = saved;
+        return;
+    }
+    fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    while (access(stall, F_OK) == 0) {
+        nanosleep(&step, NULL);
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(held);
+    }
+    errno = saved;
+}
+
 int
 fsync(int fd)
 {
+    failsync_stall();
     if (failsync_on()) {
         errno = EIO;
         return -1;
@@ -51,6 +85,7 @@ fsync(int fd)
 int
 fdatasync(int fd)
 {
+    failsync_stall();
     if (failsync_on()) {
         errno = EIO;
         return -1;

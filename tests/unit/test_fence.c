@@ -2,9 +2,10 @@
  * answers the test gives by hand: the cache as the decision input, an
  * equal token on a shared store asked again, out-of-order answers made
  * stale, cancelled raises still reaching the cache, reads lifted to the
- * cache. */
+ * cache, a miss read at once from a store that can. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +79,43 @@ static void
 fake_close(struct store *s)
 {
 }
+
+/* A store that reads at once (as the lmdb file does): the mark it gives
+ * for any name, how many reads it made, and whether a read fails. */
+static struct {
+    int64_t mark;
+    int reads;
+    bool fails;
+} peeked;
+
+static bool
+fake_peek(struct store *s, const char *res, size_t len, int64_t *mark)
+{
+    peeked.reads++;
+    *mark = peeked.mark;
+    return !peeked.fails;
+}
+
+static const struct store_ops fake_peek_ops = {
+    .name = "fake",
+    .open = fake_open,
+    .raise = fake_raise,
+    .get = fake_get,
+    .peek = fake_peek,
+    .ready = fake_ready,
+    .close = fake_close,
+};
+
+static const struct store_ops fake_peek_shared_ops = {
+    .name = "fake",
+    .shared = true,
+    .open = fake_open,
+    .raise = fake_raise,
+    .get = fake_get,
+    .peek = fake_peek,
+    .ready = fake_ready,
+    .close = fake_close,
+};
 
 static const struct store_ops fake_ops = {
     .name = "fake",
@@ -401,6 +439,55 @@ test_holder_and_floor_follow_the_routes(void **state)
     fixture_close(&fx);
 }
 
+/* fence_bound: a name the cache does not know is read from the store at
+ * once where it can, and kept; a cached name, a failed read, a mark of
+ * 0 and a store without peek change nothing; a shared store's equal
+ * token is still asked. */
+static void
+test_bound_reads_a_miss(void **state)
+{
+    struct fixture fx;
+    struct fence *f = fixture_open(&fx, &fake_peek_ops);
+
+    memset(&peeked, 0, sizeof(peeked));
+    peeked.mark = 9;
+    assert_int_equal(fence_bound(f, "r", 1, 3), 9);
+    assert_int_equal(peeked.reads, 1);
+    /* Kept: the cache answers from now on, without a read. */
+    assert_int_equal(fence_check(f, "r", 1, 3), 9);
+    assert_int_equal(fence_bound(f, "r", 1, 9), 9);
+    assert_int_equal(peeked.reads, 1);
+    assert_int_equal(fake.n, 0); /* no raise, no get */
+    /* Nothing there: 0, and the next call reads again. */
+    peeked.mark = 0;
+    assert_int_equal(fence_bound(f, "n", 1, 3), 0);
+    assert_int_equal(fence_bound(f, "n", 1, 3), 0);
+    assert_int_equal(peeked.reads, 3);
+    /* A failed read is the cache's answer; nothing is kept. */
+    peeked.mark = 7;
+    peeked.fails = true;
+    assert_int_equal(fence_bound(f, "x", 1, 3), 0);
+    assert_int_equal(fence_check(f, "x", 1, 3), 0);
+    /* An empty name is never read. */
+    assert_int_equal(fence_bound(f, "", 0, 3), 0);
+    assert_int_equal(peeked.reads, 4);
+    fixture_close(&fx);
+
+    /* A store that cannot read at once: the cache alone. */
+    f = fixture_open(&fx, &fake_ops);
+    assert_int_equal(fence_bound(f, "r", 1, 3), 0);
+    fixture_close(&fx);
+
+    /* Shared: an equal token is below the bound's answer, so asked. */
+    f = fixture_open(&fx, &fake_peek_shared_ops);
+    memset(&peeked, 0, sizeof(peeked));
+    peeked.mark = 9;
+    assert_int_equal(fence_bound(f, "r", 1, 9), 8);
+    assert_int_equal(fence_bound(f, "r", 1, 3), 9);
+    assert_int_equal(peeked.reads, 1);
+    fixture_close(&fx);
+}
+
 static void
 test_backend_facts(void **state)
 {
@@ -426,6 +513,7 @@ main(void)
         cmocka_unit_test(test_raise_above),
         cmocka_unit_test(test_raise_tree),
         cmocka_unit_test(test_holder_and_floor_follow_the_routes),
+        cmocka_unit_test(test_bound_reads_a_miss),
         cmocka_unit_test(test_backend_facts),
     };
 

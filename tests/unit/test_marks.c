@@ -1,5 +1,5 @@
 /* test_marks.c: the bounded mark cache: lookups, marks that never go
- * down, the capacity bound and eviction. */
+ * down, the capacity bound, eviction and the ways' key buffers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,6 +184,43 @@ test_long_names(void **state)
     marks_free(m);
 }
 
+/* Names shorter and longer than a way's first buffer take turns in the
+ * same ways (evicting each other): each reads back its own mark, and
+ * the cache holds what it last kept. ASan checks the buffers. */
+static void
+test_key_buffers(void **state)
+{
+    struct marks *m = marks_new(16);
+    char name[128];
+    int kept = 0;
+
+    (void)state;
+    assert_non_null(m);
+    for (int i = 0; i < 2000; i++) {
+        size_t len = 1 + (size_t)(i * 37) % 100;
+
+        memset(name, 'k', sizeof(name));
+        snprintf(name, sizeof(name), "%d", i);
+        name[strlen(name)] = 'k';
+        marks_put(m, name, len, 1000 + i);
+        assert_int_equal(marks_get(m, name, len), 1000 + i);
+    }
+    for (int i = 0; i < 2000; i++) {
+        size_t len = 1 + (size_t)(i * 37) % 100;
+        int64_t got;
+
+        memset(name, 'k', sizeof(name));
+        snprintf(name, sizeof(name), "%d", i);
+        name[strlen(name)] = 'k';
+        got = marks_get(m, name, len);
+        assert_true(got == 0 || got == 1000 + i);
+        kept += got != 0;
+    }
+    assert_true(kept > 0);
+    assert_int_equal(marks_count(m), 16);
+    marks_free(m);
+}
+
 int
 main(void)
 {
@@ -194,6 +231,7 @@ main(void)
         cmocka_unit_test(test_eviction_reput),
         cmocka_unit_test(test_hot_name_survives),
         cmocka_unit_test(test_long_names),
+        cmocka_unit_test(test_key_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

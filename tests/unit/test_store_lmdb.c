@@ -208,6 +208,58 @@ test_reads_beside_writer(void **state)
     store_close(f);
 }
 
+/* peek, the read a refusal makes at once, beside the writer: never
+ * below an acknowledged raise, never above what was raised, across
+ * checkpoints (which move the journal's marks into the file); with
+ * far more reads than LMDB has reader slots. */
+static void
+test_peek_beside_writer(void **state)
+{
+    static struct answer raised[READ_NAMES];
+    struct fixture *f = *state;
+    struct store_lmdb_stats st;
+    uint64_t x = 88172645463325252ull;
+    size_t npeek = 0;
+    char name[32];
+    int64_t mark;
+
+    store_open(f);
+    assert_true(f->ops->peek(f->st, "peek/none", 9, &mark));
+    assert_int_equal(mark, 0);
+    for (int64_t round = 1; round <= READ_ROUNDS; round++) {
+        for (int i = 0; i < READ_NAMES; i++) {
+            snprintf(name, sizeof(name), "peek/%d", i);
+            do_raise(f, name, strlen(name), round, &raised[i]);
+        }
+        while (f->pending > 0) {
+            for (int k = 0; k < 16; k++) {
+                int i;
+
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                i = (int)(x % READ_NAMES);
+                snprintf(name, sizeof(name), "peek/%d", i);
+                assert_true(f->ops->peek(f->st, name, strlen(name), &mark));
+                assert_true(mark >= (raised[i].done ? round : round - 1));
+                assert_true(mark <= round);
+                npeek++;
+            }
+            assert_int_equal(event_base_loop(f->base, EVLOOP_ONCE), 0);
+        }
+        for (int i = 0; i < READ_NAMES; i++) {
+            assert_int_equal(raised[i].res, STORE_ACCEPTED);
+            snprintf(name, sizeof(name), "peek/%d", i);
+            assert_true(f->ops->peek(f->st, name, strlen(name), &mark));
+            assert_int_equal(mark, round);
+        }
+    }
+    assert_true(npeek > 0);
+    store_lmdb_stats(f->st, &st);
+    assert_true(st.checkpoints >= 1); /* the rounds crossed one */
+    store_close(f);
+}
+
 /* Each read takes the loop thread's one reader slot and gives it back:
  * far more reads than LMDB has slots (126) are all answered. */
 static void
@@ -351,6 +403,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_million_resources, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reads_beside_writer, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_peek_beside_writer, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_reads_keep_one_slot, setup,
                                         teardown),

@@ -417,6 +417,7 @@ test_failed_sync(void **state)
     struct answer ans[N];
     struct answer a;
     char err[256];
+    int64_t mark;
 
     store_open(f);
     a = raise_wait(f, "synced", 5);
@@ -442,6 +443,8 @@ test_failed_sync(void **state)
     assert_int_equal(a.res, STORE_ERROR);
     a = get_wait(f, "synced", 6);
     assert_int_equal(a.res, STORE_ERROR);
+    /* Nor is the file read at once: the refusal's read goes to raise. */
+    assert_false(f->ops->peek(f->st, "synced", 6, &mark));
     assert_false(f->ops->ready(f->st));
     store_close(f);
 
