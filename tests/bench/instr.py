@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from proxies import (PROXY_PASS, nginx_argv, nginx_conf,  # noqa: E402
+from proxies import (PROXY_PASS, nginx_argv, nginx_conf, read_answer,  # noqa: E402
                      tidemark_ini, wait_port)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,17 +46,7 @@ def send(port, first, count):
                   b"Fencing-Token: 7\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n%s"
                   % (i % RES, len(BODY), BODY))
-        data = b""
-        while True:
-            end = data.find(b"\r\n\r\n")
-            if end >= 0:
-                m = re.search(rb"(?i)content-length: *(\d+)", data[:end])
-                if len(data) >= end + 4 + int(m.group(1)):
-                    break
-            chunk = s.recv(65536)
-            if not chunk:
-                raise RuntimeError("closed")
-            data += chunk
+        data = read_answer(s)
         if not data.startswith(b"HTTP/1.1 200"):
             raise RuntimeError("answered %r" % data[:60])
     s.close()

@@ -49,6 +49,9 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from common import free_port, wait_until  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "bench"))
+from proxies import read_answer  # noqa: E402
+
 COUNTS = [int(c) for c in
           os.environ.get("MARKS_COUNTS", "1000 10000000").split()]
 CONNS = int(os.environ.get("MARKS_CONNECTIONS", "32"))
@@ -107,17 +110,7 @@ class Clients:
 
     @staticmethod
     def answer(s):
-        data = b""
-        while True:
-            end = data.find(b"\r\n\r\n")
-            if end >= 0:
-                m = re.search(rb"(?i)content-length: *(\d+)", data[:end])
-                if len(data) >= end + 4 + int(m.group(1)):
-                    break
-            chunk = s.recv(65536)
-            if not chunk:
-                raise RuntimeError("closed")
-            data += chunk
+        data = read_answer(s)
         if not data.startswith(b"HTTP/1.1 409"):
             raise RuntimeError("answered %r, not 409" % data[:60])
 

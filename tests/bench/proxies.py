@@ -2,6 +2,7 @@
 config and a one-worker nginx config, every path inside one folder, and
 a wait for a port to listen."""
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -100,3 +101,19 @@ PROXY_PASS = """    upstream backend {
             proxy_read_timeout 600s;
         }
     }"""
+
+
+def read_answer(s):
+    """One HTTP/1.1 answer with a Content-Length from socket s, whole:
+    its bytes."""
+    data = b""
+    while True:
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            m = re.search(rb"(?i)content-length: *(\d+)", data[:end])
+            if len(data) >= end + 4 + int(m.group(1)):
+                return data
+        chunk = s.recv(65536)
+        if not chunk:
+            raise RuntimeError("closed")
+        data += chunk
