@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from common import free_port, wait_until  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "bench"))
-from proxies import read_answer  # noqa: E402
+from proxies import read_answer, tidemark_ini  # noqa: E402
 
 COUNTS = [int(c) for c in
           os.environ.get("MARKS_COUNTS", "1000 10000000").split()]
@@ -70,27 +70,8 @@ CALLED = ("malloc", "mdb_get", "mdb_txn_renew", "lmdb_raise")
 
 
 def ini(d, store, port):
-    path = os.path.join(d, "tidemark.ini")
-    with open(path, "w") as f:
-        f.write("""[proxy]
-listen = 127.0.0.1:%d
-log_level = warn
-[admin]
-listen = 127.0.0.1:%d
-[upstream default]
-url = http://127.0.0.1:9
-[store]
-type = lmdb
-path = %s
-map_size = 2G
-[route documents]
-methods = PUT
-path = /v1/documents/{doc}
-resource = documents/{doc}
-mode = correctness
-upstream = default
-""" % (port, free_port(), store))
-    return path
+    return tidemark_ini(d, port, "http://127.0.0.1:9",
+                        store="path = %s\nmap_size = 2G\n" % store)
 
 
 class Clients:

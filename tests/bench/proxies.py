@@ -26,10 +26,12 @@ def wait_port(port, proc, what):
     wait_until(up, 120, what + " listening", interval=0.1)
 
 
-def tidemark_ini(d, port, upstream_url, proxy="", upstream=""):
+def tidemark_ini(d, port, upstream_url, proxy="", upstream="", store=""):
     """Write d/tidemark.ini: one PUT route fenced on documents/{doc}, an
-    LMDB store in d, log_level warn; proxy and upstream: more lines for
-    those sections. Returns its path."""
+    LMDB store (in d, unless store names its path and more lines),
+    log_level warn; proxy and upstream: more lines for those sections.
+    Returns its path."""
+    store = store or "path = %s/marks.lmdb\n" % d
     ini = os.path.join(d, "tidemark.ini")
     with open(ini, "w") as f:
         f.write("""[proxy]
@@ -40,7 +42,7 @@ log_level = warn
 listen = 127.0.0.1:%d
 [store]
 type = lmdb
-path = %s/marks.lmdb
+%s
 [upstream default]
 url = %s
 %s
@@ -50,7 +52,7 @@ path = /v1/documents/{doc}
 resource = documents/{doc}
 mode = correctness
 upstream = default
-""" % (port, proxy, free_port(), d, upstream_url, upstream))
+""" % (port, proxy, free_port(), store, upstream_url, upstream))
     return ini
 
 

@@ -96,45 +96,16 @@ fake_peek(struct store *s, const char *res, size_t len, int64_t *mark)
     return !peeked.fails;
 }
 
-static const struct store_ops fake_peek_ops = {
-    .name = "fake",
-    .open = fake_open,
-    .raise = fake_raise,
-    .get = fake_get,
-    .peek = fake_peek,
-    .ready = fake_ready,
-    .close = fake_close,
-};
+/* The fake store's operations; the variants differ in peek and shared. */
+#define FAKE_OPS                                                               \
+    .name = "fake", .open = fake_open, .raise = fake_raise, .get = fake_get,   \
+    .ready = fake_ready, .close = fake_close
 
+static const struct store_ops fake_ops = {FAKE_OPS};
+static const struct store_ops fake_shared_ops = {FAKE_OPS, .shared = true};
+static const struct store_ops fake_peek_ops = {FAKE_OPS, .peek = fake_peek};
 static const struct store_ops fake_peek_shared_ops = {
-    .name = "fake",
-    .shared = true,
-    .open = fake_open,
-    .raise = fake_raise,
-    .get = fake_get,
-    .peek = fake_peek,
-    .ready = fake_ready,
-    .close = fake_close,
-};
-
-static const struct store_ops fake_ops = {
-    .name = "fake",
-    .open = fake_open,
-    .raise = fake_raise,
-    .get = fake_get,
-    .ready = fake_ready,
-    .close = fake_close,
-};
-
-static const struct store_ops fake_shared_ops = {
-    .name = "fake",
-    .shared = true,
-    .open = fake_open,
-    .raise = fake_raise,
-    .get = fake_get,
-    .ready = fake_ready,
-    .close = fake_close,
-};
+    FAKE_OPS, .peek = fake_peek, .shared = true};
 
 /* What a caller of the fence was told. */
 struct answer {
