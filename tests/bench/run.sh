@@ -635,6 +635,14 @@ rss_peak() {
     done
 }
 
+# steal_ticks: "steal total", the machine's CPU time so far that the
+# hypervisor gave to other guests, and all of its CPU time (/proc/stat,
+# in clock ticks; guest time is already inside user).
+steal_ticks() {
+    awk '/^cpu / { for (i = 2; i <= 9; i++) t += $i; print $9, t; exit }' \
+        /proc/stat
+}
+
 # up_accepts: the connections the upstream has accepted so far, less the
 # one that asks.
 up_accepts() {
@@ -645,9 +653,10 @@ up_accepts() {
 # run_wrk CASE TARGET DURATION OUT [CMD...]: one wrk run of the current
 # case, its output in OUT; prints "case target rps p99_us non2xx
 # socket_errors lost requests cpu_us_per_request accepts_per_request
-# rss_kib_per_client": the target's CPU time (/proc/PID/stat), the
-# upstream's new connections and the rise of the target's RSS from before
-# the run to its peak during it. CMD, if given, runs wrk (perf stat -p
+# rss_kib_per_client mean_us steal_pct": the target's CPU time
+# (/proc/PID/stat), the upstream's new connections, the rise of the
+# target's RSS from before the run to its peak during it, and the share
+# of the machine's CPU time stolen by the hypervisor over the run. CMD, if given, runs wrk (perf stat -p
 # ... --).
 run_wrk() {
     w=$1 t=$2 d=$3 out=$4
@@ -662,6 +671,7 @@ run_wrk() {
     cpu0=$(cpu_ticks "$tpids")
     acc0=$(up_accepts)
     rss0=$(rss_kb "$tpids")
+    steal0=$(steal_ticks)
     echo "$rss0" >"$dir/rss"
     rss_peak "$tpids" "$dir/rss" &
     rss_pid=$!
@@ -679,6 +689,7 @@ run_wrk() {
     wait "$rss_pid" 2>/dev/null || true
     rss_pid=""
     extra="$(cpu_ticks "$tpids") $cpu0 $(up_accepts) $acc0 $(cat "$dir/rss") $rss0"
+    extra="$extra $(steal_ticks) $steal0"
     if [ "$rc" -ne 0 ]; then
         cat "$out" >&2
         die "wrk failed against $t ($w)"
@@ -692,10 +703,12 @@ run_wrk() {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         rps = v["duration_us"] > 0 ? v["requests"] / (v["duration_us"] / 1e6) : 0
         split(x, e, " "); n = v["requests"] > 0 ? v["requests"] : 1
-        printf "%s %s %.2f %d %d %d %d %d %.1f %.4f %.1f %d\n", w, t, rps,
-            v["p99_us"], v["status_errors"], v["socket_errors"], v["lost"],
-            v["requests"], (e[1] + e[2] - e[3] - e[4]) * 1e6 / hz / n,
-            (e[5] - e[6]) / n, (e[7] - e[8]) / c, v["mean_us"]
+        st = e[10] > e[12] ? (e[9] - e[11]) * 100 / (e[10] - e[12]) : 0
+        printf "%s %s %.2f %d %d %d %d %d %.1f %.4f %.1f %d %.1f\n", w, t,
+            rps, v["p99_us"], v["status_errors"], v["socket_errors"],
+            v["lost"], v["requests"],
+            (e[1] + e[2] - e[3] - e[4]) * 1e6 / hz / n, (e[5] - e[6]) / n,
+            (e[7] - e[8]) / c, v["mean_us"], st
     }'
 }
 
@@ -967,7 +980,7 @@ while read -r name w c nres body <&3; do
             run_wrk "$name" "$t" "$DURATION" "$out_dir/wrk-$name-$t-$r.txt" \
                 >"$dir/run"
             awk -v r="$r" -v c="$c" '{ print $1, $2, r, $3, $4, $5, $6, $7,
-                $9, $10, $11, c, $12 }' "$dir/run" >>"$out_dir/runs.txt"
+                $9, $10, $11, c, $12, $13 }' "$dir/run" >>"$out_dir/runs.txt"
         done
         refs_run "$name" "$c" "$r"
         r=$((r + 1))

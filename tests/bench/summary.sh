@@ -42,6 +42,16 @@ awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" "$MEDIAN"'
         bad[k] += $6; sock[k] += $7; lost[k] += $8
         cpu[k] = cpu[k] " " $9; acc[k] = acc[k] " " $10
         rss[k] = rss[k] " " $11
+        # The steal of the hypervisor over the run (runs.txt of older benches
+        # has no such field).
+        if (NF >= 14) {
+            steal[k] = steal[k] " " $14; allsteal = allsteal " " $14
+            nsteal++
+            if ($14 + 0 > 5) nover++
+            if ($14 + 0 > maxsteal) {
+                maxsteal = $14 + 0; maxat = $1 " " $2 " run " $3
+            }
+        }
         # Bodies: the rate each connection moved its bodies at, from the
         # mean time a request took (a count of whole requests in a run is
         # too coarse for bodies of hundreds of MiB), times the clients.
@@ -98,6 +108,21 @@ awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" "$MEDIAN"'
         for (c = 1; c <= ncell; c++) {
             k = order[c]
             printf "  %-20s %-9s %s\n", cs_[k], tg[k], substr(rps[k], 2)
+        }
+        if (nsteal) {
+            printf "steal, the share of the machine'"'"'s CPU time the" \
+                " hypervisor gave other guests during a run:\n  median" \
+                " %.1f%%, highest %.1f%% (%s); %d of %d runs above 5%%\n",
+                median(allsteal), maxsteal, maxat, nover + 0, nsteal
+            if (nover) {
+                print "  above 5%, a run measures the host as much as the" \
+                    " target; steal of each run:"
+                for (c = 1; c <= ncell; c++) {
+                    k = order[c]
+                    printf "  %-20s %-9s %s\n", cs_[k], tg[k],
+                        substr(steal[k], 2)
+                }
+            }
         }
         print ""
         printf "medians of %d runs; vs nginx: the ratio of the medians.\n", rep
@@ -158,8 +183,9 @@ if [ -s "$dir/refs.txt" ]; then
         FILENAME ~ /refs.txt$/ {
             v[$1 " " $2] = v[$1 " " $2] " " $4; seen[$1] = 1; next
         }
-        $1 ~ /^rising-c[0-9]+$/ && $2 == "tidemark" {
-            c = substr($1, 9); v["tidemark " c] = v["tidemark " c] " " $4
+        $1 ~ /^rising-c[0-9]+$/ && ($2 == "tidemark" || $2 == "nginx" ||
+                                    $2 == "bare") {
+            c = substr($1, 9); v[$2 " " c] = v[$2 " " c] " " $4
         }
         END {
             n = split("tidemark postgres redis etcd raw", who, " ")
@@ -184,5 +210,28 @@ if [ -s "$dir/refs.txt" ]; then
             }
             if (raw1 != "")
                 print "tidemark at c=1 vs the raw write+fdatasync loop: " raw1
+            # At c=1 a raise is flushed before it is forwarded, so its
+            # time is at least a flush plus a proxied request: what a
+            # proxy costing no more than nginx, flushing once, could do.
+            raw = median(v["raw 1"]); ng = median(v["nginx 1"])
+            if (raw > 0 && ng > 0) {
+                cap = 1 / (1 / raw + 1 / ng)
+                printf "c=1 ceiling: one flush (raw loop %.0f/s) then" \
+                    " one request proxied as nginx does (%.0f/s), in" \
+                    " series: %.0f/s = %.2fx the raw loop; tidemark" \
+                    " does %.2fx of it\n", raw, ng, cap, cap / raw,
+                    median(v["tidemark 1"]) / cap
+            }
+            # The load generator and the upstream slow down with the
+            # clients too: the same ratio for the other two targets.
+            split("bare nginx", wh, " ")
+            for (i = 1; i <= 2; i++) {
+                a = median(v[wh[i] " 512"]); b = median(v[wh[i] " 128"])
+                if (a > 0 && b > 0)
+                    r512 = r512 sprintf(", %s %.2fx", wh[i], a / b)
+            }
+            if (base > 0 && r512 != "")
+                printf "c=512 vs c=128, each target'"'"'s own: tidemark" \
+                    " %.2fx%s\n", median(v["tidemark 512"]) / base, r512
         }' "$dir/refs.txt" "$dir/runs.txt"
 fi
