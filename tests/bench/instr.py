@@ -13,7 +13,9 @@ system call time: the kernel's share is not in it.
 Env: TIDEMARK_BIN (./tidemark), INSTR_BINS ("NAME=PATH ...": more
 tidemark binaries), INSTR_FEW (2000), INSTR_MANY (6000),
 INSTR_RESOURCES (1000), INSTR_PROFILE (a folder: keep each run's
-callgrind.out there for callgrind_annotate).
+callgrind.out there for callgrind_annotate), BENCH_RESULTS
+(tests/bench/results: what it prints is also kept in a new
+<time>-instr/summary.txt there).
 """
 import os
 import re
@@ -22,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from proxies import (PROXY_PASS, nginx_argv, nginx_conf, read_answer,  # noqa: E402
@@ -88,6 +91,20 @@ def count(name, argv_of, up, total):
         return int(m.group(1))
 
 
+def say(out, line):
+    print(line)
+    sys.stdout.flush()
+    out.append(line)
+
+
+def version(argv):
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except OSError:
+        return "?"
+    return (p.stdout + p.stderr).strip().splitlines()[0]
+
+
 def main():
     for tool in ("valgrind", "nginx"):
         if not shutil.which(tool):
@@ -112,22 +129,34 @@ def main():
             for name, path in bins:
                 targets.append((name, lambda d, p, u, path=path:
                                 tidemark_argv(path, d, p, u)))
-            print("bench-instr: instructions per request (callgrind), "
-                  "one keep-alive client, PUT with an equal token, "
-                  "%d resources, (count at %d - count at %d) / %d"
-                  % (RES, MANY, FEW, MANY - FEW))
+            out = []
+            say(out, "bench-instr: instructions per request (callgrind), "
+                "one keep-alive client, PUT with an equal token, "
+                "%d resources, (count at %d - count at %d) / %d"
+                % (RES, MANY, FEW, MANY - FEW))
+            say(out, "%s UTC; %s; %s; tidemark %s" % (
+                time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                version(["valgrind", "--version"]),
+                version(["nginx", "-v"]),
+                version(["git", "-C", str(ROOT), "describe", "--always",
+                         "--dirty"])))
             base = None
             for name, argv_of in targets:
                 few = count(name, argv_of, up, FEW)
                 many = count(name, argv_of, up, MANY)
                 per = (many - few) / (MANY - FEW)
                 base = base or per
-                print("%-12s %10.0f instructions/request (%.2fx nginx)"
-                      % (name, per, per / base))
-                sys.stdout.flush()
+                say(out, "%-12s %10.0f instructions/request (%.2fx nginx)"
+                    % (name, per, per / base))
         finally:
             upp.terminate()
             upp.wait(30)
+    folder = Path(os.environ.get("BENCH_RESULTS",
+                                 ROOT / "tests" / "bench" / "results"))
+    folder = folder / time.strftime("%Y%m%dT%H%M%SZ-instr", time.gmtime())
+    folder.mkdir(parents=True)
+    (folder / "summary.txt").write_text("\n".join(out) + "\n")
+    print("raw output: %s/" % folder)
 
 
 if __name__ == "__main__":
