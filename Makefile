@@ -45,6 +45,9 @@
 #                 tidemark vs nginx (BUSY_CLIENTS "1000 4000", BUSY_BINS)
 #   bench-instr   instructions per request on the equal path (callgrind),
 #                 tidemark vs nginx (INSTR_BINS, INSTR_FEW, INSTR_MANY)
+#   bench-readme  the README's paragraph on speed, made again from the
+#                 summaries in tests/bench/results it quotes (check-docs
+#                 checks that it is current)
 #   bench-marks   CPU per refusal and p99 as the marks grow (1e3, 1e7 by
 #                 default, loaded with premark): proxy and wrk pinned,
 #                 MARKS_BINS="A=bin B=bin" alternates binaries, after
@@ -138,7 +141,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps check check-layers test test-asan test-sanitize unit \
         integration integration-fast bench \
-        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-marks bench-marks-counts bench-watch embed \
+        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-readme bench-marks bench-marks-counts bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
         check-docs packaged-ini lab chaos
 
@@ -211,6 +214,7 @@ check-docs: $(BUILD)/tools/cfgdoc $(BUILD)/tools/metricsdoc
 	    doc/operations.md $(DOC_OTHERS)
 	$(BUILD)/tools/metricsdoc check doc/operations.md $(DOC_OTHERS)
 	/usr/bin/python3 tests/check-links.py $(DOC_PAGES)
+	/usr/bin/python3 tests/bench/readme.py --check
 	@sh packaging/packaged-ini.sh | cmp -s - packaging/tidemark.ini || \
 	    { echo "check-docs: packaging/tidemark.ini is not what" \
 	        "packaging/packaged-ini.sh makes of conf/tidemark.ini:" \
@@ -357,6 +361,9 @@ bench-busy: all
 
 bench-instr: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 tests/bench/instr.py
+
+bench-readme:
+	/usr/bin/python3 tests/bench/readme.py
 
 bench-marks: all $(BUILD)/tools/premark
 	MARKS_BINS="$${MARKS_BINS:-tidemark=$(abspath $(TM_BIN))}" \
