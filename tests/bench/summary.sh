@@ -186,6 +186,7 @@ if [ -s "$dir/refs.txt" ]; then
         $1 ~ /^rising-c[0-9]+$/ && ($2 == "tidemark" || $2 == "nginx" ||
                                     $2 == "bare") {
             c = substr($1, 9); v[$2 " " c] = v[$2 " " c] " " $4
+            if ($2 == "tidemark") cpu[c] = cpu[c] " " $9
         }
         END {
             n = split("tidemark postgres redis etcd raw", who, " ")
@@ -222,6 +223,22 @@ if [ -s "$dir/refs.txt" ]; then
                     " does %.2fx of it\n", raw, ng, cap, cap / raw,
                     median(v["tidemark 1"]) / cap
             }
+            # The proxy has one core: at the CPU a raise took, the most
+            # raises a second that core could answer.
+            line = ""
+            for (j = 1; j <= 5; j++) {
+                c = cs[j]; u = median(cpu[c]); pg = median(v["postgres " c])
+                if (u <= 0) continue
+                sep = line == "" ? "" : "\n"
+                line = line sprintf("%s  c=%s: %.1f us, %.0f/s", sep, c, u,
+                                    1e6 / u)
+                if (pg > 0) line = line sprintf(" = %.2fx PostgreSQL",
+                                                1e6 / u / pg)
+            }
+            if (line != "")
+                print "one core busy all the time at tidemark'"'"'s CPU a" \
+                    " raise (the proxy'"'"'s core: its loop and its writer):\n" \
+                    line
             # The load generator and the upstream slow down with the
             # clients too: the same ratio for the other two targets.
             split("bare nginx", wh, " ")
