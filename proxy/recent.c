@@ -55,6 +55,19 @@ same_name(const char *kept, uint64_t kept_hash, const char *s, size_t len,
     return strncmp(kept, s, n) == 0 && kept[n] == '\0';
 }
 
+/* The slot of marks holding resource (len bytes, hash h), or -1. */
+static int
+find_mark(const struct recent *r, const char *resource, size_t len, uint64_t h)
+{
+    for (size_t s = 0; s < r->nmarks; s++) {
+        if (r->mark_hash[s] == h &&
+            same_name(r->marks[s].resource, h, resource, len, h)) {
+            return (int)s;
+        }
+    }
+    return -1;
+}
+
 /* Put resource at mark first, once, as seen at when_ms: its old entry
  * (or the oldest, when the table is full) makes room. */
 static void
@@ -63,19 +76,19 @@ mark_first(struct recent *r, const char *resource, int64_t mark,
 {
     size_t len = strlen(resource);
     uint64_t h = name_hash(resource, len);
+    int found = find_mark(r, resource, len, h);
     struct recent_mark *m;
     uint8_t slot;
     size_t i;
 
-    for (i = 0; i < r->nmarks; i++) {
-        m = &r->marks[r->order[i]];
-        if (same_name(m->resource, m->hash, resource, len, h)) {
-            break;
-        }
-    }
-    if (i == r->nmarks && r->nmarks < RECENT_N) {
+    if (found >= 0) {
+        const uint8_t *at = memchr(r->order, found, r->nmarks);
+
+        i = (size_t)(at - r->order); /* every slot in use is in order */
+    } else if (r->nmarks < RECENT_N) {
+        i = r->nmarks;
         r->order[i] = (uint8_t)r->nmarks++;
-    } else if (i == r->nmarks) {
+    } else {
         i = RECENT_N - 1;
     }
     slot = r->order[i];
@@ -85,7 +98,7 @@ mark_first(struct recent *r, const char *resource, int64_t mark,
     m->when_ms = when_ms;
     m->when = (time_t)(m->when_ms / 1000);
     m->mark = mark;
-    m->hash = h;
+    r->mark_hash[slot] = h;
     copy(m->resource, sizeof(m->resource), resource);
 }
 
@@ -99,16 +112,9 @@ int64_t
 recent_known_mark(const struct recent *r, const char *resource)
 {
     size_t len = strlen(resource);
-    uint64_t h = name_hash(resource, len);
+    int s = find_mark(r, resource, len, name_hash(resource, len));
 
-    for (size_t i = 0; i < r->nmarks; i++) {
-        const struct recent_mark *m = &r->marks[i];
-
-        if (same_name(m->resource, m->hash, resource, len, h)) {
-            return m->mark;
-        }
-    }
-    return 0;
+    return s >= 0 ? r->marks[s].mark : 0;
 }
 
 /* The next event of the history, its time, who and resource set. */

@@ -19,7 +19,6 @@ struct recent_mark {
     time_t when;
     int64_t when_ms;
     int64_t mark;
-    uint64_t hash; /* of resource, to find it again cheaply */
     char resource[RECENT_NAME];
 };
 
@@ -64,9 +63,11 @@ struct recent_lock {
 
 struct recent {
     struct recent_mark marks[RECENT_N]; /* in no order: see order */
-    uint8_t order[RECENT_N]; /* indexes into marks, most recently written
-                              * first (moving one is a byte, not an entry) */
-    size_t nmarks;           /* in use */
+    uint8_t order[RECENT_N];      /* indexes into marks, most recently written
+                                   * first (moving one is a byte, not an entry) */
+    size_t nmarks;                /* in use: marks[0 .. nmarks - 1] */
+    uint64_t mark_hash[RECENT_N]; /* of marks[i].resource, side by side:
+                                   * a name is looked for in 256 bytes */
     struct recent_event refusals[RECENT_N]; /* the refusals only */
     size_t nrefusals; /* ever recorded; the ring holds the last */
     struct recent_event events[RECENT_EVENTS];
