@@ -7,9 +7,12 @@ none (the proxy's, the control port's) rests and tries again instead of
 spinning, and accepts once descriptors are free. A reload while writes
 wait cannot open its file: it is refused, the waiting are served by the
 old configuration (or get their 502 at their connect timeout), and a
-reload once descriptors are free applies the file. A drain (SIGTERM,
-PUT /v1/drain) answers the waiting whose connect timeout comes first and
-closes the others at drain_timeout_ms, then exits 0.
+reload once descriptors are free applies the file. Writes that started
+before a reload and wait for a descriptor keep their configuration:
+served by its upstream once one frees, else a 502 at its connect
+timeout (the last of them ends the retired configuration). A drain
+(SIGTERM, PUT /v1/drain) answers the waiting whose connect timeout comes
+first and closes the others at drain_timeout_ms, then exits 0.
 
 Each test lowers the running process's open-files limit (prlimit) to the
 descriptors it has open plus the few the test means to leave, so the
@@ -26,7 +29,7 @@ from common import slow, wait_until
 from daemon import DEFAULT_ROUTE, render_ini
 from test_admin_token import TOKEN, token_file
 from test_metrics import parse, scrape, value
-from wire import Conn
+from wire import Conn, build_request
 
 SHORT = "cannot open a connection: Too many open files"
 ACCEPT_SHORT = "proxy: accept: Too many open files"
@@ -454,3 +457,135 @@ def test_a_drain_answers_the_waiting_whose_connect_timeout_comes_first(
         waiting - 1
     assert tm.log_lines("drain timeout") == []
 
+
+def metric(adm, tm, fam, **labels):
+    r = admin_ask(adm, tm, "GET", "/metrics")
+    assert r.status == 200, r
+    return value(parse(r.body.decode()), fam, **labels)
+
+
+def upstream_fds(tm, upstream):
+    """tm's descriptors of its connections to upstream."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) == upstream.port:
+                    inodes.add("socket:[%s]" % fields[9])
+    fds = []
+    for fd in os.listdir("/proc/%d/fd" % tm.proc.pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (tm.proc.pid, fd)) in inodes:
+                fds.append(int(fd))
+        except FileNotFoundError:
+            pass  # closed meanwhile
+    return sorted(fds)
+
+
+def wait_after_a_reload(tm, upstream, other, queued):
+    """Writes that wait for a descriptor in the pool of a configuration
+    a reload has retired: a write of documents/x (token 1) held by the
+    upstream, queued writes of it with token 2 behind it (they hold the
+    configuration they started under), a reload that sends new writes to
+    other, then no descriptor free as the first write ends: one queued
+    write takes its pooled connection (held by the upstream), the others
+    wait for a descriptor. The control port's connection, the first
+    write's connection and the queued writes' connections."""
+    wait_until(lambda: accepted(tm) == 0, 10 * slow(),
+               "the readiness checks' connections closed")
+    adm = admin_conn(tm)
+    first = tm.conn()
+    first.send(build_request("PUT", "/v1/documents/x", [
+        ("Fencing-Token", "1"), ("X-Test-Hold", "a")], b"data"))
+    upstream.wait_for(lambda: len(upstream.requests) == 1,
+                      what="the first write")
+    conns = [tm.conn() for _ in range(queued)]
+    for i, c in enumerate(conns):
+        c.send(build_request("PUT", "/v1/documents/x", [
+            ("Fencing-Token", "2"), ("X-Test-Hold", "b"),
+            ("X-Test-Close", "1"), ("X-Test-Id", "q%d" % i)], b"data"))
+    wait_until(lambda: metric(adm, tm, "tidemark_decisions_total",
+                              route="docs", outcome="accepted") ==
+               1 + queued, 10 * slow(), "the queued writes checked")
+    reload_to(tm, other.url)
+    tm.proc.send_signal(signal.SIGHUP)
+    tm.wait_log("reloaded", timeout=10)
+    # The limit at the first write's upstream connection, every
+    # descriptor below it open: none can be opened, even once the queued
+    # write that takes that connection over has closed it.
+    up = upstream_fds(tm, upstream)
+    assert len(up) == 1
+    assert all(os.path.exists("/proc/%d/fd/%d" % (tm.proc.pid, fd))
+               for fd in range(up[0]))
+    _, hard = resource.prlimit(tm.proc.pid, resource.RLIMIT_NOFILE)
+    resource.prlimit(tm.proc.pid, resource.RLIMIT_NOFILE, (up[0], hard))
+    upstream.release("a")
+    assert first.read_response(timeout=10 * slow()).status == 200
+    upstream.wait_for(lambda: len(upstream.requests) == 2,
+                      what="the queued write on the pooled connection")
+    wait_until(lambda: metric(adm, tm, "tidemark_upstream_dial_deferred_total",
+                              upstream="default") == queued - 1,
+               10 * slow(), "the queued writes waiting for a descriptor")
+    return adm, first, conns
+
+
+def test_writes_waiting_after_a_reload_are_served_by_their_configuration(
+        tidemark, upstream, upstream_factory):
+    """Writes that started before a reload and wait for a descriptor in
+    the retired configuration's pool: once descriptors are free, each is
+    forwarded once to the upstream it started with and answered 200,
+    while new writes go to the new upstream."""
+    queued = 3
+    tm = tidemark({"upstream default": {"connect_timeout_ms": "60000"}})
+    other = upstream_factory()
+    adm, first, conns = wait_after_a_reload(tm, upstream, other, queued)
+    try:
+        free_descriptors(tm)
+        upstream.wait_for(lambda: len(upstream.requests) == 1 + queued,
+                          what="the waiting writes forwarded")
+        upstream.release("b")
+        answers = [c.read_response(timeout=10 * slow()) for c in conns]
+    finally:
+        for c in [adm, first] + conns:
+            c.close()
+    assert [(r.status, r.header("X-Echo-Target")) for r in answers] == \
+        [(200, "/v1/documents/x")] * queued
+    assert sorted(r.header("X-Test-Id") or "-" for r in upstream.requests) \
+        == ["-"] + ["q%d" % i for i in range(queued)]
+    assert other.requests == []
+    assert tm.mark("documents/x") == 2
+    assert tm.put("after", token=1).status == 200
+    assert [r.target for r in other.requests] == ["/v1/documents/after"]
+
+
+def test_writes_waiting_after_a_reload_get_502_at_connect_timeout(
+        tidemark, upstream, upstream_factory):
+    """Writes that started before a reload and wait for a descriptor in
+    the retired configuration's pool, none freeing: each gets its 502
+    once connect_timeout_ms has passed, the last of them ending the
+    retired configuration; the process serves on with the new one."""
+    queued = 3
+    tm = tidemark({"upstream default": {"connect_timeout_ms": "1000"}})
+    other = upstream_factory()
+    adm, first, conns = wait_after_a_reload(tm, upstream, other, queued)
+    try:
+        # The write on the pooled connection ends first: the waiting
+        # ones are the last requests of the retired configuration.
+        held = upstream.requests[1].header("X-Test-Id")
+        upstream.release("b")
+        waited = [c for i, c in enumerate(conns) if "q%d" % i != held]
+        assert conns[int(held[1:])].read_response(
+            timeout=10 * slow()).status == 200
+        statuses = [c.read_response(timeout=10 * slow()).status
+                    for c in waited]
+    finally:
+        for c in [adm, first] + conns:
+            c.close()
+    assert statuses == [502] * (queued - 1)
+    assert len(tm.log_lines("connect failed: Too many open files")) == \
+        queued - 1
+    free_descriptors(tm)
+    assert tm.put("after", token=1).status == 200
+    assert [r.target for r in other.requests] == ["/v1/documents/after"]
+    assert len(upstream.requests) == 2
