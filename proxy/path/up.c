@@ -646,31 +646,37 @@ fd_short_begin(struct up_pool *p, int err)
 }
 
 /* uc found no descriptor to dial with (err): it waits, first in line (it
- * was when it dialed), unless its time has run out. */
-static void
+ * was when it dialed), unless its time has run out. false when it gave
+ * up: its callback ran, and may have freed the pool. */
+static bool
 fd_starve(struct up_conn *uc, int err)
 {
     struct up_pool *p = uc->pool;
 
     if (uc->deadline != 0 && dial_now_ms() >= uc->deadline) {
         connect_done(uc, false, err);
-        return;
+        return false;
     }
     fd_short_begin(p, err);
     fd_wait_count(uc);
     uc->waiting = true;
     list_add(&p->wait, uc, true);
+    return true;
 }
 
 /* While short, every UP_FD_RETRY_MS: a socket opened (and closed) ends
  * the wait for one, and the line is served again; those whose time ran
  * out give up, with the reason (err) in their error line; the log says
- * how it goes, once a second at most, and when it has ended. */
+ * how it goes, once a second at most, and when it has ended. Those that
+ * give up are told last: the last request of a generation a reload
+ * retired frees the pool as it ends. */
 static void
 on_fd_retry(evutil_socket_t fd, short what, void *arg)
 {
     struct up_pool *p = arg;
     int64_t now = dial_now_ms();
+    struct conn_list gave_up = {NULL, NULL, 0};
+    int err = p->fds.err;
     struct up_conn *uc;
     struct timeval tv;
 
@@ -695,7 +701,7 @@ on_fd_retry(evutil_socket_t fd, short what, void *arg)
     /* In arrival order, so deadline order (give or take a loop pass). */
     while ((uc = p->wait.head) != NULL && uc->starved && uc->deadline <= now) {
         wait_unlink(uc);
-        connect_done(uc, false, p->fds.err);
+        list_add(&gave_up, uc, false);
     }
     if (p->fds.on && p->fds.since > 0 && now - p->fds.told >= UP_FD_LOG_MS) {
         log_warn("%s: still no file descriptor free: %lu requests waited in "
@@ -710,10 +716,14 @@ on_fd_retry(evutil_socket_t fd, short what, void *arg)
                  p->who, (long long)(p->fds.last - p->fds.began),
                  p->fds.waited);
         p->fds.told = 0;
-        return;
+    } else {
+        ms_to_tv(UP_FD_RETRY_MS, &tv);
+        evtimer_add(p->fds.retry, &tv);
     }
-    ms_to_tv(UP_FD_RETRY_MS, &tv);
-    evtimer_add(p->fds.retry, &tv);
+    while ((uc = gave_up.head) != NULL) {
+        list_unlink(&gave_up, uc);
+        connect_done(uc, false, err);
+    }
 }
 
 static void
@@ -724,7 +734,7 @@ on_dialed(void *arg, int fd, int err, size_t index)
 
     uc->dial = NULL;
     if (fd < 0 && fd_exhausted(err)) {
-        fd_starve(uc, err);
+        (void)fd_starve(uc, err);
         return;
     }
     if (fd < 0) {
@@ -749,7 +759,9 @@ on_dialed(void *arg, int fd, int err, size_t index)
 }
 
 /* Serve a waiting request: a connection given back since it came, or a
- * new one. false when it waits on, first in line, for a descriptor. */
+ * new one. false when it waits on, first in line, for a descriptor.
+ * true when it gave up: if it was the last request holding the pool,
+ * its callback freed it, and no other waits in it. */
 static bool
 serve(struct up_conn *uc)
 {
@@ -782,8 +794,7 @@ serve(struct up_conn *uc)
         dial_start(p->base, &p->addrs, p->good,
                    dial_share_ms(uc->deadline - now, 1), p->who, on_dialed, uc);
     if (uc->dial == NULL && fd_exhausted(errno)) {
-        fd_starve(uc, errno);
-        return !p->fds.on; /* false unless its time had run out */
+        return !fd_starve(uc, errno); /* gave up: the pool may be gone */
     }
     if (uc->dial == NULL) {
         connect_done(uc, false, ENOMEM);

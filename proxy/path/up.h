@@ -51,7 +51,9 @@ struct up_conn *up_take_idle(struct up_pool *p);
  * back with up_put first; cb's uc is the connection to use (it may be
  * another than the handle, which is then freed). When ok is false errno
  * says why (ETIMEDOUT: the deadline passed) and the pool frees the
- * connection after cb returns. */
+ * connection after cb returns. cb may free the pool (the last request of
+ * a generation a reload retired ends in it): the pool does nothing with
+ * itself after. */
 struct up_conn *up_connect(struct up_pool *p, up_ready_cb cb, void *arg);
 /* A pool without an address (up_down_why) fails every request that
  * finds none idle, with EHOSTUNREACH, except that the requests that come

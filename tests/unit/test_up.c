@@ -4,7 +4,7 @@
  * connections beyond max_idle are closed once idle a while (a burst
  * soon after reuses them); without a file descriptor to dial with, the
  * requests wait in line for connections given back, and the first gives
- * up at its connect timeout. */
+ * up at its connect timeout; its callback may free the pool. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -290,6 +290,59 @@ test_no_descriptor_waits_for_one_given_back(void **state)
     metrics_free(names.metrics);
 }
 
+/* The failure callback of the last request of a retired generation: it
+ * frees the pool, as gen_drop does. */
+struct last {
+    struct up_pool **pool;
+    int calls;
+};
+
+static void
+on_failed_free_pool(void *arg, struct up_conn *uc, bool ok)
+{
+    struct last *l = arg;
+
+    assert_false(ok);
+    (void)uc;
+    l->calls = errno;
+    up_pool_free(*l->pool);
+    *l->pool = NULL;
+}
+
+static void
+test_the_last_to_give_up_may_free_the_pool(void **state)
+{
+    static struct up_names names;
+    struct fixture f;
+    struct last l = {&f.pool, 0};
+    struct rlimit saved;
+    char err[256];
+
+    (void)state;
+    names.metrics = metrics_new();
+    setup(&f, 4);
+    up_pool_free(f.pool);
+    f.cfg.connect_timeout_ms = 50;
+    f.pool = up_pool_new(f.base, &f.cfg, &names, err, sizeof(err));
+    assert_non_null(f.pool);
+    /* It waits for a descriptor, gives up at its connect timeout, and
+     * frees the pool in its callback: the pool must not be touched
+     * after (an ASan build reports it, else the heap is corrupted). */
+    exhaust(&saved);
+    assert_non_null(up_connect(f.pool, on_failed_free_pool, &l));
+    for (int i = 0; i < 1000 && l.calls == 0; i++) {
+        event_base_loop(f.base, EVLOOP_ONCE);
+    }
+    restore(&saved);
+    assert_int_equal(l.calls, EMFILE);
+    assert_null(f.pool);
+    /* No timer of the freed pool is left on the loop. */
+    assert_int_equal(event_base_get_num_events(f.base, EVENT_BASE_COUNT_ADDED),
+                     0);
+    teardown(&f);
+    metrics_free(names.metrics);
+}
+
 int
 main(void)
 {
@@ -297,6 +350,7 @@ main(void)
         cmocka_unit_test(test_given_back_in_the_pass_serves_the_waiting),
         cmocka_unit_test(test_beyond_max_idle_closed_once_idle_a_while),
         cmocka_unit_test(test_no_descriptor_waits_for_one_given_back),
+        cmocka_unit_test(test_the_last_to_give_up_may_free_the_pool),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
