@@ -237,6 +237,20 @@ restore(const struct rlimit *saved)
     assert_int_equal(setrlimit(RLIMIT_NOFILE, saved), 0);
 }
 
+/* setup's, with a pool that counts into names and gives up dialing
+ * after connect_timeout_ms. */
+static void
+setup_counted(struct fixture *f, struct up_names *names, int timeout_ms)
+{
+    char err[256];
+
+    setup(f, 4);
+    up_pool_free(f->pool);
+    f->cfg.connect_timeout_ms = timeout_ms;
+    f->pool = up_pool_new(f->base, &f->cfg, names, err, sizeof(err));
+    assert_non_null(f->pool);
+}
+
 static void
 test_no_descriptor_waits_for_one_given_back(void **state)
 {
@@ -244,15 +258,10 @@ test_no_descriptor_waits_for_one_given_back(void **state)
     struct fixture f;
     struct got a, b, c, d;
     struct rlimit saved;
-    char err[256];
 
     (void)state;
     names.metrics = metrics_new();
-    setup(&f, 4);
-    up_pool_free(f.pool);
-    f.cfg.connect_timeout_ms = 100;
-    f.pool = up_pool_new(f.base, &f.cfg, &names, err, sizeof(err));
-    assert_non_null(f.pool);
+    setup_counted(&f, &names, 100);
     dial_n(&f, &a, 1);
     memset(&b, 0, sizeof(b));
     memset(&c, 0, sizeof(c));
@@ -316,15 +325,10 @@ test_the_last_to_give_up_may_free_the_pool(void **state)
     struct fixture f;
     struct last l = {&f.pool, 0};
     struct rlimit saved;
-    char err[256];
 
     (void)state;
     names.metrics = metrics_new();
-    setup(&f, 4);
-    up_pool_free(f.pool);
-    f.cfg.connect_timeout_ms = 50;
-    f.pool = up_pool_new(f.base, &f.cfg, &names, err, sizeof(err));
-    assert_non_null(f.pool);
+    setup_counted(&f, &names, 50);
     /* It waits for a descriptor, gives up at its connect timeout, and
      * frees the pool in its callback: the pool must not be touched
      * after (an ASan build reports it, else the heap is corrupted). */
