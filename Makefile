@@ -44,6 +44,7 @@
 #   bench-busy    VmRSS per busy connection (a request held upstream),
 #                 tidemark vs nginx (BUSY_CLIENTS "1000 4000", BUSY_BINS)
 #   bench-instr   instructions per request on the equal path (callgrind),
+#                 or per durable raise (INSTR_WORKLOAD=rising), by thread,
 #                 tidemark vs nginx (INSTR_BINS, INSTR_FEW, INSTR_MANY)
 #   bench-readme  the README's paragraph on speed, made again from the
 #                 summaries in tests/bench/results it quotes (check-docs

@@ -4,19 +4,26 @@ by valgrind (callgrind), so that the figure does not move with the
 machine's load: tidemark against nginx (one process, master_process off)
 in front of the same upstream (an nginx, return 200, not counted). One
 keep-alive client sends PUTs with an equal Fencing-Token to
-INSTR_RESOURCES resources, one at a time. Each proxy is counted over
+INSTR_RESOURCES resources, one at a time (INSTR_WORKLOAD=rising: each
+with a token one above the last, so that every request is a durable
+raise, handed to the store's writer thread). Each proxy is counted over
 INSTR_FEW and INSTR_MANY requests (after the same warm-up); the
 difference over (MANY - FEW) requests is the cost of one request, start
 and stop left out. Callgrind counts instructions, not cache misses or
 system call time: the kernel's share is not in it.
 
-Env: TIDEMARK_BIN (./tidemark), INSTR_BINS ("NAME=PATH ...": more
+Each thread is counted apart (--separate-threads); the figure is their
+sum, and tidemark's line is followed by each thread's share (thread 1 is
+the main thread, which runs the network loop).
+
+Env: TIDEMARK_BIN (./tidemark), INSTR_WORKLOAD (equal or rising), INSTR_BINS ("NAME=PATH ...": more
 tidemark binaries), INSTR_FEW (2000), INSTR_MANY (6000),
 INSTR_RESOURCES (1000), INSTR_PROFILE (a folder: keep each run's
 callgrind.out there for callgrind_annotate), BENCH_RESULTS
 (tests/bench/results: what it prints is also kept in a new
 <time>-instr/summary.txt there).
 """
+import glob
 import os
 import re
 import shutil
@@ -39,16 +46,18 @@ FEW = int(os.environ.get("INSTR_FEW", "2000"))
 MANY = int(os.environ.get("INSTR_MANY", "6000"))
 RES = int(os.environ.get("INSTR_RESOURCES", "1000"))
 PROFILE = os.environ.get("INSTR_PROFILE", "")
+WORKLOAD = os.environ.get("INSTR_WORKLOAD", "equal")
 BODY = b'{"state":"bench"}\n'
 
 
 def send(port, first, count):
     s = socket.create_connection(("127.0.0.1", port), 60)
     for i in range(first, first + count):
+        token = 7 if WORKLOAD == "equal" else 1000 + i
         s.sendall(b"PUT /v1/documents/i%d HTTP/1.1\r\nHost: b\r\n"
-                  b"Fencing-Token: 7\r\nContent-Type: application/json\r\n"
+                  b"Fencing-Token: %d\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n%s"
-                  % (i % RES, len(BODY), BODY))
+                  % (i % RES, token, len(BODY), BODY))
         data = read_answer(s)
         if not data.startswith(b"HTTP/1.1 200"):
             raise RuntimeError("answered %r" % data[:60])
@@ -66,13 +75,15 @@ def proxy_nginx_argv(d, port, up):
 
 def count(name, argv_of, up, total):
     """Instructions callgrind counted in a run that served total
-    requests after a warm-up of RES."""
+    requests after a warm-up of RES: a list, one count a thread, in the
+    order the threads started."""
     with tempfile.TemporaryDirectory(prefix="tidemark-instr-") as d:
         port = free_port()
         out = os.path.join(d, "callgrind.out")
         proc = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
-             "--trace-children=no"] + argv_of(d, port, up),
+             "--separate-threads=yes", "--trace-children=no"] +
+            argv_of(d, port, up),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_port(port, proc, name)
@@ -81,14 +92,19 @@ def count(name, argv_of, up, total):
         finally:
             proc.terminate()
             proc.wait(120)
-        with open(out) as f:
-            text = f.read()
-        m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
-        if PROFILE:
-            os.makedirs(PROFILE, exist_ok=True)
-            shutil.copy(out, os.path.join(PROFILE, "callgrind.out.%s.%d"
-                                          % (name, total)))
-        return int(m.group(1))
+        counts = []
+        # out-01, out-02, ...: one file a thread (out itself is empty).
+        for path in sorted(glob.glob(out + "-[0-9]*")):
+            with open(path) as f:
+                m = re.search(r"^(?:summary|totals): (\d+)", f.read(),
+                              re.M)
+            counts.append(int(m.group(1)))
+            if PROFILE:
+                os.makedirs(PROFILE, exist_ok=True)
+                shutil.copy(path, os.path.join(
+                    PROFILE, "callgrind.out.%s.%d%s"
+                    % (name, total, path[len(out):])))
+        return counts
 
 
 def say(out, line):
@@ -106,6 +122,8 @@ def version(argv):
 
 
 def main():
+    if WORKLOAD not in ("equal", "rising"):
+        sys.exit("bench-instr: INSTR_WORKLOAD=%s: equal or rising" % WORKLOAD)
     for tool in ("valgrind", "nginx"):
         if not shutil.which(tool):
             sys.exit("bench-instr: %s is not installed" % tool)
@@ -131,9 +149,11 @@ def main():
                                 tidemark_argv(path, d, p, u)))
             out = []
             say(out, "bench-instr: instructions per request (callgrind), "
-                "one keep-alive client, PUT with an equal token, "
+                "one keep-alive client, PUT with %s, "
                 "%d resources, (count at %d - count at %d) / %d"
-                % (RES, MANY, FEW, MANY - FEW))
+                % ("an equal token" if WORKLOAD == "equal" else
+                   "a rising token (a durable raise each)",
+                   RES, MANY, FEW, MANY - FEW))
             say(out, "%s UTC; %s; %s; tidemark %s" % (
                 time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
                 version(["valgrind", "--version"]),
@@ -144,10 +164,16 @@ def main():
             for name, argv_of in targets:
                 few = count(name, argv_of, up, FEW)
                 many = count(name, argv_of, up, MANY)
-                per = (many - few) / (MANY - FEW)
+                per = (sum(many) - sum(few)) / (MANY - FEW)
                 base = base or per
                 say(out, "%-12s %10.0f instructions/request (%.2fx nginx)"
                     % (name, per, per / base))
+                few += [0] * (len(many) - len(few))
+                if name != "nginx" and len(many) > 1:
+                    say(out, "%-12s by thread: %s" % ("", "; ".join(
+                        "%d %.0f" % (t + 1, max(0, many[t] - few[t]) /
+                                     (MANY - FEW))
+                        for t in range(len(many)))))
         finally:
             upp.terminate()
             upp.wait(30)
