@@ -22,7 +22,7 @@ END = "<!-- speed: end -->"
 # durable raises beside the references (make bench, BENCH_SET=raises).
 QUOTED = {
     "clients": "summary-pinned-clients-32-10000-af0536a.txt",
-    "instr": "summary-instr-987e879.txt",
+    "instr": "summary-instr-61431b3.txt",
     "raises": "summary-pinned-raises-ef3b46f.txt",
 }
 
