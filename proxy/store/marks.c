@@ -1,38 +1,50 @@
-/* marks.c: the in-memory mark cache, a set-associative table (8 ways per
+/* marks.c: the in-memory mark cache, a set-associative table (7 ways per
  * bucket, CLOCK eviction inside a bucket) that never allocates on get,
- * nor on put for a name of up to MARKS_KEY_STEP bytes. */
+ * nor on put for a name of up to MARKS_KEY_INLINE bytes. */
 #include "marks.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 
-/* Entries per bucket. A bucket's 8 hashes fill one cache line, so a miss
- * reads one line and a hit two or three (hash, key, mark). */
-#define MARKS_WAYS 8
+/* Entries per bucket: a bucket is 8 cache lines, the first holding the
+ * ways' hashes and the CLOCK's state, each other one way. A lookup that
+ * misses reads one line; a hit two (the hashes, then the way's mark and
+ * name), with 1,000 resources spread over the table as with one. */
+#define MARKS_WAYS 7
 /* Longer names are never cached: get answers 0, put is ignored. */
 #define MARKS_KEY_MAX UINT16_MAX
-/* Every way starts with a key buffer of this many bytes, in one block
- * made with the table (its pages are touched as ways fill); a longer
- * name gets a buffer of its own, in steps of this many bytes, which the
- * way keeps across evictions. */
+/* A name of up to this many bytes is kept in its way's line; a longer
+ * one gets a buffer of its own, in steps of MARKS_KEY_STEP bytes, which
+ * the way keeps across evictions. */
+#define MARKS_KEY_INLINE 44
 #define MARKS_KEY_STEP 32
 
-struct marks_bucket {
-    _Alignas(64) uint64_t hash[MARKS_WAYS]; /* 0: the way is empty */
-    int64_t mark[MARKS_WAYS];
-    char *key[MARKS_WAYS]; /* its slot in keys, or owned; kept */
-    uint16_t len[MARKS_WAYS];
-    uint16_t keycap[MARKS_WAYS]; /* bytes allocated at key[i] */
-    uint8_t ref;                 /* CLOCK reference bits, one a way */
-    uint8_t hand;                /* next way the CLOCK looks at */
+struct marks_way {
+    _Alignas(64) int64_t mark;
+    char *key;       /* NULL, or a buffer of its own for long names */
+    uint16_t len;    /* bytes of the name */
+    uint16_t keycap; /* bytes at key */
+    char inl[MARKS_KEY_INLINE];
 };
+
+struct marks_bucket {
+    uint64_t hash[MARKS_WAYS]; /* 0: the way is empty */
+    uint8_t ref;               /* CLOCK reference bits, one a way */
+    uint8_t hand;              /* next way the CLOCK looks at */
+    struct marks_way way[MARKS_WAYS];
+};
+
+_Static_assert(sizeof(struct marks_way) == 64, "a way is one cache line");
+_Static_assert(offsetof(struct marks_bucket, way) == 64,
+               "the hashes and the CLOCK fill the first line");
 
 struct marks {
     struct marks_bucket *buckets;
-    char *keys; /* MARKS_KEY_STEP bytes a way: each way's first buffer */
     size_t nbuckets;
     size_t count;
     uint64_t seed;
@@ -89,15 +101,13 @@ bucket_of(const struct marks *m, uint64_t h)
     return &m->buckets[i];
 }
 
-/* Whether key is a way's buffer in m->keys (not to be freed alone). */
-static inline bool
-in_keys(const struct marks *m, const char *key)
+/* The way's name: in its line when it fits, else in its own buffer
+ * (kept across evictions, so it may be there while a short name is in
+ * the line). */
+static inline const char *
+way_key(const struct marks_way *w)
 {
-    uintptr_t k = (uintptr_t)key;
-    uintptr_t first = (uintptr_t)m->keys;
-
-    return k >= first &&
-           k - first < m->nbuckets * MARKS_WAYS * (uintptr_t)MARKS_KEY_STEP;
+    return w->len <= MARKS_KEY_INLINE ? w->inl : w->key;
 }
 
 /* The way of b holding res, or -1. */
@@ -105,8 +115,8 @@ static inline int
 find_way(const struct marks_bucket *b, uint64_t h, const char *res, size_t len)
 {
     for (int i = 0; i < MARKS_WAYS; i++) {
-        if (b->hash[i] == h && b->len[i] == len &&
-            (len == 0 || memcmp(b->key[i], res, len) == 0)) {
+        if (b->hash[i] == h && b->way[i].len == len &&
+            (len == 0 || memcmp(way_key(&b->way[i]), res, len) == 0)) {
             return i;
         }
     }
@@ -124,8 +134,7 @@ marks_new(size_t cap)
     }
     /* Round down: the table never holds more than cap entries. */
     nbuckets = cap / MARKS_WAYS;
-    if (nbuckets > SIZE_MAX / sizeof(struct marks_bucket) ||
-        nbuckets > SIZE_MAX / (MARKS_WAYS * MARKS_KEY_STEP)) {
+    if (nbuckets > SIZE_MAX / sizeof(struct marks_bucket)) {
         return NULL;
     }
     m = calloc(1, sizeof(*m));
@@ -133,25 +142,14 @@ marks_new(size_t cap)
         return NULL;
     }
     m->nbuckets = nbuckets;
-    m->buckets = aligned_alloc(_Alignof(struct marks_bucket),
-                               nbuckets * sizeof(struct marks_bucket));
-    if (m->buckets == NULL) {
+    /* Zeroed (every way empty, with no buffer of its own) and resident
+     * only as buckets fill: an anonymous mapping, page-aligned. */
+    m->buckets =
+        mmap(NULL, nbuckets * sizeof(struct marks_bucket),
+             PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m->buckets == MAP_FAILED) {
         free(m);
         return NULL;
-    }
-    memset(m->buckets, 0, nbuckets * sizeof(struct marks_bucket));
-    m->keys = malloc(nbuckets * MARKS_WAYS * MARKS_KEY_STEP);
-    if (m->keys == NULL) {
-        free(m->buckets);
-        free(m);
-        return NULL;
-    }
-    for (size_t b = 0; b < nbuckets; b++) {
-        for (int i = 0; i < MARKS_WAYS; i++) {
-            m->buckets[b].key[i] =
-                m->keys + (b * MARKS_WAYS + (size_t)i) * MARKS_KEY_STEP;
-            m->buckets[b].keycap[i] = MARKS_KEY_STEP;
-        }
     }
     /* A per-process seed makes it hard to aim many names at one bucket
      * (which would only evict entries early, never give a wrong mark). */
@@ -173,13 +171,10 @@ marks_free(struct marks *m)
     }
     for (size_t b = 0; b < m->nbuckets; b++) {
         for (int i = 0; i < MARKS_WAYS; i++) {
-            if (!in_keys(m, m->buckets[b].key[i])) {
-                free(m->buckets[b].key[i]);
-            }
+            free(m->buckets[b].way[i].key);
         }
     }
-    free(m->keys);
-    free(m->buckets);
+    munmap(m->buckets, m->nbuckets * sizeof(struct marks_bucket));
     free(m);
 }
 
@@ -202,7 +197,7 @@ marks_get(struct marks *m, const char *res, size_t len)
     if (!(b->ref & (1u << i))) {
         b->ref |= (uint8_t)(1u << i);
     }
-    return b->mark[i];
+    return b->way[i].mark;
 }
 
 /* The way to (re)use in b for a new entry: an empty one, else the first
@@ -230,6 +225,7 @@ void
 marks_put(struct marks *m, const char *res, size_t len, int64_t mark)
 {
     struct marks_bucket *b;
+    struct marks_way *w;
     uint64_t h;
     int i;
 
@@ -240,14 +236,15 @@ marks_put(struct marks *m, const char *res, size_t len, int64_t mark)
     b = bucket_of(m, h);
     i = find_way(b, h, res, len);
     if (i >= 0) {
-        if (mark > b->mark[i]) {
-            b->mark[i] = mark;
+        if (mark > b->way[i].mark) {
+            b->way[i].mark = mark;
         }
         b->ref |= (uint8_t)(1u << i);
         return;
     }
     i = victim_way(b);
-    if (b->keycap[i] < len) {
+    w = &b->way[i];
+    if (len > MARKS_KEY_INLINE && w->keycap < len) {
         size_t cap =
             (len + MARKS_KEY_STEP - 1) / MARKS_KEY_STEP * MARKS_KEY_STEP;
         char *key;
@@ -259,21 +256,19 @@ marks_put(struct marks *m, const char *res, size_t len, int64_t mark)
             /* Not caching is always safe: the store still answers. */
             return;
         }
-        if (!in_keys(m, b->key[i])) {
-            free(b->key[i]);
-        }
-        b->key[i] = key;
-        b->keycap[i] = (uint16_t)cap;
+        free(w->key);
+        w->key = key;
+        w->keycap = (uint16_t)cap;
     }
     if (b->hash[i] == 0) {
         m->count++;
     }
     if (len > 0) {
-        memcpy(b->key[i], res, len);
+        memcpy(len <= MARKS_KEY_INLINE ? w->inl : w->key, res, len);
     }
     b->hash[i] = h;
-    b->len[i] = (uint16_t)len;
-    b->mark[i] = mark;
+    w->len = (uint16_t)len;
+    w->mark = mark;
     /* A new entry starts unreferenced: the hand has just passed it, so it
      * is the last one looked at, and a get before then keeps it. */
     b->ref &= (uint8_t) ~(1u << i);
