@@ -184,6 +184,51 @@ test_long_names(void **state)
     marks_free(m);
 }
 
+/* Every length class of a name, each beside the one a byte longer: 1,
+ * tens, a way's line (44) and past it, hundreds, the largest cached
+ * (65,535) and one more, which is never cached. Odd bytes too: a name is
+ * bytes, compared whole, NUL and 0xff included. */
+static void
+test_name_length_classes(void **state)
+{
+    static const size_t lens[] = {1, 2, 43, 44, 45, 46, 300, 65534, 65535};
+    size_t big = 65536;
+    char *a = malloc(big);
+    char *b = malloc(big);
+    struct marks *m = marks_new(64);
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(m);
+    for (size_t i = 0; i < big; i++) {
+        a[i] = (char)(i % 7 == 3 ? 0 : i % 5 == 1 ? 0xff : 'a' + i % 26);
+    }
+    memcpy(b, a, big);
+    for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        size_t len = lens[k];
+
+        marks_put(m, a, len, (int64_t)(10 + k));
+        assert_int_equal(marks_get(m, a, len), 10 + (int64_t)k);
+        /* One differing in its last byte is another name (and each
+         * name is a prefix of the next: the loop below finds them apart). */
+        b[len - 1] ^= 1;
+        assert_int_equal(marks_get(m, b, len), 0);
+        b[len - 1] ^= 1;
+        assert_int_equal(marks_get(m, b, len), 10 + (int64_t)k);
+    }
+    for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        assert_int_equal(marks_get(m, a, lens[k]), 10 + (int64_t)k);
+    }
+    /* 65,536 bytes: not cached, and nothing else lost. */
+    marks_put(m, a, big, 99);
+    assert_int_equal(marks_get(m, a, big), 0);
+    assert_int_equal(marks_count(m), sizeof(lens) / sizeof(lens[0]));
+    free(a);
+    free(b);
+    marks_free(m);
+}
+
 /* Names shorter and longer than a way's first buffer take turns in the
  * same ways (evicting each other): each reads back its own mark, and
  * the cache holds what it last kept. ASan checks the buffers. */
@@ -233,6 +278,7 @@ main(void)
         cmocka_unit_test(test_hot_name_survives),
         cmocka_unit_test(test_long_names),
         cmocka_unit_test(test_key_buffers),
+        cmocka_unit_test(test_name_length_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
