@@ -229,9 +229,9 @@ test_name_length_classes(void **state)
     marks_free(m);
 }
 
-/* Names shorter and longer than a way's first buffer take turns in the
- * same ways (evicting each other): each reads back its own mark, and
- * the cache holds what it last kept. ASan checks the buffers. */
+/* Names shorter and longer than a way's 44 inline bytes take turns in
+ * the same ways (evicting each other): each reads back its own mark,
+ * and the cache holds what it last kept. ASan checks the buffers. */
 static void
 test_key_buffers(void **state)
 {
