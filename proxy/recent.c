@@ -60,8 +60,8 @@ static int
 find_mark(const struct recent *r, const char *resource, size_t len, uint64_t h)
 {
     for (size_t s = 0; s < r->nmarks; s++) {
-        if (r->mark_hash[s] == h &&
-            same_name(r->marks[s].resource, h, resource, len, h)) {
+        if (same_name(r->marks[s].resource, r->mark_hash[s], resource, len,
+                      h)) {
             return (int)s;
         }
     }

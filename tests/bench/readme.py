@@ -131,15 +131,15 @@ def paragraph():
         "and nginx (one worker) in turn in front of the same upstream, "
         "the proxy pinned to its own core, three runs each, and keeps the "
         "raw output in `tests/bench/results/`. On a 2-core VM, equal "
-        "tokens from 32 clients: %sx nginx's requests a second over 1,000 "
-        "resources and %sx on one%s, with %s nginx's instructions a "
+        "tokens from 32 clients: %s nginx's requests a second over 1,000 "
+        "resources and %s on one%s, with %s nginx's instructions a "
         "request (`make bench-instr`); 10,000 clients: %s, %s; every "
         "request a durable raise: %.1fx to %.1fx PostgreSQL's single-row "
         "commits from 8 to 512 clients. [How the cost "
         "grows](doc/operations.md#how-the-cost-grows) has every figure and "
         "the command that made it; this paragraph is made from `%s`, `%s` "
         "and `%s` by `make bench-readme`."
-        % ("%.2f" % ratio(r1000["vs"]), "%.2f" % ratio(r1["vs"]),
+        % (r1000["vs"], r1["vs"],
            spread_note, instr,
            one_figure([ratio(m["vs"]) for m in many]),
            "no errors" if errors == 0 else "%d errors" % errors,

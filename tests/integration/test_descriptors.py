@@ -288,6 +288,14 @@ def reload_to(tm, upstream_url):
         "route docs": dict(DEFAULT_ROUTE)}))
 
 
+def reload_refused(tm, upstream_url):
+    """The file rewritten (reload_to) and SIGHUP sent with no descriptor
+    free: wait for the reload's refusal, it cannot open the file."""
+    reload_to(tm, upstream_url)
+    tm.proc.send_signal(signal.SIGHUP)
+    tm.wait_log("reload: ", "cannot open: Too many open files", timeout=10)
+
+
 def test_a_reload_without_a_descriptor_is_refused_and_the_waiting_are_served(
         tidemark, upstream, upstream_factory):
     """SIGHUP while writes wait for a descriptor: the file cannot be
@@ -300,10 +308,7 @@ def test_a_reload_without_a_descriptor_is_refused_and_the_waiting_are_served(
     other = upstream_factory()
     adm, conns, _ = starve(tm, upstream, clients, spare, "h")
     try:
-        reload_to(tm, other.url)
-        tm.proc.send_signal(signal.SIGHUP)
-        tm.wait_log("reload: ", "cannot open: Too many open files",
-                    timeout=10)
+        reload_refused(tm, other.url)
         assert tm.log_lines("reload refused, the old configuration stays")
         free_descriptors(tm)
         upstream.release("h")
@@ -341,10 +346,7 @@ def test_a_reload_while_none_frees_leaves_the_waiting_their_connect_timeout(
     sent = time.monotonic()
     adm, conns, _ = starve(tm, upstream, clients, spare, "forever")
     try:
-        reload_to(tm, other.url)
-        tm.proc.send_signal(signal.SIGHUP)
-        tm.wait_log("reload: ", "cannot open: Too many open files",
-                    timeout=10)
+        reload_refused(tm, other.url)
         held = set(r.target for r in upstream.requests)
         waited = [i for i in range(clients)
                   if "/v1/documents/w%d" % i not in held]
