@@ -183,9 +183,9 @@ cases() {
 }
 
 PIN=${BENCH_PIN:-on}
-PIN_PROXY="" PIN_LOAD=""
+PIN_PROXY="" PIN_LOAD="" PROXY_CORE=""
 if [ "$PIN" = on ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-    PIN_PROXY="taskset -c 1" PIN_LOAD="taskset -c 0"
+    PIN_PROXY="taskset -c 1" PIN_LOAD="taskset -c 0" PROXY_CORE=1
 elif [ "$PIN" = on ]; then
     echo "bench: fewer than 2 cores or no taskset: not pinned" >&2
     PIN=off
@@ -643,6 +643,24 @@ steal_ticks() {
         /proc/stat
 }
 
+# core_ticks: "busy ran", the proxy's core's CPU time so far (/proc/stat,
+# in clock ticks): busy, spent on anything but idle (user, system and
+# interrupts: the disk's completions land on a core too), and ran, busy
+# plus idle, the time the hypervisor let the core run (steal left out).
+# "0 0" when not pinned: the proxy has no core of its own.
+core_ticks() {
+    [ -n "$PROXY_CORE" ] || { echo 0 0; return; }
+    awk -v c="cpu$PROXY_CORE" '$1 == c {
+        b = $2 + $3 + $4 + $7 + $8; print b, b + $5 + $6; exit }' /proc/stat
+}
+
+# core_busy BEFORE AFTER: the share of the time the proxy's core ran that
+# it was busy between two core_ticks, in percent; - when not pinned.
+core_busy() {
+    echo "$1 $2" | awk '{ r = $4 - $2
+        if (r > 0) printf "%.1f\n", ($3 - $1) * 100 / r; else print "-" }'
+}
+
 # up_accepts: the connections the upstream has accepted so far, less the
 # one that asks.
 up_accepts() {
@@ -653,11 +671,12 @@ up_accepts() {
 # run_wrk CASE TARGET DURATION OUT [CMD...]: one wrk run of the current
 # case, its output in OUT; prints "case target rps p99_us non2xx
 # socket_errors lost requests cpu_us_per_request accepts_per_request
-# rss_kib_per_client mean_us steal_pct": the target's CPU time
-# (/proc/PID/stat), the upstream's new connections, the rise of the
-# target's RSS from before the run to its peak during it, and the share
-# of the machine's CPU time stolen by the hypervisor over the run. CMD, if given, runs wrk (perf stat -p
-# ... --).
+# rss_kib_per_client mean_us steal_pct core_busy_pct": the target's CPU
+# time (/proc/PID/stat), the upstream's new connections, the rise of the
+# target's RSS from before the run to its peak during it, the share of
+# the machine's CPU time stolen by the hypervisor over the run, and how
+# busy the proxy's core was (core_busy). CMD, if given, runs wrk (perf
+# stat -p ... --).
 run_wrk() {
     w=$1 t=$2 d=$3 out=$4
     shift 4
@@ -672,6 +691,7 @@ run_wrk() {
     acc0=$(up_accepts)
     rss0=$(rss_kb "$tpids")
     steal0=$(steal_ticks)
+    core0=$(core_ticks)
     echo "$rss0" >"$dir/rss"
     rss_peak "$tpids" "$dir/rss" &
     rss_pid=$!
@@ -689,7 +709,7 @@ run_wrk() {
     wait "$rss_pid" 2>/dev/null || true
     rss_pid=""
     extra="$(cpu_ticks "$tpids") $cpu0 $(up_accepts) $acc0 $(cat "$dir/rss") $rss0"
-    extra="$extra $(steal_ticks) $steal0"
+    extra="$extra $(steal_ticks) $steal0 $(core_busy "$core0" "$(core_ticks)")"
     if [ "$rc" -ne 0 ]; then
         cat "$out" >&2
         die "wrk failed against $t ($w)"
@@ -704,11 +724,11 @@ run_wrk() {
         rps = v["duration_us"] > 0 ? v["requests"] / (v["duration_us"] / 1e6) : 0
         split(x, e, " "); n = v["requests"] > 0 ? v["requests"] : 1
         st = e[10] > e[12] ? (e[9] - e[11]) * 100 / (e[10] - e[12]) : 0
-        printf "%s %s %.2f %d %d %d %d %d %.1f %.4f %.1f %d %.1f\n", w, t,
+        printf "%s %s %.2f %d %d %d %d %d %.1f %.4f %.1f %d %.1f %s\n", w, t,
             rps, v["p99_us"], v["status_errors"], v["socket_errors"],
             v["lost"], v["requests"],
             (e[1] + e[2] - e[3] - e[4]) * 1e6 / hz / n, (e[5] - e[6]) / n,
-            (e[7] - e[8]) / c, v["mean_us"], st
+            (e[7] - e[8]) / c, v["mean_us"], st, e[13]
     }'
 }
 
@@ -869,7 +889,9 @@ echo
 # transaction (synchronous_commit on); redis: redis-benchmark INCR,
 # appendfsync always, no pipelining; etcd: wrk posting one put a request
 # to etcd's JSON gateway (etcdput.lua; Debian ships no etcd benchmark
-# tool). Each run adds "ref clients run rate" to refs.txt.
+# tool). Each run adds "ref clients run rate core_busy_pct" to refs.txt
+# (core_busy: how busy the proxy's core, where the server runs, was over
+# the reference's run).
 ref_secs=${DURATION%s}
 case "$ref_secs" in
     '' | *[!0-9]*) ref_secs=10 ;; # BENCH_DURATION not in seconds
@@ -946,8 +968,10 @@ refs_run() {
         [ "$ref" != raw ] || [ "$2" = 1 ] || continue
         printf 'running reference %-8s at c=%-4s (%d of %d) ...\n' \
             "$ref" "$2" "$3" "$REPEAT" >&2
+        core0=$(core_ticks)
         rate=$("ref_$ref" "$2")
-        [ -z "$rate" ] || echo "$ref $2 $3 $rate" >>"$out_dir/refs.txt"
+        busy=$(core_busy "$core0" "$(core_ticks)")
+        [ -z "$rate" ] || echo "$ref $2 $3 $rate $busy" >>"$out_dir/refs.txt"
     done
 }
 
@@ -980,7 +1004,7 @@ while read -r name w c nres body <&3; do
             run_wrk "$name" "$t" "$DURATION" "$out_dir/wrk-$name-$t-$r.txt" \
                 >"$dir/run"
             awk -v r="$r" -v c="$c" '{ print $1, $2, r, $3, $4, $5, $6, $7,
-                $9, $10, $11, c, $12, $13 }' "$dir/run" >>"$out_dir/runs.txt"
+                $9, $10, $11, c, $12, $13, $14 }' "$dir/run" >>"$out_dir/runs.txt"
         done
         refs_run "$name" "$c" "$r"
         r=$((r + 1))

@@ -180,13 +180,22 @@ if [ -s "$dir/refs.txt" ]; then
     echo "durable raises side by side (run.sh refs_run: in turn with tidemark): tidemark's" \
         "rising req/s and the references' durable writes/s, medians:"
     awk "$MEDIAN"'
+        # The proxy'"'"'s core'"'"'s busy share (refs.txt and runs.txt of
+        # older benches have none, or "-" when not pinned).
         FILENAME ~ /refs.txt$/ {
-            v[$1 " " $2] = v[$1 " " $2] " " $4; seen[$1] = 1; next
+            v[$1 " " $2] = v[$1 " " $2] " " $4; seen[$1] = 1
+            if (NF >= 5 && $5 != "-") {
+                busy[$1 " " $2] = busy[$1 " " $2] " " $5; nbusy++
+            }
+            next
         }
         $1 ~ /^rising-c[0-9]+$/ && ($2 == "tidemark" || $2 == "nginx" ||
                                     $2 == "bare") {
             c = substr($1, 9); v[$2 " " c] = v[$2 " " c] " " $4
             if ($2 == "tidemark") cpu[c] = cpu[c] " " $9
+            if ($2 == "tidemark" && NF >= 15 && $15 != "-") {
+                busy[$2 " " c] = busy[$2 " " c] " " $15; nbusy++
+            }
         }
         END {
             n = split("tidemark postgres redis etcd raw", who, " ")
@@ -250,5 +259,31 @@ if [ -s "$dir/refs.txt" ]; then
             if (base > 0 && r512 != "")
                 printf "c=512 vs c=128, each target'"'"'s own: tidemark" \
                     " %.2fx%s\n", median(v["tidemark 512"]) / base, r512
+            # Each server had the proxy'"'"'s core to itself: how busy it
+            # kept it, and the core'"'"'s time a durable write (the busy
+            # share over the writes a second). A core busy all the time
+            # is the server'"'"'s bound; one that idles waits for the disk.
+            if (nbusy == 0) exit
+            print "the proxy'"'"'s core over each run, medians: how busy it" \
+                " was (interrupts included, steal left out), and its busy" \
+                " time a durable write:"
+            printf "%-8s", "clients"
+            for (i = 1; i <= n; i++) printf " %17s", who[i]
+            print ""
+            for (j = 1; j <= 5; j++) {
+                c = cs[j]
+                if (!(("tidemark " c) in v)) continue
+                printf "%-8s", c
+                for (i = 1; i <= n; i++) {
+                    k = who[i] " " c; b = median(busy[k]); r = median(v[k])
+                    if ((k in busy) && r > 0)
+                        printf " %8.0f%% %5.0fus", b, b / 100 * 1e6 / r
+                    else
+                        printf " %17s", "-"
+                }
+                print ""
+            }
+            print "(pgbench connects its clients inside the busy share:" \
+                " about 10 ms a client, telling at c=128 and c=512)"
         }' "$dir/refs.txt" "$dir/runs.txt"
 fi
