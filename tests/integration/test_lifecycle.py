@@ -155,3 +155,39 @@ def test_a_forwarded_write_unanswered_at_drain_timeout_is_closed_silently(
     assert drained_in_time(took)
     assert len(drain_line(tm, 1, 0, 1)) == 1
     assert tm.log_lines("reason=stopping") == []
+
+
+def test_a_write_waiting_for_its_turn_at_drain_timeout_gets_503(
+        tidemark, upstream):
+    """SIGTERM while a write (token 8) waits for its resource's turn
+    behind a lower token's write (7) that the upstream holds: at
+    drain_timeout_ms the waiting write gets the 503 and never reaches the
+    upstream; the held one is closed without an answer."""
+    tm = tidemark({"proxy": {"drain_timeout_ms": str(DRAIN_MS)}})
+    first, second = tm.conn(), tm.conn()
+    try:
+        first.send(build_request("PUT", "/v1/documents/turn",
+                                 [("Fencing-Token", "7"),
+                                  ("X-Test-Hold", "never"),
+                                  ("X-Test-Id", "t7")], b"data"))
+        upstream.wait_request("X-Test-Id", "t7")
+        second.send(build_request("PUT", "/v1/documents/turn",
+                                  [("Fencing-Token", "8"),
+                                   ("X-Test-Id", "t8")], b"data"))
+        # Its mark raised, it waits for the first to finish.
+        wait_until(lambda: tm.mark("documents/turn") == 8, 10 * slow(),
+                   "the second write's mark raised")
+        tm.proc.send_signal(signal.SIGTERM)
+        r = second.read_response(timeout=10 * slow())
+        assert first.closed(timeout=10 * slow())
+        assert first.reader.buf == b""
+        assert second.closed(timeout=5 * slow())
+    finally:
+        first.close()
+        second.close()
+    rc = tm.proc.wait(10 * slow())
+    tm.runs[-1][1] = "stopped"
+    assert rc == 0
+    assert_stopping(r)
+    assert upstream.find("X-Test-Id", "t8") == []
+    assert len(drain_line(tm, 2, 1, 1)) == 1
