@@ -604,16 +604,17 @@ tm_proxy_port(const struct tm_proxy *px)
 
 static void
 drain_timeout_cb(evutil_socket_t fd, short what, void *arg)
-
 {
     struct tm_proxy *px = arg;
+    struct drain_end end;
 
     (void)fd;
     (void)what;
     lib_enter(&px->path.log);
-    log_warn("drain timeout: closing %zu connections still open",
-             px->path.nclients);
-    client_close_idle(&px->path, true);
+    client_drain_end(&px->path, &end);
+    log_warn("drain timeout: closed %zu connections still open: %zu "
+             "requests not forwarded answered 503, %zu closed mid-exchange",
+             end.open, end.refused, end.cut);
 }
 
 /* done(arg) joins those called when the drain ends. false when out of

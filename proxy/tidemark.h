@@ -175,11 +175,12 @@ TM_API int tm_proxy_log_level(const struct tm_proxy *px);
 
 /* Begin a graceful stop: stop accepting, let requests under way finish,
  * closing what is left after timeout_ms (negative: the configuration's
- * [proxy] drain_timeout_ms). done(arg) is called once, from the loop, when
- * no connection is left; then call tm_proxy_free. done may be NULL. A
- * call while draining (the control port's PUT /v1/drain started it, or
- * a second signal) keeps the first drain and its timeout; its done is
- * called too, when that drain ends. */
+ * [proxy] drain_timeout_ms): a request not forwarded yet is answered 503
+ * first, one forwarded is closed without an answer. done(arg) is called
+ * once, from the loop, when no connection is left; then call
+ * tm_proxy_free. done may be NULL. A call while draining (the control
+ * port's PUT /v1/drain started it, or a second signal) keeps the first
+ * drain and its timeout; its done is called too, when that drain ends. */
 TM_API void tm_proxy_drain(struct tm_proxy *px, int timeout_ms,
                            void (*done)(void *arg), void *arg);
 

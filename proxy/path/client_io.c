@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -124,6 +125,28 @@ bev_flush(struct bufferevent *bev, bool direct)
     }
     if (evbuffer_get_length(out) > 0) {
         bufferevent_enable(bev, EV_WRITE);
+    }
+}
+
+/* What cio_write_last reads and drops of the client's bytes at most. */
+#define WRITE_LAST_DROP (1 << 20)
+
+void
+cio_write_last(struct cio *io)
+{
+    struct evbuffer *out = cio_out(io);
+    int fd = bufferevent_getfd(io->bev);
+    char sink[16384];
+    size_t dropped = 0;
+    ssize_t n;
+
+    evbuffer_unfreeze(out, 1);
+    while (evbuffer_get_length(out) > 0 && sendbuf_write(out, fd) > 0) {
+    }
+    evbuffer_freeze(out, 1);
+    while (dropped < WRITE_LAST_DROP &&
+           (n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0) {
+        dropped += (size_t)n;
     }
 }
 

@@ -76,6 +76,12 @@ void cio_unlist(struct cio *io);
 void bev_flush(struct bufferevent *bev, bool direct);
 /* A write event drained bev's output: back to direct writes. */
 void bev_written(struct bufferevent *bev);
+/* The last write before the connection closes, which never waits: what
+ * the kernel takes of io's output now (the rest is lost), then up to
+ * 1 MiB of what the client sent and tidemark did not read, read and
+ * dropped, so that the close ends with a FIN rather than a reset (a
+ * reset may destroy the answer before the client reads it). */
+void cio_write_last(struct cio *io);
 
 /* The client's socket always has a write timeout of idle_ms (it only
  * runs while the kernel cannot take an answer); a read timeout only

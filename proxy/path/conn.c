@@ -792,6 +792,48 @@ client_reap(struct path_view *px)
     }
 }
 
+/* The drain's time is up and c's request never left tidemark: answer
+ * 503, write what the socket takes and close. client_close then cancels
+ * the raise in flight and gives the order slots and the upstream
+ * connection being waited for back, before the loop runs again: nothing
+ * is forwarded after the answer. */
+static void
+refuse_stopping(struct client *c)
+{
+    struct problem p = {.status = 503,
+                        .type = "urn:tidemark:stopping",
+                        .title = "Proxy stopping",
+                        .detail = "tidemark is stopping: this request was "
+                                  "not forwarded to the upstream",
+                        .retry_after = 1};
+
+    c->io.close_after = true;
+    cio_refuse(&c->io, c->rq, &p, "stopping");
+    cio_write_last(&c->io);
+    client_close(c, 0);
+}
+
+void
+client_drain_end(struct path_view *px, struct drain_end *end)
+{
+    struct client *c = px->clients, *next;
+
+    *end = (struct drain_end){.open = px->nclients};
+    for (; c != NULL; c = next) {
+        next = c->next;
+        if (c->state == CS_ADMIT ||
+            (c->state == CS_EXCHANGE && !exchange_forwarded(&c->ex))) {
+            end->refused++;
+            refuse_stopping(c);
+            continue;
+        }
+        if (c->state == CS_EXCHANGE) {
+            end->cut++;
+        }
+        client_close(c, 0);
+    }
+}
+
 void
 client_close_idle(struct path_view *px, bool force)
 {

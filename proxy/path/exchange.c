@@ -482,6 +482,12 @@ exchange_body_due(const struct exchange *ex)
     return ex->attached && !ex->io->body.done;
 }
 
+bool
+exchange_forwarded(const struct exchange *ex)
+{
+    return ex->attached;
+}
+
 /* Every body_rate_window_ms while the body comes in: a client sending
  * slower than min_body_rate is cut off. Windows in which tidemark itself
  * stopped reading (the upstream was slow) do not count. */

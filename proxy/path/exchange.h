@@ -77,6 +77,10 @@ void exchange_timer(struct exchange *ex);
 bool exchange_sent_whole(const struct exchange *ex);
 /* Whether the request went out and the rest of its body is still due. */
 bool exchange_body_due(const struct exchange *ex);
+/* Whether any of the request went to the upstream: its head was handed
+ * to an upstream connection (it may be partly sent). false while it
+ * waits for a connection or a descriptor: nothing of it left. */
+bool exchange_forwarded(const struct exchange *ex);
 
 /* The connection closes: drop the upstream connection, no done. */
 void exchange_close(struct exchange *ex);

@@ -12,7 +12,8 @@ before a reload and wait for a descriptor keep their configuration:
 served by its upstream once one frees, else a 502 at its connect
 timeout (the last of them ends the retired configuration). A drain
 (SIGTERM, PUT /v1/drain) answers the waiting whose connect timeout comes
-first and closes the others at drain_timeout_ms, then exits 0.
+first; at drain_timeout_ms it answers 503 to those still waiting (never
+forwarded), closes those held upstream without an answer, and exits 0.
 
 Each test lowers the running process's open-files limit (prlimit) to the
 descriptors it has open plus the few the test means to leave, so the
@@ -29,7 +30,7 @@ from common import slow, wait_until
 from daemon import DEFAULT_ROUTE, render_ini
 from test_admin_token import TOKEN, token_file
 from test_metrics import parse, scrape, value
-from wire import Conn, build_request
+from wire import Conn, assert_problem, build_request
 
 SHORT = "cannot open a connection: Too many open files"
 ACCEPT_SHORT = "proxy: accept: Too many open files"
@@ -375,15 +376,28 @@ def test_a_reload_while_none_frees_leaves_the_waiting_their_connect_timeout(
     assert [r.target for r in other.requests] == ["/v1/documents/after"]
 
 
+def assert_stopping(r):
+    """The 503 of a request the drain's timeout found not forwarded."""
+    doc = assert_problem(r, 503)
+    assert (doc["type"], doc["title"]) == ("urn:tidemark:stopping",
+                                           "Proxy stopping"), doc
+    assert "not forwarded" in doc["detail"], doc
+    assert r.header("Connection") == "close", r
+
+
 @pytest.mark.parametrize("how", ["SIGTERM", "PUT /v1/drain"])
-def test_a_drain_closes_the_waiting_at_drain_timeout_and_exits_0(
+def test_a_drain_answers_503_to_the_waiting_at_drain_timeout_and_exits_0(
         tidemark, upstream, tmp_path, how):
     """A drain (SIGTERM, or PUT /v1/drain on the control port) while
     writes wait for a descriptor whose connect timeout is far off: the
-    drain does not wait for it; at drain_timeout_ms every connection
-    still open, waiting or held upstream, is closed without an answer
-    and tidemark exits 0."""
-    clients, spare, drain_ms = 4, 2, 1000
+    drain does not wait for it. The listener's descriptor, which the
+    drain closes, carries one of them to the upstream. At
+    drain_timeout_ms each write still waiting gets a 503 (the proxy is
+    stopping, the write was not forwarded) and the upstream never sees
+    it; the writes held upstream are closed without an answer (their
+    outcome is unknown); tidemark exits 0."""
+    clients, spare, drain_ms = 6, 2, 1000
+    carried = spare + 1  # the listener's descriptor carries one more
     tm = tidemark({
         "upstream default": {"connect_timeout_ms": "60000"},
         "proxy": {"drain_timeout_ms": str(drain_ms)},
@@ -396,20 +410,32 @@ def test_a_drain_closes_the_waiting_at_drain_timeout_and_exits_0(
         else:
             r = admin_ask(adm, tm, "PUT", "/v1/drain", TOKEN)
             assert (r.status, r.body) == (202, b"draining\n")
+        upstream.wait_for(lambda: len(upstream.requests) == carried,
+                          what="the write the listener's descriptor carries")
         rc = tm.proc.wait(10 * slow())
         took = time.monotonic() - began
         tm.runs[-1][1] = "stopped"
+        held = puts_seen(upstream)
+        waited = [i for i in range(clients)
+                  if "/v1/documents/w%d" % i not in held]
+        for i in waited:
+            assert_stopping(conns[i].read_response(timeout=5 * slow()))
         assert [c.closed(timeout=5 * slow()) for c in conns] == \
             [True] * clients
-        assert [c.reader.buf for c in conns] == [b""] * clients
+        assert [conns[i].reader.buf for i in range(clients)
+                if i not in waited] == [b""] * carried
     finally:
         adm.close()
         for c in conns:
             c.close()
     assert rc == 0
+    assert len(held) == carried and len(waited) == clients - carried
     assert drain_ms / 1000 <= took < drain_ms / 1000 + 2 * slow()
-    assert len(tm.log_lines("drain timeout: closing %d connections still "
-                            "open" % clients)) == 1
+    assert len(tm.log_lines(
+        "drain timeout: closed %d connections still open: %d requests not "
+        "forwarded answered 503, %d closed mid-exchange"
+        % (clients, clients - carried, carried))) == 1
+    assert len(tm.log_lines("status=503", "stopping")) == clients - carried
     assert tm.log_lines("stopped")
 
 

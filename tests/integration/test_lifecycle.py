@@ -1,11 +1,16 @@
 """Process life: SIGTERM and SIGINT stop tidemark gracefully with exit 0,
-finishing what is in flight."""
+finishing what is in flight; at drain_timeout_ms a request not forwarded
+yet gets a 503, one forwarded is closed without an answer."""
 
 import signal
 import time
 
+import pytest
+
 from common import slow, wait_until
 from daemon import HeldWrite
+from test_descriptors import assert_stopping
+from wire import build_request
 
 
 def test_sigint_exits_0(tidemark):
@@ -50,3 +55,139 @@ def test_sigusr1_and_sigusr2_are_logged_and_it_keeps_serving(tidemark,
     tm.wait_log("SIGUSR2: ignored")
     assert tm.put("usr", token=4).status == 200
     assert tm.mark("documents/usr") == 4
+
+
+# ---- what the drain's timeout does to the requests still open ---------
+
+DRAIN_MS = 1000
+
+
+def drain_line(tm, open_, refused, cut):
+    return tm.log_lines(
+        "drain timeout: closed %d connections still open: %d requests not "
+        "forwarded answered 503, %d closed mid-exchange"
+        % (open_, refused, cut))
+
+
+def drained_in_time(took):
+    """Whether took (s, measured from before the drain was asked) is
+    drain_timeout_ms: the loop's timer was seen to run out up to a few
+    ms early by this clock."""
+    return DRAIN_MS / 1000 - 0.02 <= took < DRAIN_MS / 1000 + 2 * slow()
+
+
+def test_a_write_waiting_for_the_store_at_drain_timeout_gets_503(
+        tidemark, upstream, failsync, tmp_path):
+    """SIGTERM while a write waits for the store's raise (the store's
+    writer held in a sync that does not return, its timeout far off): at
+    drain_timeout_ms the write gets a 503 saying the proxy is stopping
+    and the write was not forwarded, the connection closes, and nothing
+    reaches the upstream; once the sync returns, tidemark exits 0."""
+    shim, _ = failsync
+    stall = tmp_path / "stall"
+    held = tmp_path / "stall.held"
+    tm = tidemark(config={"store": {"timeout_ms": "60000"},
+                          "proxy": {"drain_timeout_ms": str(DRAIN_MS)}},
+                  env={"LD_PRELOAD": str(shim), "FAILSYNC_STALL": str(stall)})
+    c = tm.conn()
+    try:
+        stall.write_text("")
+        c.send(build_request("PUT", "/v1/documents/stalled",
+                             [("Fencing-Token", "7"),
+                              ("X-Test-Id", "stalled")], b"data"))
+        wait_until(held.exists, 10 * slow(), "the writer held in its sync")
+        began = time.monotonic()
+        tm.proc.send_signal(signal.SIGTERM)
+        r = c.read_response(timeout=10 * slow())
+        took = time.monotonic() - began
+        # Still held: the answer did not wait for the store.
+        assert held.exists()
+        assert c.closed(timeout=5 * slow())
+    finally:
+        stall.unlink(missing_ok=True)
+        c.close()
+    rc = tm.proc.wait(10 * slow())
+    tm.runs[-1][1] = "stopped"
+    assert rc == 0
+    assert_stopping(r)
+    assert drained_in_time(took)
+    assert upstream.find("X-Test-Id", "stalled") == []
+    assert upstream.count() == 0
+    assert len(drain_line(tm, 1, 1, 0)) == 1
+    assert len(tm.log_lines("event=refused", "status=503",
+                            "reason=stopping")) == 1
+
+
+@pytest.mark.parametrize("sent", ["whole", "part"])
+def test_a_forwarded_write_unanswered_at_drain_timeout_is_closed_silently(
+        tidemark, upstream, sent):
+    """SIGTERM while a write is at the upstream, which read it (whole, or
+    its head and part of its body) and stays silent: at drain_timeout_ms
+    its connection is closed without an answer, as the write may or may
+    not have been applied (a 503 would say it was not), and tidemark
+    exits 0."""
+    tm = tidemark({"proxy": {"drain_timeout_ms": str(DRAIN_MS)}})
+    body = b"data" if sent == "whole" else b"da"
+    c = tm.conn()
+    try:
+        c.send(build_request("PUT", "/v1/documents/silent",
+                             [("Fencing-Token", "3"),
+                              ("X-Test-Hold", "never"),
+                              ("X-Test-Id", "silent"),
+                              ("Content-Length", "4")],
+                             content_length=False) + body)
+        if sent == "whole":
+            upstream.wait_request("X-Test-Id", "silent")
+        else:
+            upstream.wait_for(lambda: sum(
+                u.partial for u in list(upstream.conns.values())) == 1,
+                what="the write's head and part of its body upstream")
+        began = time.monotonic()
+        tm.proc.send_signal(signal.SIGTERM)
+        assert c.closed(timeout=10 * slow())
+        took = time.monotonic() - began
+        assert c.reader.buf == b""
+    finally:
+        c.close()
+    rc = tm.proc.wait(10 * slow())
+    tm.runs[-1][1] = "stopped"
+    assert rc == 0
+    assert drained_in_time(took)
+    assert len(drain_line(tm, 1, 0, 1)) == 1
+    assert tm.log_lines("reason=stopping") == []
+
+
+def test_a_write_waiting_for_its_turn_at_drain_timeout_gets_503(
+        tidemark, upstream):
+    """SIGTERM while a write (token 8) waits for its resource's turn
+    behind a lower token's write (7) that the upstream holds: at
+    drain_timeout_ms the waiting write gets the 503 and never reaches the
+    upstream; the held one is closed without an answer."""
+    tm = tidemark({"proxy": {"drain_timeout_ms": str(DRAIN_MS)}})
+    first, second = tm.conn(), tm.conn()
+    try:
+        first.send(build_request("PUT", "/v1/documents/turn",
+                                 [("Fencing-Token", "7"),
+                                  ("X-Test-Hold", "never"),
+                                  ("X-Test-Id", "t7")], b"data"))
+        upstream.wait_request("X-Test-Id", "t7")
+        second.send(build_request("PUT", "/v1/documents/turn",
+                                  [("Fencing-Token", "8"),
+                                   ("X-Test-Id", "t8")], b"data"))
+        # Its mark raised, it waits for the first to finish.
+        wait_until(lambda: tm.mark("documents/turn") == 8, 10 * slow(),
+                   "the second write's mark raised")
+        tm.proc.send_signal(signal.SIGTERM)
+        r = second.read_response(timeout=10 * slow())
+        assert first.closed(timeout=10 * slow())
+        assert first.reader.buf == b""
+        assert second.closed(timeout=5 * slow())
+    finally:
+        first.close()
+        second.close()
+    rc = tm.proc.wait(10 * slow())
+    tm.runs[-1][1] = "stopped"
+    assert rc == 0
+    assert_stopping(r)
+    assert upstream.find("X-Test-Id", "t8") == []
+    assert len(drain_line(tm, 2, 1, 1)) == 1
