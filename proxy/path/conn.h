@@ -27,7 +27,7 @@ struct drain_end {
  * forwarded (waiting for the store, its turn, an upstream connection or
  * a descriptor), with what the socket takes at once, and close every
  * connection; what it did goes into *end. Nothing of a refused request
- * is forwarded or raised after. */
+ * is forwarded after (a raise already handed to the store may land). */
 void client_drain_end(struct path_view *px, struct drain_end *end);
 
 /* Close the connection that has waited longest for a request head with
