@@ -98,11 +98,25 @@ cio_timer_due(struct cio *io)
 
 /* ---- writing ---------------------------------------------------------- */
 
+/* One write of out's front to fd. A socket bufferevent keeps the front of
+ * its output frozen so that only it drains the buffer; it thaws it to
+ * write, and so do we. */
+static ssize_t
+write_thawed(struct evbuffer *out, int fd)
+{
+    ssize_t n;
+
+    evbuffer_unfreeze(out, 1);
+    n = sendbuf_write(out, fd);
+    evbuffer_freeze(out, 1);
+    return n;
+}
+
 void
 bev_flush(struct bufferevent *bev, bool direct)
 {
     struct evbuffer *out = bufferevent_get_output(bev);
-    int n;
+    ssize_t n;
 
     if (evbuffer_get_length(out) == 0 ||
         (bufferevent_get_enabled(bev) & EV_WRITE)) {
@@ -112,12 +126,7 @@ bev_flush(struct bufferevent *bev, bool direct)
         bufferevent_enable(bev, EV_WRITE);
         return;
     }
-    /* A socket bufferevent keeps the front of its output frozen so that
-     * only it drains the buffer; it thaws it to write, and so do we. */
-    evbuffer_unfreeze(out, 1);
-    n = sendbuf_write(out, bufferevent_getfd(bev));
-
-    evbuffer_freeze(out, 1);
+    n = write_thawed(out, bufferevent_getfd(bev));
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
         /* Let the bufferevent meet the error and report it. */
         bufferevent_enable(bev, EV_WRITE);
@@ -140,10 +149,8 @@ cio_write_last(struct cio *io)
     size_t dropped = 0;
     ssize_t n;
 
-    evbuffer_unfreeze(out, 1);
-    while (evbuffer_get_length(out) > 0 && sendbuf_write(out, fd) > 0) {
+    while (evbuffer_get_length(out) > 0 && write_thawed(out, fd) > 0) {
     }
-    evbuffer_freeze(out, 1);
     while (dropped < WRITE_LAST_DROP &&
            (n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0) {
         dropped += (size_t)n;
