@@ -317,12 +317,13 @@ test-asan: deps
 
 # Names and values from outside in every length class and with odd bytes,
 # the fast suites that feed tidemark hostile requests, and a process out
-# of file descriptors, against the ASan + UBSan build: a sanitizer report in tidemark's log, or a tidemark
+# of file descriptors, and the drain's end (what a refused client sent, in
+# every length class, read and dropped), against the ASan + UBSan build: a sanitizer report in tidemark's log, or a tidemark
 # that died, fails the test (conftest.py's teardown).
 SANITIZE_TESTS := $(addprefix tests/integration/,test_lengths.py \
                   test_canon.py test_refusals.py test_token_smuggling.py \
                   test_smuggling_scanners.py test_limits.py \
-                  test_descriptors.py test_store.py)
+                  test_descriptors.py test_store.py test_lifecycle.py)
 
 test-sanitize:
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \

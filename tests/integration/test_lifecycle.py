@@ -3,6 +3,7 @@ finishing what is in flight; at drain_timeout_ms a request not forwarded
 yet gets a 503, one forwarded is closed without an answer."""
 
 import signal
+import threading
 import time
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from common import slow, wait_until
 from daemon import HeldWrite
 from test_descriptors import assert_stopping
-from wire import build_request
+from wire import Closed, build_request
 
 
 def test_sigint_exits_0(tidemark):
@@ -112,6 +113,76 @@ def test_a_write_waiting_for_the_store_at_drain_timeout_gets_503(
     assert_stopping(r)
     assert drained_in_time(took)
     assert upstream.find("X-Test-Id", "stalled") == []
+    assert upstream.count() == 0
+    assert len(drain_line(tm, 1, 1, 0)) == 1
+    assert len(tm.log_lines("event=refused", "status=503",
+                            "reason=stopping")) == 1
+
+
+# What the client sent and tidemark never read, which the drain reads
+# and drops before it closes (at most 1 MiB, so that the close ends with
+# a FIN): 1 byte, hundreds, one read's worth, the most it drops, and one
+# past it.
+UNREAD = [1, 300, 65536, 1 << 20, (1 << 20) + 1]
+
+
+@pytest.mark.parametrize("size", UNREAD)
+def test_the_drain_drops_what_a_refused_write_sent_and_exits(
+        tidemark, upstream, failsync, tmp_path, size):
+    """A write waiting for the store (its sync held) whose body of size
+    bytes tidemark never read: at drain_timeout_ms the write is refused
+    and its connection closed, nothing reaches the upstream, and
+    tidemark exits 0. Up to 64 KiB the body lies in the sockets' buffers
+    whole, and the client reads the 503; past that it is still sending
+    when the drain closes, and may see a reset instead (the drain waits
+    for no client)."""
+    shim, _ = failsync
+    stall = tmp_path / "stall"
+    held = tmp_path / "stall.held"
+    tm = tidemark(config={"store": {"timeout_ms": "60000"},
+                          "proxy": {"drain_timeout_ms": str(DRAIN_MS)}},
+                  env={"LD_PRELOAD": str(shim), "FAILSYNC_STALL": str(stall)})
+    c = tm.conn()
+    body = bytes(range(256)) * (size // 256) + b"\xff" * (size % 256)
+    req = build_request("PUT", "/v1/documents/unread",
+                        [("Fencing-Token", "7"), ("X-Test-Id", "unread")],
+                        body)
+    failed = []
+
+    def send():
+        try:
+            c.send(req)
+        except OSError as e:  # closed by the drain mid-body
+            failed.append(e)
+
+    sender = threading.Thread(target=send)
+    r = None
+    try:
+        stall.write_text("")
+        sender.start()
+        wait_until(held.exists, 10 * slow(), "the writer held in its sync")
+        tm.proc.send_signal(signal.SIGTERM)
+        if size <= 65536:
+            sender.join(10 * slow())
+            assert not sender.is_alive() and failed == []
+            r = c.read_response(timeout=10 * slow())
+        else:
+            try:
+                r = c.read_response(timeout=10 * slow())
+            except (Closed, OSError):
+                pass  # reset while still sending: no answer to check
+        assert c.closed(timeout=10 * slow())
+        sender.join(10 * slow())
+        assert not sender.is_alive()
+    finally:
+        stall.unlink(missing_ok=True)
+        c.close()
+    rc = tm.proc.wait(10 * slow())
+    tm.runs[-1][1] = "stopped"
+    assert rc == 0
+    if r is not None:
+        assert_stopping(r)
+    assert upstream.find("X-Test-Id", "unread") == []
     assert upstream.count() == 0
     assert len(drain_line(tm, 1, 1, 0)) == 1
     assert len(tm.log_lines("event=refused", "status=503",
