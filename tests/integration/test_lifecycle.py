@@ -77,6 +77,31 @@ def drained_in_time(took):
     return DRAIN_MS / 1000 - 0.02 <= took < DRAIN_MS / 1000 + 2 * slow()
 
 
+def stalled_store(tidemark, failsync, tmp_path):
+    """A tidemark whose store's writer will be held in its sync while the
+    file stall exists (held exists while it is), with the store's timeout
+    far off: (tm, stall, held)."""
+    shim, _ = failsync
+    stall = tmp_path / "stall"
+    tm = tidemark(config={"store": {"timeout_ms": "60000"},
+                          "proxy": {"drain_timeout_ms": str(DRAIN_MS)}},
+                  env={"LD_PRELOAD": str(shim), "FAILSYNC_STALL": str(stall)})
+    return tm, stall, tmp_path / "stall.held"
+
+
+def assert_one_refused_and_exited(tm, upstream, test_id):
+    """tidemark exits 0 after a drain that refused one write (test_id)
+    and closed nothing mid-exchange; the upstream saw nothing."""
+    rc = tm.proc.wait(10 * slow())
+    tm.runs[-1][1] = "stopped"
+    assert rc == 0
+    assert upstream.find("X-Test-Id", test_id) == []
+    assert upstream.count() == 0
+    assert len(drain_line(tm, 1, 1, 0)) == 1
+    assert len(tm.log_lines("event=refused", "status=503",
+                            "reason=stopping")) == 1
+
+
 def test_a_write_waiting_for_the_store_at_drain_timeout_gets_503(
         tidemark, upstream, failsync, tmp_path):
     """SIGTERM while a write waits for the store's raise (the store's
@@ -84,12 +109,7 @@ def test_a_write_waiting_for_the_store_at_drain_timeout_gets_503(
     drain_timeout_ms the write gets a 503 saying the proxy is stopping
     and the write was not forwarded, the connection closes, and nothing
     reaches the upstream; once the sync returns, tidemark exits 0."""
-    shim, _ = failsync
-    stall = tmp_path / "stall"
-    held = tmp_path / "stall.held"
-    tm = tidemark(config={"store": {"timeout_ms": "60000"},
-                          "proxy": {"drain_timeout_ms": str(DRAIN_MS)}},
-                  env={"LD_PRELOAD": str(shim), "FAILSYNC_STALL": str(stall)})
+    tm, stall, held = stalled_store(tidemark, failsync, tmp_path)
     c = tm.conn()
     try:
         stall.write_text("")
@@ -107,16 +127,9 @@ def test_a_write_waiting_for_the_store_at_drain_timeout_gets_503(
     finally:
         stall.unlink(missing_ok=True)
         c.close()
-    rc = tm.proc.wait(10 * slow())
-    tm.runs[-1][1] = "stopped"
-    assert rc == 0
+    assert_one_refused_and_exited(tm, upstream, "stalled")
     assert_stopping(r)
     assert drained_in_time(took)
-    assert upstream.find("X-Test-Id", "stalled") == []
-    assert upstream.count() == 0
-    assert len(drain_line(tm, 1, 1, 0)) == 1
-    assert len(tm.log_lines("event=refused", "status=503",
-                            "reason=stopping")) == 1
 
 
 # What the client sent and tidemark never read, which the drain reads
@@ -136,12 +149,7 @@ def test_the_drain_drops_what_a_refused_write_sent_and_exits(
     whole, and the client reads the 503; past that it is still sending
     when the drain closes, and may see a reset instead (the drain waits
     for no client)."""
-    shim, _ = failsync
-    stall = tmp_path / "stall"
-    held = tmp_path / "stall.held"
-    tm = tidemark(config={"store": {"timeout_ms": "60000"},
-                          "proxy": {"drain_timeout_ms": str(DRAIN_MS)}},
-                  env={"LD_PRELOAD": str(shim), "FAILSYNC_STALL": str(stall)})
+    tm, stall, held = stalled_store(tidemark, failsync, tmp_path)
     c = tm.conn()
     body = bytes(range(256)) * (size // 256) + b"\xff" * (size % 256)
     req = build_request("PUT", "/v1/documents/unread",
@@ -177,16 +185,9 @@ def test_the_drain_drops_what_a_refused_write_sent_and_exits(
     finally:
         stall.unlink(missing_ok=True)
         c.close()
-    rc = tm.proc.wait(10 * slow())
-    tm.runs[-1][1] = "stopped"
-    assert rc == 0
+    assert_one_refused_and_exited(tm, upstream, "unread")
     if r is not None:
         assert_stopping(r)
-    assert upstream.find("X-Test-Id", "unread") == []
-    assert upstream.count() == 0
-    assert len(drain_line(tm, 1, 1, 0)) == 1
-    assert len(tm.log_lines("event=refused", "status=503",
-                            "reason=stopping")) == 1
 
 
 @pytest.mark.parametrize("sent", ["whole", "part"])
