@@ -30,7 +30,10 @@ def log_objects(tm, form):
     access line: ts, level and its fields). The text lines, or the
     objects."""
     out = []
-    for raw in tm.log_path.read_bytes().split(b"\n"):
+    # The last piece is what follows the last newline: nothing, or a line
+    # tidemark is still writing (stderr is unbuffered: a line goes out in
+    # several writes); the next read checks it whole.
+    for raw in tm.log_path.read_bytes().split(b"\n")[:-1]:
         if raw == b"" or raw.startswith(b"==== start "):
             continue
         line = raw.decode("utf-8")      # strict: a stray byte fails here
