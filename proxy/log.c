@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -102,26 +103,64 @@ quoted(FILE *f, const char *s)
     }
 }
 
+/* A sink's way of writing one line, without its newline, into f. */
+typedef void line_fn(FILE *f, const char *when, enum tm_log_level level,
+                     const char *msg);
+
+/* One line on stderr, built whole in memory and handed to stderr in one
+ * fwrite: an unbuffered stderr writes it with one write(2), so a reader
+ * (a pipe, journald's socket, a file other processes append to) never
+ * gets a line in pieces, and a line costs one system call, not one a
+ * word or a byte. Without the memory to build it, the line is written as
+ * it is built, still whole among this process's lines (stderr is locked
+ * meanwhile). */
+static void
+line_write(line_fn *fn, enum tm_log_level level, const char *msg)
+{
+    char when[48], *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    timestamp(when, sizeof(when));
+    if (f != NULL) {
+        fn(f, when, level, msg);
+        fputc('\n', f);
+        if (fclose(f) != 0) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    flockfile(stderr);
+    if (buf != NULL) {
+        fwrite(buf, 1, len, stderr);
+    } else {
+        fn(stderr, when, level, msg);
+        fputc('\n', stderr);
+    }
+    funlockfile(stderr);
+    free(buf);
+}
+
 /* Every line is key=value words: ts, level, then an access line's own
  * fields (event=...), or msg="..." holding a message of prose. */
+static void
+text_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
+{
+    fprintf(f, "ts=%s level=%s ", when, tm_log_level_name(level));
+    if (strncmp(msg, "event=", 6) == 0) {
+        fputs(msg, f);
+    } else {
+        fputs("msg=\"", f);
+        quoted(f, msg);
+        fputc('"', f);
+    }
+}
+
 void
 tm_log_stderr_text(void *arg, enum tm_log_level level, const char *msg)
 {
-    char when[48];
-
     (void)arg;
-    timestamp(when, sizeof(when));
-    flockfile(stderr);
-    fprintf(stderr, "ts=%s level=%s ", when, tm_log_level_name(level));
-    if (strncmp(msg, "event=", 6) == 0) {
-        fputs(msg, stderr);
-    } else {
-        fputs("msg=\"", stderr);
-        quoted(stderr, msg);
-        fputc('"', stderr);
-    }
-    fputc('\n', stderr);
-    funlockfile(stderr);
+    line_write(text_line, level, msg);
 }
 
 /* Write s[0..n) as a JSON string's content; bytes that are not UTF-8
@@ -229,32 +268,28 @@ json_value(FILE *f, const char *p)
  * value ("...") is a string, a bare number a number, a bare "-" null
  * (access.h writes its lines so). An access line (event=...) is all
  * key=value: its fields, and no msg repeating them. */
-void
-tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
+static void
+json_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
 {
-    char when[48];
     const char *p = msg;
 
-    (void)arg;
-    timestamp(when, sizeof(when));
-    flockfile(stderr);
-    fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\"", when,
+    fprintf(f, "{\"ts\":\"%s\",\"level\":\"%s\"", when,
             tm_log_level_name(level));
     if (strncmp(msg, "event=", 6) != 0) {
         /* Prose keeps its text; an access line is its fields. */
-        fputs(",\"msg\":\"", stderr);
-        json_str(stderr, msg, strlen(msg));
-        fputc('"', stderr);
+        fputs(",\"msg\":\"", f);
+        json_str(f, msg, strlen(msg));
+        fputc('"', f);
     }
     while (*p != '\0') {
         size_t w = strcspn(p, " "), k = strcspn(p, "= ");
 
         if (k < w && k > 0 && strncmp(p, "msg=", 4) != 0 &&
             strncmp(p, "ts=", 3) != 0 && strncmp(p, "level=", 6) != 0) {
-            fputs(",\"", stderr);
-            json_str(stderr, p, k);
-            fputs("\":", stderr);
-            w = k + 1 + json_value(stderr, p + k + 1);
+            fputs(",\"", f);
+            json_str(f, p, k);
+            fputs("\":", f);
+            w = k + 1 + json_value(f, p + k + 1);
         } else if (*p == '"') {
             /* A quoted phrase in free text: skip it whole. */
             const char *q = strchr(p + 1, '"');
@@ -265,8 +300,14 @@ tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
             p++;
         }
     }
-    fputs("}\n", stderr);
-    funlockfile(stderr);
+    fputc('}', f);
+}
+
+void
+tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
+{
+    (void)arg;
+    line_write(json_line, level, msg);
 }
 
 const char *

@@ -127,7 +127,9 @@ TM_API const char *tm_log_level_name(enum tm_log_level level);
  * quotes and backslashes escaped; an access line, msg "event=...", is
  * its words as they are) or as a JSON object (ts, level, msg, and each
  * key=value word of msg as a field of its own; an access line has its
- * fields and no msg). */
+ * fields and no msg). A line is built whole and handed to stderr in one
+ * fwrite, under stderr's lock: one write(2) when stderr is unbuffered,
+ * so a reader never gets it in pieces. */
 TM_API void tm_log_stderr_text(void *arg, enum tm_log_level level,
                                const char *msg);
 TM_API void tm_log_stderr_json(void *arg, enum tm_log_level level,

@@ -128,7 +128,9 @@ class Tidemark:
 
     # -- life cycle
 
-    def start(self, wait=True, extra_env=None, preexec=None):
+    def start(self, wait=True, extra_env=None, preexec=None, stderr=None):
+        """stderr: a descriptor for the process's stdout and stderr
+        instead of the log file (whose log() then stays empty)."""
         assert self.proc is None or self.proc.poll() is not None
         env = child_env(self.env)
         env.update(extra_env or {})
@@ -143,7 +145,9 @@ class Tidemark:
         log.flush()
         self.proc = subprocess.Popen(
             [str(BIN), "-c", str(self.ini_path)], stdin=subprocess.DEVNULL,
-            stdout=log, stderr=log, env=env, cwd=str(self.dir),
+            stdout=log if stderr is None else stderr,
+            stderr=log if stderr is None else stderr, env=env,
+            cwd=str(self.dir),
             preexec_fn=preexec)
         log.close()
         self.runs.append([self.proc, "running"])

@@ -10,6 +10,8 @@ test parses the lines and checks them against the requests it made."""
 import json
 import re
 import signal
+import socket
+import threading
 
 import pytest
 
@@ -300,9 +302,10 @@ def test_transfer_fields(tidemark, upstream, form):
             assert STRICT.match(ln), ln
 
 
-# Any text line: ts= and level=, then key=value words only.
+# Any text line: ts= and level=, then key=value words only (a quoted
+# value cut to fit the line is followed by "...", as logesc marks it).
 ANY_STRICT = re.compile(r'^ts=\S+ level=(error|warn|info|debug)'
-                        r'( [a-z_]+=("(?:[^"\\]|\\.)*"|[^ "]*))+$')
+                        r'( [a-z_]+=("(?:[^"\\]|\\.)*"(\.\.\.)?|[^ "]*))+$')
 
 
 def test_every_text_line_is_key_value(tidemark, upstream):
@@ -327,3 +330,74 @@ def test_every_text_line_is_key_value(tidemark, upstream):
     assert any(m.startswith("reloaded: ") for m in msgs), msgs
     assert any('locks: acquired: name="documents/q\\"\\\\x"' in m
                for m in msgs), msgs
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_each_line_arrives_in_one_write(tidemark, upstream, form):
+    """Whoever reads tidemark's stderr (a pipe, journald's socket, a file
+    other processes append to) gets each line whole, in one write, never
+    in pieces: here stderr is a SOCK_SEQPACKET socket, on which each
+    write(2) arrives as one record. Lines of every length class: access
+    lines for resource names of 1 to 512 bytes with a quote, a
+    backslash, a space and UTF-8, and a query of 5,000 bytes (cut to fit
+    the line); refusals of a name of 513 bytes, of a path with a control
+    byte and of a stale token; prose lines for
+    lock names of 1 to 512 bytes."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    records = []
+
+    def read():
+        while True:
+            r = ours.recv(1 << 17)
+            if not r:
+                return
+            records.append(r)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    tm = tidemark({"proxy": {"log_level": "debug", "log_format": form}},
+                  start=False)
+    try:
+        tm.start(stderr=theirs.fileno())
+    finally:
+        theirs.close()
+    docs = []
+    odd = "%22%5C%C3%A9%20"     # '"', '\\', 'é' and ' ': 5 bytes decoded
+    # The resource, documents/DOC, of 1, tens, hundreds of bytes and the
+    # longest (512); the last request adds a query of 5,000 bytes.
+    for n in (1, 60, 300, 512 - len("documents/L-") - 5):
+        docs.append("L-" + "x" * n + odd)
+    for doc in docs:
+        assert tm.put(doc, token=5).status == 200
+    assert tm.put(docs[0] + "?q=" + "y" * 5000, token=6).status == 200
+    docs.append(docs[0])
+    assert tm.put("L-x" + docs[-2][2:], token=5).status == 400  # 513
+    assert tm.put(docs[0], token=4).status == 409
+    assert tm.put("c%01%7F", token=6).status == 400
+    for n in (1, 300, 512 - len("documents/n-") - 2):
+        name = "documents/n-" + "q" * n + "%22%5C"
+        assert tm.admin("POST", "/v1/locks/%s?ttl_ms=60000" % name)[0] == 201
+    assert tm.stop() == 0
+    reader.join(timeout=10)
+    assert not reader.is_alive()
+    ours.close()
+
+    for r in records:
+        assert r.endswith(b"\n") and r.count(b"\n") == 1, r[:200]
+    lines = [r.decode()[:-1] for r in records]
+    if form == "json":
+        fields = [json.loads(ln) for ln in lines]
+    else:
+        for ln in lines:
+            assert ANY_STRICT.match(ln), ln
+        fields = [parse_text(ln) for ln in lines]
+    access = [o for o in fields if o.get("event") == "request"]
+    assert [o["path"][:24] for o in access] == \
+        [("/v1/documents/" + d)[:24] for d in docs]
+    assert [o["status"] for o in access] == [200] * 5
+    assert [o["status"] for o in fields if o.get("event") == "refused"] \
+        == [400, 409, 400]
+    acquired = [o["msg"] for o in fields
+                if str(o.get("msg", "")).startswith("locks: acquired: ")]
+    assert len(acquired) == 3, acquired
+    assert 'name="documents/n-q\\"\\\\"' in acquired[0], acquired[0]
