@@ -64,7 +64,10 @@
 # run one after the other on the same upstream, so each proxy competes with
 # the same wrk and the same upstream for the CPU. Logging is off for both
 # proxies (nginx access_log off; tidemark log_level = warn, which writes no
-# line per request).
+# line per request), unless BENCH_LOG is text or json: then each proxy
+# writes a line per request to a file, nginx its access_log ("combined"
+# in $dir/ngx/access.log) and tidemark its access lines (log_level = info,
+# log_format = BENCH_LOG, stderr to $dir/tidemark.log).
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -78,6 +81,13 @@ RESULTS=${BENCH_RESULTS:-$BENCH/results}
 THREADS=${BENCH_THREADS:-2}
 CONNS=${BENCH_CONNECTIONS:-32}
 RES=${BENCH_RESOURCES:-1000}
+LOG=${BENCH_LOG:-off}
+case "$LOG" in
+    off) NGX_ACCESS_LOG=off TM_LOG_INI="log_level = warn" ;;
+    text | json) TM_LOG_INI="log_level = info
+log_format = $LOG" ;;
+    *) echo "bench: BENCH_LOG is off, text or json, not $LOG" >&2; exit 2 ;;
+esac
 WARMUP=${BENCH_WARMUP:-2s}
 WORKLOADS=${BENCH_WORKLOADS:-equal rising stale}
 SETS=${BENCH_SET:-quick}
@@ -225,6 +235,7 @@ if has_target tidemark && [ ! -x "$TIDEMARK_BIN" ]; then
 fi
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/tidemark-bench.XXXXXX")
+[ "$LOG" = off ] || NGX_ACCESS_LOG=$dir/ngx/access.log
 # nginx workers may run as nobody when started by root: let them in.
 chmod 0755 "$dir"
 pids=""
@@ -280,7 +291,7 @@ wait_http() {
     done
 }
 
-# nginx_conf PREFIX PORT BODY: a one-worker, foreground nginx whose every
+# nginx_conf PREFIX PORT BODY [ACCESS_LOG]: a one-worker, foreground nginx whose every
 # path stays inside PREFIX (no /run, /var/lib/nginx or /var/log).
 nginx_conf() {
     mkdir -p "$1"
@@ -292,7 +303,7 @@ error_log $1/error.log warn;
 worker_rlimit_nofile $NOFILE;
 events { worker_connections $NOFILE; }
 http {
-    access_log off;
+    access_log ${4:-off};
     client_body_temp_path $1/body;
     proxy_temp_path $1/proxy;
     fastcgi_temp_path $1/fastcgi;
@@ -347,7 +358,7 @@ if has_target nginx; then
             proxy_http_version 1.1;
             proxy_set_header Connection \"\";
         }
-    }"
+    }" "$NGX_ACCESS_LOG"
     start_nginx nginx "$dir/ngx" "$NGX_PORT" "$PIN_PROXY"
 fi
 
@@ -483,7 +494,7 @@ if has_target tidemark; then
     cat > "$dir/tidemark.ini" <<INI
 [proxy]
 listen = 127.0.0.1:$TM_PORT
-log_level = warn
+$TM_LOG_INI
 max_connections = $((NOFILE / 2 + 100))
 
 [upstream default]
@@ -868,8 +879,13 @@ header() {
     echo "upstream: $up; proxy nginx: 1 worker," \
         "keepalive $KEEPALIVE, HTTP/1.1, proxy_request_buffering off;" \
         "tidemark: 1 network thread, max_idle $KEEPALIVE"
-    echo "logging: nginx access_log off, error_log warn; tidemark" \
-        "log_level = warn (no access log)"
+    if [ "$LOG" = off ]; then
+        echo "logging: nginx access_log off, error_log warn; tidemark" \
+            "log_level = warn (no access log)"
+    else
+        echo "logging: a line per request to a file: nginx access_log" \
+            "(combined); tidemark log_level = info, log_format = $LOG"
+    fi
     echo "listen backlogs: 65535 asked, net.core.somaxconn $SOMAXCONN;" \
         "open files: $NOFILE a process"
     echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
