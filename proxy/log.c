@@ -141,6 +141,27 @@ line_write(line_fn *fn, enum tm_log_level level, const char *msg)
     free(buf);
 }
 
+/* s as it is, but a control byte as \xNN: an access line comes escaped
+ * (logesc), so this changes nothing in one of ours; it keeps the line one
+ * line whatever else a caller passes as "event=...". */
+static void
+controls_escaped(FILE *f, const char *s)
+{
+    for (;;) {
+        size_t n = 0;
+
+        while (s[n] != '\0' && (unsigned char)s[n] >= 0x20 && s[n] != 0x7f) {
+            n++;
+        }
+        fwrite(s, 1, n, f);
+        s += n;
+        if (*s == '\0') {
+            return;
+        }
+        fprintf(f, "\\x%02x", (unsigned char)*s++);
+    }
+}
+
 /* Every line is key=value words: ts, level, then an access line's own
  * fields (event=...), or msg="..." holding a message of prose. */
 static void
@@ -148,7 +169,7 @@ text_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
 {
     fprintf(f, "ts=%s level=%s ", when, tm_log_level_name(level));
     if (strncmp(msg, "event=", 6) == 0) {
-        fputs(msg, f);
+        controls_escaped(f, msg);
     } else {
         fputs("msg=\"", f);
         quoted(f, msg);
@@ -184,7 +205,9 @@ json_str(FILE *f, const char *s, size_t n)
 }
 
 /* Whether s[0..n) is a JSON number as the access log writes them:
- * -?(0|[1-9][0-9]*)(.[0-9]+)? */
+ * -?(0|[1-9][0-9]*)(.[0-9]+)?, its whole part at most INT64_MAX (a token
+ * is), so that every JSON reader takes it; a longer run of digits, from a
+ * peer's word in prose, stays a string. */
 static bool
 json_number(const char *s, size_t n)
 {
@@ -195,7 +218,8 @@ json_number(const char *s, size_t n)
     while (i < n && s[i] >= '0' && s[i] <= '9') {
         i++;
     }
-    if (i == d || (s[d] == '0' && i - d > 1)) {
+    if (i == d || (s[d] == '0' && i - d > 1) || i - d > 19 ||
+        (i - d == 19 && memcmp(s + d, "9223372036854775807", 19) > 0)) {
         return false;
     }
     if (i < n && s[i] == '.') {
@@ -263,15 +287,23 @@ json_value(FILE *f, const char *p)
     return w;
 }
 
+/* The most keys of one line whose cut values a JSON line lists. */
+#define JSON_CUT_MAX 32
+
 /* One JSON object a line: ts, level, msg, and every key=value word of the
  * message as a field of its own (conn=7 route=docs token=5 ...): a quoted
  * value ("...") is a string, a bare number a number, a bare "-" null
  * (access.h writes its lines so). An access line (event=...) is all
- * key=value: its fields, and no msg repeating them. */
+ * key=value: its fields, and no msg repeating them. A value cut to fit
+ * the line (logesc's "abc"...) is the string as cut, and its key is
+ * listed in a last field, "cut":["query"], which a line with no cut
+ * value does not have. */
 static void
 json_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
 {
     const char *p = msg;
+    const char *cut[JSON_CUT_MAX];
+    size_t cut_len[JSON_CUT_MAX], ncut = 0;
 
     fprintf(f, "{\"ts\":\"%s\",\"level\":\"%s\"", when,
             tm_log_level_name(level));
@@ -290,6 +322,13 @@ json_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
             json_str(f, p, k);
             fputs("\":", f);
             w = k + 1 + json_value(f, p + k + 1);
+            if (p[k + 1] == '"' && strncmp(p + w, "...", 3) == 0) {
+                if (ncut < JSON_CUT_MAX) {
+                    cut[ncut] = p;
+                    cut_len[ncut++] = k;
+                }
+                w += 3;
+            }
         } else if (*p == '"') {
             /* A quoted phrase in free text: skip it whole. */
             const char *q = strchr(p + 1, '"');
@@ -300,7 +339,12 @@ json_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
             p++;
         }
     }
-    fputc('}', f);
+    for (size_t i = 0; i < ncut; i++) {
+        fputs(i == 0 ? ",\"cut\":[\"" : ",\"", f);
+        json_str(f, cut[i], cut_len[i]);
+        fputc('"', f);
+    }
+    fputs(ncut > 0 ? "]}" : "}", f);
 }
 
 void

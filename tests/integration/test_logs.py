@@ -340,7 +340,8 @@ def test_each_line_arrives_in_one_write(tidemark, upstream, form):
     write(2) arrives as one record. Lines of every length class: access
     lines for resource names of 1 to 512 bytes with a quote, a
     backslash, a space and UTF-8, and a query of 5,000 bytes (cut to fit
-    the line); refusals of a name of 513 bytes, of a path with a control
+    the line, and said so: "..." after it in text, "cut":["query"] in
+    JSON); refusals of a name of 513 bytes, of a path with a control
     byte and of a stale token; prose lines for
     lock names of 1 to 512 bytes."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -395,6 +396,14 @@ def test_each_line_arrives_in_one_write(tidemark, upstream, form):
     assert [o["path"][:24] for o in access] == \
         [("/v1/documents/" + d)[:24] for d in docs]
     assert [o["status"] for o in access] == [200] * 5
+    # The 5,000-byte query is cut: text marks it "..."..., JSON lists it.
+    long_q = [ln for ln in lines if "yyyy" in ln]
+    assert len(long_q) == 1, long_q
+    if form == "json":
+        assert [o.get("cut") for o in access] == [None] * 4 + [["query"]]
+        assert access[4]["query"].startswith("q=yyyy")
+    else:
+        assert re.search(r' query="q=y+"\.\.\. ', long_q[0]), long_q[0]
     assert [o["status"] for o in fields if o.get("event") == "refused"] \
         == [400, 409, 400]
     acquired = [o["msg"] for o in fields
