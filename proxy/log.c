@@ -85,21 +85,33 @@ timestamp(char *buf, size_t len)
     snprintf(buf, len, "%s.%03ldZ", when, ts.tv_nsec / 1000000);
 }
 
-/* s as the content of a quoted key=value value: '"' and '\\' escaped,
- * and a control byte as \xNN (the values in s came escaped by logesc;
- * this keeps the line whole whatever a message holds). */
+/* s with each control byte as \xNN and, if quotes, '"' and '\\'
+ * backslashed (the content of a quoted value). The values in s came
+ * escaped by logesc; this keeps the line one line whatever a message
+ * holds. Runs of bytes that need nothing are written whole. */
 static void
-quoted(FILE *f, const char *s)
+escaped(FILE *f, const char *s, bool quotes)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        if (*p == '"' || *p == '\\') {
-            fputc('\\', f);
-            fputc(*p, f);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            fprintf(f, "\\x%02x", *p);
-        } else {
-            fputc(*p, f);
+    for (;;) {
+        size_t n = 0;
+        unsigned char c;
+
+        while ((c = (unsigned char)s[n]) >= 0x20 && c != 0x7f &&
+               !(quotes && (c == '"' || c == '\\'))) {
+            n++;
         }
+        fwrite(s, 1, n, f);
+        s += n;
+        if (c == '\0') {
+            return;
+        }
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc(c, f);
+        } else {
+            fprintf(f, "\\x%02x", c);
+        }
+        s++;
     }
 }
 
@@ -141,27 +153,6 @@ line_write(line_fn *fn, enum tm_log_level level, const char *msg)
     free(buf);
 }
 
-/* s as it is, but a control byte as \xNN: an access line comes escaped
- * (logesc), so this changes nothing in one of ours; it keeps the line one
- * line whatever else a caller passes as "event=...". */
-static void
-controls_escaped(FILE *f, const char *s)
-{
-    for (;;) {
-        size_t n = 0;
-
-        while (s[n] != '\0' && (unsigned char)s[n] >= 0x20 && s[n] != 0x7f) {
-            n++;
-        }
-        fwrite(s, 1, n, f);
-        s += n;
-        if (*s == '\0') {
-            return;
-        }
-        fprintf(f, "\\x%02x", (unsigned char)*s++);
-    }
-}
-
 /* Every line is key=value words: ts, level, then an access line's own
  * fields (event=...), or msg="..." holding a message of prose. */
 static void
@@ -169,10 +160,10 @@ text_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
 {
     fprintf(f, "ts=%s level=%s ", when, tm_log_level_name(level));
     if (strncmp(msg, "event=", 6) == 0) {
-        controls_escaped(f, msg);
+        escaped(f, msg, false); /* logesc escaped its values */
     } else {
         fputs("msg=\"", f);
-        quoted(f, msg);
+        escaped(f, msg, true);
         fputc('"', f);
     }
 }

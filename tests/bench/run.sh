@@ -83,7 +83,7 @@ CONNS=${BENCH_CONNECTIONS:-32}
 RES=${BENCH_RESOURCES:-1000}
 LOG=${BENCH_LOG:-off}
 case "$LOG" in
-    off) NGX_ACCESS_LOG=off TM_LOG_INI="log_level = warn" ;;
+    off) TM_LOG_INI="log_level = warn" ;;
     text | json) TM_LOG_INI="log_level = info
 log_format = $LOG" ;;
     *) echo "bench: BENCH_LOG is off, text or json, not $LOG" >&2; exit 2 ;;
@@ -235,6 +235,7 @@ if has_target tidemark && [ ! -x "$TIDEMARK_BIN" ]; then
 fi
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/tidemark-bench.XXXXXX")
+NGX_ACCESS_LOG=off # nginx access_log: a file when BENCH_LOG is on
 [ "$LOG" = off ] || NGX_ACCESS_LOG=$dir/ngx/access.log
 # nginx workers may run as nobody when started by root: let them in.
 chmod 0755 "$dir"
