@@ -5,16 +5,26 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../policies/ascii.h"
 #include "../policies/json.h"
 #include "../policies/logesc.h"
 
 _Thread_local const struct tm_log *log_cur;
 _Thread_local bool lib_sigpipe_blocked;
+
+/* "2026-12-03T03:31:12.345Z": a line's time, to the millisecond, UTC. */
+#define TS_LEN 24
+
+/* The bytes of a line built on the stack; a longer one is built in
+ * memory of its own (of tidemark's lines, only a JSON access line whose
+ * values are mostly bytes JSON escapes in six). */
+#define LINE_STACK 8192
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -72,17 +82,113 @@ tm_log_level_name(enum tm_log_level level)
     return (unsigned)level < 4 ? level_names[level] : "?";
 }
 
+/* The wall clock as "2026-12-03T03:31:12.345Z" into buf (25 bytes and
+ * the NUL). The part to the second is made once a second per thread:
+ * gmtime_r and strftime cost more than the rest of a line. */
 static void
-timestamp(char *buf, size_t len)
+timestamp(char buf[TS_LEN + 1])
 {
+    static _Thread_local time_t sec = -1;
+    static _Thread_local char upto_sec[20 + 1]; /* "2026-12-03T03:31:12" */
     struct timespec ts;
-    struct tm tm;
-    char when[32];
+    int ms;
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "%s.%03ldZ", when, ts.tv_nsec / 1000000);
+    if (ts.tv_sec != sec) {
+        struct tm tm;
+
+        if (gmtime_r(&ts.tv_sec, &tm) == NULL ||
+            strftime(upto_sec, sizeof(upto_sec), "%Y-%m-%dT%H:%M:%S", &tm) !=
+                19) {
+            memcpy(upto_sec, "0000-00-00T00:00:00", 20);
+        }
+        sec = ts.tv_sec;
+    }
+    ms = (int)(ts.tv_nsec / 1000000);
+    memcpy(buf, upto_sec, 19);
+    buf[19] = '.';
+    buf[20] = (char)('0' + ms / 100);
+    buf[21] = (char)('0' + ms / 10 % 10);
+    buf[22] = (char)('0' + ms % 10);
+    buf[23] = 'Z';
+    buf[24] = '\0';
+}
+
+/* A line being built: in the caller's stack buffer, then in memory of
+ * its own when it outgrows it. Without that memory, what is built so far
+ * goes to stderr (locked from then until the line ends) and the rest
+ * follows as it is built: the line is still whole among this process's
+ * lines, though a reader may get it in more than one piece. */
+struct out {
+    char *p;
+    size_t n, cap;
+    bool heap;    /* p was malloc'd */
+    bool spilled; /* writing straight to stderr, which is locked */
+};
+
+static void
+out_spill(struct out *o)
+{
+    if (!o->spilled) {
+        flockfile(stderr);
+        o->spilled = true;
+    }
+    fwrite(o->p, 1, o->n, stderr);
+    o->n = 0;
+}
+
+/* Room for n more bytes at the end of o, made by moving the line to
+ * memory of its own (the size doubled until they fit); false without
+ * it. */
+static bool
+out_grow(struct out *o, size_t n)
+{
+    size_t cap = o->cap;
+    char *p;
+
+    while (cap - o->n < n) {
+        if (cap > SIZE_MAX / 2) {
+            return false;
+        }
+        cap *= 2;
+    }
+    p = o->heap ? realloc(o->p, cap) : malloc(cap);
+    if (p == NULL) {
+        return false;
+    }
+    if (!o->heap) {
+        memcpy(p, o->p, o->n);
+    }
+    o->p = p;
+    o->cap = cap;
+    o->heap = true;
+    return true;
+}
+
+static void
+out_put(struct out *o, const char *s, size_t n)
+{
+    if (n > o->cap - o->n && (o->spilled || !out_grow(o, n))) {
+        out_spill(o);
+        if (n > o->cap) {
+            fwrite(s, 1, n, stderr);
+            return;
+        }
+    }
+    memcpy(o->p + o->n, s, n);
+    o->n += n;
+}
+
+static void
+out_str(struct out *o, const char *s)
+{
+    out_put(o, s, strlen(s));
+}
+
+static void
+out_c(struct out *o, char c)
+{
+    out_put(o, &c, 1);
 }
 
 /* s with each control byte as \xNN and, if quotes, '"' and '\\'
@@ -90,7 +196,7 @@ timestamp(char *buf, size_t len)
  * escaped by logesc; this keeps the line one line whatever a message
  * holds. Runs of bytes that need nothing are written whole. */
 static void
-escaped(FILE *f, const char *s, bool quotes)
+escaped(struct out *o, const char *s, bool quotes)
 {
     for (;;) {
         size_t n = 0;
@@ -100,71 +206,70 @@ escaped(FILE *f, const char *s, bool quotes)
                !(quotes && (c == '"' || c == '\\'))) {
             n++;
         }
-        fwrite(s, 1, n, f);
+        out_put(o, s, n);
         s += n;
         if (c == '\0') {
             return;
         }
         if (c == '"' || c == '\\') {
-            fputc('\\', f);
-            fputc(c, f);
+            char esc[2] = {'\\', (char)c};
+
+            out_put(o, esc, 2);
         } else {
-            fprintf(f, "\\x%02x", c);
+            char esc[4] = {'\\', 'x'};
+
+            ascii_hex(&c, 1, esc + 2);
+            out_put(o, esc, 4);
         }
         s++;
     }
 }
 
-/* A sink's way of writing one line, without its newline, into f. */
-typedef void line_fn(FILE *f, const char *when, enum tm_log_level level,
+/* A sink's way of writing one line, without its newline. */
+typedef void line_fn(struct out *o, const char *when, enum tm_log_level level,
                      const char *msg);
 
 /* One line on stderr, built whole in memory and handed to stderr in one
  * fwrite: an unbuffered stderr writes it with one write(2), so a reader
  * (a pipe, journald's socket, a file other processes append to) never
  * gets a line in pieces, and a line costs one system call, not one a
- * word or a byte. Without the memory to build it, the line is written as
- * it is built, still whole among this process's lines (stderr is locked
- * meanwhile). */
+ * word or a byte. Lines up to LINE_STACK bytes allocate nothing. */
 static void
 line_write(line_fn *fn, enum tm_log_level level, const char *msg)
 {
-    char when[48], *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    char when[TS_LEN + 1], stack[LINE_STACK];
+    struct out o = {.p = stack, .cap = sizeof(stack)};
 
-    timestamp(when, sizeof(when));
-    if (f != NULL) {
-        fn(f, when, level, msg);
-        fputc('\n', f);
-        if (fclose(f) != 0) {
-            free(buf);
-            buf = NULL;
-        }
+    timestamp(when);
+    fn(&o, when, level, msg);
+    out_c(&o, '\n');
+    if (!o.spilled) {
+        flockfile(stderr);
     }
-    flockfile(stderr);
-    if (buf != NULL) {
-        fwrite(buf, 1, len, stderr);
-    } else {
-        fn(stderr, when, level, msg);
-        fputc('\n', stderr);
-    }
+    fwrite(o.p, 1, o.n, stderr);
     funlockfile(stderr);
-    free(buf);
+    if (o.heap) {
+        free(o.p);
+    }
 }
 
 /* Every line is key=value words: ts, level, then an access line's own
  * fields (event=...), or msg="..." holding a message of prose. */
 static void
-text_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
+text_line(struct out *o, const char *when, enum tm_log_level level,
+          const char *msg)
 {
-    fprintf(f, "ts=%s level=%s ", when, tm_log_level_name(level));
+    out_put(o, "ts=", 3);
+    out_put(o, when, TS_LEN);
+    out_put(o, " level=", 7);
+    out_str(o, tm_log_level_name(level));
     if (strncmp(msg, "event=", 6) == 0) {
-        escaped(f, msg, false); /* logesc escaped its values */
+        out_c(o, ' ');
+        escaped(o, msg, false); /* logesc escaped its values */
     } else {
-        fputs("msg=\"", f);
-        escaped(f, msg, true);
-        fputc('"', f);
+        out_put(o, " msg=\"", 6);
+        escaped(o, msg, true);
+        out_c(o, '"');
     }
 }
 
@@ -176,19 +281,22 @@ tm_log_stderr_text(void *arg, enum tm_log_level level, const char *msg)
 }
 
 /* Write s[0..n) as a JSON string's content; bytes that are not UTF-8
- * become U+FFFD. */
+ * become U+FFFD. Runs of printable ASCII are written whole. */
 static void
-json_str(FILE *f, const char *s, size_t n)
+json_str(struct out *o, const char *s, size_t n)
 {
     while (n > 0) {
         char esc[8];
-        size_t take;
-        const char *e = json_piece(s, n, &take, esc);
+        size_t take = ascii_plain_run(s, n);
+        const char *e = NULL;
 
+        if (take == 0) {
+            e = json_piece(s, n, &take, esc);
+        }
         if (e != NULL) {
-            fputs(e, f);
+            out_str(o, e);
         } else {
-            fwrite(s, 1, take, f);
+            out_put(o, s, take);
         }
         s += take;
         n -= take;
@@ -233,23 +341,23 @@ json_number(const char *s, size_t n)
  * text form keeps the byte. A value of more than 4 KiB
  * (no line of ours) is decoded in pieces. */
 static size_t
-json_quoted(FILE *f, const char *p)
+json_quoted(struct out *o, const char *p)
 {
     char buf[4096]; /* a whole access line: one pass for any line of ours */
     size_t i = 1;
 
-    fputc('"', f);
+    out_c(o, '"');
     for (;;) {
         size_t len = strnlen(p + i, sizeof(buf)), used;
         size_t n = logesc_decode(p + i, len, buf, &used);
 
-        json_str(f, buf, n);
+        json_str(o, buf, n);
         i += used;
         if (used < len || p[i] == '\0') {
             break;
         }
     }
-    fputc('"', f);
+    out_c(o, '"');
     return p[i] == '"' ? i + 1 : i;
 }
 
@@ -257,23 +365,23 @@ json_quoted(FILE *f, const char *p)
  * number is a number, anything else a string (a trailing ':' dropped).
  * Returns how much of p it took. */
 static size_t
-json_value(FILE *f, const char *p)
+json_value(struct out *o, const char *p)
 {
     size_t w, vlen;
 
     if (*p == '"') {
-        return json_quoted(f, p);
+        return json_quoted(o, p);
     }
     w = strcspn(p, " ");
     vlen = w > 0 && p[w - 1] == ':' ? w - 1 : w;
     if (vlen == 1 && p[0] == '-') {
-        fputs("null", f);
+        out_put(o, "null", 4);
     } else if (json_number(p, vlen)) {
-        fwrite(p, 1, vlen, f);
+        out_put(o, p, vlen);
     } else {
-        fputc('"', f);
-        json_str(f, p, vlen);
-        fputc('"', f);
+        out_c(o, '"');
+        json_str(o, p, vlen);
+        out_c(o, '"');
     }
     return w;
 }
@@ -290,29 +398,33 @@ json_value(FILE *f, const char *p)
  * listed in a last field, "cut":["query"], which a line with no cut
  * value does not have. */
 static void
-json_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
+json_line(struct out *o, const char *when, enum tm_log_level level,
+          const char *msg)
 {
     const char *p = msg;
     const char *cut[JSON_CUT_MAX];
     size_t cut_len[JSON_CUT_MAX], ncut = 0;
 
-    fprintf(f, "{\"ts\":\"%s\",\"level\":\"%s\"", when,
-            tm_log_level_name(level));
+    out_put(o, "{\"ts\":\"", 7);
+    out_put(o, when, TS_LEN);
+    out_put(o, "\",\"level\":\"", 11);
+    out_str(o, tm_log_level_name(level));
+    out_c(o, '"');
     if (strncmp(msg, "event=", 6) != 0) {
         /* Prose keeps its text; an access line is its fields. */
-        fputs(",\"msg\":\"", f);
-        json_str(f, msg, strlen(msg));
-        fputc('"', f);
+        out_put(o, ",\"msg\":\"", 8);
+        json_str(o, msg, strlen(msg));
+        out_c(o, '"');
     }
     while (*p != '\0') {
         size_t w = strcspn(p, " "), k = strcspn(p, "= ");
 
         if (k < w && k > 0 && strncmp(p, "msg=", 4) != 0 &&
             strncmp(p, "ts=", 3) != 0 && strncmp(p, "level=", 6) != 0) {
-            fputs(",\"", f);
-            json_str(f, p, k);
-            fputs("\":", f);
-            w = k + 1 + json_value(f, p + k + 1);
+            out_put(o, ",\"", 2);
+            json_str(o, p, k);
+            out_put(o, "\":", 2);
+            w = k + 1 + json_value(o, p + k + 1);
             if (p[k + 1] == '"' && strncmp(p + w, "...", 3) == 0) {
                 if (ncut < JSON_CUT_MAX) {
                     cut[ncut] = p;
@@ -331,11 +443,11 @@ json_line(FILE *f, const char *when, enum tm_log_level level, const char *msg)
         }
     }
     for (size_t i = 0; i < ncut; i++) {
-        fputs(i == 0 ? ",\"cut\":[\"" : ",\"", f);
-        json_str(f, cut[i], cut_len[i]);
-        fputc('"', f);
+        out_str(o, i == 0 ? ",\"cut\":[\"" : ",\"");
+        json_str(o, cut[i], cut_len[i]);
+        out_c(o, '"');
     }
-    fputs(ncut > 0 ? "]}" : "}", f);
+    out_str(o, ncut > 0 ? "]}" : "}");
 }
 
 void

@@ -80,6 +80,7 @@ max_len() {
     etcd_keys) echo 16384 ;;
     sigv4) echo 32768 ;;
     awscreds) echo 20000 ;;
+    logline) echo 8192 ;;
     *) echo 4096 ;;
     esac
 }
