@@ -4,6 +4,7 @@
 #define TM_ASCII_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The value of a hex digit in either case, or -1. */
 static inline int
@@ -50,6 +51,29 @@ ascii_plain_run(const char *s, size_t n)
         i++;
     }
     return i;
+}
+
+/* The most bytes ascii_dec writes: "-9223372036854775808". */
+#define ASCII_DEC_MAX 20
+
+/* v in decimal, written so that it ends just before end (no NUL);
+ * returns where it starts, at most ASCII_DEC_MAX bytes before end.
+ * Where a number is written per request, snprintf's formatting engine
+ * costs more than the rest of the field. */
+static inline char *
+ascii_dec(char *end, int64_t v)
+{
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    char *p = end;
+
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (v < 0) {
+        *--p = '-';
+    }
+    return p;
 }
 
 /* c in lower case if it is an ASCII capital letter. */

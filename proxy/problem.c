@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../policies/ascii.h"
 #include "../policies/json.h"
 
 #include <event2/buffer.h>
@@ -100,18 +101,10 @@ put(char *buf, size_t cap, size_t *n, const char *s)
 static void
 put_int(char *buf, size_t cap, size_t *n, int64_t v)
 {
-    char digits[24], *p = digits + sizeof(digits);
-    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    char digits[ASCII_DEC_MAX + 1];
 
-    *--p = '\0';
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
-    if (v < 0) {
-        *--p = '-';
-    }
-    put(buf, cap, n, p);
+    digits[ASCII_DEC_MAX] = '\0';
+    put(buf, cap, n, ascii_dec(digits + ASCII_DEC_MAX, v));
 }
 
 /* Built with put rather than snprintf: a stale write's 409 is the

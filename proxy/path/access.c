@@ -2,9 +2,9 @@
  * request id that ties a line to the upstream's own logs. */
 #include "access.h"
 
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -132,6 +132,15 @@ put(struct line *l, const char *s, size_t n)
     l->n += n;
 }
 
+/* " key=", then the value's text is the caller's. */
+static void
+put_key(struct line *l, const char *key)
+{
+    put(l, " ", 1);
+    put(l, key, strlen(key));
+    put(l, "=", 1);
+}
+
 /* Whether s, which logesc may leave bare, must be quoted all the same
  * to read back as a string: "-" (absent), a number, or a word ending in
  * ':' (log.c's json reads "key=value:" in prose as value). */
@@ -156,9 +165,7 @@ put_str(struct line *l, const char *key, const char *s, size_t n, size_t max)
 {
     size_t room;
 
-    put(l, " ", 1);
-    put(l, key, strlen(key));
-    put(l, "=", 1);
+    put_key(l, key);
     if (s == NULL) {
         put(l, "-", 1);
         return;
@@ -181,13 +188,11 @@ put_cstr(struct line *l, const char *key, const char *s, size_t max)
 static void
 put_num(struct line *l, const char *key, int64_t v, bool absent)
 {
-    char num[24];
-    int k = snprintf(num, sizeof(num), "%" PRId64, v);
+    char buf[ASCII_DEC_MAX];
+    const char *num = ascii_dec(buf + sizeof(buf), v);
 
-    put(l, " ", 1);
-    put(l, key, strlen(key));
-    put(l, "=", 1);
-    put(l, absent ? "-" : num, absent ? 1 : (size_t)k);
+    put_key(l, key);
+    put(l, absent ? "-" : num, absent ? 1 : (size_t)(buf + sizeof(buf) - num));
 }
 
 /* The client's address and port, or NULL. io's peer text is a cache,
@@ -238,16 +243,24 @@ access_upstream_end(struct request *rq, const struct timespec *t0)
 static void
 put_us(struct line *l, const char *key, int64_t us, bool absent)
 {
-    char num[32];
-    int k;
+    char buf[ASCII_DEC_MAX], frac[4];
+    const char *ms;
+    int rest;
 
     if (absent) {
         put_num(l, key, 0, true);
         return;
     }
-    k = snprintf(num, sizeof(num), " %s=%" PRId64 ".%03d", key, us / 1000,
-                 (int)(us % 1000));
-    put(l, num, (size_t)k);
+    us = us < 0 ? 0 : us;
+    ms = ascii_dec(buf + sizeof(buf), us / 1000);
+    rest = (int)(us % 1000);
+    frac[0] = '.';
+    frac[1] = (char)('0' + rest / 100);
+    frac[2] = (char)('0' + rest / 10 % 10);
+    frac[3] = (char)('0' + rest % 10);
+    put_key(l, key);
+    put(l, ms, (size_t)(buf + sizeof(buf) - ms));
+    put(l, frac, sizeof(frac));
 }
 
 /* Microseconds since the request's start. */

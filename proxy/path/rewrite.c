@@ -8,6 +8,7 @@
 #include <event2/buffer.h>
 
 #include "../../conf/cfg.h"
+#include "../../policies/ascii.h"
 #include "../../policies/hname.h"
 #include "../problem.h"
 #include "request.h"
@@ -248,18 +249,13 @@ rewrite_request(struct evbuffer *evout, const struct request *rq,
 static void
 add_header_i64(struct head_out *out, const char *prefix, int64_t v)
 {
-    char buf[24];
-    size_t n = sizeof(buf);
-    uint64_t u = v < 0 ? 0 : (uint64_t)v;
+    char buf[ASCII_DEC_MAX + 2];
+    char *p = ascii_dec(buf + ASCII_DEC_MAX, v < 0 ? 0 : v);
 
-    buf[--n] = '\n';
-    buf[--n] = '\r';
-    do {
-        buf[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u > 0);
+    buf[ASCII_DEC_MAX] = '\r';
+    buf[ASCII_DEC_MAX + 1] = '\n';
     ho_str(out, prefix);
-    ho_add(out, buf + n, sizeof(buf) - n);
+    ho_add(out, p, (size_t)(buf + sizeof(buf) - p));
 }
 
 /* A header of the upstream's answer that only tidemark may set:

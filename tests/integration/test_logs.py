@@ -161,6 +161,10 @@ def test_text_access_lines(tidemark, upstream):
     assert " event=request id=abc-123 client=127.0.0.1:" in line, line
     assert " method=PUT path=/v1/documents/lg query=x=1&y=%20 status=200 " \
         "route=docs resource=documents/lg token=7 mark=7 ms=" in line, line
+    # Durations are milliseconds with exactly three decimals.
+    assert re.search(r" ms=(0|[1-9][0-9]*)\.[0-9]{3} conn=[1-9][0-9]* "
+                     r"upstream=127\.0\.0\.1:[0-9]+ "
+                     r"upstream_ms=(0|[1-9][0-9]*)\.[0-9]{3} ", line), line
     line = tm.log_lines("event=refused", "status=409")[0]
     assert 'reason=stale detail=-' in line, line
 
