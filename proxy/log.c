@@ -417,10 +417,16 @@ json_line(struct out *o, const char *when, enum tm_log_level level,
         out_c(o, '"');
     }
     while (*p != '\0') {
-        size_t w = strcspn(p, " "), k = strcspn(p, "= ");
+        size_t w = 0, k = 0;
 
-        if (k < w && k > 0 && strncmp(p, "msg=", 4) != 0 &&
-            strncmp(p, "ts=", 3) != 0 && strncmp(p, "level=", 6) != 0) {
+        /* The word runs to a space; its key to its first '='. */
+        while (p[w] != '\0' && p[w] != ' ') {
+            k += k == w && p[w] != '=';
+            w++;
+        }
+        if (k < w && k > 0 && !(k == 3 && memcmp(p, "msg", 3) == 0) &&
+            !(k == 2 && memcmp(p, "ts", 2) == 0) &&
+            !(k == 5 && memcmp(p, "level", 5) == 0)) {
             out_put(o, ",\"", 2);
             json_str(o, p, k);
             out_put(o, "\":", 2);
