@@ -18,10 +18,14 @@ BEGIN = "<!-- speed: made by make bench-readme from tests/bench/results -->"
 END = "<!-- speed: end -->"
 
 # The runs the paragraph quotes: the equal path and many clients (make
-# bench, BENCH_SET=clients), instructions a request (make bench-instr),
-# durable raises beside the references (make bench, BENCH_SET=raises).
+# bench, BENCH_SET=clients), the equal path with an access line a
+# request (BENCH_LOG=text and json), instructions a request (make
+# bench-instr), durable raises beside the references (make bench,
+# BENCH_SET=raises).
 QUOTED = {
     "clients": "summary-pinned-clients-32-10000-af0536a.txt",
+    "log_text": "summary-pinned-log-text.txt",
+    "log_json": "summary-pinned-log-json.txt",
     "instr": "summary-instr-61431b3.txt",
     "raises": "summary-pinned-raises-ef3b46f.txt",
 }
@@ -108,6 +112,14 @@ def paragraph():
     if within(spread, "equal-c32-r1000") and within(spread, "equal-c32-r1"):
         spread_note = ", within the runs' spread"
 
+    logged = {}
+    for form in ("text", "json"):
+        text, path = read("log_" + form)
+        table = rows(text)
+        logged[form] = (one_figure(
+            [ratio(cell(table, "equal-c32-r%s" % r, "tidemark", path)["vs"])
+             for r in ("1000", "1")], 2), path)
+
     text, ipath = read("instr")
     m = re.search(r"^tidemark\s+\d+ instructions/request \(([\d.]+x) nginx\)",
                   text, re.M)
@@ -131,19 +143,23 @@ def paragraph():
         "and nginx (one worker) in turn in front of the same upstream, "
         "the proxy pinned to its own core, three runs each, and keeps the "
         "raw output in `tests/bench/results/`. On a 2-core VM, equal "
-        "tokens from 32 clients: %s nginx's requests a second over 1,000 "
-        "resources and %s on one%s, with %s nginx's instructions a "
-        "request (`make bench-instr`); 10,000 clients: %s, %s; every "
+        "tokens from 32 clients, neither proxy logging: %s nginx's "
+        "requests a second over 1,000 resources and %s on one%s, with %s "
+        "nginx's instructions a request (`make bench-instr`); each "
+        "writing an access line a request to a file (tidemark's default "
+        "`log_level = info`): %s in text, %s in JSON; 10,000 clients: "
+        "%s, %s; every "
         "request a durable raise: %.1fx to %.1fx PostgreSQL's single-row "
         "commits from 8 to 512 clients. [How the cost "
         "grows](doc/operations.md#how-the-cost-grows) has every figure and "
-        "the command that made it; this paragraph is made from `%s`, `%s` "
-        "and `%s` by `make bench-readme`."
+        "the command that made it; this paragraph is made from `%s`, `%s`, "
+        "`%s`, `%s` and `%s` by `make bench-readme`."
         % (r1000["vs"], r1["vs"],
-           spread_note, instr,
+           spread_note, instr, logged["text"][0], logged["json"][0],
            one_figure([ratio(m["vs"]) for m in many]),
            "no errors" if errors == 0 else "%d errors" % errors,
-           low, high, cpath, ipath, rpath))
+           low, high, cpath, logged["text"][1], logged["json"][1], ipath,
+           rpath))
     return wrap(words, 72)
 
 
