@@ -140,6 +140,11 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_PROXY, "log_format", CFG_T_FLAG, "text", OFF(cfg_proxy, log_json),
      CHOICE(log_format_choices), 0,
      "text | json: one object a line, key=value pairs as fields"},
+    {CFG_PROXY, "log_buffer", CFG_T_SIZE, "1M", OFF(cfg_proxy, log_buffer),
+     INT(65536, INT64_C(1) << 30), CFG_ZERO_OK | CFG_RESTART,
+     "bytes of log lines kept while stderr takes them (a thread writes "
+     "them); a line finding no room is dropped and counted; 0: each line "
+     "is written at once, and waits while stderr does"},
     {CFG_PROXY, "drain_timeout_ms", CFG_T_INT, "10000",
      OFF(cfg_proxy, drain_timeout_ms), INT(0, 3600000), 0,
      "on SIGTERM, how long in-flight requests may take"},

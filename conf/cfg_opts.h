@@ -38,6 +38,8 @@ enum cfg_flag {
     CFG_HOST_SIZED = 1u << 5, /* left unset, sized to the host at load
                                * (the default is the most): an example
                                * leaves it commented out */
+    CFG_ZERO_OK = 1u << 6,    /* 0 is a value too (off), besides min to
+                               * max */
 };
 
 /* What an option's field is: how a value is parsed into it, compared,

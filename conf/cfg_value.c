@@ -308,8 +308,9 @@ parse_bounded(const struct cfg_opt *o, const char *v, bool size, int64_t *n,
         return size ? "must be a size in bytes, like 1073741824 or 1G"
                     : "must be an integer";
     }
-    if (*n < o->min || *n > o->max) {
-        snprintf(buf, len, "must be between %lld and %lld", (long long)o->min,
+    if ((*n < o->min || *n > o->max) && !(*n == 0 && o->flags & CFG_ZERO_OK)) {
+        snprintf(buf, len, "must be %sbetween %lld and %lld",
+                 o->flags & CFG_ZERO_OK ? "0 or " : "", (long long)o->min,
                  (long long)o->max);
         return buf;
     }

@@ -35,6 +35,7 @@ struct cfg_proxy {
     int buffer_size;         /* per-direction back-pressure watermark */
     char *log_level;         /* error | warn | info | debug */
     bool log_json;           /* log_format = json */
+    int64_t log_buffer;      /* bytes of lines stderr has not taken; 0: none */
     int drain_timeout_ms;    /* SIGTERM: in-flight requests get this long */
     char *resolver;          /* nameservers for upstream names; "": system */
 };

@@ -1,15 +1,23 @@
 /* log.c: writing to the current proxy's sink, blocking SIGPIPE on the
- * loop's thread, and the ready-made stderr sinks of tidemark.h. */
+ * loop's thread, the ready-made stderr sinks of tidemark.h and the
+ * buffer their lines may go through (tm_log_stderr_buffer). */
 #include "log.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../policies/ascii.h"
 #include "../policies/json.h"
@@ -229,11 +237,15 @@ escaped(struct out *o, const char *s, bool quotes)
 typedef void line_fn(struct out *o, const char *when, enum tm_log_level level,
                      const char *msg);
 
-/* One line on stderr, built whole in memory and handed to stderr in one
- * fwrite: an unbuffered stderr writes it with one write(2), so a reader
- * (a pipe, journald's socket, a file other processes append to) never
- * gets a line in pieces, and a line costs one system call, not one a
- * word or a byte. Lines up to LINE_STACK bytes allocate nothing. */
+static bool lb_put(line_fn *fn, enum tm_log_level level, const char *line,
+                   size_t n);
+
+/* One line on stderr, built whole in memory and handed to the buffer
+ * when one runs, else to stderr in one fwrite: an unbuffered stderr
+ * writes it with one write(2), so a reader (a pipe, journald's socket, a
+ * file other processes append to) never gets a line in pieces, and a
+ * line costs one system call, not one a word or a byte. Lines up to
+ * LINE_STACK bytes allocate nothing. */
 static void
 line_write(line_fn *fn, enum tm_log_level level, const char *msg)
 {
@@ -243,11 +255,13 @@ line_write(line_fn *fn, enum tm_log_level level, const char *msg)
     timestamp(when);
     fn(&o, when, level, msg);
     out_c(&o, '\n');
-    if (!o.spilled) {
-        flockfile(stderr);
+    if (o.spilled || !lb_put(fn, level, o.p, o.n)) {
+        if (!o.spilled) {
+            flockfile(stderr);
+        }
+        fwrite(o.p, 1, o.n, stderr);
+        funlockfile(stderr);
     }
-    fwrite(o.p, 1, o.n, stderr);
-    funlockfile(stderr);
     if (o.heap) {
         free(o.p);
     }
@@ -461,6 +475,363 @@ tm_log_stderr_json(void *arg, enum tm_log_level level, const char *msg)
 {
     (void)arg;
     line_write(json_line, level, msg);
+}
+
+/* ---- the buffer between the stderr sinks and stderr ------------------- */
+
+/* How long a line may wait for others to go out with it in one write: a
+ * warn or error line, or a buffer a quarter full, goes at once. */
+#define LB_GATHER_MS 10
+
+/* The stderr sinks' lines, while tm_log_stderr_buffer runs: a ring the
+ * sinks append whole lines to under mu, and a thread that writes what it
+ * holds to stderr. The writer takes ring[head, head + len) and writes it
+ * without the lock; the sinks append only past it, so neither waits for
+ * stderr but the writer. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t more; /* to the writer: lines, or stop */
+    pthread_cond_t done; /* to tm_log_stderr_unbuffer: the writer ended */
+    pthread_t thread;
+    char *ring; /* NULL: no buffer (or one whose writer never ended) */
+    size_t cap, head, len;
+    /* The most bytes a write: a pipe takes PIPE_BUF bytes at once, so
+     * that another process writing to it cannot come between a line's
+     * pieces; a file, any. */
+    size_t max_write;
+    uint64_t dropped; /* lines, since the writer last said so */
+    line_fn *form;    /* the last line's, for the writer's own */
+    bool on, urgent, stopping, ended;
+} lb = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .more = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+};
+
+/* Lines dropped or lost (a full buffer, a stderr that failed), for
+ * /metrics; read without the lock. */
+static _Atomic uint64_t lb_dropped_total;
+
+uint64_t
+log_dropped_total(void)
+{
+    return atomic_load_explicit(&lb_dropped_total, memory_order_relaxed);
+}
+
+/* n bytes into the ring past its lines, wrapping at its end (mu held;
+ * the caller checked the room). */
+static void
+lb_append(const char *s, size_t n)
+{
+    size_t at = (lb.head + lb.len) % lb.cap;
+    size_t first = n < lb.cap - at ? n : lb.cap - at;
+
+    memcpy(lb.ring + at, s, first);
+    memcpy(lb.ring, s + first, n - first);
+    lb.len += n;
+}
+
+/* Whether the buffer took the line (or dropped it, counted): false when
+ * no buffer runs, and the caller writes it. */
+static bool
+lb_put(line_fn *fn, enum tm_log_level level, const char *line, size_t n)
+{
+    pthread_mutex_lock(&lb.mu);
+    if (!lb.on) {
+        pthread_mutex_unlock(&lb.mu);
+        return false;
+    }
+    lb.form = fn;
+    if (n <= lb.cap - lb.len) {
+        bool was_empty = lb.len == 0;
+
+        lb_append(line, n);
+        lb.urgent |= level <= TM_LOG_WARN;
+        /* The writer waits unwoken for a first line, then for a gather's
+         * end unless a line may not wait. */
+        if (was_empty || lb.urgent || lb.len >= lb.cap / 4) {
+            pthread_cond_signal(&lb.more);
+        }
+    } else {
+        lb.dropped++;
+        atomic_fetch_add_explicit(&lb_dropped_total, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&lb.mu);
+    return true;
+}
+
+/* The lines in the two pieces of iov to fd 2, as far as it takes them. A
+ * stderr made non-blocking by whoever shares it is waited for. Returns
+ * the bytes it did not take (an error: EPIPE, EIO, ENOSPC). */
+static size_t
+lb_write(struct iovec iov[2])
+{
+    int i = 0;
+
+    while (i < 2) {
+        ssize_t w = writev(STDERR_FILENO, iov + i, 2 - i);
+        size_t took;
+
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0 && errno == EAGAIN) {
+            struct pollfd p = {.fd = STDERR_FILENO, .events = POLLOUT};
+
+            poll(&p, 1, -1);
+            continue;
+        }
+        if (w < 0) {
+            return iov[i].iov_len + (i == 0 ? iov[1].iov_len : 0);
+        }
+        took = (size_t)w;
+        while (i < 2 && took >= iov[i].iov_len) {
+            took -= iov[i].iov_len;
+            iov[i++].iov_len = 0;
+        }
+        if (i < 2) {
+            iov[i].iov_base = (char *)iov[i].iov_base + took;
+            iov[i].iov_len -= took;
+        }
+    }
+    return 0;
+}
+
+/* How many of the n bytes at `at` in the ring one write takes: all
+ * when they fit lb.max_write, else the lines that fit (the first alone
+ * when it is longer). */
+static size_t
+lb_chunk(size_t at, size_t n)
+{
+    size_t i;
+
+    if (n <= lb.max_write) {
+        return n;
+    }
+    for (i = lb.max_write; i > 0; i--) {
+        if (lb.ring[(at + i - 1) % lb.cap] == '\n') {
+            return i;
+        }
+    }
+    for (i = lb.max_write + 1; i < n; i++) {
+        if (lb.ring[(at + i - 1) % lb.cap] == '\n') {
+            return i;
+        }
+    }
+    return n;
+}
+
+/* The ring's n bytes at `at` to stderr, whole lines a write; returns the
+ * bytes it did not take. */
+static size_t
+lb_write_lines(size_t at, size_t n)
+{
+    while (n > 0) {
+        size_t k = lb_chunk(at, n), left;
+        struct iovec iov[2];
+
+        iov[0].iov_base = lb.ring + at;
+        iov[0].iov_len = k < lb.cap - at ? k : lb.cap - at;
+        iov[1].iov_base = lb.ring;
+        iov[1].iov_len = k - iov[0].iov_len;
+        left = lb_write(iov);
+        if (left > 0) {
+            return n - k + left;
+        }
+        at = (at + k) % lb.cap;
+        n -= k;
+    }
+    return 0;
+}
+
+/* The lines of the last n bytes before end in the ring (what stderr
+ * failed to take), counted as lost. */
+static void
+lb_count_lost(size_t end, size_t n)
+{
+    uint64_t lines = 0;
+
+    for (size_t i = 1; i <= n; i++) {
+        lines += lb.ring[(end + lb.cap - i) % lb.cap] == '\n';
+    }
+    atomic_fetch_add_explicit(&lb_dropped_total, lines, memory_order_relaxed);
+}
+
+/* The writer's own line, when lines were dropped since it last said so,
+ * in the form of the last line (mu held). */
+static void
+lb_say_dropped(void)
+{
+    char msg[256], when[TS_LEN + 1], stack[1024];
+    struct out o = {.p = stack, .cap = sizeof(stack)};
+
+    snprintf(msg, sizeof(msg),
+             "log: lines dropped: stderr took them slower than they came "
+             "and the buffer was full: dropped=%llu log_buffer=%zu",
+             (unsigned long long)lb.dropped, lb.cap);
+    timestamp(when);
+    lb.form(&o, when, TM_LOG_WARN, msg);
+    out_c(&o, '\n');
+    if (!o.heap && o.n <= lb.cap - lb.len) {
+        lb_append(o.p, o.n);
+        lb.dropped = 0;
+    }
+}
+
+static void
+lb_wait(pthread_cond_t *cv, const struct timespec *until)
+{
+    pthread_cond_clockwait(cv, &lb.mu, CLOCK_MONOTONIC, until);
+}
+
+static struct timespec
+lb_deadline(int ms)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (t.tv_nsec >= 1000000000) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000;
+    }
+    return t;
+}
+
+static bool
+lb_past(const struct timespec *t)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > t->tv_sec ||
+           (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static void *
+lb_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&lb.mu);
+    for (;;) {
+        size_t head, n, lost;
+
+        while (lb.len == 0 && lb.dropped == 0 && !lb.stopping) {
+            pthread_cond_wait(&lb.more, &lb.mu);
+        }
+        if (lb.dropped > 0) {
+            lb_say_dropped();
+        }
+        if (lb.len == 0) {
+            break; /* stopping, all written */
+        }
+        if (!lb.stopping && !lb.urgent && lb.len < lb.cap / 4) {
+            struct timespec until = lb_deadline(LB_GATHER_MS);
+
+            while (!lb.stopping && !lb.urgent && lb.len < lb.cap / 4 &&
+                   !lb_past(&until)) {
+                lb_wait(&lb.more, &until);
+            }
+        }
+        head = lb.head;
+        n = lb.len;
+        lb.urgent = false;
+        pthread_mutex_unlock(&lb.mu);
+
+        lost = lb_write_lines(head, n);
+
+        pthread_mutex_lock(&lb.mu);
+        if (lost > 0) {
+            lb_count_lost((head + n) % lb.cap, lost);
+        }
+        lb.head = (head + n) % lb.cap;
+        lb.len -= n;
+    }
+    lb.ended = true;
+    pthread_cond_broadcast(&lb.done);
+    pthread_mutex_unlock(&lb.mu);
+    return NULL;
+}
+
+int
+tm_log_stderr_buffer(size_t bytes)
+{
+    sigset_t all, old;
+    struct stat st;
+    char *ring;
+    int rc;
+
+    if (bytes < TM_LOG_BUFFER_MIN) {
+        return EINVAL;
+    }
+    ring = malloc(bytes);
+    if (ring == NULL) {
+        return ENOMEM;
+    }
+    pthread_mutex_lock(&lb.mu);
+    if (lb.ring != NULL) {
+        pthread_mutex_unlock(&lb.mu);
+        free(ring);
+        return EBUSY;
+    }
+    lb.ring = ring;
+    lb.cap = bytes;
+    lb.head = lb.len = 0;
+    lb.dropped = 0;
+    lb.form = NULL;
+    lb.max_write = fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode)
+                       ? SIZE_MAX
+                       : PIPE_BUF;
+    lb.urgent = lb.stopping = lb.ended = false;
+    /* The writer takes no signal: they are the loop's. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&lb.thread, NULL, lb_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        lb.ring = NULL;
+        pthread_mutex_unlock(&lb.mu);
+        free(ring);
+        return rc;
+    }
+    pthread_setname_np(lb.thread, "tidemark-log");
+    lb.on = true;
+    pthread_mutex_unlock(&lb.mu);
+    return 0;
+}
+
+bool
+tm_log_stderr_unbuffer(int timeout_ms)
+{
+    struct timespec until = lb_deadline(timeout_ms < 0 ? 0 : timeout_ms);
+    bool ended;
+
+    pthread_mutex_lock(&lb.mu);
+    if (!lb.on) {
+        pthread_mutex_unlock(&lb.mu);
+        return true;
+    }
+    lb.stopping = true;
+    pthread_cond_signal(&lb.more);
+    while (!lb.ended && !lb_past(&until)) {
+        lb_wait(&lb.done, &until);
+    }
+    ended = lb.ended;
+    lb.on = false; /* from now on a line is written by its caller */
+    pthread_mutex_unlock(&lb.mu);
+    if (!ended) {
+        /* Still in a write stderr does not take: its ring stays (and no
+         * new buffer starts); what it holds is lost at exit. */
+        pthread_detach(lb.thread);
+        return false;
+    }
+    pthread_join(lb.thread, NULL);
+    pthread_mutex_lock(&lb.mu);
+    free(lb.ring);
+    lb.ring = NULL;
+    pthread_mutex_unlock(&lb.mu);
+    return true;
 }
 
 const char *

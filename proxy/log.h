@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "../policies/logesc.h"
@@ -96,6 +97,10 @@ log_esc_str(char *buf, const char *s, enum logesc_form form)
 {
     return s == NULL ? "-" : log_esc(buf, s, strlen(s), form);
 }
+
+/* Lines the stderr sinks dropped (tm_log_stderr_buffer full) or that
+ * stderr failed to take, since the start: for /metrics. */
+uint64_t log_dropped_total(void);
 
 /* "Address already in use (EADDRINUSE)": errno e for a message that
  * names it, into buf. */

@@ -28,9 +28,10 @@ struct daemon_state {
     const char *file;
     struct event_base *base;
     struct tm_proxy *px;
-    bool json;    /* [proxy] log_format = json */
-    int level;    /* [proxy] log_level, for the daemon's own lines */
-    int drain_ms; /* [proxy] drain_timeout_ms, for the message */
+    bool json;            /* [proxy] log_format = json */
+    int level;            /* [proxy] log_level, for the daemon's own lines */
+    int drain_ms;         /* [proxy] drain_timeout_ms, for the message */
+    long long log_buffer; /* [proxy] log_buffer: bytes; 0: none */
     bool stopping;
 };
 
@@ -70,6 +71,28 @@ say(const struct daemon_state *d, enum tm_log_level level, const char *fmt, ...)
     daemon_log((void *)d, level, msg);
 }
 
+/* How long the exit waits for stderr to take the lines buffered. */
+#define LOG_EXIT_MS 5000
+
+/* [proxy] log_buffer: lines go through a buffer a thread writes, so a
+ * stderr that blocks does not stop the proxy. Without it (0, or when it
+ * cannot start) each line is written by the thread that logs it. */
+static void
+start_log_buffer(const struct daemon_state *d)
+{
+    int rc;
+
+    if (d->log_buffer == 0) {
+        return;
+    }
+    rc = tm_log_stderr_buffer((size_t)d->log_buffer);
+    if (rc != 0) {
+        say(d, TM_LOG_WARN,
+            "log_buffer: cannot start (%s): each line is written at once",
+            strerror(rc));
+    }
+}
+
 /* Each line of text (NULL: none) as a line of the log. */
 static void
 say_lines(const struct daemon_state *d, enum tm_log_level level,
@@ -99,6 +122,9 @@ read_settings(struct daemon_state *d, const struct tm_config *cfg)
     }
     if (tm_config_get(cfg, "proxy", "drain_timeout_ms", v, sizeof(v))) {
         d->drain_ms = atoi(v);
+    }
+    if (tm_config_get(cfg, "proxy", "log_buffer", v, sizeof(v))) {
+        d->log_buffer = atoll(v);
     }
 }
 
@@ -704,10 +730,12 @@ main(int argc, char **argv)
         tm_config_free(cfg);
         return 1;
     }
+    start_log_buffer(&d);
     d.px = tm_proxy_new(d.base, cfg, &opts, err, sizeof(err));
     if (d.px == NULL) {
         say(&d, TM_LOG_ERROR, "cannot start: %s", err);
         event_base_free(d.base);
+        tm_log_stderr_unbuffer(LOG_EXIT_MS);
         return 1;
     }
     /* Whoever drains (a signal, PUT /v1/drain), the daemon exits after. */
@@ -726,5 +754,6 @@ main(int argc, char **argv)
     d.px = NULL;
     event_base_free(d.base);
     say(&d, TM_LOG_INFO, "stopped");
+    tm_log_stderr_unbuffer(LOG_EXIT_MS);
     return 0;
 }

@@ -19,6 +19,7 @@
 #include <event2/buffer.h>
 
 #include "../policies/procstat.h"
+#include "log.h"
 
 /* The version the Makefile passes (packaging/debian/changelog's). */
 #ifndef TM_VERSION
@@ -428,6 +429,9 @@ proc_value(const struct proc *p, enum metric_id id, double *v)
     case MID_process_start_time_seconds:
         *v = (double)p->btime + (double)p->st.starttime / tick;
         return p->stat_ok && p->btime_ok && tick > 0;
+    case MID_tidemark_log_lines_dropped_total:
+        *v = (double)log_dropped_total();
+        return true;
     default:
         return false;
     }

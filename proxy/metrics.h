@@ -35,6 +35,8 @@ struct evbuffer;
       "Resident memory size in bytes.")                                        \
     X(process_start_time_seconds, GAUGE, PROC,                                 \
       "Start time of the process since unix epoch in seconds.")                \
+    X(tidemark_log_lines_dropped_total, COUNTER, PROC,                         \
+      "Log lines dropped: log_buffer was full, or stderr failed.")             \
     X(tidemark_build_info, GAUGE, LABELS,                                      \
       "The version tidemark was built from (label version); always 1.")        \
     X(tidemark_config_last_reload_successful, GAUGE, KEPT,                     \

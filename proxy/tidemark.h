@@ -129,11 +129,37 @@ TM_API const char *tm_log_level_name(enum tm_log_level level);
  * key=value word of msg as a field of its own; an access line has its
  * fields and no msg). A line is built whole and handed to stderr in one
  * fwrite, under stderr's lock: one write(2) when stderr is unbuffered,
- * so a reader never gets it in pieces. */
+ * so a reader never gets it in pieces; or, while tm_log_stderr_buffer
+ * runs, to its buffer. */
 TM_API void tm_log_stderr_text(void *arg, enum tm_log_level level,
                                const char *msg);
 TM_API void tm_log_stderr_json(void *arg, enum tm_log_level level,
                                const char *msg);
+
+/* The smallest buffer tm_log_stderr_buffer takes: room for the longest
+ * line tidemark writes. */
+#define TM_LOG_BUFFER_MIN 65536
+
+/* From now on the stderr sinks hand their lines to a buffer of `bytes`
+ * and return; a thread of the library's writes them to stderr, many
+ * lines a write (whole lines, at most PIPE_BUF bytes a write unless
+ * stderr is a file or the line alone is longer). A stderr that blocks (a
+ * full pipe to a log reader that stalled) then stops that thread alone,
+ * not the caller's loop. A line that finds no room is dropped and
+ * counted, and once stderr takes lines again the thread writes, in the
+ * last line's form, a warning that says how many ("log: lines dropped:
+ * ... dropped=N log_buffer=BYTES"). A line waits at most about 10 ms for
+ * others to go with it; a warn or error line goes at once. Returns 0;
+ * EINVAL when bytes < TM_LOG_BUFFER_MIN, EBUSY when a buffer runs (or
+ * one's thread never ended), ENOMEM, or pthread_create's error. The
+ * thread blocks every signal. */
+TM_API int tm_log_stderr_buffer(size_t bytes);
+/* Write what the buffer holds and end its thread, waiting up to
+ * timeout_ms for stderr to take it; the sinks write each line themselves
+ * again. Returns false when stderr did not take it all in time (what is
+ * left is lost at exit, and no buffer can start again); true also when
+ * none ran. */
+TM_API bool tm_log_stderr_unbuffer(int timeout_ms);
 
 /* ---- the proxy ---------------------------------------------------------- */
 

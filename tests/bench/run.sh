@@ -67,7 +67,10 @@
 # line per request), unless BENCH_LOG is text or json: then each proxy
 # writes a line per request to a file, nginx its access_log ("combined"
 # in $dir/ngx/access.log) and tidemark its access lines (log_level = info,
-# log_format = BENCH_LOG, stderr to $dir/tidemark.log).
+# log_format = BENCH_LOG, stderr to $dir/tidemark.log; tidemark's lines
+# go through its log_buffer, written by a thread of their own). With
+# BENCH_NGINX_LOG_BUFFER (a size: 64k), nginx buffers its lines too
+# (access_log ... buffer=SIZE flush=10ms), as tidemark does.
 set -eu
 
 cd "$(dirname "$0")/../.."
@@ -237,6 +240,9 @@ fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/tidemark-bench.XXXXXX")
 NGX_ACCESS_LOG=off # nginx access_log: a file when BENCH_LOG is on
 [ "$LOG" = off ] || NGX_ACCESS_LOG=$dir/ngx/access.log
+NGX_LOG_BUFFER=${BENCH_NGINX_LOG_BUFFER:-}
+[ "$LOG" = off ] || [ -z "$NGX_LOG_BUFFER" ] ||
+    NGX_ACCESS_LOG="$NGX_ACCESS_LOG combined buffer=$NGX_LOG_BUFFER flush=10ms"
 # nginx workers may run as nobody when started by root: let them in.
 chmod 0755 "$dir"
 pids=""
@@ -885,7 +891,8 @@ header() {
             "log_level = warn (no access log)"
     else
         echo "logging: a line per request to a file: nginx access_log" \
-            "(combined); tidemark log_level = info, log_format = $LOG"
+            "(combined${NGX_LOG_BUFFER:+, buffer=$NGX_LOG_BUFFER flush=10ms});" \
+            "tidemark log_level = info, log_format = $LOG (log_buffer 1M)"
     fi
     echo "listen backlogs: 65535 asked, net.core.somaxconn $SOMAXCONN;" \
         "open files: $NOFILE a process"

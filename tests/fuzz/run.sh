@@ -26,7 +26,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
-redis_reply pg_reply s3name s3delete logesc logline awscreds"
+redis_reply pg_reply s3name s3delete logesc logline logbuffer awscreds"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -55,7 +55,8 @@ sources() {
     s3delete) echo policies/s3delete.c policies/s3name.c policies/canon.c \
         policies/utf8.c ;;
     logesc) echo policies/logesc.c policies/utf8.c ;;
-    logline) echo proxy/log.c policies/json.c policies/logesc.c policies/utf8.c ;;
+    logline | logbuffer) echo proxy/log.c policies/json.c policies/logesc.c \
+        policies/utf8.c ;;
     awscreds) echo policies/awscreds.c policies/sigv4.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
@@ -66,7 +67,7 @@ libs() {
     config) echo -linih -lpq -lcrypto -ljansson ;;
     token | sigv4) echo -lcrypto ;;
     etcd_keys | awscreds) echo -ljansson -lcrypto ;;
-    logline) echo -ljansson ;;
+    logline | logbuffer) echo -ljansson ;;
     redis_reply) echo -lhiredis ;;
     pg_reply) echo -lpq ;;
     esac
@@ -81,6 +82,7 @@ max_len() {
     sigv4) echo 32768 ;;
     awscreds) echo 20000 ;;
     logline) echo 8192 ;;
+    logbuffer) echo 65536 ;;
     *) echo 4096 ;;
     esac
 }

@@ -158,6 +158,14 @@ CASES = [
     ("upstream-without-url",
      appended("[upstream u]\ntimeout_ms = 5\n", {1, 2}), None),
     ("bad-map-size", with_key("store", "map_size = huge"), None),
+    ("log-buffer-below-least", with_key("proxy", "log_buffer = 65535"),
+     "must be 0 or between 65536 and 1073741824"),
+    ("log-buffer-1-byte", with_key("proxy", "log_buffer = 1"),
+     "must be 0 or between 65536 and 1073741824"),
+    ("log-buffer-past-most", with_key("proxy", "log_buffer = 1073741825"),
+     "must be 0 or between 65536 and 1073741824"),
+    ("log-buffer-not-a-size", with_key("proxy", "log_buffer = lots"),
+     "must be a size in bytes"),
     ("bad-store-type", with_key("store", "type = floppy"), None),
     ("bad-mode", with_key("route docs", "mode = strict"), None),
     ("bad-method", with_key("route docs", "methods = PUT put"), None),
@@ -211,6 +219,14 @@ def test_check_reports_problem_with_file_and_line(tmp_path, text, want,
             assert m.strip(), found
             if word:
                 assert word in m, m
+
+
+@pytest.mark.parametrize("size", ["0", "65536", "64K", "1M", "1G"])
+def test_log_buffer_sizes_that_load(tmp_path, size):
+    p, rc, lines = check_text(tmp_path, with_key(
+        "proxy", "log_buffer = %s" % size)[0])
+    assert rc == 0, lines
+    assert problems(p, lines) == {}
 
 
 def test_route_without_upstream_and_no_default(tmp_path):

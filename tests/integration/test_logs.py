@@ -7,14 +7,20 @@ json, one JSON object a line, one field per key, where numbers are
 numbers and an absent value is null. The request id is the client's X-Request-Id
 when it is sane, else one tidemark makes; the upstream gets it. Every
 test parses the lines and checks them against the requests it made."""
+import fcntl
 import json
+import os
 import re
 import signal
 import socket
+import struct
+import termios
 import threading
 
 import pytest
 
+from common import slow, wait_until
+from test_metrics import parse, value
 from wire import Conn, build_request, token_headers
 
 ACCESS_KEYS = ["event", "id", "client", "method", "path", "query", "status",
@@ -339,9 +345,11 @@ def test_every_text_line_is_key_value(tidemark, upstream):
 @pytest.mark.parametrize("form", ["text", "json"])
 def test_each_line_arrives_in_one_write(tidemark, upstream, form):
     """Whoever reads tidemark's stderr (a pipe, journald's socket, a file
-    other processes append to) gets each line whole, in one write, never
-    in pieces: here stderr is a SOCK_SEQPACKET socket, on which each
-    write(2) arrives as one record. Lines of every length class: access
+    other processes append to) gets each line whole, never in pieces:
+    every write holds whole lines, and at most PIPE_BUF (4,096) bytes
+    unless it is one longer line, so that a pipe shared with other
+    processes takes it at once. Here stderr is a SOCK_SEQPACKET socket,
+    on which each write(2) arrives as one record. Lines of every length class: access
     lines for resource names of 1 to 512 bytes with a quote, a
     backslash, a space and UTF-8, and a query of 5,000 bytes (cut to fit
     the line, and said so: "..." after it in text, "cut":["query"] in
@@ -388,8 +396,9 @@ def test_each_line_arrives_in_one_write(tidemark, upstream, form):
     ours.close()
 
     for r in records:
-        assert r.endswith(b"\n") and r.count(b"\n") == 1, r[:200]
-    lines = [r.decode()[:-1] for r in records]
+        assert r.endswith(b"\n"), r[-200:]
+        assert len(r) <= 4096 or r.count(b"\n") == 1, r[:200]
+    lines = b"".join(records).decode().splitlines()
     if form == "json":
         fields = [json.loads(ln) for ln in lines]
     else:
@@ -414,3 +423,129 @@ def test_each_line_arrives_in_one_write(tidemark, upstream, form):
                 if str(o.get("msg", "")).startswith("locks: acquired: ")]
     assert len(acquired) == 3, acquired
     assert 'name="documents/n-q\\"\\\\"' in acquired[0], acquired[0]
+
+
+F_SETPIPE_SZ = 1031
+
+
+def full_pipe():
+    """A pipe of one page (the least the kernel gives): (read end, write
+    end)."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, F_SETPIPE_SZ, 4096)
+    return r, w
+
+
+def drain_pipe(fd, got, until):
+    """Read fd into got (a bytearray) until EOF or until(got)."""
+    while not until(got):
+        b = os.read(fd, 65536)
+        if not b:
+            return
+        got += b
+
+
+def access_docs(text, prefix):
+    """The access lines of text for documents named prefix..., in
+    order."""
+    return [ln for ln in text.splitlines()
+            if " event=request " in ln and
+            ' path="/v1/documents/%s' % prefix in ln
+            or " path=/v1/documents/%s" % prefix in ln]
+
+
+def test_a_stderr_nobody_reads_does_not_stop_the_proxy(tidemark, upstream):
+    """A log reader that stalls (a full pipe to journald or a container
+    runtime) does not stop tidemark: with log_buffer = 64K and stderr a
+    pipe nobody reads, 1,000 writes are each answered and forwarded. The
+    lines that found no room are counted in /metrics; once the pipe is
+    read again, one warning says how many, and with the lines that came
+    they make the 1,000."""
+    r, w = full_pipe()
+    tm = tidemark({"proxy": {"log_buffer": "64K"}}, start=False)
+    try:
+        tm.start(stderr=w)
+    finally:
+        os.close(w)
+    got = bytearray()
+    try:
+        with Conn(tm.port) as c:
+            for i in range(1000):
+                resp = c.request("PUT", "/v1/documents/nb%d" % i,
+                                 token_headers(5, None, []), b"x")
+                assert resp.status == 200, (i, resp)
+        assert len(upstream.requests) == 1000
+        fams = parse(tm.admin("GET", "/metrics")[2].decode())
+        dropped = value(fams, "tidemark_log_lines_dropped_total")
+        assert dropped > 0
+        reader = threading.Thread(
+            target=drain_pipe,
+            args=(r, got, lambda g: b"dropped=" in g and g.endswith(b"\n")))
+        reader.start()
+        reader.join(timeout=10)
+        assert not reader.is_alive(), bytes(got[-3000:])
+        assert tm.stop() == 0
+        drain_pipe(r, got, lambda g: False)
+    finally:
+        os.close(r)
+    text = got.decode()
+    warn = [ln for ln in text.splitlines() if "log: lines dropped" in ln]
+    assert len(warn) == 1, warn
+    assert warn[0].startswith("ts=") and " level=warn " in warn[0], warn
+    said = parse_text(warn[0])
+    assert said["msg"].endswith(": dropped=%d log_buffer=65536"
+                                % dropped), said
+    came = access_docs(text, "nb")
+    assert len(came) + dropped == 1000
+    # The lines that came are in the order of the requests.
+    nums = [int(re.search(r"/nb(\d+)", ln).group(1)) for ln in came]
+    assert nums == sorted(nums)
+
+
+def test_log_buffer_0_waits_for_stderr_and_drops_nothing(tidemark,
+                                                        upstream):
+    """log_buffer = 0: each line is written by the loop at once, so while
+    the pipe is full the writes wait (as nginx's do); once it is read,
+    every line is there and none was dropped."""
+    r, w = full_pipe()
+    tm = tidemark({"proxy": {"log_buffer": "0"}}, start=False)
+    try:
+        tm.start(stderr=w)
+    finally:
+        os.close(w)
+    got = bytearray()
+    statuses = []
+
+    def writes():
+        with Conn(tm.port) as c:
+            for i in range(300):
+                statuses.append(c.request(
+                    "PUT", "/v1/documents/nz%d" % i,
+                    token_headers(5, None, []), b"x").status)
+
+    writer = threading.Thread(target=writes)
+    writer.start()
+    try:
+        # The pipe fills (300 lines are some 100 KB): the loop waits.
+        # A write of a line takes the pipe only whole: one no longer fits.
+        wait_until(lambda: fionread(r) > 4096 - 400, 10 * slow(),
+                   "a full pipe")
+        drain_pipe(r, got, lambda g: len(access_docs(g.decode(errors="replace"), "nz")) == 300)
+        writer.join(timeout=10)
+        assert not writer.is_alive()
+        assert statuses == [200] * 300
+        fams = parse(tm.admin("GET", "/metrics")[2].decode())
+        assert value(fams, "tidemark_log_lines_dropped_total") == 0
+        assert tm.stop() == 0
+        drain_pipe(r, got, lambda g: False)
+    finally:
+        os.close(r)
+    text = got.decode()
+    assert len(access_docs(text, "nz")) == 300
+    assert "lines dropped" not in text
+
+
+def fionread(fd):
+    """Bytes waiting in a pipe."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD,
+                                          b"\0\0\0\0"))[0]

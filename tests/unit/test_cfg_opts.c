@@ -213,6 +213,7 @@ static const struct {
     {"proxy", "multi_delete_max", "4096"},
     {"proxy", "buffer_size", "4096"},
     {"proxy", "log_format", "json"},
+    {"proxy", "log_buffer", "2M"},
     {"proxy", "drain_timeout_ms", "0"},
     {"proxy", "resolver", "127.0.0.1:5353"},
     {"proxy", "log_level", "debug"},
@@ -401,9 +402,9 @@ test_reload_restart_only(void **state)
         unload(&old);
         unload(&nw);
     }
-    /* listen twice, [proxy] resolver, listen_mode and listen_group,
-     * [store] 14, [locks] 19, [tokens] key_file */
-    assert_int_equal(restart, 39);
+    /* listen twice, [proxy] resolver, log_buffer, listen_mode and
+     * listen_group, [store] 14, [locks] 19, [tokens] key_file */
+    assert_int_equal(restart, 40);
     for (size_t i = 0; i < 3; i++) {
         unlink(keys[i]);
         free(keys[i]);

@@ -3,7 +3,12 @@
  * reaches stderr whole in one write, exactly as the message asks, and
  * its time is the wall clock's, also just after the second changes.
  * stderr is a SOCK_SEQPACKET socket while a sink runs, so each write(2)
- * arrives as one record. */
+ * arrives as one record. Then the same lines through the buffer
+ * (tm_log_stderr_buffer): in order, whole lines a write, the buffer
+ * wrapped many times; a stderr that takes nothing does not stop the
+ * sinks, and what they dropped is said once stderr takes lines again. */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -201,12 +206,241 @@ test_time_follows_the_clock(void **state)
     }
 }
 
+/* ---- through the buffer ------------------------------------------------ */
+
+/* What a reader thread got from stderr: the records (each write) as one
+ * text, and whether every record was whole lines, a write of at most
+ * PIPE_BUF bytes but for a line longer alone. */
+struct got {
+    int fd;
+    pthread_mutex_t mu;
+    pthread_cond_t more;
+    char *text;
+    size_t len, cap;
+    bool whole;
+    bool stop_at_drop; /* stop reading once a drop is said */
+};
+
+/* Wait until the reader got `bytes` in all. */
+static void
+got_wait(struct got *g, size_t bytes)
+{
+    pthread_mutex_lock(&g->mu);
+    while (g->len < bytes) {
+        pthread_cond_wait(&g->more, &g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void *
+reader(void *arg)
+{
+    struct got *g = arg;
+    char *rec = malloc(RECORD_MAX);
+    ssize_t n;
+
+    assert_non_null(rec);
+    while ((n = recv(g->fd, rec, RECORD_MAX, 0)) > 0) {
+        const char *nl = memchr(rec, '\n', (size_t)n);
+
+        if (rec[n - 1] != '\n' || (n > 4096 && nl != rec + n - 1)) {
+            g->whole = false;
+        }
+        pthread_mutex_lock(&g->mu);
+        if (g->len + (size_t)n + 1 > g->cap) {
+            g->cap = (g->len + (size_t)n + 1) * 2;
+            g->text = realloc(g->text, g->cap);
+            assert_non_null(g->text);
+        }
+        memcpy(g->text + g->len, rec, (size_t)n);
+        g->len += (size_t)n;
+        g->text[g->len] = '\0';
+        pthread_cond_broadcast(&g->more);
+        pthread_mutex_unlock(&g->mu);
+        if (g->stop_at_drop && strstr(g->text, "dropped=") != NULL) {
+            break;
+        }
+    }
+    free(rec);
+    return NULL;
+}
+
+/* stderr becomes one end of a SOCK_SEQPACKET pair (sndbuf bytes of
+ * room); the other end is returned, and the old stderr in *saved. */
+static int
+stderr_to_socket(int sndbuf, int *saved)
+{
+    int sv[2];
+
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+    setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof(sndbuf));
+    fflush(stderr);
+    *saved = dup(2);
+    assert_true(*saved >= 0);
+    assert_int_equal(dup2(sv[1], 2), 2);
+    close(sv[1]);
+    return sv[0];
+}
+
+static void
+stderr_back(int saved)
+{
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+}
+
+/* Each message of lens[], and then 3,000 of 300 bytes (the 64 KiB buffer
+ * wraps about fifteen times), through the text sink and the buffer while
+ * a reader takes them: every line comes, in order, whole lines a write;
+ * a line longer than the buffer is dropped and said so, last. The test
+ * lets no more than 100 lines (35 KB) be on their way at once, so none
+ * finds the buffer full. */
+static void
+test_buffer_keeps_order_and_lines(void **state)
+{
+    static const size_t lens[] = {1, 60, 300, 1023, 4096, 8147, 60000};
+    struct got g = {.whole = true,
+                    .mu = PTHREAD_MUTEX_INITIALIZER,
+                    .more = PTHREAD_COND_INITIALIZER};
+    pthread_t t;
+    char *want = NULL, *huge, *p;
+    size_t want_len = 0, lines = 0, sent = 0;
+    int saved;
+
+    (void)state;
+    g.fd = stderr_to_socket(1 << 20, &saved);
+    assert_int_equal(pthread_create(&t, NULL, reader, &g), 0);
+    assert_int_equal(tm_log_stderr_buffer(TM_LOG_BUFFER_MIN - 1), EINVAL);
+    assert_int_equal(tm_log_stderr_buffer(TM_LOG_BUFFER_MIN), 0);
+    assert_int_equal(tm_log_stderr_buffer(TM_LOG_BUFFER_MIN), EBUSY);
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]) + 3000; i++) {
+        size_t n = i < sizeof(lens) / sizeof(lens[0]) ? lens[i] : 300;
+        char *msg = memset(calloc(n + 1, 1), 'a' + (int)(i % 26), n);
+
+        tm_log_stderr_text(NULL, TM_LOG_INFO, msg);
+        sent += 27 + 17 + n + 2;
+        if (i < sizeof(lens) / sizeof(lens[0]) || i % 100 == 0) {
+            got_wait(&g, sent);
+        }
+        want = realloc(want, want_len + n + 1);
+        memcpy(want + want_len, msg, n);
+        want_len += n;
+        want[want_len++] = '|';
+        free(msg);
+    }
+    huge = memset(calloc(TM_LOG_BUFFER_MIN + 1, 1), 'h', TM_LOG_BUFFER_MIN);
+    tm_log_stderr_text(NULL, TM_LOG_INFO, huge); /* its line is longer */
+    free(huge);
+    assert_true(tm_log_stderr_unbuffer(5000));
+    stderr_back(saved);
+    pthread_join(t, NULL);
+    close(g.fd);
+
+    /* The messages, each in its line, then the drop. */
+    assert_true(g.whole);
+    p = g.text;
+    for (size_t at = 0; at < want_len; lines++) {
+        size_t n = strcspn(want + at, "|");
+        char *end = strchr(p, '\n');
+
+        assert_non_null(end);
+        assert_memory_equal(p + 27, " level=info msg=\"", 17);
+        assert_int_equal((size_t)(end - p), 27 + 17 + n + 1);
+        assert_memory_equal(p + 44, want + at, n);
+        p = end + 1;
+        at += n + 1;
+    }
+    assert_int_equal(lines, sizeof(lens) / sizeof(lens[0]) + 3000);
+    assert_string_equal(p + 27, " level=warn msg=\"log: lines dropped: "
+                                "stderr took them slower than they came "
+                                "and the buffer was full: dropped=1 "
+                                "log_buffer=65536\"\n");
+    free(g.text);
+    free(want);
+}
+
+/* Lines a stderr that takes nothing cannot stop: 2,000 JSON lines while
+ * stderr's socket is full return all the same; once it is read, the
+ * lines that came and the count the warning gives (a JSON field) make
+ * the 2,000. */
+static void
+test_a_full_stderr_does_not_stop_the_sinks(void **state)
+{
+    struct got g = {.whole = true,
+                    .stop_at_drop = true,
+                    .mu = PTHREAD_MUTEX_INITIALIZER,
+                    .more = PTHREAD_COND_INITIALIZER};
+    pthread_t t;
+    char msg[320];
+    const char *d;
+    int saved, came = 0;
+    long dropped;
+
+    (void)state;
+    g.fd = stderr_to_socket(4096, &saved);
+    assert_int_equal(tm_log_stderr_buffer(TM_LOG_BUFFER_MIN), 0);
+    memset(msg, 'j', sizeof(msg) - 1);
+    msg[sizeof(msg) - 1] = '\0';
+    memcpy(msg, "event=x n=1 ", 12);
+    for (int i = 0; i < 2000; i++) {
+        tm_log_stderr_json(NULL, TM_LOG_INFO, msg);
+    }
+    assert_int_equal(pthread_create(&t, NULL, reader, &g), 0);
+    pthread_join(t, NULL);
+    assert_true(tm_log_stderr_unbuffer(5000));
+    stderr_back(saved);
+    close(g.fd);
+
+    assert_true(g.whole);
+    for (const char *p = g.text; (p = strstr(p, "\"event\":\"x\"")) != NULL;
+         p++) {
+        came++;
+    }
+    d = strstr(g.text, "\"level\":\"warn\",\"msg\":\"log: lines dropped: ");
+    assert_non_null(d);
+    d = strstr(d, "\"dropped\":");
+    assert_non_null(d);
+    dropped = strtol(d + 10, NULL, 10);
+    assert_true(dropped > 0);
+    assert_int_equal(came + dropped, 2000);
+    free(g.text);
+}
+
+/* A stderr that never takes the lines: the unbuffer gives up at its
+ * timeout and says so, and no buffer starts while that writer is still
+ * in its write. Last of the buffer's tests for that reason. */
+static void
+test_unbuffer_gives_up_on_a_stuck_stderr(void **state)
+{
+    char msg[1000];
+    int saved, fd;
+
+    (void)state;
+    fd = stderr_to_socket(4096, &saved);
+    assert_int_equal(tm_log_stderr_buffer(TM_LOG_BUFFER_MIN), 0);
+    memset(msg, 's', sizeof(msg) - 1);
+    msg[sizeof(msg) - 1] = '\0';
+    for (int i = 0; i < 100; i++) {
+        tm_log_stderr_text(NULL, TM_LOG_WARN, msg);
+    }
+    assert_false(tm_log_stderr_unbuffer(50));
+    assert_int_equal(tm_log_stderr_buffer(TM_LOG_BUFFER_MIN), EBUSY);
+    stderr_back(saved);
+    /* fd stays open: the writer stays in its write until the test's
+     * process ends, and what it holds is never written. */
+    (void)fd;
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lengths),
         cmocka_unit_test(test_time_follows_the_clock),
+        cmocka_unit_test(test_buffer_keeps_order_and_lines),
+        cmocka_unit_test(test_a_full_stderr_does_not_stop_the_sinks),
+        cmocka_unit_test(test_unbuffer_gives_up_on_a_stuck_stderr),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
