@@ -26,6 +26,7 @@ QUOTED = {
     "clients": "summary-pinned-clients-32-10000-af0536a.txt",
     "log_text": "summary-pinned-log-text.txt",
     "log_json": "summary-pinned-log-json.txt",
+    "log_text_ngxbuf": "summary-pinned-log-text-nginx-buffered.txt",
     "instr": "summary-instr-61431b3.txt",
     "raises": "summary-pinned-raises-ef3b46f.txt",
 }
@@ -113,7 +114,7 @@ def paragraph():
         spread_note = ", within the runs' spread"
 
     logged = {}
-    for form in ("text", "json"):
+    for form in ("text", "json", "text_ngxbuf"):
         text, path = read("log_" + form)
         table = rows(text)
         logged[form] = (one_figure(
@@ -147,19 +148,23 @@ def paragraph():
         "requests a second over 1,000 resources and %s on one%s, with %s "
         "nginx's instructions a request (`make bench-instr`); each "
         "writing an access line a request to a file (tidemark's default "
-        "`log_level = info`): %s in text, %s in JSON; 10,000 clients: "
+        "`log_level = info`, its lines written by a thread of their own; "
+        "nginx's one `write` a line, its default): %s in text, %s in "
+        "JSON, and %s in text with nginx's lines buffered too "
+        "(`buffer=64k`); 10,000 clients: "
         "%s, %s; every "
         "request a durable raise: %.1fx to %.1fx PostgreSQL's single-row "
         "commits from 8 to 512 clients. [How the cost "
         "grows](doc/operations.md#how-the-cost-grows) has every figure and "
         "the command that made it; this paragraph is made from `%s`, `%s`, "
-        "`%s`, `%s` and `%s` by `make bench-readme`."
+        "`%s`, `%s`, `%s` and `%s` by `make bench-readme`."
         % (r1000["vs"], r1["vs"],
            spread_note, instr, logged["text"][0], logged["json"][0],
+           logged["text_ngxbuf"][0],
            one_figure([ratio(m["vs"]) for m in many]),
            "no errors" if errors == 0 else "%d errors" % errors,
-           low, high, cpath, logged["text"][1], logged["json"][1], ipath,
-           rpath))
+           low, high, cpath, logged["text"][1], logged["json"][1],
+           logged["text_ngxbuf"][1], ipath, rpath))
     return wrap(words, 72)
 
 
