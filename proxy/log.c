@@ -532,12 +532,13 @@ lb_append(const char *s, size_t n)
 }
 
 /* Whether the buffer took the line (or dropped it, counted): false when
- * no buffer runs, and the caller writes it. */
+ * no buffer runs, or its writer has ended (a stop is under way), and the
+ * caller writes it. */
 static bool
 lb_put(line_fn *fn, enum tm_log_level level, const char *line, size_t n)
 {
     pthread_mutex_lock(&lb.mu);
-    if (!lb.on) {
+    if (!lb.on || lb.ended) {
         pthread_mutex_unlock(&lb.mu);
         return false;
     }
