@@ -71,6 +71,30 @@ say(const struct daemon_state *d, enum tm_log_level level, const char *fmt, ...)
     daemon_log((void *)d, level, msg);
 }
 
+/* Descriptors 0, 1 and 2 open, on /dev/null where the process was
+ * started without them (`2>&-`, a supervisor that closes them): else the
+ * first files and sockets opened would take their numbers, and the log,
+ * written to descriptor 2, would go into the marks file, its journal or
+ * a client's connection. False when one cannot be opened. */
+static bool
+std_fds_open(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        int got;
+
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) {
+            continue;
+        }
+        got = open("/dev/null", O_RDWR);
+        if (got != fd) {
+            /* The lowest free number is fd: anything else is a failure
+             * (no /dev/null, no descriptor) with nowhere to say so. */
+            return false;
+        }
+    }
+    return true;
+}
+
 /* How long the exit waits for stderr to take the lines buffered. */
 #define LOG_EXIT_MS 5000
 
@@ -651,6 +675,9 @@ main(int argc, char **argv)
     char err[512];
     int opt;
 
+    if (!std_fds_open()) {
+        return 1;
+    }
     while ((opt = getopt_long(argc, argv, "c:hTVv", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':

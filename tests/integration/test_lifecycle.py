@@ -2,6 +2,7 @@
 finishing what is in flight; at drain_timeout_ms a request not forwarded
 yet gets a 503, one forwarded is closed without an answer."""
 
+import os
 import signal
 import threading
 import time
@@ -263,3 +264,30 @@ def test_a_write_waiting_for_its_turn_at_drain_timeout_gets_503(
     assert_stopping(r)
     assert upstream.find("X-Test-Id", "t8") == []
     assert len(drain_line(tm, 2, 1, 1)) == 1
+
+
+def close_stdio():
+    """In the child before exec: no descriptor 0, 1 or 2, as a supervisor
+    that closes them (or `2>&-`) starts a process."""
+    for fd in (0, 1, 2):
+        os.close(fd)
+
+
+def test_started_without_descriptors_0_1_2_logs_to_dev_null(tidemark,
+                                                             upstream):
+    """Started with descriptors 0, 1 and 2 closed, tidemark puts
+    /dev/null on them before it opens anything: else its marks file, its
+    journal or a client's socket would take number 2 and get the log
+    lines. It serves, and the mark it raised is there after a restart
+    (a stale write 409)."""
+    tm = tidemark(start=False)
+    tm.start(preexec=close_stdio)
+    fds = {fd: os.readlink("/proc/%d/fd/%d" % (tm.proc.pid, fd))
+           for fd in (0, 1, 2)}
+    assert fds == {0: "/dev/null", 1: "/dev/null", 2: "/dev/null"}
+    assert tm.put("nostdio", token=7).status == 200
+    assert tm.stop() == 0
+    tm.start()
+    assert tm.mark("documents/nostdio") == 7
+    assert tm.put("nostdio", token=6).status == 409
+    assert len(upstream.requests) == 1
