@@ -39,6 +39,8 @@
 #   bench-locks-raw  the seed's Redis scripts and lease-row SQL pair
 #                 without tidemark (redis-benchmark, also --cluster on 3
 #                 masters, pgbench): the baseline
+#   bench-logstorm  a 502 and a warn line a request (upstream down):
+#                 tidemark with log_buffer = 0 against 1M, pinned, in turn
 #   bench-conns   tidemark's VmRSS idle, with 10,000 client connections
 #                 open, and after they have gone (CONNS_TOTAL, CONNS_ROUNDS)
 #   bench-busy    VmRSS per busy connection (a request held upstream),
@@ -142,7 +144,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps check check-layers test test-asan test-sanitize unit \
         integration integration-fast bench \
-        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-readme bench-marks bench-marks-counts bench-watch embed \
+        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-readme bench-logstorm bench-marks bench-marks-counts bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
         check-docs packaged-ini lab chaos
 
@@ -367,6 +369,9 @@ bench-instr: all
 
 bench-readme:
 	/usr/bin/python3 tests/bench/readme.py
+
+bench-logstorm: all
+	TIDEMARK_BIN=$(abspath $(TM_BIN)) sh tests/bench/logstorm.sh
 
 bench-marks: all $(BUILD)/tools/premark
 	MARKS_BINS="$${MARKS_BINS:-tidemark=$(abspath $(TM_BIN))}" \

@@ -148,8 +148,8 @@ TM_API void tm_log_stderr_json(void *arg, enum tm_log_level level,
  * not the caller's loop. A line that finds no room is dropped and
  * counted, and once stderr takes lines again the thread writes, in the
  * last line's form, a warning that says how many ("log: lines dropped:
- * ... dropped=N log_buffer=BYTES"). A line waits at most about 10 ms for
- * others to go with it; a warn or error line goes at once. Returns 0;
+ * ... dropped=N log_buffer=BYTES"). A line of any level waits at most
+ * about 10 ms for others to go with it. Returns 0;
  * EINVAL when bytes < TM_LOG_BUFFER_MIN, EBUSY when a buffer runs (or
  * one's thread never ended), ENOMEM, or pthread_create's error. The
  * thread blocks every signal. */

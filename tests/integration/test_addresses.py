@@ -69,6 +69,10 @@ def test_the_address_that_worked_is_tried_first_next_time(
     for i in range(4):
         r = tm.put("b%d" % i, token=1, headers=[("X-Test-Close", "1")])
         assert r.status == 200, r
+    # A line may reach the log after its answer reached the client: wait
+    # for the last request's access line, which follows any line of its
+    # dials (lines keep their order).
+    tm.wait_log("event=request", "path=/v1/documents/b3")
     assert len(tm.log_lines("connect to [::1]:%d failed" % upstream.port)) \
         == 1
 
@@ -89,9 +93,9 @@ def test_ipv6_only_upstream_behind_a_name_whose_first_address_is_ipv4(
     r = tm.put("d", token=1, headers=[("X-Test-Id", "v6name")])
     assert r.status == 200, r
     assert len(v6_upstream.find("X-Test-Id", "v6name")) == 1
-    assert tm.log_lines("connect to 127.0.0.1:%d failed: Connection "
-                        "refused; trying [::1]:%d"
-                        % (v6_upstream.port, v6_upstream.port))
+    tm.wait_log("connect to 127.0.0.1:%d failed: Connection "
+                "refused; trying [::1]:%d"
+                % (v6_upstream.port, v6_upstream.port))
 
 
 class BlackHole:

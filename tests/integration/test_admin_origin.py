@@ -79,7 +79,7 @@ def test_cross_origin_post_takes_no_lock(tidemark):
     # Nothing was taken, nothing raised.
     assert call(tm, "GET", "/v1/locks/jobs/x")[0] == 404
     assert tm.mark("jobs/x") is None
-    assert tm.log_lines("admin: refused /v1/locks/jobs/x")
+    tm.wait_log("admin: refused /v1/locks/jobs/x")
     # Read-only calls are refused as well: they reveal marks and leases.
     for path in ("/v1/marks/jobs/x", "/v1/recent", "/metrics", "/"):
         assert_refused(call(tm, "GET", path, browser(tm, other)), 403,

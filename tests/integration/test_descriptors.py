@@ -611,6 +611,7 @@ def test_writes_waiting_after_a_reload_get_502_at_connect_timeout(
         for c in [adm, first] + conns:
             c.close()
     assert statuses == [502] * (queued - 1)
+    tm.wait_log("connect failed: Too many open files", count=queued - 1)
     assert len(tm.log_lines("connect failed: Too many open files")) == \
         queued - 1
     free_descriptors(tm)

@@ -177,7 +177,7 @@ lease = later
     assert_problem(r, 503)
     assert r.header("Tidemark-Error") == "lease-starting"
     assert upstream.find("X-Test-Id", tag) == []
-    assert tm.log_lines("lease later was added by a reload")
+    tm.wait_log("lease later was added by a reload")
     assert tm.admin("GET", "/v1/leases/later")[0] == 404
     write_ok(tm, upstream, unique())
 

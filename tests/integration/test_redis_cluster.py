@@ -146,7 +146,7 @@ def test_moved_and_ask_are_followed(tidemark, cluster):
     api = lock_api(tm)
     assert_problem(api.acquire("documents/" + z), 503)
     assert raw_get(dst, "fence:{documents/%s}" % z, asking=True) is None
-    assert "TRYAGAIN" in tm.log()
+    tm.wait_log("TRYAGAIN")
     # A key still on src: src answers.
     assert tm.put(x, token=6).status == 200
     assert raw_get(src, "fence:{documents/%s}" % x) == b"6"

@@ -324,9 +324,9 @@ def test_full_map_is_503_and_keeps_marks(tidemark, upstream):
         assert_problem(r, 503)
         assert r.header("Retry-After") is not None
     assert accepted, "not a single write fit"
-    lines = [ln for ln in tm.log().splitlines()
-             if re.search(r"map[ _-]?full", ln, re.I)]
-    assert lines, "no log line says the map is full"
+    wait_until(lambda: [ln for ln in tm.log().splitlines()
+                        if re.search(r"map[ _-]?full", ln, re.I)],
+               5 * slow(), "a log line that says the map is full")
     assert tm.alive()
     assert tm.admin("GET", "/healthz")[0] == 200
     accepted.sort(key=lambda a: a[1])
@@ -352,8 +352,8 @@ def test_full_map_is_503_and_keeps_marks(tidemark, upstream):
     for doc, tok in accepted:
         assert tm.mark("documents/" + doc) == tok
     assert_problem(tm.put("new-after-restart", token=1), 503)
-    assert tm.log_lines("map full", "raises that would write a mark are "
-                        "refused until"), "the store did not open full"
+    tm.wait_log("map full", "raises that would write a mark are "
+                "refused until")  # the store opened full
     tm.restart()
     for doc, tok in accepted:
         assert tm.mark("documents/" + doc) == tok
