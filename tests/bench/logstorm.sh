@@ -103,7 +103,8 @@ PY
 
 {
     echo "tidemark log storm, $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "tidemark $(git describe --always --dirty 2>/dev/null || echo '?'); binary $TIDEMARK_BIN"
+    echo "tidemark $(git describe --always --dirty 2>/dev/null || echo '?');" \
+        "binary ${TIDEMARK_BIN#"$ROOT"/}"
     echo "load: wrk -t2 -c$CONNS -d$DURATION GET (a 502 and a warn access line each: the upstream refuses)"
 } > "$OUT/meta.txt"
 for n in $(seq "$REPEAT"); do
