@@ -22,6 +22,7 @@
 #include "../policies/ascii.h"
 #include "../policies/json.h"
 #include "../policies/logesc.h"
+#include "thread.h"
 
 _Thread_local const struct tm_log *log_cur;
 _Thread_local bool lib_sigpipe_blocked;
@@ -674,41 +675,21 @@ lb_say_dropped(void)
     timestamp(when);
     lb.form(&o, when, TM_LOG_WARN, msg);
     out_c(&o, '\n');
-    if (!o.heap && o.n <= lb.cap - lb.len) {
+    if (o.n <= lb.cap - lb.len) {
         lb_append(o.p, o.n);
         lb.dropped = 0;
     }
+    if (o.heap) {
+        free(o.p);
+    }
 }
 
-static void
+/* Wait on cv (mu held) until signalled or until; false at until. */
+static bool
 lb_wait(pthread_cond_t *cv, const struct timespec *until)
 {
-    pthread_cond_clockwait(cv, &lb.mu, CLOCK_MONOTONIC, until);
-}
-
-static struct timespec
-lb_deadline(int ms)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (t.tv_nsec >= 1000000000) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000;
-    }
-    return t;
-}
-
-static bool
-lb_past(const struct timespec *t)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return now.tv_sec > t->tv_sec ||
-           (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+    return pthread_cond_clockwait(cv, &lb.mu, CLOCK_MONOTONIC, until) !=
+           ETIMEDOUT;
 }
 
 static void *
@@ -729,10 +710,10 @@ lb_main(void *arg)
             break; /* stopping, all written */
         }
         if (!lb.stopping && lb.len < lb.cap / 4) {
-            struct timespec until = lb_deadline(LB_GATHER_MS);
+            struct timespec until = mono_after_ms(LB_GATHER_MS);
 
-            while (!lb.stopping && lb.len < lb.cap / 4 && !lb_past(&until)) {
-                lb_wait(&lb.more, &until);
+            while (!lb.stopping && lb.len < lb.cap / 4 &&
+                   lb_wait(&lb.more, &until)) {
             }
         }
         head = lb.head;
@@ -757,7 +738,6 @@ lb_main(void *arg)
 int
 tm_log_stderr_buffer(size_t bytes)
 {
-    sigset_t all, old;
     struct stat st;
     char *ring;
     int rc;
@@ -784,11 +764,7 @@ tm_log_stderr_buffer(size_t bytes)
                        ? SIZE_MAX
                        : PIPE_BUF;
     lb.stopping = lb.ended = false;
-    /* The writer takes no signal: they are the loop's. */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&lb.thread, NULL, lb_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rc = thread_start_unsignalled(&lb.thread, lb_main, NULL);
     if (rc != 0) {
         lb.ring = NULL;
         pthread_mutex_unlock(&lb.mu);
@@ -804,7 +780,7 @@ tm_log_stderr_buffer(size_t bytes)
 bool
 tm_log_stderr_unbuffer(int timeout_ms)
 {
-    struct timespec until = lb_deadline(timeout_ms < 0 ? 0 : timeout_ms);
+    struct timespec until = mono_after_ms(timeout_ms < 0 ? 0 : timeout_ms);
     bool ended;
 
     pthread_mutex_lock(&lb.mu);
@@ -814,8 +790,7 @@ tm_log_stderr_unbuffer(int timeout_ms)
     }
     lb.stopping = true;
     pthread_cond_signal(&lb.more);
-    while (!lb.ended && !lb_past(&until)) {
-        lb_wait(&lb.done, &until);
+    while (!lb.ended && lb_wait(&lb.done, &until)) {
     }
     ended = lb.ended;
     lb.on = false; /* from now on a line is written by its caller */

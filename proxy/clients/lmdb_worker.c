@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../log.h"
+#include "../thread.h"
 
 /*
  * The loop thread collects the jobs of a loop turn in turn (no lock)
@@ -132,13 +133,7 @@ wait_for_work(struct lmdb_worker *w, int idle_ms)
     struct timespec until;
 
     if (idle_ms > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += idle_ms / 1000;
-        until.tv_nsec += (idle_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        until = mono_after_ms(idle_ms);
     }
     while (w->pending.head == NULL && !w->stopping) {
         long rc;
@@ -332,13 +327,8 @@ lmdb_worker_new(struct event_base *base, const struct lmdb_worker_ops *ops,
 bool
 lmdb_worker_start(struct lmdb_worker *w, char *err, size_t errlen)
 {
-    sigset_t all, old;
-    int rc;
+    int rc = thread_start_unsignalled(&w->thread, writer_main, w);
 
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&w->thread, NULL, writer_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "%s: cannot start the writer thread: %s", w->who,
                  strerror(rc));

@@ -428,12 +428,17 @@ def test_each_line_arrives_in_one_write(tidemark, upstream, form):
 F_SETPIPE_SZ = 1031
 
 
-def full_pipe():
-    """A pipe of one page (the least the kernel gives): (read end, write
-    end)."""
+def on_full_pipe(tidemark, log_buffer):
+    """A tidemark with log_buffer whose stderr is a pipe of one page (the
+    least the kernel gives) that nobody reads yet: (tm, the read end)."""
     r, w = os.pipe()
     fcntl.fcntl(w, F_SETPIPE_SZ, 4096)
-    return r, w
+    tm = tidemark({"proxy": {"log_buffer": log_buffer}}, start=False)
+    try:
+        tm.start(stderr=w)
+    finally:
+        os.close(w)
+    return tm, r
 
 
 def drain_pipe(fd, got, until):
@@ -461,12 +466,7 @@ def test_a_stderr_nobody_reads_does_not_stop_the_proxy(tidemark, upstream):
     lines that found no room are counted in /metrics; once the pipe is
     read again, one warning says how many, and with the lines that came
     they make the 1,000."""
-    r, w = full_pipe()
-    tm = tidemark({"proxy": {"log_buffer": "64K"}}, start=False)
-    try:
-        tm.start(stderr=w)
-    finally:
-        os.close(w)
+    tm, r = on_full_pipe(tidemark, "64K")
     got = bytearray()
     try:
         with Conn(tm.port) as c:
@@ -507,12 +507,7 @@ def test_log_buffer_0_waits_for_stderr_and_drops_nothing(tidemark,
     """log_buffer = 0: each line is written by the loop at once, so while
     the pipe is full the writes wait (as nginx's do); once it is read,
     every line is there and none was dropped."""
-    r, w = full_pipe()
-    tm = tidemark({"proxy": {"log_buffer": "0"}}, start=False)
-    try:
-        tm.start(stderr=w)
-    finally:
-        os.close(w)
+    tm, r = on_full_pipe(tidemark, "0")
     got = bytearray()
     statuses = []
 

@@ -1,0 +1,42 @@
+/* thread.h: what the library's own threads (the lmdb writer, the log
+ * writer) share: starting one that takes no signal, and deadlines for
+ * their waits on CLOCK_MONOTONIC. */
+#ifndef TM_THREAD_H
+#define TM_THREAD_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+/* Start fn(arg) on a thread of its own with every signal blocked: the
+ * signals are the loop's. pthread_create's answer. */
+static inline int
+thread_start_unsignalled(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    int rc;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+/* CLOCK_MONOTONIC ms from now, for a wait's deadline. */
+static inline struct timespec
+mono_after_ms(int ms)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+#endif
