@@ -764,14 +764,13 @@ tm_log_stderr_buffer(size_t bytes)
                        ? SIZE_MAX
                        : PIPE_BUF;
     lb.stopping = lb.ended = false;
-    rc = thread_start_unsignalled(&lb.thread, lb_main, NULL);
+    rc = thread_start_unsignalled(&lb.thread, "log", lb_main, NULL);
     if (rc != 0) {
         lb.ring = NULL;
         pthread_mutex_unlock(&lb.mu);
         free(ring);
         return rc;
     }
-    pthread_setname_np(lb.thread, "tidemark-log");
     lb.on = true;
     pthread_mutex_unlock(&lb.mu);
     return 0;

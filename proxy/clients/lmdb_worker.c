@@ -327,7 +327,7 @@ lmdb_worker_new(struct event_base *base, const struct lmdb_worker_ops *ops,
 bool
 lmdb_worker_start(struct lmdb_worker *w, char *err, size_t errlen)
 {
-    int rc = thread_start_unsignalled(&w->thread, writer_main, w);
+    int rc = thread_start_unsignalled(&w->thread, w->who, writer_main, w);
 
     if (rc != 0) {
         snprintf(err, errlen, "%s: cannot start the writer thread: %s", w->who,

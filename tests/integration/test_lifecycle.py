@@ -291,3 +291,15 @@ def test_started_without_descriptors_0_1_2_logs_to_dev_null(tidemark,
     assert tm.mark("documents/nostdio") == 7
     assert tm.put("nostdio", token=6).status == 409
     assert len(upstream.requests) == 1
+
+
+def test_threads_are_named_for_top(tidemark, upstream):
+    """top -H and ps -L tell tidemark's threads apart: the network loop
+    keeps the process's name; the LMDB store's writer, the LMDB lock
+    backend's writer and the log's writer have one each."""
+    tm = tidemark(config={"locks": {}})
+    assert tm.put("named", token=1).status == 200
+    task = "/proc/%d/task" % tm.proc.pid
+    names = sorted(open("%s/%s/comm" % (task, t)).read().strip()
+                   for t in os.listdir(task) if int(t) != tm.proc.pid)
+    assert names == ["tidemark-lmdb", "tidemark-locks", "tidemark-log"]
