@@ -632,6 +632,18 @@ cpu_ticks() {
                 END { print u + 0, s + 0 }'
 }
 
+# thread_ticks PIDLIST: "name=ticks ...", the CPU time (user + system)
+# the threads of PIDLIST have used, summed by thread name.
+thread_ticks() {
+    for p in $(echo "$1" | tr ',' ' '); do
+        cat "/proc/$p"/task/*/stat 2>/dev/null
+    done | awk '{ name = $0; sub(/^[^(]*\(/, "", name); sub(/\) .*$/, "", name)
+                 gsub(/[ =]/, "_", name); sub(/^.*\) /, "")
+                 t[name] += $12 + $13 }
+                END { for (k in t) printf "%s=%d\n", k, t[k] }' |
+        sort | paste -sd ' ' -
+}
+
 # rss_kb PIDLIST: the resident memory of the processes, summed, in KiB.
 rss_kb() {
     for p in $(echo "$1" | tr ',' ' '); do
@@ -750,8 +762,8 @@ run_wrk() {
     }'
 }
 
-# How system calls are counted: perf's raw_syscalls tracepoint (a counter
-# in the kernel; the process runs at full speed) where it works, else
+# How system calls are counted: perf records the raw_syscalls tracepoint
+# (the process runs a few percent slower) where it works, else
 # strace -c (which stops the process at every call, so the load it sees
 # is lighter and batches less: the count per request comes out higher).
 # BENCH_SYSCALL_TOOL=strace picks strace even where perf works.
@@ -759,8 +771,16 @@ SYSCALL_TOOL=none
 if [ "$SYSCALL_DURATION" = 0 ] || [ "$SYSCALL_DURATION" = 0s ]; then
     :
 elif [ "${BENCH_SYSCALL_TOOL:-perf}" = perf ] &&
-    perf stat -e raw_syscalls:sys_enter -o /dev/null true >/dev/null 2>&1; then
+    perf record -q -c 1 -e raw_syscalls:sys_enter -o "$dir/syscalls.data" \
+        true >/dev/null 2>&1; then
     SYSCALL_TOOL=perf
+    rm -f "$dir/syscalls.data"
+    # The calls' names, by number (linux-libc-dev); a number without one
+    # is listed as nrN.
+    SYSCALL_NAMES=/dev/null
+    for f in /usr/include/*/asm/unistd_64.h /usr/include/asm/unistd_64.h; do
+        [ ! -r "$f" ] || { SYSCALL_NAMES=$f; break; }
+    done
 elif command -v strace >/dev/null 2>&1; then
     SYSCALL_TOOL=strace
 else
@@ -790,17 +810,42 @@ count_syscalls() {
     w=$1 t=$2
     pidlist=$(target_pids "$t")
     cpu0=$(cpu_ticks "$pidlist")
+    threads0=$(thread_ticks "$pidlist")
     raise0="0 0 0"
     [ "$t" != tidemark ] || raise0=$(raise_stats)
     tab="$out_dir/syscalls-$w-$t.txt"
     case "$SYSCALL_TOOL" in
         perf)
-            # perf opens its counters on the target before it starts wrk
-            # and closes them when wrk exits: the window is the run.
+            # perf records the entry of every system call of the target's
+            # processes (one tracepoint event a thread), from before it
+            # starts wrk until wrk exits: the window is the run. Counting
+            # each call by name instead (perf stat -e 'syscalls:sys_enter_*',
+            # some 350 counters a thread, switched in and out with every
+            # thread) slowed the run it counted: tidemark's durable raises
+            # at 8 clients to 0.36x their rate, one client through either
+            # proxy to 0.3x; recording costs a few percent.
             res=$(run_wrk "$w" "$t" "$SYSCALL_DURATION" \
                 "$out_dir/wrk-$w-$t-syscalls.txt" \
-                perf stat -x ';' -o "$tab" -p "$pidlist" \
-                -e raw_syscalls:sys_enter -e 'syscalls:sys_enter_*' --)
+                perf record -q -c 1 -e raw_syscalls:sys_enter \
+                -o "$dir/syscalls.data" -p "$pidlist" --)
+            # The calls by number, as "count;;syscalls:sys_enter_NAME"
+            # lines, with their total, as perf stat -x ';' writes them.
+            perf script -i "$dir/syscalls.data" -F trace 2>/dev/null |
+                awk -v names="$SYSCALL_NAMES" '
+                    BEGIN {
+                        while ((getline l < names) > 0)
+                            if (split(l, f, " ") == 3 && f[1] == "#define" &&
+                                f[2] ~ /^__NR_/)
+                                name[f[3]] = substr(f[2], 6)
+                    }
+                    $1 == "NR" { n[$2]++; total++ }
+                    END {
+                        printf "%d;;raw_syscalls:sys_enter\n", total
+                        for (k in n)
+                            printf "%d;;syscalls:sys_enter_%s\n", n[k],
+                                (k in name) ? name[k] : "nr" k
+                    }' >"$tab"
+            rm -f "$dir/syscalls.data"
             calls=$(awk -F';' '$3 == "raw_syscalls:sys_enter" { print $1 }' \
                 "$tab")
             ;;
@@ -847,6 +892,19 @@ count_syscalls() {
             print line
         }' "$tab" >>"$out_dir/syscalls-by-call.txt"
     cpu1=$(cpu_ticks "$pidlist")
+    # The CPU time by thread name, per request: "workload target
+    # name=us ...".
+    printf '%s\n%s\n' "$threads0" "$(thread_ticks "$pidlist")" |
+        awk -v head="$w $t" -v n="$reqs" -v hz="$(getconf CLK_TCK)" '
+            NR == 1 { for (i = 1; i <= NF; i++) { split($i, kv, "=")
+                                                  t0[kv[1]] = kv[2] } }
+            NR == 2 { line = head
+                      for (i = 1; i <= NF; i++) {
+                          split($i, kv, "=")
+                          line = line sprintf(" %s=%.1f", kv[1],
+                              (kv[2] - t0[kv[1]]) * 1e6 / hz / (n > 0 ? n : 1))
+                      }
+                      print line }' >>"$out_dir/threads.txt"
     raise1="0 0 0"
     [ "$t" != tidemark ] || raise1=$(raise_stats)
     echo "$cpu0 $cpu1 $raise0 $raise1" | awk -v hz="$(getconf CLK_TCK)" \
@@ -1010,6 +1068,7 @@ esac
 : >"$out_dir/runs.txt"
 : >"$out_dir/syscalls.txt"
 : >"$out_dir/syscalls-by-call.txt"
+: >"$out_dir/threads.txt"
 cases >"$dir/cases"
 while read -r name w c nres body <&3; do
     set_case "$name" "$w" "$c" "$nres" "$body"

@@ -26,6 +26,7 @@ awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" "$MEDIAN"'
         if ($4 > 0) {
             sc[k] = sprintf("%.2f", $3 / $4)
             cpuorder[++ncpu] = k; cu[k] = $5 / $4; cs[k] = $6 / $4
+            cr[k] = sdur + 0 > 0 ? sprintf("%.0f", $4 / (sdur + 0)) : "-"
         }
         if ($8 > 0) {
             rwait[k] = $7 / $8 * 1000; rn[k] = $8
@@ -137,19 +138,21 @@ awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" "$MEDIAN"'
             " by the clients."
         if (tool == "perf")
             printf "syscalls/req: all system calls of the target'"'"'s" \
-                " processes (perf stat -e raw_syscalls:sys_enter -p) over\n" \
-                "one more wrk run of %s at the same load, divided by the" \
-                " requests wrk had answered.\n", sdur
+                " processes (perf record -e raw_syscalls:sys_enter -c 1 -p)" \
+                " over\none more wrk run of %s at the same load (the counted" \
+                " run), divided by the requests wrk\nhad answered.\n", sdur
         else if (tool == "strace")
             printf "syscalls/req: strace -c -f -p over one more wrk" \
                 " run of %s, divided by the requests answered\n(strace" \
                 " slows the target: fewer calls are batched than at full" \
                 " speed).\n", sdur
         if (ncpu) {
-            print "CPU us/request over the counted run, user and system:"
+            print "CPU us/request over the counted run, user and system," \
+                " and that run'"'"'s requests/s:"
             for (c = 1; c <= ncpu; c++) {
                 k = cpuorder[c]
-                printf "  %-30s user %6.1f  system %6.1f\n", k, cu[k], cs[k]
+                printf "  %-30s user %6.1f  system %6.1f  (%s req/s)\n",
+                    k, cu[k], cs[k], cr[k]
             }
         }
         for (c = 1; c <= ncell; c++) {
@@ -174,6 +177,16 @@ if [ -s "$dir/syscalls-by-call.txt" ]; then
                split($i, kv, "/"); printf " %s %s", kv[1], kv[2]
            }
            print "" }' "$dir/syscalls-by-call.txt"
+fi
+if [ -s "$dir/threads.txt" ]; then
+    echo
+    echo "CPU us/request by thread over the counted run (user + system;" \
+        "tidemark-lmdb: the store's writer, tidemark-log: the log's):"
+    awk '{ printf "  %-20s %-9s", $1, $2
+           for (i = 3; i <= NF; i++) {
+               split($i, kv, "="); printf " %s %s", kv[1], kv[2]
+           }
+           print "" }' "$dir/threads.txt"
 fi
 if [ -s "$dir/refs.txt" ]; then
     echo
