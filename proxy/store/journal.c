@@ -226,7 +226,7 @@ journal_close(struct journal *j)
 }
 
 /* Apply the entries of the record in buf (len bytes of them, count
- * entries). 0, fn's result, or EIO when they do not parse. */
+ * entries). 0, fn's result, or EBADMSG when they do not parse. */
 static int
 replay_entries(struct journal *j, size_t len, uint32_t count, journal_fn fn,
                void *arg, size_t *entries)
@@ -239,12 +239,12 @@ replay_entries(struct journal *j, size_t len, uint32_t count, journal_fn fn,
         int rc;
 
         if ((size_t)(end - p) < ENTRY_HDR) {
-            return EIO;
+            return EBADMSG;
         }
         klen = (size_t)get_le(p, 2);
         if (klen == 0 || klen > JOURNAL_KEY_MAX ||
             (size_t)(end - p) - ENTRY_HDR < klen) {
-            return EIO;
+            return EBADMSG;
         }
         rc = fn(arg, p + ENTRY_HDR, klen, (int64_t)get_le(p + 2, 8));
         if (rc != 0) {
@@ -253,7 +253,7 @@ replay_entries(struct journal *j, size_t len, uint32_t count, journal_fn fn,
         (*entries)++;
         p += ENTRY_HDR + klen;
     }
-    return p == end ? 0 : EIO;
+    return p == end ? 0 : EBADMSG;
 }
 
 int

@@ -33,7 +33,7 @@ void journal_close(struct journal *j);
 /* Feed every entry of epoch's records to fn, from the start of the file,
  * stopping at the first record that is torn, of another epoch, or no
  * record at all. *entries gets how many were fed. 0, fn's nonzero
- * result, EIO when a record passes its checksum but does not parse, or
+ * result, EBADMSG when a record passes its checksum but does not parse, or
  * errno of a failed read. */
 int journal_replay(struct journal *j, uint64_t epoch, journal_fn fn, void *arg,
                    size_t *entries) __attribute__((warn_unused_result));

@@ -397,7 +397,7 @@ replay_one(void *arg, const unsigned char *k, size_t len, int64_t token)
     int rc;
 
     if (len > s->maxkey) {
-        return EINVAL;
+        return EBADMSG; /* a key the store digests: not its record */
     }
     rc = store_lmdb_read_mark(s->txn, s->dbi, &key, &cur);
     if (rc == 0 && token > cur) {
@@ -441,6 +441,15 @@ store_lmdb_recover(struct lmdb_store *s, size_t *n, char *err, size_t errlen)
     }
     s->epoch = (uint64_t)epoch;
     rc = journal_replay(s->journal, s->epoch, replay_one, s, n);
+    if (rc == EBADMSG) {
+        snprintf(err, errlen,
+                 "%s-journal holds a record whose checksum passes but whose "
+                 "entries this store cannot have written; tidemark does not "
+                 "start on a journal it cannot read (move the file aside only "
+                 "if losing the raises it holds is acceptable)",
+                 s->path);
+        goto abort;
+    }
     if (rc != 0) {
         snprintf(err, errlen, "replaying the journal failed: %s%s",
                  mdb_strerror(rc),
