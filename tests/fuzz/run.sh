@@ -26,7 +26,8 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
-redis_reply pg_reply s3name s3delete logesc logline logbuffer awscreds"
+redis_reply pg_reply s3name s3delete logesc logline logbuffer awscreds
+journal"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -58,6 +59,7 @@ sources() {
     logline | logbuffer) echo proxy/log.c policies/json.c policies/logesc.c \
         policies/utf8.c ;;
     awscreds) echo policies/awscreds.c policies/sigv4.c ;;
+    journal) echo proxy/store/journal.c proxy/clients/lmdb_util.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -70,6 +72,7 @@ libs() {
     logline | logbuffer) echo -ljansson ;;
     redis_reply) echo -lhiredis ;;
     pg_reply) echo -lpq ;;
+    journal) echo -llmdb -lcrypto ;;
     esac
 }
 
@@ -83,6 +86,7 @@ max_len() {
     awscreds) echo 20000 ;;
     logline) echo 8192 ;;
     logbuffer) echo 65536 ;;
+    journal) echo 140000 ;;
     *) echo 4096 ;;
     esac
 }
