@@ -3,6 +3,7 @@
 #ifndef TM_ASCII_H
 #define TM_ASCII_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,45 @@ ascii_hexval(char c)
         return c - 'A' + 10;
     }
     return -1;
+}
+
+/* An unsigned decimal from p[0..len): 1 to digits digits (19 at most)
+ * and nothing else (no sign, no space), at most max. false otherwise,
+ * *out untouched. The one reader of the decimals that peers answer. */
+static inline bool
+ascii_udec(const char *p, size_t len, size_t digits, uint64_t max,
+           uint64_t *out)
+{
+    uint64_t v = 0; /* 19 digits stay below 10^19 < 2^64 */
+
+    if (len == 0 || len > digits || len > 19) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9') {
+            return false;
+        }
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    if (v > max) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* A decimal 0..INT64_MAX from p[0..len): 1 to 19 digits and nothing
+ * else. false otherwise, *out untouched. */
+static inline bool
+ascii_dec_read(const char *p, size_t len, int64_t *out)
+{
+    uint64_t v;
+
+    if (!ascii_udec(p, len, 19, INT64_MAX, &v)) {
+        return false;
+    }
+    *out = (int64_t)v;
+    return true;
 }
 
 /* The n bytes at b as 2n lowercase hex digits at out (no NUL). */

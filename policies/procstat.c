@@ -3,26 +3,18 @@
 
 #include <string.h>
 
+#include "ascii.h"
+
 /* The unsigned decimal p[0..n) (1 to 19 digits); a signed field that is
  * negative ("-1") reads as 0. false when it is not a number. */
 static bool
 decimal(const char *p, size_t n, uint64_t *out)
 {
     bool neg = n > 0 && p[0] == '-';
-    uint64_t v = 0;
+    uint64_t v;
 
-    if (neg) {
-        p++;
-        n--;
-    }
-    if (n == 0 || n > 19) {
+    if (!ascii_udec(p + neg, n - neg, 19, UINT64_MAX, &v)) {
         return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            return false;
-        }
-        v = v * 10 + (uint64_t)(p[i] - '0');
     }
     *out = neg ? 0 : v;
     return true;

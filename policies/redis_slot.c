@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "ascii.h"
+
 unsigned
 redis_crc16(const char *p, size_t len)
 {
@@ -40,21 +42,12 @@ redis_slot(const char *key, size_t len)
 static bool
 parse_small(const char *p, size_t len, unsigned max, unsigned *out)
 {
-    unsigned v = 0;
+    uint64_t v;
 
-    if (len == 0 || len > 5) {
+    if (!ascii_udec(p, len, 5, max, &v)) {
         return false;
     }
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            return false;
-        }
-        v = v * 10 + (unsigned)(p[i] - '0');
-    }
-    if (v > max) {
-        return false;
-    }
-    *out = v;
+    *out = (unsigned)v;
     return true;
 }
 

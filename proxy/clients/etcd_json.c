@@ -1,10 +1,14 @@
 /* etcd_json.c: the gateway's encodings (etcd_json.h). */
 #include "etcd_json.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
+
+#include "../../policies/ascii.h"
 
 json_t *
 etcd_b64(const void *data, size_t len)
@@ -186,4 +190,22 @@ etcd_rev(const json_t *obj, const char *key, int64_t *out)
     }
     *out = v;
     return true;
+}
+
+json_t *
+etcd_mark_json(int64_t mark)
+{
+    char v[20];
+
+    snprintf(v, sizeof(v), "%019" PRId64, mark);
+    return etcd_b64(v, 19);
+}
+
+bool
+etcd_mark_read(const json_t *kv, int64_t *out)
+{
+    unsigned char raw[24];
+
+    return etcd_unb64(json_object_get(kv, "value"), raw, sizeof(raw)) == 19 &&
+           ascii_dec_read((const char *)raw, 19, out);
 }

@@ -49,6 +49,17 @@ bool etcd_int(const json_t *obj, const char *key, int64_t *out)
 bool etcd_rev(const json_t *obj, const char *key, int64_t *out)
     __attribute__((warn_unused_result));
 
+/* A mark as the etcd store keeps it: 19 decimal digits, zero-padded so
+ * that etcd's byte-wise VALUE compare orders marks as numbers, base64.
+ * mark >= 0. NULL when out of memory. */
+json_t *etcd_mark_json(int64_t mark);
+
+/* The mark in kv's "value": base64 of exactly 19 decimal digits, at most
+ * INT64_MAX (decoded into room for 24 bytes: a longer value is refused
+ * before it is decoded). false otherwise. */
+bool etcd_mark_read(const json_t *kv, int64_t *out)
+    __attribute__((warn_unused_result));
+
 /* The longest lease etcd grants, in seconds (its MaxLeaseTTL). */
 #define ETCD_TTL_MAX INT64_C(9000000000)
 

@@ -3,7 +3,6 @@
  * per-resource compare-and-swaps, a few in flight at once, on the etcd
  * client the lock backend shares (../clients/etcd_http.c: endpoints,
  * failover, JSON). */
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,38 +94,6 @@ key_json(const char *name, size_t len)
     return j;
 }
 
-static json_t *
-value_json(int64_t token)
-{
-    char v[20];
-
-    snprintf(v, sizeof(v), "%019" PRId64, token);
-    return etcd_b64(v, 19);
-}
-
-/* A stored value: base64 of exactly 19 digits. */
-static bool
-value_parse(const json_t *kv, int64_t *out)
-{
-    unsigned char raw[32];
-    uint64_t v = 0;
-
-    if (etcd_unb64(json_object_get(kv, "value"), raw, sizeof(raw)) != 19) {
-        return false;
-    }
-    for (int k = 0; k < 19; k++) {
-        if (raw[k] < '0' || raw[k] > '9') {
-            return false;
-        }
-        v = v * 10 + (uint64_t)(raw[k] - '0');
-    }
-    if (v > (uint64_t)INT64_MAX) {
-        return false;
-    }
-    *out = (int64_t)v;
-    return true;
-}
-
 /* One raise of resource key k to token t (the header comment's txn). */
 static json_t *
 raise_txn(const char *key, size_t klen, int64_t t)
@@ -137,10 +104,10 @@ raise_txn(const char *key, size_t klen, int64_t t)
         "s:O,s:o}],s:[{s:{s:O,s:o}}],s:[{s:{s:O}}]}}]}}",
         "request_txn", "compare", "target", "CREATE", "result", "EQUAL",
         "create_revision", "0", "key", k, "success", "request_put", "key", k,
-        "value", value_json(t), "failure", "request_txn", "compare", "target",
-        "VALUE", "result", "LESS", "key", k, "value", value_json(t), "success",
-        "request_put", "key", k, "value", value_json(t), "failure",
-        "request_range", "key", k);
+        "value", etcd_mark_json(t), "failure", "request_txn", "compare",
+        "target", "VALUE", "result", "LESS", "key", k, "value",
+        etcd_mark_json(t), "success", "request_put", "key", k, "value",
+        etcd_mark_json(t), "failure", "request_range", "key", k);
 
     json_decref(k);
     return txn;
@@ -186,8 +153,8 @@ answer_raises(struct etcd_slot *sl, const json_t *body)
             } else {
                 json_t *rr = resp_of(inner, 0, "response_range");
 
-                if (!value_parse(json_array_get(json_object_get(rr, "kvs"), 0),
-                                 &mark) ||
+                if (!etcd_mark_read(
+                        json_array_get(json_object_get(rr, "kvs"), 0), &mark) ||
                     mark < top) {
                     return false;
                 }
@@ -208,7 +175,7 @@ answer_get(struct etcd_slot *sl, const json_t *body)
 
     r->res = STORE_ACCEPTED;
     r->mark = 0;
-    return kv == NULL || value_parse(kv, &r->mark);
+    return kv == NULL || etcd_mark_read(kv, &r->mark);
 }
 
 /* ---- requests -------------------------------------------------------- */

@@ -15,7 +15,10 @@
  *   each holder's value (ASan);
  * - the range that reads a name (each reported name, and the rest of the
  *   input as one name of any length) decodes to prefix, name, '/', whole,
- *   with the range end just after it; etcd_key_is finds the key. */
+ *   with the range end just after it; etcd_key_is finds the key;
+ * - the etcd store's mark is read from a kv's "value" (each of "kvs",
+ *   the object itself, and the rest of the input as a value) exactly when
+ *   it decodes to 19 ASCII digits at most INT64_MAX, as their number. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -207,6 +210,34 @@ event_reads(const struct run *r, const json_t *ev, struct ek_event *e)
     }
 }
 
+/* The etcd store's mark in kv's "value": read only when the value
+ * decodes (into room of its own length) to exactly 19 ASCII digits at
+ * most INT64_MAX, and then as their number. */
+static void
+mark_reads(const json_t *kv)
+{
+    size_t n = 0;
+    unsigned char *raw = etcd_unb64_dup(json_object_get(kv, "value"), &n);
+    bool digits = raw != NULL && n == 19;
+    int64_t got = -1;
+    bool ok = etcd_mark_read(kv, &got);
+
+    for (size_t k = 0; digits && k < n; k++) {
+        digits = raw[k] >= '0' && raw[k] <= '9';
+    }
+    /* 19 digits are below 10^19 < 2^64: strtoull does not overflow. */
+    if (digits && strtoull((const char *)raw, NULL, 10) > INT64_MAX) {
+        digits = false;
+    }
+    check(ok == digits, "a mark is read exactly from 19 digits <= INT64_MAX");
+    if (ok) {
+        check(got >= 0 &&
+                  (uint64_t)got == strtoull((const char *)raw, NULL, 10),
+              "the mark is the digits' number");
+    }
+    free(raw);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -238,6 +269,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     holders_match_oracle(&r);
+    mark_reads(root);
+    json_array_foreach(r.kvs, i, ev)
+    {
+        mark_reads(ev);
+    }
+    /* The rest of the input as a value of any length, as etcd could send
+     * it: a string of those bytes. */
+    {
+        json_t *kv = json_object();
+
+        json_object_set_new(kv, "value", json_stringn_nocheck(rest, rlen));
+        mark_reads(kv);
+        json_decref(kv);
+    }
     for (size_t k = 0; k < r.nrep; k++) {
         range_is_whole(&r, r.names[k], r.lens[k]);
         free(r.names[k]);

@@ -56,6 +56,77 @@ test_unb64_refuses(void **state)
     json_decref(n);
 }
 
+/* kv's "value" as the raw bytes given, base64. */
+static json_t *
+kv_of(const char *raw, size_t len)
+{
+    json_t *kv = json_object();
+
+    json_object_set_new(kv, "value", etcd_b64(raw, len));
+    return kv;
+}
+
+/* The etcd store's marks: 19 zero-padded digits, written and read back;
+ * any other value from etcd (shorter, longer, not digits, past
+ * INT64_MAX, not base64, absent) is refused, at every length class up
+ * to values far past the 24 bytes it is decoded into. */
+static void
+test_mark_value(void **state)
+{
+    static const int64_t marks[] = {0, 1, 42, 1000000007, INT64_MAX};
+    static const struct {
+        const char *raw;
+        size_t len;
+    } bad[] = {
+        {"", 0},
+        {"1", 1},
+        {"000000000000000001", 18},
+        {"00000000000000000001", 20},
+        {"000000000000000000x", 19},   /* not a digit */
+        {" 00000000000000001", 19},    /* a space */
+        {"-000000000000000001", 19},   /* a sign */
+        {"9223372036854775808", 19},   /* INT64_MAX + 1 */
+        {"9999999999999999999", 19},   /* the largest 19 digits */
+        {"0000000000000000001\0", 20}, /* a NUL after 19 digits */
+    };
+    /* Far past the 24 bytes a value is decoded into. */
+    static const size_t big_lens[] = {25, 100, 1000, 4096};
+    char big[4096];
+    int64_t got;
+    json_t *kv;
+
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(marks); i++) {
+        kv = json_object();
+        json_object_set_new(kv, "value", etcd_mark_json(marks[i]));
+        got = -1;
+        assert_true(etcd_mark_read(kv, &got));
+        assert_int_equal(got, marks[i]);
+        json_decref(kv);
+    }
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        kv = kv_of(bad[i].raw, bad[i].len);
+        assert_false(etcd_mark_read(kv, &got));
+        json_decref(kv);
+    }
+    memset(big, '1', sizeof(big));
+    for (size_t i = 0; i < ARRAY_LEN(big_lens); i++) {
+        kv = kv_of(big, big_lens[i]);
+        assert_false(etcd_mark_read(kv, &got));
+        json_decref(kv);
+    }
+    /* Not base64, not a string, absent. */
+    kv = json_pack("{s:s}", "value", "MDAwMDAwMDAwMDAwMDAwMDAwMQ=!");
+    assert_false(etcd_mark_read(kv, &got));
+    json_decref(kv);
+    kv = json_pack("{s:i}", "value", 5);
+    assert_false(etcd_mark_read(kv, &got));
+    json_decref(kv);
+    kv = json_object();
+    assert_false(etcd_mark_read(kv, &got));
+    json_decref(kv);
+}
+
 /* A key is compared at any length: a lock key under a long prefix and
  * a long name (1,100 bytes here) is still its own (it read as another's
  * when decoded into a fixed 1,088 bytes). */
@@ -281,6 +352,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_b64_round_trip),
         cmocka_unit_test(test_unb64_refuses),
+        cmocka_unit_test(test_mark_value),
         cmocka_unit_test(test_key_is),
         cmocka_unit_test(test_key_join),
         cmocka_unit_test(test_ttl),
