@@ -2,7 +2,6 @@
  * pool (pg_pool.c: libpq async on the proxy's loop, reconnect with
  * backoff): the raises of a loop turn in one upsert (one round trip, one
  * commit). */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -165,23 +164,12 @@ req_new(const char *res, size_t len, int64_t token, bool is_get, store_cb cb,
     return batch_req_new(res, len, key, sizeof(key), token, is_get, cb, arg);
 }
 
-/* A decimal int64 from a text column; false otherwise. */
+/* A mark from a bigint column's text: 0..INT64_MAX in 1 to 19 digits,
+ * as PostgreSQL writes one; false otherwise. */
 static bool
 parse_mark(const char *p, int64_t *out)
 {
-    char *end;
-    long long v;
-
-    if (*p == '\0' || *p == '-' || *p == '+' || *p == ' ') {
-        return false;
-    }
-    errno = 0;
-    v = strtoll(p, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 0) {
-        return false;
-    }
-    *out = (int64_t)v;
-    return true;
+    return ascii_dec_read(p, strlen(p), out);
 }
 
 static void
