@@ -168,25 +168,26 @@ awk -v tool="$tool" -v sdur="$sdur" -v rep="$rep" "$MEDIAN"'
         print "forwards them). lost: requests whose connection closed"
         print "without an answer."
     }' "$dir/syscalls.txt" "$dir/runs.txt"
+# pairs SEP FILE: FILE's lines "case target name<SEP>value ...", one a
+# row, case and target in columns, each pair as "name value".
+pairs() {
+    awk -v sep="$1" '{ printf "  %-20s %-9s", $1, $2
+           for (i = 3; i <= NF; i++) {
+               split($i, kv, sep); printf " %s %s", kv[1], kv[2]
+           }
+           print "" }' "$2"
+}
 if [ -s "$dir/syscalls-by-call.txt" ]; then
     echo
     echo "system calls per request, by call (those made at least once" \
         "every 20 requests):"
-    awk '{ printf "  %-20s %-9s", $1, $2
-           for (i = 3; i <= NF; i++) {
-               split($i, kv, "/"); printf " %s %s", kv[1], kv[2]
-           }
-           print "" }' "$dir/syscalls-by-call.txt"
+    pairs "/" "$dir/syscalls-by-call.txt"
 fi
 if [ -s "$dir/threads.txt" ]; then
     echo
     echo "CPU us/request by thread over the counted run (user + system;" \
         "tidemark-lmdb: the store's writer, tidemark-log: the log's):"
-    awk '{ printf "  %-20s %-9s", $1, $2
-           for (i = 3; i <= NF; i++) {
-               split($i, kv, "="); printf " %s %s", kv[1], kv[2]
-           }
-           print "" }' "$dir/threads.txt"
+    pairs "=" "$dir/threads.txt"
 fi
 if [ -s "$dir/refs.txt" ]; then
     echo
