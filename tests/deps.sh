@@ -10,7 +10,8 @@ set -eu
 
 # Build: toolchain and libraries (libzookeeper-mt-dev: ZooKeeper's C
 # client, for the zookeeper lock backend). Tests: cmocka, pytest (and
-# pytest-xdist, which runs the integration tests in parallel), the servers the
+# pytest-xdist, which runs the integration tests in parallel; pytest-timeout,
+# which fails a test that hangs), the servers the
 # integration tests start themselves (nginx and HAProxy also for the
 # differential test; Apache with mod_dav and nginx's DAV modules as WebDAV
 # backends; node for the S3 server installed from npm below) and the
@@ -29,7 +30,8 @@ set -eu
 DEMO_PKGS="make gcc libc6-dev pkg-config
 libevent-dev libssl-dev libinih-dev liblmdb-dev libhiredis-dev libpq-dev
 libsystemd-dev libjansson-dev libzookeeper-mt-dev python3 curl ca-certificates"
-PKGS="$DEMO_PKGS libcmocka-dev python3-pytest python3-pytest-xdist procps openssl
+PKGS="$DEMO_PKGS libcmocka-dev python3-pytest python3-pytest-xdist
+python3-pytest-timeout procps openssl
 wrk linux-perf strace nginx-light haproxy redis-server postgresql etcd-server etcd-client clang
 libclang-rt-14-dev clang-format lmdb-utils debhelper build-essential systemd chromium
 python3-yaml apache2 libnginx-mod-http-dav-ext nodejs python3-requests

@@ -221,15 +221,27 @@ struct got {
     bool stop_at_drop; /* stop reading once a drop is said */
 };
 
-/* Wait until the reader got `bytes` in all. */
+/* Wait until the reader got `bytes` in all; a line that never comes (a
+ * drop the test did not mean) fails the test after 30 s, not hangs it,
+ * with stderr put back to `saved` to say so. */
 static void
-got_wait(struct got *g, size_t bytes)
+got_wait(struct got *g, size_t bytes, int saved)
 {
+    struct timespec until;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
     pthread_mutex_lock(&g->mu);
-    while (g->len < bytes) {
-        pthread_cond_wait(&g->more, &g->mu);
+    while (g->len < bytes && rc != ETIMEDOUT) {
+        rc = pthread_cond_timedwait(&g->more, &g->mu, &until);
     }
     pthread_mutex_unlock(&g->mu);
+    if (g->len < bytes) {
+        dup2(saved, 2);
+        fail_msg("stderr got %zu bytes in 30 s, not the %zu logged", g->len,
+                 bytes);
+    }
 }
 
 static void *
@@ -293,13 +305,18 @@ stderr_back(int saved)
 /* Each message of lens[], and then 3,000 of 300 bytes (the 64 KiB buffer
  * wraps about fifteen times), through the text sink and the buffer while
  * a reader takes them: every line comes, in order, whole lines a write;
- * a line longer than the buffer is dropped and said so, last. The test
- * lets no more than 100 lines (35 KB) be on their way at once, so none
- * finds the buffer full. */
+ * a line longer than the buffer is dropped and said so, last.
+ *
+ * No line may find the buffer full. A write the reader has got can still
+ * hold its room until the writer thread runs again, so the lines logged
+ * between two waits and the write before them must fit together: the test
+ * waits for each line of lens[] (the 50,000-byte one and the 8,147-byte
+ * one before it fit) and for the first short line, then for every 50
+ * (17 KB). */
 static void
 test_buffer_keeps_order_and_lines(void **state)
 {
-    static const size_t lens[] = {1, 60, 300, 1023, 4096, 8147, 60000};
+    static const size_t lens[] = {1, 60, 300, 1023, 4096, 8147, 50000};
     struct got g = {.whole = true,
                     .mu = PTHREAD_MUTEX_INITIALIZER,
                     .more = PTHREAD_COND_INITIALIZER};
@@ -320,8 +337,8 @@ test_buffer_keeps_order_and_lines(void **state)
 
         tm_log_stderr_text(NULL, TM_LOG_INFO, msg);
         sent += 27 + 17 + n + 2;
-        if (i < sizeof(lens) / sizeof(lens[0]) || i % 100 == 0) {
-            got_wait(&g, sent);
+        if (i <= sizeof(lens) / sizeof(lens[0]) || i % 50 == 0) {
+            got_wait(&g, sent, saved);
         }
         want = realloc(want, want_len + n + 1);
         memcpy(want + want_len, msg, n);
