@@ -624,29 +624,6 @@ lb_chunk(size_t at, size_t n)
     return n;
 }
 
-/* The ring's n bytes at `at` to stderr, whole lines a write; returns the
- * bytes it did not take. */
-static size_t
-lb_write_lines(size_t at, size_t n)
-{
-    while (n > 0) {
-        size_t k = lb_chunk(at, n), left;
-        struct iovec iov[2];
-
-        iov[0].iov_base = lb.ring + at;
-        iov[0].iov_len = k < lb.cap - at ? k : lb.cap - at;
-        iov[1].iov_base = lb.ring;
-        iov[1].iov_len = k - iov[0].iov_len;
-        left = lb_write(iov);
-        if (left > 0) {
-            return n - k + left;
-        }
-        at = (at + k) % lb.cap;
-        n -= k;
-    }
-    return 0;
-}
-
 /* The lines of the last n bytes before end in the ring (what stderr
  * failed to take), counted as lost. */
 static void
@@ -658,6 +635,35 @@ lb_count_lost(size_t end, size_t n)
         lines += lb.ring[(end + lb.cap - i) % lb.cap] == '\n';
     }
     atomic_fetch_add_explicit(&lb_dropped_total, lines, memory_order_relaxed);
+}
+
+/* The ring's n bytes at `at` to stderr, whole lines a write (mu not
+ * held), each write's room given back to the sinks as soon as stderr
+ * took it: a slow stderr holds no more of the ring than the write it is
+ * in. What stderr did not take is counted lost and given back too. */
+static void
+lb_write_lines(size_t at, size_t n)
+{
+    while (n > 0) {
+        size_t k = lb_chunk(at, n), left;
+        struct iovec iov[2];
+
+        iov[0].iov_base = lb.ring + at;
+        iov[0].iov_len = k < lb.cap - at ? k : lb.cap - at;
+        iov[1].iov_base = lb.ring;
+        iov[1].iov_len = k - iov[0].iov_len;
+        left = lb_write(iov);
+        pthread_mutex_lock(&lb.mu);
+        if (left > 0) {
+            lb_count_lost((at + n) % lb.cap, n - k + left);
+            k = n;
+        }
+        lb.head = (at + k) % lb.cap;
+        lb.len -= k;
+        pthread_mutex_unlock(&lb.mu);
+        at = (at + k) % lb.cap;
+        n -= k;
+    }
 }
 
 /* The writer's own line, when lines were dropped since it last said so,
@@ -698,7 +704,7 @@ lb_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&lb.mu);
     for (;;) {
-        size_t head, n, lost;
+        size_t head, n;
 
         while (lb.len == 0 && lb.dropped == 0 && !lb.stopping) {
             pthread_cond_wait(&lb.more, &lb.mu);
@@ -719,15 +725,8 @@ lb_main(void *arg)
         head = lb.head;
         n = lb.len;
         pthread_mutex_unlock(&lb.mu);
-
-        lost = lb_write_lines(head, n);
-
+        lb_write_lines(head, n);
         pthread_mutex_lock(&lb.mu);
-        if (lost > 0) {
-            lb_count_lost((head + n) % lb.cap, lost);
-        }
-        lb.head = (head + n) % lb.cap;
-        lb.len -= n;
     }
     lb.ended = true;
     pthread_cond_broadcast(&lb.done);

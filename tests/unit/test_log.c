@@ -8,6 +8,7 @@
  * wrapped many times; a stderr that takes nothing does not stop the
  * sinks, and what they dropped is said once stderr takes lines again. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -424,6 +425,59 @@ test_a_full_stderr_does_not_stop_the_sinks(void **state)
     free(g.text);
 }
 
+/* The next records on fd, lines of the text sink, until got holds n:
+ * the first letter of each message; it stops at a record that is not
+ * such a line, or when nothing came in 30 s, and puts a 0 there. */
+static void
+take_lines(int fd, char *got, size_t n)
+{
+    for (size_t i = strlen(got); i < n; i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        char rec[8192];
+        ssize_t k;
+
+        got[i] = '\0';
+        if (poll(&p, 1, 30000) != 1) {
+            return;
+        }
+        k = recv(fd, rec, sizeof(rec), 0);
+        if (k < 45 || rec[k - 1] != '\n' ||
+            memcmp(rec + 27, " level=info msg=\"", 17) != 0) {
+            return;
+        }
+        got[i] = rec[44];
+    }
+}
+
+/* A slow stderr holds no more of the ring than the write it is in: 15
+ * lines of 4,000 bytes (60 KB of the 64 KiB ring, one write each) wait
+ * for a stderr that takes one at a time; once it has taken 10, 8 more
+ * lines (32 KB) find room, however many of the 15 the writer had taken
+ * at once. Every line comes, in order. */
+static void
+test_a_taken_write_frees_its_room(void **state)
+{
+    char msg[4001], got[24] = {0};
+    int saved, fd;
+
+    (void)state;
+    fd = stderr_to_socket(4096, &saved);
+    assert_int_equal(tm_log_stderr_buffer(TM_LOG_BUFFER_MIN), 0);
+    msg[4000] = '\0';
+    for (int i = 0; i < 23; i++) {
+        if (i == 15) {
+            take_lines(fd, got, 10);
+        }
+        memset(msg, 'A' + i, 4000);
+        tm_log_stderr_text(NULL, TM_LOG_INFO, msg);
+    }
+    take_lines(fd, got, 23);
+    stderr_back(saved);
+    assert_string_equal(got, "ABCDEFGHIJKLMNOPQRSTUVW");
+    assert_true(tm_log_stderr_unbuffer(5000));
+    close(fd);
+}
+
 /* A stderr that never takes the lines: the unbuffer gives up at its
  * timeout and says so, and no buffer starts while that writer is still
  * in its write. Last of the buffer's tests for that reason. */
@@ -457,6 +511,7 @@ main(void)
         cmocka_unit_test(test_time_follows_the_clock),
         cmocka_unit_test(test_buffer_keeps_order_and_lines),
         cmocka_unit_test(test_a_full_stderr_does_not_stop_the_sinks),
+        cmocka_unit_test(test_a_taken_write_frees_its_room),
         cmocka_unit_test(test_unbuffer_gives_up_on_a_stuck_stderr),
     };
 
