@@ -23,7 +23,7 @@ trap 'stop; rm -f "$log"' EXIT
 
 # apt and the build come first: wait for the control port, up to 15 min.
 i=0
-until curl -fsS -o /dev/null http://127.0.0.1:7071/healthz 2>/dev/null; do
+until curl -m 10 -fsS -o /dev/null http://127.0.0.1:7071/healthz 2>/dev/null; do
     kill -0 "$pid" 2>/dev/null || fail "make demo exited before serving"
     i=$((i + 1))
     [ "$i" -le 9000 ] || fail "tidemark did not answer on 127.0.0.1:7071"
@@ -31,20 +31,20 @@ until curl -fsS -o /dev/null http://127.0.0.1:7071/healthz 2>/dev/null; do
 done
 
 put() {
-    curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Fencing-Token: $1" \
+    curl -m 30 -s -o /dev/null -w '%{http_code}' -X PUT -H "Fencing-Token: $1" \
         -d "v$1" http://127.0.0.1:7070/v1/documents/demo-check
 }
 [ "$(put 5)" = 200 ] || fail "PUT with token 5 was not 200"
 [ "$(put 4)" = 409 ] || fail "PUT with the older token 4 was not refused (409)"
-body=$(curl -fsS http://127.0.0.1:7070/v1/documents/demo-check)
+body=$(curl -m 30 -fsS http://127.0.0.1:7070/v1/documents/demo-check)
 [ "$body" = v5 ] || fail "GET gave '$body', not the accepted write v5"
 echo "demo_check: make demo serves: token 5 accepted, token 4 refused (409)"
 
 # Ready: the example follows no lock store a newcomer does not run.
 i=0
-until curl -fsS -o /dev/null http://127.0.0.1:7071/readyz 2>/dev/null; do
+until curl -m 10 -fsS -o /dev/null http://127.0.0.1:7071/readyz 2>/dev/null; do
     i=$((i + 1))
-    [ "$i" -le 100 ] || fail "/readyz is not 200: $(curl -s \
+    [ "$i" -le 100 ] || fail "/readyz is not 200: $(curl -m 10 -s \
         http://127.0.0.1:7071/readyz)"
     sleep 0.1
 done
