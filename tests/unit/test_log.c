@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "../../proxy/log.h"
 #include "../../proxy/tidemark.h"
 
 typedef void sink_fn(void *, enum tm_log_level, const char *);
@@ -478,6 +479,42 @@ test_a_taken_write_frees_its_room(void **state)
     close(fd);
 }
 
+/* A stderr that fails (its socket shut for writing while lines wait for
+ * room): what it did not take is counted lost in log_dropped_total, to
+ * the line; what it took before comes whole. 10 lines of 1,000 bytes
+ * (three a write) on a socket with room for a write or two, shut once
+ * the first write is there, before any is read: the writer fails in the
+ * middle of what it took. */
+static void
+test_lines_stderr_failed_to_take_are_counted(void **state)
+{
+    char msg[1001], rec[8192];
+    int saved, fd, came = 0;
+    uint64_t before = log_dropped_total();
+    ssize_t n;
+
+    (void)state;
+    fd = stderr_to_socket(4096, &saved);
+    assert_int_equal(tm_log_stderr_buffer(TM_LOG_BUFFER_MIN), 0);
+    memset(msg, 'f', 1000);
+    msg[1000] = '\0';
+    for (int i = 0; i < 10; i++) {
+        tm_log_stderr_text(NULL, TM_LOG_INFO, msg);
+    }
+    poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 30000);
+    shutdown(2, SHUT_WR);
+    assert_true(tm_log_stderr_unbuffer(5000));
+    stderr_back(saved);
+    while ((n = recv(fd, rec, sizeof(rec), MSG_DONTWAIT)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            came += rec[i] == '\n';
+        }
+    }
+    close(fd);
+    assert_in_range(came, 1, 9);
+    assert_int_equal(log_dropped_total() - before, (uint64_t)(10 - came));
+}
+
 /* A stderr that never takes the lines: the unbuffer gives up at its
  * timeout and says so, and no buffer starts while that writer is still
  * in its write. Last of the buffer's tests for that reason. */
@@ -512,6 +549,7 @@ main(void)
         cmocka_unit_test(test_buffer_keeps_order_and_lines),
         cmocka_unit_test(test_a_full_stderr_does_not_stop_the_sinks),
         cmocka_unit_test(test_a_taken_write_frees_its_room),
+        cmocka_unit_test(test_lines_stderr_failed_to_take_are_counted),
         cmocka_unit_test(test_unbuffer_gives_up_on_a_stuck_stderr),
     };
 
