@@ -6,7 +6,9 @@
  * arrives as one record. Then the same lines through the buffer
  * (tm_log_stderr_buffer): in order, whole lines a write, the buffer
  * wrapped many times; a stderr that takes nothing does not stop the
- * sinks, and what they dropped is said once stderr takes lines again. */
+ * sinks, and what they dropped is said once stderr takes lines again; a
+ * write stderr took gives its room back at once; the lines a failing
+ * stderr did not take are counted lost. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
