@@ -234,6 +234,21 @@ if [ -s "$dir/refs.txt" ]; then
             }
             if (raw1 != "")
                 print "tidemark at c=1 vs the raw write+fdatasync loop: " raw1
+            # Redis (appendfsync always) writes and syncs on its one loop
+            # and answers with no upstream behind it: what a one-loop
+            # server on this disk does, next to the same references.
+            rd1 = median(v["redis 1"]); raw = median(v["raw 1"])
+            if (rd1 > 0 && raw > 0) {
+                line = sprintf("Redis vs the raw loop at c=1: %.2fx;" \
+                               " Redis vs PostgreSQL:", rd1 / raw)
+                for (j = 1; j <= 5; j++) {
+                    rd = median(v["redis " cs[j]])
+                    pg = median(v["postgres " cs[j]])
+                    if (rd > 0 && pg > 0)
+                        line = line sprintf(" c=%s %.2fx", cs[j], rd / pg)
+                }
+                print line
+            }
             # At c=1 a raise is flushed before it is forwarded, so its
             # time is at least a flush plus a proxied request: what a
             # proxy costing no more than nginx, flushing once, could do.
