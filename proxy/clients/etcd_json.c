@@ -139,8 +139,10 @@ bool
 etcd_int(const json_t *obj, const char *key, int64_t *out)
 {
     json_t *v = json_object_get(obj, key);
-    const char *p;
-    int64_t n = 0;
+    const char *p = json_string_value(v);
+    size_t len = json_string_length(v);
+    bool neg = p != NULL && len > 0 && *p == '-';
+    uint64_t n;
 
     if (v == NULL) {
         *out = 0;
@@ -150,21 +152,10 @@ etcd_int(const json_t *obj, const char *key, int64_t *out)
         *out = (int64_t)json_integer_value(v);
         return true;
     }
-    p = json_string_value(v);
-    if (p == NULL || *p == '\0' || strlen(p) > 19) {
+    if (p == NULL || !ascii_udec(p + neg, len - neg, 19, INT64_MAX, &n)) {
         return false;
     }
-    {
-        bool neg = *p == '-';
-
-        for (p += neg; *p != '\0'; p++) {
-            if (*p < '0' || *p > '9' || n > (INT64_MAX - (*p - '0')) / 10) {
-                return false;
-            }
-            n = n * 10 + (*p - '0');
-        }
-        *out = neg ? -n : n;
-    }
+    *out = neg ? -(int64_t)n : (int64_t)n;
     return true;
 }
 

@@ -37,7 +37,8 @@ char *etcd_key_join(const char *prefix, size_t plen, const void *name,
  * any length compares. */
 bool etcd_key_is(const json_t *s, const void *key, size_t klen);
 
-/* An int64 that the gateway sends as a decimal string (or a number);
+/* An int64 that the gateway sends as a decimal string (an optional '-',
+ * then 1 to 19 digits, at most INT64_MAX, nothing else) or a number;
  * absent reads as 0 (proto3 leaves zero values out). false when
  * malformed. */
 bool etcd_int(const json_t *obj, const char *key, int64_t *out)

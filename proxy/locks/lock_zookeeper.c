@@ -13,6 +13,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "../../conf/cfg.h"
+#include "../../policies/ascii.h"
 #include "../../policies/zkname.h"
 #include "../log.h"
 #include "../clients/defer.h"
@@ -146,18 +147,13 @@ zkl_first_kid(char **kids, int n)
 int64_t
 zkl_data_dec(const char *d, int n)
 {
-    int64_t v = 0;
+    uint64_t v;
 
-    if (d == NULL || n <= 0 || n > 18) {
+    if (d == NULL || n <= 0 ||
+        !ascii_udec(d, (size_t)n, 18, (uint64_t)INT64_MAX, &v)) {
         return -1;
     }
-    for (int i = 0; i < n; i++) {
-        if (d[i] < '0' || d[i] > '9') {
-            return -1;
-        }
-        v = v * 10 + (d[i] - '0');
-    }
-    return v;
+    return (int64_t)v;
 }
 
 /* ---- requests ----------------------------------------------------------- */

@@ -303,6 +303,48 @@ test_int(void **state)
     json_decref(o);
 }
 
+/* Signs, spaces, a NUL inside, and the lengths around 19 digits: only
+ * an optional '-' and 1 to 19 digits up to INT64_MAX are a number. */
+static void
+test_int_odd_strings(void **state)
+{
+    static const struct {
+        const char *s;
+        size_t len;
+        bool ok;
+        int64_t want;
+    } cases[] = {
+        {"0", 1, true, 0},
+        {"-0", 2, true, 0},
+        {"5", 1, true, 5},
+        {"-9223372036854775807", 20, true, -INT64_MAX},
+        {"0000000000000000042", 19, true, 42},
+        {"-", 1, false, 0},
+        {"--1", 3, false, 0},
+        {"+1", 2, false, 0},
+        {" 1", 2, false, 0},
+        {"1 ", 2, false, 0},
+        {"4\0002", 3, false, 0},
+        {"00000000000000000042", 20, false, 0},
+        {"-9223372036854775808", 20, false, 0},
+        {"\xff", 1, false, 0},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        json_t *o = json_object();
+        int64_t v = 77;
+
+        assert_int_equal(
+            json_object_set_new(o, "n",
+                                json_stringn_nocheck(cases[i].s, cases[i].len)),
+            0);
+        assert_int_equal(etcd_int(o, "n", &v), cases[i].ok);
+        assert_true(v == (cases[i].ok ? cases[i].want : 77));
+        json_decref(o);
+    }
+}
+
 static void
 test_watch_resource(void **state)
 {
@@ -359,6 +401,7 @@ main(void)
         cmocka_unit_test(test_rev),
         cmocka_unit_test(test_prefix_end),
         cmocka_unit_test(test_int),
+        cmocka_unit_test(test_int_odd_strings),
         cmocka_unit_test(test_watch_resource),
     };
 

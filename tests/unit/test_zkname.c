@@ -1,5 +1,6 @@
 /* test_zkname.c: lock names as znode names (one spelling each, no '/',
- * never "." or ".."), and the lock recipe's holder among children. */
+ * never "." or ".."), the lock recipe's holder among children, and the
+ * TTL a lock's node holds as its data. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -10,6 +11,7 @@
 #include <cmocka.h>
 
 #include "../../policies/zkname.h"
+#include "../../proxy/locks/lock_zookeeper.h"
 
 struct esc_case {
     const char *name;
@@ -211,6 +213,42 @@ test_left(void **state)
     assert_int_equal(zkname_left(0, 1000000, 1000000), 0);
 }
 
+/* A node's data is ZooKeeper's answer: up to 1 MB of any bytes. Only
+ * 1 to 18 digits are a TTL; everything else reads -1. */
+static void
+test_data_ttl(void **state)
+{
+    static const struct {
+        const char *d;
+        int n;
+        int64_t want;
+    } cases[] = {
+        {"0", 1, 0},
+        {"7", 1, 7},
+        {"30000", 5, 30000},
+        {"999999999999999999", 18, 999999999999999999},
+        {"1000000000000000000", 19, -1},
+        {"", 0, -1},
+        {"5", -1, -1},
+        {"-1", 2, -1},
+        {"+1", 2, -1},
+        {" 1", 2, -1},
+        {"1\n", 2, -1},
+        {"3\0003", 3, -1},
+        {"\xff", 1, -1},
+    };
+    char big[300];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_true(zkl_data_dec(cases[i].d, cases[i].n) == cases[i].want);
+    }
+    assert_true(zkl_data_dec(NULL, 5) == -1);
+    memset(big, '1', sizeof(big));
+    assert_true(zkl_data_dec(big, (int)sizeof(big)) == -1);
+    assert_true(zkl_data_dec(big, 18) == 111111111111111111);
+}
+
 int
 main(void)
 {
@@ -223,6 +261,7 @@ main(void)
         cmocka_unit_test(test_below),
         cmocka_unit_test(test_turn),
         cmocka_unit_test(test_left),
+        cmocka_unit_test(test_data_ttl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
