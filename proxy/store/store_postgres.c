@@ -21,6 +21,7 @@
 #include "../log.h"
 #include "batch.h"
 #include "store.h"
+#include "store_postgres_reply.h"
 
 /*
  * The table: tidemark_marks (resource text PRIMARY KEY, fence bigint NOT
@@ -37,8 +38,9 @@
  * so under READ COMMITTED the returned fence is max(mark, highest token)
  * whatever runs concurrently; and every statement locks its rows in one
  * byte order, so two batches (or two sidecars) cannot deadlock. Each raise
- * of the batch is then answered from the returned fence F: accepted when
- * its token equals F, stale with F otherwise (F is never below a token).
+ * of the batch is then answered from the returned fence F
+ * (store_postgres_reply.c): accepted when its token equals F, stale with F
+ * otherwise (F is never below a token).
  * That is the answer of one serial order of the batch's raises, all of
  * which were in flight together: the highest token first, the rest after
  * it. Accepted means committed: autocommit, and synchronous_commit is set
@@ -164,72 +166,6 @@ req_new(const char *res, size_t len, int64_t token, bool is_get, store_cb cb,
     return batch_req_new(res, len, key, sizeof(key), token, is_get, cb, arg);
 }
 
-/* A mark from a bigint column's text: 0..INT64_MAX in 1 to 19 digits,
- * as PostgreSQL writes one; false otherwise. */
-static bool
-parse_mark(const char *p, int64_t *out)
-{
-    return ascii_dec_read(p, strlen(p), out);
-}
-
-static void
-answer_get(struct batch_list *batch, PGresult *res)
-{
-    struct batch_req *r = batch->head;
-
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error("postgres: reading the mark of %s failed: %s",
-                  LOG_ESC(r->name, r->nlen),
-                  LOG_STR(PQresultErrorMessage(res)));
-    } else if (PQntuples(res) == 0) {
-        r->res = STORE_ACCEPTED;
-        r->mark = 0;
-    } else if (PQntuples(res) == 1 && PQnfields(res) == 1 &&
-               !PQgetisnull(res, 0, 0) &&
-               parse_mark(PQgetvalue(res, 0, 0), &r->mark)) {
-        r->res = STORE_ACCEPTED;
-    } else {
-        log_error("postgres: the mark of %s is not a number",
-                  LOG_ESC(r->name, r->nlen));
-    }
-}
-
-/* Answer the raises of the batch from the rows (resource, fence), one
- * row per distinct key. */
-static void
-answer_raises(struct batch_list *batch, PGresult *res)
-{
-    int rows;
-
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error("postgres: %zu raises refused: %s", batch->n,
-                  LOG_STR(PQresultErrorMessage(res)));
-        return;
-    }
-    rows = PQntuples(res);
-    if (PQnfields(res) != 2) {
-        log_error("postgres: the upsert answered %d columns: %zu raises "
-                  "refused",
-                  PQnfields(res), batch->n);
-        return;
-    }
-    for (int i = 0; i < rows; i++) {
-        struct batch_req *first = batch_find(batch, PQgetvalue(res, i, 0),
-                                             (size_t)PQgetlength(res, i, 0));
-        int64_t fence, top;
-
-        if (PQgetisnull(res, i, 1) ||
-            !parse_mark(PQgetvalue(res, i, 1), &fence)) {
-            log_error("postgres: the upsert answered a fence that is not "
-                      "a number");
-            continue;
-        }
-        if (first != NULL) {
-            batch_settle(first, batch_group(first, &top), fence, "postgres");
-        }
-    }
-}
-
 /* ---- batches --------------------------------------------------------- */
 
 static bool
@@ -348,9 +284,9 @@ pool_done(void *owner, int conn, PGresult *res)
 
     s->batches[conn] = (struct batch_list){0};
     if (res != NULL && done.head != NULL && done.head->is_get) {
-        answer_get(&done, res);
+        pg_marks_answer_get(done.head, res);
     } else if (res != NULL) {
-        answer_raises(&done, res);
+        pg_marks_answer_raises(&done, res);
     }
     batch_answer(&done);
 }

@@ -27,7 +27,7 @@ $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
 redis_reply pg_reply s3name s3delete logesc logline logbuffer awscreds
-journal"
+journal pg_marks"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -60,6 +60,8 @@ sources() {
         policies/utf8.c ;;
     awscreds) echo policies/awscreds.c policies/sigv4.c ;;
     journal) echo proxy/store/journal.c proxy/clients/lmdb_util.c ;;
+    pg_marks) echo proxy/store/store_postgres_reply.c proxy/store/batch.c \
+        proxy/log.c policies/json.c policies/logesc.c policies/utf8.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -73,6 +75,7 @@ libs() {
     redis_reply) echo -lhiredis ;;
     pg_reply) echo -lpq ;;
     journal) echo -llmdb -lcrypto ;;
+    pg_marks) echo -lpq -ljansson ;;
     esac
 }
 
