@@ -18,6 +18,7 @@
 #include "../log.h"
 #include "batch.h"
 #include "store.h"
+#include "store_etcd_reply.h"
 
 /*
  * Keys and values. The mark of resource R is the key "tidemark/marks/R"
@@ -37,10 +38,11 @@
  * holds one such transaction per distinct resource (the highest token
  * the batch has for it); etcd applies it atomically, after a quorum has
  * it in its log (fsynced): accepted means durable. Each raise is then
- * answered from its resource's outcome: a put means the mark is the
- * batch's highest token T for it; a read gives the mark M >= T. A raise
- * with token t is accepted when t equals the mark, stale otherwise, as in
- * one serial order of the batch's raises, highest token first.
+ * answered from its resource's outcome (store_etcd_reply.c reads it): a
+ * put means the mark is the batch's highest token T for it; a read gives
+ * the mark M >= T. A raise with token t is accepted when t equals the
+ * mark, stale otherwise, as in one serial order of the batch's raises,
+ * highest token first.
  */
 
 #define ETCD_BATCH_MAX 32    /* resources per transaction */
@@ -113,71 +115,6 @@ raise_txn(const char *key, size_t klen, int64_t t)
     return txn;
 }
 
-/* ---- answers --------------------------------------------------------- */
-
-static json_t *
-resp_of(const json_t *o, size_t i, const char *type)
-{
-    return json_object_get(json_array_get(json_object_get(o, "responses"), i),
-                           type);
-}
-
-/* Answer the raises of the slot's batch (sorted by key: batch_sort)
- * from the txn's answer: one response per distinct name, in order. */
-static bool
-answer_raises(struct etcd_slot *sl, const json_t *body)
-{
-    size_t u = 0;
-
-    if (!json_is_true(json_object_get(body, "succeeded"))) {
-        return false;
-    }
-    for (struct batch_req *first = sl->batch.head; first != NULL;) {
-        int64_t top, mark;
-        struct batch_req *end = batch_group(first, &top);
-        json_t *rt = resp_of(body, u, "response_txn");
-        json_t *inner;
-
-        if (rt == NULL) {
-            return false;
-        }
-        if (json_is_true(json_object_get(rt, "succeeded"))) {
-            mark = top; /* created */
-        } else {
-            inner = resp_of(rt, 0, "response_txn");
-            if (inner == NULL) {
-                return false;
-            }
-            if (json_is_true(json_object_get(inner, "succeeded"))) {
-                mark = top; /* raised */
-            } else {
-                json_t *rr = resp_of(inner, 0, "response_range");
-
-                if (!etcd_mark_read(
-                        json_array_get(json_object_get(rr, "kvs"), 0), &mark) ||
-                    mark < top) {
-                    return false;
-                }
-            }
-        }
-        batch_settle(first, end, mark, "etcd");
-        u++;
-        first = end;
-    }
-    return true;
-}
-
-static bool
-answer_get(struct etcd_slot *sl, const json_t *body)
-{
-    struct batch_req *r = sl->batch.head;
-    json_t *kv = json_array_get(json_object_get(body, "kvs"), 0);
-
-    r->res = STORE_ACCEPTED;
-    r->mark = 0;
-    return kv == NULL || etcd_mark_read(kv, &r->mark);
-}
-
 /* ---- requests -------------------------------------------------------- */
 
 static void dispatch(struct etcd_store *s);
@@ -193,8 +130,8 @@ on_response(void *arg, const struct etcd_reply *rep)
     lib_enter(s->log);
     sl->busy = false;
     if (rep->st == ETCD_OK) {
-        ok = done.head->is_get ? answer_get(sl, rep->body)
-                               : answer_raises(sl, rep->body);
+        ok = done.head->is_get ? etcd_marks_answer_get(done.head, rep->body)
+                               : etcd_marks_answer_raises(&done, rep->body);
     }
     sl->batch = (struct batch_list){0};
     if (!ok && rep->st != ETCD_NOANSWER) {

@@ -27,7 +27,7 @@ $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
 redis_reply pg_reply s3name s3delete logesc logline logbuffer awscreds
-journal pg_marks"
+journal pg_marks etcd_marks"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -62,6 +62,9 @@ sources() {
     journal) echo proxy/store/journal.c proxy/clients/lmdb_util.c ;;
     pg_marks) echo proxy/store/store_postgres_reply.c proxy/store/batch.c \
         proxy/log.c policies/json.c policies/logesc.c policies/utf8.c ;;
+    etcd_marks) echo proxy/store/store_etcd_reply.c proxy/store/batch.c \
+        proxy/clients/etcd_json.c proxy/log.c policies/json.c \
+        policies/logesc.c policies/utf8.c ;;
     *) echo "run.sh: unknown target $1" >&2; return 1 ;;
     esac
 }
@@ -76,6 +79,7 @@ libs() {
     pg_reply) echo -lpq ;;
     journal) echo -llmdb -lcrypto ;;
     pg_marks) echo -lpq -ljansson ;;
+    etcd_marks) echo -ljansson -lcrypto ;;
     esac
 }
 
@@ -84,7 +88,7 @@ max_len() {
     case $1 in
     http_request | http_response | s3name) echo 20000 ;;
     s3delete) echo 65536 ;;
-    etcd_keys) echo 16384 ;;
+    etcd_keys | etcd_marks) echo 16384 ;;
     sigv4) echo 32768 ;;
     awscreds) echo 20000 ;;
     logline) echo 8192 ;;
@@ -99,7 +103,7 @@ dict() {
     case $1 in
     http_request | http_response) echo tests/fuzz/http.dict ;;
     config) echo tests/fuzz/config.dict ;;
-    etcd_keys) echo tests/fuzz/etcd.dict ;;
+    etcd_keys | etcd_marks) echo tests/fuzz/etcd.dict ;;
     redis_reply) echo tests/fuzz/resp.dict ;;
     s3delete) echo tests/fuzz/s3delete.dict ;;
     esac
