@@ -11,36 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../../proxy/store/batch.h"
-
-/* What each waiter was told, by its index. */
-struct answer {
-    int calls;
-    enum store_result res;
-    int64_t mark;
-};
-
-static struct answer answers[64];
-static int order[64];
-static int norder;
-
-static void
-on_answer(void *arg, enum store_result res, int64_t mark)
-{
-    int i = (int)(intptr_t)arg;
-
-    answers[i].calls++;
-    answers[i].res = res;
-    answers[i].mark = mark;
-    order[norder++] = i;
-}
-
-static void
-reset(void)
-{
-    memset(answers, 0, sizeof(answers));
-    norder = 0;
-}
+#include "batch_test.h"
 
 /* Queue a raise (token > 0) or a get (token 0) of name for waiter i. */
 static void
@@ -176,20 +147,13 @@ test_sort_group_settle(void **state)
     assert_null(batch.head);
     assert_int_equal(batch.n, 0);
     assert_int_equal(norder, (int)n);
-    for (size_t i = 0; i < n; i++) {
-        assert_int_equal(answers[i].calls, 1);
-    }
-    assert_int_equal(answers[1].res, STORE_ACCEPTED); /* a 7 */
-    assert_int_equal(answers[1].mark, 7);
-    assert_int_equal(answers[4].res, STORE_STALE); /* a 2 */
-    assert_int_equal(answers[4].mark, 7);
-    assert_int_equal(answers[6].res, STORE_STALE); /* a 5 */
-    assert_int_equal(answers[2].res, STORE_STALE); /* ab 1 */
-    assert_int_equal(answers[2].mark, 4);
-    assert_int_equal(answers[0].res, STORE_STALE); /* b 3 below 8 */
-    assert_int_equal(answers[0].mark, 8);
-    assert_int_equal(answers[3].res, STORE_ERROR); /* b 9 above 8 */
-    assert_int_equal(answers[5].res, STORE_ERROR);
+    told(1, STORE_ACCEPTED, 7); /* a 7 */
+    told(4, STORE_STALE, 7);    /* a 2 */
+    told(6, STORE_STALE, 7);    /* a 5 */
+    told(2, STORE_STALE, 4);    /* ab 1 */
+    told(0, STORE_STALE, 8);    /* b 3 below 8 */
+    told(3, STORE_ERROR, 0);    /* b 9 above 8 */
+    told(5, STORE_ERROR, 0);
 }
 
 static void
@@ -207,8 +171,7 @@ test_sort_empty_and_one(void **state)
     assert_int_equal(top, 4);
     batch_settle(batch.head, NULL, 4, "test");
     batch_answer(&batch);
-    assert_int_equal(answers[0].res, STORE_ACCEPTED);
-    assert_int_equal(answers[0].mark, 4);
+    told(0, STORE_ACCEPTED, 4);
 }
 
 /* A callback may queue another call on the same list: it runs too. */
@@ -237,9 +200,8 @@ test_fail_runs_what_callbacks_queue(void **state)
     batch_fail(&l);
     /* batch_fail marks what is there; the new call keeps its own
      * (unsettled: STORE_ERROR) answer. */
-    assert_int_equal(answers[0].res, STORE_ERROR);
-    assert_int_equal(answers[1].calls, 1);
-    assert_int_equal(answers[1].res, STORE_ERROR);
+    told(0, STORE_ERROR, 0);
+    told(1, STORE_ERROR, 0);
     assert_null(l.head);
 }
 

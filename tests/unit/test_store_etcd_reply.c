@@ -17,34 +17,9 @@
 #include "../../policies/token.h"
 #include "../../proxy/clients/etcd_json.h"
 #include "../../proxy/store/store_etcd_reply.h"
+#include "batch_test.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_CALLS 32
-
-/* What each waiter was told, by its index. */
-struct answer {
-    int calls;
-    enum store_result res;
-    int64_t mark;
-};
-
-static struct answer answers[MAX_CALLS];
-
-static void
-on_answer(void *arg, enum store_result res, int64_t mark)
-{
-    struct answer *a = &answers[(intptr_t)arg];
-
-    a->calls++;
-    a->res = res;
-    a->mark = mark;
-}
-
-static void
-reset(void)
-{
-    memset(answers, 0, sizeof(answers));
-}
 
 /* Queue a raise of key (len bytes) to token for waiter i. */
 static void
@@ -55,15 +30,6 @@ push(struct batch_list *l, const char *key, size_t len, int64_t token, int i)
 
     assert_non_null(r);
     QUEUE_PUSH(l, r);
-}
-
-/* Waiter i was told res with mark, once. */
-static void
-told(int i, enum store_result res, int64_t mark)
-{
-    assert_int_equal(answers[i].calls, 1);
-    assert_int_equal(answers[i].res, res);
-    assert_int_equal(answers[i].mark, mark);
 }
 
 /* told, for the table's row what: named when it fails. */
@@ -150,7 +116,7 @@ txn(json_t *responses)
 static bool
 answer(struct batch_list *batch, json_t *body)
 {
-    struct batch_req *scratch[MAX_CALLS];
+    struct batch_req *scratch[MAX_WAITERS];
     bool ok;
 
     assert_non_null(body);

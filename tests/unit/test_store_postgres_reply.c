@@ -18,12 +18,11 @@
 
 #include "../../policies/ascii.h"
 #include "../../policies/token.h"
-#include "../../proxy/store/batch.h"
 #include "../../proxy/store/store_postgres_reply.h"
+#include "batch_test.h"
 
 #define OID_TEXT 25
 #define OID_INT8 20
-#define MAX_WAITERS 64
 
 /* A value of a cell: its bytes; p NULL: SQL NULL. */
 struct val {
@@ -78,25 +77,6 @@ upsert_rows(int nrows, const struct val *cells)
     return make_result(PGRES_TUPLES_OK, 2, nrows, cells);
 }
 
-/* What each waiter was told, by its index. */
-struct waiter {
-    int calls;
-    enum store_result res;
-    int64_t mark;
-};
-
-static struct waiter got[MAX_WAITERS];
-
-static void
-on_answer(void *arg, enum store_result res, int64_t mark)
-{
-    struct waiter *w = &got[(intptr_t)arg];
-
-    w->calls++;
-    w->res = res;
-    w->mark = mark;
-}
-
 /* Queue waiter i's raise of key (klen bytes) to token; name, when not
  * NULL, is the resource a digest key stands for. */
 static void
@@ -135,22 +115,7 @@ answer(struct batch_list *b, PGresult *res)
     PQclear(res);
 }
 
-static void
-expect(int i, enum store_result res, int64_t mark)
-{
-    assert_int_equal(got[i].calls, 1);
-    assert_int_equal(got[i].res, res);
-    assert_true(got[i].mark == mark);
-}
-
-static void
-reset(void)
-{
-    memset(got, 0, sizeof(got));
-}
-
-/* The get of "doc" answered from res (freed). */
-static struct waiter
+static struct answer
 get_answer(PGresult *res)
 {
     struct batch_list one = {0};
@@ -163,8 +128,8 @@ get_answer(PGresult *res)
     pg_marks_answer_get(r, res);
     batch_answer(&one);
     PQclear(res);
-    assert_int_equal(got[0].calls, 1);
-    return got[0];
+    assert_int_equal(answers[0].calls, 1);
+    return answers[0];
 }
 
 /* ---- raises ---------------------------------------------------------- */
@@ -189,13 +154,13 @@ test_raises_accepted_and_stale(void **state)
     raise_of(&b, "b", 1, 7, 5);
     raise_of(&b, "a", 1, 5, 6);
     answer(&b, upsert_rows(3, rows));
-    expect(0, STORE_STALE, 5);
-    expect(1, STORE_STALE, 9);
-    expect(2, STORE_ACCEPTED, 5);
-    expect(3, STORE_ACCEPTED, 4);
-    expect(4, STORE_STALE, 5);
-    expect(5, STORE_STALE, 9);
-    expect(6, STORE_ACCEPTED, 5);
+    told(0, STORE_STALE, 5);
+    told(1, STORE_STALE, 9);
+    told(2, STORE_ACCEPTED, 5);
+    told(3, STORE_ACCEPTED, 4);
+    told(4, STORE_STALE, 5);
+    told(5, STORE_STALE, 9);
+    told(6, STORE_ACCEPTED, 5);
 }
 
 /* A key the rows do not name is refused; the others are answered. */
@@ -210,9 +175,9 @@ test_raise_missing_key_refused(void **state)
     raise_of(&b, "b", 1, 3, 1);
     raise_of(&b, "b", 1, 1, 2);
     answer(&b, upsert_rows(1, rows));
-    expect(0, STORE_ACCEPTED, 3);
-    expect(1, STORE_ERROR, 0);
-    expect(2, STORE_ERROR, 0);
+    told(0, STORE_ACCEPTED, 3);
+    told(1, STORE_ERROR, 0);
+    told(2, STORE_ERROR, 0);
 }
 
 /* A fence that is not a number (or NULL) refuses its key only. */
@@ -230,10 +195,10 @@ test_raise_bad_fence_refuses_its_key(void **state)
     raise_of(&b, "c", 1, 4, 2);
     raise_of(&b, "b", 1, 2, 3);
     answer(&b, upsert_rows(3, rows));
-    expect(0, STORE_ERROR, 0);
-    expect(1, STORE_ACCEPTED, 4);
-    expect(2, STORE_ERROR, 0);
-    expect(3, STORE_STALE, 4);
+    told(0, STORE_ERROR, 0);
+    told(1, STORE_ACCEPTED, 4);
+    told(2, STORE_ERROR, 0);
+    told(3, STORE_STALE, 4);
 }
 
 /* A fence below a raise's token cannot answer it: refused. Nor can a
@@ -250,16 +215,16 @@ test_raise_fence_below_token_refused(void **state)
     reset();
     raise_of(&b, "a", 1, 7, 0);
     answer(&b, upsert_rows(1, rows));
-    expect(0, STORE_ERROR, 0);
+    told(0, STORE_ERROR, 0);
 
     reset();
     raise_of(&b, "a", 1, 5, 0);
     raise_of(&b, "a", 1, 9, 1);
     raise_of(&b, "b", 1, 9, 2);
     answer(&b, upsert_rows(2, below_top));
-    expect(0, STORE_ERROR, 0);
-    expect(1, STORE_ERROR, 0);
-    expect(2, STORE_ACCEPTED, 9);
+    told(0, STORE_ERROR, 0);
+    told(1, STORE_ERROR, 0);
+    told(2, STORE_ACCEPTED, 9);
 }
 
 /* Another column count than (resource, fence) refuses every raise, even
@@ -285,8 +250,8 @@ test_raises_wrong_columns_refused(void **state)
         raise_of(&b, "b", 1, 5, 1);
         answer(&b, make_result(PGRES_TUPLES_OK, cases[i].ncols, cases[i].nrows,
                                cases[i].cells));
-        expect(0, STORE_ERROR, 0);
-        expect(1, STORE_ERROR, 0);
+        told(0, STORE_ERROR, 0);
+        told(1, STORE_ERROR, 0);
     }
 }
 
@@ -307,8 +272,8 @@ test_raises_failed_status_refused(void **state)
         raise_of(&b, "a", 1, 5, 0);
         raise_of(&b, "a", 1, 2, 1);
         answer(&b, make_result(statuses[i], 2, 1, rows));
-        expect(0, STORE_ERROR, 0);
-        expect(1, STORE_ERROR, 0);
+        told(0, STORE_ERROR, 0);
+        told(1, STORE_ERROR, 0);
     }
 }
 
@@ -322,8 +287,8 @@ test_raises_no_rows_refused(void **state)
     raise_of(&b, "a", 1, 5, 0);
     raise_of(&b, "b", 1, 5, 1);
     answer(&b, upsert_rows(0, NULL));
-    expect(0, STORE_ERROR, 0);
-    expect(1, STORE_ERROR, 0);
+    told(0, STORE_ERROR, 0);
+    told(1, STORE_ERROR, 0);
 }
 
 /* ---- resource names: lengths and bytes -------------------------------- */
@@ -436,8 +401,8 @@ test_key_classes_answered(void **state)
     answer(&b, upsert_rows((int)nkeys, rows));
     for (size_t i = 0; i < nkeys; i++) {
         print_message("key %s\n", keys[i].what);
-        expect((int)i, STORE_ACCEPTED, (int64_t)i + 1);
-        expect((int)(nkeys + i), STORE_STALE, (int64_t)i + 1);
+        told((int)i, STORE_ACCEPTED, (int64_t)i + 1);
+        told((int)(nkeys + i), STORE_STALE, (int64_t)i + 1);
     }
 }
 
@@ -466,7 +431,7 @@ test_key_near_misses_refused(void **state)
             reset();
             raise_key(&b, k, 5, 0);
             answer(&b, upsert_rows(1, rows));
-            expect(0, STORE_ERROR, 0);
+            told(0, STORE_ERROR, 0);
         }
         free(more);
     }
@@ -539,7 +504,7 @@ test_fence_classes_raise(void **state)
         raise_of(&b, "doc", 3, 1, 0);
         print_message("fence \"%s\"\n", c->text.p ? c->text.p : "NULL");
         answer(&b, upsert_rows(1, rows));
-        expect(0, c->raise_res, c->raise_res == STORE_ERROR ? 0 : c->value);
+        told(0, c->raise_res, c->raise_res == STORE_ERROR ? 0 : c->value);
     }
 }
 
@@ -548,7 +513,7 @@ test_fence_classes_get(void **state)
 {
     for (size_t i = 0; i < sizeof(fence_cases) / sizeof(fence_cases[0]); i++) {
         const struct fence_case *c = &fence_cases[i];
-        struct waiter w;
+        struct answer w;
 
         print_message("fence \"%s\"\n", c->text.p ? c->text.p : "NULL");
         w = get_answer(make_result(PGRES_TUPLES_OK, 1, 1, &c->text));
@@ -563,7 +528,7 @@ test_fence_classes_get(void **state)
 static void
 test_get_no_row(void **state)
 {
-    struct waiter w = get_answer(make_result(PGRES_TUPLES_OK, 1, 0, NULL));
+    struct answer w = get_answer(make_result(PGRES_TUPLES_OK, 1, 0, NULL));
 
     assert_int_equal(w.res, STORE_ACCEPTED);
     assert_true(w.mark == 0);
@@ -574,7 +539,7 @@ static void
 test_get_one_row(void **state)
 {
     const struct val row[] = {V("42")};
-    struct waiter w = get_answer(make_result(PGRES_TUPLES_OK, 1, 1, row));
+    struct answer w = get_answer(make_result(PGRES_TUPLES_OK, 1, 1, row));
 
     assert_int_equal(w.res, STORE_ACCEPTED);
     assert_true(w.mark == 42);
@@ -601,7 +566,7 @@ test_get_bad_answer(void **state)
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct waiter w = get_answer(make_result(
+        struct answer w = get_answer(make_result(
             cases[i].st, cases[i].ncols, cases[i].nrows, cases[i].cells));
 
         assert_int_equal(w.res, STORE_ERROR);
