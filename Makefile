@@ -63,6 +63,9 @@
 #                 (revoked, closed, expired) to the mark raised, on a
 #                 3-member etcd cluster and a 3-server ZooKeeper ensemble
 #                 (WATCH_ROUNDS, WATCH_TTL_ROUNDS)
+#   bench-batch   what reading a mark store's batch answer costs the loop
+#                 a raise, at 1 to 512 raises a batch (batchanswer, on
+#                 the store's own code, pinned to core 1)
 #   format-check  clang-format --dry-run over every C file
 #   check-layers  the layers' include rules (tests/check-layers.sh):
 #                 policies/ pure, conf/ below proxy/, proxy/'s wings
@@ -146,7 +149,7 @@ TM_SYMS := $(BUILD)/tidemark.syms
 
 .PHONY: demo all deps check check-layers test test-asan test-sanitize unit \
         integration integration-fast bench \
-        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-readme bench-logstorm bench-marks bench-marks-counts bench-watch embed \
+        bench-locks bench-locks-raw bench-conns bench-busy bench-instr bench-readme bench-logstorm bench-marks bench-marks-counts bench-batch bench-watch embed \
         format-check install clean deb test-deb image test-image fuzz \
         check-docs packaged-ini lab chaos
 
@@ -388,6 +391,13 @@ bench-marks: all $(BUILD)/tools/premark
 bench-marks-counts: all $(BUILD)/tools/premark
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) PREMARK=$(abspath $(BUILD)/tools/premark) \
 	/usr/bin/python3 tests/bench/marks_counts.py
+
+bench-batch: $(BUILD)/tools/batchanswer
+	taskset -c 1 $(BUILD)/tools/batchanswer
+
+$(BUILD)/tools/batchanswer: tests/bench/batchanswer.c $(INT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(TM_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INT_LIB) $(LDLIBS)
 
 bench-watch: all
 	TIDEMARK_BIN=$(abspath $(TM_BIN)) /usr/bin/python3 \

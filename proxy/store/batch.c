@@ -143,15 +143,30 @@ batch_group(struct batch_req *first, int64_t *top)
     return end;
 }
 
-struct batch_req *
-batch_find(const struct batch_list *batch, const char *key, size_t klen)
+/* The first request from r up to (not including) end with key. */
+static struct batch_req *
+find_in(struct batch_req *r, const struct batch_req *end, const char *key,
+        size_t klen)
 {
-    for (struct batch_req *r = batch->head; r != NULL; r = r->next) {
+    for (; r != end; r = r->next) {
         if (r->klen == klen && memcmp(r->key, key, klen) == 0) {
             return r;
         }
     }
     return NULL;
+}
+
+struct batch_req *
+batch_find(const struct batch_list *batch, struct batch_req *from,
+           const char *key, size_t klen)
+{
+    struct batch_req *r;
+
+    if (from == NULL || from == batch->head) {
+        return find_in(batch->head, NULL, key, klen);
+    }
+    r = find_in(from, NULL, key, klen);
+    return r != NULL ? r : find_in(batch->head, from, key, klen);
 }
 
 void

@@ -57,8 +57,14 @@ size_t batch_sort(struct batch_list *batch, struct batch_req **scratch);
  * their highest token: the one value the store is asked to raise to. */
 struct batch_req *batch_group(struct batch_req *first, int64_t *top);
 
-/* The first request whose key is key (klen bytes), or NULL. */
-struct batch_req *batch_find(const struct batch_list *batch, const char *key,
+/* In a sorted batch, the first request whose key is key (klen bytes),
+ * or NULL. The look starts at from (NULL: the head; else the first
+ * request of its key, such as the end batch_group returned), goes to
+ * the end, then from the head up to from: answers that come in the
+ * batch's own order, each looked for from where the last one's group
+ * ended, cost a step each instead of a walk of the batch. */
+struct batch_req *batch_find(const struct batch_list *batch,
+                             struct batch_req *from, const char *key,
                              size_t klen);
 
 /* Settle the raises from first to end (one key's group) from the key's

@@ -38,6 +38,7 @@ pg_marks_answer_get(struct batch_req *r, const PGresult *res)
 void
 pg_marks_answer_raises(struct batch_list *batch, const PGresult *res)
 {
+    struct batch_req *next = NULL; /* where the next row's key should be */
     int rows;
 
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -55,13 +56,14 @@ pg_marks_answer_raises(struct batch_list *batch, const PGresult *res)
     for (int i = 0; i < rows; i++) {
         const char *name = PQgetvalue(res, i, 0);
         size_t nlen = (size_t)PQgetlength(res, i, 0);
-        struct batch_req *first = batch_find(batch, name, nlen), *end;
+        struct batch_req *first = batch_find(batch, next, name, nlen), *end;
         int64_t fence, top;
 
         if (first == NULL) {
             continue; /* not asked */
         }
         end = batch_group(first, &top);
+        next = end; /* the rows come in the batch's order */
         if (PQgetisnull(res, i, 1) ||
             !pg_marks_parse(PQgetvalue(res, i, 1),
                             (size_t)PQgetlength(res, i, 1), &fence)) {

@@ -125,14 +125,21 @@ test_sort_group_settle(void **state)
     end = batch_group(first, &top);
     assert_memory_equal(first->key, "a", 1);
     assert_int_equal(top, 7);
-    assert_ptr_equal(batch_find(&batch, "a", 1), first);
+    assert_ptr_equal(batch_find(&batch, NULL, "a", 1), first);
     /* The store raised a to 7: 7 is accepted, 2 and 5 stale with 7. */
     batch_settle(first, end, 7, "test");
     first = end;
     end = batch_group(first, &top);
     assert_int_equal(first->klen, 2);
     assert_int_equal(top, 1);
-    assert_ptr_equal(batch_find(&batch, "ab", 2), first);
+    assert_ptr_equal(batch_find(&batch, NULL, "ab", 2), first);
+    /* Looked for from ab's group: ab there, b after it, a before it (the
+     * look wraps to the head), c nowhere. */
+    assert_ptr_equal(batch_find(&batch, first, "ab", 2), first);
+    assert_ptr_equal(batch_find(&batch, first, "b", 1), end);
+    assert_ptr_equal(batch_find(&batch, first, "a", 1), batch.head);
+    assert_null(batch_find(&batch, first, "c", 1));
+    assert_null(batch_find(&batch, first, "", 0));
     /* ab's mark was higher already: stale. */
     batch_settle(first, end, 4, "test");
     first = end;
@@ -142,7 +149,7 @@ test_sort_group_settle(void **state)
     assert_null(end);
     /* A mark below a token cannot be an answer to it: an error. */
     batch_settle(first, end, 8, "test");
-    assert_null(batch_find(&batch, "c", 1));
+    assert_null(batch_find(&batch, NULL, "c", 1));
     batch_answer(&batch);
     assert_null(batch.head);
     assert_int_equal(batch.n, 0);
