@@ -12,6 +12,7 @@
 #include "dial.h"
 #include "../log.h"
 #include "coldq.h"
+#include "redis_reply.h"
 
 /* ---- nodes and the map ----------------------------------------------- */
 
@@ -110,46 +111,29 @@ rcl_check_up(struct redis_cluster *c)
     }
 }
 
-/* One range of a CLUSTER SLOTS reply: start, end, then the master as
- * [host, port, id...]; replicas after it are not used. An empty host is
- * the answering node's. false when the range does not read. */
+/* One range of a CLUSTER SLOTS reply (redis_reply_slots_range), its
+ * master connected to if new, put in slots. An empty host is the
+ * answering node's. false when the range does not read. */
 static bool
 read_range(struct redis_cluster *c, const redisReply *e, uint16_t *slots)
 {
-    const redisReply *m;
-    const char *host;
-    size_t hlen;
+    struct redis_slots_range r;
     uint16_t n;
 
-    if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-        e->element[0]->type != REDIS_REPLY_INTEGER ||
-        e->element[1]->type != REDIS_REPLY_INTEGER ||
-        e->element[2]->type != REDIS_REPLY_ARRAY) {
+    if (!redis_reply_slots_range(e, &r)) {
         return false;
     }
-    m = e->element[2];
-    if (e->element[0]->integer < 0 ||
-        e->element[0]->integer > e->element[1]->integer ||
-        e->element[1]->integer >= REDIS_SLOTS || m->elements < 2 ||
-        m->element[0]->type != REDIS_REPLY_STRING ||
-        m->element[1]->type != REDIS_REPLY_INTEGER ||
-        m->element[1]->integer <= 0 || m->element[1]->integer > 65535) {
-        return false;
-    }
-    host = m->element[0]->str;
-    hlen = m->element[0]->len;
-    if (hlen == 0 || (hlen == 1 && host[0] == '?')) {
+    if (r.hlen == 0) {
         const char *a = c->nodes[c->asking].addr;
 
-        host = a;
-        hlen = (size_t)(strrchr(a, ':') - a);
+        r.host = a;
+        r.hlen = (size_t)(strrchr(a, ':') - a);
     }
-    n = rcl_node_get(c, host, hlen, (unsigned)m->element[1]->integer);
+    n = rcl_node_get(c, r.host, r.hlen, r.port);
     if (n == CL_NO_NODE) {
         return false;
     }
-    for (long long s = e->element[0]->integer; s <= e->element[1]->integer;
-         s++) {
+    for (unsigned s = r.start; s <= r.end; s++) {
         slots[s] = n;
     }
     return true;

@@ -1,7 +1,8 @@
 /* redis_reply.h: the reads of Redis's replies that tidemark's scripts
  * answer (decimal fences and marks, the mark store's {accepted, mark}),
- * for the mark store and the lock backend alike. Pure: no I/O, so that
- * hostile replies can be fuzzed (hiredis's reader makes them). */
+ * for the mark store and the lock backend alike, and of a cluster's
+ * CLUSTER SLOTS answer. Pure: no I/O, so that hostile replies can be
+ * fuzzed (hiredis's reader makes them). */
 #ifndef TM_REDIS_REPLY_H
 #define TM_REDIS_REPLY_H
 
@@ -21,6 +22,28 @@ bool redis_reply_dec(const char *p, size_t len, int64_t *out)
  * integer and a decimal string. false when rep is not one (*flag and
  * *mark then untouched). */
 bool redis_reply_pair(const redisReply *rep, long long *flag, int64_t *mark)
+    __attribute__((warn_unused_result));
+
+/* The longest host a CLUSTER SLOTS range may name (a DNS name's 253,
+ * and room). */
+#define REDIS_HOST_MAX 255
+
+/* One range of a CLUSTER SLOTS answer: slots start..end, served by the
+ * master at host (hlen bytes, borrowed from the reply; hlen 0: the
+ * node that answered, which Redis names "" or "?") and port. */
+struct redis_slots_range {
+    unsigned start, end;
+    const char *host;
+    size_t hlen;
+    unsigned port;
+};
+
+/* Read e, one element of a CLUSTER SLOTS answer: an array of the first
+ * slot, the last, then the master as [host, port, id...] (replicas after
+ * it are not read). false when it is no such range: start above end,
+ * end at REDIS_SLOTS or more, a port outside 1..65535, a host longer
+ * than REDIS_HOST_MAX or that redis_host_ok refuses; *out untouched. */
+bool redis_reply_slots_range(const redisReply *e, struct redis_slots_range *out)
     __attribute__((warn_unused_result));
 
 #endif

@@ -12,7 +12,13 @@
  * - release and extend answer with the caller's fence, extend OK with
  *   the TTL asked, the others with none;
  * - the mark store's {flag, mark} is read only from an array of exactly
- *   an integer and a decimal string, and the mark is that decimal.
+ *   an integer and a decimal string, and the mark is that decimal;
+ * - a CLUSTER SLOTS range (the reply, and each element of it) is read
+ *   only from [start, end, [host, port, ...], ...] with 0 <= start <=
+ *   end < 16384 and a port of 1 to 65535, as those integers; its host is
+ *   the reply's own bytes, 1 to 255 of them, each a printable byte other
+ *   than '[', ']', '/' and '@', or none for "" and "?" (the node that
+ *   answered); a range refused writes nothing.
  * hiredis 0.14's reader allocates an array for any count a reply
  * announces (*328653477 is 2.6 GB, before a single element came): that
  * is hiredis's, bounded by nothing tidemark can set, so inputs that
@@ -123,6 +129,56 @@ store_pair(const redisReply *rep)
           "a pair's mark is not its decimal");
 }
 
+/* Whether byte c may be in a host a cluster names, by the rule above. */
+static bool
+host_byte(unsigned char c)
+{
+    return c > ' ' && c < 0x7f && c != '[' && c != ']' && c != '/' && c != '@';
+}
+
+static void
+slots_range(const redisReply *e)
+{
+    struct redis_slots_range r = {.start = 7, .port = 7};
+    const redisReply *m, *h;
+
+    if (!redis_reply_slots_range(e, &r)) {
+        check(r.start == 7 && r.end == 0 && r.host == NULL && r.hlen == 0 &&
+                  r.port == 7,
+              "a refused range wrote its output");
+        return;
+    }
+    check(e->type == REDIS_REPLY_ARRAY && e->elements >= 3 &&
+              e->element[0]->type == REDIS_REPLY_INTEGER &&
+              e->element[1]->type == REDIS_REPLY_INTEGER &&
+              e->element[2]->type == REDIS_REPLY_ARRAY,
+          "a range from something else");
+    m = e->element[2];
+    check(m->elements >= 2 && m->element[0]->type == REDIS_REPLY_STRING &&
+              m->element[1]->type == REDIS_REPLY_INTEGER,
+          "a range's master from something else");
+    h = m->element[0];
+    check(e->element[0]->integer >= 0 &&
+              e->element[0]->integer <= e->element[1]->integer &&
+              e->element[1]->integer < 16384 &&
+              r.start == (unsigned)e->element[0]->integer &&
+              r.end == (unsigned)e->element[1]->integer,
+          "a range's slots are not its integers, or out of 0..16383");
+    check(m->element[1]->integer >= 1 && m->element[1]->integer <= 65535 &&
+              r.port == (unsigned)m->element[1]->integer,
+          "a range's port is not its integer, or out of 1..65535");
+    if (h->len == 0 || (h->len == 1 && h->str[0] == '?')) {
+        check(r.hlen == 0, "the answering node's range names a host");
+        return;
+    }
+    check(r.host == h->str && r.hlen == h->len && r.hlen <= 255,
+          "a range's host is not the reply's bytes");
+    for (size_t i = 0; i < r.hlen; i++) {
+        check(host_byte((unsigned char)r.host[i]),
+              "a range's host holds a byte no host has");
+    }
+}
+
 /* Whether the input announces an array or a string over BIG anywhere. */
 static bool
 announces_big(const uint8_t *data, size_t size)
@@ -158,6 +214,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply != NULL) {
             lock_answers(reply);
             store_pair(reply);
+            slots_range(reply);
+            if (((redisReply *)reply)->type == REDIS_REPLY_ARRAY) {
+                for (size_t i = 0; i < ((redisReply *)reply)->elements; i++) {
+                    slots_range(((redisReply *)reply)->element[i]);
+                }
+            }
             freeReplyObject(reply);
             reply = NULL;
         }

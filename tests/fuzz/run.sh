@@ -48,7 +48,8 @@ sources() {
     redis_slot) echo policies/redis_slot.c ;;
     zkname) echo policies/zkname.c ;;
     etcd_keys) echo proxy/locks/etcd_keys.c proxy/clients/etcd_json.c ;;
-    redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c ;;
+    redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c \
+        policies/redis_slot.c ;;
     pg_reply) echo proxy/locks/lock_postgres_reply.c ;;
     s3name) echo policies/s3name.c policies/canon.c policies/utf8.c \
         policies/http_parse.c policies/http_fields.c policies/http_chunked.c \
