@@ -261,6 +261,15 @@ if [ -s "$dir/refs.txt" ]; then
                     " does %.2fx of it\n", raw, ng, cap, cap / raw,
                     median(v["tidemark 1"]) / cap
             }
+            # The same with Redis'"'"'s durable write for the flush: what the
+            # flush costs a server answering one client at a time here.
+            rd1 = median(v["redis 1"])
+            if (rd1 > 0 && ng > 0) {
+                cap = 1 / (1 / rd1 + 1 / ng)
+                printf "c=1 with Redis'"'"'s write (%.0f/s) for the flush," \
+                    " then the request: %.0f/s; tidemark does %.2fx of" \
+                    " it\n", rd1, cap, median(v["tidemark 1"]) / cap
+            }
             # The proxy has one core: at the CPU a raise took, the most
             # raises a second that core could answer.
             line = ""
