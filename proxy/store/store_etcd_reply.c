@@ -39,6 +39,7 @@ etcd_marks_answer_raises(struct batch_list *batch, const json_t *body)
         struct batch_req *end = batch_group(first, &top);
         json_t *rt = resp_of(body, u, "response_txn");
         json_t *inner;
+        bool known = true; /* the group's mark is etcd's answer */
 
         if (rt == NULL) {
             return false;
@@ -58,10 +59,10 @@ etcd_marks_answer_raises(struct batch_list *batch, const json_t *body)
                           "missing, not a mark, or below %" PRId64 ": its "
                           "raises refused",
                           LOG_ESC(first->name, first->nlen), top);
-                mark = -1; /* no answer: the raises stay STORE_ERROR */
+                known = false; /* the raises stay STORE_ERROR */
             }
         }
-        if (mark >= 0) {
+        if (known) {
             batch_settle(first, end, mark, "etcd");
         }
         u++;
