@@ -234,10 +234,13 @@ if [ -s "$dir/refs.txt" ]; then
             }
             if (raw1 != "")
                 print "tidemark at c=1 vs the raw write+fdatasync loop: " raw1
+            # The rates at one client: the raw loop, a request proxied by
+            # nginx, a durable write of Redis.
+            raw = median(v["raw 1"]); ng = median(v["nginx 1"])
+            rd1 = median(v["redis 1"])
             # Redis (appendfsync always) writes and syncs on its one loop
             # and answers with no upstream behind it: what a one-loop
             # server on this disk does, next to the same references.
-            rd1 = median(v["redis 1"]); raw = median(v["raw 1"])
             if (rd1 > 0 && raw > 0) {
                 line = sprintf("Redis vs the raw loop at c=1: %.2fx;" \
                                " Redis vs PostgreSQL:", rd1 / raw)
@@ -252,7 +255,6 @@ if [ -s "$dir/refs.txt" ]; then
             # At c=1 a raise is flushed before it is forwarded, so its
             # time is at least a flush plus a proxied request: what a
             # proxy costing no more than nginx, flushing once, could do.
-            raw = median(v["raw 1"]); ng = median(v["nginx 1"])
             if (raw > 0 && ng > 0) {
                 cap = 1 / (1 / raw + 1 / ng)
                 printf "c=1 ceiling: one flush (raw loop %.0f/s) then" \
@@ -263,7 +265,6 @@ if [ -s "$dir/refs.txt" ]; then
             }
             # The same with Redis'"'"'s durable write for the flush: what the
             # flush costs a server answering one client at a time here.
-            rd1 = median(v["redis 1"])
             if (rd1 > 0 && ng > 0) {
                 cap = 1 / (1 / rd1 + 1 / ng)
                 printf "c=1 with Redis'"'"'s write (%.0f/s) for the flush," \

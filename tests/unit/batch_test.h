@@ -1,11 +1,13 @@
 /* batch_test.h: what the tests of the network stores' batches share:
- * the answer each waiter was told, by its index (the callback's arg),
- * in the order told, and the check that one was told once. */
+ * calls queued for waiters by index (the callback's arg), the answer
+ * each was told, in the order told, and the check that one was told
+ * once. */
 #ifndef TM_BATCH_TEST_H
 #define TM_BATCH_TEST_H
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -45,6 +47,19 @@ reset(void)
 {
     memset(answers, 0, sizeof(answers));
     norder = 0;
+}
+
+/* Queue for waiter i a call on key (len bytes, the resource itself): a
+ * raise to token, or a get. */
+static void
+push_call(struct batch_list *l, const char *key, size_t len, int64_t token,
+          bool is_get, int i)
+{
+    struct batch_req *r = batch_req_new(key, len, NULL, 0, token, is_get,
+                                        on_answer, (void *)(intptr_t)i);
+
+    assert_non_null(r);
+    QUEUE_PUSH(l, r);
 }
 
 /* Waiter i was told res with mark, once. */

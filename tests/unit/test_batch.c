@@ -17,12 +17,7 @@
 static void
 push(struct batch_list *l, const char *name, int64_t token, int i)
 {
-    struct batch_req *r =
-        batch_req_new(name, strlen(name), NULL, 0, token, token == 0, on_answer,
-                      (void *)(intptr_t)i);
-
-    assert_non_null(r);
-    QUEUE_PUSH(l, r);
+    push_call(l, name, strlen(name), token, token == 0, i);
 }
 
 static void

@@ -21,17 +21,6 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Queue a raise of key (len bytes) to token for waiter i. */
-static void
-push(struct batch_list *l, const char *key, size_t len, int64_t token, int i)
-{
-    struct batch_req *r = batch_req_new(key, len, NULL, 0, token, false,
-                                        on_answer, (void *)(intptr_t)i);
-
-    assert_non_null(r);
-    QUEUE_PUSH(l, r);
-}
-
 /* told, for the table's row what: named when it fails. */
 static void
 told_row(const char *what, bool ok, bool want_ok, int i, enum store_result res,
@@ -165,15 +154,15 @@ test_raises_created_raised_read_back(void **state)
 
     (void)state;
     reset();
-    push(&batch, "c", 1, 5, 0);
-    push(&batch, "a", 1, 2, 1);
-    push(&batch, "b", 1, 7, 2);
-    push(&batch, "a", 1, 3, 3);
-    push(&batch, "d", 1, 4, 4);
-    push(&batch, "c", 1, 1, 5);
-    push(&batch, "b", 1, 7, 6);
-    push(&batch, "b", 1, 6, 7);
-    push(&batch, "d", 1, 2, 8);
+    push_call(&batch, "c", 1, 5, false, 0);
+    push_call(&batch, "a", 1, 2, false, 1);
+    push_call(&batch, "b", 1, 7, false, 2);
+    push_call(&batch, "a", 1, 3, false, 3);
+    push_call(&batch, "d", 1, 4, false, 4);
+    push_call(&batch, "c", 1, 1, false, 5);
+    push_call(&batch, "b", 1, 7, false, 6);
+    push_call(&batch, "b", 1, 6, false, 7);
+    push_call(&batch, "d", 1, 2, false, 8);
     assert_true(
         answer(&batch, txn(json_pack("[o,o,o,o]", created(), raised(),
                                      read_back(b64s("0000000000000000009")),
@@ -200,10 +189,10 @@ test_range_below_top_refuses_its_key(void **state)
 
     (void)state;
     reset();
-    push(&batch, "a", 1, 5, 0);
-    push(&batch, "b", 1, 8, 1);
-    push(&batch, "b", 1, 2, 2);
-    push(&batch, "c", 1, 1, 3);
+    push_call(&batch, "a", 1, 5, false, 0);
+    push_call(&batch, "b", 1, 8, false, 1);
+    push_call(&batch, "b", 1, 2, false, 2);
+    push_call(&batch, "c", 1, 1, false, 3);
     assert_true(answer(
         &batch,
         txn(json_pack("[o,o,o]", created(),
@@ -222,9 +211,9 @@ test_missing_response_refuses_batch(void **state)
 
     (void)state;
     reset();
-    push(&batch, "a", 1, 5, 0);
-    push(&batch, "b", 1, 6, 1);
-    push(&batch, "c", 1, 7, 2);
+    push_call(&batch, "a", 1, 5, false, 0);
+    push_call(&batch, "b", 1, 6, false, 1);
+    push_call(&batch, "c", 1, 7, false, 2);
     assert_false(answer(&batch, txn(json_pack("[o,o]", created(), created()))));
     for (int i = 0; i < 3; i++) {
         told(i, STORE_ERROR, 0);
@@ -240,8 +229,8 @@ test_missing_nested_response_refuses_batch(void **state)
 
     (void)state;
     reset();
-    push(&batch, "a", 1, 5, 0);
-    push(&batch, "b", 1, 6, 1);
+    push_call(&batch, "a", 1, 5, false, 0);
+    push_call(&batch, "b", 1, 6, false, 1);
     assert_false(answer(
         &batch, txn(json_pack("[o,{s:{s:[{s:{}}]}}]", created(), "response_txn",
                               "responses", "response_range"))));
@@ -258,13 +247,13 @@ test_outer_not_succeeded_refuses_all(void **state)
 
     (void)state;
     reset();
-    push(&batch, "a", 1, 5, 0);
-    push(&batch, "a", 1, 4, 1);
+    push_call(&batch, "a", 1, 5, false, 0);
+    push_call(&batch, "a", 1, 4, false, 1);
     assert_false(answer(&batch, json_pack("{s:[o]}", "responses", created())));
     told(0, STORE_ERROR, 0);
     told(1, STORE_ERROR, 0);
     reset();
-    push(&batch, "a", 1, 5, 0);
+    push_call(&batch, "a", 1, 5, false, 0);
     assert_false(answer(&batch, json_pack("{s:b,s:[o]}", "succeeded", 0,
                                           "responses", created())));
     told(0, STORE_ERROR, 0);
@@ -409,8 +398,8 @@ test_read_back_values(void **state)
         bool ok;
 
         reset();
-        push(&batch, "r", 1, 5, 0);
-        push(&batch, "r", 1, 2, 1);
+        push_call(&batch, "r", 1, 5, false, 0);
+        push_call(&batch, "r", 1, 2, false, 1);
         ok = answer(&batch, txn(json_pack("[o]", read_back(value_of(i)))));
         if (m < 0) {
             told_row(values[i].what, ok, true, 0, STORE_ERROR, 0);
@@ -460,7 +449,7 @@ test_long_value_refused(void **state)
         answer_get(json_pack("{s:[{s:o}]}", "kvs", "value", b64(raw, n))));
     told(0, STORE_ERROR, 0);
     reset();
-    push(&batch, "r", 1, 5, 0);
+    push_call(&batch, "r", 1, 5, false, 0);
     assert_true(answer(&batch, txn(json_pack("[o]", read_back(b64(raw, n))))));
     told(0, STORE_ERROR, 0);
     free(raw);
@@ -493,14 +482,14 @@ test_keys_matched_by_position(void **state)
     memcpy(kmax1, kmax, sizeof(kmax));
     kmax1[TOKEN_RES_MAX] = '\0';
     reset();
-    push(&batch, kmax1, sizeof(kmax1), 50, 0);
-    push(&batch, k300, sizeof(k300), 30, 1);
-    push(&batch, k1, sizeof(k1), 20, 2);
-    push(&batch, kmax, sizeof(kmax), 40, 3);
-    push(&batch, k20, sizeof(k20), 10, 4);
-    push(&batch, k300, sizeof(k300), 31, 5);
-    push(&batch, kmax1, sizeof(kmax1), 49, 6);
-    push(&batch, k1, sizeof(k1), 20, 7);
+    push_call(&batch, kmax1, sizeof(kmax1), 50, false, 0);
+    push_call(&batch, k300, sizeof(k300), 30, false, 1);
+    push_call(&batch, k1, sizeof(k1), 20, false, 2);
+    push_call(&batch, kmax, sizeof(kmax), 40, false, 3);
+    push_call(&batch, k20, sizeof(k20), 10, false, 4);
+    push_call(&batch, k300, sizeof(k300), 31, false, 5);
+    push_call(&batch, kmax1, sizeof(kmax1), 49, false, 6);
+    push_call(&batch, k1, sizeof(k1), 20, false, 7);
     assert_true(answer(
         &batch,
         txn(json_pack("[o,o,o,o,o]", read_back(b64s("0000000000000000011")),

@@ -77,27 +77,17 @@ upsert_rows(int nrows, const struct val *cells)
     return make_result(PGRES_TUPLES_OK, 2, nrows, cells);
 }
 
-/* Queue waiter i's raise of key (klen bytes) to token; name, when not
- * NULL, is the resource a digest key stands for. */
+/* Queue waiter i's raise of key (klen bytes), the digest key the store
+ * keeps for the resource name (nlen bytes), to token. */
 static void
 raise_named(struct batch_list *b, const char *name, size_t nlen,
             const char *key, size_t klen, int64_t token, int i)
 {
-    struct batch_req *r =
-        name != NULL ? batch_req_new(name, nlen, key, klen, token, false,
-                                     on_answer, (void *)(intptr_t)i)
-                     : batch_req_new(key, klen, NULL, 0, token, false,
-                                     on_answer, (void *)(intptr_t)i);
+    struct batch_req *r = batch_req_new(name, nlen, key, klen, token, false,
+                                        on_answer, (void *)(intptr_t)i);
 
     assert_non_null(r);
     QUEUE_PUSH(b, r);
-}
-
-static void
-raise_of(struct batch_list *b, const char *key, size_t klen, int64_t token,
-         int i)
-{
-    raise_named(b, NULL, 0, key, klen, token, i);
 }
 
 /* Sort b as the store sends it, answer it from res, run its callbacks;
@@ -119,13 +109,10 @@ static struct answer
 get_answer(PGresult *res)
 {
     struct batch_list one = {0};
-    struct batch_req *r =
-        batch_req_new("doc", 3, NULL, 0, 0, true, on_answer, (void *)0);
 
     reset();
-    assert_non_null(r);
-    QUEUE_PUSH(&one, r);
-    pg_marks_answer_get(r, res);
+    push_call(&one, "doc", 3, 0, true, 0);
+    pg_marks_answer_get(one.head, res);
     batch_answer(&one);
     PQclear(res);
     assert_int_equal(answers[0].calls, 1);
@@ -146,13 +133,13 @@ test_raises_accepted_and_stale(void **state)
     struct batch_list b = {0};
 
     reset();
-    raise_of(&b, "a", 1, 3, 0);
-    raise_of(&b, "b", 1, 2, 1);
-    raise_of(&b, "a", 1, 5, 2);
-    raise_of(&b, "c", 1, 4, 3);
-    raise_of(&b, "a", 1, 1, 4);
-    raise_of(&b, "b", 1, 7, 5);
-    raise_of(&b, "a", 1, 5, 6);
+    push_call(&b, "a", 1, 3, false, 0);
+    push_call(&b, "b", 1, 2, false, 1);
+    push_call(&b, "a", 1, 5, false, 2);
+    push_call(&b, "c", 1, 4, false, 3);
+    push_call(&b, "a", 1, 1, false, 4);
+    push_call(&b, "b", 1, 7, false, 5);
+    push_call(&b, "a", 1, 5, false, 6);
     answer(&b, upsert_rows(3, rows));
     told(0, STORE_STALE, 5);
     told(1, STORE_STALE, 9);
@@ -171,9 +158,9 @@ test_raise_missing_key_refused(void **state)
     struct batch_list b = {0};
 
     reset();
-    raise_of(&b, "a", 1, 3, 0);
-    raise_of(&b, "b", 1, 3, 1);
-    raise_of(&b, "b", 1, 1, 2);
+    push_call(&b, "a", 1, 3, false, 0);
+    push_call(&b, "b", 1, 3, false, 1);
+    push_call(&b, "b", 1, 1, false, 2);
     answer(&b, upsert_rows(1, rows));
     told(0, STORE_ACCEPTED, 3);
     told(1, STORE_ERROR, 0);
@@ -190,10 +177,10 @@ test_raise_bad_fence_refuses_its_key(void **state)
     struct batch_list b = {0};
 
     reset();
-    raise_of(&b, "a", 1, 4, 0);
-    raise_of(&b, "b", 1, 4, 1);
-    raise_of(&b, "c", 1, 4, 2);
-    raise_of(&b, "b", 1, 2, 3);
+    push_call(&b, "a", 1, 4, false, 0);
+    push_call(&b, "b", 1, 4, false, 1);
+    push_call(&b, "c", 1, 4, false, 2);
+    push_call(&b, "b", 1, 2, false, 3);
     answer(&b, upsert_rows(3, rows));
     told(0, STORE_ERROR, 0);
     told(1, STORE_ACCEPTED, 4);
@@ -213,14 +200,14 @@ test_raise_fence_below_token_refused(void **state)
     struct batch_list b = {0};
 
     reset();
-    raise_of(&b, "a", 1, 7, 0);
+    push_call(&b, "a", 1, 7, false, 0);
     answer(&b, upsert_rows(1, rows));
     told(0, STORE_ERROR, 0);
 
     reset();
-    raise_of(&b, "a", 1, 5, 0);
-    raise_of(&b, "a", 1, 9, 1);
-    raise_of(&b, "b", 1, 9, 2);
+    push_call(&b, "a", 1, 5, false, 0);
+    push_call(&b, "a", 1, 9, false, 1);
+    push_call(&b, "b", 1, 9, false, 2);
     answer(&b, upsert_rows(2, below_top));
     told(0, STORE_ERROR, 0);
     told(1, STORE_ERROR, 0);
@@ -246,8 +233,8 @@ test_raises_wrong_columns_refused(void **state)
         struct batch_list b = {0};
 
         reset();
-        raise_of(&b, "a", 1, 5, 0);
-        raise_of(&b, "b", 1, 5, 1);
+        push_call(&b, "a", 1, 5, false, 0);
+        push_call(&b, "b", 1, 5, false, 1);
         answer(&b, make_result(PGRES_TUPLES_OK, cases[i].ncols, cases[i].nrows,
                                cases[i].cells));
         told(0, STORE_ERROR, 0);
@@ -269,8 +256,8 @@ test_raises_failed_status_refused(void **state)
         struct batch_list b = {0};
 
         reset();
-        raise_of(&b, "a", 1, 5, 0);
-        raise_of(&b, "a", 1, 2, 1);
+        push_call(&b, "a", 1, 5, false, 0);
+        push_call(&b, "a", 1, 2, false, 1);
         answer(&b, make_result(statuses[i], 2, 1, rows));
         told(0, STORE_ERROR, 0);
         told(1, STORE_ERROR, 0);
@@ -284,8 +271,8 @@ test_raises_no_rows_refused(void **state)
     struct batch_list b = {0};
 
     reset();
-    raise_of(&b, "a", 1, 5, 0);
-    raise_of(&b, "b", 1, 5, 1);
+    push_call(&b, "a", 1, 5, false, 0);
+    push_call(&b, "b", 1, 5, false, 1);
     answer(&b, upsert_rows(0, NULL));
     told(0, STORE_ERROR, 0);
     told(1, STORE_ERROR, 0);
@@ -375,7 +362,7 @@ raise_key(struct batch_list *b, const struct key *k, int64_t token, int i)
     if (k->digest) {
         raise_named(b, "a\0b", 3, k->p, k->n, token, i);
     } else {
-        raise_of(b, k->p, k->n, token, i);
+        push_call(b, k->p, k->n, token, false, i);
     }
 }
 
@@ -501,7 +488,7 @@ test_fence_classes_raise(void **state)
         struct batch_list b = {0};
 
         reset();
-        raise_of(&b, "doc", 3, 1, 0);
+        push_call(&b, "doc", 3, 1, false, 0);
         print_message("fence \"%s\"\n", c->text.p ? c->text.p : "NULL");
         answer(&b, upsert_rows(1, rows));
         told(0, c->raise_res, c->raise_res == STORE_ERROR ? 0 : c->value);
