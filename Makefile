@@ -337,7 +337,8 @@ SANITIZE_TESTS := $(addprefix tests/integration/,test_lengths.py \
                   test_canon.py test_refusals.py test_token_smuggling.py \
                   test_smuggling_scanners.py test_limits.py \
                   test_descriptors.py test_store.py test_lifecycle.py \
-                  test_logs.py test_log_escape.py test_journal_file.py)
+                  test_logs.py test_log_escape.py test_journal_file.py \
+                  test_store_answer_size.py)
 
 test-sanitize:
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" \

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
 #include <openssl/sha.h>
 
 #include "../log.h"
@@ -20,6 +20,11 @@
 #define REDIS_BACKOFF_MIN_MS 50
 #define REDIS_BACKOFF_MAX_MS 2000
 #define REDIS_MAX_SCRIPTS 8
+/* What one answer may take in memory: the bytes of it hiredis holds
+ * unread, and the replies it builds of it (each reply, array slot and
+ * string byte counted). No answer tidemark asks for comes near it; a
+ * peer that sends more is dropped as it sends. */
+#define REDIS_ANSWER_MAX (16u << 20)
 
 struct redis_conn {
     struct event_base *base;
@@ -59,6 +64,19 @@ struct redis_conn {
     uint64_t watched;       /* replies at the previous watch */
     bool stalled;           /* commands were waiting at that watch */
     int timeout_ms;
+    /* hiredis's reply builders, and ours that weigh the answer first */
+    redisReplyObjectFunctions *built, weighed;
+    size_t weight;       /* of the answer being read */
+    const char *refused; /* why an answer was refused, dropping the
+                          * connection; NULL: none was */
+};
+
+/* hiredis's libevent glue, as its adapter does it, but the bytes of an
+ * answer not complete yet are weighed before each read: hiredis keeps a
+ * bulk string unread until its last byte, however long it says it is. */
+struct redis_ev {
+    redisAsyncContext *ac;
+    struct event *rev, *wev;
 };
 
 /* One EVALSHA in flight, with its arguments kept for a NOSCRIPT resend. */
@@ -157,6 +175,20 @@ schedule_retry(struct redis_conn *c)
     }
 }
 
+/* Close the connection from the loop (not from inside hiredis). This
+ * runs the callbacks (NULL replies), and on_disconnect only if the
+ * connection had been made: the reconnect is planned here. */
+static void
+drop(struct redis_conn *c)
+{
+    redisAsyncContext *ac = c->ac;
+
+    c->ac = NULL;
+    c->loaded = 0;
+    redisAsyncFree(ac);
+    schedule_retry(c);
+}
+
 /* Every timeout_ms: when commands have been waiting since the previous
  * watch and no reply came in between, Redis is stuck (stopped, or the
  * network drops everything): drop the connection, which answers every
@@ -172,18 +204,11 @@ on_watch(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (waiting && c->stalled && c->replies == c->watched) {
-        redisAsyncContext *ac = c->ac;
-
         log_error("redis: %s answered nothing in %d ms: dropping the "
                   "connection",
                   LOG_STR(c->peer), c->timeout_ms);
         c->stalled = false;
-        /* Runs the callbacks (NULL replies), and on_disconnect only if
-         * the connection had been made: plan the reconnect here. */
-        c->ac = NULL;
-        c->loaded = 0;
-        redisAsyncFree(ac);
-        schedule_retry(c);
+        drop(c);
         return;
     }
     c->stalled = waiting;
@@ -236,7 +261,11 @@ on_disconnect(const redisAsyncContext *ac, int status)
         return;
     }
     log_error("redis: connection to %s lost: %s; reconnecting",
-              LOG_STR(c->peer), status == REDIS_OK ? "closed" : ac->errstr);
+              LOG_STR(c->peer),
+              c->refused != NULL   ? c->refused
+              : status == REDIS_OK ? "closed"
+                                   : ac->errstr);
+    c->refused = NULL;
     c->failures = 1;
     schedule_retry(c);
 }
@@ -387,6 +416,176 @@ on_connect_timer(evutil_socket_t fd, short what, void *arg)
     addr_failed(c);
 }
 
+/* ---- the event loop's side of hiredis, with answers weighed ---------- */
+
+/* Count n more bytes of the answer t belongs to (its first object
+ * starts the count); false past REDIS_ANSWER_MAX, and hiredis, given no
+ * object, fails the connection. An answer that no command waits for is
+ * refused too: hiredis would stop the process on it (an assert), unless
+ * it is an error, which it reads as the server's last word. */
+static bool
+weigh(const redisReadTask *t, size_t n)
+{
+    struct redis_conn *c = t->privdata;
+
+    if (t->parent == NULL) {
+        if (t->type != REDIS_REPLY_ERROR && c->ac != NULL &&
+            c->ac->replies.head == NULL) {
+            c->refused = "an answer to no command";
+            return false;
+        }
+        c->weight = 0;
+    }
+    if (n > REDIS_ANSWER_MAX - c->weight) {
+        c->refused = "an answer larger than 16 MiB";
+        return false;
+    }
+    c->weight += n;
+    return true;
+}
+
+static void *
+weigh_string(const redisReadTask *t, char *s, size_t len)
+{
+    struct redis_conn *c = t->privdata;
+
+    return weigh(t, sizeof(redisReply) + len + 1)
+               ? c->built->createString(t, s, len)
+               : NULL;
+}
+
+static void *
+weigh_array(const redisReadTask *t, int n)
+{
+    struct redis_conn *c = t->privdata;
+    size_t slots = n > 0 ? (size_t)n : 0;
+
+    size_t n_bytes = slots <= REDIS_ANSWER_MAX / sizeof(void *)
+                         ? sizeof(redisReply) + slots * sizeof(void *)
+                         : SIZE_MAX;
+
+    return weigh(t, n_bytes) ? c->built->createArray(t, n) : NULL;
+}
+
+static void *
+weigh_integer(const redisReadTask *t, long long v)
+{
+    struct redis_conn *c = t->privdata;
+
+    return weigh(t, sizeof(redisReply)) ? c->built->createInteger(t, v) : NULL;
+}
+
+static void *
+weigh_nil(const redisReadTask *t)
+{
+    struct redis_conn *c = t->privdata;
+
+    return weigh(t, sizeof(redisReply)) ? c->built->createNil(t) : NULL;
+}
+
+static void
+ev_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct redis_ev *e = arg;
+    struct redis_conn *c = e->ac->data;
+    const redisReader *r = e->ac->c.reader;
+
+    (void)fd;
+    (void)what;
+    /* Nothing is read before the connect is made (dialing). */
+    if (r->len - r->pos > REDIS_ANSWER_MAX && e->ac == c->ac && !c->dialing) {
+        lib_enter(c->log);
+        c->refused = "an answer larger than 16 MiB";
+        drop(c);
+        return;
+    }
+    redisAsyncHandleRead(e->ac);
+}
+
+static void
+ev_write(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    redisAsyncHandleWrite(((struct redis_ev *)arg)->ac);
+}
+
+static void
+ev_add_read(void *arg)
+{
+    event_add(((struct redis_ev *)arg)->rev, NULL);
+}
+
+static void
+ev_del_read(void *arg)
+{
+    event_del(((struct redis_ev *)arg)->rev);
+}
+
+static void
+ev_add_write(void *arg)
+{
+    event_add(((struct redis_ev *)arg)->wev, NULL);
+}
+
+static void
+ev_del_write(void *arg)
+{
+    event_del(((struct redis_ev *)arg)->wev);
+}
+
+static void
+ev_cleanup(void *arg)
+{
+    struct redis_ev *e = arg;
+
+    event_free(e->rev);
+    event_free(e->wev);
+    free(e);
+}
+
+/* Put ac on c's loop, its answers weighed; false when out of memory. */
+static bool
+attach(struct redis_conn *c, redisAsyncContext *ac)
+{
+    redisReader *r = ac->c.reader;
+    struct redis_ev *e = calloc(1, sizeof(*e));
+
+    if (e != NULL) {
+        e->ac = ac;
+        e->rev = event_new(c->base, ac->c.fd, EV_READ, ev_read, e);
+        e->wev = event_new(c->base, ac->c.fd, EV_WRITE, ev_write, e);
+    }
+    if (e == NULL || e->rev == NULL || e->wev == NULL) {
+        if (e != NULL) {
+            event_free(e->rev);
+            event_free(e->wev);
+        }
+        free(e);
+        return false;
+    }
+    c->built = r->fn;
+    c->weighed = (redisReplyObjectFunctions){
+        .createString = weigh_string,
+        .createArray = weigh_array,
+        .createInteger = weigh_integer,
+        .createNil = weigh_nil,
+        .freeObject = r->fn->freeObject,
+    };
+    r->fn = &c->weighed;
+    r->privdata = c;
+    c->refused = NULL;
+    ac->ev.addRead = ev_add_read;
+    ac->ev.delRead = ev_del_read;
+    ac->ev.addWrite = ev_add_write;
+    ac->ev.delWrite = ev_del_write;
+    ac->ev.cleanup = ev_cleanup;
+    ac->ev.data = e;
+    event_add(e->rev, NULL);
+    event_add(e->wev, NULL);
+    return true;
+}
+
 /* Start connecting to the address being tried, with its share of the
  * deadline; AUTH, SELECT and the scripts are queued behind the connect. */
 static void
@@ -409,7 +608,7 @@ try_addr(struct redis_conn *c)
         return;
     }
     ac->data = c;
-    if (redisLibeventAttach(ac, c->base) != REDIS_OK) {
+    if (!attach(c, ac)) {
         log_error("redis: cannot attach to the event loop");
         redisAsyncFree(ac);
         schedule_retry(c);

@@ -923,9 +923,12 @@ class Relay:
             return
         u.settimeout(None)
         self._keep(u)
-        for a, b in ((c, u), (u, c)):
-            threading.Thread(target=self._pump, args=(a, b),
-                             daemon=True).start()
+        for pump, a, b in ((self._pump, c, u), (self._answer, u, c)):
+            threading.Thread(target=pump, args=(a, b), daemon=True).start()
+
+    def _answer(self, src, dst):
+        """The server's bytes to the client."""
+        self._pump(src, dst)
 
     def _pump(self, src, dst):
         while True:
@@ -960,6 +963,50 @@ class Relay:
                 s.close()
             except OSError:
                 pass
+
+
+class Liar(Relay):
+    """A Relay that can answer for its server: after lie(answer), the
+    server's next bytes to the client are dropped, and the client gets
+    answer's chunks instead (answer() yields bytes; sent until it ends or
+    the client stops reading), and the connection is closed. As a store
+    that is broken, hostile, or not the store looks to its client. sent
+    counts the lie's bytes that left."""
+
+    def __init__(self, target):
+        self.answer = None
+        self.sent = 0
+        super().__init__(target)
+
+    def lie(self, answer):
+        self.answer = answer
+
+    def _answer(self, src, dst):
+        while not self.stopping.is_set():
+            try:
+                data = src.recv(65536)
+            except OSError:
+                data = b""
+            try:
+                if not data:
+                    dst.shutdown(socket.SHUT_WR)
+                    return
+                if self.answer is None:
+                    dst.sendall(data)
+                    continue
+                for chunk in self.answer():
+                    if self.stopping.is_set():
+                        return
+                    dst.sendall(chunk)
+                    self.sent += len(chunk)
+            except OSError:
+                pass
+            for s in (dst, src):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            return
 
 
 KINDS = {"redis": Redis, "postgres": Postgres, "etcd": Etcd,

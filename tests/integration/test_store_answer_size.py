@@ -1,0 +1,162 @@
+"""What a store may answer at most. A mark store (Redis)
+that answers one call with more than 16 MiB (a broken server, a hostile
+one, or something else on its address) has its connection dropped as the
+bytes come: the write gets a 503, nothing reaches the upstream, the
+proxy's memory stays bounded, the log says why, and the next write goes
+through once the store answers again. Answers under the limit are read
+whole and judged as before.
+
+The answers come from servers.Liar, a relay in front of the real server
+that answers for it on cue: no real store sends them. The real server
+has run the call whose answer the relay replaced (the mark it raised
+stays). The lock service reads its Redis answers through the same
+client.
+"""
+
+import uuid
+
+import pytest
+
+import servers
+from common import wait_until
+from daemon import STORE_ROUTES, StoreUnderTest, wait_ready
+from wire import assert_problem
+
+MAX = 16 << 20
+# The lies stop at SENT_MAX bytes on each connection (a store has one or
+# two), so that a proxy that kept reading would hold a GiB or more, not
+# the GROWN_MAX it may grow by here: on each connection 16 MiB of answer,
+# what its reader built of it, and a read's worth more.
+SENT_MAX = 1 << 30
+GROWN_MAX = 256 << 20
+
+
+def endless(head, fill=b"x"):
+    """head, then fill repeated in 1 MiB chunks up to SENT_MAX."""
+    def answer():
+        yield head
+        chunk = fill * ((1 << 20) // len(fill))
+        sent = len(head)
+        while sent < SENT_MAX:
+            yield chunk
+            sent += len(chunk)
+    return answer
+
+
+def once(data):
+    """data, whole, in 1 MiB pieces."""
+    def answer():
+        for i in range(0, len(data), 1 << 20):
+            yield data[i:i + (1 << 20)]
+    return answer
+
+
+def store_keys(kind, server, port):
+    if kind == "redis":
+        return {"url": "redis://127.0.0.1:%d" % port}
+    if kind == "postgres":
+        return {"dsn": server.dsn.replace("port=%d" % server.port,
+                                          "port=%d" % port)}
+    return {"endpoints": "http://127.0.0.1:%d" % port}
+
+
+@pytest.fixture
+def liars():
+    made = []
+
+    def make(port):
+        liar = servers.Liar(port)
+        made.append(liar)
+        return liar
+
+    yield make
+    for liar in made:
+        liar.stop()
+
+
+def lied(tidemark, upstream, store_servers, liars, kind, answer):
+    """A tidemark on kind's store through a Liar; one write accepted
+    (token 5), then one (token 9) that the store answers with answer().
+    Returns the tidemark, the resource, the refused answer and how much
+    the proxy grew."""
+    server = store_servers(kind)
+    liar = liars(server.port)
+    cfg = dict(STORE_ROUTES)
+    cfg["store"] = StoreUnderTest(kind, server).section(
+        **store_keys(kind, server, liar.port))
+    cfg["proxy"] = {"order_grace_ms": "0"}
+    tm = tidemark(config=cfg)
+    wait_ready(tm)
+    d = uuid.uuid4().hex[:12]
+    assert tm.put(d, token=5).status == 200
+    before = tm.status("VmRSS")
+    liar.lie(answer)
+    r = tm.put(d, token=9, headers=[("X-Test-Id", d)])
+    grown = tm.status("VmHWM") - before
+    liar.lie(None)
+    assert tm.proc.poll() is None
+    assert upstream.find("X-Test-Id", d) == []
+    return tm, d, r, grown
+
+
+def recovers(tm, d):
+    """The next write goes through, on a new connection."""
+    wait_until(lambda: tm.put(d, token=11).status == 200, 10,
+               "a write accepted once the store answers again")
+    assert tm.mark("documents/" + d) == 11
+
+
+# ------------------------------------------------------------- redis
+
+REDIS_TOO_LARGE = "an answer larger than 16 MiB"
+
+
+@pytest.mark.parametrize("answer", [
+    # A bulk string that says 1 GiB and keeps coming.
+    endless(b"$1073741824\r\n"),
+    # An array that says two billion elements.
+    once(b"*2000000000\r\n"),
+    # An array of arrays of 65,536 empty arrays each: 3.5 MiB of replies
+    # and slots built for every 256 KiB read.
+    endless(b"*1000000\r\n", b"*65536\r\n" + b"*0\r\n" * 65536),
+    # Integers, a 48-byte reply built for every 4 bytes read.
+    endless(b"*1\r\n*1\r\n*1\r\n*1\r\n*2000000\r\n", b":1\r\n"),
+    # A bulk string 16 MiB long, whole.
+    once(b"$%d\r\n%s\r\n" % (MAX, b"x" * MAX)),
+], ids=["endless-bulk", "array-header", "arrays-of-arrays", "integers",
+        "bulk-16MiB"])
+def test_redis_answer_too_large(tidemark, upstream, store_servers, liars,
+                                answer):
+    tm, d, r, grown = lied(tidemark, upstream, store_servers, liars,
+                           "redis", answer)
+    assert_problem(r, 503)
+    assert grown < GROWN_MAX, grown
+    tm.wait_log("redis: connection to", REDIS_TOO_LARGE)
+    recovers(tm, d)
+
+
+@pytest.mark.parametrize("length", [1, 30, 300, MAX - 64])
+def test_redis_answer_under_the_limit_is_read(tidemark, upstream,
+                                              store_servers, liars, length):
+    """A bulk string of 1 byte to just under 16 MiB (with its reply's own
+    bytes) is read whole: it is not the script's answer, so the write
+    gets a 503 for that, and the connection is not dropped for its
+    size."""
+    tm, d, r, grown = lied(tidemark, upstream, store_servers, liars, "redis",
+                           once(b"$%d\r\n%s\r\n" % (length, b"7" * length)))
+    assert_problem(r, 503)
+    recovers(tm, d)
+    assert tm.log_lines(REDIS_TOO_LARGE) == []
+
+
+@pytest.mark.parametrize("extra", [1, 2, 300])
+def test_redis_answer_to_no_command_is_dropped(tidemark, upstream,
+                                               store_servers, liars, extra):
+    """Replies beyond the one the command waits for: hiredis, which reads
+    them, stops the process on a reply nobody waits for (an assert); the
+    connection is dropped instead."""
+    tm, d, r, grown = lied(tidemark, upstream, store_servers, liars, "redis",
+                           once(b":1\r\n" * (1 + extra)))
+    assert_problem(r, 503)
+    tm.wait_log("redis: connection to", "an answer to no command")
+    recovers(tm, d)
