@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 
@@ -17,8 +18,18 @@
 #include "tls_client.h"
 
 #define EH_PROBE_MS 500
-#define EH_BODY_MAX (1u << 24)
-#define EH_LINE_MAX (1u << 22)
+/* What one answer may take in memory: its headers, and its body (a
+ * call's whole answer; a watch's whole stream, chunks included, after
+ * which its owner watches again from where it was). Past either, evhttp
+ * drops the connection as it reads, before it holds more. */
+#define EH_HEAD_MAX (64u << 10)
+#define EH_BODY_MAX (16u << 20)
+#define EH_LINE_MAX (4u << 20)
+/* What a connection may hold unread: a whole answer waits there until
+ * its last byte (or a chunk until its own), and nothing else does. More
+ * is a line without an end (a chunk's size), which evhttp would wait on
+ * for ever: the connection is failed instead. */
+#define EH_UNREAD_MAX (EH_HEAD_MAX + EH_BODY_MAX + (64u << 10))
 #define EH_WATCH_IDLE_S 86400
 
 /* One address of an endpoint: evhttp connects to the first address of a
@@ -42,6 +53,8 @@ struct etcd_call {
     int ep;
     int tries;
     int64_t deadline;
+    /* why evhttp dropped its answer: the limits above, or not HTTP */
+    enum evhttp_request_error error;
 };
 
 struct etcd_watch {
@@ -53,7 +66,8 @@ struct etcd_watch {
     void *arg;
     char *body;
     int ep;
-    bool over; /* the stream ended: no more callbacks */
+    bool over;     /* the stream ended: no more callbacks */
+    bool too_long; /* evhttp ended it for the limits above */
 };
 
 struct etcd_http {
@@ -223,6 +237,68 @@ parse_endpoints(struct etcd_http *h, const char *v, char *err, size_t errlen)
 
 /* ---- connections and readiness --------------------------------------- */
 
+/* The connection of h whose unread bytes are in, if it is one of h's
+ * and still reading; and which endpoint it is to. */
+static struct bufferevent *
+reading_into(struct etcd_http *h, const struct evbuffer *in, int *ep)
+{
+    struct evhttp_connection *c = NULL;
+
+    for (int i = 0; c == NULL && i < h->neps * h->nconns; i++) {
+        if (h->conns[i] != NULL &&
+            bufferevent_get_input(
+                evhttp_connection_get_bufferevent(h->conns[i])) == in) {
+            c = h->conns[i];
+            *ep = i / h->nconns;
+        }
+    }
+    for (int i = 0; c == NULL && i < h->neps; i++) {
+        if (h->probe_conns[i] != NULL &&
+            bufferevent_get_input(
+                evhttp_connection_get_bufferevent(h->probe_conns[i])) == in) {
+            c = h->probe_conns[i];
+            *ep = i;
+        }
+    }
+    for (struct etcd_watch *w = h->watches; c == NULL && w != NULL;
+         w = w->next) {
+        if (bufferevent_get_input(evhttp_connection_get_bufferevent(w->conn)) ==
+            in) {
+            c = w->conn;
+            *ep = w->ep;
+        }
+    }
+    if (c == NULL ||
+        (bufferevent_get_enabled(evhttp_connection_get_bufferevent(c)) &
+         EV_READ) == 0) {
+        return NULL;
+    }
+    return evhttp_connection_get_bufferevent(c);
+}
+
+/* A connection's unread bytes grew: past EH_UNREAD_MAX, it stops reading
+ * and fails as a broken connection would (evhttp answers its request
+ * NULL, on a later pass of the loop). */
+static void
+on_unread(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct etcd_http *h = arg;
+    struct bufferevent *bev;
+    int ep = 0;
+
+    if (info->n_added == 0 || evbuffer_get_length(in) <= EH_UNREAD_MAX ||
+        (bev = reading_into(h, in, &ep)) == NULL) {
+        return;
+    }
+    lib_enter(h->log);
+    log_error("etcd %s: %s (%s): an answer went past %u bytes unread (a "
+              "line without an end): dropping its connection",
+              h->who, LOG_STR(h->eps[ep].host), h->eps[ep].text, EH_UNREAD_MAX);
+    bufferevent_disable(bev, EV_READ);
+    bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_ERROR,
+                              BEV_TRIG_DEFER_CALLBACKS);
+}
+
 static struct evhttp_connection *
 new_conn(struct etcd_http *h, int i, int timeout_ms)
 {
@@ -238,10 +314,31 @@ new_conn(struct etcd_http *h, int i, int timeout_ms)
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
 
     if (c != NULL) {
+        struct bufferevent *io = evhttp_connection_get_bufferevent(c);
+
         evhttp_connection_set_retries(c, 0);
         evhttp_connection_set_timeout_tv(c, &tv);
+        evhttp_connection_set_max_headers_size(c, EH_HEAD_MAX);
+        evhttp_connection_set_max_body_size(c, EH_BODY_MAX);
+        if (evbuffer_add_cb(bufferevent_get_input(io), on_unread, h) == NULL) {
+            evhttp_connection_free(c);
+            c = NULL;
+        }
     }
     return c;
+}
+
+/* evhttp's reason, given before the request's callback gets NULL. */
+static void
+on_call_error(enum evhttp_request_error e, void *arg)
+{
+    ((struct etcd_call *)arg)->error = e;
+}
+
+static void
+on_watch_error(enum evhttp_request_error e, void *arg)
+{
+    ((struct etcd_watch *)arg)->too_long = e == EVREQ_HTTP_DATA_TOO_LONG;
 }
 
 static void start_probe(struct etcd_http *h);
@@ -426,7 +523,7 @@ read_reply(struct etcd_call *c, struct evhttp_request *req, int code)
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *text =
-        len < EH_BODY_MAX ? (const char *)evbuffer_pullup(in, -1) : NULL;
+        len <= EH_BODY_MAX ? (const char *)evbuffer_pullup(in, -1) : NULL;
     json_error_t jerr;
     json_t *body = text != NULL ? json_loadb(text, len, 0, &jerr) : NULL;
     struct etcd_reply rep = {.http = code, .body = body};
@@ -463,7 +560,14 @@ on_response(struct evhttp_request *req, void *arg)
         return;
     }
     log_tls_failure(h, c->ep);
-    set_down(h, c->ep, "no answer (connection failed or timed out)");
+    set_down(h, c->ep,
+             c->error == EVREQ_HTTP_DATA_TOO_LONG
+                 ? "an answer larger than 16 MiB of body: dropped as it came"
+             : c->error == EVREQ_HTTP_INVALID_HEADER
+                 ? "an answer that is not HTTP, or has more than 64 KiB of "
+                   "headers"
+                 : "no answer (connection failed or timed out)");
+    c->error = EVREQ_HTTP_TIMEOUT; /* read as "no answer" */
     if (!h->closing && c->tries < h->neps && dial_now_ms() + 1 < c->deadline) {
         int next = (c->ep + 1) % h->neps;
 
@@ -499,6 +603,7 @@ send_call(struct etcd_call *c)
         return false;
     }
     evhttp_connection_set_timeout_tv(conn, &tv);
+    evhttp_request_set_error_cb(req, on_call_error);
     c->tries++;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Host",
                       h->eps[c->ep].host);
@@ -654,6 +759,13 @@ on_watch_end(struct evhttp_request *req, void *arg)
     if (req != NULL && evhttp_request_get_response_code(req) == 200) {
         evbuffer_add_buffer(w->buf, evhttp_request_get_input_buffer(req));
         watch_lines(w);
+    } else if (w->too_long) {
+        /* Its stream reached 16 MiB, or announced more: not the
+         * member's failure; its owner watches again. */
+        log_info("etcd %s: %s (%s): a watch's stream went past 64 KiB of "
+                 "headers or 16 MiB: ended",
+                 w->h->who, LOG_STR(w->h->eps[w->ep].host),
+                 w->h->eps[w->ep].text);
     } else if (!w->h->closing) {
         /* No stream, or it broke: the member is gone or not serving. The
          * next watch, like the next call, goes to another one. */
@@ -692,6 +804,7 @@ etcd_http_watch(struct etcd_http *h, json_t *create_request, etcd_watch_cb cb,
         goto fail;
     }
     evhttp_request_set_chunked_cb(req, on_watch_chunk);
+    evhttp_request_set_error_cb(req, on_watch_error);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Host",
                       h->eps[w->ep].host);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",

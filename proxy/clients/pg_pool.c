@@ -3,9 +3,14 @@
  * each connect, one query in flight per connection with a deadline. */
 #include "pg_pool.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <event2/event.h>
 
@@ -15,6 +20,14 @@
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_CONNECT_MIN_MS 5000
+/* What one answer may take: the bytes received since the last one ended,
+ * weighed before each of libpq's reads. libpq keeps a whole result, every
+ * row of it, and a row until its last byte, however many it says there
+ * are; no answer tidemark asks for comes near this. Counted over TCP (the
+ * kernel's count of the bytes it received); a server on a Unix socket is
+ * on this machine. What one read takes is libpq's: once a row has said
+ * how long it is, a read goes on for as long as its bytes keep coming. */
+#define PG_ANSWER_MAX (16u << 20)
 
 enum pc_state {
     PC_DOWN,       /* waiting for retry_ev */
@@ -38,6 +51,7 @@ struct pg_conn {
     bool has_work;     /* the owner has something of ours */
     PGresult *result;  /* the first result of the query in flight */
     size_t setup_step; /* 0 setup query, then one per prepare */
+    uint64_t rx_base;  /* rx_bytes when the last answer ended */
 };
 
 struct pg_pool {
@@ -276,9 +290,32 @@ query_done(struct pg_conn *c)
     pg_pool_dispatch(s);
 }
 
+/* The bytes the kernel has received on c's socket, ever; 0 when it
+ * cannot tell (not TCP). */
+static uint64_t
+rx_bytes(const struct pg_conn *c)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    if (getsockopt(PQsocket(c->pg), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_bytes_received) +
+                  sizeof(ti.tcpi_bytes_received)) {
+        return 0;
+    }
+    return ti.tcpi_bytes_received;
+}
+
 static void
 conn_read(struct pg_conn *c)
 {
+    uint64_t rx = rx_bytes(c);
+
+    /* An answer past PG_ANSWER_MAX is not read on. */
+    if (rx > c->rx_base && rx - c->rx_base > PG_ANSWER_MAX) {
+        conn_fail(c, "an answer larger than 16 MiB");
+        return;
+    }
     if (!PQconsumeInput(c->pg)) {
         conn_fail_pg(c, "reading");
         return;
@@ -291,6 +328,7 @@ conn_read(struct pg_conn *c)
         }
         res = PQgetResult(c->pg);
         if (res == NULL) {
+            c->rx_base = rx_bytes(c);
             query_done(c);
             return; /* c may be failed, or busy with new work */
         }
@@ -351,6 +389,7 @@ connect_poll(struct pg_conn *c)
     }
     c->state = PC_SETUP;
     c->setup_step = 0;
+    c->rx_base = rx_bytes(c);
     if (!conn_flush(c)) {
         conn_fail_pg(c, "setting up");
     }

@@ -1,4 +1,4 @@
-"""What a store may answer at most. A mark store (Redis)
+"""What a store may answer at most. A mark store (Redis, PostgreSQL, etcd)
 that answers one call with more than 16 MiB (a broken server, a hostile
 one, or something else on its address) has its connection dropped as the
 bytes come: the write gets a 503, nothing reaches the upstream, the
@@ -9,10 +9,11 @@ whole and judged as before.
 The answers come from servers.Liar, a relay in front of the real server
 that answers for it on cue: no real store sends them. The real server
 has run the call whose answer the relay replaced (the mark it raised
-stays). The lock service reads its Redis answers through the same
-client.
+stays). The lock service reads its Redis, PostgreSQL and etcd answers
+through the same clients.
 """
 
+import struct
 import uuid
 
 import pytest
@@ -160,3 +161,109 @@ def test_redis_answer_to_no_command_is_dropped(tidemark, upstream,
     assert_problem(r, 503)
     tm.wait_log("redis: connection to", "an answer to no command")
     recovers(tm, d)
+
+
+# ------------------------------------------------------------- etcd
+
+HTTP_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize("answer,logged", [
+    # A body that says it is 16 MiB and 1 byte.
+    (endless(HTTP_HEAD + b"Content-Length: %d\r\n\r\n" % (MAX + 1)),
+     "16 MiB of body"),
+    # One chunk that says it is 2 GiB.
+    (endless(HTTP_HEAD + b"Transfer-Encoding: chunked\r\n\r\n7fffffff\r\n"),
+     "16 MiB of body"),
+    # A chunk's size line that never ends.
+    (endless(HTTP_HEAD + b"Transfer-Encoding: chunked\r\n\r\n1", b"0"),
+     "bytes unread"),
+    # A header line that never ends.
+    (endless(HTTP_HEAD + b"X-A: "), "64 KiB of headers"),
+], ids=["content-length", "chunk-size", "chunk-size-line", "header"])
+def test_etcd_answer_too_large(tidemark, upstream, store_servers, liars,
+                               answer, logged):
+    tm, d, r, grown = lied(tidemark, upstream, store_servers, liars, "etcd",
+                           answer)
+    assert_problem(r, 503)
+    assert grown < GROWN_MAX, grown
+    tm.wait_log("etcd", logged)
+    recovers(tm, d)
+
+
+@pytest.mark.parametrize("length", [1, 30, 300, MAX])
+def test_etcd_body_up_to_the_limit_is_read(tidemark, upstream, store_servers,
+                                           liars, length):
+    """A body of 1 byte to exactly 16 MiB is read whole, and found not to
+    be JSON."""
+    body = b"x" * length
+    tm, d, r, grown = lied(
+        tidemark, upstream, store_servers, liars, "etcd",
+        once(HTTP_HEAD + b"Content-Length: %d\r\n\r\n" % length + body))
+    assert_problem(r, 503)
+    tm.wait_log("etcd", "a body that is not JSON")
+    recovers(tm, d)
+    assert tm.log_lines("16 MiB of body") == []
+
+
+# ------------------------------------------------------------- postgres
+
+PG_TOO_LARGE = "an answer larger than 16 MiB"
+
+
+def pg_message(kind, payload):
+    return kind + struct.pack(">I", 4 + len(payload)) + payload
+
+
+def pg_row(key, fence):
+    """A DataRow of the store's two columns, key and fence."""
+    return pg_message(b"D", struct.pack(">H", 2) +
+                      struct.pack(">I", len(key)) + key +
+                      struct.pack(">I", len(fence)) + fence)
+
+
+PG_FIELDS = pg_message(b"T", struct.pack(">H", 2) + b"".join(
+    name + b"\0" + struct.pack(">IHIHIH", 0, 0, 25, 65535, 0xffffffff, 0)
+    for name in (b"key", b"fence")))
+PG_END = pg_message(b"C", b"SELECT 1\0") + pg_message(b"Z", b"I")
+
+
+def test_postgres_answer_too_large(tidemark, upstream, store_servers,
+                                   liars):
+    """Rows of 1 KiB that keep coming."""
+    tm, d, r, grown = lied(tidemark, upstream, store_servers, liars,
+                           "postgres",
+                           endless(PG_FIELDS, pg_row(b"k" * 1000, b"5")))
+    assert_problem(r, 503)
+    assert grown < GROWN_MAX, grown
+    tm.wait_log("postgres: connection", PG_TOO_LARGE)
+    recovers(tm, d)
+
+
+def test_postgres_row_too_large(tidemark, upstream, store_servers, liars):
+    """One row that says it is 512 MiB, its bytes coming without a pause:
+    the connection is dropped, but what it took first is libpq's to say
+    (it reads a row it has been told the length of for as long as the
+    bytes keep coming; seen here from 20 MiB to all of it), so the
+    proxy's growth is not bounded by this test."""
+    tm, d, r, grown = lied(
+        tidemark, upstream, store_servers, liars, "postgres",
+        endless(b"D" + struct.pack(">IHI", 1 << 29, 2, (1 << 29) - 16)))
+    assert_problem(r, 503)
+    tm.wait_log("postgres: connection", PG_TOO_LARGE)
+    recovers(tm, d)
+
+
+@pytest.mark.parametrize("rows", [1, 30, 300, 15 * 1024])
+def test_postgres_answer_under_the_limit_is_read(tidemark, upstream,
+                                                 store_servers, liars, rows):
+    """A whole answer of 1 to 15,360 rows of 1 KiB (15 MiB, under the
+    limit with its messages' own bytes) is read; no row names the
+    resource, so the write gets a 503 for that."""
+    row = pg_row(b"k" * 1000, b"5")
+    tm, d, r, grown = lied(tidemark, upstream, store_servers, liars,
+                           "postgres",
+                           once(PG_FIELDS + row * rows + PG_END))
+    assert_problem(r, 503)
+    recovers(tm, d)
+    assert tm.log_lines(PG_TOO_LARGE) == []
