@@ -15,6 +15,7 @@
 
 #include "../log.h"
 #include "dial.h"
+#include "http_limit.h"
 #include "tls_client.h"
 
 #define EH_PROBE_MS 500
@@ -237,8 +238,8 @@ parse_endpoints(struct etcd_http *h, const char *v, char *err, size_t errlen)
 
 /* ---- connections and readiness --------------------------------------- */
 
-/* The connection of h whose unread bytes are in, if it is one of h's
- * and still reading; and which endpoint it is to. */
+/* The connection of h whose unread bytes are in, and which endpoint it
+ * is to; NULL if it is none of h's. */
 static struct bufferevent *
 reading_into(struct etcd_http *h, const struct evbuffer *in, int *ep)
 {
@@ -268,17 +269,10 @@ reading_into(struct etcd_http *h, const struct evbuffer *in, int *ep)
             *ep = w->ep;
         }
     }
-    if (c == NULL ||
-        (bufferevent_get_enabled(evhttp_connection_get_bufferevent(c)) &
-         EV_READ) == 0) {
-        return NULL;
-    }
-    return evhttp_connection_get_bufferevent(c);
+    return c != NULL ? evhttp_connection_get_bufferevent(c) : NULL;
 }
 
-/* A connection's unread bytes grew: past EH_UNREAD_MAX, it stops reading
- * and fails as a broken connection would (evhttp answers its request
- * NULL, on a later pass of the loop). */
+/* A connection's unread bytes grew: past EH_UNREAD_MAX, it fails. */
 static void
 on_unread(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 {
@@ -287,16 +281,14 @@ on_unread(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
     int ep = 0;
 
     if (info->n_added == 0 || evbuffer_get_length(in) <= EH_UNREAD_MAX ||
-        (bev = reading_into(h, in, &ep)) == NULL) {
+        (bev = reading_into(h, in, &ep)) == NULL ||
+        !http_limit_unread(bev, in, info, EH_UNREAD_MAX)) {
         return;
     }
     lib_enter(h->log);
     log_error("etcd %s: %s (%s): an answer went past %u bytes unread (a "
               "line without an end): dropping its connection",
               h->who, LOG_STR(h->eps[ep].host), h->eps[ep].text, EH_UNREAD_MAX);
-    bufferevent_disable(bev, EV_READ);
-    bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_ERROR,
-                              BEV_TRIG_DEFER_CALLBACKS);
 }
 
 static struct evhttp_connection *

@@ -14,9 +14,12 @@
 #include <event2/util.h>
 
 #include "dial.h"
+#include "http_limit.h"
 #include "tls_client.h"
 
 #define FETCH_HEAD_MAX 16384
+/* More unread than a whole answer can be: a line without an end. */
+#define FETCH_UNREAD_SLACK (64u << 10)
 
 /* The URL's parts: host (brackets taken off), port, the path and query
  * to send and the Host header's value. */
@@ -38,6 +41,7 @@ struct http_fetch {
     http_fetch_cb cb;
     void *arg;
     const char *why; /* evhttp's error, when it gave one */
+    bool over;       /* failed for what it held unread */
     SSL_CTX *ctx;
     enum evhttp_cmd_type method;
     int timeout_ms;
@@ -86,8 +90,23 @@ on_error(enum evhttp_request_error e, void *arg)
     };
     struct http_fetch *f = arg;
 
-    if ((size_t)e < sizeof(why) / sizeof(why[0]) && why[e] != NULL) {
+    if (f->over) {
+        f->why = "the answer is too long (a line without an end)";
+    } else if ((size_t)e < sizeof(why) / sizeof(why[0]) && why[e] != NULL) {
         f->why = why[e];
+    }
+}
+
+static void
+on_unread(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct http_fetch *f = arg;
+
+    if (f->conn != NULL &&
+        http_limit_unread(evhttp_connection_get_bufferevent(f->conn), in, info,
+                          FETCH_HEAD_MAX + f->max_answer +
+                              FETCH_UNREAD_SLACK)) {
+        f->over = true;
     }
 }
 
@@ -241,6 +260,12 @@ send_to(struct http_fetch *f, const struct dial_list *l, char *err,
     evhttp_connection_set_timeout_tv(f->conn, &tv);
     evhttp_connection_set_max_body_size(f->conn, (ev_ssize_t)f->max_answer);
     evhttp_connection_set_max_headers_size(f->conn, FETCH_HEAD_MAX);
+    if (evbuffer_add_cb(
+            bufferevent_get_input(evhttp_connection_get_bufferevent(f->conn)),
+            on_unread, f) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
     f->req = NULL; /* the connection's now, sent or not */
     if (evhttp_make_request(f->conn, req, f->method, f->t.path) != 0) {
         snprintf(err, errlen, "cannot send the request");

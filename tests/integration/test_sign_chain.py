@@ -104,13 +104,20 @@ class _StandInHandler(BaseHTTPRequestHandler):
         self.server.owner.serve(self, "PUT")
 
 
+# What the "endless" stand-in sends at most: a client that kept reading
+# would hold all of it.
+ENDLESS_MAX = 256 << 20
+
+
 class AwsStandIn(_Server):
     """Stands in for AWS's credential endpoints. Each set it hands out
     lives `lifetime` seconds and is recorded in `issued` (key id ->
     secret, session token, expiry); with fixed=(key, secret) every set
     has that key and secret (s3rver's) and a new session token. mode:
     "ok", "down" (503 to everything), "malformed" (a 200 whose body
-    is not the protocol's answer) or "huge" (a 200 of 70 KiB)."""
+    is not the protocol's answer), "huge" (a 200 of 70 KiB) or
+    "endless" (a chunked 200 whose first chunk's size line never ends:
+    bytes until ENDLESS_MAX or the client goes; `sent` counts them)."""
 
     def __init__(self, lifetime=3600, fixed=None, web_token="jwt-1",
                  auth_token="container-auth-1", tls=None):
@@ -125,6 +132,7 @@ class AwsStandIn(_Server):
         self.calls = []
         self.imds_tokens = set()
         self.n = 0
+        self.sent = 0
         super().__init__(_StandInHandler, tls)
 
     def new_set(self):
@@ -148,6 +156,8 @@ class AwsStandIn(_Server):
             return h.answer(503, "{}")
         if self.mode == "huge":
             return h.answer(200, " " * 70000)
+        if self.mode == "endless":
+            return self.endless(h)
         if method == "POST" and path == "/":
             return self.sts(h, body)
         if path == "/container/creds" and method == "GET":
@@ -155,6 +165,18 @@ class AwsStandIn(_Server):
         if path.startswith("/latest/"):
             return self.imds(h, method, path)
         h.answer(404, "{}")
+
+    def endless(self, h):
+        h.close_connection = True
+        try:
+            h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json"
+                          b"\r\nTransfer-Encoding: chunked\r\n\r\n1")
+            chunk = b"0" * (1 << 16)
+            while self.sent < ENDLESS_MAX:
+                h.wfile.write(chunk)
+                self.sent += len(chunk)
+        except OSError:
+            pass
 
     def sts(self, h, body):
         form = urllib.parse.parse_qs(body)
@@ -600,6 +622,23 @@ def test_a_bad_answer_keeps_nothing_and_says_why(temporary, mode, source,
                                      lifetime=3600, renew=False)
     tm.wait_log("upstream s3: credentials from", why)
     r = put_through(tm, unique(mode), b"x")
+    assert r.status_code == 503, r.content
+    assert checker.verdicts == []
+    assert tm.alive()
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_an_answer_that_never_ends_is_dropped(temporary, source):
+    """A 200 whose chunk-size line never ends, from each source's
+    endpoint: the fetch fails with why once the bytes waiting unread pass
+    what a whole answer (64 KiB) could be, the connection closes, and
+    nothing is kept."""
+    standin, checker, tm = temporary(mode="endless", source=SOURCES[source],
+                                     lifetime=3600, renew=False)
+    tm.wait_log("upstream s3: credentials from",
+                "the answer is too long (a line without an end)")
+    assert standin.sent < 16 << 20, standin.sent
+    r = put_through(tm, unique("endless"), b"x")
     assert r.status_code == 503, r.content
     assert checker.verdicts == []
     assert tm.alive()
