@@ -28,6 +28,9 @@
 /* After a failure (the backend, the store), the next try comes this
  * soon at most. */
 #define LEASE_RETRY_MS 500
+/* What the application's health answer may send before its status and
+ * headers end; its body is never read. */
+#define LEASE_HEAD_MAX (16 << 10)
 
 struct lease {
     struct carrier *c;
@@ -44,6 +47,7 @@ struct lease {
     bool stopping;
     /* health_url */
     struct evhttp_connection *hc;
+    int probe_code; /* the status the probe's answer gave; 0: none yet */
     char *host_header;
     char *path;
     char self[96]; /* the holder's name: "host:pid" */
@@ -288,11 +292,23 @@ unhealthy(struct lease *l, int code)
     l->fence = 0;
 }
 
+/* The probe's answer has its status: all a probe needs. Its body is not
+ * read (evhttp is told to stop, and answers the request NULL): a body
+ * however long, or however slow, neither holds memory nor holds the
+ * lease's renewals back. */
+static int
+probe_head(struct evhttp_request *req, void *arg)
+{
+    ((struct lease *)arg)->probe_code = evhttp_request_get_response_code(req);
+    return -1;
+}
+
 static void
 probed(struct evhttp_request *req, void *arg)
 {
     struct lease *l = arg;
-    int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+    int code =
+        req != NULL ? evhttp_request_get_response_code(req) : l->probe_code;
 
     l->probing = false;
     if (!landed(l)) {
@@ -314,8 +330,10 @@ probe(struct lease *l)
         unhealthy(l, 0);
         return;
     }
+    evhttp_request_set_header_cb(req, probe_head);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Host",
                       l->host_header);
+    l->probe_code = 0;
     l->busy = true;
     l->probing = true;
     if (evhttp_make_request(l->hc, req, EVHTTP_REQ_GET, l->path) != 0) {
@@ -355,6 +373,7 @@ open_health(struct lease *l, char *err, size_t errlen)
                     query != NULL ? query : "");
             evhttp_connection_set_timeout_tv(l->hc, &tv);
             evhttp_connection_set_retries(l->hc, 0);
+            evhttp_connection_set_max_headers_size(l->hc, LEASE_HEAD_MAX);
             ok = true;
         }
     }

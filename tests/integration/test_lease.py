@@ -329,19 +329,37 @@ def test_scope_mark_refuses_a_write_that_slips_past(pair, upstream):
 
 class Health:
     """The application's health endpoint: answers status (200 or 500),
-    or hangs (status None) until stopped."""
+    or hangs (status None) until stopped; with endless, its 200 says a
+    body of 1 GiB and sends it until the client goes (sent counts the
+    bytes, gets the requests)."""
 
     def __init__(self):
         self.status = 200
+        self.endless = False
+        self.gets = 0
+        self.sent = 0
         self.stopping = threading.Event()
         outer = self
 
         class H(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
+                outer.gets += 1
                 if outer.status is None:
                     outer.stopping.wait(30)
                     return
                 self.send_response(outer.status)
+                if outer.endless:
+                    self.close_connection = True
+                    self.send_header("Content-Length", str(1 << 30))
+                    self.end_headers()
+                    chunk = b"x" * (1 << 16)
+                    try:
+                        for _ in range((1 << 30) // len(chunk)):
+                            self.wfile.write(chunk)
+                            outer.sent += len(chunk)
+                    except OSError:
+                        pass
+                    return
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -392,6 +410,24 @@ def test_unhealthy_app_gives_the_lease_up(tidemark, upstream, health,
     assert lease_state(a, lease)["state"] == "lost"
     a.wait_log("health_url " + why)
     assert_refused(a, upstream, unique(), 503, "lease-lost")
+
+
+def test_a_health_body_that_never_ends_is_not_read(tidemark, upstream,
+                                                    health):
+    """A health endpoint that says 200 and then sends a body without end:
+    the status is all a probe reads, so the lease goes on being renewed
+    (a probe at every turn) and the body is not taken in."""
+    lease = unique("app")
+    health.endless = True
+    tm = tidemark(config=lease_config(lease, renew_ms=300,
+                                      health_url=health.url))
+    wait_state(tm, lease, "holding")
+    wait_until(lambda: health.gets >= 5, 10 * slow(), "five probes")
+    assert lease_state(tm, lease)["state"] == "holding"
+    # Each probe's connection is closed once its status is in: what
+    # reached the sockets' buffers meanwhile, not 5 GiB.
+    assert health.sent < 64 << 20, health.sent
+    assert tm.log_lines("health_url") == []
 
 
 # -------------------------------------------------------------- config
