@@ -16,15 +16,11 @@
 #include "../log.h"
 #include "coldq.h"
 #include "dial.h"
+#include "redis_reply.h"
 
 #define REDIS_BACKOFF_MIN_MS 50
 #define REDIS_BACKOFF_MAX_MS 2000
 #define REDIS_MAX_SCRIPTS 8
-/* What one answer may take in memory: the bytes of it hiredis holds
- * unread, and the replies it builds of it (each reply, array slot and
- * string byte counted). No answer tidemark asks for comes near it; a
- * peer that sends more is dropped as it sends. */
-#define REDIS_ANSWER_MAX (16u << 20)
 
 struct redis_conn {
     struct event_base *base;
@@ -64,11 +60,10 @@ struct redis_conn {
     uint64_t watched;       /* replies at the previous watch */
     bool stalled;           /* commands were waiting at that watch */
     int timeout_ms;
-    /* hiredis's reply builders, and ours that weigh the answer first */
-    redisReplyObjectFunctions *built, weighed;
-    size_t weight;       /* of the answer being read */
-    const char *refused; /* why an answer was refused, dropping the
-                          * connection; NULL: none was */
+    /* the answers weighed as hiredis builds them (redis_reply.h); its
+     * refused also says why the bytes of one not read yet dropped the
+     * connection */
+    struct redis_weigher weigher;
 };
 
 /* hiredis's libevent glue, as its adapter does it, but the bytes of an
@@ -262,10 +257,10 @@ on_disconnect(const redisAsyncContext *ac, int status)
     }
     log_error("redis: connection to %s lost: %s; reconnecting",
               LOG_STR(c->peer),
-              c->refused != NULL   ? c->refused
-              : status == REDIS_OK ? "closed"
-                                   : ac->errstr);
-    c->refused = NULL;
+              c->weigher.refused != NULL ? c->weigher.refused
+              : status == REDIS_OK       ? "closed"
+                                         : ac->errstr);
+    c->weigher.refused = NULL;
     c->failures = 1;
     schedule_retry(c);
 }
@@ -418,69 +413,13 @@ on_connect_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the event loop's side of hiredis, with answers weighed ---------- */
 
-/* Count n more bytes of the answer t belongs to (its first object
- * starts the count); false past REDIS_ANSWER_MAX, and hiredis, given no
- * object, fails the connection. An answer that no command waits for is
- * refused too: hiredis would stop the process on it (an assert), unless
- * it is an error, which it reads as the server's last word. */
+/* Whether a command waits for the answer that starts now. */
 static bool
-weigh(const redisReadTask *t, size_t n)
+asked(void *arg)
 {
-    struct redis_conn *c = t->privdata;
+    const struct redis_conn *c = arg;
 
-    if (t->parent == NULL) {
-        if (t->type != REDIS_REPLY_ERROR && c->ac != NULL &&
-            c->ac->replies.head == NULL) {
-            c->refused = "an answer to no command";
-            return false;
-        }
-        c->weight = 0;
-    }
-    if (n > REDIS_ANSWER_MAX - c->weight) {
-        c->refused = "an answer larger than 16 MiB";
-        return false;
-    }
-    c->weight += n;
-    return true;
-}
-
-static void *
-weigh_string(const redisReadTask *t, char *s, size_t len)
-{
-    struct redis_conn *c = t->privdata;
-
-    return weigh(t, sizeof(redisReply) + len + 1)
-               ? c->built->createString(t, s, len)
-               : NULL;
-}
-
-static void *
-weigh_array(const redisReadTask *t, int n)
-{
-    struct redis_conn *c = t->privdata;
-    size_t slots = n > 0 ? (size_t)n : 0;
-
-    size_t n_bytes = slots <= REDIS_ANSWER_MAX / sizeof(void *)
-                         ? sizeof(redisReply) + slots * sizeof(void *)
-                         : SIZE_MAX;
-
-    return weigh(t, n_bytes) ? c->built->createArray(t, n) : NULL;
-}
-
-static void *
-weigh_integer(const redisReadTask *t, long long v)
-{
-    struct redis_conn *c = t->privdata;
-
-    return weigh(t, sizeof(redisReply)) ? c->built->createInteger(t, v) : NULL;
-}
-
-static void *
-weigh_nil(const redisReadTask *t)
-{
-    struct redis_conn *c = t->privdata;
-
-    return weigh(t, sizeof(redisReply)) ? c->built->createNil(t) : NULL;
+    return c->ac == NULL || c->ac->replies.head != NULL;
 }
 
 static void
@@ -495,7 +434,7 @@ ev_read(evutil_socket_t fd, short what, void *arg)
     /* Nothing is read before the connect is made (dialing). */
     if (r->len - r->pos > REDIS_ANSWER_MAX && e->ac == c->ac && !c->dialing) {
         lib_enter(c->log);
-        c->refused = "an answer larger than 16 MiB";
+        c->weigher.refused = "an answer larger than 16 MiB";
         drop(c);
         return;
     }
@@ -564,17 +503,7 @@ attach(struct redis_conn *c, redisAsyncContext *ac)
         free(e);
         return false;
     }
-    c->built = r->fn;
-    c->weighed = (redisReplyObjectFunctions){
-        .createString = weigh_string,
-        .createArray = weigh_array,
-        .createInteger = weigh_integer,
-        .createNil = weigh_nil,
-        .freeObject = r->fn->freeObject,
-    };
-    r->fn = &c->weighed;
-    r->privdata = c;
-    c->refused = NULL;
+    redis_weigher_set(r, &c->weigher, asked, c);
     ac->ev.addRead = ev_add_read;
     ac->ev.delRead = ev_del_read;
     ac->ev.addWrite = ev_add_write;

@@ -60,3 +60,88 @@ redis_reply_slots_range(const redisReply *e, struct redis_slots_range *out)
     };
     return true;
 }
+
+/* ---- weighing answers as hiredis builds them ------------------------- */
+
+/* Count n more bytes of the answer t belongs to (its first object starts
+ * the count, and is where an answer no command waits for is refused). */
+static bool
+weigh(const redisReadTask *t, size_t n)
+{
+    struct redis_weigher *w = t->privdata;
+
+    if (t->parent == NULL) {
+        if (t->type != REDIS_REPLY_ERROR && !w->asked(w->arg)) {
+            w->refused = "an answer to no command";
+            return false;
+        }
+        w->weight = 0;
+    }
+    if (n > REDIS_ANSWER_MAX - w->weight) {
+        w->refused = "an answer larger than 16 MiB";
+        return false;
+    }
+    w->weight += n;
+    return true;
+}
+
+static void *
+weigh_string(const redisReadTask *t, char *s, size_t len)
+{
+    struct redis_weigher *w = t->privdata;
+
+    return weigh(t, len < SIZE_MAX - sizeof(redisReply) - 1
+                        ? sizeof(redisReply) + len + 1
+                        : SIZE_MAX)
+               ? w->built->createString(t, s, len)
+               : NULL;
+}
+
+static void *
+weigh_array(const redisReadTask *t, int n)
+{
+    struct redis_weigher *w = t->privdata;
+    size_t slots = n > 0 ? (size_t)n : 0;
+
+    return weigh(t, slots <= (SIZE_MAX - sizeof(redisReply)) / sizeof(void *)
+                        ? sizeof(redisReply) + slots * sizeof(void *)
+                        : SIZE_MAX)
+               ? w->built->createArray(t, n)
+               : NULL;
+}
+
+static void *
+weigh_integer(const redisReadTask *t, long long v)
+{
+    struct redis_weigher *w = t->privdata;
+
+    return weigh(t, sizeof(redisReply)) ? w->built->createInteger(t, v) : NULL;
+}
+
+static void *
+weigh_nil(const redisReadTask *t)
+{
+    struct redis_weigher *w = t->privdata;
+
+    return weigh(t, sizeof(redisReply)) ? w->built->createNil(t) : NULL;
+}
+
+void
+redis_weigher_set(redisReader *r, struct redis_weigher *w,
+                  bool (*asked)(void *arg), void *arg)
+{
+    w->built = r->fn;
+    w->fns = (redisReplyObjectFunctions){
+        .createString = weigh_string,
+        .createArray = weigh_array,
+        .createInteger = weigh_integer,
+        .createNil = weigh_nil,
+        .freeObject = r->fn->freeObject,
+    };
+    w->weight = 0;
+    w->asked = asked;
+    w->arg = arg;
+    w->refused = NULL;
+    r->fn = &w->fns;
+    r->privdata = w;
+}

@@ -1,8 +1,9 @@
 /* redis_reply.h: the reads of Redis's replies that tidemark's scripts
  * answer (decimal fences and marks, the mark store's {accepted, mark}),
  * for the mark store and the lock backend alike, and of a cluster's
- * CLUSTER SLOTS answer. Pure: no I/O, so that hostile replies can be
- * fuzzed (hiredis's reader makes them). */
+ * CLUSTER SLOTS answer; and the weighing of every answer as hiredis's
+ * reader builds it. Pure: no I/O, so that hostile replies can be fuzzed
+ * (hiredis's reader makes them). */
 #ifndef TM_REDIS_REPLY_H
 #define TM_REDIS_REPLY_H
 
@@ -45,5 +46,29 @@ struct redis_slots_range {
  * than REDIS_HOST_MAX or that redis_host_ok refuses; *out untouched. */
 bool redis_reply_slots_range(const redisReply *e, struct redis_slots_range *out)
     __attribute__((warn_unused_result));
+
+/* What one answer may take as hiredis builds it. */
+#define REDIS_ANSWER_MAX (16u << 20)
+
+/* Weighs the replies a hiredis reader builds, and refuses to build one
+ * past REDIS_ANSWER_MAX: each reply, array slot and string byte of an
+ * answer counted (hiredis's redisReply, its slot table, its string and
+ * NUL), from the answer's first object. An answer no command waits for
+ * (asked(arg) false at its first object) is refused too, unless it is an
+ * error: hiredis stops the process on one (an assert), but reads an error
+ * as the server's last word. A refusal makes the reader fail (hiredis's
+ * "Out of memory"), with refused saying why. */
+struct redis_weigher {
+    redisReplyObjectFunctions fns;    /* the reader's, weighing */
+    redisReplyObjectFunctions *built; /* hiredis's, building */
+    size_t weight;                    /* of the answer being read */
+    bool (*asked)(void *arg);
+    void *arg;
+    const char *refused; /* NULL: nothing refused */
+};
+
+/* Give r's replies to w (r's privdata is w's from now on). */
+void redis_weigher_set(redisReader *r, struct redis_weigher *w,
+                       bool (*asked)(void *arg), void *arg);
 
 #endif

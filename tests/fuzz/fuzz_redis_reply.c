@@ -19,10 +19,16 @@
  *   the reply's own bytes, 1 to 255 of them, each a printable byte other
  *   than '[', ']', '/' and '@', or none for "" and "?" (the node that
  *   answered); a range refused writes nothing.
- * hiredis 0.14's reader allocates an array for any count a reply
- * announces (*328653477 is 2.6 GB, before a single element came): that
- * is hiredis's, bounded by nothing tidemark can set, so inputs that
- * announce more than BIG elements or bytes are passed over here. */
+ * And for the weighing of every answer (redis_weigher_set), the input
+ * read a second time by a reader that weighs, with as many commands
+ * waiting as the input's length modulo 8: each answer it builds is the plain
+ * reader's, weighs (counted here apart) at most REDIS_ANSWER_MAX, and
+ * comes while a command waits, or is an error; it stops, with why, only
+ * at an answer past the bound or one no command waits for, never sooner.
+ * hiredis 0.14's plain reader allocates an array for any count a reply
+ * announces (*328653477 is 2.6 GB, before a single element came), so
+ * inputs that announce more than BIG elements or bytes are read by the
+ * weighing reader alone, which refuses them. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -179,6 +185,99 @@ slots_range(const redisReply *e)
     }
 }
 
+/* What the weigher counts for rep, counted apart: each reply, its slot
+ * table, its string and NUL. */
+static size_t
+weight_of(const redisReply *rep)
+{
+    size_t n = sizeof(redisReply);
+
+    switch (rep->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        return n + rep->len + 1;
+    case REDIS_REPLY_ARRAY:
+        n += rep->elements * sizeof(void *);
+        for (size_t i = 0; i < rep->elements; i++) {
+            n += weight_of(rep->element[i]);
+        }
+        return n;
+    default:
+        return n;
+    }
+}
+
+static bool
+same(const redisReply *a, const redisReply *b)
+{
+    if (a->type != b->type || a->integer != b->integer || a->len != b->len ||
+        a->elements != b->elements ||
+        (a->len > 0 && memcmp(a->str, b->str, a->len) != 0)) {
+        return false;
+    }
+    for (size_t i = 0; i < a->elements; i++) {
+        if (!same(a->element[i], b->element[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The weighing reader's asked: commands left waiting. */
+static bool
+waiting(void *arg)
+{
+    return *(int *)arg > 0;
+}
+
+/* data read by a weighing reader with size % 8 commands waiting,
+ * against plain (the plain reader's answers, nplain of them, and
+ * whether it stopped on an error; NULL when it was not run). */
+static void
+weighed(const uint8_t *data, size_t size, redisReply **plain, size_t nplain,
+        bool plain_failed)
+{
+    redisReader *rd = redisReaderCreate();
+    struct redis_weigher w;
+    int left = (int)(size % 8);
+    size_t n = 0;
+    void *reply = NULL;
+    int rc = REDIS_OK;
+
+    check(rd != NULL, "out of memory");
+    redis_weigher_set(rd, &w, waiting, &left);
+    if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK) {
+        while ((rc = redisReaderGetReply(rd, &reply)) == REDIS_OK &&
+               reply != NULL) {
+            const redisReply *r = reply;
+
+            check(weight_of(r) <= REDIS_ANSWER_MAX,
+                  "an answer built past the bound");
+            check(left > 0 || r->type == REDIS_REPLY_ERROR,
+                  "an answer built that no command waits for");
+            check(plain == NULL || (n < nplain && same(r, plain[n])),
+                  "an answer not the plain reader's");
+            left--;
+            n++;
+            freeReplyObject(reply);
+            reply = NULL;
+        }
+    }
+    if (rc != REDIS_OK && w.refused != NULL) {
+        /* Refused at answer n: the plain reader's, if it has one, is
+         * past the bound or unasked. */
+        check(plain == NULL || n >= nplain ||
+                  weight_of(plain[n]) > REDIS_ANSWER_MAX ||
+                  (left <= 0 && plain[n]->type != REDIS_REPLY_ERROR),
+              "an answer refused that is within the bound and asked");
+    } else if (plain != NULL) {
+        check((rc != REDIS_OK) == plain_failed && n == nplain,
+              "the weighing reader stopped where the plain one did not");
+    }
+    redisReaderFree(rd);
+}
+
 /* Whether the input announces an array or a string over BIG anywhere. */
 static bool
 announces_big(const uint8_t *data, size_t size)
@@ -202,16 +301,24 @@ announces_big(const uint8_t *data, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    /* An answer is at least 3 bytes ("+\r\n"): room for every one. */
+    redisReply **plain = calloc(size / 3 + 1, sizeof(*plain));
+    size_t nplain = 0;
     redisReader *rd;
     void *reply = NULL;
+    int rc = REDIS_OK;
 
+    check(plain != NULL, "out of memory");
     if (announces_big(data, size)) {
+        weighed(data, size, NULL, 0, false);
+        free(plain);
         return 0;
     }
     rd = redisReaderCreate();
     check(rd != NULL, "out of memory");
     if (redisReaderFeed(rd, (const char *)data, size) == REDIS_OK) {
-        while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply != NULL) {
+        while ((rc = redisReaderGetReply(rd, &reply)) == REDIS_OK &&
+               reply != NULL) {
             lock_answers(reply);
             store_pair(reply);
             slots_range(reply);
@@ -220,10 +327,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     slots_range(((redisReply *)reply)->element[i]);
                 }
             }
-            freeReplyObject(reply);
+            check(nplain < size / 3 + 1, "more answers than bytes for them");
+            plain[nplain++] = reply;
             reply = NULL;
         }
     }
     redisReaderFree(rd);
+    weighed(data, size, plain, nplain, rc != REDIS_OK);
+    for (size_t i = 0; i < nplain; i++) {
+        freeReplyObject(plain[i]);
+    }
+    free(plain);
     return 0;
 }
