@@ -565,7 +565,9 @@ start_response(struct exchange *ex, const struct http_response *r)
 }
 
 /* Parse response heads (1xx first) until the final one is out. false
- * when the exchange ended or the head is incomplete. */
+ * when the exchange ended, the head is incomplete, or interim answers
+ * wait for the client to read them (paused: an upstream that sends them
+ * without end is read no faster than the client takes them). */
 static bool
 read_response_head(struct exchange *ex)
 {
@@ -605,6 +607,10 @@ read_response_head(struct exchange *ex)
                 write_response_head(ex, r);
             }
             evbuffer_drain(in, r->head_len);
+            if (evbuffer_get_length(cio_out(ex->io)) >= buffer_size(ex)) {
+                pause_down(ex);
+                return false;
+            }
             continue;
         }
         start_response(ex, r);
@@ -666,7 +672,7 @@ pump_response(struct exchange *ex)
         if (ex->io->dead || ex->up == NULL) {
             return false;
         }
-        if (ex->up_eof) {
+        if (ex->up_eof && !ex->bp_down) {
             fail(ex, 502, "closed the connection before answering");
             return false;
         }
