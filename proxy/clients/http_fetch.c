@@ -36,7 +36,9 @@ struct http_fetch {
     struct evhttp_connection *conn;
     struct evhttp_request *req; /* made, not sent yet: while looking up */
     struct dial_lookup *lookup; /* in flight */
-    struct event *late;         /* the lookup's deadline */
+    struct event *late;         /* the deadline: of the lookup, then of the
+                                 * answer (evhttp's timeout starts again
+                                 * with every byte that comes) */
     struct event *reap; /* frees f on a later pass, after its callback */
     http_fetch_cb cb;
     void *arg;
@@ -45,7 +47,7 @@ struct http_fetch {
     SSL_CTX *ctx;
     enum evhttp_cmd_type method;
     int timeout_ms;
-    int64_t deadline; /* of the lookup, ms (dial_now_ms) */
+    int64_t deadline; /* of the whole fetch, ms (dial_now_ms) */
     size_t max_answer;
     struct target t;
     struct tls_client_why tls_why; /* why TLS failed, in words */
@@ -115,6 +117,10 @@ on_done(struct evhttp_request *req, void *arg)
 {
     struct http_fetch *f = arg;
     struct http_fetch_answer a = {0, "", 0, f->why};
+
+    if (f->late != NULL) {
+        event_del(f->late);
+    }
     struct evbuffer *in = NULL;
     int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
 
@@ -236,6 +242,8 @@ make_req(struct http_fetch *f, const struct http_fetch_req *rq)
     return req;
 }
 
+static void on_late(evutil_socket_t fd, short what, void *arg);
+
 /* Connect to l's first address and send the request, within what is
  * left of the deadline. false with err when it cannot. */
 static bool
@@ -269,6 +277,14 @@ send_to(struct http_fetch *f, const struct dial_list *l, char *err,
     f->req = NULL; /* the connection's now, sent or not */
     if (evhttp_make_request(f->conn, req, f->method, f->t.path) != 0) {
         snprintf(err, errlen, "cannot send the request");
+        return false;
+    }
+    /* An answer that trickles in keeps evhttp's timeout from ever
+     * firing: the fetch's own deadline ends it. */
+    if ((f->late == NULL &&
+         (f->late = evtimer_new(f->base, on_late, f)) == NULL) ||
+        evtimer_add(f->late, &tv) != 0) {
+        snprintf(err, errlen, "out of memory");
         return false;
     }
     return true;
@@ -307,11 +323,16 @@ on_late(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    dial_lookup_cancel(f->lookup);
-    f->lookup = NULL;
-    snprintf(f->lookup_why, sizeof(f->lookup_why),
-             "cannot resolve %s: no answer within %d ms", f->t.host,
-             f->timeout_ms);
+    if (f->lookup != NULL) {
+        dial_lookup_cancel(f->lookup);
+        f->lookup = NULL;
+        snprintf(f->lookup_why, sizeof(f->lookup_why),
+                 "cannot resolve %s: no answer within %d ms", f->t.host,
+                 f->timeout_ms);
+    } else {
+        snprintf(f->lookup_why, sizeof(f->lookup_why),
+                 "no whole answer within %d ms", f->timeout_ms);
+    }
     fail(f, f->lookup_why);
 }
 

@@ -117,7 +117,8 @@ class AwsStandIn(_Server):
     "ok", "down" (503 to everything), "malformed" (a 200 whose body
     is not the protocol's answer), "huge" (a 200 of 70 KiB) or
     "endless" (a chunked 200 whose first chunk's size line never ends:
-    bytes until ENDLESS_MAX or the client goes; `sent` counts them)."""
+    bytes until ENDLESS_MAX or the client goes; `sent` counts them) or
+    "trickle" (a 200 of 1,000 bytes, one every 100 ms)."""
 
     def __init__(self, lifetime=3600, fixed=None, web_token="jwt-1",
                  auth_token="container-auth-1", tls=None):
@@ -158,6 +159,8 @@ class AwsStandIn(_Server):
             return h.answer(200, " " * 70000)
         if self.mode == "endless":
             return self.endless(h)
+        if self.mode == "trickle":
+            return self.trickle(h)
         if method == "POST" and path == "/":
             return self.sts(h, body)
         if path == "/container/creds" and method == "GET":
@@ -175,6 +178,18 @@ class AwsStandIn(_Server):
             while self.sent < ENDLESS_MAX:
                 h.wfile.write(chunk)
                 self.sent += len(chunk)
+        except OSError:
+            pass
+
+    def trickle(self, h):
+        h.close_connection = True
+        try:
+            h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json"
+                          b"\r\nContent-Length: 1000\r\n\r\n")
+            for _ in range(1000):
+                h.wfile.write(b" ")
+                h.wfile.flush()
+                time.sleep(0.1)
         except OSError:
             pass
 
@@ -642,6 +657,19 @@ def test_an_answer_that_never_ends_is_dropped(temporary, source):
     assert r.status_code == 503, r.content
     assert checker.verdicts == []
     assert tm.alive()
+
+
+def test_an_answer_that_trickles_ends_at_the_deadline(temporary):
+    """A 200 whose body comes a byte every 100 ms: each byte starts
+    evhttp's own timeout again, so the fetch's deadline (5 s, lookup and
+    answer together) is what ends it, with why."""
+    standin, checker, tm = temporary(mode="trickle", lifetime=3600,
+                                     renew=False)
+    tm.wait_log("upstream s3: credentials from",
+                "no whole answer within 5000 ms", timeout=15)
+    r = put_through(tm, unique("trickle"), b"x")
+    assert r.status_code == 503, r.content
+    assert checker.verdicts == []
 
 
 def test_no_source_at_all_is_a_503_that_says_so(tmp_path):
