@@ -56,6 +56,11 @@ struct etcd_call {
     int64_t deadline;
     /* why evhttp dropped its answer: the limits above, or not HTTP */
     enum evhttp_request_error error;
+    /* The request in flight, and the deadline's timer: evhttp's timeout
+     * starts again with every byte, so an answer that trickles in (or a
+     * call queued behind one on its connection) would never end. */
+    struct evhttp_request *req;
+    struct event *late;
 };
 
 struct etcd_watch {
@@ -501,6 +506,9 @@ call_answer(struct etcd_call *c, struct etcd_reply *rep)
     call_unlink(c);
     rep->tries = c->tries;
     c->cb(c->arg, rep);
+    if (c->late != NULL) {
+        event_free(c->late);
+    }
     free(c->path);
     free(c->body);
     free(c);
@@ -538,22 +546,17 @@ read_reply(struct etcd_call *c, struct evhttp_request *req, int code)
     json_decref(body);
 }
 
+/* c's request got no answer (why: c->error, or the deadline when late):
+ * the next endpoint if time is left, else answered so. */
 static void
-on_response(struct evhttp_request *req, void *arg)
+call_failed(struct etcd_call *c, bool late)
 {
-    struct etcd_call *c = arg;
     struct etcd_http *h = c->h;
-    int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
 
-    lib_enter(h->log);
-    if (code != 0) {
-        set_up(h);
-        read_reply(c, req, code);
-        return;
-    }
     log_tls_failure(h, c->ep);
     set_down(h, c->ep,
-             c->error == EVREQ_HTTP_DATA_TOO_LONG
+             late ? "no whole answer within the call's timeout_ms"
+             : c->error == EVREQ_HTTP_DATA_TOO_LONG
                  ? "an answer larger than 16 MiB of body: dropped as it came"
              : c->error == EVREQ_HTTP_INVALID_HEADER
                  ? "an answer that is not HTTP, or has more than 64 KiB of "
@@ -578,6 +581,42 @@ on_response(struct evhttp_request *req, void *arg)
     }
 }
 
+static void
+on_response(struct evhttp_request *req, void *arg)
+{
+    struct etcd_call *c = arg;
+    int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+
+    lib_enter(c->h->log);
+    c->req = NULL;
+    evtimer_del(c->late);
+    if (code != 0) {
+        set_up(c->h);
+        read_reply(c, req, code);
+        return;
+    }
+    call_failed(c, false);
+}
+
+/* The deadline passed with c's answer not whole: cancel its request
+ * (evhttp resets the connection if it was being answered, and calls
+ * nothing back). */
+static void
+on_call_late(evutil_socket_t fd, short what, void *arg)
+{
+    struct etcd_call *c = arg;
+    struct evhttp_request *req = c->req;
+
+    (void)fd;
+    (void)what;
+    lib_enter(c->h->log);
+    c->req = NULL;
+    if (req != NULL) {
+        evhttp_cancel_request(req);
+    }
+    call_failed(c, true);
+}
+
 static bool
 send_call(struct etcd_call *c)
 {
@@ -591,7 +630,11 @@ send_call(struct etcd_call *c)
     if (conn == NULL) {
         conn = h->conns[slot] = new_conn(h, c->ep, ms);
     }
-    if (conn == NULL || (req = evhttp_request_new(on_response, c)) == NULL) {
+    if (c->late == NULL) {
+        c->late = evtimer_new(h->base, on_call_late, c);
+    }
+    if (conn == NULL || c->late == NULL ||
+        (req = evhttp_request_new(on_response, c)) == NULL) {
         return false;
     }
     evhttp_connection_set_timeout_tv(conn, &tv);
@@ -604,7 +647,12 @@ send_call(struct etcd_call *c)
     evbuffer_add(evhttp_request_get_output_buffer(req), c->body,
                  strlen(c->body));
     /* On failure libevent has freed req and does not call on_response. */
-    return evhttp_make_request(conn, req, EVHTTP_REQ_POST, c->path) == 0;
+    if (evhttp_make_request(conn, req, EVHTTP_REQ_POST, c->path) != 0) {
+        return false;
+    }
+    c->req = req;
+    evtimer_add(c->late, &tv);
+    return true;
 }
 
 bool
@@ -631,6 +679,9 @@ etcd_http_call(struct etcd_http *h, const char *path, json_t *body, etcd_cb cb,
     c->body = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (c->path == NULL || c->body == NULL || !send_call(c)) {
+        if (c->late != NULL) {
+            event_free(c->late);
+        }
         free(c->path);
         free(c->body);
         free(c);

@@ -14,6 +14,7 @@ through the same clients.
 """
 
 import struct
+import time
 import uuid
 
 import pytest
@@ -49,6 +50,17 @@ def once(data):
     def answer():
         for i in range(0, len(data), 1 << 20):
             yield data[i:i + (1 << 20)]
+    return answer
+
+
+def trickle(head):
+    """head, then a byte every 100 ms for a minute: an answer that never
+    stops coming, and never comes."""
+    def answer():
+        yield head
+        for _ in range(600):
+            time.sleep(0.1)
+            yield b"x"
     return answer
 
 
@@ -267,3 +279,27 @@ def test_postgres_answer_under_the_limit_is_read(tidemark, upstream,
     assert_problem(r, 503)
     recovers(tm, d)
     assert tm.log_lines(PG_TOO_LARGE) == []
+
+
+# ------------------------------------------------------------- all three
+
+TRICKLED = {
+    "redis": b"$1000\r\n",
+    "etcd": HTTP_HEAD + b"Content-Length: 1000\r\n\r\n",
+    "postgres": b"D" + struct.pack(">IHI", 1010, 2, 1000),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TRICKLED))
+def test_an_answer_that_trickles_is_given_up(tidemark, upstream,
+                                             store_servers, liars, kind):
+    """An answer whose bytes keep coming, one every 100 ms, for a minute:
+    each byte would start a read timeout again. The write is 503 at the
+    store's timeout_ms, and the store's next writes go through within
+    10 s, long before the answer would have ended (etcd's call has its
+    own deadline; Redis's watch and PostgreSQL's query deadline drop the
+    connection)."""
+    tm, d, r, grown = lied(tidemark, upstream, store_servers, liars, kind,
+                           trickle(TRICKLED[kind]))
+    assert_problem(r, 503)
+    recovers(tm, d)
