@@ -434,7 +434,7 @@ ev_read(evutil_socket_t fd, short what, void *arg)
     /* Nothing is read before the connect is made (dialing). */
     if (r->len - r->pos > REDIS_ANSWER_MAX && e->ac == c->ac && !c->dialing) {
         lib_enter(c->log);
-        c->weigher.refused = "an answer larger than 16 MiB";
+        c->weigher.refused = "an answer larger than 64 MiB";
         drop(c);
         return;
     }

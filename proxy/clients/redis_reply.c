@@ -78,7 +78,7 @@ weigh(const redisReadTask *t, size_t n)
         w->weight = 0;
     }
     if (n > REDIS_ANSWER_MAX - w->weight) {
-        w->refused = "an answer larger than 16 MiB";
+        w->refused = "an answer larger than 64 MiB";
         return false;
     }
     w->weight += n;

@@ -47,8 +47,10 @@ struct redis_slots_range {
 bool redis_reply_slots_range(const redisReply *e, struct redis_slots_range *out)
     __attribute__((warn_unused_result));
 
-/* What one answer may take as hiredis builds it. */
-#define REDIS_ANSWER_MAX (16u << 20)
+/* What one answer may take as hiredis builds it. The largest tidemark
+ * asks for is a cluster's CLUSTER SLOTS: 1.2 KB a range with two
+ * replicas, 19 MB if all 16,384 slots were ranges of their own. */
+#define REDIS_ANSWER_MAX (64u << 20)
 
 /* Weighs the replies a hiredis reader builds, and refuses to build one
  * past REDIS_ANSWER_MAX: each reply, array slot and string byte of an
