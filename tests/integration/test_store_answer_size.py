@@ -1,11 +1,12 @@
-"""What a store may answer at most. A mark store (Redis, PostgreSQL, etcd)
-that answers one call with more than 16 MiB (64 MiB for Redis, whose
-cluster map can be large; a broken server, a hostile
-one, or something else on its address) has its connection dropped as the
-bytes come: the write gets a 503, nothing reaches the upstream, the
-proxy's memory stays bounded, the log says why, and the next write goes
-through once the store answers again. Answers under the limit are read
-whole and judged as before.
+"""What a store may answer at most, and for how long. A mark store
+(Redis, PostgreSQL, etcd) that answers one call with more than 16 MiB
+(64 MiB for Redis, whose cluster map can be large), or a reply no command
+waits for, or an answer that trickles in without end (a broken server, a
+hostile one, or something else on its address) has its connection
+dropped: the write gets a 503, nothing reaches the upstream, the proxy's
+memory stays bounded, the log says why, and the next write goes through
+once the store answers again. Answers under the limit are read whole and
+judged as before.
 
 The answers come from servers.Liar, a relay in front of the real server
 that answers for it on cue: no real store sends them. The real server
