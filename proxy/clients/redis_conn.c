@@ -496,8 +496,10 @@ attach(struct redis_conn *c, redisAsyncContext *ac)
         e->wev = event_new(c->base, ac->c.fd, EV_WRITE, ev_write, e);
     }
     if (e == NULL || e->rev == NULL || e->wev == NULL) {
-        if (e != NULL) {
+        if (e != NULL && e->rev != NULL) {
             event_free(e->rev);
+        }
+        if (e != NULL && e->wev != NULL) {
             event_free(e->wev);
         }
         free(e);
