@@ -1,13 +1,15 @@
 """What every helper of the integration tests needs: the binary under
 test and its pace (a sanitizer build runs slower), free loopback ports
 (a range of its own for each pytest-xdist worker, so that parallel
-workers never hand out one port twice) and polling with a deadline.
+workers never hand out one port twice), polling with a deadline, and a
+loopback server for tests that script a peer byte by byte.
 Standard library only; the failure lab (lab/) ships it with servers.py.
 """
 
 import os
 import random
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -125,3 +127,54 @@ def wait_until(pred, timeout, what="condition", interval=0.01):
             raise AssertionError("timed out after %.1fs waiting for %s"
                                  % (timeout, what))
         time.sleep(interval)
+
+
+class LoopbackServer:
+    """A TCP server on a free loopback port whose serve(conn) runs on a
+    thread of its own for each connection; stop() closes the listener
+    and every connection. Subclasses say what a connection is answered."""
+
+    def __init__(self):
+        self.lsock = socket.socket()
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.stopping = False
+        self.conns = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            threading.Thread(target=self._serve, args=(c,),
+                             daemon=True).start()
+
+    def _serve(self, c):
+        try:
+            self.serve(c)
+        except OSError:
+            pass
+
+    def serve(self, conn):
+        raise NotImplementedError
+
+    def stop(self):
+        self.stopping = True
+        try:
+            self.lsock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.lsock.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+        self.thread.join(timeout=5)

@@ -7,14 +7,13 @@ here is a socket server written for this (the recording upstream always
 answers at once)."""
 
 import socket
-import threading
 
-from common import slow, wait_until
+from common import LoopbackServer, slow, wait_until
 
 INTERIM = b"HTTP/1.1 102 Processing\r\n\r\n"
 
 
-class InterimUpstream:
+class InterimUpstream(LoopbackServer):
     """Answers each request with `count` interim answers (None: without
     end, up to 1 GiB), then a 200 with body "hello"; sent counts the
     bytes that left."""
@@ -22,44 +21,21 @@ class InterimUpstream:
     def __init__(self, count):
         self.count = count
         self.sent = 0
-        self.lsock = socket.socket()
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(8)
-        self.url = "http://127.0.0.1:%d" % self.lsock.getsockname()[1]
-        self.conns = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.lsock.accept()
-            except OSError:
-                return
-            self.conns.append(c)
-            threading.Thread(target=self._serve, args=(c,),
-                             daemon=True).start()
-
-    def _serve(self, c):
-        try:
-            c.recv(65536)
-            batch = INTERIM * 1000
-            left = self.count
-            while left is None and self.sent < 1 << 30 or left:
-                n = 1000 if left is None else min(left, 1000)
-                c.sendall(batch[:n * len(INTERIM)])
-                self.sent += n * len(INTERIM)
-                if left is not None:
-                    left -= n
-            if left == 0:
-                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
-                          b"hello")
-        except OSError:
-            pass
-
-    def stop(self):
-        self.lsock.close()
-        for c in self.conns:
-            c.close()
+    def serve(self, c):
+        c.recv(65536)
+        batch = INTERIM * 1000
+        left = self.count
+        while left is None and self.sent < 1 << 30 or left:
+            n = 1000 if left is None else min(left, 1000)
+            c.sendall(batch[:n * len(INTERIM)])
+            self.sent += n * len(INTERIM)
+            if left is not None:
+                left -= n
+        if left == 0:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+                      b"hello")
 
 
 def request(tm):

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 import servers
-from common import free_port
+from common import LoopbackServer, free_port
 from daemon import STORE_ROUTES, StoreUnderTest, run_check, wait_ready
 from wire import assert_problem
 
@@ -46,55 +46,17 @@ def own_redis():
         s.destroy()
 
 
-class Garbage:
+class Garbage(LoopbackServer):
     """A TCP server that answers every connection with bytes that are
     not the store's protocol."""
 
     def __init__(self, answer):
         self.answer = answer
-        self.lsock = socket.socket()
-        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(64)
-        self.port = self.lsock.getsockname()[1]
-        self.stopping = False
-        self.conns = []
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
+        super().__init__()
 
-    def _run(self):
-        while not self.stopping:
-            try:
-                c, _ = self.lsock.accept()
-            except OSError:
-                return
-            self.conns.append(c)
-            threading.Thread(target=self._serve, args=(c,),
-                             daemon=True).start()
-
-    def _serve(self, c):
-        try:
-            while True:
-                data = c.recv(65536)
-                if not data:
-                    return
-                c.sendall(self.answer)
-        except OSError:
-            return
-
-    def stop(self):
-        self.stopping = True
-        try:
-            self.lsock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.lsock.close()
-        for c in self.conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-        self.t.join(timeout=5)
+    def serve(self, conn):
+        while conn.recv(65536):
+            conn.sendall(self.answer)
 
 
 @pytest.fixture
