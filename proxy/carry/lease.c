@@ -48,6 +48,8 @@ struct lease {
     /* health_url */
     struct evhttp_connection *hc;
     int probe_code; /* the status the probe's answer gave; 0: none yet */
+    struct evhttp_request *probe_req; /* the probe in flight, until its
+                                       * deadline (timer, while probing) */
     char *host_header;
     char *path;
     char self[96]; /* the holder's name: "host:pid" */
@@ -310,6 +312,9 @@ probed(struct evhttp_request *req, void *arg)
     int code =
         req != NULL ? evhttp_request_get_response_code(req) : l->probe_code;
 
+    l->probe_req = NULL;
+    evtimer_del(l->timer);
+
     l->probing = false;
     if (!landed(l)) {
         return;
@@ -340,7 +345,12 @@ probe(struct lease *l)
         l->busy = false; /* req is freed by libevent */
         l->probing = false;
         unhealthy(l, 0);
+        return;
     }
+    /* The connection's timeout starts again with every byte: a status
+     * line that trickles in is ended here, as a silent one is there. */
+    l->probe_req = req;
+    again_in(l, l->cfg->renew_ms / 2 > 0 ? l->cfg->renew_ms / 2 : 1);
 }
 
 /* The connection for health_url (checked by the config: http, a port). */
@@ -417,6 +427,14 @@ timer_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     lib_enter(l->env.log);
+    if (l->probe_req != NULL) {
+        /* The probe's deadline: canceled, evhttp calls nothing back. */
+        evhttp_cancel_request(l->probe_req);
+        l->probe_req = NULL;
+        l->probe_code = 0;
+        probed(NULL, l);
+        return;
+    }
     tick(l);
 }
 
@@ -447,7 +465,9 @@ lease_stop(void *impl, void (*done)(void *arg), void *arg)
     l->stopping = true;
     l->stopped = done;
     l->stopped_arg = arg;
-    evtimer_del(l->timer);
+    if (l->probe_req == NULL) {
+        evtimer_del(l->timer); /* else the probe's deadline, kept */
+    }
     if (!l->busy) {
         give_back(l);
     }

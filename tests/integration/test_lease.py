@@ -329,7 +329,8 @@ def test_scope_mark_refuses_a_write_that_slips_past(pair, upstream):
 
 class Health:
     """The application's health endpoint: answers status (200 or 500),
-    or hangs (status None) until stopped; with endless, its 200 says a
+    or hangs (status None) until stopped, or sends a 200's head a byte
+    every 50 ms after its first line (status "trickle"); with endless, its 200 says a
     body of 1 GiB and sends it until the client goes (sent counts the
     bytes, gets the requests)."""
 
@@ -346,6 +347,12 @@ class Health:
                 outer.gets += 1
                 if outer.status is None:
                     outer.stopping.wait(30)
+                    return
+                if outer.status == "trickle":
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                    while not outer.stopping.wait(0.05):
+                        self.wfile.write(b"a")
+                        self.wfile.flush()
                     return
                 self.send_response(outer.status)
                 if outer.endless:
@@ -385,8 +392,10 @@ def health():
 
 
 @pytest.mark.parametrize("sick,why", [(500, "answered 500"),
-                                      (None, "did not answer within 150 ms")],
-                         ids=["500", "hung"])
+                                      (None, "did not answer within 150 ms"),
+                                      ("trickle",
+                                       "did not answer within 150 ms")],
+                         ids=["500", "hung", "trickle"])
 def test_unhealthy_app_gives_the_lease_up(tidemark, upstream, health,
                                           store_servers, sick, why):
     """With health_url, the sidecar of an application that answers
