@@ -90,16 +90,23 @@ def liars():
         liar.stop()
 
 
-def lied(tidemark, upstream, store_servers, liars, kind, answer):
-    """A tidemark on kind's store through a Liar; one write accepted
-    (token 5), then one (token 9) that the store answers with answer().
-    Returns the tidemark, the resource, the refused answer and how much
-    the proxy grew."""
+# The store's timeout_ms for the answers weighed here: long, so that what
+# drops the connection is the answer's size, not a deadline that a slow
+# machine (or a sanitizer build) lets pass first while 64 MiB come.
+SLOW_OK_MS = "30000"
+
+
+def lied(tidemark, upstream, store_servers, liars, kind, answer,
+         timeout_ms=SLOW_OK_MS):
+    """A tidemark on kind's store (timeout_ms) through a Liar; one write
+    accepted (token 5), then one (token 9) that the store answers with
+    answer(). Returns the tidemark, the resource, the refused answer and
+    how much the proxy grew."""
     server = store_servers(kind)
     liar = liars(server.port)
     cfg = dict(STORE_ROUTES)
     cfg["store"] = StoreUnderTest(kind, server).section(
-        **store_keys(kind, server, liar.port))
+        **store_keys(kind, server, liar.port), timeout_ms=timeout_ms)
     cfg["proxy"] = {"order_grace_ms": "0"}
     tm = tidemark(config=cfg)
     wait_ready(tm)
@@ -107,7 +114,7 @@ def lied(tidemark, upstream, store_servers, liars, kind, answer):
     assert tm.put(d, token=5).status == 200
     before = tm.status("VmRSS")
     liar.lie(answer)
-    r = tm.put(d, token=9, headers=[("X-Test-Id", d)])
+    r = tm.put(d, token=9, headers=[("X-Test-Id", d)], timeout=60)
     grown = tm.status("VmHWM") - before
     liar.lie(None)
     assert tm.proc.poll() is None
@@ -303,6 +310,6 @@ def test_an_answer_that_trickles_is_given_up(tidemark, upstream,
     own deadline; Redis's watch and PostgreSQL's query deadline drop the
     connection)."""
     tm, d, r, grown = lied(tidemark, upstream, store_servers, liars, kind,
-                           trickle(TRICKLED[kind]))
+                           trickle(TRICKLED[kind]), timeout_ms="2000")
     assert_problem(r, 503)
     recovers(tm, d)
