@@ -26,11 +26,9 @@
 #define EH_HEAD_MAX (64u << 10)
 #define EH_BODY_MAX (16u << 20)
 #define EH_LINE_MAX (4u << 20)
-/* What a connection may hold unread: a whole answer waits there until
- * its last byte (or a chunk until its own), and nothing else does. More
- * is a line without an end (a chunk's size), which evhttp would wait on
- * for ever: the connection is failed instead. */
-#define EH_UNREAD_MAX (EH_HEAD_MAX + EH_BODY_MAX + (64u << 10))
+/* Past this unread, a line without an end (a chunk's size), which evhttp
+ * would wait on for ever: the connection is failed instead. */
+#define EH_UNREAD_MAX HTTP_LIMIT_UNREAD(EH_HEAD_MAX, EH_BODY_MAX)
 #define EH_WATCH_IDLE_S 86400
 
 /* One address of an endpoint: evhttp connects to the first address of a
@@ -293,7 +291,8 @@ on_unread(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
     lib_enter(h->log);
     log_error("etcd %s: %s (%s): an answer went past %u bytes unread (a "
               "line without an end): dropping its connection",
-              h->who, LOG_STR(h->eps[ep].host), h->eps[ep].text, EH_UNREAD_MAX);
+              h->who, LOG_STR(h->eps[ep].host), h->eps[ep].text,
+              (unsigned)EH_UNREAD_MAX);
 }
 
 static struct evhttp_connection *

@@ -18,8 +18,6 @@
 #include "tls_client.h"
 
 #define FETCH_HEAD_MAX 16384
-/* More unread than a whole answer can be: a line without an end. */
-#define FETCH_UNREAD_SLACK (64u << 10)
 
 /* The URL's parts: host (brackets taken off), port, the path and query
  * to send and the Host header's value. */
@@ -106,8 +104,7 @@ on_unread(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 
     if (f->conn != NULL &&
         http_limit_unread(evhttp_connection_get_bufferevent(f->conn), in, info,
-                          FETCH_HEAD_MAX + f->max_answer +
-                              FETCH_UNREAD_SLACK)) {
+                          HTTP_LIMIT_UNREAD(FETCH_HEAD_MAX, f->max_answer))) {
         f->over = true;
     }
 }
