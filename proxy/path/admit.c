@@ -525,6 +525,7 @@ check_token(struct admit *a, enum tm_verify v, const char *res, size_t len)
 
     if (a->carried > 0) {
         a->rq->token = a->carried;
+        a->rq->carrier = a->carrier;
         return a->ts = TOKEN_OK;
     }
     if (ti < 0) {
@@ -674,19 +675,27 @@ decide(struct admit *a)
 
 /* ---- carried tokens ---------------------------------------------------- */
 
+void
+admit_carried_problem(const struct carry_verdict *v, struct problem *p,
+                      char type[ADMIT_TYPE_MAX])
+{
+    snprintf(type, ADMIT_TYPE_MAX, "urn:tidemark:%s", v->kind);
+    *p = (struct problem){.status = v->status,
+                          .type = type,
+                          .title = v->status == 400 ? "Token on a carried route"
+                                                    : "Not the lease holder",
+                          .detail = v->detail,
+                          .retry_after = v->status == 503 ? 1 : 0};
+}
+
 /* Answer a write on a bound route with the carrier's refusal v. */
 static void
 refuse_carried(struct admit *a, const struct carry_verdict *v)
 {
-    char type[64];
-    struct problem p = {.status = v->status,
-                        .type = type,
-                        .title = v->status == 400 ? "Token on a carried route"
-                                                  : "Not the lease holder",
-                        .detail = v->detail,
-                        .retry_after = v->status == 503 ? 1 : 0};
+    char type[ADMIT_TYPE_MAX];
+    struct problem p;
 
-    snprintf(type, sizeof(type), "urn:tidemark:%s", v->kind);
+    admit_carried_problem(v, &p, type);
     count(a, v->status == 400 ? OUT_INVALID : OUT_NOT_HOLDER);
     refuse(a, &p, v->kind);
 }

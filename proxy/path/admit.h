@@ -19,6 +19,7 @@ struct fence_call;
 struct order_slot;
 struct request;
 struct batch;
+struct problem;
 
 enum admit_end {
     ADMIT_GO = 0,  /* forward it to rq->pool (its order slots held) */
@@ -92,6 +93,12 @@ void admit_timeout(struct admit *a);
 /* More of the client's input came (or its end): an S3 multi-object
  * delete waiting for its body reads its keys once it is all in. */
 void admit_readable(struct admit *a);
+
+/* The answer that refuses a write on a bound route (lease = NAME) with
+ * the carrier's verdict v; p->type points into type. */
+#define ADMIT_TYPE_MAX 64
+void admit_carried_problem(const struct carry_verdict *v, struct problem *p,
+                           char type[ADMIT_TYPE_MAX]);
 
 /* The request's writes are over (or never started): leave its order
  * slots. grace_ms > 0 when the upstream may still apply the write. */

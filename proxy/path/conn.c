@@ -237,6 +237,7 @@ request_begin(struct client *c)
     rq->pc = &rq->gen->cfg->proxy;
     rq->pool = NULL;
     rq->token = rq->mark = rq->src_mark = 0;
+    rq->carrier = NULL;
     rq->body_sha256[0] = '\0';
     rq->recent_seq = 0;
     c->have_rq = true;

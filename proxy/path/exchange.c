@@ -13,11 +13,13 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "../carry/carry.h"
 #include "../clients/dial.h"
 #include "../log.h"
 #include "../metrics.h"
 #include "../problem.h"
 #include "access.h"
+#include "admit.h"
 #include "client_io.h"
 #include "request.h"
 #include "rewrite.h"
@@ -213,6 +215,54 @@ no_creds(struct exchange *ex)
     return true;
 }
 
+/* A write sent with its carrier's fence (lease = NAME) goes out only
+ * while the carrier still holds that fence: the lease may have ended
+ * since the write was admitted (it waited for its turn, or the process
+ * was paused between the check and here), and the holder after it may
+ * have written since. So before the head, and before each piece of the
+ * body (a request cut short is applied by no backend), it is asked
+ * again: 503 then, and nothing more forwarded. false when the request
+ * may go on. */
+static bool
+lease_ended(struct exchange *ex)
+{
+    struct request *rq = ex->rq;
+    struct carry_verdict v;
+    struct problem p;
+    char type[ADMIT_TYPE_MAX];
+    int64_t fence;
+    enum carry_state st;
+
+    if (rq->carrier == NULL) {
+        return false;
+    }
+    st = carry_now(rq->carrier, &fence);
+    if (st == CARRY_HOLDING && fence == rq->token) {
+        return false;
+    }
+    v = decide_carried(st == CARRY_HOLDING ? CARRY_LOST : st, false);
+    v.detail = "this sidecar's lease ended after the write was admitted "
+               "and before it was forwarded whole: the backend does not get "
+               "it; try again";
+    log_warn("conn=%" PRIu64 " route=%s resource=%s token=%" PRId64
+             ": lease %s is %s%s since the write was admitted: refused, "
+             "%s",
+             ex->io->id, rq->sc.route_name ? rq->sc.route_name : "-",
+             rq->sc.rlen > 0 ? LOG_STR(rq->sc.resource) : "-", rq->token,
+             carry_name(rq->carrier), carry_state_name(st),
+             st == CARRY_HOLDING ? " with a newer fence" : "",
+             ex->attached ? "its body cut short" : "not forwarded");
+    admit_carried_problem(&v, &p, type);
+    if (ex->attached) {
+        /* The upstream connection closes with the body unfinished, and
+         * the client's connection with it: the rest is not read. */
+        ex->io->close_after = true;
+    }
+    cio_refuse(ex->io, rq, &p, v.kind);
+    end(ex, XCHG_ANSWERED, false, 0);
+    return true;
+}
+
 /* ---- the request head ------------------------------------------------- */
 
 /* ---- the start --------------------------------------------------------- */
@@ -262,7 +312,7 @@ attach(struct exchange *ex, struct up_conn *uc)
     bool whole;
 
     ex->up = uc;
-    if (no_creds(ex)) {
+    if (no_creds(ex) || lease_ended(ex)) {
         return;
     }
     ex->attached = true;
@@ -423,7 +473,7 @@ pump_request_body(struct exchange *ex)
     struct evbuffer *out = bufferevent_get_output(up_bev(ex->up));
     size_t n;
 
-    if (b->done) {
+    if (b->done || (!ex->resp_started && lease_ended(ex))) {
         return;
     }
     n = body_in_take(b, in);

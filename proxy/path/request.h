@@ -11,6 +11,7 @@
 #include "../../policies/http_parse.h"
 #include "../../policies/screen.h"
 
+struct carrier;
 struct gen;
 struct cfg_proxy;
 struct up_pool;
@@ -23,6 +24,9 @@ struct request {
                                  * nothing of a request under way */
     struct up_pool *pool;       /* where it goes (admit sets it) */
     int64_t token;
+    /* The carrier whose fence token is (a route with lease = NAME), or
+     * NULL: the write goes only while it still holds that fence. */
+    struct carrier *carrier;
     int64_t mark; /* sent in Fencing-High-Water when > 0 */
     int64_t src_mark;
     /* The hex SHA-256 of a body read whole before it is forwarded (an

@@ -421,6 +421,82 @@ def test_unhealthy_app_gives_the_lease_up(tidemark, upstream, health,
     assert_refused(a, upstream, unique(), 503, "lease-lost")
 
 
+def test_a_write_admitted_under_the_lease_is_not_forwarded_after_it(
+        tidemark, upstream, health, store_servers):
+    """A write admitted while its sidecar held the lease (the scope mark
+    checked, its mark raised) that has not gone out when the lease ends
+    is refused (503 lease-lost) and never forwarded: the next holder may
+    have written since, and the backend would apply the old fence's write
+    after the new one's. In the chaos run, the pod paused between the
+    check and the forward did that. Here the write waits in a's start
+    hold (order_grace_ms), a gives the lease up (its application's
+    health_url answers 500), b wins and writes; then a's hold ends."""
+    store = StoreUnderTest("postgres", store_servers("postgres"))
+    _, _, locks = empty_lock_store("postgres", store_servers)
+    lease = unique("app")
+    hold_ms = int(6000 * slow())
+    cfg_a = lease_config(lease, store=store.section(), locks=locks,
+                         ttl_ms=60000, renew_ms=300, health_url=health.url)
+    cfg_a["proxy"]["order_grace_ms"] = str(hold_ms)
+    a = tidemark(config=cfg_a, name="a")
+    fa = wait_state(a, lease, "holding")["fence"]
+    b = tidemark(config=lease_config(lease, store=store.section(),
+                                     locks=locks, ttl_ms=60000,
+                                     renew_ms=300), name="b")
+    wait_state(b, lease, "standby")
+    d = unique()
+    tag = unique("t")
+    with a.conn() as c:
+        c.send(build_request("PUT", "/v1/documents/" + d,
+                             [("X-Test-Id", tag)], b"admitted"))
+        wait_until(lambda: a.mark("documents/" + d) == fa, 10 * slow(),
+                   "a's write admitted")
+        assert upstream.find("X-Test-Id", tag) == [], \
+            "the start hold ended before the lease: hold_ms too short"
+        health.status = 500
+        fb = wait_state(b, lease, "holding", timeout=10)["fence"]
+        write_ok(b, upstream, d)
+        r = c.read_response()
+    assert_problem(r, 503)
+    assert r.header("Tidemark-Error") == "lease-lost", r
+    assert upstream.find("X-Test-Id", tag) == []
+    assert fb > fa and b.mark("documents/" + d) == fb
+    a.wait_log("lease %s is lost since the write was admitted" % lease,
+               "not forwarded")
+
+
+def test_a_body_still_coming_when_the_lease_ends_is_cut_short(
+        tidemark, upstream, health):
+    """The same for a write whose body is still coming when the lease
+    ends: what is left of it is not forwarded, the upstream's request
+    stays unfinished (no backend applies a request cut short), and the
+    client gets the 503."""
+    lease = unique("app")
+    tm = tidemark(config=lease_config(lease, ttl_ms=60000, renew_ms=300,
+                                      health_url=health.url))
+    fence = wait_state(tm, lease, "holding")["fence"]
+    d = unique()
+    tag = unique("t")
+    head = build_request("PUT", "/v1/documents/" + d, [("X-Test-Id", tag)],
+                         b"admitted")
+    conns = len(upstream.conns)
+    with tm.conn() as c:
+        c.send(head[:-len("itted")])
+        wait_until(lambda: tm.mark("documents/" + d) == fence, 10 * slow(),
+                   "the write admitted")
+        upstream.wait_for(lambda: len(upstream.conns) > conns,
+                          what="the write's upstream connection")
+        health.status = 500
+        wait_state(tm, lease, "lost")
+        c.send(b"itted")
+        r = c.read_response()
+    assert_problem(r, 503)
+    assert r.header("Tidemark-Error") == "lease-lost", r
+    assert upstream.find("X-Test-Id", tag) == []
+    tm.wait_log("lease %s is lost since the write was admitted" % lease,
+                "its body cut short")
+
+
 def test_a_health_body_that_never_ends_is_not_read(tidemark, upstream,
                                                     health):
     """A health endpoint that says 200 and then sends a body without end:
