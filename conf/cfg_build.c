@@ -445,9 +445,13 @@ check_lease(struct loader *l, const struct raw_sect *s, struct cfg_lease *ls,
         ls->renew_ms = ls->ttl_ms / 3 > 0 ? ls->ttl_ms / 3 : 1;
     }
     if (cfg_check_lease(ls, buf, sizeof(buf)) != NULL) {
-        static const char *const keys[] = {"renew_ms", NULL};
+        /* The line of the key the message is about. */
+        static const char *const renew[] = {"renew_ms", NULL};
+        static const char *const margin[] = {"margin_ms", NULL};
 
-        cfg_add_err(l, keys_origin(s, keys, &at), "%s", buf);
+        cfg_add_err(
+            l, keys_origin(s, ls->renew_ms >= ls->ttl_ms ? renew : margin, &at),
+            "%s", buf);
     }
     if (!sect_given(cfg_find_sect(l, CFG_LOCKS, NULL))) {
         cfg_add_err(

@@ -435,6 +435,10 @@ const struct cfg_opt cfg_opts[] = {
     {CFG_LEASE, "renew_ms", CFG_T_INT, "0", OFF(cfg_lease, renew_ms),
      INT(0, 3600000), 0,
      "how often the holder renews, and a standby tries; 0: ttl_ms / 3"},
+    {CFG_LEASE, "margin_ms", CFG_T_INT, "0", OFF(cfg_lease, margin_ms),
+     INT(0, 3600000), 0,
+     "writes go only while this much of the lease is left (the longest "
+     "the backend may take to apply one); 0: (ttl_ms - renew_ms) / 2"},
     {CFG_LEASE, "health_url", CFG_T_STR, NULL, OFF(cfg_lease, health_url),
      OPS(cfg_health_url_ops), 0,
      "http://host:port/path: renew (or try to win) only while the "

@@ -188,6 +188,14 @@ cfg_check_lease(const struct cfg_lease *l, char *buf, size_t len)
                  l->name, l->renew_ms, l->ttl_ms);
         return buf;
     }
+    if (l->margin_ms > 0 && l->margin_ms >= l->ttl_ms - l->renew_ms) {
+        snprintf(buf, len,
+                 "[lease %s] margin_ms (%d) must be below ttl_ms - renew_ms "
+                 "(%d): the lease would end on this sidecar's clock before "
+                 "each renewal",
+                 l->name, l->margin_ms, l->ttl_ms - l->renew_ms);
+        return buf;
+    }
     return NULL;
 }
 

@@ -221,10 +221,13 @@ struct cfg_follow {
 /* A lease the sidecar holds on the application's behalf, through the
  * lock service's backend ([locks]); routes name it with lease = NAME. */
 struct cfg_lease {
-    char *name;       /* the section's NAME: the scope mark lease/NAME */
-    char *lock;       /* the lock's name in the lock service */
-    int ttl_ms;       /* asked of the backend on each acquire and renewal */
-    int renew_ms;     /* 0: ttl_ms / 3 */
+    char *name;   /* the section's NAME: the scope mark lease/NAME */
+    char *lock;   /* the lock's name in the lock service */
+    int ttl_ms;   /* asked of the backend on each acquire and renewal */
+    int renew_ms; /* 0: ttl_ms / 3 */
+    /* A write is forwarded only while this much of the lease is left;
+     * 0: half of what a renewal leaves (lease.c) */
+    int margin_ms;
     char *health_url; /* renew only while it answers 2xx; NULL: always */
     bool ready;       /* /readyz is 503 while the lease is not held */
     int line;

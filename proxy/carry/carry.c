@@ -219,7 +219,8 @@ carry_now(struct carrier *c, int64_t *fence)
     *fence = 0;
     if (c->state == CARRY_HOLDING && c->until_ms > 0 &&
         dial_now_ms() >= c->until_ms) {
-        carry_lost(c, "its TTL ran out on this process's clock before a "
+        carry_lost(c, "its TTL (less margin_ms) ran out on this process's "
+                      "clock before a "
                       "renewal was answered");
     }
     if (c->state == CARRY_HOLDING) {

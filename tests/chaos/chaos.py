@@ -56,7 +56,9 @@ SLOW_MAX_MS = 800
 PODS = 3
 LEASE_TTL_MS = 1000
 LEASE_RENEW_MS = 250
-LEASE_SLOW_MAX_MS = 600     # below LEASE_TTL_MS - LEASE_RENEW_MS
+# The lease's margin_ms (its default: (LEASE_TTL_MS - LEASE_RENEW_MS) / 2).
+LEASE_MARGIN_MS = (LEASE_TTL_MS - LEASE_RENEW_MS) // 2
+LEASE_SLOW_MAX_MS = LEASE_MARGIN_MS - 25    # below the margin, the bound
 
 
 class ChaosUpstream(Upstream):
@@ -426,9 +428,10 @@ class LeaseRun(Run):
     sidecars whether they are the active one, and a worker paused after
     that check writes anyway. The nemesis pauses whole pods (worker and
     sidecar, SIGSTOP) past the TTL, kills sidecars with kill -9 and
-    starts them again, and slows the backend (below the lease's TTL less
-    a renewal: a backend that applies a write later than a new holder
-    can win is outside what any fence orders across sidecars)."""
+    starts them again, and slows the backend (below the lease's
+    margin_ms, the bound the sidecar documents: a write goes out only
+    while that much of the lease is left, and a backend slower than that
+    can apply it after a new holder's, which no fence orders)."""
 
     ttl_ms = LEASE_TTL_MS
     slow_max_ms = LEASE_SLOW_MAX_MS
@@ -450,7 +453,8 @@ class LeaseRun(Run):
             "store": {"type": "redis", "url": self.redis.url, "path": None},
             "locks": {"backend": "redis", "url": self.redis.url},
             "lease app": {"name": "chaos/leader", "ttl_ms": LEASE_TTL_MS,
-                          "renew_ms": LEASE_RENEW_MS},
+                          "renew_ms": LEASE_RENEW_MS,
+                          "margin_ms": LEASE_MARGIN_MS},
         }
 
     def start(self):

@@ -298,7 +298,7 @@ def test_paused_holder_is_refused_by_its_own_clock(pair, upstream):
     assert r.header("Tidemark-Error") == "lease-lost", r
     assert upstream.find("X-Test-Id", tag) == []
     assert fb > fa and b.mark("lease/" + lease) == fb
-    a.wait_log("lease %s: lost" % lease, "TTL ran out")
+    a.wait_log("lease %s: lost" % lease, "TTL (less margin_ms) ran out")
     wait_state(a, lease, "standby")
     assert_refused(a, upstream, d, 503, "not-leader")
     write_ok(b, upstream, d)
@@ -421,6 +421,59 @@ def test_unhealthy_app_gives_the_lease_up(tidemark, upstream, health,
     assert_refused(a, upstream, unique(), 503, "lease-lost")
 
 
+def test_writes_stop_margin_ms_before_the_lease_ends(tidemark, upstream):
+    """A holder paused for longer than its TTL less margin_ms, and less
+    than its TTL: the write waiting in its socket is refused by its own
+    clock (503 lease-lost), though the backend still has the lease, since
+    a backend that takes up to margin_ms could apply it after another
+    holder's. Its next renewal lands: holding again, the same fence."""
+    lease = unique("app")
+    ttl_ms, margin_ms = 6000, 3000   # writes stop 3 s after a renewal
+    tm = tidemark(config=lease_config(lease, locks={"backend": "lmdb"},
+                                      ttl_ms=ttl_ms, renew_ms=500,
+                                      margin_ms=margin_ms))
+    fence = wait_state(tm, lease, "holding")["fence"]
+    tm.wait_log("writes stop %d ms before its end" % margin_ms)
+    d = unique()
+    tag = unique("t")
+    with tm.conn() as c:
+        tm.proc.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            wait_until(lambda: time.monotonic() - stopped > 3.5, 5,
+                       "past the TTL less margin_ms")
+            c.send(build_request("PUT", "/v1/documents/" + d,
+                                 [("X-Test-Id", tag)], b"late"))
+        finally:
+            tm.proc.send_signal(signal.SIGCONT)
+        r = c.read_response()
+    assert time.monotonic() - stopped < ttl_ms / 1000, \
+        "the test ran past the TTL: its point is lost"
+    assert_problem(r, 503)
+    assert r.header("Tidemark-Error") == "lease-lost", r
+    assert upstream.find("X-Test-Id", tag) == []
+    tm.wait_log("lease %s: lost" % lease, "TTL (less margin_ms) ran out")
+    assert wait_state(tm, lease, "holding")["fence"] == fence
+    write_ok(tm, upstream, d)
+
+
+def test_a_margin_that_leaves_etcd_no_room_stops_the_start(
+        tidemark, store_servers):
+    """etcd may end a lease up to a second early, so a margin_ms the
+    config check lets pass can leave no time between two renewals: the
+    start stops, saying so, rather than lose the lease before each
+    renewal."""
+    _, _, locks = empty_lock_store("etcd", store_servers)
+    lease = unique("app")
+    tm = tidemark(config=lease_config(lease, locks=locks, ttl_ms=2000,
+                                      renew_ms=500, margin_ms=600),
+                  start=False)
+    assert tm.start_fails() == 1
+    assert tm.log_lines("lease %s: ttl_ms (2000) less etcd's second and "
+                        "margin_ms (600) leaves no time for renew_ms (500)"
+                        % lease), tm.log()
+
+
 def test_a_write_admitted_under_the_lease_is_not_forwarded_after_it(
         tidemark, upstream, health, store_servers):
     """A write admitted while its sidecar held the lease (the scope mark
@@ -529,6 +582,13 @@ CONFIG_CASES = [
     ("[locks]\n[lease app]\nname = jobs/a\nttl_ms = 1000\nrenew_ms = 1000\n",
      5, "[lease app] renew_ms (1000) must be below ttl_ms (1000): a lease "
      "renewed after its end is lost"),
+    ("[locks]\n[lease app]\nname = jobs/a\nttl_ms = 1000\nrenew_ms = 300\n"
+     "margin_ms = 700\n",
+     6, "[lease app] margin_ms (700) must be below ttl_ms - renew_ms (700): "
+     "the lease would end on this sidecar's clock before each renewal"),
+    ("[locks]\n[lease app]\nname = jobs/a\nmargin_ms = 7000\n",
+     4, "[lease app] margin_ms (7000) must be below ttl_ms - renew_ms (6667): "
+     "the lease would end on this sidecar's clock before each renewal"),
     ("[locks]\n[lease app]\nttl_ms = 1000\n",
      2, "[lease app]: missing required key 'name'"),
     ("[locks]\n[lease app]\nname = jobs/a\nhealth_url = https://x:1/h\n",
