@@ -3,6 +3,8 @@
 --   wrk ... -s fence.lua URL -- MODE PREFIX RESOURCES THREADS TOKEN CONNS [BODY]
 -- BODY: the request body's size in bytes (default: an 18-byte JSON body).
 -- MODE equal or stale: every request carries TOKEN; resources cycle.
+-- MODE carried: as equal, on PUT /v1/carried/..., with no token: the
+-- route's lease gives it one.
 -- MODE rising: TOKEN is a base above every earlier mark. Thread t of T
 -- only uses resources i with i % T == t, and sends token base + n*T + t
 -- for its n-th request: so each request raises its resource's mark and
@@ -34,7 +36,8 @@ function init(args)
     nres, nthreads = tonumber(args[3]), tonumber(args[4])
     token = tonumber(args[5])
     bench_conns = math.floor((tonumber(args[6]) or 0) / nthreads)
-    if mode ~= "equal" and mode ~= "stale" and mode ~= "rising" then
+    if mode ~= "equal" and mode ~= "stale" and mode ~= "rising" and
+        mode ~= "carried" then
         error("fence.lua: unknown mode " .. tostring(mode))
     end
     if not (nres and nthreads and token) or nres < 1 or
@@ -60,6 +63,11 @@ function request()
     else
         i = (n * nthreads + bench_tid) % nres
         tok = token
+    end
+    if mode == "carried" then
+        return wrk.format("PUT", "/v1/carried/" .. prefix .. i, {
+            ["Content-Type"] = "application/json",
+        }, body)
     end
     -- %.0f: Lua numbers are doubles; tokens stay below 2^53, so exact.
     return wrk.format("PUT", "/v1/documents/" .. prefix .. i, {

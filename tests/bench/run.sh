@@ -7,7 +7,10 @@
 # medians to nginx's, and the system calls per request of nginx and
 # tidemark, counted over one more run of each cell.
 #
-# A case is a workload (equal, rising, stale), a number of clients (wrk
+# A case is a workload (equal, rising, stale; carried, named in
+# BENCH_WORKLOADS: equal writes with no token on a route bound to a
+# [lease] that tidemark holds on lmdb, so each carries its fence and is
+# checked against the scope mark too), a number of clients (wrk
 # connections), of resources, and a body size. BENCH_SET picks the cases:
 #   quick (default): equal, rising and stale, 32 clients, 1000 resources;
 #   clients: equal tokens at BENCH_CLIENTS clients ("1 32 1000 4000
@@ -139,8 +142,8 @@ for t in $TARGETS; do
 done
 for w in $WORKLOADS; do
     case "$w" in
-        equal | rising | stale) ;;
-        *) die "unknown workload '$w' in BENCH_WORKLOADS (equal rising stale)" ;;
+        equal | rising | stale | carried) ;;
+        *) die "unknown workload '$w' in BENCH_WORKLOADS (equal rising stale carried)" ;;
     esac
 done
 [ "$SETS" != all ] || SETS="quick clients bodies marks raises"
@@ -521,6 +524,27 @@ resource = documents/{doc}
 mode = correctness
 upstream = default
 INI
+    case " $WORKLOADS " in
+        *" carried "*)
+            cat >> "$dir/tidemark.ini" <<INI
+
+[locks]
+backend = lmdb
+path = $dir/locks.lmdb
+
+[lease bench]
+name = bench/leader
+
+[route carried]
+methods = PUT
+path = /v1/carried/{doc}
+resource = carried/{doc}
+mode = correctness
+upstream = default
+lease = bench
+INI
+            ;;
+    esac
     if [ -n "$TM_PRELOAD" ]; then
         LD_PRELOAD=$TM_PRELOAD $PIN_PROXY "$TIDEMARK_BIN" \
             -c "$dir/tidemark.ini" >"$dir/tidemark.log" 2>&1 &
@@ -535,6 +559,13 @@ INI
     # A network store connects after start: wait until it is usable.
     wait_cmd "tidemark's store" "$TM_PID" "$dir/tidemark.log" \
         curl -sf "http://127.0.0.1:$ADM_PORT/readyz"
+    case " $WORKLOADS " in
+        *" carried "*)
+            wait_cmd "tidemark's lease" "$TM_PID" "$dir/tidemark.log" \
+                sh -c "curl -sf http://127.0.0.1:$ADM_PORT/v1/leases/bench |
+                    grep -q '\"state\":\"holding\"'"
+            ;;
+    esac
 fi
 
 target_port() {
@@ -578,6 +609,14 @@ prime() {
             s=$(put_status "st-$(($2 - 1))" 1)
             [ "$s" = 409 ] || die "stale token answered $s, not 409"
             ;;
+        carried)
+            # Each resource's first write raises its mark to the fence
+            # (the warmup's), every later one is an equal write.
+            s=$(curl -s -o /dev/null -w '%{http_code}' -X PUT \
+                -d '{"state":"check"}' \
+                "http://127.0.0.1:$TM_PORT/v1/carried/ca-0")
+            [ "$s" = 200 ] || die "a carried write answered $s, not 200"
+            ;;
     esac
 }
 
@@ -595,6 +634,7 @@ wrk_args() {
     case "$C_W" in
         equal) echo "equal eq- $C_RES $C_THREADS $EQUAL_TOKEN $C_CONNS $C_BODYARG" ;;
         stale) echo "stale st- $C_RES $C_THREADS 1 $C_CONNS $C_BODYARG" ;;
+        carried) echo "carried ca- $C_RES $C_THREADS 0 $C_CONNS $C_BODYARG" ;;
         # A base above every earlier token on these resources: the clock
         # in microseconds' worth of seconds, far below 2^53. A run sends
         # far fewer than 10^6 requests a second, so the next run's base is
@@ -914,6 +954,9 @@ count_syscalls() {
 }
 
 tm_version="$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+# A TIDEMARK_BIN of another build: the tree's commit does not name it.
+[ "$TIDEMARK_BIN" = "$ROOT/tidemark" ] ||
+    tm_version="TIDEMARK_BIN (not the build of $tm_version)"
 header() {
     echo "tidemark bench, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "machine: $(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' \
