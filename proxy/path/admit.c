@@ -537,6 +537,24 @@ check_token(struct admit *a, enum tm_verify v, const char *res, size_t len)
     return a->ts;
 }
 
+/* Whether a carried write must ask the store for its carrier's scope
+ * mark: unless the cache holds it at the fence already on a store no
+ * other sidecar writes (as a resource's equal token, decide_request), so
+ * that the equal path of a lease on lmdb does not queue behind the
+ * writer thread. Above the fence, or on a shared store, it is asked. */
+static bool
+scope_asked(struct admit *a)
+{
+    size_t len;
+    const char *scope;
+
+    if (a->carried <= 0) {
+        return false;
+    }
+    scope = carry_scope(a->carrier, &len);
+    return fence_check(a->px->fence, scope, len, a->carried) != a->carried;
+}
+
 /* The decision for one resource before the store, on the cache's bound,
  * or on a cache miss the store's own read where it has one (on a shared
  * store, a token equal to the cached mark is asked). */
@@ -654,7 +672,7 @@ decide(struct admit *a)
         s->src_len == 0 ? d1 : decide_one(a, s->src_verify, s->src, s->src_len);
     a->todo = (d1 == DECIDE_RAISE ? ADMIT_STEP_RES : 0) |
               (s->src_len > 0 && d2 == DECIDE_RAISE ? ADMIT_STEP_SRC : 0) |
-              (a->carried > 0 ? ADMIT_STEP_SCOPE : 0);
+              (scope_asked(a) ? ADMIT_STEP_SCOPE : 0);
     if (d1 == DECIDE_ACCEPT) {
         rq->mark = rq->token;
     }
@@ -946,7 +964,7 @@ batch_raise(struct admit *a)
 {
     struct batch *b = a->batch;
 
-    a->todo = a->carried > 0 ? ADMIT_STEP_SCOPE : 0;
+    a->todo = scope_asked(a) ? ADMIT_STEP_SCOPE : 0;
     a->rq->mark = a->rq->token;
     for (size_t i = 0; i < b->n && !b->down; i++) {
         struct batch_key *k = &b->keys[i];

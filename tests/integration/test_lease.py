@@ -312,9 +312,13 @@ def test_scope_mark_refuses_a_write_that_slips_past(pair, upstream):
     never forwarded, even on a resource the new holder has not written.
     The newer holder's win is played by raising lease/NAME through the
     unbound route, as its sidecar does when it wins."""
-    lease = pair.lease
-    a = pair("a")
+    scope_mark_refuses(pair("a"), pair.lease, upstream)
+
+
+def scope_mark_refuses(a, lease, upstream):
     fa = wait_state(a, lease, "holding")["fence"]
+    # Written once, so that a cache of the scope mark, if any, has it.
+    write_ok(a, upstream, unique())
     r = a.request("PUT", "/v1/raw/lease/" + lease, token=fa + 1)
     assert r.status == 200, r
     d = unique()
@@ -322,6 +326,16 @@ def test_scope_mark_refuses_a_write_that_slips_past(pair, upstream):
     assert doc["resource"] == "lease/" + lease
     assert (doc["token"], doc["high_water"]) == (fa, fa + 1)
     assert a.mark("documents/" + d) is None
+
+
+def test_scope_mark_refuses_a_write_that_slips_past_on_lmdb(tidemark,
+                                                            upstream):
+    """The same on one host (lmdb): there the scope mark's equal answer
+    comes from the cache, with no store call; a raise above the fence
+    reaches the cache too, and the write is refused."""
+    lease = unique("app")
+    tm = tidemark(config=lease_config(lease, locks={"backend": "lmdb"}))
+    scope_mark_refuses(tm, lease, upstream)
 
 
 # ------------------------------------------------------------ health_url
