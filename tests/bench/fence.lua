@@ -64,16 +64,13 @@ function request()
         i = (n * nthreads + bench_tid) % nres
         tok = token
     end
+    local headers = {["Content-Type"] = "application/json"}
     if mode == "carried" then
-        return wrk.format("PUT", "/v1/carried/" .. prefix .. i, {
-            ["Content-Type"] = "application/json",
-        }, body)
+        return wrk.format("PUT", "/v1/carried/" .. prefix .. i, headers, body)
     end
     -- %.0f: Lua numbers are doubles; tokens stay below 2^53, so exact.
-    return wrk.format("PUT", "/v1/documents/" .. prefix .. i, {
-        ["Fencing-Token"] = string.format("%.0f", tok),
-        ["Content-Type"] = "application/json",
-    }, body)
+    headers["Fencing-Token"] = string.format("%.0f", tok)
+    return wrk.format("PUT", "/v1/documents/" .. prefix .. i, headers, body)
 end
 
 function done(summary, latency, requests)

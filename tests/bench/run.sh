@@ -130,6 +130,10 @@ has_target() {
     case " $TARGETS " in *" $1 "*) return 0 ;; *) return 1 ;; esac
 }
 
+has_workload() {
+    case " $WORKLOADS " in *" $1 "*) return 0 ;; *) return 1 ;; esac
+}
+
 case "$UPSTREAM" in
     nginx | sink) ;;
     *) die "BENCH_UPSTREAM=$UPSTREAM: nginx or sink" ;;
@@ -524,9 +528,8 @@ resource = documents/{doc}
 mode = correctness
 upstream = default
 INI
-    case " $WORKLOADS " in
-        *" carried "*)
-            cat >> "$dir/tidemark.ini" <<INI
+    if has_workload carried; then
+        cat >> "$dir/tidemark.ini" <<INI
 
 [locks]
 backend = lmdb
@@ -543,8 +546,7 @@ mode = correctness
 upstream = default
 lease = bench
 INI
-            ;;
-    esac
+    fi
     if [ -n "$TM_PRELOAD" ]; then
         LD_PRELOAD=$TM_PRELOAD $PIN_PROXY "$TIDEMARK_BIN" \
             -c "$dir/tidemark.ini" >"$dir/tidemark.log" 2>&1 &
@@ -559,13 +561,11 @@ INI
     # A network store connects after start: wait until it is usable.
     wait_cmd "tidemark's store" "$TM_PID" "$dir/tidemark.log" \
         curl -sf "http://127.0.0.1:$ADM_PORT/readyz"
-    case " $WORKLOADS " in
-        *" carried "*)
-            wait_cmd "tidemark's lease" "$TM_PID" "$dir/tidemark.log" \
-                sh -c "curl -sf http://127.0.0.1:$ADM_PORT/v1/leases/bench |
-                    grep -q '\"state\":\"holding\"'"
-            ;;
-    esac
+    if has_workload carried; then
+        wait_cmd "tidemark's lease" "$TM_PID" "$dir/tidemark.log" \
+            sh -c "curl -sf http://127.0.0.1:$ADM_PORT/v1/leases/bench |
+                grep -q '\"state\":\"holding\"'"
+    fi
 fi
 
 target_port() {
@@ -576,11 +576,17 @@ target_port() {
     esac
 }
 
-# put_status PREFIX_AND_INDEX TOKEN: tidemark's status for one PUT.
+# put_code PATH [CURL_ARG...]: tidemark's status for one PUT on PATH.
+put_code() {
+    path=$1
+    shift
+    curl -s -o /dev/null -w '%{http_code}' -X PUT "$@" \
+        -d '{"state":"check"}' "http://127.0.0.1:$TM_PORT$path"
+}
+
+# put_status PREFIX_AND_INDEX TOKEN: the same for a document, with TOKEN.
 put_status() {
-    curl -s -o /dev/null -w '%{http_code}' -X PUT \
-        -H "Fencing-Token: $2" -d '{"state":"check"}' \
-        "http://127.0.0.1:$TM_PORT/v1/documents/$1"
+    put_code "/v1/documents/$1" -H "Fencing-Token: $2"
 }
 
 # prime CASE_WORKLOAD RESOURCES: the marks a case starts from, set through
@@ -612,9 +618,7 @@ prime() {
         carried)
             # Each resource's first write raises its mark to the fence
             # (the warmup's), every later one is an equal write.
-            s=$(curl -s -o /dev/null -w '%{http_code}' -X PUT \
-                -d '{"state":"check"}' \
-                "http://127.0.0.1:$TM_PORT/v1/carried/ca-0")
+            s=$(put_code /v1/carried/ca-0)
             [ "$s" = 200 ] || die "a carried write answered $s, not 200"
             ;;
     esac
