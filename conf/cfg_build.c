@@ -774,6 +774,43 @@ same_socket(const char *a, const char *b)
     return same;
 }
 
+/* Each [lease]'s margin_ms once the [locks] backend is known (etcd may
+ * end a lease a second early): 0 becomes half of what a renewal leaves,
+ * and one that leaves no time between two renewals is an error where
+ * the section's own check (cfg_check_lease) passed it. */
+static void
+fit_leases(struct loader *l, struct tm_config *c)
+{
+    static const char *const keys[] = {"margin_ms", "ttl_ms", NULL};
+    bool etcd =
+        c->locks.backend != NULL && strcmp(c->locks.backend, "etcd") == 0;
+    int early = etcd ? CFG_ETCD_LEASE_EARLY_MS : 0;
+
+    for (size_t i = 0; i < c->nleases; i++) {
+        struct cfg_lease *ls = &c->leases[i];
+        int between = ls->ttl_ms - early - ls->renew_ms;
+        struct origin at;
+
+        if (ls->renew_ms >= ls->ttl_ms ||
+            ls->margin_ms >= ls->ttl_ms - ls->renew_ms) {
+            continue; /* reported by the section */
+        }
+        if (ls->margin_ms == 0) {
+            ls->margin_ms = between > 0 ? between / 2 : 0;
+        }
+        if (ls->ttl_ms - early - ls->margin_ms > ls->renew_ms) {
+            continue;
+        }
+        cfg_add_err(
+            l, keys_origin(cfg_find_sect(l, CFG_LEASE, ls->name), keys, &at),
+            "lease %s: ttl_ms (%d) less %smargin_ms (%d) leaves no "
+            "time for renew_ms (%d): the lease would end on this "
+            "sidecar's clock before each renewal",
+            ls->name, ls->ttl_ms, etcd ? "etcd's second and " : "",
+            ls->margin_ms, ls->renew_ms);
+    }
+}
+
 /* What concerns the file as a whole, once every section is read. */
 void
 cfg_check_whole(struct loader *l, struct tm_config *c)
@@ -781,6 +818,7 @@ cfg_check_whole(struct loader *l, struct tm_config *c)
     static const char *const keys[] = {"listen", NULL};
 
     fit_connections(l, c);
+    fit_leases(l, c);
     note_chain(l, c);
     if (same_socket(c->proxy.listen, c->admin.listen)) {
         struct origin at_admin, at_proxy;

@@ -220,13 +220,18 @@ struct cfg_follow {
 
 /* A lease the sidecar holds on the application's behalf, through the
  * lock service's backend ([locks]); routes name it with lease = NAME. */
+/* How much sooner than the TTL granted an etcd lease may end for another
+ * holder: etcd tells the time left in whole seconds, cut down, and a
+ * lease it reports at 0 s left is taken over as ended (lock_etcd.c). */
+#define CFG_ETCD_LEASE_EARLY_MS 1000
+
 struct cfg_lease {
     char *name;   /* the section's NAME: the scope mark lease/NAME */
     char *lock;   /* the lock's name in the lock service */
     int ttl_ms;   /* asked of the backend on each acquire and renewal */
     int renew_ms; /* 0: ttl_ms / 3 */
     /* A write is forwarded only while this much of the lease is left;
-     * 0: half of what a renewal leaves (lease.c) */
+     * 0 in the file: half of what a renewal leaves, set at load */
     int margin_ms;
     char *health_url; /* renew only while it answers 2xx; NULL: always */
     bool ready;       /* /readyz is 503 while the lease is not held */

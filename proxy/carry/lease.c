@@ -132,39 +132,23 @@ submit(struct lease *l, enum lock_kind kind, int64_t min_fence, lock_cb cb)
 }
 
 /* How much sooner than the TTL granted the lease may end for another
- * holder. etcd tells the time left in whole seconds, cut down, and a
- * lease it reports at 0 s left is taken over as ended (lock_etcd.c): up
- * to a second early. */
+ * holder (CFG_ETCD_LEASE_EARLY_MS). */
 static int64_t
 early_ms(const struct lease *l)
 {
     const char *b = l->env.lock_backend;
 
-    return b != NULL && strcmp(b, "etcd") == 0 ? 1000 : 0;
-}
-
-/* How much of the lease must be left for a write to go out: a write
- * forwarded then is applied before another holder can win, unless the
- * backend takes longer than that. margin_ms, or half of what is left
- * between two renewals. */
-static int64_t
-margin_ms(const struct lease *l)
-{
-    int64_t between = (int64_t)l->cfg->ttl_ms - early_ms(l) - l->cfg->renew_ms;
-
-    if (l->cfg->margin_ms > 0) {
-        return l->cfg->margin_ms;
-    }
-    return between > 0 ? between / 2 : 0;
+    return b != NULL && strcmp(b, "etcd") == 0 ? CFG_ETCD_LEASE_EARLY_MS : 0;
 }
 
 /* Held with l->fence for ttl_ms from when it was asked, less what the
- * backend may cut short and the margin a write needs: the carrier's end
- * is when writes stop. */
+ * backend may cut short and the margin a write needs (margin_ms, set at
+ * load so that a renewal comes before it): the carrier's end is when
+ * writes stop. */
 static void
 held(struct lease *l, int64_t ttl_ms)
 {
-    int64_t left = ttl_ms - early_ms(l) - margin_ms(l);
+    int64_t left = ttl_ms - early_ms(l) - l->cfg->margin_ms;
 
     carry_won(l->c, l->fence, l->sent_ms + (left > 0 ? left : 1), l->self);
     again_in(l, l->cfg->renew_ms);
@@ -517,22 +501,10 @@ lease_open(const struct carry_env *env, struct carrier *c, const void *cfg,
         free_lease(l);
         return NULL;
     }
-    if ((int64_t)l->cfg->ttl_ms - early_ms(l) - margin_ms(l) <=
-        l->cfg->renew_ms) {
-        snprintf(err, errlen,
-                 "lease %s: ttl_ms (%d) less %smargin_ms (%" PRId64
-                 ") leaves no time for renew_ms (%d): the lease would end "
-                 "on this sidecar's clock before each renewal",
-                 carry_name(c), l->cfg->ttl_ms,
-                 early_ms(l) > 0 ? "etcd's second and " : "", margin_ms(l),
-                 l->cfg->renew_ms);
-        free_lease(l);
-        return NULL;
-    }
     log_info("lease %s: lock %s, ttl %d ms, renewed every %d ms, writes "
-             "stop %" PRId64 " ms before its end%s%s",
+             "stop %d ms before its end%s%s",
              carry_name(c), LOG_STR(l->cfg->lock), l->cfg->ttl_ms,
-             l->cfg->renew_ms, margin_ms(l),
+             l->cfg->renew_ms, l->cfg->margin_ms,
              l->hc != NULL ? " while the application is healthy at " : "",
              l->hc != NULL ? LOG_STR(l->cfg->health_url) : "");
     again_in(l, 0);

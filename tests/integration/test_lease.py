@@ -473,19 +473,25 @@ def test_writes_stop_margin_ms_before_the_lease_ends(tidemark, upstream):
 
 def test_a_margin_that_leaves_etcd_no_room_stops_the_start(
         tidemark, store_servers):
-    """etcd may end a lease up to a second early, so a margin_ms the
-    config check lets pass can leave no time between two renewals: the
-    start stops, saying so, rather than lose the lease before each
-    renewal."""
+    """etcd may end a lease up to a second early, so a margin_ms below
+    ttl_ms - renew_ms can still leave no time between two renewals with
+    etcd: a config error (so --check finds it too), at the margin_ms
+    line, rather than a lease lost before each renewal."""
     _, _, locks = empty_lock_store("etcd", store_servers)
     lease = unique("app")
     tm = tidemark(config=lease_config(lease, locks=locks, ttl_ms=2000,
                                       renew_ms=500, margin_ms=600),
                   start=False)
     assert tm.start_fails() == 1
-    assert tm.log_lines("lease %s: ttl_ms (2000) less etcd's second and "
-                        "margin_ms (600) leaves no time for renew_ms (500)"
-                        % lease), tm.log()
+    want = ("lease %s: ttl_ms (2000) less etcd's second and margin_ms (600) "
+            "leaves no time for renew_ms (500)" % lease)
+    assert tm.log_lines(want), tm.log()
+    rc, lines = run_check(tm.ini_path)
+    line = next(n for n, text in
+                enumerate(tm.ini_path.read_text().splitlines(), 1)
+                if text.startswith("margin_ms"))
+    assert rc == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("%s:%d: %s" % (tm.ini_path, line, want)), lines
 
 
 def test_a_write_admitted_under_the_lease_is_not_forwarded_after_it(
