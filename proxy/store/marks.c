@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
-#include <time.h>
+
+#include "../../policies/htab.h"
+#include "../seed.h"
 
 /* Entries per bucket: a bucket is 8 cache lines, the first holding the
  * ways' hashes and the CLOCK's state, each other one way. A lookup that
@@ -49,48 +50,6 @@ struct marks {
     size_t count;
     uint64_t seed;
 };
-
-/* 64x64 -> 128 multiply folded to 64 bits: the mixing step of wyhash. */
-static inline uint64_t
-mix(uint64_t a, uint64_t b)
-{
-    __uint128_t r = (__uint128_t)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-static inline uint64_t
-load64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-/* A seeded 64-bit hash, 16 bytes a step; never 0 (0 marks an empty way).
- * Collisions only cost a memcmp: keys are always compared in full. */
-static uint64_t
-hash_key(uint64_t seed, const char *res, size_t len)
-{
-    static const uint64_t p0 = 0xa0761d6478bd642full;
-    static const uint64_t p1 = 0xe7037ed1a0b428dbull;
-    static const uint64_t p2 = 0x8ebc6af09c88c6e3ull;
-    const unsigned char *p = (const unsigned char *)res;
-    uint64_t h = seed ^ mix(len ^ p0, p1);
-    size_t n = len;
-
-    while (n >= 16) {
-        h = mix(load64(p) ^ p1, load64(p + 8) ^ h);
-        p += 16;
-        n -= 16;
-    }
-    if (n > 0) {
-        unsigned char tail[16] = {0};
-        memcpy(tail, p, n);
-        h = mix(load64(tail) ^ p2, load64(tail + 8) ^ h);
-    }
-    h = mix(h ^ p0, (uint64_t)len ^ p2);
-    return h == 0 ? 1 : h;
-}
 
 /* Bucket index without a division: (h * n) >> 64 maps h uniformly onto
  * [0, n) for any n (Lemire's multiply-shift range reduction). */
@@ -153,13 +112,7 @@ marks_new(size_t cap)
     }
     /* A per-process seed makes it hard to aim many names at one bucket
      * (which would only evict entries early, never give a wrong mark). */
-    if (getrandom(&m->seed, sizeof(m->seed), GRND_NONBLOCK) !=
-        (ssize_t)sizeof(m->seed)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        m->seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^
-                  (uint64_t)(uintptr_t)m;
-    }
+    m->seed = tm_seed(m);
     return m;
 }
 
@@ -188,7 +141,7 @@ marks_get(struct marks *m, const char *res, size_t len)
     if (len > MARKS_KEY_MAX) {
         return 0;
     }
-    h = hash_key(m->seed, res, len);
+    h = htab_hash(m->seed, res, len);
     b = bucket_of(m, h);
     i = find_way(b, h, res, len);
     if (i < 0) {
@@ -232,7 +185,7 @@ marks_put(struct marks *m, const char *res, size_t len, int64_t mark)
     if (len > MARKS_KEY_MAX || mark <= 0) {
         return;
     }
-    h = hash_key(m->seed, res, len);
+    h = htab_hash(m->seed, res, len);
     b = bucket_of(m, h);
     i = find_way(b, h, res, len);
     if (i >= 0) {
