@@ -35,7 +35,8 @@
 #                 raw output in tests/bench/results/
 #   bench-locks   wrk: lock+release pairs/s and hot-lock tries/wins on
 #                 the control port's lock service (BACKEND=lmdb|redis|
-#                 redis-cluster|postgres)
+#                 redis-cluster|postgres); WAITERS="0 1000 10000": the
+#                 pairs beside that many waiting calls, with CPU a request
 #   bench-locks-raw  the seed's Redis scripts and lease-row SQL pair
 #                 without tidemark (redis-benchmark, also --cluster on 3
 #                 masters, pgbench): the baseline

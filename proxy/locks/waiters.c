@@ -1,16 +1,19 @@
 /* waiters.c: per-name FIFOs of waiting acquires, each with a timer that
- * gives its head another turn when the blocking lease ends. */
+ * gives its head another turn when the blocking lease ends. The queues
+ * are in a seeded table by name; a queue is a doubly linked list. */
 #include "waiters.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../policies/htab.h"
 #include "../log.h"
+#include "../seed.h"
 
 #include <event2/event.h>
 
 struct waitq {
-    struct waitq *prev, *next; /* ws->queues */
+    struct hnode node; /* in ws->queues, by name */
     struct waiters *ws;
     struct waiter *head, *tail;
     struct event *retry; /* the holder's lease ends */
@@ -23,7 +26,7 @@ struct waiters {
     struct event_base *base;
     const struct tm_log *log;
     waiter_try_fn try_head;
-    struct waitq *queues;
+    struct htab queues;
 };
 
 struct waiters *
@@ -35,6 +38,10 @@ waiters_new(struct event_base *base, const struct tm_log *log,
     if (ws == NULL) {
         return NULL;
     }
+    if (!htab_init(&ws->queues, 64, tm_seed(ws))) {
+        free(ws);
+        return NULL;
+    }
     ws->base = base;
     ws->log = log;
     ws->try_head = try_head;
@@ -44,18 +51,21 @@ waiters_new(struct event_base *base, const struct tm_log *log,
 static void
 waitq_free(struct waitq *q)
 {
-    struct waiters *ws = q->ws;
-
-    if (q->prev != NULL) {
-        q->prev->next = q->next;
-    } else {
-        ws->queues = q->next;
-    }
-    if (q->next != NULL) {
-        q->next->prev = q->prev;
-    }
     event_free(q->retry);
     free(q);
+}
+
+/* A queue dropped with its service: its waiters get no turn any more. */
+static void
+orphan(struct hnode *e, void *arg)
+{
+    struct waitq *q = HTAB_ENTRY(e, struct waitq, node);
+
+    (void)arg;
+    for (struct waiter *w = q->head; w != NULL; w = w->next) {
+        w->q = NULL;
+    }
+    waitq_free(q);
 }
 
 void
@@ -64,24 +74,28 @@ waiters_free(struct waiters *ws)
     if (ws == NULL) {
         return;
     }
-    while (ws->queues != NULL) {
-        for (struct waiter *w = ws->queues->head; w != NULL; w = w->next) {
-            w->q = NULL;
-        }
-        waitq_free(ws->queues);
-    }
+    htab_drain(&ws->queues, orphan, NULL);
+    htab_fini(&ws->queues);
     free(ws);
+}
+
+static struct waitq *
+find(struct waiters *ws, const char *name, size_t len, uint64_t h)
+{
+    for (struct hnode *e = htab_chain(&ws->queues, h); e != NULL; e = e->next) {
+        struct waitq *q = HTAB_ENTRY(e, struct waitq, node);
+
+        if (e->hash == h && q->len == len && memcmp(q->name, name, len) == 0) {
+            return q;
+        }
+    }
+    return NULL;
 }
 
 struct waitq *
 waiters_find(struct waiters *ws, const char *name, size_t len)
 {
-    for (struct waitq *q = ws->queues; q != NULL; q = q->next) {
-        if (q->len == len && memcmp(q->name, name, len) == 0) {
-            return q;
-        }
-    }
-    return NULL;
+    return find(ws, name, len, htab_key(&ws->queues, name, len));
 }
 
 static void
@@ -108,7 +122,8 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
 struct waitq *
 waiters_get(struct waiters *ws, const char *name, size_t len)
 {
-    struct waitq *q = waiters_find(ws, name, len);
+    uint64_t h = htab_key(&ws->queues, name, len);
+    struct waitq *q = find(ws, name, len, h);
 
     if (q != NULL) {
         return q;
@@ -125,11 +140,7 @@ waiters_get(struct waiters *ws, const char *name, size_t len)
     q->ws = ws;
     q->len = len;
     memcpy(q->name, name, len);
-    q->next = ws->queues;
-    if (ws->queues != NULL) {
-        ws->queues->prev = q;
-    }
-    ws->queues = q;
+    htab_add(&ws->queues, &q->node, h);
     return q;
 }
 
@@ -138,6 +149,7 @@ waitq_push(struct waitq *q, struct waiter *w, void *arg)
 {
     w->q = q;
     w->next = NULL;
+    w->prev = q->tail;
     w->arg = arg;
     if (q->tail == NULL) {
         q->head = w;
@@ -151,26 +163,26 @@ void
 waiter_leave(struct waiter *w, bool try_next)
 {
     struct waitq *q = w->q;
-    struct waiter **pp;
-    struct waiter *prev = NULL;
-    bool was_head = q != NULL && q->head == w;
+    bool was_head;
 
     if (q == NULL) {
         return;
     }
-    for (pp = &q->head; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == w) {
-            *pp = w->next;
-            if (q->tail == w) {
-                q->tail = prev;
-            }
-            break;
-        }
-        prev = *pp;
+    was_head = q->head == w;
+    if (w->prev != NULL) {
+        w->prev->next = w->next;
+    } else {
+        q->head = w->next;
+    }
+    if (w->next != NULL) {
+        w->next->prev = w->prev;
+    } else {
+        q->tail = w->prev;
     }
     w->q = NULL;
-    w->next = NULL;
+    w->next = w->prev = NULL;
     if (q->head == NULL) {
+        htab_del(&q->ws->queues, &q->node);
         waitq_free(q);
     } else if (try_next && was_head && !q->trying) {
         waitq_try(q);

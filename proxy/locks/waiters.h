@@ -1,7 +1,9 @@
 /* waiters.h: the acquires waiting for each lock name, in arrival order.
  * Only a queue's head asks the backend, so the lock goes to waiters in
  * turn; the head asks again when the lease ahead of it ends (a timer)
- * or is released here (waiters_kick). */
+ * or is released here (waiters_kick). Finding a name's queue, joining it
+ * and leaving it from any place cost the same however many callers wait
+ * and for however many names. */
 #ifndef TM_WAITERS_H
 #define TM_WAITERS_H
 
@@ -16,9 +18,9 @@ struct waitq;
 
 /* One waiting call, embedded (zeroed) in the caller's record. */
 struct waiter {
-    struct waiter *next; /* in q, arrival order */
-    struct waitq *q;     /* the queue it waits in, or NULL */
-    void *arg;           /* the caller's record, given to try_head */
+    struct waiter *next, *prev; /* in q, arrival order */
+    struct waitq *q;            /* the queue it waits in, or NULL */
+    void *arg;                  /* the caller's record, given to try_head */
 };
 
 /* The head's turn to ask the backend: the caller asks, and calls

@@ -4,6 +4,12 @@
 # own tidemark in a temporary directory, and for BACKEND=redis, postgres,
 # etcd or zookeeper its own server (tests/integration/servers.py; etcd: one
 # member; redis-cluster: 3 masters, 3 replicas; zookeeper: one server).
+# With WAITERS (counts: "0 1000 10000"), only pairs are run, once for
+# each count, with that many other calls left waiting on the service
+# (tests/bench/park.py: each on a name of its own, taken first), tidemark
+# pinned to core 1 and the load to core 0; each line adds the count and
+# tidemark's CPU time (user + system) per request: how the cost of a
+# lock call grows with the calls waiting beside it.
 # Env: BACKEND (lmdb | redis | redis-cluster | postgres | etcd |
 # zookeeper), BENCH_DURATION (10s),
 # BENCH_THREADS (2), BENCH_CONNECTIONS (32), EAGER (yes), POOL (16,
@@ -18,6 +24,11 @@ CONNS=${BENCH_CONNECTIONS:-32}
 EAGER=${EAGER:-yes}
 BACKEND=${BACKEND:-lmdb}
 POOL=${POOL:-16}
+WAITERS=${WAITERS:-}
+PIN_PROXY="" PIN_LOAD=""
+if [ -n "$WAITERS" ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    PIN_PROXY="taskset -c 1" PIN_LOAD="taskset -c 0"
+fi
 TIDEMARK_BIN=${TIDEMARK_BIN:-$ROOT/tidemark}
 
 free_port() {
@@ -79,8 +90,9 @@ path = $DIR/marks.lmdb
 backend = ${BACKEND_KEY:-$BACKEND}
 $LOCKS
 eager = $EAGER
+max_wait_ms = 3600000
 INI
-"$TIDEMARK_BIN" -c "$DIR/tidemark.ini" 2>"$DIR/log" &
+$PIN_PROXY "$TIDEMARK_BIN" -c "$DIR/tidemark.ini" 2>"$DIR/log" &
 PID=$!
 cleanup() {
     kill "$PID" 2>/dev/null
@@ -101,6 +113,36 @@ for _ in $(seq 200); do
     [ "$code" = 404 ] && break
     sleep 0.05
 done
+# cpu_ticks: tidemark's user + system time so far, in clock ticks.
+cpu_ticks() {
+    awk '{print $14 + $15}' "/proc/$PID/stat"
+}
+if [ -n "$WAITERS" ]; then
+    HZ=$(getconf CLK_TCK)
+    for n in $WAITERS; do
+        mkfifo "$DIR/park-in"
+        $PIN_LOAD /usr/bin/python3 tests/bench/park.py 127.0.0.1 "$ADMIN" \
+            "$n" "parked/$n/" 3000000 <"$DIR/park-in" >"$DIR/park-out" &
+        PARK=$!
+        exec 3>"$DIR/park-in"
+        until grep -q parked "$DIR/park-out" 2>/dev/null; do
+            kill -0 "$PARK" 2>/dev/null || { echo "park.py failed" >&2; exit 1; }
+            sleep 0.2
+        done
+        t0=$(cpu_ticks)
+        out=$($PIN_LOAD wrk -t "$THREADS" -c "$CONNS" -d "$DURATION" \
+            -s tests/bench/locks.lua "http://127.0.0.1:$ADMIN" -- pairs 10000)
+        t1=$(cpu_ticks)
+        echo "$out" | sed -n "s/^LOCKS_RESULT/backend=$BACKEND mode=pairs waiters=$n eager=$EAGER/p" |
+            awk -v t="$((t1 - t0))" -v hz="$HZ" '{
+                for (i = 1; i <= NF; i++) if ($i ~ /^requests=/) { split($i, kv, "="); r = kv[2] }
+                printf "%s cpu_us_per_request=%.1f\n", $0, t * 1e6 / hz / r }'
+        exec 3>&-
+        wait "$PARK" || exit 1
+        rm -f "$DIR/park-in" "$DIR/park-out"
+    done
+    exit 0
+fi
 for mode in pairs hot; do
     wrk -t "$THREADS" -c "$CONNS" -d "$DURATION" \
         -s tests/bench/locks.lua "http://127.0.0.1:$ADMIN" -- "$mode" 10000 |
