@@ -25,18 +25,6 @@ lmdb_make_key(size_t maxkey, const char *res, size_t len, unsigned char *buf,
     }
 }
 
-uint64_t
-lmdb_hash(const void *p, size_t len)
-{
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ULL;
-
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ b[i]) * 1099511628211ULL;
-    }
-    return h;
-}
-
 void
 lmdb_put_be64(unsigned char *p, int64_t v)
 {

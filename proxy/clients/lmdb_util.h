@@ -23,9 +23,6 @@
 void lmdb_make_key(size_t maxkey, const char *name, size_t len,
                    unsigned char *buf, MDB_val *key);
 
-/* FNV-1a of len bytes at p: the chain of a name or key in a table. */
-uint64_t lmdb_hash(const void *p, size_t len);
-
 void lmdb_put_be64(unsigned char *p, int64_t v);
 int64_t lmdb_get_be64(const unsigned char *p);
 

@@ -14,10 +14,12 @@
 #include <event2/event.h>
 
 #include "../../conf/cfg.h"
+#include "../../policies/htab.h"
 #include "../clients/lmdb_util.h"
 #include "../clients/lmdb_worker.h"
 #include "../log.h"
 #include "../metrics.h"
+#include "../seed.h"
 
 /*
  * Layout. One unnamed database maps a lock name (keyed as the mark store
@@ -47,8 +49,7 @@
 
 #define LOCK_REC_LEN 16
 #define LOCK_QUEUE_MAX 65536
-#define LIVE_BUCKETS 4096 /* power of two */
-#define LIVE_MAX 65536    /* leases remembered at most */
+#define LIVE_MAX 65536 /* leases remembered at most */
 
 struct ljob {
     struct lmdb_worker_job job; /* first: the worker's queue link */
@@ -67,7 +68,7 @@ struct ljob {
 
 /* A lease known to be live until expires (wall clock, ms). */
 struct live {
-    struct live *next;
+    struct hnode node; /* in the table, by name */
     int64_t fence;
     int64_t expires;
     size_t len;
@@ -83,8 +84,7 @@ struct lmdb_locks {
     struct lmdb_worker *w;
 
     /* Loop thread only. */
-    struct live *live[LIVE_BUCKETS];
-    size_t nlive;
+    struct htab live; /* seeded: no caller aims names at one chain */
 
     /* Shared: under the worker's lock. */
     char err[320]; /* the writer's last error, for the loop */
@@ -272,35 +272,34 @@ run_batch(void *arg, struct lmdb_worker_list *b)
     return 0;
 }
 
-static size_t
-live_hash(const char *name, size_t len)
+/* name's entry, or NULL. */
+static struct live *
+live_find(struct lmdb_locks *s, const char *name, size_t len, uint64_t h)
 {
-    return (size_t)(lmdb_hash(name, len) & (LIVE_BUCKETS - 1));
+    for (struct hnode *n = htab_chain(&s->live, h); n != NULL; n = n->next) {
+        struct live *e = HTAB_ENTRY(n, struct live, node);
+
+        if (n->hash == h && e->len == len && memcmp(e->name, name, len) == 0) {
+            return e;
+        }
+    }
+    return NULL;
 }
 
-/* The slot pointing at name's entry, or at the end of its bucket. */
-static struct live **
-live_slot(struct lmdb_locks *s, const char *name, size_t len)
+static void
+live_drop(struct lmdb_locks *s, struct live *e)
 {
-    struct live **pp = &s->live[live_hash(name, len)];
-
-    while (*pp != NULL &&
-           ((*pp)->len != len || memcmp((*pp)->name, name, len) != 0)) {
-        pp = &(*pp)->next;
-    }
-    return pp;
+    htab_del(&s->live, &e->node);
+    free(e);
 }
 
 static void
 live_forget(struct lmdb_locks *s, const char *name, size_t len)
 {
-    struct live **pp = live_slot(s, name, len);
-    struct live *e = *pp;
+    struct live *e = live_find(s, name, len, htab_key(&s->live, name, len));
 
     if (e != NULL) {
-        *pp = e->next;
-        free(e);
-        s->nlive--;
+        live_drop(s, e);
     }
 }
 
@@ -309,22 +308,20 @@ static void
 live_note(struct lmdb_locks *s, const char *name, size_t len, int64_t fence,
           int64_t expires)
 {
-    struct live **pp = live_slot(s, name, len);
-    struct live *e = *pp;
+    uint64_t h = htab_key(&s->live, name, len);
+    struct live *e = live_find(s, name, len, h);
 
     if (e == NULL) {
-        if (s->nlive >= LIVE_MAX) {
+        if (s->live.n >= LIVE_MAX) {
             return;
         }
         e = malloc(sizeof(*e) + len);
         if (e == NULL) {
             return;
         }
-        e->next = NULL;
         e->len = len;
         memcpy(e->name, name, len);
-        *pp = e;
-        s->nlive++;
+        htab_add(&s->live, &e->node, h);
     }
     e->fence = fence;
     e->expires = expires;
@@ -348,17 +345,17 @@ live_learn(struct lmdb_locks *s, const struct ljob *j, int64_t now)
 }
 
 static void
+live_free_one(struct hnode *n, void *arg)
+{
+    (void)arg;
+    free(HTAB_ENTRY(n, struct live, node));
+}
+
+static void
 live_free(struct lmdb_locks *s)
 {
-    for (size_t i = 0; i < LIVE_BUCKETS; i++) {
-        while (s->live[i] != NULL) {
-            struct live *e = s->live[i];
-
-            s->live[i] = e->next;
-            free(e);
-        }
-    }
-    s->nlive = 0;
+    htab_drain(&s->live, live_free_one, NULL);
+    htab_fini(&s->live);
 }
 
 /* Loop thread: log the writer's error, run the callbacks of every
@@ -431,18 +428,19 @@ lmdb_submit(struct lock_backend *b, const struct lock_op *op)
     }
     refuse |= !lmdb_worker_ready(s->w);
     if (!refuse && op->kind == LOCK_OP_ACQUIRE) {
-        struct live **pp = live_slot(s, j->name, len);
-        int64_t now = *pp != NULL ? now_ms() : 0;
+        struct live *e =
+            live_find(s, j->name, len, htab_key(&s->live, j->name, len));
+        int64_t now = e != NULL ? now_ms() : 0;
 
-        if (*pp != NULL && (*pp)->expires > now) {
+        if (e != NULL && e->expires > now) {
             j->res = LOCK_BUSY;
-            j->out_fence = (*pp)->fence;
-            j->out_ttl = (*pp)->expires - now;
+            j->out_fence = e->fence;
+            j->out_ttl = e->expires - now;
             lmdb_worker_answer_local(s->w, &j->job);
             return;
         }
-        if (*pp != NULL) {
-            live_forget(s, j->name, len);
+        if (e != NULL) {
+            live_drop(s, e);
         }
     }
     if (refuse || !lmdb_worker_submit(s->w, &j->job, LOCK_QUEUE_MAX)) {
@@ -511,7 +509,7 @@ lmdb_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
         return NULL;
     }
     s->path = strdup(cfg->path);
-    if (s->path == NULL) {
+    if (s->path == NULL || !htab_init(&s->live, 256, tm_seed(s))) {
         snprintf(err, errlen, "locks: out of memory");
         goto fail;
     }

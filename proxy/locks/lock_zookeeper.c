@@ -16,6 +16,7 @@
 #include "../../policies/ascii.h"
 #include "../../policies/zkname.h"
 #include "../log.h"
+#include "../seed.h"
 #include "../clients/defer.h"
 
 static struct zk_locks *
@@ -482,6 +483,8 @@ static void
 zk_free(struct zk_locks *z)
 {
     defer_free(z->defer);
+    htab_fini(&z->leases);
+    htab_fini(&z->lease_paths);
     free(z->root);
     free(z);
 }
@@ -508,6 +511,12 @@ zk_open(struct event_base *base, const struct cfg_locks *cfg, char *err,
     z->session_ms = cfg->zk_sess_ms;
     z->root = strdup(cfg->zk_root != NULL ? cfg->zk_root : "/tidemark/locks");
     z->defer = defer_new(base);
+    if (!htab_init(&z->leases, 64, tm_seed(z)) ||
+        !htab_init(&z->lease_paths, 64, tm_seed(&z->lease_paths))) {
+        snprintf(err, errlen, "locks: out of memory");
+        zk_free(z);
+        return NULL;
+    }
     if (z->root == NULL || z->defer == NULL) {
         snprintf(err, errlen, "locks: cannot set up events");
         zk_free(z);

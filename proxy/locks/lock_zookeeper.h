@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "../../policies/htab.h"
 #include "../clients/zk_conn.h"
 #include "lock.h"
 
@@ -92,7 +93,7 @@ struct zk_req {
 
 /* A lease this process holds. */
 struct zk_lease {
-    struct zk_lease *next;
+    struct hnode by_name, by_path; /* in z's two tables */
     struct zk_locks *z;
     struct event *timer; /* its TTL */
     int64_t fence;
@@ -120,7 +121,7 @@ struct zk_locks {
     int session_ms;
     bool closing;
     uint64_t counter;
-    struct zk_lease *leases;
+    struct htab leases, lease_paths; /* by name, by node path */
     struct zk_sweep *sweeps;
     struct defer *defer; /* answers when out of memory */
     lock_freed_cb freed;

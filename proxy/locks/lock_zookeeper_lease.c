@@ -17,8 +17,13 @@
 struct zk_lease *
 zkl_lease_by_path(struct zk_locks *z, const char *path)
 {
-    for (struct zk_lease *l = z->leases; l != NULL; l = l->next) {
-        if (strcmp(l->path, path) == 0) {
+    uint64_t h = htab_key(&z->lease_paths, path, strlen(path));
+
+    for (struct hnode *n = htab_chain(&z->lease_paths, h); n != NULL;
+         n = n->next) {
+        struct zk_lease *l = HTAB_ENTRY(n, struct zk_lease, by_path);
+
+        if (n->hash == h && strcmp(l->path, path) == 0) {
             return l;
         }
     }
@@ -28,29 +33,34 @@ zkl_lease_by_path(struct zk_locks *z, const char *path)
 struct zk_lease *
 zkl_lease_by_name(struct zk_locks *z, const char *name, size_t len)
 {
-    for (struct zk_lease *l = z->leases; l != NULL; l = l->next) {
-        if (l->len == len && memcmp(l->name, name, len) == 0) {
+    uint64_t h = htab_key(&z->leases, name, len);
+
+    for (struct hnode *n = htab_chain(&z->leases, h); n != NULL; n = n->next) {
+        struct zk_lease *l = HTAB_ENTRY(n, struct zk_lease, by_name);
+
+        if (n->hash == h && l->len == len && memcmp(l->name, name, len) == 0) {
             return l;
         }
     }
     return NULL;
 }
 
-/* Take l out of the table and free it (its node is not touched). */
+/* Take l out of the table by path and free it (its node is not
+ * touched); out of the one by name already. */
 static void
-lease_free(struct zk_lease *l)
+lease_gone(struct zk_lease *l)
 {
-    struct zk_lease **pp;
-
-    for (pp = &l->z->leases; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == l) {
-            *pp = l->next;
-            break;
-        }
-    }
+    htab_del(&l->z->lease_paths, &l->by_path);
     event_free(l->timer);
     free(l->path);
     free(l);
+}
+
+static void
+lease_free(struct zk_lease *l)
+{
+    htab_del(&l->z->leases, &l->by_name);
+    lease_gone(l);
 }
 
 int64_t
@@ -187,10 +197,19 @@ zkl_lease_add(struct zk_req *r)
         free(l);
         return NULL;
     }
-    l->next = z->leases;
-    z->leases = l;
+    htab_add(&z->leases, &l->by_name, htab_key(&z->leases, l->name, l->len));
+    htab_add(&z->lease_paths, &l->by_path,
+             htab_key(&z->lease_paths, l->path, strlen(l->path)));
     lease_arm(l, r->ttl_ms);
     return l;
+}
+
+/* Drained from the table by name: the rest of lease_free. */
+static void
+lease_lost(struct hnode *n, void *arg)
+{
+    (void)arg;
+    lease_gone(HTAB_ENTRY(n, struct zk_lease, by_name));
 }
 
 /* The session ended: ZooKeeper deleted every node of it, so every lease
@@ -198,9 +217,7 @@ zkl_lease_add(struct zk_req *r)
 void
 zkl_leases_lost(struct zk_locks *z)
 {
-    while (z->leases != NULL) {
-        lease_free(z->leases);
-    }
+    htab_drain(&z->leases, lease_lost, NULL);
     sweeps_free(z);
 }
 

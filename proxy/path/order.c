@@ -1,7 +1,8 @@
 /* order.c: per-resource gates. A gate exists while its resource has a
  * write in flight, queued or in its grace period; the table holds at most
- * as many gates as there are client connections. After a start, a hold
- * queues every write until it ends. */
+ * as many gates as there are client connections, in a seeded table that
+ * grows with them (htab.h). After a start, a hold queues every write
+ * until it ends. */
 #include "order.h"
 
 #include <stdlib.h>
@@ -9,8 +10,10 @@
 
 #include <event2/event.h>
 
+#include "../../policies/htab.h"
 #include "../clients/dial.h"
 #include "../log.h"
+#include "../seed.h"
 
 struct order_slot {
     struct gate *gate;
@@ -33,8 +36,7 @@ struct slot_list {
 };
 
 struct gate {
-    struct gate *hnext; /* hash chain */
-    uint64_t hash;
+    struct hnode node;       /* in the table, by name */
     struct slot_list flying; /* in flight (including grace) */
     struct slot_list queue;  /* waiting, arrival order */
     int64_t low;             /* the lowest token flying (passive left out) */
@@ -46,24 +48,10 @@ struct gate {
 struct order {
     struct event_base *base;
     const struct tm_log *log; /* the proxy's, entered by callbacks */
-    struct gate **table;
-    size_t nbuckets; /* power of two */
-    size_t ngates;
+    struct htab gates;
     struct event *hold; /* while every write waits (after a start) */
     int64_t hold_end;   /* monotonic ms */
 };
-
-static uint64_t
-hash_bytes(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 struct order *
 order_new(struct event_base *base)
@@ -75,13 +63,31 @@ order_new(struct event_base *base)
     }
     o->base = base;
     o->log = log_current();
-    o->nbuckets = 1024;
-    o->table = calloc(o->nbuckets, sizeof(*o->table));
-    if (o->table == NULL) {
+    if (!htab_init(&o->gates, 1024, tm_seed(o))) {
         free(o);
         return NULL;
     }
     return o;
+}
+
+/* At the end: g and its writes in flight go (the queued ones are their
+ * requests', gone already). */
+static void
+gate_free(struct hnode *e, void *arg)
+{
+    struct gate *g = HTAB_ENTRY(e, struct gate, node);
+    struct order_slot *s = g->flying.head;
+
+    (void)arg;
+    while (s != NULL) {
+        struct order_slot *sn = s->next;
+        if (s->grace != NULL) {
+            event_free(s->grace);
+        }
+        free(s);
+        s = sn;
+    }
+    free(g);
 }
 
 void
@@ -90,37 +96,21 @@ order_free(struct order *o)
     if (o == NULL) {
         return;
     }
-    for (size_t i = 0; i < o->nbuckets; i++) {
-        struct gate *g = o->table[i];
-        while (g != NULL) {
-            struct gate *next = g->hnext;
-            struct order_slot *s = g->flying.head;
-            while (s != NULL) {
-                struct order_slot *sn = s->next;
-                if (s->grace != NULL) {
-                    event_free(s->grace);
-                }
-                free(s);
-                s = sn;
-            }
-            free(g);
-            g = next;
-        }
-    }
+    htab_drain(&o->gates, gate_free, NULL);
     if (o->hold != NULL) {
         event_free(o->hold);
     }
-    free(o->table);
+    htab_fini(&o->gates);
     free(o);
 }
 
 static struct gate *
 gate_find(struct order *o, const char *res, size_t len, uint64_t h)
 {
-    struct gate *g = o->table[h & (o->nbuckets - 1)];
+    for (struct hnode *e = htab_chain(&o->gates, h); e != NULL; e = e->next) {
+        struct gate *g = HTAB_ENTRY(e, struct gate, node);
 
-    for (; g != NULL; g = g->hnext) {
-        if (g->hash == h && g->len == len && memcmp(g->name, res, len) == 0) {
+        if (e->hash == h && g->len == len && memcmp(g->name, res, len) == 0) {
             return g;
         }
     }
@@ -130,13 +120,7 @@ gate_find(struct order *o, const char *res, size_t len, uint64_t h)
 static void
 gate_drop(struct order *o, struct gate *g)
 {
-    struct gate **pp = &o->table[g->hash & (o->nbuckets - 1)];
-
-    while (*pp != g) {
-        pp = &(*pp)->hnext;
-    }
-    *pp = g->hnext;
-    o->ngates--;
+    htab_del(&o->gates, &g->node);
     free(g);
 }
 
@@ -235,7 +219,7 @@ land(struct gate *g, struct order_slot *s)
 static struct order_slot *
 slot_new(struct order *o, const char *res, size_t len)
 {
-    uint64_t h = hash_bytes(res, len);
+    uint64_t h = htab_key(&o->gates, res, len);
     struct gate *g = gate_find(o, res, len, h);
     struct order_slot *s;
 
@@ -255,13 +239,10 @@ slot_new(struct order *o, const char *res, size_t len)
         }
         *g = (struct gate){0};
         g->name[len] = '\0';
-        g->hash = h;
         g->low = INT64_MAX;
         g->len = len;
         memcpy(g->name, res, len);
-        g->hnext = o->table[h & (o->nbuckets - 1)];
-        o->table[h & (o->nbuckets - 1)] = g;
-        o->ngates++;
+        htab_add(&o->gates, &g->node, h);
     }
     s->gate = g;
     return s;
@@ -271,7 +252,7 @@ struct order_slot *
 order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
                  order_go_cb go, void *arg, bool *now)
 {
-    struct gate *g = gate_find(o, res, len, hash_bytes(res, len));
+    struct gate *g = gate_find(o, res, len, htab_key(&o->gates, res, len));
     struct order_slot *s;
 
     *now = g == NULL ||
@@ -411,6 +392,30 @@ order_leave(struct order *o, struct order_slot *s, int grace_ms)
     slot_finish(s);
 }
 
+/* Every gate's queued writes go, as far as order lets them. A write let
+ * go may open a gate, and the table grow: the walk then starts over (a
+ * gate woken twice has nothing more to let go). gate_wake may free the
+ * gate it wakes, so its successor is taken first. */
+static void
+wake_all(struct order *o)
+{
+    struct hnode **b;
+
+    do {
+        b = o->gates.b;
+        for (size_t i = 0; b == o->gates.b && i <= o->gates.mask; i++) {
+            struct hnode *e = b[i];
+
+            while (e != NULL && b == o->gates.b) {
+                struct hnode *next = e->next;
+
+                gate_wake(o, HTAB_ENTRY(e, struct gate, node));
+                e = next;
+            }
+        }
+    } while (b != o->gates.b);
+}
+
 /* The hold ended: every resource's queued writes go, lowest token
  * first. */
 static void
@@ -425,17 +430,8 @@ hold_done(evutil_socket_t fd, short what, void *arg)
     o->hold = NULL;
     log_info("order: fenced writes held since the start go now (%zu "
              "resources waited)",
-             o->ngates);
-    for (size_t i = 0; i < o->nbuckets; i++) {
-        struct gate *g = o->table[i];
-
-        while (g != NULL) {
-            struct gate *next = g->hnext; /* gate_wake may free g */
-
-            gate_wake(o, g);
-            g = next;
-        }
-    }
+             o->gates.n);
+    wake_all(o);
 }
 
 bool
@@ -470,5 +466,5 @@ order_hold_left(const struct order *o)
 size_t
 order_active(const struct order *o)
 {
-    return o->ngates;
+    return o->gates.n;
 }

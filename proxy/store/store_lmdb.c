@@ -19,6 +19,7 @@
 #include "../clients/lmdb_worker.h"
 #include "../log.h"
 #include "../metrics.h"
+#include "../seed.h"
 #include "journal.h"
 #include "store_lmdb_int.h"
 
@@ -407,6 +408,7 @@ lmdb_open(struct event_base *base, const struct cfg_store *cfg, char *err,
         return NULL;
     }
     s->logs_tail = &s->logs;
+    s->jseed = tm_seed(s);
     /* Before the journal: a checkpoint takes the worker's lock. */
     s->w = lmdb_worker_new(base, &writer_ops, s, "lmdb", err, errlen);
     if (s->w == NULL) {

@@ -82,6 +82,7 @@ struct lmdb_store {
     struct lmdb_log **logs_tail;
     struct store_lmdb_stats stats;
     struct lmdb_jmark *ftab[JMARKS_BUCKETS]; /* the journaled table */
+    uint64_t jseed;                          /* its hash's seed, set at open */
     size_t jcount; /* marks in it: 0 spares a read the key's hash */
 };
 

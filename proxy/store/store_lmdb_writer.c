@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../policies/htab.h"
 #include "../clients/lmdb_util.h"
 #include "../clients/lmdb_worker.h"
 #include "../log.h"
@@ -138,11 +139,12 @@ write_mark(struct lmdb_store *s, MDB_val *key, int64_t mark)
     return mdb_put(s->txn, s->dbi, key, &val, 0);
 }
 
-/* The chain of an LMDB key in the journaled table. */
+/* The chain of an LMDB key in the journaled table; seeded, so that no
+ * client aims its names at one chain. */
 static size_t
-jmarks_bucket(const void *key, size_t len)
+jmarks_bucket(const struct lmdb_store *s, const void *key, size_t len)
 {
-    return (size_t)(lmdb_hash(key, len) % JMARKS_BUCKETS);
+    return (size_t)(htab_hash(s->jseed, key, len) % JMARKS_BUCKETS);
 }
 
 static void
@@ -163,7 +165,7 @@ store_lmdb_jmarks_find(struct lmdb_store *s, const MDB_val *key)
     if (s->jcount == 0) {
         return 0;
     }
-    f = s->ftab[jmarks_bucket(key->mv_data, key->mv_size)];
+    f = s->ftab[jmarks_bucket(s, key->mv_data, key->mv_size)];
     for (; f != NULL; f = f->next) {
         if (f->len == key->mv_size &&
             memcmp(f->key, key->mv_data, f->len) == 0) {
@@ -183,7 +185,7 @@ jmarks_publish(struct lmdb_store *s)
     lmdb_worker_lock(s->w);
     while (s->staged != NULL) {
         struct lmdb_jmark *f = s->staged;
-        struct lmdb_jmark **head = &s->ftab[jmarks_bucket(f->key, f->len)];
+        struct lmdb_jmark **head = &s->ftab[jmarks_bucket(s, f->key, f->len)];
         struct lmdb_jmark *old = *head;
 
         s->staged = f->next;

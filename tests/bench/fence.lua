@@ -2,6 +2,8 @@
 -- small body and a Fencing-Token header. Usage:
 --   wrk ... -s fence.lua URL -- MODE PREFIX RESOURCES THREADS TOKEN CONNS [BODY]
 -- BODY: the request body's size in bytes (default: an 18-byte JSON body).
+-- PREFIX "@FILE": resource i is line i (mod the lines) of FILE instead of
+-- PREFIX..i (names chosen for the run, as tests/bench/aimed.py writes).
 -- MODE equal or stale: every request carries TOKEN; resources cycle.
 -- MODE carried: as equal, on PUT /v1/carried/..., with no token: the
 -- route's lease gives it one.
@@ -23,6 +25,7 @@ bench_conns = 0
 local created = 0
 local threads = {}
 local mode, prefix, nres, nthreads, token, per
+local names -- PREFIX "@FILE": the file's lines
 local body = '{"state":"bench"}\n'
 
 function setup(thread)
@@ -45,6 +48,15 @@ function init(args)
         error("fence.lua: usage MODE PREFIX RESOURCES THREADS TOKEN CONNS " ..
             "[BODY] (rising: RESOURCES >= THREADS)")
     end
+    if string.sub(prefix, 1, 1) == "@" then
+        names = {}
+        for line in io.lines(string.sub(prefix, 2)) do
+            table.insert(names, line)
+        end
+        if #names == 0 then
+            error("fence.lua: no names in " .. string.sub(prefix, 2))
+        end
+    end
     local size = tonumber(args[7])
     if size then
         body = string.rep("x", size)
@@ -65,12 +77,16 @@ function request()
         tok = token
     end
     local headers = {["Content-Type"] = "application/json"}
+    local name = prefix .. i
+    if names then
+        name = names[i % #names + 1]
+    end
     if mode == "carried" then
-        return wrk.format("PUT", "/v1/carried/" .. prefix .. i, headers, body)
+        return wrk.format("PUT", "/v1/carried/" .. name, headers, body)
     end
     -- %.0f: Lua numbers are doubles; tokens stay below 2^53, so exact.
     headers["Fencing-Token"] = string.format("%.0f", tok)
-    return wrk.format("PUT", "/v1/documents/" .. prefix .. i, headers, body)
+    return wrk.format("PUT", "/v1/documents/" .. name, headers, body)
 end
 
 function done(summary, latency, requests)

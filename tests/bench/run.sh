@@ -51,11 +51,16 @@
 # BENCH_REFS (the raises set's references, "raw postgres redis etcd" or
 # none: see refs_start), FSYNCLOOP (tests/bench/fsyncloop.c, built),
 # BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug),
+# BENCH_NAMES (a file of resource names, one a line: the equal workload
+# writes those instead of eq-0, eq-1, ...; tests/bench/aimed.py writes
+# names aimed at one chain of an unseeded table),
 # BENCH_UPSTREAM (nginx, or sink: tests/bench/sink.py, which reads every
 # body whole before it answers; the default is sink when BENCH_SET is
 # bodies alone, else nginx, whose "return 200" answers before the body
 # and drops it: a proxy that sees the answer stops sending, and a body
-# bench in front of it measures no body), STORE
+# bench in front of it measures no body), BENCH_UPSTREAM_DELAY_MS (sink
+# only: each answer leaves that many ms after its request, a slow
+# backend, so that a proxy holds that many more requests at once), STORE
 # (lmdb | postgres | redis | etcd: the bench starts its own server in its
 # temporary directory), BENCH_POOL ([store] pool_size for postgres and
 # etcd), BENCH_RESULTS (tests/bench/results: each run leaves its raw
@@ -97,6 +102,11 @@ esac
 WARMUP=${BENCH_WARMUP:-2s}
 WORKLOADS=${BENCH_WORKLOADS:-equal rising stale}
 SETS=${BENCH_SET:-quick}
+NAMES=${BENCH_NAMES:-}
+if [ -n "$NAMES" ]; then
+    [ -s "$NAMES" ] || { echo "bench: BENCH_NAMES=$NAMES: no such file, or empty" >&2; exit 2; }
+    NAMES=$(realpath "$NAMES")
+fi
 BODIES=${BENCH_BODIES:-1024 65536 1048576}
 MARKS=${BENCH_MARKS:-1000 100000}
 CLIENTS=${BENCH_CLIENTS:-1 32 1000 4000 10000}
@@ -113,6 +123,7 @@ TARGETS=${BENCH_TARGETS:-bare nginx tidemark}
 UPSTREAM=nginx
 [ "${BENCH_SET:-quick}" != bodies ] || UPSTREAM=sink
 UPSTREAM=${BENCH_UPSTREAM:-$UPSTREAM}
+UPSTREAM_DELAY_MS=${BENCH_UPSTREAM_DELAY_MS:-0}
 STORE=${STORE:-lmdb}
 FLUSH=${BENCH_FLUSH:-on}
 KEEPALIVE=${BENCH_KEEPALIVE:-64}
@@ -138,6 +149,11 @@ case "$UPSTREAM" in
     nginx | sink) ;;
     *) die "BENCH_UPSTREAM=$UPSTREAM: nginx or sink" ;;
 esac
+case "$UPSTREAM_DELAY_MS" in
+    '' | *[!0-9]*) die "BENCH_UPSTREAM_DELAY_MS=$UPSTREAM_DELAY_MS: milliseconds, 0 or more" ;;
+esac
+[ "$UPSTREAM_DELAY_MS" = 0 ] || [ "$UPSTREAM" = sink ] ||
+    die "BENCH_UPSTREAM_DELAY_MS needs BENCH_UPSTREAM=sink"
 for t in $TARGETS; do
     case "$t" in
         bare | nginx | tidemark) ;;
@@ -349,7 +365,7 @@ nginx_conf "$dir/up" "$UP_PORT" "    server {
 if [ "$UPSTREAM" = sink ]; then
     mkdir -p "$dir/up"
     # shellcheck disable=SC2086
-    $PIN_LOAD python3 "$BENCH/sink.py" "$UP_PORT" >"$dir/up/error.log" 2>&1 &
+    $PIN_LOAD python3 "$BENCH/sink.py" "$UP_PORT" "$UPSTREAM_DELAY_MS" >"$dir/up/error.log" 2>&1 &
     pids="$pids $!"
     echo "$!" >"$dir/up/sink.pid"
     wait_http sink "$!" "http://127.0.0.1:$UP_PORT/_accepts" "$dir/up/error.log"
@@ -636,7 +652,7 @@ set_case() {
 # wrk_args: fence.lua's arguments for one run of the current case.
 wrk_args() {
     case "$C_W" in
-        equal) echo "equal eq- $C_RES $C_THREADS $EQUAL_TOKEN $C_CONNS $C_BODYARG" ;;
+        equal) echo "equal ${NAMES:+@}${NAMES:-eq-} $C_RES $C_THREADS $EQUAL_TOKEN $C_CONNS $C_BODYARG" ;;
         stale) echo "stale st- $C_RES $C_THREADS 1 $C_CONNS $C_BODYARG" ;;
         carried) echo "carried ca- $C_RES $C_THREADS 0 $C_CONNS $C_BODYARG" ;;
         # A base above every earlier token on these resources: the clock
@@ -988,6 +1004,7 @@ header() {
         sed 's/  */, /g'), then again); medians shown"
     up="nginx, 1 worker, return 200"
     [ "$UPSTREAM" != sink ] || up="sink.py (reads every body whole, then 200)"
+    [ "$UPSTREAM_DELAY_MS" = 0 ] || up="$up, each answer held $UPSTREAM_DELAY_MS ms"
     echo "upstream: $up; proxy nginx: 1 worker," \
         "keepalive $KEEPALIVE, HTTP/1.1, proxy_request_buffering off;" \
         "tidemark: 1 network thread, max_idle $KEEPALIVE"

@@ -5,12 +5,18 @@ sees the answer early stops sending). Keep-alive, Content-Length bodies
 only (what fence.lua sends); GET /_accepts answers the connections it
 accepted in the stub_status layout run.sh reads (line 3, first field).
 
-Usage: python3 sink.py PORT
+Usage: python3 sink.py PORT [DELAY_MS]
+
+DELAY_MS: each answer leaves that long after its request came whole (a
+slow backend: the proxy in front holds that many more requests in
+flight at once).
 """
 
+import heapq
 import selectors
 import socket
 import sys
+import time
 
 READ = 1 << 20
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"
@@ -67,8 +73,20 @@ def feed(c, data, accepted):
     return out
 
 
+def send(sock, a):
+    try:
+        sock.settimeout(5)
+        sock.sendall(a)
+        sock.settimeout(0)
+    except OSError:
+        pass  # the proxy hung up while its answer waited
+
+
 def main():
     port = int(sys.argv[1])
+    delay = (int(sys.argv[2]) if len(sys.argv) > 2 else 0) / 1000.0
+    due = []  # (time, seq, sock, answer): answers held for delay
+    seq = 0
     lsock = socket.socket()
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind(("127.0.0.1", port))
@@ -80,7 +98,13 @@ def main():
     view = memoryview(buf)
     accepted = 0
     while True:
-        for key, _ in sel.select():
+        now = time.monotonic()
+        while due and due[0][0] <= now:
+            _, _, sock, a = heapq.heappop(due)
+            if sock.fileno() >= 0:
+                send(sock, a)
+        wait = max(0.0, due[0][0] - now) if due else None
+        for key, _ in sel.select(wait):
             if key.data is None:
                 try:
                     s, _ = lsock.accept()
@@ -106,9 +130,12 @@ def main():
                 c.left -= n
                 continue
             for a in feed(c, bytes(view[:n]), accepted):
-                c.sock.settimeout(5)
-                c.sock.sendall(a)
-                c.sock.settimeout(0)
+                if delay > 0 and a is OK:
+                    seq += 1
+                    heapq.heappush(due, (time.monotonic() + delay, seq,
+                                         c.sock, a))
+                else:
+                    send(c.sock, a)
 
 
 if __name__ == "__main__":
