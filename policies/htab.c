@@ -50,8 +50,21 @@ grow(struct htab *t)
     t->mask = nb - 1;
 }
 
+struct hnode *
+htab_find(const struct htab *t, const void *key, size_t len, uint64_t h)
+{
+    for (struct hnode *e = t->b[h & t->mask]; e != NULL; e = e->next) {
+        if (e->hash == h && e->len == len &&
+            (len == 0 || memcmp(e->key, key, len) == 0)) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
 void
-htab_add(struct htab *t, struct hnode *e, uint64_t h)
+htab_add(struct htab *t, struct hnode *e, const void *key, size_t len,
+         uint64_t h)
 {
     struct hnode **head;
 
@@ -60,6 +73,8 @@ htab_add(struct htab *t, struct hnode *e, uint64_t h)
     }
     head = &t->b[h & t->mask];
     e->hash = h;
+    e->key = key;
+    e->len = len;
     e->next = *head;
     *head = e;
     t->n++;

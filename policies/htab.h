@@ -14,6 +14,8 @@
 struct hnode {
     struct hnode *next; /* in its chain */
     uint64_t hash;      /* htab_key of the entry's name */
+    const void *key;    /* the name, kept by the entry */
+    size_t len;
 };
 
 struct htab {
@@ -80,17 +82,16 @@ htab_key(const struct htab *t, const void *name, size_t len)
     return htab_hash(t->seed, name, len);
 }
 
-/* The chain where the entries of hash h are: walk it by next, comparing
- * hash first, then the name. */
-static inline struct hnode *
-htab_chain(const struct htab *t, uint64_t h)
-{
-    return t->b[h & t->mask];
-}
+/* The entry named key (len bytes, hash h = htab_key), or NULL. */
+struct hnode *htab_find(const struct htab *t, const void *key, size_t len,
+                        uint64_t h);
 
-/* Add e under hash h. The table doubles when it holds more entries than
- * chains; if it cannot grow (out of memory) the chains only get longer. */
-void htab_add(struct htab *t, struct hnode *e, uint64_t h);
+/* Add e, named key (len bytes, which e's entry keeps as long as e is in
+ * the table), under hash h. The table doubles when it holds more entries
+ * than chains; if it cannot grow (out of memory) the chains only get
+ * longer. */
+void htab_add(struct htab *t, struct hnode *e, const void *key, size_t len,
+              uint64_t h);
 
 /* Take e (in the table) out of it. */
 void htab_del(struct htab *t, struct hnode *e);

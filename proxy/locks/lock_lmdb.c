@@ -276,14 +276,9 @@ run_batch(void *arg, struct lmdb_worker_list *b)
 static struct live *
 live_find(struct lmdb_locks *s, const char *name, size_t len, uint64_t h)
 {
-    for (struct hnode *n = htab_chain(&s->live, h); n != NULL; n = n->next) {
-        struct live *e = HTAB_ENTRY(n, struct live, node);
+    struct hnode *n = htab_find(&s->live, name, len, h);
 
-        if (n->hash == h && e->len == len && memcmp(e->name, name, len) == 0) {
-            return e;
-        }
-    }
-    return NULL;
+    return n != NULL ? HTAB_ENTRY(n, struct live, node) : NULL;
 }
 
 static void
@@ -321,7 +316,7 @@ live_note(struct lmdb_locks *s, const char *name, size_t len, int64_t fence,
         }
         e->len = len;
         memcpy(e->name, name, len);
-        htab_add(&s->live, &e->node, h);
+        htab_add(&s->live, &e->node, e->name, len, h);
     }
     e->fence = fence;
     e->expires = expires;

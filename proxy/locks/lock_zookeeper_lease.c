@@ -17,32 +17,25 @@
 struct zk_lease *
 zkl_lease_by_path(struct zk_locks *z, const char *path)
 {
-    uint64_t h = htab_key(&z->lease_paths, path, strlen(path));
+    struct hnode *n;
+    size_t len;
 
-    for (struct hnode *n = htab_chain(&z->lease_paths, h); n != NULL;
-         n = n->next) {
-        struct zk_lease *l = HTAB_ENTRY(n, struct zk_lease, by_path);
-
-        if (n->hash == h && strcmp(l->path, path) == 0) {
-            return l;
-        }
+    if (path == NULL) {
+        return NULL;
     }
-    return NULL;
+    len = strlen(path);
+    n = htab_find(&z->lease_paths, path, len,
+                  htab_key(&z->lease_paths, path, len));
+    return n != NULL ? HTAB_ENTRY(n, struct zk_lease, by_path) : NULL;
 }
 
 struct zk_lease *
 zkl_lease_by_name(struct zk_locks *z, const char *name, size_t len)
 {
-    uint64_t h = htab_key(&z->leases, name, len);
+    struct hnode *n =
+        htab_find(&z->leases, name, len, htab_key(&z->leases, name, len));
 
-    for (struct hnode *n = htab_chain(&z->leases, h); n != NULL; n = n->next) {
-        struct zk_lease *l = HTAB_ENTRY(n, struct zk_lease, by_name);
-
-        if (n->hash == h && l->len == len && memcmp(l->name, name, len) == 0) {
-            return l;
-        }
-    }
-    return NULL;
+    return n != NULL ? HTAB_ENTRY(n, struct zk_lease, by_name) : NULL;
 }
 
 /* Take l out of the table by path and free it (its node is not
@@ -197,8 +190,9 @@ zkl_lease_add(struct zk_req *r)
         free(l);
         return NULL;
     }
-    htab_add(&z->leases, &l->by_name, htab_key(&z->leases, l->name, l->len));
-    htab_add(&z->lease_paths, &l->by_path,
+    htab_add(&z->leases, &l->by_name, l->name, l->len,
+             htab_key(&z->leases, l->name, l->len));
+    htab_add(&z->lease_paths, &l->by_path, l->path, strlen(l->path),
              htab_key(&z->lease_paths, l->path, strlen(l->path)));
     lease_arm(l, r->ttl_ms);
     return l;

@@ -82,14 +82,9 @@ waiters_free(struct waiters *ws)
 static struct waitq *
 find(struct waiters *ws, const char *name, size_t len, uint64_t h)
 {
-    for (struct hnode *e = htab_chain(&ws->queues, h); e != NULL; e = e->next) {
-        struct waitq *q = HTAB_ENTRY(e, struct waitq, node);
+    struct hnode *e = htab_find(&ws->queues, name, len, h);
 
-        if (e->hash == h && q->len == len && memcmp(q->name, name, len) == 0) {
-            return q;
-        }
-    }
-    return NULL;
+    return e != NULL ? HTAB_ENTRY(e, struct waitq, node) : NULL;
 }
 
 struct waitq *
@@ -140,7 +135,7 @@ waiters_get(struct waiters *ws, const char *name, size_t len)
     q->ws = ws;
     q->len = len;
     memcpy(q->name, name, len);
-    htab_add(&ws->queues, &q->node, h);
+    htab_add(&ws->queues, &q->node, q->name, len, h);
     return q;
 }
 

@@ -107,14 +107,9 @@ order_free(struct order *o)
 static struct gate *
 gate_find(struct order *o, const char *res, size_t len, uint64_t h)
 {
-    for (struct hnode *e = htab_chain(&o->gates, h); e != NULL; e = e->next) {
-        struct gate *g = HTAB_ENTRY(e, struct gate, node);
+    struct hnode *e = htab_find(&o->gates, res, len, h);
 
-        if (e->hash == h && g->len == len && memcmp(g->name, res, len) == 0) {
-            return g;
-        }
-    }
-    return NULL;
+    return e != NULL ? HTAB_ENTRY(e, struct gate, node) : NULL;
 }
 
 static void
@@ -242,7 +237,7 @@ slot_new(struct order *o, const char *res, size_t len)
         g->low = INT64_MAX;
         g->len = len;
         memcpy(g->name, res, len);
-        htab_add(&o->gates, &g->node, h);
+        htab_add(&o->gates, &g->node, g->name, len, h);
     }
     s->gate = g;
     return s;

@@ -510,6 +510,49 @@ def test_waiter_that_leaves_loses_nothing(tidemark):
     assert r.json()["fence"] == doc["fence"]
 
 
+def test_waiter_that_leaves_the_middle_keeps_the_order(tidemark):
+    """b, c and d wait in turn; c hangs up while it is neither first nor
+    last: b gets the lock at a's release, d at b's, and the service still
+    finds the queue among many others (one waiter on each of 50 other
+    names)."""
+    tm = tidemark(config={"proxy": {"log_level": "debug"}})
+    api = lock_api(tm)
+    fm = tm.fences()
+    others = []
+    for i in range(50):
+        name = "other-%d" % i
+        assert_lease(api.acquire(name, ttl_ms=60000), name)
+        other = Admin(tm)
+        other.c.request("POST", "/v1/locks/%s?ttl_ms=60000&wait_ms=20000"
+                        % name)
+        others.append(other)
+    tm.wait_log("locks: waiting: name=other-", count=50)
+    a = fm.next(api.acquire("m", ttl_ms=60000), "m")
+    results = {}
+    b = start_waiter(tm, "m", results, "b", ttl_ms=60000, wait_ms=20000)
+    tm.wait_log("locks: waiting: name=m", count=1)
+    gone = Admin(tm)
+    gone.c.request("POST", "/v1/locks/m?ttl_ms=60000&wait_ms=20000")
+    tm.wait_log("locks: waiting: name=m", count=2)
+    d = start_waiter(tm, "m", results, "d", ttl_ms=60000, wait_ms=20000)
+    tm.wait_log("locks: waiting: name=m", count=3)
+    gone.close()
+    # the leaver is gone: a call that does not wait is still refused
+    # for the two left, not given the lock
+    assert_problem(api.acquire("m"), 423)
+    assert api.release("m", a["token"]).status == 204
+    b.join(15 * slow())
+    doc_b = assert_lease(results["b"][0], "m")
+    assert "d" not in results
+    assert api.release("m", doc_b["token"]).status == 204
+    d.join(15 * slow())
+    doc_d = assert_lease(results["d"][0], "m")
+    assert doc_d["fence"] > doc_b["fence"] > a["fence"]
+    assert api.get("m").json()["fence"] == doc_d["fence"]
+    for other in others:
+        other.close()
+
+
 # ------------------------------------------------------ signed tokens
 
 

@@ -24,14 +24,9 @@ struct ent {
 static struct ent *
 find(const struct htab *t, const char *name, size_t len, uint64_t h)
 {
-    for (struct hnode *n = htab_chain(t, h); n != NULL; n = n->next) {
-        struct ent *e = HTAB_ENTRY(n, struct ent, node);
+    struct hnode *n = htab_find(t, name, len, h);
 
-        if (n->hash == h && e->len == len && memcmp(e->name, name, len) == 0) {
-            return e;
-        }
-    }
-    return NULL;
+    return n != NULL ? HTAB_ENTRY(n, struct ent, node) : NULL;
 }
 
 static struct ent *
@@ -55,7 +50,8 @@ test_every_name_is_found_as_the_table_grows(void **state)
     for (size_t i = 0; i < N; i++) {
         ents[i].len = (size_t)snprintf(ents[i].name, sizeof(ents[i].name),
                                        "documents/%zu", i);
-        htab_add(&t, &ents[i].node, htab_key(&t, ents[i].name, ents[i].len));
+        htab_add(&t, &ents[i].node, ents[i].name, ents[i].len,
+                 htab_key(&t, ents[i].name, ents[i].len));
     }
     assert_int_equal(t.n, N);
     /* One chain per entry at most: 100,000 entries in 131,072 chains. */
@@ -91,7 +87,7 @@ test_colliding_hashes_share_a_chain_and_stay_apart(void **state)
     assert_true(htab_init(&t, 8, 1));
     /* One hash for all three: only the names tell them apart. */
     for (int i = 0; i < 3; i++) {
-        htab_add(&t, &e[i].node, 7);
+        htab_add(&t, &e[i].node, e[i].name, e[i].len, 7);
     }
     assert_ptr_equal(find(&t, "a", 1, 7), &e[0]);
     assert_ptr_equal(find(&t, "b", 1, 7), &e[1]);
@@ -127,7 +123,7 @@ test_drain_gives_every_entry_once(void **state)
 
         assert_non_null(e);
         e->len = (size_t)snprintf(e->name, sizeof(e->name), "%d", i);
-        htab_add(&t, &e->node, htab_key(&t, e->name, e->len));
+        htab_add(&t, &e->node, e->name, e->len, htab_key(&t, e->name, e->len));
     }
     drained = 0;
     htab_drain(&t, count_and_free, &drained);
