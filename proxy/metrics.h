@@ -81,6 +81,9 @@ struct evbuffer;
       "never; 0: it has none it may use).")                                    \
     X(tidemark_lock_backend_up, GAUGE, OWNER,                                  \
       "Whether the lock backend can be used (1) or not (0).")                  \
+    X(tidemark_lock_waiting, GAUGE, OWNER,                                     \
+      "Lock calls waiting in this process's queues for a lock another "        \
+      "holds (?wait_ms=).")                                                    \
     X(tidemark_lmdb_journal_syncs_total, COUNTER, OWNER,                       \
       "Groups of raises written to the journal and synced.")                   \
     X(tidemark_lmdb_checkpoints_total, COUNTER, OWNER,                         \

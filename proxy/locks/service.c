@@ -633,6 +633,9 @@ lock_service_metrics(struct lock_service *ls, struct evbuffer *b)
 {
     metrics_head(b, MID_tidemark_lock_backend_up);
     metrics_value(b, MID_tidemark_lock_backend_up, lock_service_ready(ls));
+    metrics_head(b, MID_tidemark_lock_waiting);
+    metrics_value(b, MID_tidemark_lock_waiting,
+                  (double)waiters_count(ls->waiters));
     if (ls->ops->metrics != NULL) {
         ls->ops->metrics(ls->b, b);
     }

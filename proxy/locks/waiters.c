@@ -27,6 +27,7 @@ struct waiters {
     const struct tm_log *log;
     waiter_try_fn try_head;
     struct htab queues;
+    size_t waiting; /* waiters in all the queues */
 };
 
 struct waiters *
@@ -142,6 +143,7 @@ waiters_get(struct waiters *ws, const char *name, size_t len)
 void
 waitq_push(struct waitq *q, struct waiter *w, void *arg)
 {
+    q->ws->waiting++;
     w->q = q;
     w->next = NULL;
     w->prev = q->tail;
@@ -174,6 +176,7 @@ waiter_leave(struct waiter *w, bool try_next)
     } else {
         q->tail = w->prev;
     }
+    q->ws->waiting--;
     w->q = NULL;
     w->next = w->prev = NULL;
     if (q->head == NULL) {
@@ -182,6 +185,12 @@ waiter_leave(struct waiter *w, bool try_next)
     } else if (try_next && was_head && !q->trying) {
         waitq_try(q);
     }
+}
+
+size_t
+waiters_count(const struct waiters *ws)
+{
+    return ws->waiting;
 }
 
 bool

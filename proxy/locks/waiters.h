@@ -52,6 +52,9 @@ void waitq_push(struct waitq *q, struct waiter *w, void *arg);
  * once (w gave up its turn). */
 void waiter_leave(struct waiter *w, bool try_next);
 
+/* How many waiters all the queues hold. */
+size_t waiters_count(const struct waiters *ws);
+
 /* Whether w is the head of its queue. */
 bool waiter_is_head(const struct waiter *w);
 

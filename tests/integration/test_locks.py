@@ -510,11 +510,19 @@ def test_waiter_that_leaves_loses_nothing(tidemark):
     assert r.json()["fence"] == doc["fence"]
 
 
+def lock_waiting(tm):
+    """tidemark_lock_waiting, read from /metrics."""
+    _, _, metrics = tm.admin("GET", "/metrics")
+    return int(re.search(rb"\ntidemark_lock_waiting (\d+)\n",
+                         metrics).group(1))
+
+
 def test_waiter_that_leaves_the_middle_keeps_the_order(tidemark):
     """b, c and d wait in turn; c hangs up while it is neither first nor
     last: b gets the lock at a's release, d at b's, and the service still
     finds the queue among many others (one waiter on each of 50 other
-    names)."""
+    names). tidemark_lock_waiting counts them as they come and go (etcd
+    keeps its waiters itself: 0 there)."""
     tm = tidemark(config={"proxy": {"log_level": "debug"}})
     api = lock_api(tm)
     fm = tm.fences()
@@ -536,7 +544,14 @@ def test_waiter_that_leaves_the_middle_keeps_the_order(tidemark):
     tm.wait_log("locks: waiting: name=m", count=2)
     d = start_waiter(tm, "m", results, "d", ttl_ms=60000, wait_ms=20000)
     tm.wait_log("locks: waiting: name=m", count=3)
+
+    def waiting(n):
+        want = 0 if tm.lock_kind == "etcd" else n
+        wait_until(lambda: lock_waiting(tm) == want, 5 * slow(),
+                   "tidemark_lock_waiting %d" % want)
+    waiting(53)
     gone.close()
+    waiting(52)
     # the leaver is gone: a call that does not wait is still refused
     # for the two left, not given the lock
     assert_problem(api.acquire("m"), 423)
@@ -544,13 +559,16 @@ def test_waiter_that_leaves_the_middle_keeps_the_order(tidemark):
     b.join(15 * slow())
     doc_b = assert_lease(results["b"][0], "m")
     assert "d" not in results
+    waiting(51)
     assert api.release("m", doc_b["token"]).status == 204
     d.join(15 * slow())
     doc_d = assert_lease(results["d"][0], "m")
     assert doc_d["fence"] > doc_b["fence"] > a["fence"]
     assert api.get("m").json()["fence"] == doc_d["fence"]
+    waiting(50)
     for other in others:
         other.close()
+    waiting(0)
 
 
 # ------------------------------------------------------ signed tokens
