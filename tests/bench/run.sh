@@ -994,6 +994,10 @@ header() {
     echo "sets: $SETS; load: wrk -t$THREADS (-t1 for one client) -d$DURATION" \
         "per run, PUT with a Fencing-Token; each case names its workload," \
         "clients (c), resources (r), marks (m) or body bytes (b)"
+    if [ -n "$NAMES" ]; then
+        echo "names: the equal workload writes the $(wc -l <"$NAMES") names of" \
+            "BENCH_NAMES ($(basename "$NAMES"): $(head -n 1 "$NAMES"), ...)"
+    fi
     if [ "$PIN" = on ]; then
         echo "pinned: the proxy under test on core 1; wrk, the upstream" \
             "and the store server on core 0 (taskset)"
