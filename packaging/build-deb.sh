@@ -38,7 +38,7 @@ cd "$top"
 if command -v git >/dev/null 2>&1 &&
     git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files -z --cached --others --exclude-standard |
-        tar --null -T - -cf - --exclude='./debian' | tar -C "$src" -xf -
+        tar --null -T - -cf - | tar -C "$src" -xf -
 else
     tar -cf - --exclude=./.git --exclude=./build --exclude=./build-asan \
         --exclude=./tidemark --exclude=./libtidemark.a --exclude=./data \
@@ -54,6 +54,11 @@ if ! dpkg-checkbuilddeps; then
         >&2
     exit 1
 fi
+# The package builds as a fresh checkout does: the variables of a make
+# that runs this script (make BUILD=build-asan test-asan, whose image
+# tests build the package) must not reach debian/rules' make through
+# MAKEFLAGS, or its build lands in build-asan/ and its tests miss it.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 dpkg-buildpackage -b -us -uc -jauto
 
 found=0
