@@ -56,9 +56,11 @@ if ! dpkg-checkbuilddeps; then
 fi
 # The package builds as a fresh checkout does: the variables of a make
 # that runs this script (make BUILD=build-asan test-asan, whose image
-# tests build the package) must not reach debian/rules' make through
-# MAKEFLAGS, or its build lands in build-asan/ and its tests miss it.
-unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+# tests build the package) must not reach debian/rules' make, through
+# MAKEFLAGS or through the environment, where make puts the variables of
+# its command line: its build would land in build-asan/ and its tests
+# miss it. Debian's build flags come from dpkg-buildflags, not from here.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES BUILD CFLAGS LDFLAGS CPPFLAGS
 dpkg-buildpackage -b -us -uc -jauto
 
 found=0
