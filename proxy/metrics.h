@@ -72,6 +72,9 @@ struct evbuffer;
     X(tidemark_order_start_hold_seconds, GAUGE, OWNER,                         \
       "Seconds left during which fenced writes wait after start (writes of "   \
       "the previous process may be in flight).")                               \
+    X(tidemark_order_waiting, GAUGE, OWNER,                                    \
+      "Fenced writes waiting for a lower token's write in flight on their "    \
+      "resource, or for the hold after start.")                                \
     X(tidemark_upstream_connections, GAUGE, OWNER,                             \
       "Pooled upstream connections by state.")                                 \
     X(tidemark_upstream_addresses, GAUGE, OWNER,                               \

@@ -173,6 +173,9 @@ metrics(struct adm *a, struct evhttp_request *req)
     metrics_head(b, MID_tidemark_order_start_hold_seconds);
     metrics_value(b, MID_tidemark_order_start_hold_seconds,
                   (double)order_hold_left(proxy_order(px)) / 1e3);
+    metrics_head(b, MID_tidemark_order_waiting);
+    metrics_value(b, MID_tidemark_order_waiting,
+                  (double)order_waiting(proxy_order(px)));
     metrics_head(b, MID_tidemark_upstream_connections);
     for (size_t i = 0; i < proxy_cfg(px)->nupstreams; i++) {
         const char *name = proxy_cfg(px)->upstreams[i].name;

@@ -28,8 +28,8 @@ struct order_slot {
     struct event *grace; /* while in its grace period */
 };
 
-/* Arrival order; both ends kept, so that an append costs the same with
- * one write waiting or ten thousand. */
+/* A doubly linked list with both ends kept, so that an append and an
+ * unlink cost the same with one write in it or ten thousand. */
 struct slot_list {
     struct order_slot *head;
     struct order_slot *tail;
@@ -38,7 +38,7 @@ struct slot_list {
 struct gate {
     struct hnode node;       /* in the table, by name */
     struct slot_list flying; /* in flight (including grace) */
-    struct slot_list queue;  /* waiting, arrival order */
+    struct slot_list queue;  /* waiting, by token (arrival order within one) */
     int64_t low;             /* the lowest token flying (passive left out) */
     size_t nlow;             /* how many flying writes have it */
     size_t len;
@@ -49,6 +49,7 @@ struct order {
     struct event_base *base;
     const struct tm_log *log; /* the proxy's, entered by callbacks */
     struct htab gates;
+    size_t waiting;     /* slots queued, on every gate */
     struct event *hold; /* while every write waits (after a start) */
     int64_t hold_end;   /* monotonic ms */
 };
@@ -119,17 +120,28 @@ gate_drop(struct order *o, struct gate *g)
     free(g);
 }
 
+/* s goes into l right after `after`, or first when after is NULL. */
 static void
-list_push(struct slot_list *l, struct order_slot *s)
+list_insert(struct slot_list *l, struct order_slot *after, struct order_slot *s)
 {
-    s->next = NULL;
-    s->prev = l->tail;
-    if (l->tail != NULL) {
-        l->tail->next = s;
+    s->prev = after;
+    s->next = after != NULL ? after->next : l->head;
+    if (s->next != NULL) {
+        s->next->prev = s;
+    } else {
+        l->tail = s;
+    }
+    if (after != NULL) {
+        after->next = s;
     } else {
         l->head = s;
     }
-    l->tail = s;
+}
+
+static void
+list_push(struct slot_list *l, struct order_slot *s)
+{
+    list_insert(l, l->tail, s);
 }
 
 static void
@@ -148,19 +160,34 @@ list_unlink(struct slot_list *l, struct order_slot *s)
     s->next = s->prev = NULL;
 }
 
-/* The lowest token of list's writes (passive slots left out), or
- * INT64_MAX when none. */
+/* The lowest token among the queue's writes (passive slots left out), or
+ * INT64_MAX when none: the queue is in token order, so the first one. */
 static int64_t
-lowest_in(const struct order_slot *list)
+lowest_queued(const struct slot_list *q)
 {
-    int64_t low = INT64_MAX;
-
-    for (const struct order_slot *s = list; s != NULL; s = s->next) {
-        if (!s->passive && s->token < low) {
-            low = s->token;
+    for (const struct order_slot *s = q->head; s != NULL; s = s->next) {
+        if (!s->passive) {
+            return s->token;
         }
     }
-    return low;
+    return INT64_MAX;
+}
+
+/* Queue s in token order, after every write of its token or lower: equal
+ * tokens keep their arrival order. Writes reach a gate after their check,
+ * which raised the mark to their token, so they come in token order but
+ * for answers that crossed on their way back: the walk from the tail
+ * ends at once, and the queue's lowest is its head, found without a walk
+ * however many writes wait. */
+static void
+queue_insert(struct slot_list *q, struct order_slot *s)
+{
+    struct order_slot *after = q->tail;
+
+    while (after != NULL && after->token > s->token) {
+        after = after->prev;
+    }
+    list_insert(q, after, s);
 }
 
 /* The lowest token in flight, or INT64_MAX when none: kept up to date by
@@ -251,7 +278,7 @@ order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
     struct order_slot *s;
 
     *now = g == NULL ||
-           (lowest_flying(g) >= token && lowest_in(g->queue.head) >= token);
+           (lowest_flying(g) >= token && lowest_queued(&g->queue) >= token);
     if (*now) {
         return NULL;
     }
@@ -265,7 +292,8 @@ order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
     s->arg = arg;
     s->passive = true;
     s->queued = true;
-    list_push(&s->gate->queue, s);
+    queue_insert(&s->gate->queue, s);
+    o->waiting++;
     return s;
 }
 
@@ -285,48 +313,38 @@ order_enter(struct order *o, const char *res, size_t len, int64_t token,
     s->go = go;
     s->arg = arg;
     /* Equal tokens are the same holder: they need not wait for each other.
-     * Behind a queued write, a new one waits too, to keep arrival order. */
+     * Behind a queued write, a new one waits too, to keep arrival order
+     * among equal tokens. */
     if (o->hold == NULL && g->queue.head == NULL && token <= lowest_flying(g)) {
         fly(g, s);
         *now = true;
     } else {
         s->queued = true;
-        list_push(&g->queue, s);
+        queue_insert(&g->queue, s);
+        o->waiting++;
         *now = false;
     }
     return s;
 }
 
-/* Start every queued write whose turn has come: the lowest queued token,
- * once nothing lower is in flight. */
+/* Start every queued write whose turn has come: the lowest queued token
+ * (the queue's head), once nothing lower is in flight. Costs the writes
+ * it starts, not the queue's length. */
 static void
 gate_wake(struct order *o, struct gate *g)
 {
-    while (o->hold == NULL) {
-        int64_t low = INT64_MAX;
-        struct order_slot *s, *next;
-        bool woke = false;
+    struct order_slot *s;
 
-        for (s = g->queue.head; s != NULL; s = s->next) {
-            if (s->token < low) {
-                low = s->token;
-            }
-        }
-        if (g->queue.head == NULL || low > lowest_flying(g)) {
-            break;
-        }
-        for (s = g->queue.head; s != NULL; s = next) {
-            next = s->next;
-            if (s->token == low) {
-                list_unlink(&g->queue, s);
-                s->queued = false;
-                fly(g, s);
-                woke = true;
-                s->go(s->arg);
-            }
-        }
-        if (!woke) {
-            break;
+    while (o->hold == NULL && (s = g->queue.head) != NULL &&
+           s->token <= lowest_flying(g)) {
+        int64_t low = s->token;
+
+        while ((s = g->queue.head) != NULL && s->token == low) {
+            list_unlink(&g->queue, s);
+            o->waiting--;
+            s->queued = false;
+            fly(g, s);
+            s->go(s->arg);
         }
     }
     if (g->flying.head == NULL && g->queue.head == NULL) {
@@ -364,6 +382,7 @@ order_leave(struct order *o, struct order_slot *s, int grace_ms)
 
     if (s->queued) {
         list_unlink(&g->queue, s);
+        o->waiting--;
         free(s);
         gate_wake(o, g);
         return;
@@ -462,4 +481,10 @@ size_t
 order_active(const struct order *o)
 {
     return o->gates.n;
+}
+
+size_t
+order_waiting(const struct order *o)
+{
+    return o->waiting;
 }

@@ -56,4 +56,8 @@ int64_t order_hold_left(const struct order *o);
 /* Resources with writes in flight or queued. */
 size_t order_active(const struct order *o);
 
+/* Writes queued: waiting for a lower token's write in flight on their
+ * resource (or a collection's), or for the hold after a start. */
+size_t order_waiting(const struct order *o);
+
 #endif

@@ -12,6 +12,13 @@
 -- for its n-th request: so each request raises its resource's mark and
 -- one resource is never in flight twice (a thread has far fewer
 -- connections than resources).
+-- MODE handover: the hot lock handed on at every write: every request
+-- writes resource PREFIX0 with the next token (base + n*T + t, as
+-- rising), so each waits in tidemark's order gate for every lower one in
+-- flight: the gate's queue holds about as many writes as there are
+-- connections. Run with one thread, so that tokens leave in the order
+-- they are made (a lower one that arrives after a higher was accepted
+-- is refused, 409).
 -- done() prints one WRK_RESULT line that run.sh parses, with "lost": the
 -- requests whose connection was closed without an answer (wrk reconnects
 -- silently and counts no error for that), at least issued - answered -
@@ -40,7 +47,7 @@ function init(args)
     token = tonumber(args[5])
     bench_conns = math.floor((tonumber(args[6]) or 0) / nthreads)
     if mode ~= "equal" and mode ~= "stale" and mode ~= "rising" and
-        mode ~= "carried" then
+        mode ~= "carried" and mode ~= "handover" then
         error("fence.lua: unknown mode " .. tostring(mode))
     end
     if not (nres and nthreads and token) or nres < 1 or
@@ -71,6 +78,9 @@ function request()
     local i, tok
     if mode == "rising" then
         i = bench_tid + (n % per) * nthreads
+        tok = token + n * nthreads + bench_tid
+    elseif mode == "handover" then
+        i = 0
         tok = token + n * nthreads + bench_tid
     else
         i = (n * nthreads + bench_tid) % nres

@@ -16,7 +16,9 @@
 #   clients: equal tokens at BENCH_CLIENTS clients ("1 32 1000 4000
 #     10000"; a count over half the open files limit, raised to its hard
 #     limit first, is skipped), over 1000 resources and all on one
-#     resource;
+#     resource; and the hot lock handed on at every write (handover: all
+#     on one resource, each request with the next token, one wrk thread),
+#     where every client's write waits in tidemark's order gate;
 #   bodies: equal tokens, bodies of BENCH_BODIES bytes ("1024 65536
 #     1048576"), 32 clients or as many as hold 1 GiB of bodies between
 #     them (wrk keeps each connection's request whole in memory); wrk
@@ -51,6 +53,8 @@
 # BENCH_REFS (the raises set's references, "raw postgres redis etcd" or
 # none: see refs_start), FSYNCLOOP (tests/bench/fsyncloop.c, built),
 # BENCH_TARGETS ("bare nginx tidemark"; drop one only to debug),
+# BENCH_CASES (shell patterns: only the sets' cases whose name matches
+# one, as "handover-*"),
 # BENCH_NAMES (a file of resource names, one a line: the equal workload
 # writes those instead of eq-0, eq-1, ...; tests/bench/aimed.py writes
 # names aimed at one chain of an unseeded table),
@@ -162,8 +166,8 @@ for t in $TARGETS; do
 done
 for w in $WORKLOADS; do
     case "$w" in
-        equal | rising | stale | carried) ;;
-        *) die "unknown workload '$w' in BENCH_WORKLOADS (equal rising stale carried)" ;;
+        equal | rising | stale | carried | handover) ;;
+        *) die "unknown workload '$w' in BENCH_WORKLOADS (equal rising stale carried handover)" ;;
     esac
 done
 [ "$SETS" != all ] || SETS="quick clients bodies marks raises"
@@ -194,6 +198,7 @@ cases() {
                     fi
                     echo "equal-c$c-r1000 equal $c 1000 0"
                     echo "equal-c$c-r1 equal $c 1 0"
+                    echo "handover-c$c-r1 handover $c 1 0"
                 done
                 ;;
             bodies)
@@ -645,6 +650,7 @@ set_case() {
     C_W=$2 C_CONNS=$3 C_RES=$4 C_BODY=$5
     C_THREADS=$THREADS
     [ "$C_CONNS" -ge "$C_THREADS" ] || C_THREADS=$C_CONNS
+    [ "$C_W" != handover ] || C_THREADS=1
     C_BODYARG="" C_TIMEOUT=2s
     [ "$C_BODY" = 0 ] || C_BODYARG=$C_BODY C_TIMEOUT=60s
 }
@@ -660,6 +666,7 @@ wrk_args() {
         # far fewer than 10^6 requests a second, so the next run's base is
         # above every token of this one.
         rising) echo "rising up- $C_RES $C_THREADS $(date +%s)000000 $C_CONNS $C_BODYARG" ;;
+        handover) echo "handover hot- 1 1 $(date +%s)000000 $C_CONNS $C_BODYARG" ;;
     esac
 }
 
@@ -1137,7 +1144,22 @@ esac
 : >"$out_dir/syscalls.txt"
 : >"$out_dir/syscalls-by-call.txt"
 : >"$out_dir/threads.txt"
-cases >"$dir/cases"
+# only_cases: the lines of cases whose name matches a pattern of
+# BENCH_CASES (every line when it is unset).
+only_cases() {
+    while read -r name rest; do
+        [ -n "${BENCH_CASES:-}" ] || { echo "$name $rest"; continue; }
+        for pat in $BENCH_CASES; do
+            # shellcheck disable=SC2254 # a pattern, on purpose
+            case "$name" in $pat) echo "$name $rest"; break ;; esac
+        done
+    done
+}
+
+set -f # BENCH_CASES' patterns are matched against names, not files
+cases | only_cases >"$dir/cases"
+set +f
+[ -s "$dir/cases" ] || die "no case of BENCH_SET=$SETS matches BENCH_CASES=$BENCH_CASES"
 while read -r name w c nres body <&3; do
     set_case "$name" "$w" "$c" "$nres" "$body"
     ! has_target tidemark || prime "$w" "$nres"

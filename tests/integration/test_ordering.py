@@ -6,13 +6,16 @@ fenced writes wait the grace period (the previous process's writes may
 still be in flight); sidecars sharing a store order only their own."""
 
 import random
+import re
+import socket
+import struct
 import threading
 import time
 import uuid
 
 import pytest
 
-from common import slow
+from common import slow, wait_until
 from daemon import wait_ready
 from wire import assert_problem
 
@@ -175,6 +178,64 @@ def test_concurrent_writers_reach_upstream_in_token_order(tidemark,
             if int(hi.header("X-Test-Token")) > int(lo.header("X-Test-Token")):
                 assert hi.arrival > lo.answered, (lo, hi)
     assert tm.mark("documents/conc") == max(toks)
+
+
+def order_waiting(tm):
+    """tidemark_order_waiting, read from /metrics."""
+    _, _, metrics = tm.admin("GET", "/metrics")
+    return int(re.search(rb"\ntidemark_order_waiting (\d+)\n",
+                         metrics).group(1))
+
+
+def test_lock_handed_on_at_every_write_goes_in_token_order(tidemark,
+                                                           upstream):
+    """The seed's hot lock handed on at every write: each write carries
+    the next token, so each waits at the gate for every lower one in
+    flight. A hundred queued behind one the backend holds (one from a
+    client that resets its connection while it waits; a close that only
+    ends what the client sends is a half-close, answered) reach the
+    backend one at a time,
+    in token order, each after the one before was answered; the one whose
+    client left is never forwarded; tidemark_order_waiting counts them."""
+    tm = tidemark()
+    first = Async(put, tm, "hot", 10, "h10", [("X-Test-Hold", "hot")])
+    upstream.wait_request("X-Test-Id", "h10")
+    later = {}
+    leaver = None
+    for t in range(11, 111):
+        if t == 60:
+            leaver = socket.create_connection(("127.0.0.1", tm.port))
+            leaver.sendall(b"PUT /v1/documents/hot HTTP/1.1\r\n"
+                           b"Host: tidemark\r\nFencing-Token: 60\r\n"
+                           b"X-Test-Token: 60\r\nContent-Length: 4\r\n"
+                           b"\r\ndata")
+        else:
+            later[t] = Async(put, tm, "hot", t, "h%d" % t)
+        # Accepted (its raise is durable) before the next is sent, so
+        # that every one is accepted and waits.
+        wait_until(lambda: tm.mark("documents/hot") == t, 10 * slow(),
+                   "mark %d" % t)
+    wait_until(lambda: order_waiting(tm) == 100, 5 * slow(),
+               "100 writes waiting")
+    leaver.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                      struct.pack("ii", 1, 0))
+    leaver.close()  # a reset
+    wait_until(lambda: order_waiting(tm) == 99, 5 * slow(),
+               "99 writes waiting")
+    assert [r.header("X-Test-Id") for r in upstream.requests
+            if r.target == "/v1/documents/hot"] == ["h10"]
+    upstream.release("hot")
+    assert first.get().status == 200
+    assert {t: a.get().status for t, a in later.items()} == \
+        {t: 200 for t in later}
+    assert order_waiting(tm) == 0
+    fwd = sorted((r for r in upstream.requests
+                  if r.target == "/v1/documents/hot"),
+                 key=lambda r: r.arrival)
+    assert [int(r.header("X-Test-Token")) for r in fwd] == \
+        [10] + [t for t in range(11, 111) if t != 60]
+    for lo, hi in zip(fwd, fwd[1:]):
+        assert hi.arrival > lo.answered, (lo, hi)
 
 
 def test_after_504_higher_token_waits_for_close_and_grace(tidemark,

@@ -176,6 +176,98 @@ test_lowest_after_lower_lands(void **state)
     event_base_free(base);
 }
 
+/* Writes whose checks were answered out of order reach the gate out of
+ * token order: they still go lowest token first, equal tokens in arrival
+ * order, and one that leaves while queued is skipped. */
+static void
+test_queue_goes_by_token(void **state)
+{
+    struct event_base *base = event_base_new();
+    struct order *o = order_new(base);
+    struct write f5, q9, q7, q8, q7b, q6, q8b;
+
+    (void)state;
+    gone = 0;
+    enter(o, "r", &f5, 5, true);
+    enter(o, "r", &q9, 9, false);
+    enter(o, "r", &q7, 7, false);
+    enter(o, "r", &q8, 8, false);
+    enter(o, "r", &q7b, 7, false);
+    enter(o, "r", &q6, 6, false);
+    enter(o, "r", &q8b, 8, false);
+    assert_int_equal(order_waiting(o), 6);
+    order_leave(o, q8.slot, 0); /* its client hung up */
+    assert_int_equal(order_waiting(o), 5);
+    order_leave(o, f5.slot, 0);
+    assert_int_equal(q6.went, 2);
+    assert_int_equal(q7.went, 0);
+    order_leave(o, q6.slot, 0);
+    assert_int_equal(q7.went, 3);
+    assert_int_equal(q7b.went, 4);
+    assert_int_equal(q8b.went, 0);
+    order_leave(o, q7b.slot, 0);
+    assert_int_equal(q8b.went, 0);
+    order_leave(o, q7.slot, 0);
+    assert_int_equal(q8b.went, 5);
+    assert_int_equal(q9.went, 0);
+    order_leave(o, q8b.slot, 0);
+    assert_int_equal(q9.went, 6);
+    order_leave(o, q9.slot, 0);
+    assert_int_equal(order_active(o), 0);
+    order_free(o);
+    event_base_free(base);
+}
+
+/* The hot lock handed on at every write: 10,000 writes of rising tokens
+ * wait on one resource, with a collection's waiter among them; each
+ * landing starts exactly the next. */
+#define HOT_WRITES 10000
+
+static void
+test_hot_resource_hands_on_in_order(void **state)
+{
+    struct event_base *base = event_base_new();
+    struct order *o = order_new(base);
+    static struct write w[HOT_WRITES];
+    struct write below;
+    bool now = true;
+
+    (void)state;
+    gone = 0;
+    enter(o, "hot", &w[0], 1, true);
+    for (int i = 1; i < HOT_WRITES; i++) {
+        enter(o, "hot", &w[i], 1 + i, false);
+    }
+    memset(&below, 0, sizeof(below));
+    below.slot =
+        order_wait_below(o, "hot", 3, HOT_WRITES / 2, on_go, &below, &now);
+    assert_non_null(below.slot);
+    assert_false(now);
+    assert_int_equal(order_waiting(o), HOT_WRITES);
+    /* Token t = i + 1 goes when t - 1 lands; the waiter, of token
+     * HOT_WRITES / 2, goes with the write of that token (right after it,
+     * having come after it), and holds up no one. */
+    for (int i = 0; i < HOT_WRITES; i++) {
+        assert_int_equal(w[i].went, i < HOT_WRITES / 2 ? i + 1 : i + 2);
+        if (i + 1 < HOT_WRITES) {
+            assert_int_equal(w[i + 1].went, 0);
+        }
+        order_leave(o, w[i].slot, 0);
+        /* Waiting: those after the one that just went, and the
+         * collection's waiter until its turn. */
+        assert_int_equal(order_waiting(o),
+                         (i + 2 < HOT_WRITES ? HOT_WRITES - 2 - i : 0) +
+                             (i + 2 < HOT_WRITES / 2));
+        if (i + 2 == HOT_WRITES / 2) {
+            assert_int_equal(below.went, HOT_WRITES / 2 + 1);
+            order_leave(o, below.slot, 0);
+        }
+    }
+    assert_int_equal(order_active(o), 0);
+    order_free(o);
+    event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -184,6 +276,8 @@ main(void)
         cmocka_unit_test(test_hold_after_start),
         cmocka_unit_test(test_wait_below_holds_up_no_one),
         cmocka_unit_test(test_lowest_after_lower_lands),
+        cmocka_unit_test(test_queue_goes_by_token),
+        cmocka_unit_test(test_hot_resource_hands_on_in_order),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
