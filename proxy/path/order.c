@@ -38,7 +38,9 @@ struct slot_list {
 struct gate {
     struct hnode node;       /* in the table, by name */
     struct slot_list flying; /* in flight (including grace) */
-    struct slot_list queue;  /* waiting, by token (arrival order within one) */
+    struct slot_list queue;  /* writes waiting, by token (arrival order
+                              * within one) */
+    struct slot_list below;  /* passive slots waiting, by token */
     int64_t low;             /* the lowest token flying (passive left out) */
     size_t nlow;             /* how many flying writes have it */
     size_t len;
@@ -160,17 +162,12 @@ list_unlink(struct slot_list *l, struct order_slot *s)
     s->next = s->prev = NULL;
 }
 
-/* The lowest token among the queue's writes (passive slots left out), or
- * INT64_MAX when none: the queue is in token order, so the first one. */
+/* The lowest token among the writes waiting (passive slots, which hold
+ * up no one, are in a list of their own), or INT64_MAX when none. */
 static int64_t
-lowest_queued(const struct slot_list *q)
+lowest_queued(const struct gate *g)
 {
-    for (const struct order_slot *s = q->head; s != NULL; s = s->next) {
-        if (!s->passive) {
-            return s->token;
-        }
-    }
-    return INT64_MAX;
+    return g->queue.head != NULL ? g->queue.head->token : INT64_MAX;
 }
 
 /* Queue s in token order, after every write of its token or lower: equal
@@ -277,8 +274,8 @@ order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
     struct gate *g = gate_find(o, res, len, htab_key(&o->gates, res, len));
     struct order_slot *s;
 
-    *now = g == NULL ||
-           (lowest_flying(g) >= token && lowest_queued(&g->queue) >= token);
+    *now =
+        g == NULL || (lowest_flying(g) >= token && lowest_queued(g) >= token);
     if (*now) {
         return NULL;
     }
@@ -292,7 +289,7 @@ order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
     s->arg = arg;
     s->passive = true;
     s->queued = true;
-    queue_insert(&s->gate->queue, s);
+    queue_insert(&s->gate->below, s);
     o->waiting++;
     return s;
 }
@@ -314,7 +311,7 @@ order_enter(struct order *o, const char *res, size_t len, int64_t token,
     s->arg = arg;
     /* Equal tokens are the same holder: they need not wait for each other.
      * Behind a queued write, a new one waits too, to keep arrival order
-     * among equal tokens. */
+     * among equal tokens (a passive slot holds up no one). */
     if (o->hold == NULL && g->queue.head == NULL && token <= lowest_flying(g)) {
         fly(g, s);
         *now = true;
@@ -327,27 +324,42 @@ order_enter(struct order *o, const char *res, size_t len, int64_t token,
     return s;
 }
 
-/* Start every queued write whose turn has come: the lowest queued token
- * (the queue's head), once nothing lower is in flight. Costs the writes
- * it starts, not the queue's length. */
+/* The slots at the head of q whose token is low go. */
 static void
-gate_wake(struct order *o, struct gate *g)
+wake_head(struct order *o, struct gate *g, struct slot_list *q, int64_t low)
 {
     struct order_slot *s;
 
-    while (o->hold == NULL && (s = g->queue.head) != NULL &&
-           s->token <= lowest_flying(g)) {
-        int64_t low = s->token;
-
-        while ((s = g->queue.head) != NULL && s->token == low) {
-            list_unlink(&g->queue, s);
-            o->waiting--;
-            s->queued = false;
-            fly(g, s);
-            s->go(s->arg);
-        }
+    while ((s = q->head) != NULL && s->token == low) {
+        list_unlink(q, s);
+        o->waiting--;
+        s->queued = false;
+        fly(g, s);
+        s->go(s->arg);
     }
-    if (g->flying.head == NULL && g->queue.head == NULL) {
+}
+
+/* Start every queued slot whose turn has come: the lowest queued token
+ * (the head of the writes or of the passive slots), once nothing lower
+ * is in flight. Costs the slots it starts, not how many wait. */
+static void
+gate_wake(struct order *o, struct gate *g)
+{
+    while (o->hold == NULL &&
+           (g->queue.head != NULL || g->below.head != NULL)) {
+        const struct order_slot *w = g->queue.head, *b = g->below.head;
+        int64_t low = w == NULL                           ? b->token
+                      : b == NULL || w->token <= b->token ? w->token
+                                                          : b->token;
+
+        if (low > lowest_flying(g)) {
+            break;
+        }
+        wake_head(o, g, &g->queue, low);
+        wake_head(o, g, &g->below, low);
+    }
+    if (g->flying.head == NULL && g->queue.head == NULL &&
+        g->below.head == NULL) {
         gate_drop(o, g);
     }
 }
@@ -381,7 +393,7 @@ order_leave(struct order *o, struct order_slot *s, int grace_ms)
     struct gate *g = s->gate;
 
     if (s->queued) {
-        list_unlink(&g->queue, s);
+        list_unlink(s->passive ? &g->below : &g->queue, s);
         o->waiting--;
         free(s);
         gate_wake(o, g);

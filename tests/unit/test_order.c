@@ -268,6 +268,55 @@ test_hot_resource_hands_on_in_order(void **state)
     event_base_free(base);
 }
 
+/* Members' writes waiting below a collection's write hold up no one,
+ * however many wait: a write of an equal token goes at once, one of a
+ * higher token waits only for the lower ones in flight. */
+static void
+test_many_waiting_below_hold_up_no_one(void **state)
+{
+    struct event_base *base = event_base_new();
+    struct order *o = order_new(base);
+    static struct write m7[HOT_WRITES];
+    struct write c5, c5b, c6, m6, m5;
+    bool now = true;
+
+    (void)state;
+    gone = 0;
+    enter(o, "c", &c5, 5, true);
+    for (int i = 0; i < HOT_WRITES; i++) {
+        memset(&m7[i], 0, sizeof(m7[i]));
+        m7[i].slot = order_wait_below(o, "c", 1, 7, on_go, &m7[i], &now);
+        assert_non_null(m7[i].slot);
+        assert_false(now);
+    }
+    enter(o, "c", &c5b, 5, true);
+    enter(o, "c", &c6, 6, false);
+    memset(&m6, 0, sizeof(m6));
+    m6.slot = order_wait_below(o, "c", 1, 6, on_go, &m6, &now);
+    assert_false(now);
+    memset(&m5, 0, sizeof(m5));
+    assert_null(order_wait_below(o, "c", 1, 5, on_go, &m5, &now));
+    assert_true(now);
+    assert_int_equal(order_waiting(o), HOT_WRITES + 2);
+    order_leave(o, c5.slot, 0);
+    assert_int_equal(c6.went, 0);
+    order_leave(o, c5b.slot, 0);
+    assert_int_equal(c6.went, 3);
+    assert_int_equal(m6.went, 4);
+    assert_int_equal(m7[0].went, 0);
+    order_leave(o, m6.slot, 0);
+    assert_int_equal(order_waiting(o), HOT_WRITES);
+    order_leave(o, c6.slot, 0);
+    assert_int_equal(order_waiting(o), 0);
+    for (int i = 0; i < HOT_WRITES; i++) {
+        assert_int_equal(m7[i].went, 5 + i);
+        order_leave(o, m7[i].slot, 0);
+    }
+    assert_int_equal(order_active(o), 0);
+    order_free(o);
+    event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -278,6 +327,7 @@ main(void)
         cmocka_unit_test(test_lowest_after_lower_lands),
         cmocka_unit_test(test_queue_goes_by_token),
         cmocka_unit_test(test_hot_resource_hands_on_in_order),
+        cmocka_unit_test(test_many_waiting_below_hold_up_no_one),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
