@@ -162,12 +162,20 @@ list_unlink(struct slot_list *l, struct order_slot *s)
     s->next = s->prev = NULL;
 }
 
+/* The lowest token of a list kept in token order, or INT64_MAX when it
+ * is empty. */
+static int64_t
+head_token(const struct slot_list *q)
+{
+    return q->head != NULL ? q->head->token : INT64_MAX;
+}
+
 /* The lowest token among the writes waiting (passive slots, which hold
- * up no one, are in a list of their own), or INT64_MAX when none. */
+ * up no one, are in a list of their own). */
 static int64_t
 lowest_queued(const struct gate *g)
 {
-    return g->queue.head != NULL ? g->queue.head->token : INT64_MAX;
+    return head_token(&g->queue);
 }
 
 /* Queue s in token order, after every write of its token or lower: equal
@@ -185,6 +193,31 @@ queue_insert(struct slot_list *q, struct order_slot *s)
         after = after->prev;
     }
     list_insert(q, after, s);
+}
+
+/* The list s waits in: passive slots apart from writes. */
+static struct slot_list *
+wait_list(struct gate *g, const struct order_slot *s)
+{
+    return s->passive ? &g->below : &g->queue;
+}
+
+/* s waits on its gate. */
+static void
+enqueue(struct order *o, struct order_slot *s)
+{
+    s->queued = true;
+    queue_insert(wait_list(s->gate, s), s);
+    o->waiting++;
+}
+
+/* s waits no more. */
+static void
+dequeue(struct order *o, struct order_slot *s)
+{
+    list_unlink(wait_list(s->gate, s), s);
+    s->queued = false;
+    o->waiting--;
 }
 
 /* The lowest token in flight, or INT64_MAX when none: kept up to date by
@@ -288,9 +321,7 @@ order_wait_below(struct order *o, const char *res, size_t len, int64_t token,
     s->go = go;
     s->arg = arg;
     s->passive = true;
-    s->queued = true;
-    queue_insert(&s->gate->below, s);
-    o->waiting++;
+    enqueue(o, s);
     return s;
 }
 
@@ -316,9 +347,7 @@ order_enter(struct order *o, const char *res, size_t len, int64_t token,
         fly(g, s);
         *now = true;
     } else {
-        s->queued = true;
-        queue_insert(&g->queue, s);
-        o->waiting++;
+        enqueue(o, s);
         *now = false;
     }
     return s;
@@ -331,9 +360,7 @@ wake_head(struct order *o, struct gate *g, struct slot_list *q, int64_t low)
     struct order_slot *s;
 
     while ((s = q->head) != NULL && s->token == low) {
-        list_unlink(q, s);
-        o->waiting--;
-        s->queued = false;
+        dequeue(o, s);
         fly(g, s);
         s->go(s->arg);
     }
@@ -347,10 +374,8 @@ gate_wake(struct order *o, struct gate *g)
 {
     while (o->hold == NULL &&
            (g->queue.head != NULL || g->below.head != NULL)) {
-        const struct order_slot *w = g->queue.head, *b = g->below.head;
-        int64_t low = w == NULL                           ? b->token
-                      : b == NULL || w->token <= b->token ? w->token
-                                                          : b->token;
+        int64_t w = head_token(&g->queue), b = head_token(&g->below);
+        int64_t low = w < b ? w : b;
 
         if (low > lowest_flying(g)) {
             break;
@@ -393,8 +418,7 @@ order_leave(struct order *o, struct order_slot *s, int grace_ms)
     struct gate *g = s->gate;
 
     if (s->queued) {
-        list_unlink(s->passive ? &g->below : &g->queue, s);
-        o->waiting--;
+        dequeue(o, s);
         free(s);
         gate_wake(o, g);
         return;

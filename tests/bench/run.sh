@@ -292,6 +292,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
+# The cases to run, before any server starts or a results folder is
+# made. only_cases: the lines of cases whose name matches a pattern of
+# BENCH_CASES (every line when it is unset).
+only_cases() {
+    while read -r name rest; do
+        [ -n "${BENCH_CASES:-}" ] || { echo "$name $rest"; continue; }
+        for pat in $BENCH_CASES; do
+            # shellcheck disable=SC2254 # a pattern, on purpose
+            case "$name" in $pat) echo "$name $rest"; break ;; esac
+        done
+    done
+}
+
+set -f # BENCH_CASES' patterns are matched against names, not files
+cases | only_cases >"$dir/cases"
+set +f
+[ -s "$dir/cases" ] || die "no case of BENCH_SET=$SETS matches BENCH_CASES=$BENCH_CASES"
+
 # Free loopback ports, all bound at once so they differ; the servers bind
 # them right after.
 free_ports() {
@@ -1144,22 +1162,6 @@ esac
 : >"$out_dir/syscalls.txt"
 : >"$out_dir/syscalls-by-call.txt"
 : >"$out_dir/threads.txt"
-# only_cases: the lines of cases whose name matches a pattern of
-# BENCH_CASES (every line when it is unset).
-only_cases() {
-    while read -r name rest; do
-        [ -n "${BENCH_CASES:-}" ] || { echo "$name $rest"; continue; }
-        for pat in $BENCH_CASES; do
-            # shellcheck disable=SC2254 # a pattern, on purpose
-            case "$name" in $pat) echo "$name $rest"; break ;; esac
-        done
-    done
-}
-
-set -f # BENCH_CASES' patterns are matched against names, not files
-cases | only_cases >"$dir/cases"
-set +f
-[ -s "$dir/cases" ] || die "no case of BENCH_SET=$SETS matches BENCH_CASES=$BENCH_CASES"
 while read -r name w c nres body <&3; do
     set_case "$name" "$w" "$c" "$nres" "$body"
     ! has_target tidemark || prime "$w" "$nres"
