@@ -281,6 +281,25 @@ query_done(struct pg_conn *c)
         log_error("postgres: connection %d (%s): no result", c->id, s->what);
     }
     evtimer_del(c->timer);
+    /* A query can end on the connection's loss: libpq, out of step with
+     * what the server sent, gives its error as the query's result and
+     * closes the socket. The result is handed on as any other, then the
+     * connection dropped now, not at its next use. Its event goes first:
+     * what done does may open a socket on the closed one's number. */
+    if (PQstatus(c->pg) == CONNECTION_BAD) {
+        if (c->ev != NULL) {
+            event_free(c->ev);
+            c->ev = NULL;
+        }
+        if (c->has_work) {
+            c->has_work = false;
+            s->ops->done(s->owner, c->id, res);
+        }
+        PQclear(res);
+        conn_fail_pg(c, "connection lost");
+        pg_pool_dispatch(s);
+        return;
+    }
     c->state = PC_IDLE;
     if (c->has_work) {
         c->has_work = false;

@@ -274,8 +274,26 @@ def test_postgres_row_too_large(tidemark, upstream, store_servers, liars):
     assert_problem(r, 503)
     # libpq may read the whole row first and then fail on what follows
     # it: the connection is dropped either way, for one reason or the
-    # other.
+    # other (the second as in test_postgres_stray_row_then_no_message).
     tm.wait_log("postgres: connection", "reconnecting")
+    recovers(tm, d)
+
+
+@pytest.mark.parametrize("length", [1, 30, 300, 30000])
+def test_postgres_stray_row_then_no_message(tidemark, upstream,
+                                            store_servers, liars, length):
+    """A row of 1 to 30,000 bytes that no row description announced, then
+    bytes that are no message ('x' and a length of 2 GiB): libpq ends the
+    query with its error and closes the socket. The write gets a 503 and
+    the connection is dropped then, with a log line, not left idle to
+    fail at its next use (where a socket opened meanwhile may have taken
+    its number)."""
+    tm, d, r, grown = lied(
+        tidemark, upstream, store_servers, liars, "postgres",
+        endless(pg_message(b"D", b"\0" * length)))
+    assert_problem(r, 503)
+    tm.wait_log("postgres: connection", "lost synchronization",
+                "reconnecting")
     recovers(tm, d)
 
 
