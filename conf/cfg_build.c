@@ -712,9 +712,27 @@ note_chain(struct loader *l, struct tm_config *c)
 }
 
 /* The open files a client connection can take: its own socket and its
- * upstream's; and those the rest of the process holds. */
+ * upstream's; those the rest of the process holds; and those of one
+ * PostgreSQL connection (the server's socket and the pair libpq reads in
+ * its place), beside them. */
 #define FILES_PER_CONNECTION 2
 #define FILES_BESIDE 64
+#define FILES_PER_PG 3
+
+/* FILES_BESIDE, and the PostgreSQL pools' files. */
+static rlim_t
+files_beside(const struct tm_config *c)
+{
+    rlim_t n = FILES_BESIDE;
+
+    if (c->store.type != NULL && strcmp(c->store.type, "postgres") == 0) {
+        n += (rlim_t)c->store.pool_size * FILES_PER_PG;
+    }
+    if (c->locks.backend != NULL && strcmp(c->locks.backend, "postgres") == 0) {
+        n += (rlim_t)c->locks.pool_size * FILES_PER_PG;
+    }
+    return n;
+}
 
 /* A max_connections left to its default is sized to the open files the
  * process may have (the hard limit: the daemon raises the soft one to
@@ -724,18 +742,18 @@ static void
 fit_connections(struct loader *l, struct tm_config *c)
 {
     struct rlimit rl;
-    rlim_t fits;
+    rlim_t fits, beside = files_beside(c);
     char msg[256];
 
     if (cfg_key_origin(cfg_find_sect(l, CFG_PROXY, NULL), "max_connections") !=
             NULL ||
         getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max == RLIM_INFINITY ||
-        rl.rlim_max >= (rlim_t)c->proxy.max_connections * FILES_PER_CONNECTION +
-                           FILES_BESIDE) {
+        rl.rlim_max >=
+            (rlim_t)c->proxy.max_connections * FILES_PER_CONNECTION + beside) {
         return;
     }
-    fits = rl.rlim_max > FILES_BESIDE + FILES_PER_CONNECTION
-               ? (rl.rlim_max - FILES_BESIDE) / FILES_PER_CONNECTION
+    fits = rl.rlim_max > beside + FILES_PER_CONNECTION
+               ? (rl.rlim_max - beside) / FILES_PER_CONNECTION
                : 1;
     snprintf(msg, sizeof(msg),
              "max_connections = %llu, not the default %d: the open files "

@@ -1,15 +1,23 @@
 /* pg_pool.c: libpq async connections on the loop for the Postgres mark
  * store and lock backend: connect with backoff, setup and prepares at
- * each connect, one query in flight per connection with a deadline. */
+ * each connect, one query in flight per connection with a deadline.
+ *
+ * Once connected, libpq reads and writes one end of a socket pair in
+ * place of the server's socket, and the pool moves the bytes between the
+ * pair and the server, counting what the server sends: libpq keeps a
+ * whole result, and a row until its last byte however long the row says
+ * it is, reading on for as long as the bytes keep coming, so what an
+ * answer may take is weighed here, before libpq has the bytes. */
 #include "pg_pool.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include <linux/tcp.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -20,18 +28,19 @@
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_CONNECT_MIN_MS 5000
-/* What one answer may take: the bytes received since the last one ended,
- * weighed before each of libpq's reads. libpq keeps a whole result, every
- * row of it, and a row until its last byte, however many it says there
- * are; no answer tidemark asks for comes near this. Counted over TCP (the
- * kernel's count of the bytes it received); a server on a Unix socket is
- * on this machine. What one read takes is libpq's: once a row has said
- * how long it is, a read goes on for as long as its bytes keep coming. */
+/* What one answer may take: the bytes the server sent since the last one
+ * ended, counted as they are moved to libpq (so libpq holds at most this
+ * and what the pair buffers). No answer tidemark asks for comes near it.
+ * The connection's start (TLS, authentication) is libpq's alone, bounded
+ * by its deadline. */
 #define PG_ANSWER_MAX (16u << 20)
+/* One move of bytes between the server and libpq. */
+#define PG_RELAY_BUF 16384
 
 enum pc_state {
     PC_DOWN,       /* waiting for retry_ev */
     PC_CONNECTING, /* PQconnectPoll */
+    PC_SWAP,       /* connected: the socket goes to the relay next turn */
     PC_SETUP,      /* the setup query, then the prepares, in flight */
     PC_IDLE,
     PC_BUSY, /* a query in flight */
@@ -51,7 +60,17 @@ struct pg_conn {
     bool has_work;     /* the owner has something of ours */
     PGresult *result;  /* the first result of the query in flight */
     size_t setup_step; /* 0 setup query, then one per prepare */
-    uint64_t rx_base;  /* rx_bytes when the last answer ended */
+    /* The relay, from PC_SWAP's end until the connection is dropped. */
+    int net_fd;  /* the server's socket; -1 when not relayed */
+    int pair_fd; /* our end of the pair libpq has in the socket's place */
+    struct event *net_rd;
+    struct event *net_wr; /* on while out holds bytes */
+    unsigned gen;         /* bumped at each drop: a stale c is seen */
+    int io_errno;         /* the relay's failure, for the log line */
+    uint64_t answer;      /* bytes from the server since an answer ended */
+    size_t out_off;
+    size_t out_len; /* libpq's bytes not yet taken by the server */
+    char out[PG_RELAY_BUF];
 };
 
 struct pg_pool {
@@ -75,6 +94,8 @@ struct pg_pool {
 };
 
 static void conn_start(struct pg_conn *c);
+static void conn_read(struct pg_conn *c);
+static void relay_stop(struct pg_conn *c);
 static void on_conn_event(evutil_socket_t fd, short what, void *arg);
 
 static bool
@@ -160,6 +181,7 @@ conn_fail(struct pg_conn *c, const char *why)
         PQfinish(c->pg);
         c->pg = NULL;
     }
+    relay_stop(c);
     evtimer_del(c->timer);
     c->state = PC_DOWN;
     if (c->has_work) {
@@ -180,26 +202,245 @@ conn_fail(struct pg_conn *c, const char *why)
     }
 }
 
+/* what, and why: the relay's failure if it had one, else libpq's. */
 static void
 conn_fail_pg(struct pg_conn *c, const char *what)
 {
     char msg[512];
 
     snprintf(msg, sizeof(msg), "%s: %s", what,
-             c->pg != NULL ? PQerrorMessage(c->pg) : "no connection");
+             c->io_errno != 0 ? strerror(c->io_errno)
+             : c->pg != NULL  ? PQerrorMessage(c->pg)
+                              : "no connection");
     conn_fail(c, msg);
 }
 
-/* Send what is buffered; watch for writability while some is left. */
+/* ---- the relay --------------------------------------------------------
+ * libpq's bytes go to the server from the pair as they are flushed (what
+ * the server does not take waits in c->out, net_wr on, and the pair is
+ * not read meanwhile); the server's bytes are counted and written into
+ * the pair, where libpq reads them as it read its socket before: c->ev
+ * watches its end, and conn_read runs at once whenever the pair is full.
+ * The server's close is passed on as the pair's. */
+
+static bool
+io_again(void)
+{
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+}
+
+/* libpq's bytes to the server, as many as it takes. false: failed, with
+ * c->io_errno set. A short read of the pair took all it had (libpq
+ * writes only while it is flushed). */
+static bool
+relay_out(struct pg_conn *c)
+{
+    bool drained = false;
+
+    for (;;) {
+        ssize_t n;
+
+        if (c->out_len == 0 && drained) {
+            event_del(c->net_wr);
+            return true;
+        }
+        if (c->out_len == 0) {
+            n = recv(c->pair_fd, c->out, sizeof(c->out), 0);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0 && io_again()) {
+                event_del(c->net_wr);
+                return true;
+            }
+            if (n <= 0) {
+                c->io_errno = n == 0 ? EPIPE : errno;
+                return false;
+            }
+            c->out_off = 0;
+            c->out_len = (size_t)n;
+            drained = c->out_len < sizeof(c->out);
+        }
+        n = send(c->net_fd, c->out + c->out_off, c->out_len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && io_again()) {
+            return event_add(c->net_wr, NULL) == 0;
+        }
+        if (n < 0) {
+            c->io_errno = errno;
+            return false;
+        }
+        c->out_off += (size_t)n;
+        c->out_len -= (size_t)n;
+    }
+}
+
+/* Send what libpq has buffered, through the pair to the server. */
 static bool
 conn_flush(struct pg_conn *c)
 {
-    int rc = PQflush(c->pg);
+    for (;;) {
+        int rc = PQflush(c->pg);
 
-    if (rc < 0) {
+        if (rc < 0 || !relay_out(c)) {
+            return false;
+        }
+        /* Done, or the server is full: net_wr goes on from here. */
+        if (rc == 0 || c->out_len > 0) {
+            return true;
+        }
+    }
+}
+
+/* n bytes from the server into the pair; libpq reads the pair each time
+ * it is full. false: c was dropped meanwhile. */
+static bool
+relay_in(struct pg_conn *c, const char *buf, size_t n)
+{
+    unsigned gen = c->gen;
+
+    while (n > 0) {
+        ssize_t w = send(c->pair_fd, buf, n, MSG_NOSIGNAL);
+
+        if (w > 0) {
+            buf += w;
+            n -= (size_t)w;
+        } else if (w < 0 && errno == EINTR) {
+            continue;
+        } else if (w < 0 && io_again()) {
+            conn_read(c);
+            if (c->gen != gen) {
+                return false;
+            }
+        } else {
+            c->io_errno = w < 0 ? errno : EPIPE;
+            conn_fail_pg(c, "relaying");
+            return false;
+        }
+    }
+    return true;
+}
+
+static void
+on_net_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_conn *c = arg;
+    char buf[PG_RELAY_BUF];
+
+    lib_enter(c->s->log);
+    (void)what;
+    for (;;) {
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && io_again()) {
+            break;
+        }
+        if (n < 0) {
+            c->io_errno = errno;
+            conn_fail_pg(c, "reading");
+            return;
+        }
+        if (n == 0) {
+            /* The server closed: libpq hears it from the pair. */
+            event_del(c->net_rd);
+            shutdown(c->pair_fd, SHUT_WR);
+            return;
+        }
+        c->answer += (size_t)n;
+        if (c->answer > PG_ANSWER_MAX) {
+            conn_fail(c, "an answer larger than 16 MiB");
+            return;
+        }
+        if (!relay_in(c, buf, (size_t)n)) {
+            return;
+        }
+        if ((size_t)n < sizeof(buf)) {
+            return; /* all there was: the watch says when more comes */
+        }
+    }
+}
+
+static void
+on_net_write(evutil_socket_t fd, short what, void *arg)
+{
+    struct pg_conn *c = arg;
+
+    lib_enter(c->s->log);
+    (void)fd;
+    (void)what;
+    if (!conn_flush(c)) {
+        conn_fail_pg(c, "writing");
+    }
+}
+
+/* libpq's socket becomes one end of a pair, the server's socket ours.
+ * Called a turn after the loop stopped watching the socket, so that no
+ * watch of the number is left to apply to what it names now. */
+static bool
+relay_start(struct pg_conn *c)
+{
+    int fd = PQsocket(c->pg);
+    int pair[2];
+
+    if (fd < 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+                   pair) != 0) {
+        c->io_errno = fd < 0 ? EBADF : errno;
         return false;
     }
-    return conn_watch(c, rc == 1 ? EV_READ | EV_WRITE : EV_READ);
+    c->pair_fd = pair[1];
+    c->net_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (c->net_fd < 0 || dup3(pair[0], fd, O_CLOEXEC) < 0) {
+        c->io_errno = errno;
+        close(pair[0]);
+        return false;
+    }
+    close(pair[0]);
+    c->answer = 0;
+    c->net_rd =
+        event_new(c->s->base, c->net_fd, EV_READ | EV_PERSIST, on_net_read, c);
+    c->net_wr = event_new(c->s->base, c->net_fd, EV_WRITE | EV_PERSIST,
+                          on_net_write, c);
+    if (c->net_rd == NULL || c->net_wr == NULL ||
+        event_add(c->net_rd, NULL) != 0) {
+        c->io_errno = ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+/* After PQfinish: what libpq said last (its Terminate) goes to the
+ * server if it takes it now, then both sockets close. */
+static void
+relay_stop(struct pg_conn *c)
+{
+    if (c->net_fd >= 0 && c->pair_fd >= 0 && c->net_wr != NULL) {
+        (void)relay_out(c);
+    }
+    if (c->net_rd != NULL) {
+        event_free(c->net_rd);
+        c->net_rd = NULL;
+    }
+    if (c->net_wr != NULL) {
+        event_free(c->net_wr);
+        c->net_wr = NULL;
+    }
+    if (c->net_fd >= 0) {
+        close(c->net_fd);
+        c->net_fd = -1;
+    }
+    if (c->pair_fd >= 0) {
+        close(c->pair_fd);
+        c->pair_fd = -1;
+    }
+    c->out_len = 0;
+    c->io_errno = 0;
+    c->gen++;
 }
 
 static void
@@ -283,9 +524,10 @@ query_done(struct pg_conn *c)
     evtimer_del(c->timer);
     /* A query can end on the connection's loss: libpq, out of step with
      * what the server sent, gives its error as the query's result and
-     * closes the socket. The result is handed on as any other, then the
-     * connection dropped now, not at its next use. Its event goes first:
-     * what done does may open a socket on the closed one's number. */
+     * closes its end. The result is handed on as any other, then the
+     * connection dropped now, not left idle to fail at its next use. Its
+     * watch goes first: what done does may open a socket on the closed
+     * end's number. */
     if (PQstatus(c->pg) == CONNECTION_BAD) {
         if (c->ev != NULL) {
             event_free(c->ev);
@@ -309,32 +551,11 @@ query_done(struct pg_conn *c)
     pg_pool_dispatch(s);
 }
 
-/* The bytes the kernel has received on c's socket, ever; 0 when it
- * cannot tell (not TCP). */
-static uint64_t
-rx_bytes(const struct pg_conn *c)
-{
-    struct tcp_info ti;
-    socklen_t len = sizeof(ti);
-
-    if (getsockopt(PQsocket(c->pg), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-        len < offsetof(struct tcp_info, tcpi_bytes_received) +
-                  sizeof(ti.tcpi_bytes_received)) {
-        return 0;
-    }
-    return ti.tcpi_bytes_received;
-}
-
+/* libpq reads what the relay put in the pair, and the results it has
+ * whole are taken. */
 static void
 conn_read(struct pg_conn *c)
 {
-    uint64_t rx = rx_bytes(c);
-
-    /* An answer past PG_ANSWER_MAX is not read on. */
-    if (rx > c->rx_base && rx - c->rx_base > PG_ANSWER_MAX) {
-        conn_fail(c, "an answer larger than 16 MiB");
-        return;
-    }
     if (!PQconsumeInput(c->pg)) {
         conn_fail_pg(c, "reading");
         return;
@@ -347,7 +568,7 @@ conn_read(struct pg_conn *c)
         }
         res = PQgetResult(c->pg);
         if (res == NULL) {
-            c->rx_base = rx_bytes(c);
+            c->answer = 0;
             query_done(c);
             return; /* c may be failed, or busy with new work */
         }
@@ -402,13 +623,28 @@ connect_poll(struct pg_conn *c)
         conn_fail_pg(c, "cannot connect");
         return;
     }
+    /* The watch just freed is let go of at the loop's next turn; the
+     * socket's number changes hands after it (relay_start). */
+    c->state = PC_SWAP;
+    conn_deadline(c, 0);
+}
+
+/* Connected, and the loop no longer watches libpq's socket: relay it,
+ * then the setup query. */
+static void
+conn_setup(struct pg_conn *c)
+{
+    if (!relay_start(c) || !conn_watch(c, EV_READ)) {
+        conn_fail_pg(c, "relaying");
+        return;
+    }
     if (PQsetnonblocking(c->pg, 1) != 0 || !PQsendQuery(c->pg, c->s->setup)) {
         conn_fail_pg(c, "setting up");
         return;
     }
     c->state = PC_SETUP;
     c->setup_step = 0;
-    c->rx_base = rx_bytes(c);
+    conn_deadline(c, 2 * c->s->timeout_ms);
     if (!conn_flush(c)) {
         conn_fail_pg(c, "setting up");
     }
@@ -423,13 +659,7 @@ on_conn_event(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     if (c->state == PC_CONNECTING) {
         connect_poll(c);
-        return;
-    }
-    if ((what & EV_WRITE) && !conn_flush(c)) {
-        conn_fail_pg(c, "writing");
-        return;
-    }
-    if (what & EV_READ) {
+    } else if (what & EV_READ) {
         conn_read(c);
     }
 }
@@ -446,6 +676,9 @@ on_conn_timer(evutil_socket_t fd, short what, void *arg)
     switch (c->state) {
     case PC_DOWN:
         conn_start(c);
+        return;
+    case PC_SWAP:
+        conn_setup(c);
         return;
     case PC_CONNECTING:
     case PC_SETUP:
@@ -658,6 +891,8 @@ pg_pool_new(struct event_base *base, const char *dsn, const char *what,
         c->s = s;
         c->id = i;
         c->ev_fd = -1;
+        c->net_fd = -1;
+        c->pair_fd = -1;
         c->backoff_ms = PG_BACKOFF_MIN_MS;
         c->timer = evtimer_new(base, on_conn_timer, c);
         if (c->timer == NULL) {

@@ -2,13 +2,15 @@
 test and its pace (a sanitizer build runs slower), free loopback ports
 (a range of its own for each pytest-xdist worker, so that parallel
 workers never hand out one port twice), polling with a deadline, and a
-loopback server for tests that script a peer byte by byte.
+loopback server for tests that script a peer byte by byte, and test
+CAs and certificates made with the openssl command line tool.
 Standard library only; the failure lab (lab/) ships it with servers.py.
 """
 
 import os
 import random
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -178,3 +180,30 @@ class LoopbackServer:
             except OSError:
                 pass
         self.thread.join(timeout=5)
+
+
+# ---------------------------------------------------------------- pki
+
+
+def openssl(*args, cwd):
+    subprocess.run(("openssl",) + args, cwd=str(cwd), check=True,
+                   stdin=subprocess.DEVNULL, capture_output=True)
+
+
+def make_ca(d, name):
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-subj", "/CN=%s" % name, "-keyout", "%s.key" % name,
+            "-out", "%s.pem" % name, cwd=d)
+    return d / ("%s.pem" % name)
+
+
+def make_cert(d, ca, name, sans):
+    """A server certificate for sans (e.g. DNS:localhost,IP:127.0.0.1)
+    signed by ca; returns (cert, key) paths."""
+    (d / "ext.cnf").write_text("subjectAltName=%s\n" % sans)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=%s" % name,
+            "-keyout", "%s.key" % name, "-out", "%s.csr" % name, cwd=d)
+    openssl("x509", "-req", "-in", "%s.csr" % name, "-CA", "%s.pem" % ca,
+            "-CAkey", "%s.key" % ca, "-CAcreateserial", "-days", "2",
+            "-extfile", "ext.cnf", "-out", "%s.crt" % name, cwd=d)
+    return d / ("%s.crt" % name), d / ("%s.key" % name)

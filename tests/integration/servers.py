@@ -218,7 +218,9 @@ class Postgres(Server):
 
     name = "postgres"
 
-    def __init__(self):
+    def __init__(self, tls=None):
+        """tls: (certificate, key) paths: the server takes TLS with them
+        (and plain connections too)."""
         super().__init__()
         self.data = os.path.join(self.dir, "data")
         self.user = None
@@ -228,6 +230,17 @@ class Postgres(Server):
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
         self._run([_pg_bin("initdb"), "-D", self.data, "-A", "trust",
                    "-U", "postgres", "-E", "UTF8", "--no-sync"])
+        self.tls_args = []
+        if tls is not None:
+            # The key is the server user's, and its alone.
+            for src, what in zip(tls, ("cert", "key")):
+                dst = os.path.join(self.dir, "server." + what)
+                shutil.copyfile(src, dst)
+                os.chmod(dst, 0o600)
+                if self.user is not None:
+                    os.chown(dst, *self.user)
+                self.tls_args += ["-c", "ssl_%s_file=%s" % (what, dst)]
+            self.tls_args += ["-c", "ssl=on"]
 
     def preexec(self):
         if self.user is None:
@@ -251,7 +264,7 @@ class Postgres(Server):
     def argv(self):
         return [_pg_bin("postgres"), "-D", self.data, "-k", self.dir,
                 "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
-                "-c", "max_connections=100"]
+                "-c", "max_connections=100"] + self.tls_args
 
     def ready(self):
         p = subprocess.run([_pg_bin("pg_isready"), "-h", "127.0.0.1", "-p",

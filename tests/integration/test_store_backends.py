@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 import servers
-from common import LoopbackServer, free_port
+from common import LoopbackServer, free_port, make_ca, make_cert
 from daemon import STORE_ROUTES, StoreUnderTest, run_check, wait_ready
 from wire import assert_problem
 
@@ -256,6 +256,31 @@ def test_postgres_garbage_server(tidemark, upstream, garbage):
     r = tm.put(d, token=1, headers=[("X-Test-Id", d)])
     assert_problem(r, 503)
     assert upstream.find("X-Test-Id", d) == []
+
+
+def test_postgres_over_tls(tidemark, upstream, tmp_path):
+    """A store reached over TLS (sslmode=verify-full): libpq's TLS goes
+    through the pair tidemark relays for it; the server sees tidemark's
+    sessions encrypted, a write raises the mark, a stale one is refused."""
+    ca = make_ca(tmp_path, "pgca")
+    server = servers.Postgres(tls=make_cert(tmp_path, "pgca", "pg",
+                                            "IP:127.0.0.1"))
+    server.start()
+    try:
+        tm = start(tidemark, StoreUnderTest("postgres", server),
+                   dsn=server.dsn + " sslmode=verify-full sslrootcert=%s"
+                   % ca)
+        d = unique()
+        assert tm.put(d, token=5).status == 200
+        assert_problem(tm.put(d, token=4), 409)
+        assert server.sql(
+            "SELECT fence FROM tidemark_marks WHERE resource = "
+            "'documents/%s'" % d).strip() == "5"
+        assert server.sql(
+            "SELECT bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_activity "
+            "USING (pid) WHERE application_name = 'tidemark'").strip() == "t"
+    finally:
+        server.stop()
 
 
 def test_postgres_bad_dsn_is_a_check_error(tmp_path):

@@ -3,36 +3,12 @@ system CAs, the host name is checked, and a failure is a 502 with a log
 line, never a fallback to plain HTTP. The test makes its own CAs with the
 openssl command line tool."""
 import ssl
-import subprocess
 
 import pytest
 
+from common import make_ca, make_cert, openssl
 from daemon import run_check
 from upstream import Upstream
-
-
-def openssl(*args, cwd):
-    subprocess.run(("openssl",) + args, cwd=str(cwd), check=True,
-                   stdin=subprocess.DEVNULL, capture_output=True)
-
-
-def make_ca(d, name):
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            "-subj", "/CN=%s" % name, "-keyout", "%s.key" % name,
-            "-out", "%s.pem" % name, cwd=d)
-    return d / ("%s.pem" % name)
-
-
-def make_cert(d, ca, name, sans):
-    """A server certificate for sans (e.g. DNS:localhost,IP:127.0.0.1)
-    signed by ca; returns (cert, key) paths."""
-    (d / "ext.cnf").write_text("subjectAltName=%s\n" % sans)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=%s" % name,
-            "-keyout", "%s.key" % name, "-out", "%s.csr" % name, cwd=d)
-    openssl("x509", "-req", "-in", "%s.csr" % name, "-CA", "%s.pem" % ca,
-            "-CAkey", "%s.key" % ca, "-CAcreateserial", "-days", "2",
-            "-extfile", "ext.cnf", "-out", "%s.crt" % name, cwd=d)
-    return d / ("%s.crt" % name), d / ("%s.key" % name)
 
 
 @pytest.fixture(scope="module")

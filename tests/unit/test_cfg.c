@@ -59,6 +59,14 @@ test_default_max_connections_fits_the_open_files_limit(void **state)
                      "the open files limit is 1024");
     /* Written out, it stays: the daemon warns. */
     assert_fits_1024("[proxy]\nmax_connections = 10000\n", 10000, NULL);
+    /* A PostgreSQL connection takes three files (its socket and the pair
+     * libpq reads in its place): 64 + 3 x (8 + 8) beside the clients. */
+    assert_fits_1024("[store]\ntype = postgres\ndsn = dbname=m\n"
+                     "pool_size = 8\n[locks]\nbackend = postgres\n"
+                     "dsn = dbname=l\npool_size = 8\n",
+                     456,
+                     ": note: max_connections = 456, not the default 10000: "
+                     "the open files limit is 1024");
 }
 
 static void
