@@ -98,6 +98,16 @@ static void conn_read(struct pg_conn *c);
 static void relay_stop(struct pg_conn *c);
 static void on_conn_event(evutil_socket_t fd, short what, void *arg);
 
+/* Free *ev, if any, and forget it. */
+static void
+drop_event(struct event **ev)
+{
+    if (*ev != NULL) {
+        event_free(*ev);
+        *ev = NULL;
+    }
+}
+
 static bool
 conn_up(const struct pg_conn *c)
 {
@@ -124,10 +134,7 @@ conn_watch(struct pg_conn *c, short what)
     if (c->ev != NULL && c->ev_fd == fd && c->ev_what == what) {
         return true;
     }
-    if (c->ev != NULL) {
-        event_free(c->ev);
-        c->ev = NULL;
-    }
+    drop_event(&c->ev);
     if (fd < 0) {
         return false;
     }
@@ -173,10 +180,7 @@ conn_fail(struct pg_conn *c, const char *why)
         PQclear(c->result);
         c->result = NULL;
     }
-    if (c->ev != NULL) {
-        event_free(c->ev);
-        c->ev = NULL;
-    }
+    drop_event(&c->ev);
     if (c->pg != NULL) {
         PQfinish(c->pg);
         c->pg = NULL;
@@ -422,14 +426,8 @@ relay_stop(struct pg_conn *c)
     if (c->net_fd >= 0 && c->pair_fd >= 0 && c->net_wr != NULL) {
         (void)relay_out(c);
     }
-    if (c->net_rd != NULL) {
-        event_free(c->net_rd);
-        c->net_rd = NULL;
-    }
-    if (c->net_wr != NULL) {
-        event_free(c->net_wr);
-        c->net_wr = NULL;
-    }
+    drop_event(&c->net_rd);
+    drop_event(&c->net_wr);
     if (c->net_fd >= 0) {
         close(c->net_fd);
         c->net_fd = -1;
@@ -529,10 +527,7 @@ query_done(struct pg_conn *c)
      * watch goes first: what done does may open a socket on the closed
      * end's number. */
     if (PQstatus(c->pg) == CONNECTION_BAD) {
-        if (c->ev != NULL) {
-            event_free(c->ev);
-            c->ev = NULL;
-        }
+        drop_event(&c->ev);
         if (c->has_work) {
             c->has_work = false;
             s->ops->done(s->owner, c->id, res);
@@ -602,10 +597,7 @@ connect_poll(struct pg_conn *c)
     /* libpq moves on to the host's next address when one fails, on a new
      * socket that often has the old one's number: the kernel dropped the
      * old one from the poll set at close, so watch afresh each time. */
-    if (c->ev != NULL) {
-        event_free(c->ev);
-        c->ev = NULL;
-    }
+    drop_event(&c->ev);
     switch (st) {
     case PGRES_POLLING_READING:
         if (!conn_watch(c, EV_READ)) {
