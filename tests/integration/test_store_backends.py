@@ -283,6 +283,23 @@ def test_postgres_over_tls(tidemark, upstream, tmp_path):
         server.stop()
 
 
+def test_postgres_over_a_unix_socket(tidemark, upstream, store_servers):
+    """The server's Unix socket (host=DIR) is relayed as its TCP one is."""
+    server = store_servers("postgres")
+    tm = start(tidemark, StoreUnderTest("postgres", server),
+               dsn="host=%s port=%d user=postgres dbname=postgres"
+               % (server.dir, server.port))
+    d = unique()
+    assert tm.put(d, token=5).status == 200
+    assert_problem(tm.put(d, token=4), 409)
+    assert server.sql(
+        "SELECT fence FROM tidemark_marks WHERE resource = "
+        "'documents/%s'" % d).strip() == "5"
+    assert server.sql(
+        "SELECT bool_and(client_port = -1) FROM pg_stat_activity WHERE "
+        "application_name = 'tidemark'").strip() == "t"
+
+
 def test_postgres_bad_dsn_is_a_check_error(tmp_path):
     p = tmp_path / "t.ini"
     p.write_text("[store]\ntype = postgres\ndsn = host=db port\n"
