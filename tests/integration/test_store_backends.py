@@ -258,6 +258,17 @@ def test_postgres_garbage_server(tidemark, upstream, garbage):
     assert upstream.find("X-Test-Id", d) == []
 
 
+def fences(tm, server):
+    """A write through tm raises its mark in server's table; a stale one
+    is refused."""
+    d = unique()
+    assert tm.put(d, token=5).status == 200
+    assert_problem(tm.put(d, token=4), 409)
+    assert server.sql(
+        "SELECT fence FROM tidemark_marks WHERE resource = "
+        "'documents/%s'" % d).strip() == "5"
+
+
 def test_postgres_over_tls(tidemark, upstream, tmp_path):
     """A store reached over TLS (sslmode=verify-full): libpq's TLS goes
     through the pair tidemark relays for it; the server sees tidemark's
@@ -270,12 +281,7 @@ def test_postgres_over_tls(tidemark, upstream, tmp_path):
         tm = start(tidemark, StoreUnderTest("postgres", server),
                    dsn=server.dsn + " sslmode=verify-full sslrootcert=%s"
                    % ca)
-        d = unique()
-        assert tm.put(d, token=5).status == 200
-        assert_problem(tm.put(d, token=4), 409)
-        assert server.sql(
-            "SELECT fence FROM tidemark_marks WHERE resource = "
-            "'documents/%s'" % d).strip() == "5"
+        fences(tm, server)
         assert server.sql(
             "SELECT bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_activity "
             "USING (pid) WHERE application_name = 'tidemark'").strip() == "t"
@@ -289,12 +295,7 @@ def test_postgres_over_a_unix_socket(tidemark, upstream, store_servers):
     tm = start(tidemark, StoreUnderTest("postgres", server),
                dsn="host=%s port=%d user=postgres dbname=postgres"
                % (server.dir, server.port))
-    d = unique()
-    assert tm.put(d, token=5).status == 200
-    assert_problem(tm.put(d, token=4), 409)
-    assert server.sql(
-        "SELECT fence FROM tidemark_marks WHERE resource = "
-        "'documents/%s'" % d).strip() == "5"
+    fences(tm, server)
     assert server.sql(
         "SELECT bool_and(client_port = -1) FROM pg_stat_activity WHERE "
         "application_name = 'tidemark'").strip() == "t"
