@@ -281,22 +281,59 @@ def test_postgres_row_too_large(tidemark, upstream, store_servers, liars):
     recovers(tm, d)
 
 
-@pytest.mark.parametrize("length", [1, 30, 300, 30000])
+@pytest.mark.parametrize("length,fill", [
+    (1, b"x"), (30, b"x"), (300, b"x"), (30000, b"x"),
+    (30, b"\x1b"), (30, b"\xff")])
 def test_postgres_stray_row_then_no_message(tidemark, upstream,
-                                            store_servers, liars, length):
+                                            store_servers, liars, length,
+                                            fill):
     """A row of 1 to 30,000 bytes that no row description announced, then
-    bytes that are no message ('x' and a length of 2 GiB): libpq ends the
-    query with its error and closes the socket. The write gets a 503 and
-    the connection is dropped then, with a log line, not left idle to
-    fail at its next use (where a socket opened meanwhile may have taken
-    its number)."""
+    bytes that are no message (fill, repeated: its type and its length):
+    libpq ends the query with its error and closes the socket. The write
+    gets a 503 and the connection is dropped then, with a log line, not
+    left idle to fail at its next use (where a socket opened meanwhile may
+    have taken its number). libpq's message quotes the type byte: it is
+    escaped in the log."""
     tm, d, r, grown = lied(
         tidemark, upstream, store_servers, liars, "postgres",
-        endless(pg_message(b"D", b"\0" * length)))
+        endless(pg_message(b"D", b"\0" * length), fill))
     assert_problem(r, 503)
     tm.wait_log("postgres: connection", "lost synchronization",
                 "reconnecting")
     recovers(tm, d)
+    if fill != b"x":
+        assert fill not in tm.log_path.read_bytes()
+
+
+def pg_answer_of(size):
+    """A whole answer of exactly size bytes: the fields, rows of up to
+    1 KiB whose keys name no resource, the end."""
+    overhead = len(pg_row(b"", b"5"))
+    rest = size - len(PG_FIELDS) - len(PG_END)
+    rows = []
+    while rest > 0:
+        key = min(1000, rest - overhead)
+        assert key >= 0, size
+        rows.append(pg_row(b"k" * key, b"5"))
+        rest -= overhead + key
+    data = PG_FIELDS + b"".join(rows) + PG_END
+    assert len(data) == size
+    return data
+
+
+@pytest.mark.parametrize("size", [MAX, MAX + 1])
+def test_postgres_answer_at_the_limit(tidemark, upstream, store_servers,
+                                      liars, size):
+    """An answer of exactly 16 MiB is read whole (no row names the
+    resource: a 503 for that); one byte more and the connection is
+    dropped for its size."""
+    tm, d, r, grown = lied(tidemark, upstream, store_servers, liars,
+                           "postgres", once(pg_answer_of(size)))
+    assert_problem(r, 503)
+    if size > MAX:
+        tm.wait_log("postgres: connection", PG_TOO_LARGE)
+    recovers(tm, d)
+    assert (tm.log_lines(PG_TOO_LARGE) != []) == (size > MAX)
 
 
 @pytest.mark.parametrize("rows", [1, 30, 300, 15 * 1024])
