@@ -27,7 +27,7 @@ $(pkg-config --cflags libpq)"
 ALL="http_request http_response token route config origin canon destination
 procstat json redis_slot sigv4 zkname etcd_keys
 redis_reply pg_reply s3name s3delete logesc logline logbuffer awscreds
-journal pg_marks etcd_marks"
+journal pg_marks etcd_marks lenframe"
 
 # The project sources and libraries each target needs.
 sources() {
@@ -47,6 +47,7 @@ sources() {
     json) echo policies/json.c policies/utf8.c ;;
     redis_slot) echo policies/redis_slot.c ;;
     zkname) echo policies/zkname.c ;;
+    lenframe) echo policies/lenframe.c ;;
     etcd_keys) echo proxy/locks/etcd_keys.c proxy/clients/etcd_json.c ;;
     redis_reply) echo proxy/locks/lock_redis_reply.c proxy/clients/redis_reply.c \
         policies/redis_slot.c ;;
