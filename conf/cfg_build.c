@@ -712,18 +712,45 @@ note_chain(struct loader *l, struct tm_config *c)
 }
 
 /* The open files a client connection can take: its own socket and its
- * upstream's; those the rest of the process holds; and those of one
+ * upstream's; those the rest of the process holds; those of one
  * PostgreSQL connection (the server's socket and the pair libpq reads in
- * its place), beside them. */
+ * its place); and those of one ZooKeeper session (the client's socket
+ * and wake-up pipe, two eventfds, and the relay's four connections of
+ * two sockets each, proxy/clients/zk_relay.h), with a port for each of
+ * its servers, beside them. */
 #define FILES_PER_CONNECTION 2
 #define FILES_BESIDE 64
 #define FILES_PER_PG 3
+#define FILES_PER_ZK 13
 
-/* FILES_BESIDE, and the PostgreSQL pools' files. */
+/* A ZooKeeper session's files, for hosts; 0 when backend is another. */
+static rlim_t
+zk_files(const char *backend, const char *hosts)
+{
+    rlim_t n = FILES_PER_ZK + 1;
+
+    if (backend == NULL || strcmp(backend, "zookeeper") != 0 || hosts == NULL) {
+        return 0;
+    }
+    for (const char *p = hosts; *p != '\0'; p++) {
+        n += *p == ',';
+    }
+    return n;
+}
+
+/* FILES_BESIDE, the PostgreSQL pools' files, and the ZooKeeper
+ * sessions'. */
 static rlim_t
 files_beside(const struct tm_config *c)
 {
-    rlim_t n = FILES_BESIDE;
+    rlim_t n = FILES_BESIDE + zk_files(c->locks.backend, c->locks.zk_hosts);
+
+    for (size_t i = 0; i < c->nwatches; i++) {
+        n += zk_files(c->watches[i].backend, c->watches[i].zk_hosts);
+    }
+    for (size_t i = 0; i < c->nfollows; i++) {
+        n += zk_files(c->follows[i].backend, c->follows[i].zk_hosts);
+    }
 
     if (c->store.type != NULL && strcmp(c->store.type, "postgres") == 0) {
         n += (rlim_t)c->store.pool_size * FILES_PER_PG;

@@ -21,6 +21,7 @@
 
 #include "../log.h"
 #include "dial.h"
+#include "zk_relay.h"
 
 /* The step of a session event: zk_conn's own. */
 #define ZK_CALL_SESSION (-2)
@@ -37,6 +38,7 @@ struct zk_conn {
     struct zk_conn_hooks hooks;
     void *arg;
     char *hosts;
+    struct zk_relay *relay; /* the client's way to hosts */
     char *who;
     int session_ms;
     zhandle_t *zh;
@@ -438,8 +440,8 @@ start(struct zk_conn *k)
     k->gen++;
     x->k = k;
     x->gen = k->gen;
-    k->zh = zookeeper_init2(k->hosts, session_watch, k->session_ms, NULL, x, 0,
-                            zk_log_drop);
+    k->zh = zookeeper_init2(zk_relay_hosts(k->relay), session_watch,
+                            k->session_ms, NULL, x, 0, zk_log_drop);
     if (k->zh == NULL) {
         free(x);
         return false;
@@ -528,6 +530,7 @@ zk_conn_new(struct event_base *base, const char *hosts, int session_ms,
             char *err, size_t errlen)
 {
     struct zk_conn *k = calloc(1, sizeof(*k));
+    int connect_ms;
 
     if (k == NULL || pthread_mutex_init(&k->mu, NULL) != 0) {
         free(k);
@@ -549,6 +552,13 @@ zk_conn_new(struct event_base *base, const char *hosts, int session_ms,
     if (k->hosts == NULL || k->who == NULL || k->done_ev == NULL ||
         k->retry == NULL || event_add(k->done_ev, NULL) != 0) {
         snprintf(err, errlen, "%s: cannot set up events", who);
+        zk_conn_free(k);
+        return NULL;
+    }
+    /* A connection to a server is given a third of the session. */
+    connect_ms = session_ms / 3 > 1000 ? session_ms / 3 : 1000;
+    k->relay = zk_relay_new(hosts, who, connect_ms, err, errlen);
+    if (k->relay == NULL) {
         zk_conn_free(k);
         return NULL;
     }
@@ -595,6 +605,7 @@ zk_conn_free(struct zk_conn *k)
     }
     k->closing = true;
     stop(k);
+    zk_relay_free(k->relay); /* after the handle: it says goodbye */
     if (k->efd >= 0) {
         drain(k);
     }

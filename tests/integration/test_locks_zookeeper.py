@@ -293,3 +293,35 @@ def test_kazoo_lock_czxid_only_grows(tidemark, upstream, store_servers):
     finally:
         c.stop()
         c.close()
+
+
+# ------------------------------------------------------------ reaching
+
+def test_a_server_down_at_start_is_logged_once_then_reached(tidemark):
+    """tidemark starts before its ZooKeeper server: the client's tries
+    each fail (tidemark's relay finds the port closed), the log says so
+    once at warn (each further try at debug), and when the server comes
+    up the session is made through the relay and a lock is granted."""
+    from servers import ZooKeeper
+
+    zk = ZooKeeper()                     # its port chosen, nothing on it
+    try:
+        tm = tidemark(config={"locks": {"backend": "zookeeper",
+                                        "hosts": "127.0.0.1:%d" % zk.port,
+                                        "root": "/reaching",
+                                        "session_timeout_ms": "10000"},
+                              "proxy": {"log_level": "debug"}})
+        cannot = "cannot reach the server 127.0.0.1:%d" % zk.port
+        tm.wait_log(cannot, count=3, timeout=30)
+        assert len(tm.log_lines("level=warn", cannot)) == 1
+        zk.start()
+        tm.wait_log("reached the server 127.0.0.1:%d" % zk.port, "again",
+                    timeout=30)
+        api = Admin(tm, timeout=30)
+        wait_until(lambda: api.get("probe/ready").status != 503,
+                   20 * slow(), "tidemark's ZooKeeper session")
+        assert_lease(api.acquire("documents/r", ttl_ms=60000),
+                     "documents/r")
+        assert len(tm.log_lines("level=warn", cannot)) == 1
+    finally:
+        zk.destroy()

@@ -12,9 +12,12 @@ The answers come from servers.Liar, a relay in front of the real server
 that answers for it on cue: no real store sends them. The real server
 has run the call whose answer the relay replaced (the mark it raised
 stays). The lock service reads its Redis, PostgreSQL and etcd answers
-through the same clients.
+through the same clients; its ZooKeeper frames are weighed at their
+headers (at the end, with FrameLiar, which puts a frame of its own
+before a reply).
 """
 
+import socket
 import struct
 import time
 import uuid
@@ -349,6 +352,176 @@ def test_postgres_answer_under_the_limit_is_read(tidemark, upstream,
     assert_problem(r, 503)
     recovers(tm, d)
     assert tm.log_lines(PG_TOO_LARGE) == []
+
+
+# ------------------------------------------------------------- zookeeper
+#
+# ZooKeeper's C client reads each frame into a buffer of the length its
+# header gives, on a thread of its own: tidemark gives it a loopback
+# port for each server and weighs the server's frames on their way
+# (proxy/clients/zk_relay.c).
+
+ZK_TOO_LARGE = "more than %d: connection dropped before the client read it" % MAX
+ZK_LOST = "locks: zookeeper: connection lost"
+# What the proxy may grow by when a frame is refused at its header: the
+# client allocates nothing for it (a sanitizer build's own bookkeeping
+# aside).
+ZK_GROWN_MAX = 8 << 20
+
+
+class FrameLiar(servers.Relay):
+    """A Relay in front of a ZooKeeper server that passes the server's
+    frames on whole and, after inject(answer), sends answer()'s bytes
+    right before the next reply to a call (a frame whose xid is above
+    0: not the connection's first, a ping's or a watch event's), then
+    that reply if the connection still stands. sent counts what left."""
+
+    def __init__(self, target):
+        self.answer = None
+        self.sent = 0
+        super().__init__(target)
+
+    def inject(self, answer):
+        self.answer = answer
+
+    def _answer(self, src, dst):
+        buf, first = b"", True
+        try:
+            while not self.stopping.is_set():
+                data = src.recv(65536)
+                if not data:
+                    dst.shutdown(socket.SHUT_WR)
+                    return
+                buf += data
+                while len(buf) >= 4:
+                    n = struct.unpack(">i", buf[:4])[0]
+                    if len(buf) < 4 + n:
+                        break
+                    frame, buf = buf[:4 + n], buf[4 + n:]
+                    xid = None if first else struct.unpack(">i",
+                                                           frame[4:8])[0]
+                    first = False
+                    lie, self.answer = ((self.answer, None)
+                                        if xid is not None and xid > 0
+                                        else (None, self.answer))
+                    for chunk in lie() if lie is not None else ():
+                        dst.sendall(chunk)
+                        self.sent += len(chunk)
+                    dst.sendall(frame)
+        except OSError:
+            pass
+
+
+def zk_event(frame_len):
+    """A watch event (xid -1) for a path no one watches, frame_len bytes
+    after its length: the reply header (xid, zxid, err), the event's type
+    (a node's data changed) and state (connected), and its path."""
+    path_len = frame_len - 28
+    assert path_len >= 1, frame_len
+    path = (b"/" + b"x" * path_len)[:path_len]
+    return (struct.pack(">iiqiiii", frame_len, -1, -1, 0, 3, 3, path_len)
+            + path)
+
+
+@pytest.fixture
+def zk_lied(tidemark, store_servers):
+    """A tidemark whose lock service is on ZooKeeper through a
+    FrameLiar, its session up; returns (tidemark, liar, Admin)."""
+    from lockapi import Admin
+    from test_locks_zookeeper import zk_tidemark
+
+    made = []
+
+    def make():
+        zk = store_servers("zookeeper")
+        liar = FrameLiar(zk.port)
+        made.append(liar)
+        tm = zk_tidemark(tidemark, "127.0.0.1:%d" % liar.port,
+                         "/answer-size/" + uuid.uuid4().hex[:12])
+        return tm, liar, Admin(tm, timeout=60)
+
+    yield make
+    for liar in made:
+        liar.stop()
+
+
+def zk_acquire_lied(zk_lied, answer):
+    """One lock acquired; then the next acquire, its ZooKeeper reply
+    preceded by answer's bytes. Returns the tidemark, its Admin, the
+    second acquire's answer and how much the proxy grew."""
+    from lockapi import assert_lease
+
+    tm, liar, api = zk_lied()
+    assert_lease(api.acquire("documents/a", ttl_ms=60000), "documents/a")
+    before = tm.status("VmRSS")
+    liar.inject(answer)
+    r = api.acquire("documents/b", ttl_ms=60000)
+    grown = tm.status("VmHWM") - before
+    assert tm.proc.poll() is None
+    return tm, api, r, grown
+
+
+@pytest.mark.parametrize("answer", [
+    # A watch event of 16 MiB and 1 byte, whole.
+    once(zk_event(MAX + 1)),
+    # A header that says 2 GiB less a byte, and the bytes keep coming.
+    endless(struct.pack(">i", 0x7fffffff)),
+    # A header that says -1.
+    once(struct.pack(">i", -1)),
+], ids=["event-16MiB+1", "header-2GiB", "header-negative"])
+def test_zookeeper_frame_too_large(zk_lied, answer):
+    """A frame whose header says more than 16 MiB is not read: the
+    connection is dropped at the header, the lock call out is a 503 (the
+    connection was lost under it), the log says why, the proxy does not
+    grow by what the header said, and the client connects again: the
+    next acquire is granted."""
+    from lockapi import assert_lease
+    from test_locks_zookeeper import unavailable
+
+    tm, api, r, grown = zk_acquire_lied(zk_lied, answer)
+    unavailable(r)
+    tm.wait_log("locks: zookeeper: the server 127.0.0.1:", ZK_TOO_LARGE)
+    assert grown < (GROWN_MAX if is_asan() else ZK_GROWN_MAX), grown
+    r = wait_until(lambda: (lambda a: a if a.status != 503 else None)(
+        api.acquire("documents/c", ttl_ms=60000)), 30,
+        "an acquire answered once the client is back")
+    assert_lease(r, "documents/c")
+
+
+@pytest.mark.parametrize("frame_len", [29, 58, 328, MAX])
+def test_zookeeper_frame_up_to_the_limit_is_read(zk_lied, frame_len):
+    """Watch events of 29 bytes (a path of 1), 58, 328 and exactly 16 MiB
+    go to the client whole: no connection is dropped, and the acquire
+    whose reply came after the event is granted."""
+    from lockapi import assert_lease
+
+    tm, api, r, grown = zk_acquire_lied(zk_lied, once(zk_event(frame_len)))
+    assert_lease(r, "documents/b")
+    assert tm.log_lines(ZK_TOO_LARGE) == []
+    assert tm.log_lines(ZK_LOST) == []
+
+
+def test_zookeeper_relay_ports_are_the_client_alone(zk_lied):
+    """Another process that connects to the port the client is given for
+    a server is closed at once, and its bytes reach no server; the
+    client's own session goes on."""
+    from lockapi import assert_lease
+
+    tm, liar, api = zk_lied()
+    line = tm.wait_log("the client reaches the server 127.0.0.1:%d through"
+                       % liar.port)[0]
+    port = int(line.split(" through 127.0.0.1:")[1].split()[0].strip('"'))
+    accepted = liar.accepted
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(struct.pack(">i", 44) + b"\0" * 44)  # a connect request
+        try:
+            assert s.recv(1) == b""
+        except ConnectionResetError:
+            pass                 # closed with the request unread
+    tm.wait_log("a connection to the port for 127.0.0.1:%d not from this "
+                "process: closed" % liar.port)
+    assert liar.accepted == accepted
+    assert_lease(api.acquire("documents/d", ttl_ms=60000), "documents/d")
 
 
 # ------------------------------------------------------------- all three

@@ -67,6 +67,16 @@ test_default_max_connections_fits_the_open_files_limit(void **state)
                      456,
                      ": note: max_connections = 456, not the default 10000: "
                      "the open files limit is 1024");
+    /* A ZooKeeper session takes 13 files and one a server (the relay's
+     * port for it): 64 + (13 + 3) for [locks] and (13 + 1) for a
+     * [watch] beside the clients. */
+    assert_fits_1024("[locks]\nbackend = zookeeper\n"
+                     "hosts = z1:2181,z2:2181,z3:2181\n"
+                     "[watch w]\nbackend = zookeeper\nhosts = z1:2181\n"
+                     "prefix = /locks\nresource = documents/{name}\n",
+                     465,
+                     ": note: max_connections = 465, not the default 10000: "
+                     "the open files limit is 1024");
 }
 
 static void
