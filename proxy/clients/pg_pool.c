@@ -2,12 +2,17 @@
  * store and lock backend: connect with backoff, setup and prepares at
  * each connect, one query in flight per connection with a deadline.
  *
- * Once connected, libpq reads and writes one end of a socket pair in
- * place of the server's socket, and the pool moves the bytes between the
- * pair and the server, counting what the server sends: libpq keeps a
- * whole result, and a row until its last byte however long the row says
- * it is, reading on for as long as the bytes keep coming, so what an
- * answer may take is weighed here, before libpq has the bytes. */
+ * From the moment libpq has sent its first message on a connection and
+ * waits for the server's answer (before TLS, authentication and the
+ * server's first messages), libpq reads and writes one end of a socket
+ * pair in place of the server's socket, and the pool moves the bytes
+ * between the pair and the server, counting what the server sends:
+ * libpq keeps a whole result, a row until its last byte however long
+ * the row says it is, and a notice or error of any length, reading on
+ * for as long as the bytes keep coming, so what an answer may take is
+ * weighed here, before libpq has the bytes. If libpq lets go of the
+ * socket while connecting (to try another address, or again without
+ * TLS), the relay ends with it and the next socket is relayed in turn. */
 #include "pg_pool.h"
 
 #include <errno.h>
@@ -19,11 +24,13 @@
 #include <unistd.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <event2/event.h>
 
 #include "../log.h"
 #include "coldq.h"
+#include "dial.h"
 
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 2000
@@ -40,7 +47,7 @@
 enum pc_state {
     PC_DOWN,       /* waiting for retry_ev */
     PC_CONNECTING, /* PQconnectPoll */
-    PC_SWAP,       /* connected: the socket goes to the relay next turn */
+    PC_SWAP,       /* the socket goes to the relay next turn */
     PC_SETUP,      /* the setup query, then the prepares, in flight */
     PC_IDLE,
     PC_BUSY, /* a query in flight */
@@ -56,13 +63,16 @@ struct pg_conn {
     short ev_what;
     struct event *timer; /* retry while down, deadline otherwise */
     int backoff_ms;
+    int64_t connect_end; /* the connect deadline (dial_now_ms) */
     unsigned failures;
     bool has_work;     /* the owner has something of ours */
     PGresult *result;  /* the first result of the query in flight */
     size_t setup_step; /* 0 setup query, then one per prepare */
     /* The relay, from PC_SWAP's end until the connection is dropped. */
-    int net_fd;  /* the server's socket; -1 when not relayed */
-    int pair_fd; /* our end of the pair libpq has in the socket's place */
+    int net_fd;     /* the server's socket; -1 when not relayed */
+    int pair_fd;    /* our end of the pair libpq has in the socket's place */
+    dev_t pair_dev; /* libpq's end, to see that it still has it */
+    ino_t pair_ino;
     struct event *net_rd;
     struct event *net_wr; /* on while out holds bytes */
     unsigned gen;         /* bumped at each drop: a stale c is seen */
@@ -95,6 +105,8 @@ struct pg_pool {
 
 static void conn_start(struct pg_conn *c);
 static void conn_read(struct pg_conn *c);
+static void connect_poll(struct pg_conn *c);
+static void conn_setup(struct pg_conn *c);
 static void relay_stop(struct pg_conn *c);
 static void on_conn_event(evutil_socket_t fd, short what, void *arg);
 
@@ -314,7 +326,11 @@ relay_in(struct pg_conn *c, const char *buf, size_t n)
         } else if (w < 0 && errno == EINTR) {
             continue;
         } else if (w < 0 && io_again()) {
-            conn_read(c);
+            if (c->state == PC_CONNECTING) {
+                connect_poll(c);
+            } else {
+                conn_read(c);
+            }
             if (c->gen != gen) {
                 return false;
             }
@@ -377,7 +393,9 @@ on_net_write(evutil_socket_t fd, short what, void *arg)
     lib_enter(c->s->log);
     (void)fd;
     (void)what;
-    if (!conn_flush(c)) {
+    /* While connecting, libpq writes inside PQconnectPoll: only the pair
+     * is to be emptied. */
+    if (!(c->state == PC_CONNECTING ? relay_out(c) : conn_flush(c))) {
         conn_fail_pg(c, "writing");
     }
 }
@@ -390,6 +408,7 @@ relay_start(struct pg_conn *c)
 {
     int fd = PQsocket(c->pg);
     int pair[2];
+    struct stat st;
 
     if (fd < 0 ||
         socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
@@ -399,11 +418,14 @@ relay_start(struct pg_conn *c)
     }
     c->pair_fd = pair[1];
     c->net_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (c->net_fd < 0 || dup3(pair[0], fd, O_CLOEXEC) < 0) {
+    if (c->net_fd < 0 || dup3(pair[0], fd, O_CLOEXEC) < 0 ||
+        fstat(pair[0], &st) != 0) {
         c->io_errno = errno;
         close(pair[0]);
         return false;
     }
+    c->pair_dev = st.st_dev;
+    c->pair_ino = st.st_ino;
     close(pair[0]);
     c->answer = 0;
     c->net_rd =
@@ -416,6 +438,19 @@ relay_start(struct pg_conn *c)
         return false;
     }
     return true;
+}
+
+/* True while libpq's socket is the pair's end relay_start gave it: libpq
+ * closes it to try another address or host, or to try again without
+ * TLS, and makes a socket of its own. */
+static bool
+relay_holds_libpq(const struct pg_conn *c)
+{
+    struct stat st;
+    int fd = PQsocket(c->pg);
+
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == c->pair_dev &&
+           st.st_ino == c->pair_ino;
 }
 
 /* After PQfinish: what libpq said last (its Terminate) goes to the
@@ -596,11 +631,27 @@ connect_poll(struct pg_conn *c)
 
     /* libpq moves on to the host's next address when one fails, on a new
      * socket that often has the old one's number: the kernel dropped the
-     * old one from the poll set at close, so watch afresh each time. */
+     * old one from the poll set at close, so watch afresh each time. The
+     * relay of a socket libpq let go of ends with it. */
     drop_event(&c->ev);
+    if (c->net_fd >= 0 && !relay_holds_libpq(c)) {
+        relay_stop(c);
+    }
+    /* What libpq wrote into the pair goes to the server. */
+    if (c->net_fd >= 0 && st != PGRES_POLLING_FAILED && !relay_out(c)) {
+        conn_fail_pg(c, "relaying");
+        return;
+    }
     switch (st) {
     case PGRES_POLLING_READING:
-        if (!conn_watch(c, EV_READ)) {
+        /* libpq has said its first words (TLS or not) and waits for the
+         * server's: from the first of them on, the server's bytes are
+         * weighed. The watch just freed is let go of at the loop's next
+         * turn; the socket's number changes hands after it. */
+        if (c->net_fd < 0) {
+            c->state = PC_SWAP;
+            conn_deadline(c, 0);
+        } else if (!conn_watch(c, EV_READ)) {
             conn_fail(c, "cannot watch the socket");
         }
         return;
@@ -615,18 +666,40 @@ connect_poll(struct pg_conn *c)
         conn_fail_pg(c, "cannot connect");
         return;
     }
-    /* The watch just freed is let go of at the loop's next turn; the
-     * socket's number changes hands after it (relay_start). */
-    c->state = PC_SWAP;
+    if (c->net_fd >= 0) {
+        conn_setup(c);
+        return;
+    }
+    c->state = PC_SWAP; /* as above */
     conn_deadline(c, 0);
 }
 
-/* Connected, and the loop no longer watches libpq's socket: relay it,
- * then the setup query. */
+/* In the middle of connecting, and the loop no longer watches libpq's
+ * socket: relay it, and go on connecting within what is left of the
+ * deadline. */
+static void
+relay_connecting(struct pg_conn *c)
+{
+    int64_t left = c->connect_end - dial_now_ms();
+
+    if (left <= 0) {
+        conn_fail(c, "no connection within the deadline");
+        return;
+    }
+    if (!relay_start(c) || !conn_watch(c, EV_READ)) {
+        conn_fail_pg(c, "relaying");
+        return;
+    }
+    c->state = PC_CONNECTING;
+    conn_deadline(c, (int)left);
+}
+
+/* Connected, the socket relayed (or, if it is not yet, no longer watched
+ * by the loop: relayed now): the setup query. */
 static void
 conn_setup(struct pg_conn *c)
 {
-    if (!relay_start(c) || !conn_watch(c, EV_READ)) {
+    if ((c->net_fd < 0 && !relay_start(c)) || !conn_watch(c, EV_READ)) {
         conn_fail_pg(c, "relaying");
         return;
     }
@@ -670,7 +743,11 @@ on_conn_timer(evutil_socket_t fd, short what, void *arg)
         conn_start(c);
         return;
     case PC_SWAP:
-        conn_setup(c);
+        if (PQstatus(c->pg) == CONNECTION_OK) {
+            conn_setup(c);
+        } else {
+            relay_connecting(c);
+        }
         return;
     case PC_CONNECTING:
     case PC_SETUP:
@@ -724,7 +801,9 @@ conn_start(struct pg_conn *c)
     /* libpq leaves connect_timeout to the caller of PQconnectPoll: one
      * deadline for every address of the host, which libpq tries in turn
      * (a refused one costs nothing, a silent one all of it). */
-    conn_deadline(c, ms > PG_CONNECT_MIN_MS ? ms : PG_CONNECT_MIN_MS);
+    ms = ms > PG_CONNECT_MIN_MS ? ms : PG_CONNECT_MIN_MS;
+    c->connect_end = dial_now_ms() + ms;
+    conn_deadline(c, ms);
     if (!conn_watch(c, EV_WRITE)) {
         conn_fail(c, "cannot watch the socket");
     }

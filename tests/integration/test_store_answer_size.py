@@ -339,6 +339,87 @@ def test_postgres_answer_at_the_limit(tidemark, upstream, store_servers,
     assert (tm.log_lines(PG_TOO_LARGE) != []) == (size > MAX)
 
 
+# A server's first answers: no TLS (to libpq's SSLRequest), then
+# authentication done.
+PG_NO_TLS_AUTH_OK = b"N" + pg_message(b"R", struct.pack(">I", 0))
+
+
+@pytest.mark.parametrize("answer", [
+    # After authentication, a notice that says 512 MiB and keeps coming:
+    # libpq reads a notice whole however long it says it is (it cannot
+    # reserve 2 GiB, and refuses that).
+    endless(PG_NO_TLS_AUTH_OK + b"N" + struct.pack(">I", 512 << 20)),
+    # In place of the answer to the startup, an error longer than a
+    # protocol 3 one may be: libpq reads it as an older server's, up to
+    # a NUL that never comes.
+    endless(b"N" + b"E" + struct.pack(">I", 0x7fffffff)),
+], ids=["notice-512MiB", "error-without-end"])
+def test_postgres_start_too_large(tidemark, upstream, store_servers, liars,
+                                  answer):
+    """The server's answers at the start of a connection are weighed as
+    any other: one that goes past 16 MiB drops the connection (logged),
+    the proxy does not hold what it said, and once the server answers as
+    a server the store comes up and writes go through."""
+    server = store_servers("postgres")
+    liar = liars(server.port)
+    liar.lie(answer)
+    cfg = dict(STORE_ROUTES)
+    cfg["store"] = StoreUnderTest("postgres", server).section(
+        **store_keys("postgres", server, liar.port), timeout_ms=SLOW_OK_MS)
+    tm = tidemark(config=cfg)
+    # Both connections of the pool (pool_size 2) are answered so.
+    tm.wait_log("postgres: connection", PG_TOO_LARGE, timeout=30, count=2)
+    held = tm.status("VmHWM")
+    liar.lie(None)
+    wait_ready(tm)
+    d = uuid.uuid4().hex[:12]
+    assert tm.put(d, token=5).status == 200
+    assert tm.mark("documents/" + d) == 5
+    # All the proxy ever held: its own start (about 11 MiB here), and
+    # what the two connections read before they were dropped.
+    assert held < (GROWN_MAX if is_asan() else 64 << 20), held
+
+
+def in_turn(liar, *answers):
+    """The answers, one a connection, in turn; then the server's own."""
+    left = list(answers)
+
+    def answer():
+        a = left.pop(0)
+        if not left:
+            liar.lie(None)
+        yield from a()
+    return answer
+
+
+def test_postgres_start_again_without_tls_is_weighed(tidemark, upstream,
+                                                     store_servers, liars):
+    """libpq asks for TLS (sslmode prefer, the default); the server says
+    yes, then sends no TLS. libpq gives that socket up and connects
+    again without TLS, on a socket of its own: that one is relayed and
+    weighed in turn (a notice that says 512 MiB is dropped at 16 MiB,
+    the only failure logged: giving up the first socket is libpq's
+    business, not one). The next connection is the server's own, and
+    writes go through."""
+    server = store_servers("postgres")
+    liar = liars(server.port)
+    liar.lie(in_turn(liar, once(b"S" + b"this is not TLS" * 10),
+                     endless(pg_message(b"R", struct.pack(">I", 0))
+                             + b"N" + struct.pack(">I", 512 << 20))))
+    cfg = dict(STORE_ROUTES)
+    cfg["store"] = StoreUnderTest("postgres", server).section(
+        **store_keys("postgres", server, liar.port), timeout_ms=SLOW_OK_MS,
+        pool_size="1")
+    tm = tidemark(config=cfg)
+    tm.wait_log("postgres: connection 0", PG_TOO_LARGE, timeout=30)
+    wait_ready(tm)
+    d = uuid.uuid4().hex[:12]
+    assert tm.put(d, token=5).status == 200
+    assert tm.mark("documents/" + d) == 5
+    assert len(tm.log_lines("postgres: connection", "reconnecting")) == 1
+    assert liar.accepted == 3
+
+
 @pytest.mark.parametrize("rows", [1, 30, 300, 15 * 1024])
 def test_postgres_answer_under_the_limit_is_read(tidemark, upstream,
                                                  store_servers, liars, rows):
