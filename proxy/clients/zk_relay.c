@@ -183,10 +183,10 @@ server_failed(struct zk_relay *r, struct conn *c, const char *why)
     if (!sv->failing) {
         log_warn("%s: cannot reach the server %s:%d: %s; the client tries "
                  "the next",
-                 r->who, LOG_STR(sv->name), sv->port, why);
+                 r->who, LOG_STR(sv->name), sv->port, LOG_STR(why));
     } else {
         log_debug("%s: cannot reach the server %s:%d: %s", r->who,
-                  LOG_STR(sv->name), sv->port, why);
+                  LOG_STR(sv->name), sv->port, LOG_STR(why));
     }
     sv->failing = true;
     conn_close(c);
@@ -328,7 +328,7 @@ on_accept(struct zk_relay *r, size_t srv, struct conn *c)
     struct server *sv = &r->servers[srv];
     struct sockaddr_storage peer;
     socklen_t pl = sizeof(peer);
-    char why[DIAL_MAX_ADDRS * 8 + 128];
+    char why[DIAL_MAX_ADDRS * 8 + 128] = "";
     int fd = accept4(sv->lfd, (struct sockaddr *)&peer, &pl,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
 
