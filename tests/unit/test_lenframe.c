@@ -13,17 +13,9 @@
 #include <cmocka.h>
 
 #include "../../policies/lenframe.h"
+#include "frame_test.h"
 
 #define MAX (16u << 20)
-
-static void
-put_len(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
 
 /* A frame of body bytes (each 'x'), whole, in one buffer of *n bytes. */
 static uint8_t *

@@ -24,15 +24,7 @@
 #include <cmocka.h>
 
 #include "../../proxy/clients/zk_relay.h"
-
-static void
-put_len(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
+#include "frame_test.h"
 
 static void
 timeouts(int fd)
@@ -150,6 +142,17 @@ send_thread(void *arg)
     return NULL;
 }
 
+/* The client's connection through r's first port, and the server's end
+ * of it, accepted on lfd. */
+static void
+through(const struct zk_relay *r, int lfd, int *cfd, int *sfd)
+{
+    *cfd = connect_to(relay_port(r, 0));
+    *sfd = accept(lfd, NULL, NULL);
+    assert_true(*sfd >= 0);
+    timeouts(*sfd);
+}
+
 /* The host lists the configuration lets through, and what the relay
  * makes of them: a port of its own for each, in order. */
 static void
@@ -210,10 +213,7 @@ test_moves_and_weighs(void **state)
     snprintf(hosts, sizeof(hosts), "127.0.0.1:%d", port);
     r = zk_relay_new(hosts, "t", 1000, err, sizeof(err));
     assert_non_null(r);
-    cfd = connect_to(relay_port(r, 0));
-    sfd = accept(lfd, NULL, NULL);
-    assert_true(sfd >= 0);
-    timeouts(sfd);
+    through(r, lfd, &cfd, &sfd);
 
     send_all(cfd, "ping", 4);
     recv_all(sfd, got, 4);
@@ -276,10 +276,7 @@ test_refused_then_reached(void **state)
     close(cfd);
 
     lfd = listen_any(&port); /* the same port, listening now */
-    cfd = connect_to(relay_port(r, 0));
-    sfd = accept(lfd, NULL, NULL);
-    assert_true(sfd >= 0);
-    timeouts(sfd);
+    through(r, lfd, &cfd, &sfd);
     send_all(cfd, "zk!!", 4);
     recv_all(sfd, got, 4);
     assert_memory_equal(got, "zk!!", 4);
