@@ -36,10 +36,10 @@
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_CONNECT_MIN_MS 5000
 /* What one answer may take: the bytes the server sent since the last one
- * ended, counted as they are moved to libpq (so libpq holds at most this
- * and what the pair buffers). No answer tidemark asks for comes near it.
- * The connection's start (TLS, authentication) is libpq's alone, bounded
- * by its deadline. */
+ * ended (for the first, since libpq's first message on the socket: TLS,
+ * authentication and the server's first messages count), counted as they
+ * are moved to libpq, so libpq holds at most this and what the pair
+ * buffers. No answer tidemark asks for comes near it. */
 #define PG_ANSWER_MAX (16u << 20)
 /* One move of bytes between the server and libpq. */
 #define PG_RELAY_BUF 16384
@@ -236,7 +236,8 @@ conn_fail_pg(struct pg_conn *c, const char *what)
  * the server does not take waits in c->out, net_wr on, and the pair is
  * not read meanwhile); the server's bytes are counted and written into
  * the pair, where libpq reads them as it read its socket before: c->ev
- * watches its end, and conn_read runs at once whenever the pair is full.
+ * watches its end, and libpq reads at once whenever the pair is full
+ * (conn_read, or connect_poll while connecting).
  * The server's close is passed on as the pair's. */
 
 static bool
@@ -453,8 +454,9 @@ relay_holds_libpq(const struct pg_conn *c)
            st.st_ino == c->pair_ino;
 }
 
-/* After PQfinish: what libpq said last (its Terminate) goes to the
- * server if it takes it now, then both sockets close. */
+/* After PQfinish, or once libpq let go of the pair while connecting:
+ * what libpq said last (its Terminate) goes to the server if it takes it
+ * now, then both sockets close. */
 static void
 relay_stop(struct pg_conn *c)
 {

@@ -34,6 +34,12 @@
 
 #define RELAY_BUF 16384
 #define HOST_MAX 256 /* a host name's bytes, as DNS allows */
+/* Why a server cannot be reached; the longest is dial_resolve's "cannot
+ * resolve NAME: reason", NAME up to HOST_MAX. */
+#define WHY_MAX (HOST_MAX + 128)
+/* A port's connect-string item: "127.0.0.1:65535" at most ("[::1]:65535"
+ * is shorter), and its NUL or, in the string, its comma. */
+#define ITEM_MAX 16
 
 /* Bytes read from one end, not yet all written to the other. */
 struct leg {
@@ -262,7 +268,7 @@ dial_from(struct zk_relay *r, struct conn *c, char *why, size_t whylen)
 static void
 dial_done(struct zk_relay *r, struct conn *c, bool timed_out)
 {
-    char why[128];
+    char why[WHY_MAX];
     int err = 0;
     socklen_t el = sizeof(err);
 
@@ -328,7 +334,7 @@ on_accept(struct zk_relay *r, size_t srv, struct conn *c)
     struct server *sv = &r->servers[srv];
     struct sockaddr_storage peer;
     socklen_t pl = sizeof(peer);
-    char why[DIAL_MAX_ADDRS * 8 + 128] = "";
+    char why[WHY_MAX] = "";
     int fd = accept4(sv->lfd, (struct sockaddr *)&peer, &pl,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -602,7 +608,7 @@ zk_relay_new(const char *hosts, const char *who, int connect_ms, char *err,
     for (const char *p = hosts; *p != '\0'; p++) {
         n += *p == ',';
     }
-    cap = n * 64 + 1;
+    cap = n * ITEM_MAX + 1;
     if (r == NULL || (r->servers = calloc(n, sizeof(*r->servers))) == NULL ||
         (r->hosts = malloc(cap)) == NULL || (r->who = strdup(who)) == NULL) {
         snprintf(err, errlen, "%s: out of memory", who);
@@ -615,7 +621,7 @@ zk_relay_new(const char *hosts, const char *who, int connect_ms, char *err,
     for (;;) {
         const char *e = strchr(s, ',');
         struct server *sv = &r->servers[r->nservers];
-        char item[64];
+        char item[ITEM_MAX];
 
         e = e != NULL ? e : s + strlen(s);
         if (!server_parse(s, e, sv)) {
